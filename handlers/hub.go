@@ -1,0 +1,120 @@
+// This file owns room events and their in-process fan-out: publish never
+// blocks, each subscriber has a bounded queue, and a subscriber that falls
+// behind is dropped (its page reconnects and catches up from Cassandra).
+package handlers
+
+import (
+	"context"
+	"sync"
+
+	"github.com/killrchat/killrchat/store"
+)
+
+// Kinds of room events.
+const (
+	EventMessage      = "message"
+	EventParticipants = "participants"
+	EventRoomDeleted  = "room-deleted"
+)
+
+// RoomEvent is something open pages of a room must learn.
+type RoomEvent struct {
+	Kind         string          `json:"kind"`
+	Room         string          `json:"room"`
+	Message      *store.Message  `json:"message,omitempty"`
+	Participants []store.UserRef `json:"participants,omitempty"`
+}
+
+// Hub carries room events to every subscriber, on this instance and, for a
+// broker-backed hub, on the others.
+type Hub interface {
+	// Publish hands ev to the subscribers of its room without waiting for
+	// any of them.
+	Publish(ctx context.Context, ev RoomEvent) error
+	// Subscribe starts receiving the events of room.
+	Subscribe(room string) *Subscription
+	Close() error
+}
+
+// subscriberQueue is how many events a subscriber may have waiting before
+// it counts as stalled and is dropped.
+const subscriberQueue = 256
+
+// Subscription is one subscriber's queue of events.
+type Subscription struct {
+	// C delivers the events, in publication order.
+	C <-chan RoomEvent
+	// Dropped is closed when the subscriber fell behind and was dropped.
+	Dropped <-chan struct{}
+
+	c       chan RoomEvent
+	dropped chan struct{}
+	once    sync.Once
+	hub     *LocalHub
+	room    string
+}
+
+// Close ends the subscription.
+func (s *Subscription) Close() { s.hub.remove(s) }
+
+func (s *Subscription) drop() { s.once.Do(func() { close(s.dropped) }) }
+
+// LocalHub is the in-process hub: the default when no broker is set up,
+// and the local fan-out of the broker-backed hub.
+type LocalHub struct {
+	mu    sync.RWMutex
+	rooms map[string]map[*Subscription]struct{}
+}
+
+// NewLocalHub returns an empty in-process hub.
+func NewLocalHub() *LocalHub {
+	return &LocalHub{rooms: map[string]map[*Subscription]struct{}{}}
+}
+
+// Publish delivers ev to the room's subscribers; a full queue drops its
+// subscriber instead of waiting.
+func (h *LocalHub) Publish(_ context.Context, ev RoomEvent) error {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	for sub := range h.rooms[ev.Room] {
+		select {
+		case sub.c <- ev:
+		default:
+			sub.drop()
+		}
+	}
+	return nil
+}
+
+// Subscribe starts receiving the events of room.
+func (h *LocalHub) Subscribe(room string) *Subscription {
+	sub := &Subscription{c: make(chan RoomEvent, subscriberQueue), dropped: make(chan struct{}), hub: h, room: room}
+	sub.C, sub.Dropped = sub.c, sub.dropped
+	h.mu.Lock()
+	if h.rooms[room] == nil {
+		h.rooms[room] = map[*Subscription]struct{}{}
+	}
+	h.rooms[room][sub] = struct{}{}
+	h.mu.Unlock()
+	return sub
+}
+
+func (h *LocalHub) remove(sub *Subscription) {
+	h.mu.Lock()
+	delete(h.rooms[sub.room], sub)
+	if len(h.rooms[sub.room]) == 0 {
+		delete(h.rooms, sub.room)
+	}
+	h.mu.Unlock()
+}
+
+// Close does nothing: the in-process hub holds no outside resources.
+func (h *LocalHub) Close() error { return nil }
+
+// publish hands ev to the hub, logging (not returning) a failure: the
+// write it reports is already stored, and pages catch up by replay.
+func (s *Server) publish(ctx context.Context, ev RoomEvent) {
+	if err := s.hub.Publish(ctx, ev); err != nil {
+		s.log.Warn("publish room event", "room", ev.Room, "kind", ev.Kind, "err", err)
+	}
+}

@@ -1,0 +1,157 @@
+// This file owns posting messages and reading older pages of a room.
+package handlers
+
+import (
+	"errors"
+	"net/http"
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/gocql/gocql"
+	"github.com/labstack/echo/v4"
+
+	"github.com/killrchat/killrchat/store"
+	"github.com/killrchat/killrchat/views"
+)
+
+var zeroID gocql.UUID
+
+// olderLink is the link to the page before msgs, or "" at the room's start.
+func olderLink(room string, msgs []store.Message, more bool) string {
+	if !more || len(msgs) == 0 {
+		return ""
+	}
+	return roomURL(room) + "/messages?before=" + url.QueryEscape(msgs[0].ID.String())
+}
+
+func (s *Server) postMessage(c echo.Context) error {
+	r, err := s.roomOr404(c)
+	if err != nil {
+		return err
+	}
+	me := mustUser(c)
+	content := c.FormValue("content")
+	sl, err := s.seq.reserve(r.Name, func() (store.Message, error) { return s.db.DraftMessage(r, me, content) })
+	if errors.Is(err, store.ErrInvalid) {
+		f := withErrors(views.Form{Values: map[string]string{"content": content}, Errors: map[string]string{}}, err)
+		if isHTMX(c) {
+			return s.renderRaw(c, http.StatusUnprocessableEntity, views.Composer(r.Name, f))
+		}
+		v := views.RoomView{Room: r, Viewer: me, Participant: true, Creator: r.CreatorLogin == me.Login, Composer: f}
+		if v.Messages, v.Older, err = s.latest(c, r); err != nil {
+			return err
+		}
+		v.After = streamStart(v.Messages)
+		return s.render(c, http.StatusUnprocessableEntity, views.Page{Title: r.Name, Room: r.Name}, views.RoomPage(v))
+	}
+	if err != nil {
+		return err
+	}
+	err = s.db.SaveMessage(c.Request().Context(), r, sl.msg)
+	s.seq.finish(sl, err == nil)
+	if err != nil {
+		return err
+	}
+	if isHTMX(c) {
+		// The new message and a fresh composer; the live stream brings the
+		// same element (same id) and the page keeps only one.
+		return s.renderRaw(c, http.StatusOK, views.Posted(r.Name, sl.msg, views.Form{}))
+	}
+	return c.Redirect(http.StatusSeeOther, roomURL(r.Name)+"#composer")
+}
+
+// streamStart is where a page's live stream starts: after the newest
+// message shown, or, on an empty page, a moment before now.
+func streamStart(msgs []store.Message) string {
+	if len(msgs) > 0 {
+		return msgs[len(msgs)-1].ID.String()
+	}
+	return gocql.MinTimeUUID(time.Now().Add(-2 * time.Second)).String()
+}
+
+// latest is the newest page of a room and the link to the one before.
+func (s *Server) latest(c echo.Context, r store.Room) ([]store.Message, string, error) {
+	msgs, more, err := s.db.MessagesBefore(c.Request().Context(), r, zeroID, messagesPerPage)
+	if err != nil {
+		return nil, "", err
+	}
+	return msgs, olderLink(r.Name, msgs, more), nil
+}
+
+func (s *Server) olderMessages(c echo.Context) error {
+	before, err := store.ParseMessageID(c.QueryParam("before"))
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, "The link to older messages is malformed.")
+	}
+	r, err := s.roomOr404(c)
+	if err != nil {
+		return err
+	}
+	if !r.HasParticipant(mustUser(c).Login) {
+		return store.ErrNotParticipant
+	}
+	msgs, more, err := s.db.MessagesBefore(c.Request().Context(), r, before, messagesPerPage)
+	if err != nil {
+		return err
+	}
+	v := views.OlderMessages{Room: r.Name, Messages: msgs, Older: olderLink(r.Name, msgs, more)}
+	if isHTMX(c) {
+		return s.renderRaw(c, http.StatusOK, views.OlderPage(v))
+	}
+	return s.render(c, http.StatusOK, views.Page{Title: r.Name + ": older messages", Room: r.Name}, views.OlderView(v))
+}
+
+// sequencer publishes each room's messages in the order of their ids, even
+// though their inserts run concurrently and finish in any order. A client
+// that resumes after the id it saw last therefore never misses a message
+// of this instance that was still being written.
+type sequencer struct {
+	mu      sync.Mutex
+	pending map[string][]*slot
+	publish func(RoomEvent)
+}
+
+type slot struct {
+	msg  store.Message
+	done bool
+	ok   bool
+}
+
+func newSequencer(publish func(RoomEvent)) *sequencer {
+	return &sequencer{pending: map[string][]*slot{}, publish: publish}
+}
+
+// reserve drafts a message (giving it its id) and queues it for publication.
+func (q *sequencer) reserve(room string, draft func() (store.Message, error)) (*slot, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	m, err := draft()
+	if err != nil {
+		return nil, err
+	}
+	sl := &slot{msg: m}
+	q.pending[room] = append(q.pending[room], sl)
+	return sl, nil
+}
+
+// finish marks a message stored (ok) or failed, and publishes every stored
+// message at the head of the room's queue.
+func (q *sequencer) finish(sl *slot, ok bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	sl.done, sl.ok = true, ok
+	queue := q.pending[sl.msg.Room]
+	i := 0
+	for ; i < len(queue) && queue[i].done; i++ {
+		if queue[i].ok {
+			m := queue[i].msg
+			q.publish(RoomEvent{Kind: EventMessage, Room: m.Room, Message: &m})
+		}
+	}
+	if i == len(queue) {
+		delete(q.pending, sl.msg.Room)
+	} else {
+		q.pending[sl.msg.Room] = queue[i:]
+	}
+}

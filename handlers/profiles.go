@@ -1,0 +1,79 @@
+// This file owns public profiles (with their hover-card fragment) and the
+// editing of one's own profile and password.
+package handlers
+
+import (
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/killrchat/killrchat/views"
+)
+
+func (s *Server) showUser(c echo.Context) error {
+	u, err := s.db.User(c.Request().Context(), c.Param("login"))
+	if err != nil {
+		return err
+	}
+	p := views.Profile{User: u, Own: u.Login == mustUser(c).Login}
+	if isHTMX(c) {
+		return s.renderRaw(c, http.StatusOK, views.HoverCard(p))
+	}
+	return s.render(c, http.StatusOK, views.Page{Title: u.Name()}, views.ProfileView(p))
+}
+
+func (s *Server) profileEdit(c echo.Context) (views.ProfileEdit, error) {
+	u, err := s.db.User(c.Request().Context(), mustUser(c).Login)
+	if err != nil {
+		return views.ProfileEdit{}, err
+	}
+	return views.ProfileEdit{
+		User:     u,
+		Form:     views.Form{Values: map[string]string{"email": u.Email, "bio": u.Bio}, Errors: map[string]string{}},
+		Password: views.Form{Values: map[string]string{}, Errors: map[string]string{}},
+	}, nil
+}
+
+func (s *Server) showProfile(c echo.Context) error {
+	p, err := s.profileEdit(c)
+	if err != nil {
+		return err
+	}
+	if c.QueryParam("saved") != "" {
+		p.Saved = "Your changes are saved."
+	}
+	return s.render(c, http.StatusOK, views.Page{Title: "Your profile"}, views.ProfileEditView(p))
+}
+
+func (s *Server) updateProfile(c echo.Context) error {
+	p, err := s.profileEdit(c)
+	if err != nil {
+		return err
+	}
+	p.Form = formOf(c, "email", "bio")
+	if err := s.db.UpdateProfile(c.Request().Context(), p.User.Login, p.Form.Value("email"), p.Form.Value("bio")); err != nil {
+		if !formError(err) {
+			return err
+		}
+		return s.render(c, formStatus(err), views.Page{Title: "Your profile"}, views.ProfileEditView(
+			views.ProfileEdit{User: p.User, Form: withErrors(p.Form, err), Password: p.Password}))
+	}
+	return redirect(c, "/profile?saved=1")
+}
+
+func (s *Server) changePassword(c echo.Context) error {
+	p, err := s.profileEdit(c)
+	if err != nil {
+		return err
+	}
+	err = s.db.ChangePassword(c.Request().Context(), p.User.Login,
+		c.FormValue("old_password"), c.FormValue("password"), c.FormValue("password_confirm"))
+	if err != nil {
+		if !formError(err) {
+			return err
+		}
+		p.Password = withErrors(p.Password, err)
+		return s.render(c, formStatus(err), views.Page{Title: "Your profile"}, views.ProfileEditView(p))
+	}
+	return redirect(c, "/profile?saved=1")
+}

@@ -1,0 +1,174 @@
+// This file owns the room routes: the list of all rooms, creation, the room
+// page, join, leave and creator-only delete.
+package handlers
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"net/http"
+	"net/url"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/killrchat/killrchat/store"
+	"github.com/killrchat/killrchat/views"
+)
+
+// messagesPerPage is how many messages a room page and an older page show.
+const messagesPerPage = 50
+
+func (s *Server) home(c echo.Context) error {
+	rooms, err := s.db.MyRooms(c.Request().Context(), mustUser(c).Login)
+	if err != nil {
+		return err
+	}
+	names := make([]string, 0, len(rooms))
+	for _, r := range rooms {
+		names = append(names, r.Name)
+	}
+	return s.render(c, http.StatusOK, views.Page{Title: "Home", MyRooms: names}, views.HomeView(views.Home{Rooms: rooms}))
+}
+
+// pageToken signs Cassandra's paging state for a ?page= link; forged or
+// stale (over 6 hours old) tokens do not decode.
+func (s *Server) pageToken(state []byte) (string, error) {
+	return s.pages.Encode("rooms-page", base64.RawURLEncoding.EncodeToString(state))
+}
+
+func (s *Server) pageState(token string) ([]byte, error) {
+	if token == "" {
+		return nil, nil
+	}
+	var encoded string
+	if err := s.pages.Decode("rooms-page", token, &encoded); err != nil {
+		return nil, echo.NewHTTPError(http.StatusBadRequest, "This page link is broken or has expired. Start again from the first page.")
+	}
+	return base64.RawURLEncoding.DecodeString(encoded)
+}
+
+func (s *Server) listRooms(c echo.Context) error {
+	state, err := s.pageState(c.QueryParam("page"))
+	if err != nil {
+		return err
+	}
+	page, err := s.db.Rooms(c.Request().Context(), state, s.cfg.RoomsPerPage)
+	if errors.Is(err, store.ErrInvalid) {
+		return echo.NewHTTPError(http.StatusBadRequest, "This page link is broken or has expired. Start again from the first page.")
+	}
+	if err != nil {
+		return err
+	}
+	me := mustUser(c).Login
+	list := views.RoomList{}
+	for _, r := range page.Rooms {
+		list.Rows = append(list.Rows, views.RoomRow{Room: r, Joined: r.HasParticipant(me)})
+	}
+	if len(page.Next) > 0 {
+		token, err := s.pageToken(page.Next)
+		if err != nil {
+			return err
+		}
+		list.Next = "/rooms?page=" + url.QueryEscape(token)
+	}
+	return s.render(c, http.StatusOK, views.Page{Title: "All rooms"}, views.RoomListView(list))
+}
+
+func (s *Server) newRoom(c echo.Context) error {
+	return s.render(c, http.StatusOK, views.Page{Title: "New room"}, views.NewRoomView(views.Form{}))
+}
+
+func (s *Server) createRoom(c echo.Context) error {
+	f := formOf(c, "room_name", "banner")
+	r, err := s.db.CreateRoom(c.Request().Context(), mustUser(c), store.NewRoom{Name: f.Value("room_name"), Banner: f.Value("banner")})
+	if err != nil {
+		if !formError(err) {
+			return err
+		}
+		if errors.Is(err, store.ErrRoomExists) {
+			f.Errors["room_name"] = "This room name is taken."
+		}
+		return s.render(c, formStatus(err), views.Page{Title: "New room"}, views.NewRoomView(withErrors(f, err)))
+	}
+	return redirect(c, roomURL(r.Name))
+}
+
+func roomURL(name string) string { return "/rooms/" + url.PathEscape(name) }
+
+// roomOr404 reads the room named in the path; for a viewer whose list still
+// names a room that is gone, it repairs the list on the way.
+func (s *Server) roomOr404(c echo.Context) (store.Room, error) {
+	name := c.Param("room")
+	r, err := s.db.Room(c.Request().Context(), name)
+	if errors.Is(err, store.ErrNotFound) {
+		if ferr := s.db.ForgetRoom(c.Request().Context(), mustUser(c).Login, name); ferr != nil && !errors.Is(ferr, store.ErrNotFound) {
+			s.log.Warn("repair my rooms", "room", name, "err", ferr)
+		}
+	}
+	return r, err
+}
+
+func (s *Server) showRoom(c echo.Context) error {
+	r, err := s.roomOr404(c)
+	if err != nil {
+		return err
+	}
+	me := mustUser(c)
+	v := views.RoomView{Room: r, Viewer: me, Participant: r.HasParticipant(me.Login), Creator: r.CreatorLogin == me.Login}
+	if v.Participant {
+		msgs, more, err := s.db.MessagesBefore(c.Request().Context(), r, zeroID, messagesPerPage)
+		if err != nil {
+			return err
+		}
+		v.Messages = msgs
+		v.Older = olderLink(r.Name, msgs, more)
+		v.After = streamStart(msgs)
+	}
+	return s.render(c, http.StatusOK, views.Page{Title: r.Name, Room: r.Name}, views.RoomPage(v))
+}
+
+func (s *Server) joinRoom(c echo.Context) error {
+	me := mustUser(c)
+	r, err := s.db.JoinRoom(c.Request().Context(), me, c.Param("room"))
+	if err != nil {
+		return err
+	}
+	s.announce(c.Request().Context(), r, me, me.Name()+" joins the room")
+	return redirect(c, roomURL(r.Name))
+}
+
+func (s *Server) leaveRoom(c echo.Context) error {
+	me := mustUser(c)
+	name := c.Param("room")
+	if err := s.db.LeaveRoom(c.Request().Context(), me, name); err != nil {
+		return err
+	}
+	if r, err := s.db.Room(c.Request().Context(), name); err == nil {
+		s.announce(c.Request().Context(), r, me, me.Name()+" leaves the room")
+	}
+	return redirect(c, "/rooms?notice=room-left")
+}
+
+func (s *Server) deleteRoom(c echo.Context) error {
+	// The creator condition uses the login from the session, never a form
+	// field, so a forged form cannot delete someone else's room.
+	r, err := s.db.DeleteRoom(c.Request().Context(), mustUser(c).Login, c.Param("room"))
+	if err != nil {
+		return err
+	}
+	s.publish(c.Request().Context(), RoomEvent{Kind: EventRoomDeleted, Room: r.Name})
+	return redirect(c, "/?notice=room-deleted")
+}
+
+// announce posts a system message about a join or leave and tells open
+// pages the new participants. A failure here does not undo the join or
+// leave, so it is logged, not returned.
+func (s *Server) announce(ctx context.Context, r store.Room, about store.UserRef, text string) {
+	sl, _ := s.seq.reserve(r.Name, func() (store.Message, error) { return s.db.DraftSystemMessage(r, about, text), nil })
+	err := s.db.SaveMessage(ctx, r, sl.msg)
+	s.seq.finish(sl, err == nil)
+	if err != nil {
+		s.log.Warn("system message", "room", r.Name, "err", err)
+	}
+	s.publish(ctx, RoomEvent{Kind: EventParticipants, Room: r.Name, Participants: r.ParticipantList()})
+}

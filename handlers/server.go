@@ -1,0 +1,298 @@
+// Package handlers is KillrChat's HTTP layer: one Register function lists
+// every route, one file per resource, and one error handler maps the
+// store's sentinel errors to status codes and readable pages.
+package handlers
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/a-h/templ"
+	"github.com/gorilla/securecookie"
+	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
+	"github.com/r3labs/sse/v2"
+
+	"github.com/killrchat/killrchat/store"
+	"github.com/killrchat/killrchat/views"
+)
+
+// Config is what the handlers need to know about their deployment.
+type Config struct {
+	// SessionKey signs session cookies and paging tokens (32+ bytes).
+	SessionKey []byte
+	// SecureCookies marks cookies Secure (HTTPS, or a TLS-terminating proxy).
+	SecureCookies bool
+	// AuthRate is how many login and sign-up attempts one client IP may make
+	// per minute (a burst of the same size is allowed).
+	AuthRate int
+	// RoomsPerPage is the page size of the list of all rooms.
+	RoomsPerPage int
+	// Static holds the files served under /static/.
+	Static fs.FS
+}
+
+// Server holds what the handlers share.
+type Server struct {
+	db       *store.Store
+	sessions *SessionStore
+	metrics  *Metrics
+	hub      Hub
+	cfg      Config
+	log      *slog.Logger
+	pages    securecookie.Codec
+	seq      *sequencer
+	events   *sse.Server
+}
+
+// New returns the handlers' server. hub carries room events to live pages.
+func New(db *store.Store, metrics *Metrics, hub Hub, cfg Config, log *slog.Logger) *Server {
+	if cfg.AuthRate == 0 {
+		cfg.AuthRate = 10
+	}
+	if cfg.RoomsPerPage == 0 {
+		cfg.RoomsPerPage = 25
+	}
+	pages := securecookie.New(cfg.SessionKey, nil)
+	pages.MaxAge(int((6 * time.Hour) / time.Second))
+	s := &Server{
+		db: db, metrics: metrics, hub: hub, cfg: cfg, log: log, pages: pages,
+		sessions: NewSessionStore(db, cfg.SessionKey, cfg.SecureCookies),
+		events:   newEventServer(),
+	}
+	s.seq = newSequencer(func(ev RoomEvent) { s.publish(context.Background(), ev) })
+	return s
+}
+
+// Register installs the middleware and lists every route.
+func (s *Server) Register(e *echo.Echo) {
+	e.HideBanner, e.HidePort = true, true
+	e.HTTPErrorHandler = s.handleError
+	e.Use(middleware.Recover())
+	e.Use(s.logRequests())
+	e.Use(s.metrics.measure)
+	e.Use(middleware.SecureWithConfig(middleware.SecureConfig{
+		XSSProtection:         "0",
+		ContentTypeNosniff:    "nosniff",
+		XFrameOptions:         "DENY",
+		ReferrerPolicy:        "same-origin",
+		HSTSMaxAge:            hstsAge(s.cfg.SecureCookies),
+		ContentSecurityPolicy: "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'self'; object-src 'none'",
+	}))
+	e.Use(middleware.BodyLimit("64K"))
+	e.Use(middleware.GzipWithConfig(middleware.GzipConfig{Skipper: func(c echo.Context) bool {
+		return strings.HasSuffix(c.Path(), "/events") || c.Path() == "/metrics"
+	}}))
+
+	e.GET("/healthz", s.healthz)
+	e.GET("/readyz", s.readyz)
+	e.GET("/metrics", s.metrics.handler())
+	e.GET("/static/*", s.staticFiles())
+
+	app := e.Group("", s.loadSession, s.checkCSRF)
+	limited := s.rateLimit()
+	app.GET("/signup", s.showSignup)
+	app.POST("/signup", s.signup, limited)
+	app.GET("/login", s.showLogin)
+	app.POST("/login", s.login, limited)
+	app.POST("/logout", s.logout)
+
+	auth := app.Group("", s.requireUser)
+	auth.GET("/", s.home)
+	auth.GET("/users/:login", s.showUser)
+	auth.GET("/profile", s.showProfile)
+	auth.POST("/profile", s.updateProfile)
+	auth.POST("/profile/password", s.changePassword)
+	auth.GET("/rooms", s.listRooms)
+	auth.GET("/rooms/new", s.newRoom)
+	auth.POST("/rooms", s.createRoom)
+	auth.GET("/rooms/:room", s.showRoom)
+	auth.POST("/rooms/:room/join", s.joinRoom)
+	auth.POST("/rooms/:room/leave", s.leaveRoom)
+	auth.POST("/rooms/:room/delete", s.deleteRoom)
+	auth.POST("/rooms/:room/messages", s.postMessage)
+	auth.GET("/rooms/:room/messages", s.olderMessages)
+	auth.GET("/rooms/:room/events", s.roomEvents)
+}
+
+func hstsAge(secure bool) int {
+	if secure {
+		return 31536000
+	}
+	return 0
+}
+
+// isHTMX reports whether htmx made the request, so a fragment is wanted.
+// Boosted and history-restore requests want the whole page.
+func isHTMX(c echo.Context) bool {
+	h := c.Request().Header
+	return h.Get("HX-Request") == "true" && h.Get("HX-Boosted") != "true" &&
+		h.Get("HX-History-Restore-Request") != "true"
+}
+
+// render writes body with status: the fragment alone for htmx, inside the
+// layout otherwise. It renders into a buffer first so a failure is a 500,
+// not half a page.
+func (s *Server) render(c echo.Context, status int, page views.Page, body templ.Component) error {
+	comp := body
+	if !isHTMX(c) {
+		page = s.fillPage(c, page)
+		comp = views.Layout(page, body)
+	}
+	return s.renderRaw(c, status, comp)
+}
+
+// renderRaw writes comp as it is, with no layout.
+func (s *Server) renderRaw(c echo.Context, status int, comp templ.Component) error {
+	var buf bytes.Buffer
+	c.Response().Header().Add("Vary", "HX-Request")
+	if err := comp.Render(views.WithCSRF(c.Request().Context(), csrfToken(c)), &buf); err != nil {
+		return fmt.Errorf("render: %w", err)
+	}
+	return c.HTMLBlob(status, buf.Bytes())
+}
+
+// fillPage adds what the layout needs: the user, the sidebar and the token.
+func (s *Server) fillPage(c echo.Context, page views.Page) views.Page {
+	page.CSRF = csrfToken(c)
+	if u, ok := currentUser(c); ok {
+		page.User = &u
+		if page.MyRooms == nil {
+			// One read of users.chat_rooms; the sidebar is not worth an
+			// error page, so a failure only logs.
+			if user, err := s.db.User(c.Request().Context(), u.Login); err == nil {
+				page.MyRooms = user.ChatRooms
+			} else {
+				s.log.Warn("sidebar: read my rooms", "login", u.Login, "err", err)
+			}
+		}
+	}
+	if page.Notice == "" {
+		page.Notice = notices[c.QueryParam("notice")]
+	}
+	return page
+}
+
+// notices are the one-line messages a redirect can ask for by name.
+var notices = map[string]string{
+	"room-deleted": "The room you were in has been deleted.",
+	"room-left":    "You left the room.",
+	"welcome":      "Welcome to KillrChat!",
+	"logged-out":   "You are logged out.",
+}
+
+// redirect sends the browser to url after a successful POST: 303 for a
+// plain form, HX-Redirect for htmx (a full page load).
+func redirect(c echo.Context, url string) error {
+	if isHTMX(c) {
+		c.Response().Header().Set("HX-Redirect", url)
+		return c.NoContent(http.StatusNoContent)
+	}
+	return c.Redirect(http.StatusSeeOther, url)
+}
+
+// statusOf maps an error to the HTTP status and the sentence a person sees.
+func statusOf(err error) (int, string) {
+	var he *echo.HTTPError
+	switch {
+	case errors.As(err, &he):
+		msg, _ := he.Message.(string)
+		if msg == "" || he.Code >= 500 {
+			msg = http.StatusText(he.Code)
+		}
+		return he.Code, msg
+	case errors.Is(err, store.ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
+		return http.StatusServiceUnavailable, "The database is not reachable right now. Please try again in a moment."
+	case errors.Is(err, store.ErrNotFound):
+		return http.StatusNotFound, "There is nothing here. It may have been deleted."
+	case errors.Is(err, store.ErrUserExists):
+		return http.StatusConflict, "This login is taken."
+	case errors.Is(err, store.ErrRoomExists):
+		return http.StatusConflict, "This room name is taken."
+	case errors.Is(err, store.ErrConflict):
+		return http.StatusConflict, "Too many people changed this at once. Please try again."
+	case errors.Is(err, store.ErrNotCreator):
+		return http.StatusForbidden, "Only the creator of a room can delete it."
+	case errors.Is(err, store.ErrNotParticipant):
+		return http.StatusForbidden, "Join the room first."
+	case errors.Is(err, store.ErrBadCredentials):
+		return http.StatusUnauthorized, "Wrong login or password."
+	case errors.Is(err, store.ErrInvalid):
+		return http.StatusBadRequest, "The request was not valid."
+	}
+	return http.StatusInternalServerError, "Something went wrong on our side. It has been logged."
+}
+
+// handleError is echo's error handler: a readable page (or fragment for
+// htmx) for every error, 5xx logged once with the detail.
+func (s *Server) handleError(err error, c echo.Context) {
+	if c.Response().Committed {
+		return
+	}
+	status, msg := statusOf(err)
+	if status >= 500 {
+		s.log.Error("request failed", "method", c.Request().Method, "path", c.Request().URL.Path, "status", status, "err", err)
+	}
+	if c.Request().Method == http.MethodHead {
+		_ = c.NoContent(status)
+		return
+	}
+	if status == http.StatusUnauthorized && c.Request().Method == http.MethodGet && !isHTMX(c) {
+		_ = c.Redirect(http.StatusSeeOther, "/login?next="+c.Request().URL.RequestURI())
+		return
+	}
+	if status == http.StatusServiceUnavailable {
+		c.Response().Header().Set("Retry-After", "5")
+	}
+	if isHTMX(c) {
+		// htmx swaps the message into the page's error slot.
+		c.Response().Header().Set("HX-Retarget", "#flash")
+		c.Response().Header().Set("HX-Reswap", "innerHTML")
+	}
+	page := views.Page{Title: http.StatusText(status)}
+	body := views.ErrorView(views.ErrorPage{Status: status, Title: http.StatusText(status), Message: msg})
+	if rerr := s.render(c, status, page, body); rerr != nil {
+		s.log.Error("render error page", "err", rerr)
+		_ = c.String(status, msg)
+	}
+}
+
+func (s *Server) logRequests() echo.MiddlewareFunc {
+	return middleware.RequestLoggerWithConfig(middleware.RequestLoggerConfig{
+		LogMethod: true, LogURIPath: true, LogStatus: true, LogLatency: true, LogRemoteIP: true,
+		LogValuesFunc: func(c echo.Context, v middleware.RequestLoggerValues) error {
+			s.log.Debug("request", "method", v.Method, "path", v.URIPath, "status", v.Status,
+				"latency", v.Latency, "ip", v.RemoteIP)
+			return nil
+		},
+	})
+}
+
+func (s *Server) healthz(c echo.Context) error { return c.String(http.StatusOK, "ok\n") }
+
+func (s *Server) readyz(c echo.Context) error {
+	ctx, cancel := context.WithTimeout(c.Request().Context(), 2*time.Second)
+	defer cancel()
+	if err := s.db.Ready(ctx); err != nil {
+		return c.String(http.StatusServiceUnavailable, "cassandra unavailable\n")
+	}
+	return c.String(http.StatusOK, "ready\n")
+}
+
+// staticFiles serves the embedded files with a day of caching; the layout
+// links them with a version query so a new build is fetched at once.
+func (s *Server) staticFiles() echo.HandlerFunc {
+	files := http.StripPrefix("/static/", http.FileServer(http.FS(s.cfg.Static)))
+	return func(c echo.Context) error {
+		c.Response().Header().Set("Cache-Control", "public, max-age=86400")
+		files.ServeHTTP(c.Response(), c.Request())
+		return nil
+	}
+}

@@ -1,0 +1,146 @@
+// This file owns the gorilla/sessions Store backed by Cassandra: the cookie
+// holds only a signed random id; the values live in the sessions table, in a
+// row with a TTL, so any instance can serve any session and logout revokes.
+package handlers
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/gob"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/gorilla/securecookie"
+	"github.com/gorilla/sessions"
+
+	"github.com/killrchat/killrchat/store"
+)
+
+const (
+	// RememberFor is how long a "remember me" session lasts.
+	RememberFor = 30 * 24 * time.Hour
+	// IdleTimeout ends any other session after this long without a request.
+	IdleTimeout = 12 * time.Hour
+	// refreshAfter is how stale a session row may get before a request
+	// rewrites it to push its TTL back (a write per request would be waste).
+	refreshAfter = 10 * time.Minute
+)
+
+// SessionStore implements sessions.Store on the Cassandra sessions table.
+type SessionStore struct {
+	db     *store.Store
+	codecs []securecookie.Codec
+	// Options are the cookie options new sessions start with.
+	Options sessions.Options
+}
+
+// NewSessionStore signs session cookies with key (32 bytes or more).
+func NewSessionStore(db *store.Store, key []byte, secure bool) *SessionStore {
+	codec := securecookie.New(key, nil)
+	codec.MaxAge(int(RememberFor / time.Second))
+	return &SessionStore{
+		db:     db,
+		codecs: []securecookie.Codec{codec},
+		Options: sessions.Options{
+			Path: "/", HttpOnly: true, Secure: secure, SameSite: http.SameSiteLaxMode,
+		},
+	}
+}
+
+// Get returns the session cached for this request, loading it once.
+func (s *SessionStore) Get(r *http.Request, name string) (*sessions.Session, error) {
+	return sessions.GetRegistry(r).Get(s, name)
+}
+
+// New loads the session named by the request's cookie. A missing, forged,
+// expired or revoked cookie yields a new empty session and no error; a
+// database failure yields the new session and an error wrapping
+// store.ErrUnavailable.
+func (s *SessionStore) New(r *http.Request, name string) (*sessions.Session, error) {
+	sess := sessions.NewSession(s, name)
+	opts := s.Options
+	sess.Options = &opts
+	sess.IsNew = true
+	c, err := r.Cookie(name)
+	if err != nil {
+		return sess, nil
+	}
+	var id string
+	if err := securecookie.DecodeMulti(name, c.Value, &id, s.codecs...); err != nil {
+		return sess, nil
+	}
+	row, err := s.db.Session(r.Context(), id)
+	if errors.Is(err, store.ErrNotFound) {
+		return sess, nil
+	}
+	if err != nil {
+		return sess, err
+	}
+	if err := gob.NewDecoder(bytes.NewReader(row.Data)).Decode(&sess.Values); err != nil {
+		return sess, nil // an unreadable row is treated like no session
+	}
+	sess.ID = id
+	sess.IsNew = false
+	if remember, _ := sess.Values[keyRemember].(bool); remember {
+		sess.Options.MaxAge = int(RememberFor / time.Second)
+	}
+	return sess, nil
+}
+
+// Save writes the session row with a TTL equal to its lifetime and sets the
+// cookie; a negative MaxAge deletes the row and the cookie.
+func (s *SessionStore) Save(r *http.Request, w http.ResponseWriter, sess *sessions.Session) error {
+	if sess.Options.MaxAge < 0 {
+		if sess.ID != "" {
+			if err := s.db.DeleteSession(r.Context(), sess.ID); err != nil {
+				return err
+			}
+		}
+		http.SetCookie(w, sessions.NewCookie(sess.Name(), "", sess.Options))
+		return nil
+	}
+	if sess.ID == "" {
+		id, err := randomToken(32)
+		if err != nil {
+			return err
+		}
+		sess.ID = id
+	}
+	life := IdleTimeout
+	if sess.Options.MaxAge > 0 {
+		life = time.Duration(sess.Options.MaxAge) * time.Second
+	}
+	sess.Values[keySaved] = time.Now().Unix()
+	var buf bytes.Buffer
+	if err := gob.NewEncoder(&buf).Encode(sess.Values); err != nil {
+		return fmt.Errorf("session: encode: %w", err)
+	}
+	login, _ := sess.Values[keyLogin].(string)
+	if err := s.db.SaveSession(r.Context(), sess.ID, store.SessionRow{Login: login, Data: buf.Bytes()}, life); err != nil {
+		return err
+	}
+	encoded, err := securecookie.EncodeMulti(sess.Name(), sess.ID, s.codecs...)
+	if err != nil {
+		return fmt.Errorf("session: sign cookie: %w", err)
+	}
+	http.SetCookie(w, sessions.NewCookie(sess.Name(), encoded, sess.Options))
+	return nil
+}
+
+// stale reports whether the session row should be rewritten to extend it.
+func stale(sess *sessions.Session) bool {
+	saved, _ := sess.Values[keySaved].(int64)
+	return time.Since(time.Unix(saved, 0)) > refreshAfter
+}
+
+// randomToken is n random bytes, base64url-encoded.
+func randomToken(n int) (string, error) {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("random token: %w", err)
+	}
+	return base64.RawURLEncoding.EncodeToString(b), nil
+}

@@ -1,0 +1,233 @@
+// Command killrchat is the KillrChat chat server: it reads its
+// configuration from flags (with environment fallbacks), connects to
+// Cassandra in the background, and serves HTTP until SIGINT or SIGTERM.
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/gocql/gocql"
+	"github.com/labstack/echo/v4"
+
+	"github.com/killrchat/killrchat/handlers"
+	"github.com/killrchat/killrchat/schema"
+	"github.com/killrchat/killrchat/static"
+	"github.com/killrchat/killrchat/store"
+)
+
+type config struct {
+	addr           string
+	hosts          string
+	keyspace       string
+	replication    string
+	consistency    string
+	serial         string
+	sessionKey     string
+	secureCookies  bool
+	trustedProxies string
+	authRate       int
+	natsURL        string
+	logLevel       string
+}
+
+func env(name, def string) string {
+	if v, ok := os.LookupEnv(name); ok && v != "" {
+		return v
+	}
+	return def
+}
+
+func envInt(name string, def int) int {
+	if n, err := strconv.Atoi(os.Getenv(name)); err == nil {
+		return n
+	}
+	return def
+}
+
+func parseFlags(args []string) (config, error) {
+	var c config
+	fs := flag.NewFlagSet("killrchat", flag.ContinueOnError)
+	addr := ":8080"
+	if p := os.Getenv("PORT"); p != "" {
+		addr = ":" + p
+	}
+	fs.StringVar(&c.addr, "addr", addr, "listen address (env PORT sets the port)")
+	fs.StringVar(&c.hosts, "cassandra-hosts", env("CASSANDRA_HOSTS", "127.0.0.1"), "Cassandra contact points, comma-separated (env CASSANDRA_HOSTS)")
+	fs.StringVar(&c.keyspace, "cassandra-keyspace", env("CASSANDRA_KEYSPACE", "killrchat"), "keyspace (env CASSANDRA_KEYSPACE)")
+	fs.StringVar(&c.replication, "cassandra-replication", env("CASSANDRA_REPLICATION", "SimpleStrategy:1"),
+		"keyspace replication when it is created: SimpleStrategy:RF or NetworkTopologyStrategy:dc1=3,dc2=3 (env CASSANDRA_REPLICATION)")
+	fs.StringVar(&c.consistency, "cassandra-consistency", env("CASSANDRA_CONSISTENCY", "LOCAL_QUORUM"), "consistency of reads and writes (env CASSANDRA_CONSISTENCY)")
+	fs.StringVar(&c.serial, "cassandra-serial-consistency", env("CASSANDRA_SERIAL_CONSISTENCY", "LOCAL_SERIAL"), "serial consistency of lightweight transactions: SERIAL or LOCAL_SERIAL (env CASSANDRA_SERIAL_CONSISTENCY)")
+	fs.StringVar(&c.sessionKey, "session-key", env("SESSION_KEY", ""), "hex key (32+ bytes) signing session cookies; every instance needs the same one (env SESSION_KEY; random if unset)")
+	fs.BoolVar(&c.secureCookies, "secure-cookies", env("SECURE_COOKIES", "") == "true", "mark cookies Secure: HTTPS, or behind a TLS-terminating proxy (env SECURE_COOKIES=true)")
+	fs.StringVar(&c.trustedProxies, "trusted-proxies", env("TRUSTED_PROXIES", ""), "CIDRs of proxies whose X-Forwarded-For is believed, comma-separated (env TRUSTED_PROXIES)")
+	fs.IntVar(&c.authRate, "auth-rate", envInt("AUTH_RATE", 10), "login and sign-up attempts per minute per client IP, per instance (env AUTH_RATE)")
+	fs.StringVar(&c.natsURL, "nats-url", env("NATS_URL", ""), "NATS server for live events across instances; in-process hub if empty (env NATS_URL)")
+	fs.StringVar(&c.logLevel, "log-level", env("LOG_LEVEL", "info"), "debug, info, warn or error (env LOG_LEVEL)")
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	return c, nil
+}
+
+func main() {
+	cfg, err := parseFlags(os.Args[1:])
+	if errors.Is(err, flag.ErrHelp) {
+		os.Exit(0)
+	}
+	if err != nil {
+		os.Exit(2)
+	}
+	if err := run(cfg); err != nil {
+		slog.Error("killrchat stopped", "err", err)
+		os.Exit(1)
+	}
+}
+
+func run(cfg config) error {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(cfg.logLevel)); err != nil {
+		return fmt.Errorf("log level %q: %w", cfg.logLevel, err)
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	slog.SetDefault(log)
+
+	if !schema.ValidKeyspace(cfg.keyspace) {
+		return fmt.Errorf("invalid keyspace name %q", cfg.keyspace)
+	}
+	if _, err := schema.ReplicationCQL(cfg.replication); err != nil {
+		return err
+	}
+	var consistency gocql.Consistency
+	if err := consistency.UnmarshalText([]byte(cfg.consistency)); err != nil {
+		return fmt.Errorf("consistency %q: %w", cfg.consistency, err)
+	}
+	var serial gocql.SerialConsistency
+	if err := serial.UnmarshalText([]byte(cfg.serial)); err != nil {
+		return fmt.Errorf("serial consistency %q: %w", cfg.serial, err)
+	}
+	key, err := sessionKey(cfg.sessionKey, log)
+	if err != nil {
+		return err
+	}
+
+	metrics := handlers.NewMetrics()
+	db := store.New(store.Config{
+		Hosts: strings.Split(cfg.hosts, ","), Keyspace: cfg.keyspace, Replication: cfg.replication,
+		Consistency: consistency, SerialConsistency: serial, Observe: metrics.ObserveQuery, Log: log,
+	})
+	defer db.Close()
+
+	hub, err := newHub(cfg, log)
+	if err != nil {
+		return err
+	}
+	defer hub.Close()
+
+	e := echo.New()
+	if err := setIPExtractor(e, cfg.trustedProxies); err != nil {
+		return err
+	}
+	srv := handlers.New(db, metrics, hub, handlers.Config{
+		SessionKey: key, SecureCookies: cfg.secureCookies, AuthRate: cfg.authRate, Static: static.Files,
+	}, log)
+	srv.Register(e)
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+
+	// Cassandra may come up after the app: connect in the background while
+	// /readyz and the pages answer 503.
+	connected := make(chan error, 1)
+	go func() { connected <- db.ConnectWithRetry(ctx) }()
+
+	httpSrv := &http.Server{Addr: cfg.addr, Handler: e, ReadHeaderTimeout: 10 * time.Second}
+	serveErr := make(chan error, 1)
+	go func() {
+		log.Info("killrchat listening", "addr", cfg.addr, "url", "http://localhost"+portOf(cfg.addr))
+		serveErr <- httpSrv.ListenAndServe()
+	}()
+
+	select {
+	case err := <-serveErr:
+		return err
+	case err := <-connected:
+		if err != nil && !errors.Is(err, context.Canceled) {
+			return err // a changed migration: refuse to run
+		}
+	case <-ctx.Done():
+	}
+	select {
+	case err := <-serveErr:
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("shutting down")
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	srv.Shutdown()
+	return httpSrv.Shutdown(shutdownCtx)
+}
+
+func portOf(addr string) string {
+	if _, port, err := net.SplitHostPort(addr); err == nil {
+		return ":" + port
+	}
+	return addr
+}
+
+// sessionKey decodes the configured key, or makes a random one (sessions
+// then end with the process and are not shared between instances).
+func sessionKey(hexKey string, log *slog.Logger) ([]byte, error) {
+	if hexKey == "" {
+		key := make([]byte, 32)
+		if _, err := rand.Read(key); err != nil {
+			return nil, err
+		}
+		log.Warn("no SESSION_KEY set: using a random one; sessions will not survive a restart or work across instances")
+		return key, nil
+	}
+	key, err := hex.DecodeString(hexKey)
+	if err != nil || len(key) < 32 {
+		return nil, fmt.Errorf("session key must be at least 32 bytes, hex-encoded")
+	}
+	return key, nil
+}
+
+// setIPExtractor makes echo's RealIP trust X-Forwarded-For only when it
+// comes from a configured proxy.
+func setIPExtractor(e *echo.Echo, cidrs string) error {
+	if cidrs == "" {
+		e.IPExtractor = echo.ExtractIPDirect()
+		return nil
+	}
+	var opts []echo.TrustOption
+	opts = append(opts, echo.TrustLoopback(false), echo.TrustLinkLocal(false), echo.TrustPrivateNet(false))
+	for _, c := range strings.Split(cidrs, ",") {
+		_, n, err := net.ParseCIDR(strings.TrimSpace(c))
+		if err != nil {
+			return fmt.Errorf("trusted proxy %q: %w", c, err)
+		}
+		opts = append(opts, echo.TrustIPRange(n))
+	}
+	e.IPExtractor = echo.ExtractIPFromXFFHeader(opts...)
+	return nil
+}
+
+func newHub(cfg config, log *slog.Logger) (handlers.Hub, error) {
+	return handlers.NewLocalHub(), nil
+}

@@ -1,0 +1,10 @@
+// Package static holds the browser files (vendored htmx, CSS, app.js),
+// embedded in the binary.
+package static
+
+import "embed"
+
+// Files are served under /static/.
+//
+//go:embed app.css app.js htmx
+var Files embed.FS

@@ -1,0 +1,68 @@
+// This file owns message ids and day buckets: the one bucket function that
+// writers and readers share, and the timeuuid generator.
+package store
+
+import (
+	"crypto/rand"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/gocql/gocql"
+)
+
+// timeBucket is the UTC day of t as yyyyMMdd, the time_bucket of a message
+// partition. Writer and reader both call it, so they can never disagree.
+func timeBucket(t time.Time) int {
+	y, m, d := t.UTC().Date()
+	return y*10000 + int(m)*100 + d
+}
+
+// bucketOf is the day bucket of a message id.
+func bucketOf(id gocql.UUID) int { return timeBucket(id.Time()) }
+
+// uuidEpoch is the start of the timeuuid clock, 1582-10-15 UTC.
+var uuidEpoch = time.Date(1582, time.October, 15, 0, 0, 0, 0, time.UTC)
+
+// idGenerator makes version-1 timeuuids that are unique and strictly
+// increasing within the process, even for ids made in the same 100 ns tick:
+// a tick already used is bumped by one. The node part is random per process
+// (not the MAC address) so that two instances on one host never collide.
+type idGenerator struct {
+	once  sync.Once
+	mu    sync.Mutex
+	last  int64
+	node  [6]byte
+	clock uint32
+}
+
+func (g *idGenerator) next(now time.Time) gocql.UUID {
+	g.once.Do(func() {
+		var b [8]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			panic(fmt.Sprintf("store: no randomness for timeuuid node: %v", err))
+		}
+		copy(g.node[:], b[:6])
+		g.node[0] |= 0x01 // multicast bit: marks a random node id (RFC 4122 4.5)
+		g.clock = uint32(b[6])<<8 | uint32(b[7])
+	})
+	// From seconds, not a Duration: a Duration since 1582 would overflow.
+	ts := (now.UTC().Unix()-uuidEpoch.Unix())*10_000_000 + int64(now.UTC().Nanosecond()/100)
+	g.mu.Lock()
+	if ts <= g.last {
+		ts = g.last + 1
+	}
+	g.last = ts
+	g.mu.Unlock()
+	return gocql.TimeUUIDWith(ts, g.clock, g.node[:])
+}
+
+// ParseMessageID parses a message id from a URL or header. It returns an
+// error wrapping ErrInvalid unless s is a version-1 (time-based) UUID.
+func ParseMessageID(s string) (gocql.UUID, error) {
+	id, err := gocql.ParseUUID(s)
+	if err != nil || id.Version() != 1 {
+		return gocql.UUID{}, fmt.Errorf("store: message id %q: %w", s, ErrInvalid)
+	}
+	return id, nil
+}

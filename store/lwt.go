@@ -1,0 +1,62 @@
+// This file owns how conditional statements (lightweight transactions) run:
+// serial consistency set explicitly, no driver retries, and an unknown
+// outcome resolved by a SERIAL read instead of a blind retry.
+package store
+
+import (
+	"context"
+	"errors"
+
+	"github.com/gocql/gocql"
+)
+
+// lwt runs a conditional statement once. If the outcome is unknown (a
+// timeout), resolve is asked, with a SERIAL read, whether the write applied.
+// prev receives the current values when the condition failed.
+func (s *Store) lwt(ctx context.Context, op, stmt string, values []any, prev map[string]any,
+	resolve func(context.Context) (bool, error)) (bool, error) {
+	sess, err := s.db()
+	if err != nil {
+		return false, err
+	}
+	if prev == nil {
+		prev = map[string]any{}
+	}
+	q := sess.Query(stmt, values...).WithContext(ctx).
+		SerialConsistency(s.cfg.SerialConsistency).
+		Idempotent(false).
+		RetryPolicy(nil)
+	applied, err := q.MapScanCAS(prev)
+	if err == nil {
+		return applied, nil
+	}
+	if unknownOutcome(err) && resolve != nil {
+		// The Paxos round may or may not have committed; only a SERIAL
+		// read, which finishes any in-flight round, can tell.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.Timeout)
+		ok, rerr := resolve(rctx)
+		cancel()
+		if rerr == nil {
+			s.log.Warn("store: LWT outcome was unknown; resolved by SERIAL read", "op", op, "applied", ok, "err", err)
+			return ok, nil
+		}
+		return false, s.fail(op, errors.Join(err, rerr))
+	}
+	return false, s.fail(op, err)
+}
+
+// serialRead runs a read at the serial consistency level, which sees every
+// committed LWT and completes any one in progress.
+func (s *Store) serialRead(ctx context.Context, stmt string, values ...any) (*gocql.Query, error) {
+	q, err := s.query(ctx, stmt, values...)
+	if err != nil {
+		return nil, err
+	}
+	return q.Consistency(gocql.Consistency(s.cfg.SerialConsistency)), nil
+}
+
+func unknownOutcome(err error) bool {
+	var wto *gocql.RequestErrWriteTimeout
+	return errors.As(err, &wto) || errors.Is(err, gocql.ErrTimeoutNoResponse) ||
+		errors.Is(err, context.DeadlineExceeded)
+}

@@ -1,0 +1,237 @@
+// This file owns messages: posting into day-bucketed partitions and paging
+// through them, newest bucket first, for pages and for live-stream replay.
+package store
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/gocql/gocql"
+)
+
+const (
+	insertMessage = `INSERT INTO chat_room_messages (room_name, time_bucket, message_id, author, content, system_message)
+		VALUES (?, ?, ?, ?, ?, ?)`
+	insertBucket = `INSERT INTO messages_bucket (room_name, time_bucket) VALUES (?, ?)`
+	// Buckets between the room's creation and the cursor, newest first.
+	selectBucketsDown = `SELECT time_bucket FROM messages_bucket
+		WHERE room_name = ? AND time_bucket <= ? AND time_bucket >= ?`
+	selectBucketsUp = `SELECT time_bucket FROM messages_bucket
+		WHERE room_name = ? AND time_bucket >= ? ORDER BY time_bucket ASC`
+	selectMessagesDown = `SELECT message_id, author, content, system_message FROM chat_room_messages
+		WHERE room_name = ? AND time_bucket = ? AND message_id < ? AND message_id > ? LIMIT ?`
+	selectMessagesUp = `SELECT message_id, author, content, system_message FROM chat_room_messages
+		WHERE room_name = ? AND time_bucket = ? AND message_id > ? ORDER BY message_id ASC`
+
+	// MaxContent is the longest message, in characters, after trimming.
+	MaxContent = 4000
+)
+
+// Message is one chat message. Its id is a timeuuid made by the server,
+// which also gives its time and its day bucket.
+type Message struct {
+	ID      gocql.UUID
+	Room    string
+	Author  UserRef
+	Content string
+	// System marks messages the server writes, such as "X joins the room".
+	System bool
+}
+
+// Time is when the message was posted.
+func (m Message) Time() time.Time { return m.ID.Time() }
+
+// CheckContent trims a message and returns it, or a ValidationError if it
+// is empty or longer than MaxContent characters.
+func CheckContent(content string) (string, error) {
+	content = strings.TrimSpace(strings.ReplaceAll(content, "\r\n", "\n"))
+	n := utf8.RuneCountInString(content)
+	switch {
+	case !utf8.ValidString(content):
+		return "", ValidationError{"content": "Not valid text."}
+	case n == 0:
+		return "", ValidationError{"content": "Write something first."}
+	case n > MaxContent:
+		return "", ValidationError{"content": fmt.Sprintf("At most %d characters (this has %d).", MaxContent, n)}
+	}
+	return content, nil
+}
+
+// PostMessage stores a message by author in room: DraftMessage then
+// SaveMessage. It returns ErrNotParticipant unless author takes part in
+// room, and a ValidationError for empty or too long content.
+func (s *Store) PostMessage(ctx context.Context, room Room, author UserRef, content string) (Message, error) {
+	m, err := s.DraftMessage(room, author, content)
+	if err != nil {
+		return Message{}, err
+	}
+	return m, s.SaveMessage(ctx, room, m)
+}
+
+// DraftMessage checks a message and gives it its id, without storing it;
+// ids are made in the order of the calls. It returns ErrNotParticipant
+// unless author takes part in room, and a ValidationError for empty or too
+// long content.
+func (s *Store) DraftMessage(room Room, author UserRef, content string) (Message, error) {
+	if !room.HasParticipant(author.Login) {
+		return Message{}, fmt.Errorf("store: post in %q by %q: %w", room.Name, author.Login, ErrNotParticipant)
+	}
+	content, err := CheckContent(content)
+	if err != nil {
+		return Message{}, err
+	}
+	return Message{ID: s.ids.next(s.Now()), Room: room.Name, Author: author, Content: content}, nil
+}
+
+// DraftSystemMessage makes a message written by the server about someone,
+// such as "Ada Lovelace joins the room", without storing it.
+func (s *Store) DraftSystemMessage(room Room, about UserRef, text string) Message {
+	return Message{ID: s.ids.next(s.Now()), Room: room.Name, Author: about, Content: text, System: true}
+}
+
+// PostSystemMessage stores a message written by the server about someone.
+func (s *Store) PostSystemMessage(ctx context.Context, room Room, about UserRef, text string) (Message, error) {
+	m := s.DraftSystemMessage(room, about, text)
+	return m, s.SaveMessage(ctx, room, m)
+}
+
+// SaveMessage stores a drafted message in its day bucket, recording the
+// bucket first so paging can always reach the message.
+func (s *Store) SaveMessage(ctx context.Context, room Room, m Message) error {
+	bucket := bucketOf(m.ID)
+	if err := s.recordBucket(ctx, room, bucket); err != nil {
+		return err
+	}
+	q, err := s.query(ctx, insertMessage, m.Room, bucket, m.ID, m.Author, m.Content, m.System)
+	if err != nil {
+		return err
+	}
+	if err := q.Exec(); err != nil {
+		return s.fail("post message in "+m.Room, err)
+	}
+	return nil
+}
+
+// recordBucket writes (room, bucket) to messages_bucket before the first
+// message of that bucket, so paging can always reach it; the memo only
+// saves repeating the write. Its key has the room's creation time, so a
+// room deleted and created again under the same name records anew.
+func (s *Store) recordBucket(ctx context.Context, room Room, bucket int) error {
+	key := fmt.Sprintf("%s\x00%d\x00%d", room.Name, room.CreatedAt.UnixMilli(), bucket)
+	if _, ok := s.knownBuckets.Load(key); ok {
+		return nil
+	}
+	q, err := s.query(ctx, insertBucket, room.Name, bucket)
+	if err != nil {
+		return err
+	}
+	if err := q.Exec(); err != nil {
+		return s.fail("record bucket of "+room.Name, err)
+	}
+	s.knownBuckets.Store(key, struct{}{})
+	return nil
+}
+
+// roomFloor is an id below every message of room: messages left behind by
+// an earlier room of the same name are never shown.
+func roomFloor(room Room) gocql.UUID {
+	return gocql.MinTimeUUID(room.CreatedAt.Add(-time.Millisecond))
+}
+
+// MessagesBefore returns up to n messages of room posted before the
+// message id before (the newest ones if before is the zero UUID), oldest
+// first, ready to display, and whether older ones exist. It walks the
+// room's buckets newest first: one query lists them, then one query per
+// bucket until n+1 messages are found or the buckets run out.
+func (s *Store) MessagesBefore(ctx context.Context, room Room, before gocql.UUID, n int) ([]Message, bool, error) {
+	if before == (gocql.UUID{}) {
+		before = gocql.MaxTimeUUID(s.Now().Add(time.Hour))
+	}
+	floor := roomFloor(room)
+	bq, err := s.query(ctx, selectBucketsDown, room.Name, bucketOf(before), timeBucket(room.CreatedAt))
+	if err != nil {
+		return nil, false, err
+	}
+	buckets := bq.PageSize(32).Iter()
+	newestFirst := make([]Message, 0, n+1)
+	var bucket int
+	for len(newestFirst) <= n && buckets.Scan(&bucket) {
+		q, err := s.query(ctx, selectMessagesDown, room.Name, bucket, before, floor, n+1-len(newestFirst))
+		if err != nil {
+			buckets.Close()
+			return nil, false, err
+		}
+		iter := q.Iter()
+		for m, ok := scanMessage(iter, room.Name); ok; m, ok = scanMessage(iter, room.Name) {
+			newestFirst = append(newestFirst, m)
+		}
+		if err := iter.Close(); err != nil {
+			buckets.Close()
+			return nil, false, s.fail("read messages of "+room.Name, err)
+		}
+	}
+	if err := buckets.Close(); err != nil {
+		return nil, false, s.fail("list buckets of "+room.Name, err)
+	}
+	more := len(newestFirst) > n
+	if more {
+		newestFirst = newestFirst[:n]
+	}
+	return oldestFirst(newestFirst), more, nil
+}
+
+// MessagesAfter returns every message of room posted after the message id
+// after, oldest first, at most limit of them; the live stream replays them
+// to a client that reconnects. The bool says whether the limit cut it short.
+func (s *Store) MessagesAfter(ctx context.Context, room Room, after gocql.UUID, limit int) ([]Message, bool, error) {
+	if floor := roomFloor(room); after.Time().Before(floor.Time()) {
+		after = floor
+	}
+	bq, err := s.query(ctx, selectBucketsUp, room.Name, bucketOf(after))
+	if err != nil {
+		return nil, false, err
+	}
+	buckets := bq.PageSize(32).Iter()
+	var out []Message
+	var bucket int
+	for len(out) <= limit && buckets.Scan(&bucket) {
+		q, err := s.query(ctx, selectMessagesUp, room.Name, bucket, after)
+		if err != nil {
+			buckets.Close()
+			return nil, false, err
+		}
+		iter := q.PageSize(min(limit+1, 1000)).Iter()
+		for m, ok := scanMessage(iter, room.Name); ok && len(out) <= limit; m, ok = scanMessage(iter, room.Name) {
+			out = append(out, m)
+		}
+		if err := iter.Close(); err != nil {
+			buckets.Close()
+			return nil, false, s.fail("replay messages of "+room.Name, err)
+		}
+	}
+	if err := buckets.Close(); err != nil {
+		return nil, false, s.fail("list buckets of "+room.Name, err)
+	}
+	if len(out) > limit {
+		return out[:limit], true, nil
+	}
+	return out, false, nil
+}
+
+func scanMessage(iter *gocql.Iter, room string) (Message, bool) {
+	m := Message{Room: room}
+	ok := iter.Scan(&m.ID, &m.Author, &m.Content, &m.System)
+	return m, ok
+}
+
+// oldestFirst reverses a newest-first slice in place: the one place where
+// messages are put in display order.
+func oldestFirst(ms []Message) []Message {
+	for i, j := 0, len(ms)-1; i < j; i, j = i+1, j-1 {
+		ms[i], ms[j] = ms[j], ms[i]
+	}
+	return ms
+}

@@ -1,0 +1,428 @@
+// This file owns chat rooms. Every write to a chat_rooms partition is a
+// lightweight transaction (mixing Paxos and plain writes on one partition is
+// unsafe): create IF NOT EXISTS, join and leave IF EXISTS, delete IF the
+// creator and the participants are what was just read.
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/gocql/gocql"
+)
+
+const (
+	insertRoom = `INSERT INTO chat_rooms (room_name, creation_date, banner, creator, creator_login, participants)
+		VALUES (?, ?, ?, ?, ?, ?) IF NOT EXISTS`
+	selectRoom = `SELECT room_name, creation_date, banner, creator, creator_login, participants
+		FROM chat_rooms WHERE room_name = ?`
+	selectRooms = `SELECT room_name, creation_date, banner, creator, creator_login, participants FROM chat_rooms`
+	selectRoomsIn = `SELECT room_name, creation_date, banner, creator, creator_login, participants
+		FROM chat_rooms WHERE room_name IN ?`
+	joinRoom   = `UPDATE chat_rooms SET participants = participants + ? WHERE room_name = ? IF EXISTS`
+	leaveRoom  = `UPDATE chat_rooms SET participants = participants - ? WHERE room_name = ? IF EXISTS`
+	deleteRoom = `DELETE FROM chat_rooms WHERE room_name = ? IF creator_login = ? AND participants = ?`
+
+	selectRoomBuckets    = `SELECT time_bucket FROM messages_bucket WHERE room_name = ?`
+	deleteBucketMessages = `DELETE FROM chat_room_messages WHERE room_name = ? AND time_bucket = ?`
+	deleteRoomBuckets    = `DELETE FROM messages_bucket WHERE room_name = ?`
+
+	// maxBatch bounds the statements in one logged batch.
+	maxBatch = 100
+	// deleteAttempts bounds how often a delete re-reads the participants
+	// after someone joined or left in between.
+	deleteAttempts = 20
+)
+
+// Room is a chat room with its creator and participants, read in one query.
+type Room struct {
+	Name         string
+	Banner       string
+	Creator      UserRef
+	CreatorLogin string
+	CreatedAt    time.Time
+	// Participants by login.
+	Participants map[string]UserRef
+}
+
+// HasParticipant reports whether login takes part in the room.
+func (r Room) HasParticipant(login string) bool {
+	_, ok := r.Participants[login]
+	return ok
+}
+
+// ParticipantList is the participants sorted by name, then login.
+func (r Room) ParticipantList() []UserRef {
+	out := make([]UserRef, 0, len(r.Participants))
+	for _, p := range r.Participants {
+		out = append(out, p)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := strings.ToLower(out[i].Name()), strings.ToLower(out[j].Name())
+		if a != b {
+			return a < b
+		}
+		return out[i].Login < out[j].Login
+	})
+	return out
+}
+
+// NewRoom is the room creation form.
+type NewRoom struct {
+	Name   string
+	Banner string
+}
+
+// Validate returns a ValidationError naming each bad field, or nil. It trims
+// the fields in place.
+func (f *NewRoom) Validate() error {
+	f.Name, f.Banner = strings.TrimSpace(f.Name), strings.TrimSpace(f.Banner)
+	v := ValidationError{}
+	if !ValidName(f.Name) {
+		v["room_name"] = "3 to 31 letters, digits, '_', '.' or '-', starting with a letter or digit."
+	}
+	if utf8.RuneCountInString(f.Banner) > 200 || !utf8.ValidString(f.Banner) {
+		v["banner"] = "At most 200 characters."
+	}
+	return v.orNil()
+}
+
+func scanRoom(scan func(...any) error) (Room, error) {
+	var r Room
+	err := scan(&r.Name, &r.CreatedAt, &r.Banner, &r.Creator, &r.CreatorLogin, &r.Participants)
+	if r.Participants == nil {
+		r.Participants = map[string]UserRef{}
+	}
+	return r, err
+}
+
+// CreateRoom creates a room by INSERT ... IF NOT EXISTS with the creator as
+// its first participant, then adds it to the creator's rooms. It returns a
+// ValidationError for bad input and ErrRoomExists if the name is taken.
+func (s *Store) CreateRoom(ctx context.Context, creator UserRef, f NewRoom) (Room, error) {
+	if err := f.Validate(); err != nil {
+		return Room{}, err
+	}
+	r := Room{
+		Name: f.Name, Banner: f.Banner, Creator: creator, CreatorLogin: creator.Login,
+		CreatedAt:    s.Now().UTC().Truncate(time.Millisecond),
+		Participants: map[string]UserRef{creator.Login: creator},
+	}
+	applied, err := s.lwt(ctx, "create room "+r.Name, insertRoom,
+		[]any{r.Name, r.CreatedAt, r.Banner, r.Creator, r.CreatorLogin, r.Participants}, nil,
+		func(ctx context.Context) (bool, error) {
+			got, err := s.room(ctx, r.Name, true)
+			if err != nil {
+				return false, err
+			}
+			return got.CreatorLogin == r.CreatorLogin && got.CreatedAt.Equal(r.CreatedAt), nil
+		})
+	if err != nil {
+		return Room{}, err
+	}
+	if !applied {
+		return Room{}, fmt.Errorf("store: create room %q: %w", r.Name, ErrRoomExists)
+	}
+	if err := s.addUserRoom(ctx, creator.Login, r.Name); err != nil {
+		return Room{}, err
+	}
+	return r, nil
+}
+
+// Room returns the room, or ErrNotFound.
+func (s *Store) Room(ctx context.Context, name string) (Room, error) {
+	return s.room(ctx, name, false)
+}
+
+// room reads a room, at SERIAL consistency if serial is set (to see every
+// committed LWT and settle any in flight).
+func (s *Store) room(ctx context.Context, name string, serial bool) (Room, error) {
+	if !ValidName(name) {
+		return Room{}, fmt.Errorf("store: room %q: %w", name, ErrNotFound)
+	}
+	q, err := s.query(ctx, selectRoom, name)
+	if err != nil {
+		return Room{}, err
+	}
+	if serial {
+		q = q.Consistency(gocql.Consistency(s.cfg.SerialConsistency))
+	}
+	r, err := scanRoom(q.Scan)
+	if errors.Is(err, gocql.ErrNotFound) {
+		return Room{}, fmt.Errorf("store: room %q: %w", name, ErrNotFound)
+	}
+	if err != nil {
+		return Room{}, s.fail("read room "+name, err)
+	}
+	return r, nil
+}
+
+// RoomPage is one page of the list of all rooms.
+type RoomPage struct {
+	Rooms []Room
+	// Next is Cassandra's paging state for the next page; empty on the last.
+	Next []byte
+}
+
+// Rooms returns a page of at most n rooms starting at the paging state
+// from a previous page (nil for the first). It returns ErrInvalid if the
+// paging state is not one Cassandra accepts.
+func (s *Store) Rooms(ctx context.Context, state []byte, n int) (RoomPage, error) {
+	q, err := s.query(ctx, selectRooms)
+	if err != nil {
+		return RoomPage{}, err
+	}
+	iter := q.PageSize(n).PageState(state).Iter()
+	var page RoomPage
+	scanner := iter.Scanner()
+	for scanner.Next() {
+		r, err := scanRoom(scanner.Scan)
+		if err != nil {
+			iter.Close()
+			return RoomPage{}, s.fail("scan rooms", err)
+		}
+		page.Rooms = append(page.Rooms, r)
+	}
+	page.Next = iter.PageState()
+	if err := iter.Close(); err != nil {
+		var reqErr gocql.RequestError
+		if len(state) > 0 && errors.As(err, &reqErr) && reqErr.Code() == gocql.ErrCodeProtocol {
+			return RoomPage{}, fmt.Errorf("store: list rooms: paging state: %w (%w)", ErrInvalid, err)
+		}
+		return RoomPage{}, s.fail("list rooms", err)
+	}
+	return page, nil
+}
+
+// MyRooms returns the rooms login takes part in, read in one query, and
+// repairs the user's list on read: a listed room that no longer exists (its
+// delete raced a join) is removed from it.
+func (s *Store) MyRooms(ctx context.Context, login string) ([]Room, error) {
+	u, err := s.User(ctx, login)
+	if err != nil {
+		return nil, err
+	}
+	if len(u.ChatRooms) == 0 {
+		return nil, nil
+	}
+	q, err := s.query(ctx, selectRoomsIn, u.ChatRooms)
+	if err != nil {
+		return nil, err
+	}
+	iter := q.Iter()
+	found := map[string]Room{}
+	scanner := iter.Scanner()
+	for scanner.Next() {
+		r, err := scanRoom(scanner.Scan)
+		if err != nil {
+			iter.Close()
+			return nil, s.fail("scan my rooms", err)
+		}
+		found[r.Name] = r
+	}
+	if err := iter.Close(); err != nil {
+		return nil, s.fail("read my rooms", err)
+	}
+	rooms := make([]Room, 0, len(found))
+	for _, name := range u.ChatRooms {
+		if r, ok := found[name]; ok {
+			rooms = append(rooms, r)
+			continue
+		}
+		if err := s.ForgetRoom(ctx, login, name); err != nil {
+			return nil, err
+		}
+	}
+	return rooms, nil
+}
+
+// ForgetRoom removes a room that no longer exists from login's list.
+func (s *Store) ForgetRoom(ctx context.Context, login, room string) error {
+	if _, err := s.Room(ctx, room); !errors.Is(err, ErrNotFound) {
+		return err // the room exists (nil) or the read failed
+	}
+	s.log.Info("store: repaired a dangling room entry", "login", login, "room", room)
+	return s.removeUserRoom(ctx, login, room)
+}
+
+// JoinRoom adds user to the room with UPDATE ... IF EXISTS, so a join that
+// races a delete can never resurrect the room, then adds the room to the
+// user's list. It returns ErrNotFound if the room does not exist (any more).
+func (s *Store) JoinRoom(ctx context.Context, user UserRef, room string) (Room, error) {
+	if !ValidName(room) {
+		return Room{}, fmt.Errorf("store: join room %q: %w", room, ErrNotFound)
+	}
+	applied, err := s.lwt(ctx, "join room "+room, joinRoom,
+		[]any{map[string]UserRef{user.Login: user}, room}, nil,
+		func(ctx context.Context) (bool, error) {
+			r, err := s.room(ctx, room, true)
+			if errors.Is(err, ErrNotFound) {
+				return false, nil
+			}
+			return r.HasParticipant(user.Login), err
+		})
+	if err != nil {
+		return Room{}, err
+	}
+	if !applied {
+		return Room{}, fmt.Errorf("store: join room %q: %w", room, ErrNotFound)
+	}
+	if err := s.addUserRoom(ctx, user.Login, room); err != nil {
+		return Room{}, err
+	}
+	// A delete may have applied between our join and our list update, and
+	// its clean-up may have run before our update: re-read (SERIAL) and undo.
+	r, err := s.room(ctx, room, true)
+	if errors.Is(err, ErrNotFound) {
+		if err := s.removeUserRoom(ctx, user.Login, room); err != nil {
+			return Room{}, err
+		}
+		return Room{}, fmt.Errorf("store: join room %q: deleted meanwhile: %w", room, ErrNotFound)
+	}
+	return r, err
+}
+
+// LeaveRoom removes user from the room (an LWT, like every chat_rooms
+// write) and the room from the user's list. It returns ErrNotFound if the
+// room does not exist; the user's list is cleaned either way.
+func (s *Store) LeaveRoom(ctx context.Context, user UserRef, room string) error {
+	if !ValidName(room) {
+		return fmt.Errorf("store: leave room %q: %w", room, ErrNotFound)
+	}
+	applied, err := s.lwt(ctx, "leave room "+room, leaveRoom,
+		[]any{[]string{user.Login}, room}, nil,
+		func(ctx context.Context) (bool, error) {
+			r, err := s.room(ctx, room, true)
+			if errors.Is(err, ErrNotFound) {
+				return false, nil
+			}
+			return !r.HasParticipant(user.Login), err
+		})
+	if err != nil {
+		return err
+	}
+	if err := s.removeUserRoom(ctx, user.Login, room); err != nil {
+		return err
+	}
+	if !applied {
+		return fmt.Errorf("store: leave room %q: %w", room, ErrNotFound)
+	}
+	return nil
+}
+
+// DeleteRoom deletes the room if login created it: DELETE ... IF
+// creator_login = login AND participants = the participants just read. If
+// someone joined or left in between, it re-reads and tries again (bounded).
+// After it applies, the room leaves every participant's list and all its
+// messages and buckets are deleted. It returns ErrNotFound, ErrNotCreator,
+// or ErrConflict when the participants kept changing.
+func (s *Store) DeleteRoom(ctx context.Context, login, name string) (Room, error) {
+	for attempt := 0; attempt < deleteAttempts; attempt++ {
+		r, err := s.room(ctx, name, true)
+		if err != nil {
+			return Room{}, err
+		}
+		if r.CreatorLogin != login {
+			return Room{}, fmt.Errorf("store: delete room %q by %q: %w", name, login, ErrNotCreator)
+		}
+		var participants any = r.Participants
+		if len(r.Participants) == 0 {
+			participants = nil // an empty collection is stored as null
+		}
+		prev := map[string]any{}
+		applied, err := s.lwt(ctx, "delete room "+name, deleteRoom, []any{name, login, participants}, prev,
+			func(ctx context.Context) (bool, error) {
+				_, err := s.room(ctx, name, true)
+				if errors.Is(err, ErrNotFound) {
+					return true, nil // only the creator deletes, so it was this delete
+				}
+				return false, err
+			})
+		if err != nil {
+			return Room{}, err
+		}
+		if applied {
+			if err := s.cleanUpRoom(ctx, r); err != nil {
+				return r, err
+			}
+			return r, nil
+		}
+		if len(prev) == 0 || prev["creator_login"] == nil {
+			return Room{}, fmt.Errorf("store: delete room %q: %w", name, ErrNotFound)
+		}
+		if c, _ := prev["creator_login"].(string); c != login {
+			return Room{}, fmt.Errorf("store: delete room %q by %q: %w", name, login, ErrNotCreator)
+		}
+		// The participants changed since the read: read again.
+	}
+	return Room{}, fmt.Errorf("store: delete room %q: %w", name, ErrConflict)
+}
+
+// cleanUpRoom runs after a room's row is deleted: it removes the room from
+// every participant's list and deletes every message bucket of the room, in
+// logged batches so each batch completes even if this process dies midway.
+func (s *Store) cleanUpRoom(ctx context.Context, r Room) error {
+	sess, err := s.db()
+	if err != nil {
+		return err
+	}
+	var stmts []batchStmt
+	for login := range r.Participants {
+		stmts = append(stmts, batchStmt{removeUserRoom, []any{[]string{r.Name}, login}})
+	}
+	q, err := s.query(ctx, selectRoomBuckets, r.Name)
+	if err != nil {
+		return err
+	}
+	iter := q.Iter()
+	var bucket int
+	for iter.Scan(&bucket) {
+		stmts = append(stmts, batchStmt{deleteBucketMessages, []any{r.Name, bucket}})
+	}
+	if err := iter.Close(); err != nil {
+		return s.fail("list buckets of "+r.Name, err)
+	}
+	stmts = append(stmts, batchStmt{deleteRoomBuckets, []any{r.Name}})
+	for start := 0; start < len(stmts); start += maxBatch {
+		b := sess.NewBatch(gocql.LoggedBatch).WithContext(ctx)
+		for _, st := range stmts[start:min(start+maxBatch, len(stmts))] {
+			b.Query(st.stmt, st.values...)
+		}
+		if err := sess.ExecuteBatch(b); err != nil {
+			return s.fail("clean up room "+r.Name, err)
+		}
+	}
+	return nil
+}
+
+type batchStmt struct {
+	stmt   string
+	values []any
+}
+
+func (s *Store) addUserRoom(ctx context.Context, login, room string) error {
+	q, err := s.query(ctx, addUserRoom, []string{room}, login)
+	if err != nil {
+		return err
+	}
+	if err := q.Exec(); err != nil {
+		return s.fail("add room to "+login, err)
+	}
+	return nil
+}
+
+func (s *Store) removeUserRoom(ctx context.Context, login, room string) error {
+	q, err := s.query(ctx, removeUserRoom, []string{room}, login)
+	if err != nil {
+		return err
+	}
+	if err := q.Exec(); err != nil {
+		return s.fail("remove room from "+login, err)
+	}
+	return nil
+}

@@ -1,0 +1,268 @@
+// Package store owns KillrChat's domain types, their validation, and every
+// CQL statement the application runs. Handlers call it; it calls gocql.
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gocql/gocql"
+
+	"github.com/killrchat/killrchat/schema"
+)
+
+// Sentinel errors. Callers compare them with errors.Is; the handlers map
+// them to HTTP status codes in one place.
+var (
+	ErrNotFound       = errors.New("not found")
+	ErrUserExists     = errors.New("this login is taken")
+	ErrRoomExists     = errors.New("this room name is taken")
+	ErrNotCreator     = errors.New("only the creator of a room can delete it")
+	ErrNotParticipant = errors.New("you are not a participant of this room")
+	ErrBadCredentials = errors.New("wrong login or password")
+	ErrInvalid        = errors.New("invalid input")
+	ErrConflict       = errors.New("too many concurrent changes; try again")
+	// ErrUnavailable means Cassandra could not be reached or did not answer
+	// in time; the request may be retried later.
+	ErrUnavailable = errors.New("the database is unavailable")
+)
+
+// ValidationError lists what is wrong with a form, field by field.
+// errors.Is(err, ErrInvalid) holds for it.
+type ValidationError map[string]string
+
+func (v ValidationError) Error() string {
+	parts := make([]string, 0, len(v))
+	for field, msg := range v {
+		parts = append(parts, field+": "+msg)
+	}
+	return "invalid input: " + strings.Join(parts, "; ")
+}
+
+// Is makes errors.Is(err, ErrInvalid) true for a ValidationError.
+func (v ValidationError) Is(target error) bool { return target == ErrInvalid }
+
+func (v ValidationError) orNil() error {
+	if len(v) == 0 {
+		return nil
+	}
+	return v
+}
+
+// ObservedQuery is what Config.Observe learns about each statement sent.
+type ObservedQuery struct {
+	Statement string
+	Values    []any
+	Duration  time.Duration
+	Err       error
+	Batch     bool
+}
+
+// Config says how to reach Cassandra.
+type Config struct {
+	Hosts       []string
+	Keyspace    string
+	Replication string
+	Consistency gocql.Consistency
+	// SerialConsistency is set explicitly on every conditional statement.
+	SerialConsistency gocql.SerialConsistency
+	Timeout           time.Duration
+	// Observe, if set, is called after every statement and batch.
+	Observe func(ObservedQuery)
+	Log     *slog.Logger
+}
+
+// Store is the application's handle on Cassandra. It can be created before
+// Cassandra is up: until Connect succeeds every method returns ErrUnavailable.
+type Store struct {
+	cfg     Config
+	log     *slog.Logger
+	session atomic.Pointer[gocql.Session]
+
+	// Now is the clock; tests replace it to place messages on chosen days.
+	Now func() time.Time
+
+	// knownBuckets remembers (room, bucket) pairs already recorded in
+	// messages_bucket by this process; it only saves writes.
+	knownBuckets sync.Map
+	ids          idGenerator
+}
+
+// New returns a Store that is not yet connected.
+func New(cfg Config) *Store {
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = 5 * time.Second
+	}
+	if cfg.Consistency == 0 {
+		cfg.Consistency = gocql.LocalQuorum
+	}
+	if cfg.SerialConsistency == 0 {
+		cfg.SerialConsistency = gocql.LocalSerial
+	}
+	if cfg.Replication == "" {
+		cfg.Replication = "SimpleStrategy:1"
+	}
+	return &Store{cfg: cfg, log: cfg.Log, Now: time.Now}
+}
+
+// Keyspace is the keyspace the store works in.
+func (s *Store) Keyspace() string { return s.cfg.Keyspace }
+
+func (s *Store) cluster() gocql.ClusterConfig {
+	c := gocql.NewCluster(s.cfg.Hosts...)
+	c.Consistency = s.cfg.Consistency
+	c.SerialConsistency = s.cfg.SerialConsistency
+	c.Timeout = s.cfg.Timeout
+	c.ConnectTimeout = s.cfg.Timeout
+	c.WriteTimeout = s.cfg.Timeout
+	// Notice a restarted node quickly instead of after the default minute.
+	c.ReconnectInterval = time.Second
+	c.ReconnectionPolicy = &gocql.ExponentialReconnectionPolicy{MaxRetries: 1 << 20, InitialInterval: 500 * time.Millisecond, MaxInterval: 5 * time.Second}
+	// Only idempotent statements may be retried by the driver; conditional
+	// statements are never marked idempotent (see lwt.go).
+	c.RetryPolicy = &gocql.SimpleRetryPolicy{NumRetries: 2}
+	c.DisableSkipMetadata = false
+	if s.cfg.Observe != nil {
+		c.QueryObserver = queryObserver{s.cfg.Observe}
+		c.BatchObserver = queryObserver{s.cfg.Observe}
+	}
+	return *c
+}
+
+// Connect makes one attempt to reach Cassandra, apply the schema and open
+// the session. It returns an error wrapping ErrUnavailable if Cassandra does
+// not answer, and schema.ErrChanged if a migration was edited.
+func (s *Store) Connect(ctx context.Context) error {
+	if s.session.Load() != nil {
+		return nil
+	}
+	cluster := s.cluster()
+	err := schema.Apply(ctx, cluster, schema.Options{Keyspace: s.cfg.Keyspace, Replication: s.cfg.Replication, Log: s.log})
+	if err != nil {
+		if errors.Is(err, schema.ErrChanged) {
+			return err
+		}
+		return fmt.Errorf("store: connect: %w (%w)", ErrUnavailable, err)
+	}
+	cluster.Keyspace = s.cfg.Keyspace
+	sess, err := cluster.CreateSession()
+	if err != nil {
+		return fmt.Errorf("store: connect: %w (%w)", ErrUnavailable, err)
+	}
+	if !s.session.CompareAndSwap(nil, sess) {
+		sess.Close()
+	}
+	return nil
+}
+
+// ConnectWithRetry calls Connect until it succeeds, backing off up to 15 s
+// between attempts and logging each failure. It returns early on a changed
+// migration (a retry cannot fix that) or when ctx ends.
+func (s *Store) ConnectWithRetry(ctx context.Context) error {
+	wait := 500 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		err := s.Connect(ctx)
+		if err == nil {
+			s.log.Info("cassandra connected", "hosts", s.cfg.Hosts, "keyspace", s.cfg.Keyspace, "attempts", attempt)
+			return nil
+		}
+		if errors.Is(err, schema.ErrChanged) {
+			return err
+		}
+		s.log.Warn("cassandra not reachable yet; retrying", "hosts", s.cfg.Hosts, "in", wait, "attempt", attempt, "err", err)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(wait):
+		}
+		wait = min(wait*2, 15*time.Second)
+	}
+}
+
+// Close closes the session, if any.
+func (s *Store) Close() {
+	if sess := s.session.Swap(nil); sess != nil {
+		sess.Close()
+	}
+}
+
+// Ready returns nil if Cassandra answers a query now, else an error wrapping
+// ErrUnavailable.
+func (s *Store) Ready(ctx context.Context) error {
+	sess, err := s.db()
+	if err != nil {
+		return err
+	}
+	var v string
+	if err := sess.Query(`SELECT release_version FROM system.local`).WithContext(ctx).
+		Consistency(gocql.One).Idempotent(true).Scan(&v); err != nil {
+		return s.fail("ready", err)
+	}
+	return nil
+}
+
+func (s *Store) db() (*gocql.Session, error) {
+	sess := s.session.Load()
+	if sess == nil {
+		return nil, fmt.Errorf("store: %w: not connected yet", ErrUnavailable)
+	}
+	return sess, nil
+}
+
+// query prepares a statement with the store's defaults. Plain statements are
+// idempotent in this application (inserts of server-made ids, set and map
+// updates, deletes), so the driver may retry them.
+func (s *Store) query(ctx context.Context, stmt string, values ...any) (*gocql.Query, error) {
+	sess, err := s.db()
+	if err != nil {
+		return nil, err
+	}
+	return sess.Query(stmt, values...).WithContext(ctx).Idempotent(true), nil
+}
+
+// fail wraps a driver error for operation op, marking unreachability and
+// timeouts as ErrUnavailable.
+func (s *Store) fail(op string, err error) error {
+	if isUnavailable(err) {
+		return fmt.Errorf("store: %s: %w (%w)", op, ErrUnavailable, err)
+	}
+	return fmt.Errorf("store: %s: %w", op, err)
+}
+
+func isUnavailable(err error) bool {
+	if errors.Is(err, ErrUnavailable) || errors.Is(err, gocql.ErrNoConnections) ||
+		errors.Is(err, gocql.ErrSessionClosed) || errors.Is(err, gocql.ErrTimeoutNoResponse) ||
+		errors.Is(err, gocql.ErrConnectionClosed) || errors.Is(err, gocql.ErrNoHosts) ||
+		errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	var (
+		unavail *gocql.RequestErrUnavailable
+		wto     *gocql.RequestErrWriteTimeout
+		rto     *gocql.RequestErrReadTimeout
+		netErr  net.Error
+	)
+	return errors.As(err, &unavail) || errors.As(err, &wto) || errors.As(err, &rto) || errors.As(err, &netErr)
+}
+
+type queryObserver struct{ fn func(ObservedQuery) }
+
+func (o queryObserver) ObserveQuery(_ context.Context, q gocql.ObservedQuery) {
+	o.fn(ObservedQuery{Statement: q.Statement, Values: q.Values, Duration: q.End.Sub(q.Start), Err: q.Err})
+}
+
+func (o queryObserver) ObserveBatch(_ context.Context, b gocql.ObservedBatch) {
+	for i, st := range b.Statements {
+		o.fn(ObservedQuery{Statement: st, Values: b.Values[i], Duration: b.End.Sub(b.Start), Err: b.Err, Batch: true})
+	}
+}

@@ -1,0 +1,120 @@
+// Package views holds KillrChat's templ components and the view-model
+// structs they take. Components never call the store; they only use its
+// types.
+package views
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/killrchat/killrchat/store"
+)
+
+// Page is what the layout needs around every page.
+type Page struct {
+	Title string
+	// User is the logged-in user; nil when logged out.
+	User *store.UserRef
+	// MyRooms is the sidebar's list of the user's rooms.
+	MyRooms []string
+	// CSRF is the token that forms carry in the field _csrf.
+	CSRF string
+	// Notice is a one-line message shown on top of the main pane.
+	Notice string
+	// Room is the room open in the main pane, highlighted in the sidebar.
+	Room string
+}
+
+// Form carries what a person typed and what is wrong with it.
+type Form struct {
+	Values map[string]string
+	Errors map[string]string
+	// Error is a message for the whole form (such as "this login is taken").
+	Error string
+}
+
+// Value is what was typed into field.
+func (f Form) Value(field string) string { return f.Values[field] }
+
+// Err is the error message of field, or "".
+func (f Form) Err(field string) string { return f.Errors[field] }
+
+// ErrorPage is a page for an error status.
+type ErrorPage struct {
+	Status  int
+	Title   string
+	Message string
+}
+
+// Profile is a public profile.
+type Profile struct {
+	User store.User
+	// Own is set when the viewer is the user.
+	Own bool
+}
+
+// ProfileEdit is the form to edit one's own profile and password.
+type ProfileEdit struct {
+	User     store.User
+	Form     Form
+	Password Form
+	Saved    string
+}
+
+// RoomRow is one room in the list of all rooms.
+type RoomRow struct {
+	Room   store.Room
+	Joined bool
+}
+
+// RoomList is a page of all rooms.
+type RoomList struct {
+	Rows []RoomRow
+	// Next is the link to the next page, "" on the last page.
+	Next string
+}
+
+// Home is the home page: the user's rooms.
+type Home struct {
+	Rooms []store.Room
+}
+
+// RoomView is a room page.
+type RoomView struct {
+	Room        store.Room
+	Viewer      store.UserRef
+	Participant bool
+	Creator     bool
+	// Messages are the latest ones, oldest first.
+	Messages []store.Message
+	// Older is the link to the page before Messages, "" at the room's start.
+	Older    string
+	Composer Form
+	// After is the id the live stream starts after, so nothing posted
+	// between this render and the stream's start is missed.
+	After string
+}
+
+// OlderMessages is a page of older messages.
+type OlderMessages struct {
+	Room     string
+	Messages []store.Message
+	Older    string
+}
+
+// MessageID is the DOM id of a message element; the page and the live
+// stream use the same one, so a message is never shown twice.
+func MessageID(m store.Message) string { return "msg-" + m.ID.String() }
+
+// when formats a time for people, in UTC.
+func when(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") }
+
+// clock formats a message time.
+func clock(t time.Time) string { return t.UTC().Format("Jan 2, 15:04") }
+
+func count(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
