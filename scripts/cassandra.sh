@@ -111,19 +111,23 @@ cmd_fetch() {
 
   local tmp started
   tmp=$(mktemp -d "$INSTALL_DIR/lib.tmp.XXXXXX")
-  # shellcheck disable=SC2064 # expand $tmp now: it is local to this function
-  trap "rm -rf '$tmp'" EXIT
+  FETCH_TMP=$tmp
+  trap 'rm -rf "$FETCH_TMP"' EXIT
   started=$(now_ms)
   say "fetching Cassandra $CASSANDRA_VERSION from Maven Central into $LIB_DIR ..."
   say "(cassandra-all and ~100 runtime jars, ~70 MB; once per machine)"
   # -Dcassandra.version overrides the pom's property so this script is the one
-  # place that names the version.
-  mvn -B -q -f "$SCRIPT_DIR/cassandra-pom.xml" \
+  # place that names the version. Maven's own output (it prints colour codes
+  # even in batch mode) goes to a log that is shown only when it fails.
+  local mvnlog=$INSTALL_DIR/fetch.log
+  if ! mvn -B -q -Dstyle.color=never -f "$SCRIPT_DIR/cassandra-pom.xml" \
     dependency:copy-dependencies \
     -DincludeScope=runtime \
     -Dcassandra.version="$CASSANDRA_VERSION" \
-    -DoutputDirectory="$tmp" ||
-    die "Maven could not fetch Cassandra $CASSANDRA_VERSION (see its output above)"
+    -DoutputDirectory="$tmp" >"$mvnlog" 2>&1; then
+    tail -n 40 "$mvnlog" >&2
+    die "Maven could not fetch Cassandra $CASSANDRA_VERSION (log: $mvnlog)"
+  fi
   [ -f "$tmp/cassandra-all-$CASSANDRA_VERSION.jar" ] ||
     die "Maven finished but cassandra-all-$CASSANDRA_VERSION.jar is missing"
   # The rename is what makes the cache appear: an interrupted fetch leaves
@@ -137,9 +141,11 @@ cmd_fetch() {
 
 # Build scripts/cqlping once into the cache (and again when its source
 # changes); running a built binary per poll is much cheaper than `go run`.
+cqlping_built() {
+  [ -x "$CQLPING" ] && [ ! "$SCRIPT_DIR/cqlping/main.go" -nt "$CQLPING" ]
+}
 build_cqlping() {
-  local src=$SCRIPT_DIR/cqlping/main.go
-  if [ -x "$CQLPING" ] && [ ! "$src" -nt "$CQLPING" ]; then
+  if cqlping_built; then
     return 0
   fi
   command -v go >/dev/null 2>&1 || die "Go is needed to build scripts/cqlping"
@@ -160,6 +166,18 @@ port_open() {
   (exec 3<>"/dev/tcp/$HOST/$NATIVE_PORT") 2>/dev/null
 }
 
+# True while PID runs. The JVM is orphaned once `start` returns, so whoever
+# adopts it may be slow to reap it: a zombie counts as gone.
+alive() {
+  kill -0 "$1" 2>/dev/null || return 1
+  local stat
+  if [ -r "/proc/$1/stat" ] && stat=$(cat "/proc/$1/stat" 2>/dev/null); then
+    stat=${stat##*) }
+    [ "${stat%% *}" != Z ] || return 1
+  fi
+  return 0
+}
+
 # Prints the pid from our pid file when that process is alive and really is a
 # Cassandra JVM (pids get reused after a reboot or crash).
 our_pid() {
@@ -167,7 +185,7 @@ our_pid() {
   local pid args
   pid=$(cat "$PID_FILE" 2>/dev/null) || return 1
   case $pid in '' | *[!0-9]*) return 1 ;; esac
-  kill -0 "$pid" 2>/dev/null || return 1
+  alive "$pid" || return 1
   if [ -r "/proc/$pid/cmdline" ]; then
     args=$(tr '\0' ' ' <"/proc/$pid/cmdline")
   else
@@ -302,6 +320,35 @@ EOF
 EOF
 }
 
+# Java 17 module access Cassandra needs (conf/jvm17-server.options of the
+# cassandra-5.0 branch; nodetool needs the same, cf. jvm17-clients.options).
+JPMS_OPTS=(
+  -Djdk.attach.allowAttachSelf=true
+  --add-exports java.base/jdk.internal.misc=ALL-UNNAMED
+  --add-exports java.management.rmi/com.sun.jmx.remote.internal.rmi=ALL-UNNAMED
+  --add-exports java.rmi/sun.rmi.registry=ALL-UNNAMED
+  --add-exports java.rmi/sun.rmi.server=ALL-UNNAMED
+  --add-exports java.sql/java.sql=ALL-UNNAMED
+  --add-exports java.base/java.lang.ref=ALL-UNNAMED
+  --add-exports jdk.unsupported/sun.misc=ALL-UNNAMED
+  --add-exports jdk.compiler/com.sun.tools.javac.file=ALL-UNNAMED
+  --add-exports jdk.attach/sun.tools.attach=ALL-UNNAMED
+  --add-opens java.base/java.lang.module=ALL-UNNAMED
+  --add-opens java.base/jdk.internal.loader=ALL-UNNAMED
+  --add-opens java.base/jdk.internal.ref=ALL-UNNAMED
+  --add-opens java.base/jdk.internal.reflect=ALL-UNNAMED
+  --add-opens java.base/jdk.internal.math=ALL-UNNAMED
+  --add-opens java.base/jdk.internal.module=ALL-UNNAMED
+  --add-opens java.base/jdk.internal.util.jar=ALL-UNNAMED
+  --add-opens jdk.management/com.sun.management.internal=ALL-UNNAMED
+  --add-opens java.base/sun.nio.ch=ALL-UNNAMED
+  --add-opens java.base/java.io=ALL-UNNAMED
+  --add-opens java.base/java.lang.reflect=ALL-UNNAMED
+  --add-opens jdk.compiler/com.sun.tools.javac=ALL-UNNAMED
+  --add-opens java.base/java.lang=ALL-UNNAMED
+  --add-opens java.base/java.util=ALL-UNNAMED
+)
+
 launch() { # launch JAVA; prints the JVM's pid
   local java=$1 jamm
   jamm=$(find "$LIB_DIR" -name 'jamm-*.jar' | head -n 1)
@@ -320,30 +367,7 @@ launch() { # launch JAVA; prints the JVM's pid
     -XX:G1RSetUpdatingPauseTimePercent=5 -XX:MaxGCPauseMillis=300
     -XX:InitiatingHeapOccupancyPercent=70
     -Djava.net.preferIPv4Stack=true
-    -Djdk.attach.allowAttachSelf=true
-    --add-exports java.base/jdk.internal.misc=ALL-UNNAMED
-    --add-exports java.management.rmi/com.sun.jmx.remote.internal.rmi=ALL-UNNAMED
-    --add-exports java.rmi/sun.rmi.registry=ALL-UNNAMED
-    --add-exports java.rmi/sun.rmi.server=ALL-UNNAMED
-    --add-exports java.sql/java.sql=ALL-UNNAMED
-    --add-exports java.base/java.lang.ref=ALL-UNNAMED
-    --add-exports jdk.unsupported/sun.misc=ALL-UNNAMED
-    --add-exports jdk.compiler/com.sun.tools.javac.file=ALL-UNNAMED
-    --add-exports jdk.attach/sun.tools.attach=ALL-UNNAMED
-    --add-opens java.base/java.lang.module=ALL-UNNAMED
-    --add-opens java.base/jdk.internal.loader=ALL-UNNAMED
-    --add-opens java.base/jdk.internal.ref=ALL-UNNAMED
-    --add-opens java.base/jdk.internal.reflect=ALL-UNNAMED
-    --add-opens java.base/jdk.internal.math=ALL-UNNAMED
-    --add-opens java.base/jdk.internal.module=ALL-UNNAMED
-    --add-opens java.base/jdk.internal.util.jar=ALL-UNNAMED
-    --add-opens jdk.management/com.sun.management.internal=ALL-UNNAMED
-    --add-opens java.base/sun.nio.ch=ALL-UNNAMED
-    --add-opens java.base/java.io=ALL-UNNAMED
-    --add-opens java.base/java.lang.reflect=ALL-UNNAMED
-    --add-opens jdk.compiler/com.sun.tools.javac=ALL-UNNAMED
-    --add-opens java.base/java.lang=ALL-UNNAMED
-    --add-opens java.base/java.util=ALL-UNNAMED
+    "${JPMS_OPTS[@]}"
     -Dio.netty.tryReflectionSetAccessible=true
     -Dio.netty.allocator.useCacheForAllThreads=true
     -Dio.netty.allocator.maxOrder=11
@@ -430,7 +454,7 @@ wait_ready() { # wait_ready PID STARTED_MS
     # 1 means "not answering (yet)"; anything else is cqlping itself failing,
     # and polling on would only hide that for START_TIMEOUT seconds.
     [ "$rc" -eq 1 ] || die "scripts/cqlping failed (exit $rc) while polling $HOST:$NATIVE_PORT"
-    if ! kill -0 "$pid" 2>/dev/null; then
+    if ! alive "$pid"; then
       rm -f "$PID_FILE"
       show_logs
       die "Cassandra (pid $pid) exited during startup; logs above, full logs in $LOG_DIR"
@@ -445,8 +469,17 @@ wait_ready() { # wait_ready PID STARTED_MS
 }
 
 cmd_start() {
+  # On a fresh machine both the Maven fetch (network) and the first cqlping
+  # build (compiling gocql, ~25 s with cold Go caches) are slow: overlap them.
+  local build_pid=
+  if ! cqlping_built; then
+    build_cqlping &
+    build_pid=$!
+  fi
   cmd_fetch
-  build_cqlping
+  if [ -n "$build_pid" ]; then
+    wait "$build_pid" || exit 1 # build_cqlping already said why
+  fi
 
   if cql_ready 5s; then
     local pid
@@ -458,10 +491,10 @@ cmd_start() {
     return 0
   fi
 
-  mkdir -p "$DATA_DIR"
-  lock 9 "$DATA_DIR/.start.lock"
   local started pid
   started=$(now_ms)
+  mkdir -p "$DATA_DIR"
+  lock 9 "$DATA_DIR/.start.lock"
 
   # Ours, but still booting (another run launched it): just wait for it.
   if pid=$(our_pid); then
@@ -507,7 +540,7 @@ cmd_stop() {
   # SIGTERM runs Cassandra's shutdown hook: it drains (flushes memtables and
   # the commit log), so a restart replays nothing and loses nothing.
   kill -TERM "$pid" 2>/dev/null || true
-  while kill -0 "$pid" 2>/dev/null; do
+  while alive "$pid"; do
     if [ $(($(now_ms) - started)) -ge $((STOP_TIMEOUT * 1000)) ]; then
       kill -KILL "$pid" 2>/dev/null || true
       sleep 0.5
@@ -542,10 +575,23 @@ cmd_status() {
 
 cmd_nodetool() {
   have_jars || die "Cassandra is not fetched yet (scripts/cassandra.sh fetch)"
-  local java
+  local java tools_log=$INSTALL_DIR/logback-tools.xml
   java=$(find_java)
-  exec "$java" -Xmx256m -cp "$LIB_DIR/*" \
-    -Dlogback.configurationFile=/dev/null \
+  # Without a logback config every client library logs at DEBUG to stdout;
+  # this mirrors Cassandra's conf/logback-tools.xml (warnings to stderr).
+  if [ ! -f "$tools_log" ]; then
+    cat >"$tools_log" <<'EOF'
+<configuration>
+  <appender name="STDERR" class="ch.qos.logback.core.ConsoleAppender">
+    <target>System.err</target>
+    <encoder><pattern>%-5level %date{"HH:mm:ss,SSS"} %msg%n</pattern></encoder>
+  </appender>
+  <root level="WARN"><appender-ref ref="STDERR" /></root>
+</configuration>
+EOF
+  fi
+  exec "$java" -Xmx256m "${JPMS_OPTS[@]}" -cp "$LIB_DIR/*" \
+    "-Dlogback.configurationFile=$tools_log" \
     org.apache.cassandra.tools.NodeTool -h "$HOST" -p "$JMX_PORT" "$@"
 }
 

@@ -1,0 +1,33 @@
+package store_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync/atomic"
+	"testing"
+
+	"github.com/killrchat/killrchat/store"
+	"github.com/killrchat/killrchat/store/storetest"
+)
+
+var db *storetest.DB
+
+func TestMain(m *testing.M) { os.Exit(storetest.Main(m, "store", &db)) }
+
+var seq atomic.Int64
+
+// unique returns a fresh name with prefix, valid as a login or room name.
+func unique(prefix string) string { return fmt.Sprintf("%s%d", prefix, seq.Add(1)) }
+
+// newUser signs a user up.
+func newUser(t testing.TB, login string) store.User {
+	t.Helper()
+	u, err := db.CreateUser(context.Background(), store.SignUp{
+		Login: login, Password: "password1", PasswordConfirm: "password1", Firstname: "First" + login, Lastname: "Last",
+	})
+	if err != nil {
+		t.Fatalf("create user %s: %v", login, err)
+	}
+	return u
+}

@@ -1,0 +1,201 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gocql/gocql"
+
+	"github.com/killrchat/killrchat/store"
+)
+
+// TestMessagesBeforeWalksBuckets posts 500 messages over 30 days, with
+// empty days between, through an injected clock, then pages from the
+// newest to the oldest: every message comes exactly once, in order, and a
+// page costs at most one query per bucket it reads plus one.
+func TestMessagesBeforeWalksBuckets(t *testing.T) {
+	ctx := context.Background()
+	author := newUser(t, unique("pager"))
+	start := time.Date(2026, 3, 1, 8, 0, 0, 0, time.UTC)
+	clock := start.Add(-time.Hour)
+	db.Now = func() time.Time { return clock }
+	defer func() { db.Now = time.Now }()
+
+	room, err := db.CreateRoom(ctx, author.Ref(), store.NewRoom{Name: unique("paging")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var days []int
+	for d := 0; d < 30; d++ {
+		if d%4 != 1 && d%7 != 3 { // leave gaps of empty days
+			days = append(days, d)
+		}
+	}
+	var posted []gocql.UUID
+	for i := 0; i < 500; i++ {
+		day := days[i*len(days)/500]
+		clock = start.AddDate(0, 0, day).Add(time.Duration(i) * time.Minute)
+		m, err := db.PostMessage(ctx, room, author.Ref(), "message "+time.Duration(i).String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		posted = append(posted, m.ID)
+	}
+	clock = start.AddDate(0, 0, 31)
+
+	var walked []gocql.UUID
+	before := gocql.UUID{}
+	for page := 0; ; page++ {
+		db.Recorder.Start()
+		msgs, more, err := db.MessagesBefore(ctx, room, before, 50)
+		queries := db.Recorder.Stop()
+		if err != nil {
+			t.Fatal(err)
+		}
+		buckets := 0
+		for _, q := range queries {
+			if strings.Contains(q.Statement, "FROM chat_room_messages") {
+				buckets++
+			}
+		}
+		if len(queries) > buckets+1 {
+			t.Errorf("page %d: %d queries for %d buckets", page, len(queries), buckets)
+		}
+		for i := 1; i < len(msgs); i++ {
+			if msgs[i-1].ID.Time().After(msgs[i].ID.Time()) {
+				t.Fatalf("page %d not oldest-first at %d", page, i)
+			}
+		}
+		// Prepend: pages come newest first.
+		ids := make([]gocql.UUID, 0, len(msgs)+len(walked))
+		for _, m := range msgs {
+			ids = append(ids, m.ID)
+		}
+		walked = append(ids, walked...)
+		if !more {
+			break
+		}
+		before = msgs[0].ID
+		if page > 20 {
+			t.Fatal("paging does not end")
+		}
+	}
+	if len(walked) != len(posted) {
+		t.Fatalf("walked %d messages, posted %d", len(walked), len(posted))
+	}
+	for i := range posted {
+		if walked[i] != posted[i] {
+			t.Fatalf("message %d: walked %v, posted %v", i, walked[i], posted[i])
+		}
+	}
+
+	t.Run("MessagesAfter", func(t *testing.T) {
+		got, cut, err := db.MessagesAfter(ctx, room, posted[99], 1000)
+		if err != nil || cut {
+			t.Fatal(err, cut)
+		}
+		if len(got) != 400 || got[0].ID != posted[100] || got[399].ID != posted[499] {
+			t.Fatalf("after #99: %d messages", len(got))
+		}
+	})
+}
+
+func TestMessageIDsAreUniqueAndOrdered(t *testing.T) {
+	ctx := context.Background()
+	author := newUser(t, unique("ids"))
+	room, err := db.CreateRoom(ctx, author.Ref(), store.NewRoom{Name: unique("ids")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Same instant for every message: ids must still differ and increase.
+	now := time.Now()
+	db.Now = func() time.Time { return now }
+	defer func() { db.Now = time.Now }()
+	var (
+		mu  sync.Mutex
+		ids = map[gocql.UUID]bool{}
+		wg  sync.WaitGroup
+	)
+	for i := 0; i < 200; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			m, err := db.DraftMessage(room, author.Ref(), "x")
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			mu.Lock()
+			ids[m.ID] = true
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	if len(ids) != 200 {
+		t.Fatalf("%d distinct ids of 200", len(ids))
+	}
+	a, _ := db.DraftMessage(room, author.Ref(), "a")
+	b, _ := db.DraftMessage(room, author.Ref(), "b")
+	if !(a.ID.Timestamp() < b.ID.Timestamp()) || a.ID.Version() != 1 {
+		t.Fatalf("ids not ordered: %v %v", a.ID, b.ID)
+	}
+}
+
+func TestPostMessage(t *testing.T) {
+	ctx := context.Background()
+	author, stranger := newUser(t, unique("poster")), newUser(t, unique("stranger"))
+	room, err := db.CreateRoom(ctx, author.Ref(), store.NewRoom{Name: unique("post")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		who     store.User
+		content string
+		want    error
+	}{
+		{"OK", author, "  hello\nworld  ", nil},
+		{"ErrNotParticipant", stranger, "hi", store.ErrNotParticipant},
+		{"Empty", author, "   \n ", store.ErrInvalid},
+		{"TooLong", author, strings.Repeat("é", store.MaxContent+1), store.ErrInvalid},
+		{"Longest", author, strings.Repeat("é", store.MaxContent), nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m, err := db.PostMessage(ctx, room, tt.who.Ref(), tt.content)
+			if !errors.Is(err, tt.want) {
+				t.Fatalf("err = %v, want %v", err, tt.want)
+			}
+			if err == nil && m.Content != strings.TrimSpace(tt.content) {
+				t.Errorf("content %q", m.Content)
+			}
+		})
+	}
+	msgs, _, err := db.MessagesBefore(ctx, room, gocql.UUID{}, 10)
+	if err != nil || len(msgs) != 2 || msgs[0].Content != "hello\nworld" || msgs[0].Author != author.Ref() {
+		t.Fatalf("stored: %+v %v", msgs, err)
+	}
+}
+
+func TestParseMessageID(t *testing.T) {
+	for _, tt := range []struct {
+		in string
+		ok bool
+	}{
+		{gocql.TimeUUID().String(), true},
+		{"not-a-uuid", false},
+		{"", false},
+		{"00000000-0000-4000-8000-000000000000", false}, // version 4
+	} {
+		t.Run(tt.in, func(t *testing.T) {
+			_, err := store.ParseMessageID(tt.in)
+			if (err == nil) != tt.ok {
+				t.Errorf("ParseMessageID(%q): %v", tt.in, err)
+			}
+		})
+	}
+}

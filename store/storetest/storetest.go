@@ -1,0 +1,141 @@
+// Package storetest gives each test package a fresh keyspace on the real
+// Cassandra (CASSANDRA_HOSTS, default 127.0.0.1), dropped when the package's
+// tests end. A test that needs Cassandra fails when it is unreachable; it
+// never skips.
+package storetest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gocql/gocql"
+
+	"github.com/killrchat/killrchat/store"
+)
+
+// Hosts are the Cassandra contact points tests use.
+func Hosts() []string {
+	if h := os.Getenv("CASSANDRA_HOSTS"); h != "" {
+		return strings.Split(h, ",")
+	}
+	return []string{"127.0.0.1"}
+}
+
+// Keyspace returns a fresh keyspace name for pkg.
+func Keyspace(pkg string) string {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return fmt.Sprintf("test_%s_%s", pkg, hex.EncodeToString(b))
+}
+
+// Recorder collects the statements a store sends while it is on.
+type Recorder struct {
+	mu  sync.Mutex
+	on  bool
+	got []store.ObservedQuery
+}
+
+// Observe is the store's Config.Observe.
+func (r *Recorder) Observe(q store.ObservedQuery) {
+	r.mu.Lock()
+	if r.on {
+		r.got = append(r.got, q)
+	}
+	r.mu.Unlock()
+}
+
+// Start clears and starts recording.
+func (r *Recorder) Start() {
+	r.mu.Lock()
+	r.on, r.got = true, nil
+	r.mu.Unlock()
+}
+
+// Stop stops recording and returns what was recorded.
+func (r *Recorder) Stop() []store.ObservedQuery {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.on = false
+	return r.got
+}
+
+// DB is a store on a fresh keyspace.
+type DB struct {
+	*store.Store
+	Keyspace string
+	Recorder *Recorder
+	cfg      store.Config
+}
+
+// Open connects a store to a fresh keyspace for pkg, applying the schema.
+func Open(pkg string) (*DB, error) {
+	rec := &Recorder{}
+	cfg := store.Config{Hosts: Hosts(), Keyspace: Keyspace(pkg), Observe: rec.Observe, Timeout: 10 * time.Second}
+	st := store.New(cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := st.Connect(ctx); err != nil {
+		return nil, fmt.Errorf("storetest: Cassandra at %v is required (run `make cassandra-start`): %w", cfg.Hosts, err)
+	}
+	return &DB{Store: st, Keyspace: cfg.Keyspace, Recorder: rec, cfg: cfg}, nil
+}
+
+// Another returns a second store on the same keyspace, as another app
+// instance would have.
+func (db *DB) Another() (*store.Store, error) {
+	st := store.New(db.cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	return st, st.Connect(ctx)
+}
+
+// Session is a raw gocql session on the test keyspace, for checks that go
+// around the store.
+func (db *DB) Session() (*gocql.Session, error) {
+	c := gocql.NewCluster(Hosts()...)
+	c.Keyspace = db.Keyspace
+	c.Timeout = 10 * time.Second
+	c.Consistency = gocql.Quorum
+	return c.CreateSession()
+}
+
+// Drop closes the store and drops its keyspace.
+func (db *DB) Drop() error {
+	db.Close()
+	return DropKeyspace(db.Keyspace)
+}
+
+// DropKeyspace drops a keyspace.
+func DropKeyspace(ks string) error {
+	c := gocql.NewCluster(Hosts()...)
+	c.Timeout = 30 * time.Second
+	sess, err := c.CreateSession()
+	if err != nil {
+		return err
+	}
+	defer sess.Close()
+	return sess.Query("DROP KEYSPACE IF EXISTS " + ks).Exec()
+}
+
+// Main runs a package's tests with a fresh keyspace in *db, dropped
+// afterwards. Use it from TestMain: os.Exit(storetest.Main(m, "pkg", &db)).
+func Main(m *testing.M, pkg string, db **DB) int {
+	d, err := Open(pkg)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "FAIL:", err)
+		return 1
+	}
+	*db = d
+	code := m.Run()
+	if err := d.Drop(); err != nil {
+		fmt.Fprintln(os.Stderr, "storetest: drop keyspace:", err)
+	}
+	return code
+}
