@@ -144,3 +144,11 @@ func randomToken(n int) (string, error) {
 	}
 	return base64.RawURLEncoding.EncodeToString(b), nil
 }
+
+// SessionIDFromCookie returns the session id inside a signed cookie value;
+// tests use it to look at the stored row.
+func (s *Server) SessionIDFromCookie(value string) (string, error) {
+	var id string
+	err := securecookie.DecodeMulti(sessionCookie, value, &id, s.sessions.codecs...)
+	return id, err
+}

@@ -13,7 +13,11 @@ import (
 
 var db *storetest.DB
 
-func TestMain(m *testing.M) { os.Exit(storetest.Main(m, "store", &db)) }
+func TestMain(m *testing.M) {
+	// Store tests create many users; the handler tests keep the real cost.
+	store.PasswordCost = 4
+	os.Exit(storetest.Main(m, "store", &db))
+}
 
 var seq atomic.Int64
 

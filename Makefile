@@ -1,0 +1,49 @@
+# KillrChat: `make run` and `make test` are all a fresh machine needs.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+CASSANDRA := scripts/cassandra.sh
+GO_TEST_FLAGS ?= -race -count=1 -timeout 25m
+
+.PHONY: help run run-cluster test check generate cassandra-start cassandra-stop cassandra-status bench load
+
+help:
+	@echo "make run              start Cassandra (unless CASSANDRA_HOSTS is set) and the app on :8080"
+	@echo "make test             format/vet/templ checks, then every test against a real Cassandra and Chromium"
+	@echo "make run-cluster      two app instances (:8080, :8081) sharing Cassandra and an embedded NATS"
+	@echo "make cassandra-start  start (or reuse) the local Cassandra node;  make cassandra-stop  stop it"
+	@echo "make bench            benchmarks (figures for the issue notes)"
+
+# A key kept on disk so sessions survive restarts of `make run`.
+.session-key:
+	@head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > $@
+
+run: .session-key
+	@if [ -z "$$CASSANDRA_HOSTS" ]; then $(CASSANDRA) start; fi
+	@echo "KillrChat: http://localhost:8080"
+	SESSION_KEY=$${SESSION_KEY:-$$(cat .session-key)} go run . $(ARGS)
+
+test: check
+	@if [ -z "$$CASSANDRA_HOSTS" ]; then $(CASSANDRA) start; fi
+	go test $(GO_TEST_FLAGS) ./...
+
+# Fast checks that CI would otherwise only find by reading the diff.
+check:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change: $$out"; exit 1; fi
+	go vet ./...
+	@go tool templ generate >/dev/null 2>&1; if ! git diff --quiet -- '*_templ.go'; then echo "generated templ files were stale: commit the regenerated *_templ.go"; git diff --stat -- '*_templ.go'; exit 1; fi
+
+generate:
+	go tool templ generate
+
+cassandra-start:
+	@$(CASSANDRA) start
+
+cassandra-stop:
+	@$(CASSANDRA) stop
+
+cassandra-status:
+	@$(CASSANDRA) status
+
+bench:
+	@if [ -z "$$CASSANDRA_HOSTS" ]; then $(CASSANDRA) start; fi
+	go test -run '^$$' -bench . -benchtime 2s ./store/ ./handlers/

@@ -1,0 +1,197 @@
+package handlers_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/PuerkitoBio/goquery"
+	"github.com/labstack/echo/v4"
+
+	"github.com/killrchat/killrchat/handlers"
+	"github.com/killrchat/killrchat/static"
+	"github.com/killrchat/killrchat/store"
+	"github.com/killrchat/killrchat/store/storetest"
+)
+
+var db *storetest.DB
+
+func TestMain(m *testing.M) { os.Exit(storetest.Main(m, "handlers", &db)) }
+
+var seq atomic.Int64
+
+func unique(prefix string) string { return fmt.Sprintf("%s%d", prefix, seq.Add(1)) }
+
+var testKey = bytes.Repeat([]byte("k"), 32)
+
+// app is one running instance of the application on a real HTTP server.
+type app struct {
+	*httptest.Server
+	srv *handlers.Server
+	hub handlers.Hub
+}
+
+type appOption func(*handlers.Config)
+
+func newApp(t testing.TB, st *store.Store, hub handlers.Hub, opts ...appOption) *app {
+	t.Helper()
+	if st == nil {
+		st = db.Store
+	}
+	if hub == nil {
+		hub = handlers.NewLocalHub()
+	}
+	cfg := handlers.Config{SessionKey: testKey, AuthRate: 1000, Static: static.Files, RoomsPerPage: 10}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	e := echo.New()
+	e.IPExtractor = echo.ExtractIPDirect()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if testing.Verbose() {
+		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+	srv := handlers.New(st, handlers.NewMetrics(), hub, cfg, log)
+	srv.Register(e)
+	ts := httptest.NewServer(e)
+	t.Cleanup(func() {
+		srv.Shutdown()
+		ts.Close()
+	})
+	return &app{Server: ts, srv: srv, hub: hub}
+}
+
+// client is a browser without JavaScript: cookies, no automatic redirects.
+type client struct {
+	t    testing.TB
+	base string
+	http *http.Client
+	htmx bool
+}
+
+func (a *app) client(t testing.TB) *client {
+	jar, _ := cookiejar.New(nil)
+	return &client{t: t, base: a.URL, http: &http.Client{
+		Jar:           jar,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}}
+}
+
+// on returns a client for another instance that shares this one's cookies.
+func (c *client) on(a *app) *client {
+	jar, _ := cookiejar.New(nil)
+	from, _ := url.Parse(c.base)
+	to, _ := url.Parse(a.URL)
+	jar.SetCookies(to, c.http.Jar.Cookies(from))
+	d := *c
+	d.base = a.URL
+	d.http = &http.Client{Jar: jar, CheckRedirect: c.http.CheckRedirect}
+	return &d
+}
+
+func (c *client) cookie(name string) string {
+	u, _ := url.Parse(c.base)
+	for _, ck := range c.http.Jar.Cookies(u) {
+		if ck.Name == name {
+			return ck.Value
+		}
+	}
+	return ""
+}
+
+type page struct {
+	*http.Response
+	body string
+	doc  *goquery.Document
+}
+
+func (c *client) do(req *http.Request) page {
+	c.t.Helper()
+	if c.htmx {
+		req.Header.Set("HX-Request", "true")
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		c.t.Fatalf("%s %s: %v", req.Method, req.URL, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	doc, _ := goquery.NewDocumentFromReader(bytes.NewReader(b))
+	return page{Response: resp, body: string(b), doc: doc}
+}
+
+func (c *client) get(path string) page {
+	c.t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, c.base+path, nil)
+	return c.do(req)
+}
+
+// ensureCSRF makes sure the client holds a CSRF cookie, as any page view gives.
+func (c *client) ensureCSRF() string {
+	c.t.Helper()
+	if tok := c.cookie("killrchat_csrf"); tok != "" {
+		return tok
+	}
+	c.get("/login")
+	return c.cookie("killrchat_csrf")
+}
+
+// post submits a form with the CSRF token, as the page's form would.
+func (c *client) post(path string, form url.Values) page {
+	c.t.Helper()
+	if form == nil {
+		form = url.Values{}
+	}
+	if form.Get("_csrf") == "" {
+		form.Set("_csrf", c.ensureCSRF())
+	}
+	return c.postRaw(path, form)
+}
+
+// postRaw submits a form exactly as given.
+func (c *client) postRaw(path string, form url.Values) page {
+	c.t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, c.base+path, strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	return c.do(req)
+}
+
+func signupForm(login, password string) url.Values {
+	return url.Values{
+		"login": {login}, "password": {password}, "password_confirm": {password},
+		"firstname": {"Ada"}, "lastname": {"Lovelace"},
+	}
+}
+
+// signedUp returns a client logged in as a new user.
+func (a *app) signedUp(t testing.TB, login string) *client {
+	t.Helper()
+	c := a.client(t)
+	if p := c.post("/signup", signupForm(login, "password1")); p.StatusCode != http.StatusSeeOther {
+		t.Fatalf("sign up %s: %d %s", login, p.StatusCode, text(p, "main"))
+	}
+	return c
+}
+
+func text(p page, sel string) string {
+	if p.doc == nil {
+		return ""
+	}
+	return strings.Join(strings.Fields(p.doc.Find(sel).Text()), " ")
+}
+
+func ctxT(t testing.TB) context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	return ctx
+}
