@@ -21,7 +21,7 @@ const (
 		VALUES (?, ?, ?, ?, ?, ?) IF NOT EXISTS`
 	selectRoom = `SELECT room_name, creation_date, banner, creator, creator_login, participants
 		FROM chat_rooms WHERE room_name = ?`
-	selectRooms = `SELECT room_name, creation_date, banner, creator, creator_login, participants FROM chat_rooms`
+	selectRooms   = `SELECT room_name, creation_date, banner, creator, creator_login, participants FROM chat_rooms`
 	selectRoomsIn = `SELECT room_name, creation_date, banner, creator, creator_login, participants
 		FROM chat_rooms WHERE room_name IN ?`
 	joinRoom   = `UPDATE chat_rooms SET participants = participants + ? WHERE room_name = ? IF EXISTS`
