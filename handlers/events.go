@@ -28,7 +28,7 @@ const (
 	// reload the page instead.
 	replayLimit = 5000
 	// streamBuffer is the per-connection queue inside the SSE library.
-	streamBuffer = 64
+	streamBuffer = 16
 )
 
 var connSeq atomic.Uint64

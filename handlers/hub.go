@@ -38,7 +38,7 @@ type Hub interface {
 
 // subscriberQueue is how many events a subscriber may have waiting before
 // it counts as stalled and is dropped.
-const subscriberQueue = 256
+const subscriberQueue = 64
 
 // Subscription is one subscriber's queue of events.
 type Subscription struct {

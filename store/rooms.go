@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -241,10 +242,15 @@ func (s *Store) MyRooms(ctx context.Context, login string) ([]Room, error) {
 	return rooms, nil
 }
 
-// ForgetRoom removes a room that no longer exists from login's list.
+// ForgetRoom removes a room that no longer exists from login's list, if the
+// list still names it (repair on read, after a join raced a delete).
 func (s *Store) ForgetRoom(ctx context.Context, login, room string) error {
 	if _, err := s.Room(ctx, room); !errors.Is(err, ErrNotFound) {
 		return err // the room exists (nil) or the read failed
+	}
+	u, err := s.User(ctx, login)
+	if err != nil || !slices.Contains(u.ChatRooms, room) {
+		return err
 	}
 	s.log.Info("store: repaired a dangling room entry", "login", login, "room", room)
 	return s.removeUserRoom(ctx, login, room)

@@ -1,0 +1,159 @@
+package handlers_test
+
+import (
+	"github.com/PuerkitoBio/goquery"
+	"github.com/killrchat/killrchat/store"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+)
+
+// createRoom makes a room through the form and returns its name.
+func createRoom(t *testing.T, c *client) string {
+	t.Helper()
+	name := unique("room")
+	p := c.post("/rooms", url.Values{"room_name": {name}, "banner": {"About " + name}})
+	if p.StatusCode != http.StatusSeeOther || p.Header.Get("Location") != "/rooms/"+name {
+		t.Fatalf("create room: %d %q %s", p.StatusCode, p.Header.Get("Location"), text(p, "main"))
+	}
+	return name
+}
+
+// TestRoomFlowWithoutJavaScript drives create, join, leave and delete by
+// plain form posts, as a browser without JavaScript does.
+func TestRoomFlowWithoutJavaScript(t *testing.T) {
+	a := newApp(t, nil, nil)
+	owner, guest := a.signedUp(t, unique("owner")), a.signedUp(t, unique("guest"))
+	name := createRoom(t, owner)
+
+	p := owner.get("/rooms/" + name)
+	if p.StatusCode != http.StatusOK || p.doc.Find("#my-rooms a[href='/rooms/"+name+"']").Length() != 1 {
+		t.Fatalf("room page / sidebar: %d", p.StatusCode)
+	}
+	if p.doc.Find("details.confirm-delete form[action='/rooms/"+name+"/delete']").Length() != 1 {
+		t.Error("the creator sees no delete button")
+	}
+
+	p = guest.get("/rooms/" + name)
+	if p.doc.Find("form[action='/rooms/"+name+"/join']").Length() != 1 || p.doc.Find("#messages").Length() != 0 {
+		t.Error("a non-participant should see a Join button and no messages")
+	}
+	if p.doc.Find("details.confirm-delete").Length() != 0 {
+		t.Error("a non-creator sees the delete button")
+	}
+	if p = guest.post("/rooms/"+name+"/join", nil); p.StatusCode != http.StatusSeeOther {
+		t.Fatalf("join: %d", p.StatusCode)
+	}
+	p = guest.get("/rooms/" + name)
+	if p.doc.Find("#participants li").Length() != 2 || p.doc.Find("#composer").Length() != 1 {
+		t.Errorf("after join: %d participants", p.doc.Find("#participants li").Length())
+	}
+	if !strings.Contains(text(p, "#messages .message.system"), "joins the room") {
+		t.Errorf("no join system message: %q", text(p, "#messages"))
+	}
+	if p = guest.post("/rooms/"+name+"/leave", nil); p.StatusCode != http.StatusSeeOther {
+		t.Fatalf("leave: %d", p.StatusCode)
+	}
+	if p = guest.get("/"); p.doc.Find("#my-rooms a[href='/rooms/"+name+"']").Length() != 0 {
+		t.Error("left room still in the sidebar")
+	}
+
+	t.Run("ForgedDelete", func(t *testing.T) {
+		guest.post("/rooms/"+name+"/join", nil)
+		for _, form := range []url.Values{
+			{},
+			{"creator": {"someone"}, "creator_login": {"x"}, "login": {"x"}},
+		} {
+			p := guest.post("/rooms/"+name+"/delete", form)
+			if p.StatusCode != http.StatusForbidden {
+				t.Fatalf("forged delete: %d", p.StatusCode)
+			}
+		}
+		if _, err := db.Room(ctxT(t), name); err != nil {
+			t.Fatalf("room gone after forged delete: %v", err)
+		}
+	})
+
+	t.Run("Delete", func(t *testing.T) {
+		if p := owner.post("/rooms/"+name+"/delete", nil); p.StatusCode != http.StatusSeeOther {
+			t.Fatalf("delete: %d", p.StatusCode)
+		}
+		if p := owner.get("/rooms/" + name); p.StatusCode != http.StatusNotFound {
+			t.Errorf("deleted room: %d", p.StatusCode)
+		}
+		if p := guest.post("/rooms/"+name+"/join", nil); p.StatusCode != http.StatusNotFound {
+			t.Errorf("join deleted room: %d", p.StatusCode)
+		}
+		if p := guest.get("/"); p.doc.Find("#my-rooms a[href='/rooms/"+name+"']").Length() != 0 {
+			t.Error("deleted room still in the guest's sidebar")
+		}
+	})
+}
+
+func TestCreateRoomErrors(t *testing.T) {
+	a := newApp(t, nil, nil)
+	c := a.signedUp(t, unique("maker"))
+	name := createRoom(t, c)
+	for _, tt := range []struct {
+		name, room, banner string
+		status             int
+	}{
+		{"ErrRoomExists", name, "", http.StatusConflict},
+		{"BadName", "no spaces allowed", "", http.StatusUnprocessableEntity},
+		{"LongBanner", unique("ok"), strings.Repeat("b", 201), http.StatusUnprocessableEntity},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := c.post("/rooms", url.Values{"room_name": {tt.room}, "banner": {tt.banner}})
+			if p.StatusCode != tt.status || text(p, ".field-error") == "" {
+				t.Fatalf("status %d, errors %q", p.StatusCode, text(p, ".field-error"))
+			}
+		})
+	}
+	if p := c.get("/rooms/" + unique("missing")); p.StatusCode != http.StatusNotFound || text(p, ".error-page h1") != "Not Found" {
+		t.Errorf("unknown room: %d %q", p.StatusCode, text(p, ".error-page"))
+	}
+}
+
+func TestRoomListPaging(t *testing.T) {
+	a := newApp(t, nil, nil)
+	login := unique("lister")
+	c := a.signedUp(t, login)
+	me, err := db.User(ctxT(t), login)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mine := map[string]bool{}
+	for i := 0; i < 25; i++ {
+		name := unique("listed")
+		if _, err := db.CreateRoom(ctxT(t), me.Ref(), store.NewRoom{Name: name}); err != nil {
+			t.Fatal(err)
+		}
+		mine[name] = true
+	}
+	seen := map[string]int{}
+	next := "/rooms"
+	for pages := 0; next != ""; pages++ {
+		p := c.get(next)
+		if p.StatusCode != http.StatusOK {
+			t.Fatalf("page %d: %d", pages, p.StatusCode)
+		}
+		p.doc.Find("tr.room-row .room-name").Each(func(_ int, s *goquery.Selection) {
+			seen[strings.TrimPrefix(s.Text(), "#")]++
+		})
+		next, _ = p.doc.Find("a.next-page").Attr("href")
+		if pages > 100 {
+			t.Fatal("paging does not end")
+		}
+	}
+	for name := range mine {
+		if seen[name] != 1 {
+			t.Errorf("room %s seen %d times", name, seen[name])
+		}
+	}
+	for _, bad := range []string{"garbage", url.QueryEscape(strings.Repeat("A", 80))} {
+		if p := c.get("/rooms?page=" + bad); p.StatusCode != http.StatusBadRequest {
+			t.Errorf("forged page token: %d", p.StatusCode)
+		}
+	}
+}
