@@ -67,7 +67,9 @@ type ObservedQuery struct {
 
 // Config says how to reach Cassandra.
 type Config struct {
-	Hosts       []string
+	Hosts []string
+	// Port is the CQL port of every host (9042 if 0).
+	Port        int
 	Keyspace    string
 	Replication string
 	Consistency gocql.Consistency
@@ -120,6 +122,9 @@ func (s *Store) Keyspace() string { return s.cfg.Keyspace }
 
 func (s *Store) cluster() gocql.ClusterConfig {
 	c := gocql.NewCluster(s.cfg.Hosts...)
+	if s.cfg.Port != 0 {
+		c.Port = s.cfg.Port
+	}
 	c.Consistency = s.cfg.Consistency
 	c.SerialConsistency = s.cfg.SerialConsistency
 	c.Timeout = s.cfg.Timeout
