@@ -22,6 +22,17 @@ run: .session-key
 	@echo "KillrChat: http://localhost:8080"
 	SESSION_KEY=$${SESSION_KEY:-$$(cat .session-key)} go run . $(ARGS)
 
+# Two instances on one Cassandra; the first embeds the NATS server that
+# carries live events between them. Log in on one, post, watch the other.
+run-cluster: .session-key
+	@if [ -z "$$CASSANDRA_HOSTS" ]; then $(CASSANDRA) start; fi
+	go build -o .cassandra/killrchat .
+	@echo "KillrChat instances: http://localhost:8080 and http://localhost:8081 (Ctrl-C stops both)"
+	@trap 'kill 0' INT TERM EXIT; \
+	SESSION_KEY=$$(cat .session-key) .cassandra/killrchat --addr :8080 --nats-embed 127.0.0.1:4222 & \
+	sleep 2; SESSION_KEY=$$(cat .session-key) NATS_URL=nats://127.0.0.1:4222 .cassandra/killrchat --addr :8081 & \
+	wait
+
 test: check
 	@if [ -z "$$CASSANDRA_HOSTS" ]; then $(CASSANDRA) start; fi
 	go test $(GO_TEST_FLAGS) ./...

@@ -22,6 +22,7 @@ import (
 
 	"github.com/gocql/gocql"
 	"github.com/labstack/echo/v4"
+	natsserver "github.com/nats-io/nats-server/v2/server"
 
 	"github.com/killrchat/killrchat/handlers"
 	"github.com/killrchat/killrchat/schema"
@@ -41,6 +42,7 @@ type config struct {
 	trustedProxies string
 	authRate       int
 	natsURL        string
+	natsEmbed      string
 	logLevel       string
 }
 
@@ -77,6 +79,7 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.trustedProxies, "trusted-proxies", env("TRUSTED_PROXIES", ""), "CIDRs of proxies whose X-Forwarded-For is believed, comma-separated (env TRUSTED_PROXIES)")
 	fs.IntVar(&c.authRate, "auth-rate", envInt("AUTH_RATE", 10), "login and sign-up attempts per minute per client IP, per instance (env AUTH_RATE)")
 	fs.StringVar(&c.natsURL, "nats-url", env("NATS_URL", ""), "NATS server for live events across instances; in-process hub if empty (env NATS_URL)")
+	fs.StringVar(&c.natsEmbed, "nats-embed", env("NATS_EMBED", ""), "run a NATS server inside this instance on host:port, for trying several instances (env NATS_EMBED)")
 	fs.StringVar(&c.logLevel, "log-level", env("LOG_LEVEL", "info"), "debug, info, warn or error (env LOG_LEVEL)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -132,10 +135,11 @@ func run(cfg config) error {
 	})
 	defer db.Close()
 
-	hub, err := newHub(cfg, log)
+	hub, stopNATS, err := newHub(cfg, log)
 	if err != nil {
 		return err
 	}
+	defer stopNATS()
 	defer hub.Close()
 
 	e := echo.New()
@@ -228,6 +232,37 @@ func setIPExtractor(e *echo.Echo, cidrs string) error {
 	return nil
 }
 
-func newHub(cfg config, log *slog.Logger) (handlers.Hub, error) {
-	return handlers.NewLocalHub(), nil
+// newHub picks the in-process hub, or NATS when a URL is configured;
+// with --nats-embed this instance also runs the NATS server itself.
+func newHub(cfg config, log *slog.Logger) (handlers.Hub, func(), error) {
+	stop := func() {}
+	if cfg.natsEmbed != "" {
+		host, portStr, err := net.SplitHostPort(cfg.natsEmbed)
+		port, perr := strconv.Atoi(portStr)
+		if err != nil || perr != nil {
+			return nil, nil, fmt.Errorf("--nats-embed %q: want host:port", cfg.natsEmbed)
+		}
+		ns, err := natsserver.NewServer(&natsserver.Options{Host: host, Port: port, NoSigs: true, NoLog: true})
+		if err != nil {
+			return nil, nil, fmt.Errorf("embedded nats: %w", err)
+		}
+		go ns.Start()
+		if !ns.ReadyForConnections(10 * time.Second) {
+			return nil, nil, fmt.Errorf("embedded nats did not start on %s", cfg.natsEmbed)
+		}
+		log.Info("embedded NATS server running", "url", ns.ClientURL())
+		stop = ns.Shutdown
+		if cfg.natsURL == "" {
+			cfg.natsURL = ns.ClientURL()
+		}
+	}
+	if cfg.natsURL == "" {
+		return handlers.NewLocalHub(), stop, nil
+	}
+	hub, err := handlers.NewNATSHub(cfg.natsURL, log)
+	if err != nil {
+		stop()
+		return nil, nil, err
+	}
+	return hub, stop, nil
 }
