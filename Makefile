@@ -26,11 +26,11 @@ run: .session-key
 # carries live events between them. Log in on one, post, watch the other.
 run-cluster: .session-key
 	@if [ -z "$$CASSANDRA_HOSTS" ]; then $(CASSANDRA) start; fi
-	go build -o .cassandra/killrchat .
+	go build -o .bin/killrchat .
 	@echo "KillrChat instances: http://localhost:8080 and http://localhost:8081 (Ctrl-C stops both)"
 	@trap 'kill 0' INT TERM EXIT; \
-	SESSION_KEY=$$(cat .session-key) .cassandra/killrchat --addr :8080 --nats-embed 127.0.0.1:4222 & \
-	sleep 2; SESSION_KEY=$$(cat .session-key) NATS_URL=nats://127.0.0.1:4222 .cassandra/killrchat --addr :8081 & \
+	SESSION_KEY=$$(cat .session-key) .bin/killrchat --addr :8080 --nats-embed 127.0.0.1:4222 & \
+	sleep 2; SESSION_KEY=$$(cat .session-key) NATS_URL=nats://127.0.0.1:4222 .bin/killrchat --addr :8081 & \
 	wait
 
 test: check

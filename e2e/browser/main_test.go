@@ -1,0 +1,186 @@
+package browser
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/labstack/echo/v4"
+
+	"github.com/killrchat/killrchat/handlers"
+	"github.com/killrchat/killrchat/static"
+	"github.com/killrchat/killrchat/store/storetest"
+)
+
+// testTimeout bounds every test: its tabs and every wait in them.
+const testTimeout = 60 * time.Second
+
+var (
+	db *storetest.DB
+
+	// chromiumPath is the browser binary, found before any test runs.
+	chromiumPath string
+
+	envOnce sync.Once
+	envErr  error
+	theEnv  *env
+)
+
+// env is what every test of the package shares: one app instance and one
+// browser process.
+type env struct {
+	app     *httptest.Server
+	srv     *handlers.Server
+	browser context.Context // a chromedp context that owns the browser
+	stop    func()
+}
+
+func TestMain(m *testing.M) {
+	path, err := findChromium()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "FAIL: e2e/browser:", err)
+		os.Exit(1)
+	}
+	chromiumPath = path
+	code := storetest.Main(m, "browser", &db)
+	if theEnv != nil {
+		theEnv.stop()
+	}
+	os.Exit(code)
+}
+
+// findChromium returns $CHROMIUM, or /usr/bin/chromium, or a chromium found
+// on $PATH. The browser tests are required, so a missing browser is an
+// error, never a reason to skip.
+func findChromium() (string, error) {
+	if p := os.Getenv("CHROMIUM"); p != "" {
+		if _, err := os.Stat(p); err != nil {
+			return "", fmt.Errorf("$CHROMIUM=%q: %w", p, err)
+		}
+		return p, nil
+	}
+	if _, err := os.Stat("/usr/bin/chromium"); err == nil {
+		return "/usr/bin/chromium", nil
+	}
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "headless-shell"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p, nil
+		}
+	}
+	return "", errors.New("Chromium is required for the browser tests and was not found: " +
+		"install it (Debian/Ubuntu: apt-get install chromium) or set $CHROMIUM to its path")
+}
+
+// shared starts the app and the browser the first time a test asks for
+// them; TestMain stops them after the last test.
+func shared(t testing.TB) *env {
+	t.Helper()
+	envOnce.Do(func() { theEnv, envErr = startEnv() })
+	if envErr != nil {
+		t.Fatalf("browser test environment: %v", envErr)
+	}
+	return theEnv
+}
+
+func startEnv() (*env, error) {
+	if db == nil {
+		return nil, errors.New("no database (TestMain did not run storetest.Main)")
+	}
+	e := echo.New()
+	e.IPExtractor = echo.ExtractIPDirect()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if testing.Verbose() {
+		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+	srv := handlers.New(db.Store, handlers.NewMetrics(), handlers.NewLocalHub(), handlers.Config{
+		SessionKey: bytes.Repeat([]byte("b"), 32),
+		AuthRate:   1000,
+		Static:     static.Files,
+	}, log)
+	srv.Register(e)
+	ts := httptest.NewServer(e)
+
+	profile, err := os.MkdirTemp("", "killrchat-chromium-")
+	if err != nil {
+		ts.Close()
+		return nil, err
+	}
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(chromiumPath),
+		chromedp.UserDataDir(profile),
+		chromedp.WindowSize(1280, 860),
+		chromedp.Headless,
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.NoDefaultBrowserCheck,
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-extensions", true),
+		chromedp.Flag("disable-default-apps", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.Flag("disable-breakpad", true),
+		chromedp.Flag("disable-features", "Translate,MediaRouter,OptimizationHints"),
+		// Several tabs talk at once (two people in a room): none of them
+		// may be throttled or paused for being in the background.
+		chromedp.Flag("disable-background-timer-throttling", true),
+		chromedp.Flag("disable-backgrounding-occluded-windows", true),
+		chromedp.Flag("disable-renderer-backgrounding", true),
+		chromedp.Flag("password-store", "basic"),
+		chromedp.Flag("use-mock-keychain", true),
+		chromedp.Flag("force-color-profile", "srgb"),
+		chromedp.Flag("hide-scrollbars", true),
+	}
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	browserCtx, cancelBrowser := chromedp.NewContext(allocCtx)
+	startCtx, cancelStart := context.WithTimeout(browserCtx, 30*time.Second)
+	defer cancelStart()
+	stop := func() {
+		cancelBrowser()
+		cancelAlloc() // waits for the browser process to exit
+		_ = os.RemoveAll(profile)
+		srv.Shutdown()
+		ts.Close()
+	}
+	// The first action starts the browser; it must use a context without
+	// a deadline of its own, or the browser dies with it: so run it on
+	// browserCtx and only bound the wait.
+	started := make(chan error, 1)
+	go func() { started <- chromedp.Do(browserCtx) }()
+	select {
+	case err = <-started:
+	case <-startCtx.Done():
+		err = fmt.Errorf("Chromium at %s did not start within 30s", chromiumPath)
+	}
+	if err != nil {
+		stop()
+		return nil, fmt.Errorf("start Chromium (%s): %w", chromiumPath, err)
+	}
+	return &env{app: ts, srv: srv, browser: browserCtx, stop: stop}, nil
+}
+
+// artifactsDir is e2e/artifacts (gitignored), next to this package.
+func artifactsDir(t testing.TB) string {
+	t.Helper()
+	dir, err := filepath.Abs(filepath.Join("..", "artifacts"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatalf("artifacts dir: %v", err)
+	}
+	return dir
+}

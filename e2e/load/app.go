@@ -1,0 +1,348 @@
+package main
+
+// The app under load: started here (in this process or a child), or a
+// running server given by -url.
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"runtime"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/killrchat/killrchat/handlers"
+	"github.com/killrchat/killrchat/static"
+	"github.com/killrchat/killrchat/store"
+	"github.com/killrchat/killrchat/store/storetest"
+)
+
+// target is the app being measured.
+type target struct {
+	URL      string
+	Keyspace string
+	// Store reads and writes the app's keyspace directly (nil with -url
+	// and no -keyspace).
+	Store *store.Store
+	// Recorder sees every statement the app sends (in-process only).
+	Recorder *storetest.Recorder
+	// Where says how the app runs: "in-process", "child pid N" or "external".
+	Where string
+	// inProcess: stats come from this process's runtime.
+	inProcess bool
+	close     func()
+}
+
+// serverStats is the app process's memory and goroutines.
+type serverStats struct {
+	Goroutines int    `json:"goroutines"`
+	HeapInuse  uint64 `json:"heap_inuse"`
+	HeapAlloc  uint64 `json:"heap_alloc"`
+	StackInuse uint64 `json:"stack_inuse"`
+	Sys        uint64 `json:"sys"`
+	RSS        uint64 `json:"rss"`
+}
+
+func localStats() serverStats {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return serverStats{Goroutines: runtime.NumGoroutine(), HeapInuse: ms.HeapInuse, HeapAlloc: ms.HeapAlloc,
+		StackInuse: ms.StackInuse, Sys: ms.Sys, RSS: rss()}
+}
+
+// rss is this process's resident set size, from /proc.
+func rss() uint64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "VmRSS:") {
+			f := strings.Fields(line)
+			if len(f) >= 2 {
+				kb, _ := strconv.ParseUint(f[1], 10, 64)
+				return kb * 1024
+			}
+		}
+	}
+	return 0
+}
+
+func freeMemory() {
+	runtime.GC()
+	debug.FreeOSMemory()
+}
+
+// Stats returns the app's memory and goroutines: from this process's
+// runtime, from the child's /_load/stats, or from an external server's
+// /metrics (where no GC can be forced).
+func (t *target) Stats(ctx context.Context, gc bool) (serverStats, error) {
+	if t.inProcess {
+		if gc {
+			freeMemory()
+		}
+		return localStats(), nil
+	}
+	if t.Where != "external" {
+		var st serverStats
+		u := t.URL + "/_load/stats"
+		if gc {
+			u += "?gc=1"
+		}
+		err := getJSON(ctx, u, &st)
+		return st, err
+	}
+	return metricsStats(ctx, t.URL+"/metrics")
+}
+
+func getJSON(ctx context.Context, u string, v any) error {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", u, resp.Status)
+	}
+	return json.NewDecoder(resp.Body).Decode(v)
+}
+
+// metricsStats reads the Go and process collectors of /metrics.
+func metricsStats(ctx context.Context, u string) (serverStats, error) {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return serverStats{}, err
+	}
+	defer resp.Body.Close()
+	var st serverStats
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) != 2 {
+			continue
+		}
+		v, _ := strconv.ParseFloat(f[1], 64)
+		switch f[0] {
+		case "go_goroutines":
+			st.Goroutines = int(v)
+		case "go_memstats_heap_inuse_bytes":
+			st.HeapInuse = uint64(v)
+		case "go_memstats_heap_alloc_bytes":
+			st.HeapAlloc = uint64(v)
+		case "go_memstats_stack_inuse_bytes":
+			st.StackInuse = uint64(v)
+		case "go_memstats_sys_bytes":
+			st.Sys = uint64(v)
+		case "process_resident_memory_bytes":
+			st.RSS = uint64(v)
+		}
+	}
+	return st, sc.Err()
+}
+
+func (t *target) Close() {
+	if t.close != nil {
+		t.close()
+	}
+}
+
+// startTarget gives the app under test as the flags say.
+func startTarget(ctx context.Context, c common) (*target, error) {
+	switch {
+	case c.url != "":
+		t := &target{URL: strings.TrimRight(c.url, "/"), Keyspace: c.keyspace, Where: "external"}
+		if c.keyspace != "" {
+			st, err := openStore(ctx, c.keyspace)
+			if err != nil {
+				return nil, err
+			}
+			t.Store, t.close = st, st.Close
+		}
+		return t, nil
+	case c.child:
+		return startChild(ctx, c)
+	default:
+		store.PasswordCost = c.cost
+		a, err := startApp(c.verbose)
+		if err != nil {
+			return nil, err
+		}
+		return &target{URL: a.url, Keyspace: a.db.Keyspace, Store: a.db.Store, Recorder: a.db.Recorder,
+			Where: "in-process", inProcess: true, close: a.stop}, nil
+	}
+}
+
+func openStore(ctx context.Context, keyspace string) (*store.Store, error) {
+	st := store.New(store.Config{Hosts: storetest.Hosts(), Keyspace: keyspace, Timeout: 10 * time.Second,
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	cctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if err := st.Connect(cctx); err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+type app struct {
+	url  string
+	db   *storetest.DB
+	stop func()
+}
+
+// startApp starts the application on 127.0.0.1 with a fresh keyspace, as
+// handlers/main_test.go does, plus two load-test-only routes: /_load/stats
+// (memory and goroutines, ?gc=1 collects first) for -child.
+func startApp(verbose bool) (*app, error) {
+	db, err := storetest.Open("load")
+	if err != nil {
+		return nil, err
+	}
+	key := make([]byte, 32)
+	_, _ = rand.Read(key)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if verbose {
+		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+	srv := handlers.New(db.Store, handlers.NewMetrics(), handlers.NewLocalHub(),
+		handlers.Config{SessionKey: key, AuthRate: 1 << 30, Static: static.Files, RoomsPerPage: 25}, log)
+	e := echo.New()
+	e.IPExtractor = echo.ExtractIPDirect()
+	srv.Register(e)
+	e.GET("/_load/stats", func(c echo.Context) error {
+		if c.QueryParam("gc") != "" {
+			freeMemory()
+		}
+		return c.JSON(http.StatusOK, localStats())
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		_ = db.Drop()
+		return nil, err
+	}
+	hs := &http.Server{Handler: e, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = hs.Serve(ln) }()
+	return &app{url: "http://" + ln.Addr().String(), db: db, stop: func() {
+		srv.Shutdown()
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_ = hs.Shutdown(sctx)
+		cancel()
+		_ = hs.Close()
+		if err := db.Drop(); err != nil {
+			logf("drop keyspace %s: %v", db.Keyspace, err)
+		}
+	}}, nil
+}
+
+const readyPrefix = "LOAD-APP "
+
+// runServe is the child of -child: it starts the app, prints its URL and
+// keyspace on one line, and stops (dropping the keyspace) when its stdin
+// closes or it is signalled.
+func runServe(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	cost := fs.Int("bcrypt-cost", 4, "bcrypt cost")
+	verbose := fs.Bool("v", false, "log warnings")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	store.PasswordCost = *cost
+	a, err := startApp(*verbose)
+	if err != nil {
+		return err
+	}
+	defer a.stop()
+	fmt.Printf("%s%s %s\n", readyPrefix, a.url, a.db.Keyspace)
+	eof := make(chan struct{})
+	go func() {
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		close(eof)
+	}()
+	select {
+	case <-eof:
+	case <-ctx.Done():
+	}
+	return nil
+}
+
+// startChild runs this binary's serve subcommand and waits for its line.
+func startChild(ctx context.Context, c common) (*target, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	args := []string{"serve", "-bcrypt-cost", strconv.Itoa(c.cost)}
+	if c.verbose {
+		args = append(args, "-v")
+	}
+	cmd := exec.Command(exe, args...)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	stopChild := func() {
+		_ = stdin.Close()
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case <-done:
+		case <-time.After(60 * time.Second):
+			logf("child %d did not stop; killing it", cmd.Process.Pid)
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	}
+	line := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if strings.HasPrefix(sc.Text(), readyPrefix) {
+				line <- strings.TrimPrefix(sc.Text(), readyPrefix)
+				break
+			}
+		}
+		_, _ = io.Copy(io.Discard, stdout)
+	}()
+	var got string
+	select {
+	case got = <-line:
+	case <-time.After(2 * time.Minute):
+		stopChild()
+		return nil, errors.New("child app did not start in 2 minutes")
+	case <-ctx.Done():
+		stopChild()
+		return nil, ctx.Err()
+	}
+	url, ks, _ := strings.Cut(got, " ")
+	st, err := openStore(ctx, ks)
+	if err != nil {
+		stopChild()
+		return nil, err
+	}
+	return &target{URL: url, Keyspace: ks, Store: st, Where: fmt.Sprintf("child pid %d", cmd.Process.Pid),
+		close: func() { st.Close(); stopChild() }}, nil
+}
