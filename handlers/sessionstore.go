@@ -126,7 +126,9 @@ func (s *SessionStore) Save(r *http.Request, w http.ResponseWriter, sess *sessio
 	if err != nil {
 		return fmt.Errorf("session: sign cookie: %w", err)
 	}
-	http.SetCookie(w, sessions.NewCookie(sess.Name(), encoded, sess.Options))
+	opts := *sess.Options
+	opts.Secure = opts.Secure || r.TLS != nil
+	http.SetCookie(w, sessions.NewCookie(sess.Name(), encoded, &opts))
 	return nil
 }
 
