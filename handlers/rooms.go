@@ -157,7 +157,7 @@ func (s *Server) deleteRoom(c echo.Context) error {
 		return err
 	}
 	s.publish(c.Request().Context(), RoomEvent{Kind: EventRoomDeleted, Room: r.Name})
-	return redirect(c, "/?notice=room-deleted")
+	return redirect(c, "/?notice=you-deleted")
 }
 
 // announce posts a system message about a join or leave and tells open

@@ -183,6 +183,7 @@ func (s *Server) fillPage(c echo.Context, page views.Page) views.Page {
 // notices are the one-line messages a redirect can ask for by name.
 var notices = map[string]string{
 	"room-deleted": "The room you were in has been deleted.",
+	"you-deleted":  "You deleted the room and all its messages.",
 	"room-left":    "You left the room.",
 	"welcome":      "Welcome to KillrChat!",
 	"logged-out":   "You are logged out.",
@@ -198,10 +199,16 @@ func redirect(c echo.Context, url string) error {
 	return c.Redirect(http.StatusSeeOther, url)
 }
 
+// statusClientClosed marks requests the client abandoned (nginx's 499);
+// they are neither answered nor logged as errors.
+const statusClientClosed = 499
+
 // statusOf maps an error to the HTTP status and the sentence a person sees.
 func statusOf(err error) (int, string) {
 	var he *echo.HTTPError
 	switch {
+	case errors.Is(err, context.Canceled):
+		return statusClientClosed, "The request was cancelled."
 	case errors.As(err, &he):
 		msg, _ := he.Message.(string)
 		if msg == "" || he.Code >= 500 {
@@ -237,6 +244,9 @@ func (s *Server) handleError(err error, c echo.Context) {
 		return
 	}
 	status, msg := statusOf(err)
+	if status == statusClientClosed {
+		return // the browser went away; there is no one to answer
+	}
 	if status >= 500 {
 		s.log.Error("request failed", "method", c.Request().Method, "path", c.Request().URL.Path, "status", status, "err", err)
 	}

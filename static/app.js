@@ -187,7 +187,38 @@
       (elt.hasAttribute("hx-sse:connect") || elt.hasAttribute("data-hx-sse:connect")));
   }
 
-  document.addEventListener("room-deleted", leaveDeletedRoom);
+  // A response with HX-Redirect leaves the page already. The creator's own
+  // "Yes, delete" gets one, and the stream brings "room-deleted" to the same
+  // page at about the same moment: only the first of the two may start a
+  // page load (a second one aborts the first request half-way).
+  // htmx:after:request fires after HX-* headers are read, before htmx acts
+  // on them; cancelling it stops htmx's redirect.
+  document.addEventListener("htmx:after:request", function (evt) {
+    var ctx = evt.detail && evt.detail.ctx;
+    if (!ctx || !ctx.hx || !ctx.hx.redirect) return;
+    if (leaving) {
+      evt.preventDefault();
+      return;
+    }
+    leaving = true;
+  });
+
+  // The creator's own delete answers with its own redirect (and a notice
+  // saying they deleted it): while that request runs, the stream's
+  // "room-deleted" for the same room is not for this page to act on.
+  var deletingOwnRoom = false;
+  document.addEventListener("submit", function (evt) {
+    var action = evt.target && evt.target.getAttribute && evt.target.getAttribute("action");
+    if (action && /\/delete$/.test(action)) deletingOwnRoom = true;
+  }, true);
+  document.addEventListener("htmx:after:request", function (evt) {
+    var ctx = evt.detail && evt.detail.ctx;
+    if (deletingOwnRoom && !(ctx && ctx.hx && ctx.hx.redirect)) deletingOwnRoom = false;
+  });
+
+  document.addEventListener("room-deleted", function () {
+    if (!deletingOwnRoom) leaveDeletedRoom();
+  });
   document.addEventListener("htmx:after:swap", checkDeletedNotice);
 
   document.addEventListener("htmx:sse:error", function (evt) {
@@ -221,7 +252,51 @@
     if (flash && flash.firstChild) flash.replaceChildren();
   });
 
+  // ---------------------------------------------------------------------------
+  // 6. One element per message id in #messages.
+  //    A message one posts arrives twice with the same id (msg-<timeuuid>):
+  //    appended out of band by the POST response, and by the live stream,
+  //    in either order. An older page could in principle overlap too. Keep
+  //    the element that was there first and drop a later one with the same
+  //    id. A MutationObserver sees every insertion whatever swapped it in,
+  //    and its callback runs before the browser paints, so the duplicate is
+  //    never seen.
+  // ---------------------------------------------------------------------------
+  function sameIdElsewhere(list, el) {
+    var children = list.children;
+    for (var i = 0; i < children.length; i++) {
+      if (children[i] !== el && children[i].id === el.id) return true;
+    }
+    return false;
+  }
+
+  function dropDuplicates(records) {
+    for (var r = 0; r < records.length; r++) {
+      var list = records[r].target;
+      if (!list || list.id !== "messages") continue;
+      var added = records[r].addedNodes;
+      for (var i = 0; i < added.length; i++) {
+        var el = added[i];
+        if (el.nodeType !== 1 || !el.id || el.parentNode !== list) continue;
+        if (sameIdElsewhere(list, el)) list.removeChild(el);
+      }
+    }
+  }
+
+  var observed = null;
+
+  function watchMessages() {
+    var list = messagesList();
+    if (!list || list === observed || typeof MutationObserver !== "function") return;
+    observed = list;
+    new MutationObserver(dropDuplicates).observe(list, { childList: true });
+  }
+
+  // #messages comes with the page; watch a list that a swap brings too.
+  document.addEventListener("htmx:after:swap", watchMessages);
+
   function onReady() {
+    watchMessages();
     checkDeletedNotice();
     scrollToNewest();
   }

@@ -50,6 +50,9 @@ func TestAccounts(t *testing.T) {
 	if !q.marked() {
 		t.Error("a wrong password reloaded the whole page; htmx should have swapped the form")
 	}
+	if got := q.lastStatus(); got != 401 {
+		t.Errorf("a wrong password answered %d, want 401", got)
+	}
 	if got := q.path(); got != "/login" {
 		t.Errorf("after a wrong password the page is %s, want /login", got)
 	}

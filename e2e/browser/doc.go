@@ -2,7 +2,8 @@
 // headless Chromium driven through the DevTools protocol (chromedp) against
 // one in-process app instance on a fresh Cassandra keyspace.
 //
-// The tests need Chromium: /usr/bin/chromium, or the path in $CHROMIUM.
-// Without it they fail; they never skip. Screenshots of key moments are
-// written as PNG files to e2e/artifacts/.
+// The tests need Chromium: $CHROMIUM, or /usr/bin/chromium, or one on
+// $PATH. Without it they fail; they never skip. Screenshots of key moments
+// (and of every failure) are written as PNG files to e2e/artifacts/.
+// E2E_TRACE=1 logs how long each browser step and each wait took.
 package browser

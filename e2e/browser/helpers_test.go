@@ -37,7 +37,9 @@ type bt struct {
 	shots    atomic.Int64
 }
 
-// begin starts a browser test bounded by testTimeout.
+// begin starts a browser test bounded by testTimeout. The tests run one
+// after the other: on a small machine, parallel tabs only add CPU
+// contention (and noise to the timing checks), not speed.
 func begin(t *testing.T) *bt {
 	t.Helper()
 	return &bt{t: t, env: shared(t), deadline: time.Now().Add(testTimeout)}
@@ -123,6 +125,11 @@ func (p *tab) checkConsole() {
 // run runs actions with a bound on how long they may take.
 func (p *tab) run(what string, actions ...chromedp.Action[chromedp.Void]) {
 	p.t.Helper()
+	if os.Getenv("E2E_TRACE") != "" {
+		defer func(start time.Time) {
+			p.t.Logf("%s: %v to %s", p.label, time.Since(start).Round(time.Millisecond), what)
+		}(time.Now())
+	}
 	ctx, cancel := context.WithTimeout(p.ctx, waitTimeout)
 	defer cancel()
 	if err := chromedp.Do(ctx, actions...); err != nil {
@@ -140,6 +147,15 @@ func (p *tab) open(path string) {
 func (p *tab) click(sel string) {
 	p.t.Helper()
 	p.run("click "+sel, chromedp.Click(chromedp.CSS(sel)))
+}
+
+// hover moves the mouse over the middle of the first element matching sel.
+func (p *tab) hover(sel string) {
+	p.t.Helper()
+	xy := eval[[]float64](p, fmt.Sprintf(`(() => { const e = document.querySelector(%s);
+		e.scrollIntoView({block: "nearest"}); const r = e.getBoundingClientRect();
+		return [r.left + r.width / 2, r.top + r.height / 2]; })()`, js(sel)))
+	p.run("hover "+sel, chromedp.MouseEvent(chromedp.MouseMoved, xy[0], xy[1]))
 }
 
 // typeInto focuses the field and types text, key by key.
@@ -187,9 +203,12 @@ func (p *tab) waitJSFor(timeout time.Duration, what, expr string) time.Duration 
 	var lastErr error
 	for {
 		ctx, cancel := context.WithDeadline(p.ctx, minTime(end, time.Now().Add(2*time.Second)))
-		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool]("!!(" + expr + ")"))
+		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool]("!!("+expr+")"))
 		cancel()
 		if err == nil && ok {
+			if os.Getenv("E2E_TRACE") != "" {
+				p.t.Logf("%s: %v waiting for %s", p.label, time.Since(start).Round(time.Millisecond), what)
+			}
 			return time.Since(start)
 		}
 		if err != nil {
@@ -290,9 +309,9 @@ func hasText(sel, text string) string {
 }
 
 // atPath is a JavaScript expression: the page is a loaded document at
-// path (pathname and search).
+// path (pathname and search), its deferred scripts (app.js) run.
 func atPath(path string) string {
-	return fmt.Sprintf(`document.readyState !== "loading" && location.pathname + location.search === %s`, js(path))
+	return fmt.Sprintf(`document.readyState === "complete" && location.pathname + location.search === %s`, js(path))
 }
 
 func (p *tab) count(sel string) int {
@@ -316,10 +335,24 @@ func (p *tab) path() string {
 }
 
 // mark tags the current document; marked reports whether the tag is still
-// there, that is, no full page load happened since.
+// there, that is, no full page load happened since. It also starts
+// recording the HTTP status of every htmx request (lastStatus).
 func (p *tab) mark() {
 	p.t.Helper()
-	eval[chromedp.Void](p, `window.__e2eMark = "kept"`)
+	eval[bool](p, `(() => {
+		window.__e2eMark = "kept";
+		window.__statuses = [];
+		document.addEventListener("htmx:after:request", e => {
+			const c = e.detail && e.detail.ctx;
+			if (c && c.response) window.__statuses.push(c.response.status);
+		});
+		return true; })()`)
+}
+
+// lastStatus is the status of the last htmx request since mark.
+func (p *tab) lastStatus() int {
+	p.t.Helper()
+	return eval[int](p, `window.__statuses.length ? window.__statuses[window.__statuses.length - 1] : 0`)
 }
 
 func (p *tab) marked() bool {

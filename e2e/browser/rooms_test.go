@@ -48,6 +48,9 @@ func TestRooms(t *testing.T) {
 	if !a.marked() {
 		t.Error("a taken room name reloaded the page; htmx should have swapped the form")
 	}
+	if got := a.lastStatus(); got != 409 {
+		t.Errorf("a taken room name answered %d, want 409", got)
+	}
 	if got := eval[string](a, `document.getElementById("room_name").value`); got != room {
 		t.Errorf("room name field holds %q after the error, want %q", got, room)
 	}
@@ -99,7 +102,7 @@ func TestRooms(t *testing.T) {
 	a.waitJS("the delete confirmation", `document.querySelector("#room details.confirm-delete").open`)
 	a.screenshot("delete-confirmation")
 	a.click("#room details.confirm-delete form button")
-	a.waitJS("home after deleting", atPath("/?notice=room-deleted")+` && `+hasText("#flash .notice", "The room you were in has been deleted."))
+	a.waitJS("home after deleting", atPath("/?notice=you-deleted")+` && `+hasText("#flash .notice", "You deleted the room"))
 	if got := a.sidebarRooms(); contains(got, "#"+room) {
 		t.Errorf("ada's sidebar after deleting still has #%s: %v", room, got)
 	}
