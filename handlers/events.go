@@ -1,20 +1,26 @@
-// This file owns the live room stream (server-sent events). Each connection
+// This file owns the live room stream (server-sent events). A connection
 // first receives, from Cassandra, every message after the id it saw last
-// (Last-Event-ID or ?after=), then the live ones, each exactly once.
+// (Last-Event-ID, or ?after= on a page's first connect), then the live
+// ones: each exactly once and, for this instance's messages, in id order.
+//
+// The stream is written here rather than by r3labs/sse's server: that
+// server parses Last-Event-ID as a number (ours are timeuuids), fans out
+// with blocking sends (one stalled client holds up the rest of its
+// stream), and drops events published before its subscriber registers.
+// The tests read our streams with r3labs/sse's own event reader.
 package handlers
 
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"net/http"
-	"strconv"
-	"sync/atomic"
 	"time"
 
 	"github.com/gocql/gocql"
 	"github.com/labstack/echo/v4"
-	"github.com/r3labs/sse/v2"
 
 	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/views"
@@ -24,27 +30,13 @@ const (
 	// heartbeat is how often an idle stream gets a comment line, so
 	// proxies keep it open and dead connections are noticed.
 	heartbeat = 15 * time.Second
-	// replayLimit bounds one catch-up; a client that missed more is told to
-	// reload the page instead.
+	// writeTimeout bounds one write to a client; a client that reads
+	// nothing for this long is disconnected (it reconnects and replays).
+	writeTimeout = 10 * time.Second
+	// replayLimit bounds one catch-up; a client that missed more is told
+	// to reload the page instead.
 	replayLimit = 5000
-	// streamBuffer is the per-connection queue inside the SSE library.
-	streamBuffer = 16
 )
-
-var connSeq atomic.Uint64
-
-// newEventServer is the r3labs/sse server. Each connection gets a stream
-// of its own, so a stalled client blocks only its own stream; the library's
-// in-memory replay is off (it grows without bound, and Cassandra is the log).
-func newEventServer() *sse.Server {
-	srv := sse.New()
-	srv.AutoReplay = false
-	srv.AutoStream = false
-	srv.SplitData = true
-	srv.BufferSize = streamBuffer
-	srv.Headers = map[string]string{"X-Accel-Buffering": "no"}
-	return srv
-}
 
 func (s *Server) roomEvents(c echo.Context) error {
 	r, err := s.roomOr404(c)
@@ -65,118 +57,144 @@ func (s *Server) roomEvents(c echo.Context) error {
 		}
 	}
 
-	// Subscribe before reading the backlog, so nothing falls in between;
-	// what arrives twice is filtered by id below.
-	sub := s.hub.Subscribe(r.Name)
+	// Subscribe and take the room's bound at one instant: this instance's
+	// messages below it are in Cassandra, the ones above will arrive live.
+	sub, bound := s.seq.subscribe(r.Name, func() *Subscription { return s.hub.Subscribe(r.Name) })
 	defer sub.Close()
 	s.metrics.SSEConnections.Inc()
 	defer s.metrics.SSEConnections.Dec()
 
-	id := "c" + strconv.FormatUint(connSeq.Add(1), 36)
-	stream := s.events.CreateStream(id)
-	defer s.events.RemoveStream(id)
-
-	ctx, cancel := context.WithCancel(c.Request().Context())
-	defer cancel()
-	req := c.Request().Clone(ctx)
-	req.Header.Del("Last-Event-ID") // the library would parse it as a number
-	q := req.URL.Query()
-	q.Set("stream", id)
-	req.URL.RawQuery = q.Encode()
-
-	go func() {
-		// Ends the connection when the pump stops (client fell behind,
-		// room deleted, or server shutting down).
-		defer cancel()
-		s.pump(ctx, stream, id, r, since, sub)
-	}()
-	s.events.ServeHTTP(c.Response(), req)
-	_ = stream
-	return nil
-}
-
-// pump feeds one connection: the backlog from Cassandra, then live events.
-func (s *Server) pump(ctx context.Context, _ *sse.Stream, id string, r store.Room, since gocql.UUID, sub *Subscription) {
-	last := since.String()
-	if since == zeroID {
-		last = ""
+	h := c.Response().Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	c.Response().WriteHeader(http.StatusOK)
+	out := &eventWriter{w: c.Response(), rc: http.NewResponseController(c.Response())}
+	ctx := c.Request().Context()
+	if out.comment("connected") != nil {
+		return nil
 	}
-	send := func(ev *sse.Event, wait bool) bool {
-		if wait {
-			s.events.Publish(id, ev)
-			return true
-		}
-		return s.events.TryPublish(id, ev)
-	}
+
 	sent := map[gocql.UUID]struct{}{}
 	if since != zeroID {
+		out.last = since
 		backlog, cut, err := s.db.MessagesAfter(ctx, r, since, replayLimit)
 		if err != nil {
-			s.log.Warn("sse: replay", "room", r.Name, "err", err)
-			return // the client reconnects and tries again
+			if ctx.Err() == nil {
+				s.log.Warn("sse: replay", "room", r.Name, "err", err)
+			}
+			return nil // the client reconnects with the same id and tries again
 		}
 		if cut {
-			send(&sse.Event{ID: []byte(last), Event: []byte("reload"), Data: []byte("reload")}, true)
-			return
+			_ = out.event("reload", []byte("too many messages missed"))
+			return nil
 		}
 		for _, m := range backlog {
-			data, err := s.messageHTML(ctx, m)
-			if err != nil {
-				s.log.Error("sse: render", "err", err)
-				return
+			if !s.beforeBound(m.ID, bound) {
+				continue // published after we subscribed: it comes live
 			}
-			last = m.ID.String()
+			html, err := renderString(ctx, views.MessageItem(m))
+			if err != nil {
+				return nil
+			}
+			if out.message(m.ID, html) != nil {
+				return nil
+			}
 			sent[m.ID] = struct{}{}
-			send(&sse.Event{ID: []byte(last), Data: data}, true)
 		}
 	}
+
 	tick := time.NewTicker(heartbeat)
 	defer tick.Stop()
 	for {
-		var ev *sse.Event
+		var err error
 		select {
 		case <-ctx.Done():
-			return
+			return nil
+		case <-s.closing:
+			return nil
 		case <-sub.Dropped:
 			s.log.Info("sse: dropped a subscriber that fell behind", "room", r.Name)
-			return
+			return nil
 		case <-tick.C:
-			ev = &sse.Event{Comment: []byte("keep-alive")}
-		case re := <-sub.C:
-			switch re.Kind {
+			err = out.comment("keep-alive")
+		case ev := <-sub.C:
+			switch ev.Kind {
 			case EventMessage:
-				if _, dup := sent[re.Message.ID]; dup {
+				if _, dup := sent[ev.Message.ID]; dup {
 					continue
 				}
-				data, err := s.messageHTML(ctx, *re.Message)
-				if err != nil {
-					s.log.Error("sse: render", "err", err)
-					return
-				}
-				last = re.Message.ID.String()
-				ev = &sse.Event{ID: []byte(last), Data: data}
+				err = out.message(ev.Message.ID, ev.HTML)
 			case EventParticipants:
-				data, err := renderString(ctx, views.Participants(r.Name, re.Participants, true))
-				if err != nil {
-					return
-				}
-				ev = &sse.Event{ID: []byte(last), Data: data}
+				err = out.event("", ev.HTML)
 			case EventRoomDeleted:
-				send(&sse.Event{ID: []byte(last), Event: []byte(EventRoomDeleted), Data: []byte("/?notice=room-deleted")}, true)
-				return
-			default:
-				continue
+				_ = out.event(EventRoomDeleted, []byte("/?notice=room-deleted"))
+				return nil
 			}
 		}
-		if !send(ev, false) {
-			s.log.Info("sse: dropped a stalled connection", "room", r.Name)
-			return
+		if err != nil {
+			return nil // the client is gone or stalled past writeTimeout
 		}
 	}
 }
 
-func (s *Server) messageHTML(ctx context.Context, m store.Message) ([]byte, error) {
-	return renderString(ctx, views.MessageItem(m))
+// eventWriter writes server-sent events, each flushed at once and each
+// write bounded by writeTimeout.
+type eventWriter struct {
+	w  io.Writer
+	rc *http.ResponseController
+	// last is the newest message id sent: every event carries it, so the
+	// browser's Last-Event-ID never goes backwards or blank.
+	last gocql.UUID
+	buf  bytes.Buffer
+}
+
+func (e *eventWriter) message(id gocql.UUID, html []byte) error {
+	if later(id, e.last) {
+		e.last = id
+	}
+	return e.event("", html)
+}
+
+func (e *eventWriter) event(name string, data []byte) error {
+	e.buf.Reset()
+	if e.last != zeroID {
+		fmt.Fprintf(&e.buf, "id: %s\n", e.last)
+	}
+	if name != "" {
+		fmt.Fprintf(&e.buf, "event: %s\n", name)
+	}
+	for _, line := range bytes.Split(bytes.TrimRight(data, "\n"), []byte("\n")) {
+		e.buf.WriteString("data: ")
+		e.buf.Write(line)
+		e.buf.WriteByte('\n')
+	}
+	e.buf.WriteByte('\n')
+	return e.flush()
+}
+
+func (e *eventWriter) comment(text string) error {
+	e.buf.Reset()
+	fmt.Fprintf(&e.buf, ": %s\n\n", text)
+	return e.flush()
+}
+
+func (e *eventWriter) flush() error {
+	if err := e.rc.SetWriteDeadline(time.Now().Add(writeTimeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		return err
+	}
+	if _, err := e.w.Write(e.buf.Bytes()); err != nil {
+		return err
+	}
+	return e.rc.Flush()
+}
+
+// later orders timeuuids by time, then by their other bytes.
+func later(a, b gocql.UUID) bool {
+	if ta, tb := a.Timestamp(), b.Timestamp(); ta != tb {
+		return ta > tb
+	}
+	return bytes.Compare(a[8:], b[8:]) > 0
 }
 
 func renderString(ctx context.Context, comp interface {
@@ -187,5 +205,11 @@ func renderString(ctx context.Context, comp interface {
 	return buf.Bytes(), err
 }
 
-// Shutdown closes every live stream so the HTTP server can stop.
-func (s *Server) Shutdown() { s.events.Close() }
+// Shutdown ends every live stream so the HTTP server can stop.
+func (s *Server) Shutdown() {
+	select {
+	case <-s.closing:
+	default:
+		close(s.closing)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"github.com/PuerkitoBio/goquery"
+	"github.com/r3labs/sse/v2"
 	"net"
 	"net/http"
 	"net/url"
@@ -56,26 +57,29 @@ func (c *client) subscribePath(t testing.TB, path, lastID string) *stream {
 		defer close(s.done)
 		defer close(s.events)
 		defer resp.Body.Close()
-		sc := bufio.NewScanner(resp.Body)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		var ev sseEvent
-		var data []string
-		for sc.Scan() {
-			line := sc.Text()
-			switch {
-			case line == "":
-				if len(data) > 0 {
-					ev.data = strings.Join(data, "\n")
-					s.events <- ev
+		// The library's own reader checks that the stream is standard SSE.
+		reader := sse.NewEventStreamReader(resp.Body, 1<<20)
+		for {
+			raw, err := reader.ReadEvent()
+			if err != nil {
+				return
+			}
+			var ev sseEvent
+			var data []string
+			for _, line := range strings.Split(string(raw), "\n") {
+				switch {
+				case strings.HasPrefix(line, ":"):
+				case strings.HasPrefix(line, "id: "):
+					ev.id = strings.TrimPrefix(line, "id: ")
+				case strings.HasPrefix(line, "event: "):
+					ev.name = strings.TrimPrefix(line, "event: ")
+				case strings.HasPrefix(line, "data: "):
+					data = append(data, strings.TrimPrefix(line, "data: "))
 				}
-				ev, data = sseEvent{}, nil
-			case strings.HasPrefix(line, ":"):
-			case strings.HasPrefix(line, "id: "):
-				ev.id = strings.TrimPrefix(line, "id: ")
-			case strings.HasPrefix(line, "event: "):
-				ev.name = strings.TrimPrefix(line, "event: ")
-			case strings.HasPrefix(line, "data: "):
-				data = append(data, strings.TrimPrefix(line, "data: "))
+			}
+			if len(data) > 0 {
+				ev.data = strings.Join(data, "\n")
+				s.events <- ev
 			}
 		}
 	}()

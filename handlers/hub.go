@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/killrchat/killrchat/store"
+	"github.com/killrchat/killrchat/views"
 )
 
 // Kinds of room events.
@@ -23,6 +24,9 @@ type RoomEvent struct {
 	Room         string          `json:"room"`
 	Message      *store.Message  `json:"message,omitempty"`
 	Participants []store.UserRef `json:"participants,omitempty"`
+	// HTML is the event rendered once, by the instance that published it,
+	// so that a thousand streams do not render it a thousand times.
+	HTML []byte `json:"html,omitempty"`
 }
 
 // Hub carries room events to every subscriber, on this instance and, for a
@@ -114,6 +118,17 @@ func (h *LocalHub) Close() error { return nil }
 // publish hands ev to the hub, logging (not returning) a failure: the
 // write it reports is already stored, and pages catch up by replay.
 func (s *Server) publish(ctx context.Context, ev RoomEvent) {
+	var err error
+	switch ev.Kind {
+	case EventMessage:
+		ev.HTML, err = renderString(ctx, views.MessageItem(*ev.Message))
+	case EventParticipants:
+		ev.HTML, err = renderString(ctx, views.Participants(ev.Room, ev.Participants, true))
+	}
+	if err != nil {
+		s.log.Error("render room event", "room", ev.Room, "kind", ev.Kind, "err", err)
+		return
+	}
 	if err := s.hub.Publish(ctx, ev); err != nil {
 		s.log.Warn("publish room event", "room", ev.Room, "kind", ev.Kind, "err", err)
 	}

@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/url"
 	"sync"
-	"time"
 
 	"github.com/gocql/gocql"
 	"github.com/labstack/echo/v4"
@@ -39,10 +38,9 @@ func (s *Server) postMessage(c echo.Context) error {
 			return s.renderRaw(c, http.StatusUnprocessableEntity, views.Composer(r.Name, f))
 		}
 		v := views.RoomView{Room: r, Viewer: me, Participant: true, Creator: r.CreatorLogin == me.Login, Composer: f}
-		if v.Messages, v.Older, err = s.latest(c, r); err != nil {
+		if v.Messages, v.Older, v.After, err = s.latest(c, r); err != nil {
 			return err
 		}
-		v.After = streamStart(v.Messages)
 		return s.render(c, http.StatusUnprocessableEntity, views.Page{Title: r.Name, Room: r.Name}, views.RoomPage(v))
 	}
 	if err != nil {
@@ -61,22 +59,32 @@ func (s *Server) postMessage(c echo.Context) error {
 	return c.Redirect(http.StatusSeeOther, roomURL(r.Name)+"#composer")
 }
 
-// streamStart is where a page's live stream starts: after the newest
-// message shown, or, on an empty page, a moment before now.
-func streamStart(msgs []store.Message) string {
-	if len(msgs) > 0 {
-		return msgs[len(msgs)-1].ID.String()
-	}
-	return gocql.MinTimeUUID(time.Now().Add(-2 * time.Second)).String()
-}
-
-// latest is the newest page of a room and the link to the one before.
-func (s *Server) latest(c echo.Context, r store.Room) ([]store.Message, string, error) {
+// latest is the newest page of a room, the link to the page before, and
+// where the page's live stream starts. The page shows only what lies below
+// the room's bound (see sequencer), and its stream starts just below the
+// bound, so a message still being written when the page was read is
+// neither lost nor shown twice.
+func (s *Server) latest(c echo.Context, r store.Room) (msgs []store.Message, older, after string, err error) {
+	bound := s.seq.bound(r.Name)
 	msgs, more, err := s.db.MessagesBefore(c.Request().Context(), r, zeroID, messagesPerPage)
 	if err != nil {
-		return nil, "", err
+		return nil, "", "", err
 	}
-	return msgs, olderLink(r.Name, msgs, more), nil
+	older = olderLink(r.Name, msgs, more)
+	shown := msgs[:0]
+	for _, m := range msgs {
+		if s.beforeBound(m.ID, bound) {
+			shown = append(shown, m)
+		}
+	}
+	return shown, older, gocql.MaxTimeUUID(store.TimeOfTicks(bound - 1)).String(), nil
+}
+
+// beforeBound says whether a stored message lies on the "already
+// published" side of bound. Messages of other instances are not ordered by
+// this instance's bound, so they always count as published.
+func (s *Server) beforeBound(id gocql.UUID, bound int64) bool {
+	return id.Timestamp() < bound || !s.db.MadeHere(id)
 }
 
 func (s *Server) olderMessages(c echo.Context) error {
@@ -106,10 +114,16 @@ func (s *Server) olderMessages(c echo.Context) error {
 // though their inserts run concurrently and finish in any order. A client
 // that resumes after the id it saw last therefore never misses a message
 // of this instance that was still being written.
+//
+// It also gives live streams and pages their bound: every id this instance
+// has drafted for a room but not yet published, and every id it drafts
+// later, has a timestamp at or above the bound; everything below it is
+// published (or failed) and so is in Cassandra.
 type sequencer struct {
 	mu      sync.Mutex
 	pending map[string][]*slot
 	publish func(RoomEvent)
+	floor   func() int64
 }
 
 type slot struct {
@@ -118,8 +132,31 @@ type slot struct {
 	ok   bool
 }
 
-func newSequencer(publish func(RoomEvent)) *sequencer {
-	return &sequencer{pending: map[string][]*slot{}, publish: publish}
+func newSequencer(publish func(RoomEvent), floor func() int64) *sequencer {
+	return &sequencer{pending: map[string][]*slot{}, publish: publish, floor: floor}
+}
+
+// bound is the room's bound now (see sequencer).
+func (q *sequencer) bound(room string) int64 {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.boundLocked(room)
+}
+
+func (q *sequencer) boundLocked(room string) int64 {
+	if p := q.pending[room]; len(p) > 0 {
+		return p[0].msg.ID.Timestamp()
+	}
+	return q.floor()
+}
+
+// subscribe subscribes to the room's events and takes its bound at the
+// same instant: local messages below the bound were published before the
+// subscription (read them from Cassandra), the others will be delivered.
+func (q *sequencer) subscribe(room string, subscribe func() *Subscription) (*Subscription, int64) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return subscribe(), q.boundLocked(room)
 }
 
 // reserve drafts a message (giving it its id) and queues it for publication.

@@ -116,13 +116,9 @@ func (s *Server) showRoom(c echo.Context) error {
 	me := mustUser(c)
 	v := views.RoomView{Room: r, Viewer: me, Participant: r.HasParticipant(me.Login), Creator: r.CreatorLogin == me.Login}
 	if v.Participant {
-		msgs, more, err := s.db.MessagesBefore(c.Request().Context(), r, zeroID, messagesPerPage)
-		if err != nil {
+		if v.Messages, v.Older, v.After, err = s.latest(c, r); err != nil {
 			return err
 		}
-		v.Messages = msgs
-		v.Older = olderLink(r.Name, msgs, more)
-		v.After = streamStart(msgs)
 	}
 	return s.render(c, http.StatusOK, views.Page{Title: r.Name, Room: r.Name}, views.RoomPage(v))
 }

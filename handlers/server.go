@@ -18,7 +18,6 @@ import (
 	"github.com/gorilla/securecookie"
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
-	"github.com/r3labs/sse/v2"
 
 	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/views"
@@ -49,7 +48,7 @@ type Server struct {
 	log      *slog.Logger
 	pages    securecookie.Codec
 	seq      *sequencer
-	events   *sse.Server
+	closing  chan struct{}
 }
 
 // New returns the handlers' server. hub carries room events to live pages.
@@ -65,9 +64,9 @@ func New(db *store.Store, metrics *Metrics, hub Hub, cfg Config, log *slog.Logge
 	s := &Server{
 		db: db, metrics: metrics, hub: hub, cfg: cfg, log: log, pages: pages,
 		sessions: NewSessionStore(db, cfg.SessionKey, cfg.SecureCookies),
-		events:   newEventServer(),
+		closing:  make(chan struct{}),
 	}
-	s.seq = newSequencer(func(ev RoomEvent) { s.publish(context.Background(), ev) })
+	s.seq = newSequencer(func(ev RoomEvent) { s.publish(context.Background(), ev) }, db.IDFloor)
 	return s
 }
 

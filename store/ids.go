@@ -36,7 +36,7 @@ type idGenerator struct {
 	clock uint32
 }
 
-func (g *idGenerator) next(now time.Time) gocql.UUID {
+func (g *idGenerator) init() {
 	g.once.Do(func() {
 		var b [8]byte
 		if _, err := rand.Read(b[:]); err != nil {
@@ -46,8 +46,11 @@ func (g *idGenerator) next(now time.Time) gocql.UUID {
 		g.node[0] |= 0x01 // multicast bit: marks a random node id (RFC 4122 4.5)
 		g.clock = uint32(b[6])<<8 | uint32(b[7])
 	})
-	// From seconds, not a Duration: a Duration since 1582 would overflow.
-	ts := (now.UTC().Unix()-uuidEpoch.Unix())*10_000_000 + int64(now.UTC().Nanosecond()/100)
+}
+
+func (g *idGenerator) next(now time.Time) gocql.UUID {
+	g.init()
+	ts := ticksOf(now)
 	g.mu.Lock()
 	if ts <= g.last {
 		ts = g.last + 1
@@ -65,4 +68,39 @@ func ParseMessageID(s string) (gocql.UUID, error) {
 		return gocql.UUID{}, fmt.Errorf("store: message id %q: %w", s, ErrInvalid)
 	}
 	return id, nil
+}
+
+// IDFloor returns a timestamp, in the 100 ns ticks of a timeuuid, that
+// every message id this store makes from now on reaches or exceeds. Live
+// streams use it to split what they replay from what they wait for.
+func (s *Store) IDFloor() int64 { return s.ids.floor(s.Now()) }
+
+// MadeHere reports whether this process made the message id (ids from other
+// instances carry another node part).
+func (s *Store) MadeHere(id gocql.UUID) bool {
+	s.ids.init()
+	return [6]byte(id[10:16]) == s.ids.node
+}
+
+// TimeOfTicks is the time of a timeuuid timestamp.
+func TimeOfTicks(ticks int64) time.Time {
+	return time.Unix(uuidEpoch.Unix()+ticks/10_000_000, (ticks%10_000_000)*100).UTC()
+}
+
+func (g *idGenerator) floor(now time.Time) int64 {
+	g.init()
+	ts := ticksOf(now)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if ts > g.last {
+		g.last = ts
+	}
+	return g.last + 1
+}
+
+// ticksOf is t in timeuuid ticks; from seconds, not a Duration, which would
+// overflow since 1582.
+func ticksOf(t time.Time) int64 {
+	t = t.UTC()
+	return (t.Unix()-uuidEpoch.Unix())*10_000_000 + int64(t.Nanosecond()/100)
 }

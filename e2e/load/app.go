@@ -15,12 +15,15 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/exec"
 	"runtime"
 	"runtime/debug"
+	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -49,18 +52,20 @@ type target struct {
 
 // serverStats is the app process's memory and goroutines.
 type serverStats struct {
-	Goroutines int    `json:"goroutines"`
-	HeapInuse  uint64 `json:"heap_inuse"`
-	HeapAlloc  uint64 `json:"heap_alloc"`
-	StackInuse uint64 `json:"stack_inuse"`
-	Sys        uint64 `json:"sys"`
-	RSS        uint64 `json:"rss"`
+	// LogCounts counts the app's log records (info and above) by message.
+	LogCounts  map[string]int64 `json:"log_counts,omitempty"`
+	Goroutines int              `json:"goroutines"`
+	HeapInuse  uint64           `json:"heap_inuse"`
+	HeapAlloc  uint64           `json:"heap_alloc"`
+	StackInuse uint64           `json:"stack_inuse"`
+	Sys        uint64           `json:"sys"`
+	RSS        uint64           `json:"rss"`
 }
 
 func localStats() serverStats {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	return serverStats{Goroutines: runtime.NumGoroutine(), HeapInuse: ms.HeapInuse, HeapAlloc: ms.HeapAlloc,
+	return serverStats{LogCounts: appLogCounts.snapshot(), Goroutines: runtime.NumGoroutine(), HeapInuse: ms.HeapInuse, HeapAlloc: ms.HeapAlloc,
 		StackInuse: ms.StackInuse, Sys: ms.Sys, RSS: rss()}
 }
 
@@ -216,10 +221,11 @@ func startApp(verbose bool) (*app, error) {
 	}
 	key := make([]byte, 32)
 	_, _ = rand.Read(key)
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	var fwd slog.Handler
 	if verbose {
-		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		fwd = slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})
 	}
+	log := slog.New(&countingHandler{counts: appLogCounts, fwd: fwd})
 	srv := handlers.New(db.Store, handlers.NewMetrics(), handlers.NewLocalHub(),
 		handlers.Config{SessionKey: key, AuthRate: 1 << 30, Static: static.Files, RoomsPerPage: 25}, log)
 	e := echo.New()
@@ -231,6 +237,10 @@ func startApp(verbose bool) (*app, error) {
 		}
 		return c.JSON(http.StatusOK, localStats())
 	})
+	// Profiles of the app (loopback only, this load-test instance only).
+	e.GET("/_load/pprof/profile", echo.WrapHandler(http.HandlerFunc(pprof.Profile)))
+	e.GET("/_load/pprof/heap", echo.WrapHandler(pprof.Handler("heap")))
+	e.GET("/_load/pprof/goroutine", echo.WrapHandler(pprof.Handler("goroutine")))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		_ = db.Drop()
@@ -251,6 +261,9 @@ func startApp(verbose bool) (*app, error) {
 }
 
 const readyPrefix = "LOAD-APP "
+
+// childPID is the app process started by -child (0 otherwise).
+var childPID int
 
 // runServe is the child of -child: it starts the app, prints its URL and
 // keyspace on one line, and stops (dropping the keyspace) when its stdin
@@ -304,6 +317,7 @@ func startChild(ctx context.Context, c common) (*target, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
+	childPID = cmd.Process.Pid
 	stopChild := func() {
 		_ = stdin.Close()
 		done := make(chan error, 1)
@@ -345,4 +359,103 @@ func startChild(ctx context.Context, c common) (*target, error) {
 	}
 	return &target{URL: url, Keyspace: ks, Store: st, Where: fmt.Sprintf("child pid %d", cmd.Process.Pid),
 		close: func() { st.Close(); stopChild() }}, nil
+}
+
+// saveProfile fetches one of the app's profiles into file.
+func (t *target) saveProfile(ctx context.Context, path, file string) error {
+	if t.Where == "external" {
+		return errors.New("no profiles from an external server")
+	}
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, t.URL+path, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", path, resp.Status)
+	}
+	f, err := os.Create(file)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// logCounts counts log records by message.
+type logCounts struct {
+	mu sync.Mutex
+	n  map[string]int64
+}
+
+var appLogCounts = &logCounts{n: map[string]int64{}}
+
+func (l *logCounts) snapshot() map[string]int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make(map[string]int64, len(l.n))
+	for k, v := range l.n {
+		out[k] = v
+	}
+	return out
+}
+
+// countingHandler counts the app's info-and-above records by message and
+// forwards them (warnings and above) when -v is given.
+type countingHandler struct {
+	counts *logCounts
+	fwd    slog.Handler
+}
+
+func (h *countingHandler) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelInfo }
+
+func (h *countingHandler) Handle(ctx context.Context, r slog.Record) error {
+	h.counts.mu.Lock()
+	h.counts.n[r.Level.String()+" "+r.Message]++
+	h.counts.mu.Unlock()
+	if h.fwd != nil && h.fwd.Enabled(ctx, r.Level) {
+		return h.fwd.Handle(ctx, r)
+	}
+	return nil
+}
+
+func (h *countingHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	d := *h
+	if h.fwd != nil {
+		d.fwd = h.fwd.WithAttrs(as)
+	}
+	return &d
+}
+
+func (h *countingHandler) WithGroup(name string) slog.Handler {
+	d := *h
+	if h.fwd != nil {
+		d.fwd = h.fwd.WithGroup(name)
+	}
+	return &d
+}
+
+// printLogCounts shows what the app logged during the run.
+func (t *target) printLogCounts(ctx context.Context) {
+	if t.Where == "external" {
+		return
+	}
+	st, err := t.Stats(ctx, false)
+	if err != nil || len(st.LogCounts) == 0 {
+		fmt.Println("app log: nothing at info level or above")
+		return
+	}
+	keys := make([]string, 0, len(st.LogCounts))
+	for k := range st.LogCounts {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	fmt.Println("app log records (info and above) during the run:")
+	for _, k := range keys {
+		fmt.Printf("  %7d  %s\n", st.LogCounts[k], k)
+	}
 }

@@ -322,3 +322,26 @@ func cassandraPID() int {
 	}
 	return 0
 }
+
+// machineCPU is the busy and total CPU time of the whole machine so far
+// (all cores), from /proc/stat.
+func machineCPU() (busy, total time.Duration) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, 0
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	if len(f) < 5 || f[0] != "cpu" {
+		return 0, 0
+	}
+	var sum, idle int64
+	for i, v := range f[1:] {
+		n, _ := strconv.ParseInt(v, 10, 64)
+		sum += n
+		if i == 3 || i == 4 { // idle, iowait
+			idle += n
+		}
+	}
+	return time.Duration(sum-idle) * time.Second / 100, time.Duration(sum) * time.Second / 100
+}

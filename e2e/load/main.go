@@ -3,6 +3,7 @@
 //	go run ./e2e/load post         HTTP post throughput vs raw gocql inserts
 //	go run ./e2e/load sse          SSE delivery latency with 1,000 subscribers, memory per connection
 //	go run ./e2e/load correctness  every subscriber, reconnecting at random, gets exactly the stored sequence
+//	go run ./e2e/load replay       the Last-Event-ID catch-up alone, with nothing in flight
 //
 // Unless -url is given it starts its own app instance (handlers.New, as the
 // handler tests do) on a fresh keyspace that it drops at the end: in this
@@ -43,7 +44,7 @@ func (c *common) register(fs *flag.FlagSet) {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, `usage: go run ./e2e/load <post|sse|correctness> [flags]
+	fmt.Fprintln(os.Stderr, `usage: go run ./e2e/load <post|sse|correctness|replay> [flags]
        go run ./e2e/load <subcommand> -h   for its flags`)
 	os.Exit(2)
 }
@@ -63,6 +64,8 @@ func main() {
 		err = runSSE(ctx, os.Args[2:])
 	case "correctness":
 		err = runCorrectness(ctx, os.Args[2:])
+	case "replay":
+		err = runReplay(ctx, os.Args[2:])
 	case "serve": // internal: the app instance of -child
 		err = runServe(ctx, os.Args[2:])
 	default:

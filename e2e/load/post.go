@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -32,6 +33,11 @@ type phase struct {
 	lat           durations
 	codes         map[int]int64
 	cassCPU, mine time.Duration
+	// busy is the whole machine's CPU time in the phase; others is what
+	// neither Cassandra nor this process used (other work on the machine).
+	busy, others time.Duration
+	// app is the child app process's CPU time (with -child).
+	app time.Duration
 }
 
 func (p phase) rate() float64 { return float64(p.ok) / p.elapsed.Seconds() }
@@ -43,6 +49,12 @@ func (p phase) print() {
 		fmt.Printf("      CPU per op: Cassandra %.0fµs, this process %.0fµs (Cassandra %.0f%% of a core, this process %.0f%%)\n",
 			float64(p.cassCPU.Microseconds())/float64(p.ok), float64(p.mine.Microseconds())/float64(p.ok),
 			100*p.cassCPU.Seconds()/p.elapsed.Seconds(), 100*p.mine.Seconds()/p.elapsed.Seconds())
+		if p.app > 0 {
+			fmt.Printf("      CPU per op in the child app process: %.0fµs (%.0f%% of a core)\n",
+				float64(p.app.Microseconds())/float64(p.ok), 100*p.app.Seconds()/p.elapsed.Seconds())
+		}
+		fmt.Printf("      machine busy %.0f%% of %d cores; other processes %.0f%% of a core\n",
+			100*p.busy.Seconds()/p.elapsed.Seconds(), runtime.NumCPU(), 100*p.others.Seconds()/p.elapsed.Seconds())
 	}
 	if len(p.codes) > 0 {
 		fmt.Printf("      status codes: %v\n", p.codes)
@@ -53,6 +65,8 @@ func (p phase) print() {
 func drive(ctx context.Context, name string, conc int, d time.Duration, op func(ctx context.Context, worker int, i int64) (int, error)) phase {
 	cass := cassandraPID()
 	c0, m0 := cpuTime(cass), cpuTime(os.Getpid())
+	b0, _ := machineCPU()
+	a0 := cpuTime(childPID)
 	var ok, failed atomic.Int64
 	var seq atomic.Int64
 	var mu sync.Mutex
@@ -99,6 +113,12 @@ func drive(ctx context.Context, name string, conc int, d time.Duration, op func(
 		p.cassCPU = cpuTime(cass) - c0
 	}
 	p.mine = cpuTime(os.Getpid()) - m0
+	b1, _ := machineCPU()
+	p.busy = b1 - b0
+	if childPID != 0 {
+		p.app = cpuTime(childPID) - a0
+	}
+	p.others = max(0, p.busy-p.cassCPU-p.mine-p.app)
 	if err, _ := firstErr.Load().(error); err != nil {
 		logf("%s: first error: %v", name, err)
 	}
@@ -113,6 +133,8 @@ func runPost(ctx context.Context, args []string) error {
 	conc := fs.Int("c", 16, "concurrency (goroutines) of both the HTTP posts and the raw inserts")
 	dur := fs.Duration("d", 10*time.Second, "duration of each measured phase")
 	warm := fs.Duration("warmup", 2*time.Second, "warm-up before each phase")
+	cpuProfile := fs.String("cpuprofile", "", "write the app's CPU profile during the HTTP phase to this file")
+	breakdown := fs.Bool("breakdown", false, "also time the session read and the room read alone")
 	htmx := fs.Bool("htmx", true, "post as htmx does (HX-Request, X-CSRF-Token; 200 with a fragment) instead of a plain form (303)")
 	_ = fs.Parse(args)
 	if *dur > 60*time.Second || *conc > 512 || *nUsers > 1000 {
@@ -179,12 +201,85 @@ func runPost(ctx context.Context, args []string) error {
 	logf("raw inserts: warm-up %s, then %s at concurrency %d", *warm, *dur, *conc)
 	drive(ctx, "raw", *conc, *warm, raw)
 	rawP := drive(ctx, "raw", *conc, *dur, raw)
+	// The same Cassandra work as one HTTP post, through the store without
+	// HTTP: session read, room read, message insert.
+	var storeP, store3P phase
+	var extra []phase
+	if t.Store != nil {
+		room, err := t.Store.Room(ctx, room)
+		if err != nil {
+			return err
+		}
+		sid := "loadsession" + id
+		if err := t.Store.SaveSession(ctx, sid, store.SessionRow{Login: users[0].login, Data: make([]byte, 120)}, time.Hour); err != nil {
+			return err
+		}
+		storeOnly := func(ctx context.Context, w int, i int64) (int, error) {
+			_, err := t.Store.PostMessage(ctx, room, author, content(w, i))
+			return 0, err
+		}
+		store3 := func(ctx context.Context, w int, i int64) (int, error) {
+			if _, err := t.Store.Session(ctx, sid); err != nil {
+				return 0, err
+			}
+			r, err := t.Store.Room(ctx, room.Name)
+			if err != nil {
+				return 0, err
+			}
+			_, err = t.Store.PostMessage(ctx, r, author, content(w, i))
+			return 0, err
+		}
+		logf("store PostMessage: warm-up %s, then %s at concurrency %d", *warm, *dur, *conc)
+		drive(ctx, "store", *conc, *warm, storeOnly)
+		storeP = drive(ctx, "store", *conc, *dur, storeOnly)
+		logf("store Session+Room+PostMessage: %s at concurrency %d", *dur, *conc)
+		store3P = drive(ctx, "store3", *conc, *dur, store3)
+		if *breakdown {
+			for _, ph := range []struct {
+				name string
+				op   func(ctx context.Context, w int, i int64) (int, error)
+			}{
+				{"session-read", func(ctx context.Context, w int, i int64) (int, error) {
+					_, err := t.Store.Session(ctx, sid)
+					return 0, err
+				}},
+				{"room-read", func(ctx context.Context, w int, i int64) (int, error) {
+					_, err := t.Store.Room(ctx, room.Name)
+					return 0, err
+				}},
+			} {
+				logf("%s: %s at concurrency %d", ph.name, *dur, *conc)
+				extra = append(extra, drive(ctx, ph.name, *conc, *dur, ph.op))
+			}
+		}
+	}
+
 	logf("HTTP posts: warm-up %s, then %s at concurrency %d (htmx=%v)", *warm, *dur, *conc, *htmx)
 	drive(ctx, "http", *conc, *warm, post)
+	profiled := make(chan struct{})
+	if *cpuProfile != "" {
+		go func() {
+			defer close(profiled)
+			secs := max(1, int(dur.Seconds())-1)
+			if err := t.saveProfile(ctx, fmt.Sprintf("/_load/pprof/profile?seconds=%d", secs), *cpuProfile); err != nil {
+				logf("cpu profile: %v", err)
+			}
+		}()
+	} else {
+		close(profiled)
+	}
 	httpP := drive(ctx, "http", *conc, *dur, post)
+	<-profiled
 
 	fmt.Printf("\n== post: %d users, concurrency %d, %s per phase, app %s\n", len(users), *conc, *dur, t.Where)
 	rawP.print()
+	if storeP.ok > 0 {
+		storeP.print()
+		store3P.print()
+		for _, p := range extra {
+			p.print()
+		}
+	}
 	httpP.print()
 	ratio := httpP.rate() / rawP.rate()
 	verdict := "OK (target >= 0.6)"
@@ -192,6 +287,8 @@ func runPost(ctx context.Context, args []string) error {
 		verdict = "BELOW target 0.6"
 	}
 	fmt.Printf("ratio http/raw = %.2f  %s\n", ratio, verdict)
+
+	t.printLogCounts(ctx)
 
 	// What one post costs in statements: a short census with the recorder
 	// on (in-process only; not part of the timed phases).
@@ -201,12 +298,7 @@ func runPost(ctx context.Context, args []string) error {
 		got := t.Recorder.Stop()
 		kinds := map[string]int{}
 		for _, q := range got {
-			f := strings.Fields(q.Statement)
-			k := strings.Join(f[:min(len(f), 3)], " ")
-			if i := strings.Index(q.Statement, " FROM "); i > 0 && strings.HasPrefix(strings.ToUpper(f[0]), "SELECT") {
-				k = "SELECT ... FROM " + strings.Fields(q.Statement[i+6:])[0]
-			}
-			kinds[k]++
+			kinds[statementKind(q.Statement)]++
 		}
 		keys := make([]string, 0, len(kinds))
 		for k := range kinds {
@@ -219,4 +311,28 @@ func runPost(ctx context.Context, args []string) error {
 		}
 	}
 	return nil
+}
+
+// statementKind is "VERB table" of a CQL statement (plus " IF" for LWTs).
+func statementKind(stmt string) string {
+	f := strings.Fields(stmt)
+	if len(f) == 0 {
+		return ""
+	}
+	verb := strings.ToUpper(f[0])
+	table := ""
+	for i, w := range f[:len(f)-1] {
+		u := strings.ToUpper(w)
+		if u == "FROM" || u == "INTO" || (verb == "UPDATE" && i == 0) {
+			table = f[i+1]
+			break
+		}
+	}
+	k := verb + " " + table
+	for _, w := range f {
+		if strings.ToUpper(w) == "IF" {
+			return k + " IF"
+		}
+	}
+	return k
 }

@@ -1,0 +1,430 @@
+package main
+
+// correctness: posters post while subscribers disconnect and reconnect at
+// random with Last-Event-ID; at the end every subscriber's received
+// sequence of message ids must equal the stored sequence from its first
+// connection onward — nothing missing, nothing twice, nothing out of order.
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gocql/gocql"
+)
+
+// received is one message event as a subscriber saw it.
+type received struct {
+	id     string // from the data's id="msg-..."
+	conn   int    // which connection (0 = first)
+	nth    int    // index of the event within its connection
+	lastID string // the Last-Event-ID that connection was opened with
+	// since is how long after the connection's response headers it came.
+	since time.Duration
+}
+
+// describe tells how connection k of sub went.
+func (sub *subscriber) describe(k int) string {
+	if k < 0 || k >= len(sub.connLog) {
+		return ""
+	}
+	c := sub.connLog[k]
+	how := "ended by the server"
+	if c.cut {
+		how = "cut by the client"
+	}
+	if c.err != "" {
+		how += " (" + c.err + ")"
+	}
+	return fmt.Sprintf("[conn %d: %d events in %dms, %s]", k, c.events, c.closed.Sub(c.opened).Milliseconds(), how)
+}
+
+func (r received) String() string {
+	return fmt.Sprintf("event #%d of conn %d (+%dms, opened with Last-Event-ID %.8s)", r.nth, r.conn, r.since.Milliseconds(), r.lastID)
+}
+
+// connInfo is one connection of a subscriber.
+type connInfo struct {
+	opened, closed time.Time // response headers in; stream closed
+	events         int
+	cut            bool // the client cut it (random disconnect); else the server ended it or it failed
+	err            string
+}
+
+type subscriber struct {
+	connLog  []connInfo
+	startID  string // the ?after= of the first connection: newest stored id when it started
+	got      []received
+	conns    int
+	connErrs int
+	anomaly  []string // named events, id/data mismatches
+	done     bool
+}
+
+func runCorrectness(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("correctness", flag.ExitOnError)
+	var c common
+	c.register(fs)
+	nPosters := fs.Int("posters", 10, "posters, each a user posting its messages one after another")
+	nMsgs := fs.Int("messages", 1000, "messages per poster")
+	rate := fs.Float64("rate", 40, "messages per second per poster (0: as fast as they go)")
+	nSubs := fs.Int("subs", 100, "subscribers (sessions of the posters, round robin)")
+	minConn := fs.Duration("min-conn", 200*time.Millisecond, "shortest connection before a random disconnect")
+	maxConn := fs.Duration("max-conn", 3*time.Second, "longest connection before a random disconnect")
+	maxGap := fs.Duration("max-gap", 500*time.Millisecond, "longest pause before reconnecting")
+	spread := fs.Duration("start-spread", 3*time.Second, "subscribers start at random within this time")
+	nExamples := fs.Int("examples", 15, "mismatches to print")
+	seed := fs.Uint64("seed", uint64(time.Now().UnixNano()), "random seed")
+	_ = fs.Parse(args)
+	if *nPosters**nMsgs > 50000 || *nSubs > 1000 {
+		return fmt.Errorf("keep posters*messages <= 50000 and -subs <= 1000")
+	}
+	t, err := startTarget(ctx, c)
+	if err != nil {
+		return err
+	}
+	defer t.Close()
+	if t.Store == nil {
+		return fmt.Errorf("correctness reads the stored sequence from Cassandra: give -keyspace with -url")
+	}
+	logf("app %s at %s, keyspace %s, seed %d", t.Where, t.URL, t.Keyspace, *seed)
+
+	id := runID()
+	tr := newTransport(64)
+	users, err := signUpMany(ctx, t.URL, "lc"+id+"u", *nPosters, tr)
+	if err != nil {
+		return err
+	}
+	roomName := "lcor" + id
+	if err := setupRoom(ctx, roomName, users); err != nil {
+		return err
+	}
+	room, err := t.Store.Room(ctx, roomName)
+	if err != nil {
+		return err
+	}
+	newest := func(ctx context.Context) (string, error) {
+		ms, _, err := t.Store.MessagesBefore(ctx, room, gocql.UUID{}, 1)
+		if err != nil || len(ms) == 0 {
+			return "", fmt.Errorf("newest message: %d %v", len(ms), err)
+		}
+		return ms[0].ID.String(), nil
+	}
+
+	var finalID atomic.Value // string, once the posters are done
+	finalID.Store("")
+	postingDone := make(chan struct{})
+	hardDeadline := time.Now().Add(100 * time.Second)
+	subCtx, stopSubs := context.WithDeadline(ctx, hardDeadline)
+	defer stopSubs()
+
+	sseTr := newTransport(0)
+	sseTr.DisableKeepAlives = true
+	sseTr.MaxIdleConnsPerHost = -1
+	subs := make([]*subscriber, *nSubs)
+	var swg sync.WaitGroup
+	for i := range subs {
+		sub := &subscriber{}
+		subs[i] = sub
+		rng := rand.New(rand.NewPCG(*seed, uint64(i)))
+		hc := &http.Client{Transport: sseTr, Jar: users[i%len(users)].jar}
+		swg.Add(1)
+		go func() {
+			defer swg.Done()
+			sleepCtx(subCtx, time.Duration(rng.Int64N(int64(*spread)+1)))
+			// Like a page load: the newest stored message, then the stream after it.
+			start, err := newest(subCtx)
+			if err != nil {
+				sub.anomaly = append(sub.anomaly, err.Error())
+				return
+			}
+			sub.startID = start
+			seen := map[string]bool{}
+			finished := func() bool {
+				f, _ := finalID.Load().(string)
+				return f != "" && seen[f]
+			}
+			lastEventID := ""
+			for k := 0; k < 100000 && subCtx.Err() == nil && !finished(); k++ {
+				life := *minConn + time.Duration(rng.Int64N(int64(*maxConn-*minConn)+1))
+				select {
+				case <-postingDone:
+					life = *maxConn // no more random cuts needed once posting ended
+				default:
+				}
+				cctx, cancel := context.WithTimeout(subCtx, life)
+				resp, err := openStream(cctx, hc, t.URL, roomName, start, lastEventID)
+				if err != nil {
+					cancel()
+					if subCtx.Err() == nil && cctx.Err() == nil {
+						sub.connErrs++
+					}
+					sleepCtx(subCtx, 100*time.Millisecond)
+					continue
+				}
+				opened := lastEventID
+				openedAt := time.Now()
+				nth := 0
+				rerr := readSSE(resp.Body, func(ev sseEvent) bool {
+					if ev.HasID {
+						lastEventID = ev.ID // EventSource keeps the last id seen, even an empty one
+					}
+					if ev.Event != "" {
+						sub.anomaly = append(sub.anomaly, fmt.Sprintf("conn %d: named event %q data %.80q", sub.conns, ev.Event, ev.Data))
+						return ev.Event != "room-deleted"
+					}
+					mid := messageID(ev.Data)
+					if mid == "" {
+						return true // participants list
+					}
+					if ev.ID != mid {
+						sub.anomaly = append(sub.anomaly, fmt.Sprintf("conn %d: event id %q carries message %s", sub.conns, ev.ID, mid))
+					}
+					sub.got = append(sub.got, received{id: mid, conn: sub.conns, nth: nth, lastID: opened, since: ev.At.Sub(openedAt)})
+					nth++
+					seen[mid] = true
+					return !finished()
+				})
+				resp.Body.Close()
+				ci := connInfo{opened: openedAt, closed: time.Now(), events: nth, cut: cctx.Err() != nil}
+				if rerr != nil && cctx.Err() == nil {
+					ci.err = rerr.Error()
+				}
+				sub.connLog = append(sub.connLog, ci)
+				cancel()
+				sub.conns++
+				if finished() {
+					break
+				}
+				sleepCtx(subCtx, time.Duration(rng.Int64N(int64(*maxGap)+1)))
+			}
+			sub.done = finished()
+		}()
+	}
+
+	// Posters.
+	var posted, postFail atomic.Int64
+	var pwg sync.WaitGroup
+	postStart := time.Now()
+	for p, u := range users {
+		pwg.Add(1)
+		go func() {
+			defer pwg.Done()
+			var tick *time.Ticker
+			if *rate > 0 {
+				tick = time.NewTicker(time.Duration(float64(time.Second) / *rate))
+				defer tick.Stop()
+			}
+			for n := 0; n < *nMsgs && subCtx.Err() == nil; n++ {
+				if tick != nil {
+					select {
+					case <-tick.C:
+					case <-subCtx.Done():
+						return
+					}
+				}
+				code, body, err := u.post(subCtx, "/rooms/"+roomName+"/messages",
+					url.Values{"content": {fmt.Sprintf("poster %d message %d", p, n)}}, true)
+				if err != nil || code != http.StatusOK {
+					postFail.Add(1)
+					if postFail.Load() <= 5 {
+						logf("poster %d message %d: %d %v %.100s", p, n, code, err, body)
+					}
+					continue
+				}
+				posted.Add(1)
+			}
+		}()
+	}
+	pwg.Wait()
+	postTime := time.Since(postStart)
+	final, err := newest(ctx)
+	if err != nil {
+		return err
+	}
+	finalID.Store(final)
+	close(postingDone)
+	logf("posted %d (%d failed) in %s (%.0f/s); waiting for subscribers to catch up", posted.Load(), postFail.Load(),
+		postTime.Round(time.Millisecond), float64(posted.Load())/postTime.Seconds())
+	swg.Wait()
+	catchUp := time.Since(postStart) - postTime
+
+	// Compare with what Cassandra holds.
+	expectedFor := map[string][]string{}
+	stored := func(after string) ([]string, error) {
+		if e, ok := expectedFor[after]; ok {
+			return e, nil
+		}
+		a, err := gocql.ParseUUID(after)
+		if err != nil {
+			return nil, err
+		}
+		ms, cut, err := t.Store.MessagesAfter(ctx, room, a, 100000)
+		if err != nil || cut {
+			return nil, fmt.Errorf("stored messages after %s: cut=%v %v", after, cut, err)
+		}
+		ids := make([]string, len(ms))
+		for i, m := range ms {
+			ids[i] = m.ID.String()
+		}
+		expectedFor[after] = ids
+		return ids, nil
+	}
+	var totMissing, totDup, totUnexpected, totOrder, totAnomaly, totConns, totConnErrs, unfinished, badSubs int
+	var examples []string
+	example := func(format string, args ...any) {
+		if len(examples) < *nExamples {
+			examples = append(examples, fmt.Sprintf(format, args...))
+		}
+	}
+	for i, sub := range subs {
+		totConns += sub.conns
+		totConnErrs += sub.connErrs
+		totAnomaly += len(sub.anomaly)
+		for _, a := range sub.anomaly {
+			example("sub %d: %s", i, a)
+		}
+		if !sub.done {
+			unfinished++
+		}
+		if sub.startID == "" {
+			badSubs++
+			continue
+		}
+		exp, err := stored(sub.startID)
+		if err != nil {
+			return err
+		}
+		pos := make(map[string]int, len(exp))
+		for j, id := range exp {
+			pos[id] = j
+		}
+		count := map[string]int{}
+		first := map[string]received{}
+		maxPos := -1
+		var maxAt received
+		var firstOcc []string
+		bad := false
+		for _, r := range sub.got {
+			count[r.id]++
+			if count[r.id] > 1 {
+				totDup++
+				bad = true
+				example("sub %d: duplicate %s: %s; first %s %s", i, r.id, r, first[r.id], sub.describe(first[r.id].conn))
+				continue
+			}
+			first[r.id] = r
+			firstOcc = append(firstOcc, r.id)
+			p, ok := pos[r.id]
+			if !ok {
+				totUnexpected++
+				bad = true
+				example("sub %d: unexpected %s, not stored after start %s: %s", i, r.id, sub.startID, r)
+				continue
+			}
+			if p < maxPos {
+				totOrder++
+				bad = true
+				example("sub %d: out of order: stored #%d came as %s, after stored #%d as %s %s", i, p, r, maxPos, maxAt, sub.describe(r.conn))
+			}
+			if p > maxPos {
+				maxPos, maxAt = p, r
+			}
+		}
+		for j, id := range exp {
+			if count[id] == 0 {
+				totMissing++
+				bad = true
+				// Where its neighbours came: within one connection, or
+				// across a reconnection?
+				prev, next := "none", "none"
+				for k := j - 1; k >= 0; k-- {
+					if r, ok := first[exp[k]]; ok {
+						prev = fmt.Sprintf("#%d as %s", k, r)
+						break
+					}
+				}
+				for k := j + 1; k < len(exp); k++ {
+					if r, ok := first[exp[k]]; ok {
+						next = fmt.Sprintf("#%d as %s", k, r)
+						break
+					}
+				}
+				conns := ""
+				if r, ok := first[exp[max(j-1, 0)]]; ok {
+					conns = sub.describe(r.conn)
+				}
+				// The next message received: its connection, and how old
+				// the missing message was when that connection opened.
+				for k := j + 1; k < len(exp); k++ {
+					if r, ok := first[exp[k]]; ok {
+						conns += " " + sub.describe(r.conn)
+						if u, err := gocql.ParseUUID(id); err == nil && r.conn < len(sub.connLog) {
+							conns += fmt.Sprintf(" (message made %dms before that connection opened)",
+								sub.connLog[r.conn].opened.Sub(u.Time()).Milliseconds())
+						}
+						break
+					}
+				}
+				example("sub %d: missing stored #%d %s; before it %s; after it %s %s", i, j, id, prev, next, conns)
+			}
+		}
+		if len(firstOcc) != len(exp) {
+			bad = true
+		}
+		if bad {
+			badSubs++
+		}
+	}
+	var cut, byServer, failed, burstDrop int
+	for _, sub := range subs {
+		for _, c := range sub.connLog {
+			switch {
+			case c.cut:
+				cut++
+			case c.err != "":
+				failed++
+			default:
+				byServer++
+				if c.events > 128 && c.closed.Sub(c.opened) < 500*time.Millisecond {
+					burstDrop++
+				}
+			}
+		}
+	}
+	storedAll, _ := stored(subs[0].startID)
+	fmt.Printf("\n== correctness: %d posters x %d messages, %d subscribers, app %s\n", *nPosters, *nMsgs, *nSubs, t.Where)
+	fmt.Printf("posted %d (%d failed) in %s = %.0f/s; subscribers caught up %s after posting ended\n", posted.Load(), postFail.Load(),
+		postTime.Round(time.Millisecond), float64(posted.Load())/postTime.Seconds(), catchUp.Round(time.Millisecond))
+	fmt.Printf("connections: %d (%.1f per subscriber), failed connects %d, unfinished subscribers %d\n",
+		totConns, float64(totConns)/float64(len(subs)), totConnErrs, unfinished)
+	fmt.Printf("connections cut by the client %d, ended by the server %d (of which %d within 500ms after more than 128 events), read errors %d\n",
+		cut, byServer, burstDrop, failed)
+	fmt.Printf("stored after subscriber 0's start: %d messages\n", len(storedAll))
+	fmt.Printf("missing %d, duplicated %d, unexpected %d, out of order %d, other anomalies %d; subscribers with a mismatch: %d of %d\n",
+		totMissing, totDup, totUnexpected, totOrder, totAnomaly, badSubs, len(subs))
+	for _, e := range examples {
+		fmt.Println("  ", e)
+	}
+	t.printLogCounts(ctx)
+	if totMissing+totDup+totUnexpected+totOrder+totAnomaly+badSubs+unfinished > 0 || postFail.Load() > 0 {
+		return fmt.Errorf("received sequences differ from the stored one")
+	}
+	fmt.Println("OK: every subscriber received exactly the stored sequence")
+	return nil
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
