@@ -36,7 +36,9 @@ import (
 
 // target is the app being measured.
 type target struct {
-	URL      string
+	URL string
+	// SubURL is where subscribers connect, when not URL (-cluster).
+	SubURL   string
 	Keyspace string
 	// Store reads and writes the app's keyspace directly (nil with -url
 	// and no -keyspace).
@@ -183,6 +185,8 @@ func startTarget(ctx context.Context, c common) (*target, error) {
 		return t, nil
 	case c.child:
 		return startChild(ctx, c)
+	case c.cluster:
+		return startCluster(c)
 	default:
 		store.PasswordCost = c.cost
 		a, err := startApp(c.verbose)

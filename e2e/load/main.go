@@ -31,6 +31,7 @@ type common struct {
 	url      string
 	keyspace string
 	child    bool
+	cluster  bool
 	cost     int
 	verbose  bool
 }
@@ -39,6 +40,7 @@ func (c *common) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.url, "url", "", "base URL of a running KillrChat (default: start an app instance on a fresh keyspace)")
 	fs.StringVar(&c.keyspace, "keyspace", "", "with -url: the server's keyspace, for direct Cassandra reads/writes")
 	fs.BoolVar(&c.child, "child", false, "run the app instance in a child process (server memory measured apart from the load generator)")
+	fs.BoolVar(&c.cluster, "cluster", false, "two in-process app instances sharing the keyspace, live events over an embedded NATS; posts go to one, subscribers to the other (sse only)")
 	fs.IntVar(&c.cost, "bcrypt-cost", 4, "bcrypt cost of the app instance started here (setup only; not what is measured)")
 	fs.BoolVar(&c.verbose, "v", false, "log the app's warnings to stderr")
 }

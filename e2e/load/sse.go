@@ -105,7 +105,7 @@ func runSSE(ctx context.Context, args []string) error {
 			defer wg.Done()
 			sem <- struct{}{}
 			hc := &http.Client{Transport: sseTr, Jar: users[i%len(users)].jar}
-			resp, err := openStream(subCtx, hc, t.URL, room, "", "")
+			resp, err := openStream(subCtx, hc, t.subURL(), room, "", "")
 			<-sem
 			if err != nil {
 				failedConn.Add(1)
