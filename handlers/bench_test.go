@@ -8,32 +8,13 @@ package handlers_test
 import (
 	"net/http"
 	"net/url"
-	"sort"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/killrchat/killrchat/handlers"
+	"github.com/killrchat/killrchat/store/storetest"
 )
-
-type benchLatencies []time.Duration
-
-func (l benchLatencies) percentile(p float64) time.Duration {
-	if len(l) == 0 {
-		return 0
-	}
-	s := append(benchLatencies(nil), l...)
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
-	i := int(p*float64(len(s))+0.5) - 1
-	return s[min(max(i, 0), len(s)-1)]
-}
-
-func (l benchLatencies) report(b *testing.B) {
-	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-	b.ReportMetric(ms(l.percentile(0.50)), "p50-ms")
-	b.ReportMetric(ms(l.percentile(0.99)), "p99-ms")
-	b.ReportMetric(ms(l.percentile(1.00)), "max-ms")
-}
 
 // benchNoAuthLimit lifts the per-IP sign-up/login rate limit, which every
 // request of a benchmark would otherwise share (they all come from 127.0.0.1).
@@ -42,7 +23,7 @@ func benchNoAuthLimit(c *handlers.Config) { c.AuthRate = 1 << 30 }
 // timed runs n operations from conc goroutines; op(i) returns the time of
 // the part to measure. It reports p50/p99 and the overall rate.
 func benchTimed(b *testing.B, conc int, op func(i int) time.Duration) {
-	lat := make(benchLatencies, b.N)
+	lat := make(storetest.Latencies, b.N)
 	var wg sync.WaitGroup
 	next := make(chan int, b.N)
 	for i := 0; i < b.N; i++ {
@@ -63,7 +44,7 @@ func benchTimed(b *testing.B, conc int, op func(i int) time.Duration) {
 	wg.Wait()
 	elapsed := time.Since(t0)
 	b.StopTimer()
-	lat.report(b)
+	lat.Report(b)
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "req/s")
 }
 

@@ -12,7 +12,6 @@ package store_test
 import (
 	"context"
 	"fmt"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -21,34 +20,15 @@ import (
 	"github.com/gocql/gocql"
 
 	"github.com/killrchat/killrchat/store"
+	"github.com/killrchat/killrchat/store/storetest"
 )
-
-// benchLatencies collects one duration per operation and reports percentiles.
-type benchLatencies []time.Duration
-
-func (l benchLatencies) percentile(p float64) time.Duration {
-	if len(l) == 0 {
-		return 0
-	}
-	s := append(benchLatencies(nil), l...)
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
-	i := int(p*float64(len(s))+0.5) - 1
-	return s[min(max(i, 0), len(s)-1)]
-}
-
-func (l benchLatencies) report(b *testing.B) {
-	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-	b.ReportMetric(ms(l.percentile(0.50)), "p50-ms")
-	b.ReportMetric(ms(l.percentile(0.99)), "p99-ms")
-	b.ReportMetric(ms(l.percentile(1.00)), "max-ms")
-}
 
 // BenchmarkCreateRoom times CreateRoom (INSERT ... IF NOT EXISTS, then the
 // creator's chat_rooms update) for distinct room names, one at a time.
 func BenchmarkCreateRoom(b *testing.B) {
 	ctx := context.Background()
 	creator := newUser(b, unique("bcreator"))
-	lat := make(benchLatencies, 0, b.N)
+	lat := make(storetest.Latencies, 0, b.N)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		name := unique("bcroom")
@@ -59,7 +39,7 @@ func BenchmarkCreateRoom(b *testing.B) {
 		lat = append(lat, time.Since(t0))
 	}
 	b.StopTimer()
-	lat.report(b)
+	lat.Report(b)
 }
 
 // BenchmarkJoinRoom times JoinRoom (UPDATE ... IF EXISTS, the joiner's
@@ -75,7 +55,7 @@ func BenchmarkJoinRoom(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	lat := make(benchLatencies, 0, b.N)
+	lat := make(storetest.Latencies, 0, b.N)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		t0 := time.Now()
@@ -85,7 +65,7 @@ func BenchmarkJoinRoom(b *testing.B) {
 		lat = append(lat, time.Since(t0))
 	}
 	b.StopTimer()
-	lat.report(b)
+	lat.Report(b)
 }
 
 // BenchmarkDeleteRoom times DeleteRoom (SERIAL read, DELETE ... IF
@@ -109,7 +89,7 @@ func BenchmarkDeleteRoom(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	lat := make(benchLatencies, 0, b.N)
+	lat := make(storetest.Latencies, 0, b.N)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		t0 := time.Now()
@@ -119,7 +99,7 @@ func BenchmarkDeleteRoom(b *testing.B) {
 		lat = append(lat, time.Since(t0))
 	}
 	b.StopTimer()
-	lat.report(b)
+	lat.Report(b)
 }
 
 // benchConcurrency is how many goroutines the insert comparison uses.
@@ -147,11 +127,11 @@ func BenchmarkInsertPlainVsLWT(b *testing.B) {
 		lwtStmt   = `INSERT INTO bench_kv (k, v) VALUES (?, ?) IF NOT EXISTS`
 	)
 	// do runs n statements from benchConcurrency goroutines and returns the
-	// elapsed time and the per-statement benchLatencies.
-	do := func(kind string, n int, lwt bool) (time.Duration, benchLatencies) {
+	// elapsed time and the per-statement latencies.
+	do := func(kind string, n int, lwt bool) (time.Duration, storetest.Latencies) {
 		var next atomic.Int64
 		var mu sync.Mutex
-		var all benchLatencies
+		var all storetest.Latencies
 		var failed atomic.Value
 		var wg sync.WaitGroup
 		t0 := time.Now()
@@ -159,7 +139,7 @@ func BenchmarkInsertPlainVsLWT(b *testing.B) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				var mine benchLatencies
+				var mine storetest.Latencies
 				for {
 					i := next.Add(1)
 					if i > int64(n) {
@@ -209,8 +189,8 @@ func BenchmarkInsertPlainVsLWT(b *testing.B) {
 	b.ReportMetric(plainRate, "plain-ops/s")
 	b.ReportMetric(lwtRate, "lwt-ops/s")
 	b.ReportMetric(plainRate/lwtRate, "plain/lwt")
-	b.ReportMetric(ms(plainLat.percentile(0.5)), "plain-p50-ms")
-	b.ReportMetric(ms(plainLat.percentile(0.99)), "plain-p99-ms")
-	b.ReportMetric(ms(lwtLat.percentile(0.5)), "lwt-p50-ms")
-	b.ReportMetric(ms(lwtLat.percentile(0.99)), "lwt-p99-ms")
+	b.ReportMetric(ms(plainLat.Percentile(0.5)), "plain-p50-ms")
+	b.ReportMetric(ms(plainLat.Percentile(0.99)), "plain-p99-ms")
+	b.ReportMetric(ms(lwtLat.Percentile(0.5)), "lwt-p50-ms")
+	b.ReportMetric(ms(lwtLat.Percentile(0.99)), "lwt-p99-ms")
 }
