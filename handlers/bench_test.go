@@ -99,3 +99,30 @@ func BenchmarkLogin(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkLoginFailure compares a wrong password with an unknown login:
+// both must cost one bcrypt comparison, so neither tells an attacker which
+// logins exist.
+func BenchmarkLoginFailure(b *testing.B) {
+	a := newApp(b, nil, nil, benchNoAuthLimit)
+	login := unique("bfail")
+	a.signedUp(b, login)
+	for _, tt := range []struct{ name, login string }{
+		{"WrongPassword", login},
+		{"UnknownLogin", unique("bghost")},
+	} {
+		b.Run(tt.name, func(b *testing.B) {
+			c := a.client(b)
+			c.ensureCSRF()
+			benchTimed(b, 1, func(int) time.Duration {
+				t0 := time.Now()
+				p := c.post("/login", url.Values{"login": {tt.login}, "password": {"wrong-password"}})
+				d := time.Since(t0)
+				if p.StatusCode != http.StatusUnauthorized {
+					b.Errorf("login: %d", p.StatusCode)
+				}
+				return d
+			})
+		})
+	}
+}
