@@ -92,12 +92,6 @@ func (s *Store) DraftSystemMessage(room Room, about UserRef, text string) Messag
 	return Message{ID: s.ids.next(s.Now()), Room: room.Name, Author: about, Content: text, System: true}
 }
 
-// PostSystemMessage stores a message written by the server about someone.
-func (s *Store) PostSystemMessage(ctx context.Context, room Room, about UserRef, text string) (Message, error) {
-	m := s.DraftSystemMessage(room, about, text)
-	return m, s.SaveMessage(ctx, room, m)
-}
-
 // SaveMessage stores a drafted message in its day bucket, recording the
 // bucket first so paging can always reach the message.
 func (s *Store) SaveMessage(ctx context.Context, room Room, m Message) error {

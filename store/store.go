@@ -117,9 +117,6 @@ func New(cfg Config) *Store {
 	return &Store{cfg: cfg, log: cfg.Log, Now: time.Now}
 }
 
-// Keyspace is the keyspace the store works in.
-func (s *Store) Keyspace() string { return s.cfg.Keyspace }
-
 func (s *Store) cluster() gocql.ClusterConfig {
 	c := gocql.NewCluster(s.cfg.Hosts...)
 	if s.cfg.Port != 0 {
