@@ -86,7 +86,8 @@ func (s *Server) Register(e *echo.Echo) {
 		ContentSecurityPolicy: "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'self'; object-src 'none'",
 	}))
 	e.Use(middleware.BodyLimit("64K"))
-	e.Use(middleware.GzipWithConfig(middleware.GzipConfig{Skipper: func(c echo.Context) bool {
+	// Small htmx fragments cost more to compress than they save.
+	e.Use(middleware.GzipWithConfig(middleware.GzipConfig{MinLength: 1400, Skipper: func(c echo.Context) bool {
 		return strings.HasSuffix(c.Path(), "/events") || c.Path() == "/metrics"
 	}}))
 

@@ -4,10 +4,9 @@
 package handlers
 
 import (
-	"bytes"
 	"crypto/rand"
 	"encoding/base64"
-	"encoding/gob"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -79,7 +78,7 @@ func (s *SessionStore) New(r *http.Request, name string) (*sessions.Session, err
 	if err != nil {
 		return sess, err
 	}
-	if err := gob.NewDecoder(bytes.NewReader(row.Data)).Decode(&sess.Values); err != nil {
+	if err := decodeValues(row.Data, sess.Values); err != nil {
 		return sess, nil // an unreadable row is treated like no session
 	}
 	sess.ID = id
@@ -114,12 +113,12 @@ func (s *SessionStore) Save(r *http.Request, w http.ResponseWriter, sess *sessio
 		life = time.Duration(sess.Options.MaxAge) * time.Second
 	}
 	sess.Values[keySaved] = time.Now().Unix()
-	var buf bytes.Buffer
-	if err := gob.NewEncoder(&buf).Encode(sess.Values); err != nil {
-		return fmt.Errorf("session: encode: %w", err)
+	data, err := encodeValues(sess.Values)
+	if err != nil {
+		return err
 	}
 	login, _ := sess.Values[keyLogin].(string)
-	if err := s.db.SaveSession(r.Context(), sess.ID, store.SessionRow{Login: login, Data: buf.Bytes()}, life); err != nil {
+	if err := s.db.SaveSession(r.Context(), sess.ID, store.SessionRow{Login: login, Data: data}, life); err != nil {
 		return err
 	}
 	encoded, err := securecookie.EncodeMulti(sess.Name(), sess.ID, s.codecs...)
@@ -129,6 +128,54 @@ func (s *SessionStore) Save(r *http.Request, w http.ResponseWriter, sess *sessio
 	opts := *sess.Options
 	opts.Secure = opts.Secure || r.TLS != nil
 	http.SetCookie(w, sessions.NewCookie(sess.Name(), encoded, &opts))
+	return nil
+}
+
+// sessionValues is what a session row holds. The values are a fixed set
+// rather than gob: a gob blob carries its type description, and decoding
+// it on every request cost more CPU than the rest of a message post.
+type sessionValues struct {
+	Login     string `json:"login,omitempty"`
+	Firstname string `json:"firstname,omitempty"`
+	Lastname  string `json:"lastname,omitempty"`
+	Remember  bool   `json:"remember,omitempty"`
+	Saved     int64  `json:"saved,omitempty"`
+}
+
+// encodeValues stores the known session keys; any other key is an error,
+// so nothing put in a session is silently dropped.
+func encodeValues(values map[any]any) ([]byte, error) {
+	var v sessionValues
+	for key, val := range values {
+		ok := true
+		switch key {
+		case keyLogin:
+			v.Login, ok = val.(string)
+		case keyFirstname:
+			v.Firstname, ok = val.(string)
+		case keyLastname:
+			v.Lastname, ok = val.(string)
+		case keyRemember:
+			v.Remember, ok = val.(bool)
+		case keySaved:
+			v.Saved, ok = val.(int64)
+		default:
+			ok = false
+		}
+		if !ok {
+			return nil, fmt.Errorf("session: cannot store key %v (%T)", key, val)
+		}
+	}
+	return json.Marshal(v)
+}
+
+func decodeValues(data []byte, values map[any]any) error {
+	var v sessionValues
+	if err := json.Unmarshal(data, &v); err != nil {
+		return err
+	}
+	values[keyLogin], values[keyFirstname], values[keyLastname] = v.Login, v.Firstname, v.Lastname
+	values[keyRemember], values[keySaved] = v.Remember, v.Saved
 	return nil
 }
 
