@@ -216,6 +216,14 @@
     if (deletingOwnRoom && !(ctx && ctx.hx && ctx.hx.redirect)) deletingOwnRoom = false;
   });
 
+  // The stream says the page missed more than it can replay: load it anew.
+  document.addEventListener("reload", function () {
+    if (!leaving) {
+      leaving = true;
+      window.location.reload();
+    }
+  });
+
   document.addEventListener("room-deleted", function () {
     if (!deletingOwnRoom) leaveDeletedRoom();
   });

@@ -11,7 +11,7 @@ import templruntime "github.com/a-h/templ/runtime"
 import "github.com/killrchat/killrchat/store"
 
 // assetVersion busts browser caches of the static files when they change.
-const assetVersion = "3"
+const assetVersion = "4"
 
 // Layout wraps a page's main content in the document, the sidebar and the
 // notice slot. htmx requests get the content alone.
