@@ -119,10 +119,11 @@ func (h *LocalHub) Close() error { return nil }
 // write it reports is already stored, and pages catch up by replay.
 func (s *Server) publish(ctx context.Context, ev RoomEvent) {
 	var err error
-	switch ev.Kind {
-	case EventMessage:
+	switch {
+	case ev.HTML != nil:
+	case ev.Kind == EventMessage:
 		ev.HTML, err = renderString(ctx, views.MessageItem(*ev.Message))
-	case EventParticipants:
+	case ev.Kind == EventParticipants:
 		ev.HTML, err = renderString(ctx, views.Participants(ev.Room, ev.Participants, true))
 	}
 	if err != nil {

@@ -2,6 +2,7 @@
 package handlers
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"net/url"
@@ -31,7 +32,7 @@ func (s *Server) postMessage(c echo.Context) error {
 	}
 	me := mustUser(c)
 	content := c.FormValue("content")
-	sl, err := s.seq.reserve(r.Name, func() (store.Message, error) { return s.db.DraftMessage(r, me, content) })
+	m, err := s.post(c.Request().Context(), r, func() (store.Message, error) { return s.db.DraftMessage(r, me, content) })
 	if errors.Is(err, store.ErrInvalid) {
 		f := withErrors(views.Form{Values: map[string]string{"content": content}, Errors: map[string]string{}}, err)
 		if isHTMX(c) {
@@ -46,17 +47,30 @@ func (s *Server) postMessage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	err = s.db.SaveMessage(c.Request().Context(), r, sl.msg)
-	s.seq.finish(sl, err == nil)
-	if err != nil {
-		return err
-	}
 	if isHTMX(c) {
 		// The new message and a fresh composer; the live stream brings the
 		// same element (same id) and the page keeps only one.
-		return s.renderRaw(c, http.StatusOK, views.Posted(r.Name, sl.msg, views.Form{}))
+		return s.renderRaw(c, http.StatusOK, views.Posted(r.Name, m, views.Form{}))
 	}
 	return c.Redirect(http.StatusSeeOther, roomURL(r.Name)+"#composer")
+}
+
+// post drafts a message (giving it its id, in order), stores it, and
+// publishes it once every message drafted before it in the room is settled.
+// It renders the message here, outside the sequencer's lock, once for all
+// the live streams. The draft's error is returned as it is.
+func (s *Server) post(ctx context.Context, r store.Room, draft func() (store.Message, error)) (store.Message, error) {
+	sl, err := s.seq.reserve(r.Name, draft)
+	if err != nil {
+		return store.Message{}, err
+	}
+	if err := s.db.SaveMessage(ctx, r, sl.msg); err != nil {
+		s.seq.finish(sl, false)
+		return store.Message{}, err
+	}
+	sl.html, _ = renderString(ctx, views.MessageItem(sl.msg)) // publish renders again (and logs) if this failed
+	s.seq.finish(sl, true)
+	return sl.msg, nil
 }
 
 // latest is the newest page of a room, the link to the page before, and
@@ -128,6 +142,7 @@ type sequencer struct {
 
 type slot struct {
 	msg  store.Message
+	html []byte
 	done bool
 	ok   bool
 }
@@ -183,7 +198,7 @@ func (q *sequencer) finish(sl *slot, ok bool) {
 	for ; i < len(queue) && queue[i].done; i++ {
 		if queue[i].ok {
 			m := queue[i].msg
-			q.publish(RoomEvent{Kind: EventMessage, Room: m.Room, Message: &m})
+			q.publish(RoomEvent{Kind: EventMessage, Room: m.Room, Message: &m, HTML: queue[i].html})
 		}
 	}
 	if i == len(queue) {

@@ -160,10 +160,7 @@ func (s *Server) deleteRoom(c echo.Context) error {
 // pages the new participants. A failure here does not undo the join or
 // leave, so it is logged, not returned.
 func (s *Server) announce(ctx context.Context, r store.Room, about store.UserRef, text string) {
-	sl, _ := s.seq.reserve(r.Name, func() (store.Message, error) { return s.db.DraftSystemMessage(r, about, text), nil })
-	err := s.db.SaveMessage(ctx, r, sl.msg)
-	s.seq.finish(sl, err == nil)
-	if err != nil {
+	if _, err := s.post(ctx, r, func() (store.Message, error) { return s.db.DraftSystemMessage(r, about, text), nil }); err != nil {
 		s.log.Warn("system message", "room", r.Name, "err", err)
 	}
 	s.publish(ctx, RoomEvent{Kind: EventParticipants, Room: r.Name, Participants: r.ParticipantList()})
