@@ -9,9 +9,11 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
+	"regexp"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -109,12 +111,22 @@ func runCorrectness(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	newest := func(ctx context.Context) (string, error) {
-		ms, _, err := t.Store.MessagesBefore(ctx, room, gocql.UUID{}, 1)
-		if err != nil || len(ms) == 0 {
-			return "", fmt.Errorf("newest message: %d %v", len(ms), err)
+	// pageStart loads the room page as a browser does and returns where its
+	// live stream starts (the page's hx-sse:connect ?after=), which is just
+	// below the room's publication bound, not simply the newest stored id.
+	pageStart := func(ctx context.Context, hc *http.Client) (string, error) {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, t.URL+"/rooms/"+roomName, nil)
+		resp, err := hc.Do(req)
+		if err != nil {
+			return "", err
 		}
-		return ms[0].ID.String(), nil
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		m := streamAfter.FindSubmatch(body)
+		if resp.StatusCode != http.StatusOK || m == nil {
+			return "", fmt.Errorf("room page: %s, no stream start", resp.Status)
+		}
+		return string(m[1]), nil
 	}
 
 	var finalID atomic.Value // string, once the posters are done
@@ -139,7 +151,7 @@ func runCorrectness(ctx context.Context, args []string) error {
 			defer swg.Done()
 			sleepCtx(subCtx, time.Duration(rng.Int64N(int64(*spread)+1)))
 			// Like a page load: the newest stored message, then the stream after it.
-			start, err := newest(subCtx)
+			start, err := pageStart(subCtx, hc)
 			if err != nil {
 				sub.anomaly = append(sub.anomaly, err.Error())
 				return
@@ -244,10 +256,12 @@ func runCorrectness(ctx context.Context, args []string) error {
 	}
 	pwg.Wait()
 	postTime := time.Since(postStart)
-	final, err := newest(ctx)
-	if err != nil {
-		return err
+	// Every post has returned, so the newest stored message is the last one.
+	last, _, err := t.Store.MessagesBefore(ctx, room, gocql.UUID{}, 1)
+	if err != nil || len(last) == 0 {
+		return fmt.Errorf("newest message: %d %v", len(last), err)
 	}
+	final := last[0].ID.String()
 	finalID.Store(final)
 	close(postingDone)
 	logf("posted %d (%d failed) in %s (%.0f/s); waiting for subscribers to catch up", posted.Load(), postFail.Load(),
@@ -428,3 +442,6 @@ func sleepCtx(ctx context.Context, d time.Duration) {
 	case <-t.C:
 	}
 }
+
+// streamAfter finds the live stream's starting id in a room page.
+var streamAfter = regexp.MustCompile(`/events\?after=([0-9a-f-]{36})`)
