@@ -41,6 +41,11 @@ type config struct {
 	secureCookies  bool
 	trustedProxies string
 	authRate       int
+	messageRate    float64
+	messageBurst   int
+	roomsPerHour   int
+	joinRate       float64
+	joinBurst      int
 	natsURL        string
 	natsEmbed      string
 	logLevel       string
@@ -58,6 +63,23 @@ func envInt(name string, def int) int {
 		return n
 	}
 	return def
+}
+
+func envFloat(name string, def float64) float64 {
+	if f, err := strconv.ParseFloat(os.Getenv(name), 64); err == nil {
+		return f
+	}
+	return def
+}
+
+// limits are the per-user write limits the flags ask for.
+func (c config) limits() handlers.Limits {
+	every := func(perSecond float64) time.Duration { return time.Duration(float64(time.Second) / perSecond) }
+	return handlers.Limits{
+		Messages:   handlers.Rate{Burst: c.messageBurst, Per: every(c.messageRate)},
+		Rooms:      handlers.Rate{Burst: c.roomsPerHour, Per: time.Hour / time.Duration(c.roomsPerHour)},
+		Membership: handlers.Rate{Burst: c.joinBurst, Per: every(c.joinRate)},
+	}
 }
 
 func parseFlags(args []string) (config, error) {
@@ -78,11 +100,19 @@ func parseFlags(args []string) (config, error) {
 	fs.BoolVar(&c.secureCookies, "secure-cookies", env("SECURE_COOKIES", "") == "true", "mark cookies Secure: HTTPS, or behind a TLS-terminating proxy (env SECURE_COOKIES=true)")
 	fs.StringVar(&c.trustedProxies, "trusted-proxies", env("TRUSTED_PROXIES", ""), "CIDRs of proxies whose X-Forwarded-For is believed, comma-separated (env TRUSTED_PROXIES)")
 	fs.IntVar(&c.authRate, "auth-rate", envInt("AUTH_RATE", 10), "login and sign-up attempts per minute per client IP, per instance (env AUTH_RATE)")
+	fs.Float64Var(&c.messageRate, "message-rate", envFloat("MESSAGE_RATE", 5), "messages per second one person may post after a burst, per instance (env MESSAGE_RATE)")
+	fs.IntVar(&c.messageBurst, "message-burst", envInt("MESSAGE_BURST", 20), "messages one person may post at once (env MESSAGE_BURST)")
+	fs.IntVar(&c.roomsPerHour, "rooms-per-hour", envInt("ROOMS_PER_HOUR", 10), "rooms one person may create per hour, per instance (env ROOMS_PER_HOUR)")
+	fs.Float64Var(&c.joinRate, "join-rate", envFloat("JOIN_RATE", 1), "joins and leaves per second one person may make after a burst, per instance (env JOIN_RATE)")
+	fs.IntVar(&c.joinBurst, "join-burst", envInt("JOIN_BURST", 10), "joins and leaves one person may make at once (env JOIN_BURST)")
 	fs.StringVar(&c.natsURL, "nats-url", env("NATS_URL", ""), "NATS server for live events across instances; in-process hub if empty (env NATS_URL)")
 	fs.StringVar(&c.natsEmbed, "nats-embed", env("NATS_EMBED", ""), "run a NATS server inside this instance on host:port, for trying several instances (env NATS_EMBED)")
 	fs.StringVar(&c.logLevel, "log-level", env("LOG_LEVEL", "info"), "debug, info, warn or error (env LOG_LEVEL)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
+	}
+	if c.messageRate <= 0 || c.joinRate <= 0 || c.messageBurst < 1 || c.joinBurst < 1 || c.roomsPerHour < 1 {
+		return c, fmt.Errorf("rates and bursts must be positive")
 	}
 	return c, nil
 }
@@ -147,7 +177,7 @@ func run(cfg config) error {
 		return err
 	}
 	srv := handlers.New(db, metrics, hub, handlers.Config{
-		SessionKey: key, SecureCookies: cfg.secureCookies, AuthRate: cfg.authRate, Static: static.Files,
+		SessionKey: key, SecureCookies: cfg.secureCookies, AuthRate: cfg.authRate, Limits: cfg.limits(), Static: static.Files,
 	}, log)
 	srv.Register(e)
 

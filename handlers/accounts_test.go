@@ -229,11 +229,77 @@ func TestCSRF(t *testing.T) {
 		// htmx sends the token as a header instead of a field.
 		req, _ := http.NewRequest(http.MethodPost, a.URL+"/signup", strings.NewReader(signupForm(login, "password1").Encode()))
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		req.Header.Set("X-CSRF-Token", c.cookie("killrchat_csrf"))
+		req.Header.Set("X-CSRF-Token", c.ensureCSRF())
 		if p := c.do(req); p.StatusCode != http.StatusSeeOther {
 			t.Fatalf("status %d", p.StatusCode)
 		}
 	})
+}
+
+// TestCSRFBoundToSession: the token is good for one session only, is not
+// the cookie's value, and is never taken from the URL.
+func TestCSRFBoundToSession(t *testing.T) {
+	a := newApp(t, nil, nil)
+	alice := a.signedUp(t, unique("csrfa"))
+	mallory := a.signedUp(t, unique("csrfm"))
+	roomOf := func(c *client) string {
+		name := unique("csrfroom")
+		form := url.Values{"room_name": {name}, "_csrf": {c.ensureCSRF()}}
+		if p := c.postRaw("/rooms", form); p.StatusCode != http.StatusSeeOther {
+			t.Fatalf("create room with the page's token: %d", p.StatusCode)
+		}
+		return name
+	}
+	roomOf(alice)
+
+	t.Run("OtherSessionsToken", func(t *testing.T) {
+		name := unique("csrfx")
+		p := alice.postRaw("/rooms", url.Values{"room_name": {name}, "_csrf": {mallory.ensureCSRF()}})
+		if p.StatusCode != http.StatusForbidden {
+			t.Fatalf("status %d", p.StatusCode)
+		}
+		if _, err := db.Room(ctxT(t), name); err == nil {
+			t.Fatal("a room was created with another session's token")
+		}
+	})
+	t.Run("PlantedCookie", func(t *testing.T) {
+		// The old double-submit check took any cookie equal to the field.
+		c := a.client(t)
+		planted := strings.Repeat("A", 43)
+		u, _ := url.Parse(a.URL)
+		c.http.Jar.SetCookies(u, []*http.Cookie{{Name: "killrchat_csrf", Value: planted, Path: "/"}})
+		login := unique("csrfp")
+		if p := c.postRaw("/signup", withField(signupForm(login, "password1"), "_csrf", planted)); p.StatusCode != http.StatusForbidden {
+			t.Fatalf("status %d", p.StatusCode)
+		}
+		if _, err := db.User(ctxT(t), login); err == nil {
+			t.Fatal("signed up with a planted cookie")
+		}
+	})
+	t.Run("TokenInURL", func(t *testing.T) {
+		name := unique("csrfq")
+		p := alice.postRaw("/rooms?_csrf="+url.QueryEscape(alice.ensureCSRF()), url.Values{"room_name": {name}})
+		if p.StatusCode != http.StatusForbidden {
+			t.Fatalf("status %d", p.StatusCode)
+		}
+		if _, err := db.Room(ctxT(t), name); err == nil {
+			t.Fatal("a room was created with the token in the URL")
+		}
+	})
+	t.Run("NewSessionNewToken", func(t *testing.T) {
+		before := alice.ensureCSRF()
+		alice.post("/logout", nil)
+		login := unique("csrfn")
+		c := a.signedUp(t, login)
+		if c.ensureCSRF() == before {
+			t.Fatal("two sessions got the same token")
+		}
+	})
+}
+
+func withField(f url.Values, k, v string) url.Values {
+	f.Set(k, v)
+	return f
 }
 
 func TestProfileEscapesXSS(t *testing.T) {

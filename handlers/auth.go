@@ -4,7 +4,9 @@
 package handlers
 
 import (
-	"crypto/subtle"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
 	"net/http"
 	"net/url"
 	"strings"
@@ -106,7 +108,8 @@ func (s *Server) requireUser(next echo.HandlerFunc) echo.HandlerFunc {
 func (s *Server) logIn(c echo.Context, u store.User, remember bool) error {
 	old := session(c)
 	if old != nil && old.ID != "" {
-		if err := s.db.DeleteSession(c.Request().Context(), old.ID); err != nil {
+		login, _ := old.Values[keyLogin].(string)
+		if err := s.db.DeleteSession(c.Request().Context(), login, old.ID); err != nil {
 			return err
 		}
 	}
@@ -142,40 +145,53 @@ func safeNext(next string) string {
 	return next
 }
 
-// checkCSRF requires the double-submit token on every state-changing
-// request: the form field _csrf or header X-CSRF-Token must equal the
-// visitor's csrf cookie. A missing or wrong token is a 403 and changes
-// nothing. GET requests get the cookie if they lack it.
+// checkCSRF requires a token on every state-changing request, in the form
+// body field _csrf or the header X-CSRF-Token (never the URL, which leaks
+// into logs and Referer). The token is an HMAC, under the server key, of
+// the session id, so it is good for this session only: a cookie planted by
+// someone else cannot go with a token of their choosing. Before login the
+// session is the random id in the csrf cookie, which GET requests set. A
+// missing or wrong token is a 403 and changes nothing.
 func (s *Server) checkCSRF(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		token := ""
-		if ck, err := c.Cookie(csrfCookie); err == nil && len(ck.Value) >= 32 {
-			token = ck.Value
+		subject := ""
+		if sess := session(c); sess != nil && sess.ID != "" {
+			subject = "session:" + sess.ID
+		} else if ck, err := c.Cookie(csrfCookie); err == nil && len(ck.Value) >= 32 {
+			subject = "visitor:" + ck.Value
 		}
-		switch c.Request().Method {
+		req := c.Request()
+		switch req.Method {
 		case http.MethodGet, http.MethodHead, http.MethodOptions:
-			if token == "" {
-				t, err := randomToken(32)
+			if subject == "" {
+				id, err := randomToken(32)
 				if err != nil {
 					return err
 				}
-				token = t
-				c.SetCookie(&http.Cookie{Name: csrfCookie, Value: token, Path: "/", HttpOnly: true,
-					Secure: s.cfg.SecureCookies || c.Request().TLS != nil, SameSite: http.SameSiteLaxMode})
+				subject = "visitor:" + id
+				c.SetCookie(&http.Cookie{Name: csrfCookie, Value: id, Path: "/", HttpOnly: true,
+					Secure: s.cfg.SecureCookies || req.TLS != nil, SameSite: http.SameSiteLaxMode})
 			}
 		default:
-			sent := c.Request().Header.Get(csrfHeader)
+			sent := req.Header.Get(csrfHeader)
 			if sent == "" {
-				sent = c.FormValue(csrfField)
+				sent = req.PostFormValue(csrfField)
 			}
-			if token == "" || subtle.ConstantTimeCompare([]byte(sent), []byte(token)) != 1 {
+			if subject == "" || !hmac.Equal([]byte(sent), []byte(s.csrfFor(subject))) {
 				return echo.NewHTTPError(http.StatusForbidden,
 					"This form has expired or did not come from KillrChat. Reload the page and try again.")
 			}
 		}
-		c.Set(ctxCSRF, token)
+		c.Set(ctxCSRF, s.csrfFor(subject))
 		return next(c)
 	}
+}
+
+// csrfFor is the token of a session or visitor id.
+func (s *Server) csrfFor(subject string) string {
+	m := hmac.New(sha256.New, s.cfg.SessionKey)
+	m.Write([]byte("killrchat csrf\x00" + subject))
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }
 
 func csrfToken(c echo.Context) string {

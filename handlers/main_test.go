@@ -51,7 +51,7 @@ func newApp(t testing.TB, st *store.Store, hub handlers.Hub, opts ...appOption) 
 	if hub == nil {
 		hub = handlers.NewLocalHub()
 	}
-	cfg := handlers.Config{SessionKey: testKey, AuthRate: 1000, Static: static.Files, RoomsPerPage: 10}
+	cfg := handlers.Config{SessionKey: testKey, AuthRate: 1000, Limits: handlers.Unlimited, Static: static.Files, RoomsPerPage: 10}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -77,6 +77,8 @@ type client struct {
 	base string
 	http *http.Client
 	htmx bool
+	// csrf is the token the pages gave, for the cookies in csrfFor.
+	csrf, csrfFor string
 }
 
 func (a *app) client(t testing.TB) *client {
@@ -136,14 +138,22 @@ func (c *client) get(path string) page {
 	return c.do(req)
 }
 
-// ensureCSRF makes sure the client holds a CSRF cookie, as any page view gives.
+// ensureCSRF returns the CSRF token a page gives this client now, reading
+// a page again whenever its session (or visitor) cookie changed.
 func (c *client) ensureCSRF() string {
 	c.t.Helper()
-	if tok := c.cookie("killrchat_csrf"); tok != "" {
-		return tok
+	cookies := func() string { return c.cookie("killrchat_session") + "|" + c.cookie("killrchat_csrf") }
+	if c.csrf != "" && c.csrfFor == cookies() {
+		return c.csrf
 	}
-	c.get("/login")
-	return c.cookie("killrchat_csrf")
+	for _, path := range []string{"/profile", "/login"} {
+		if tok, ok := c.get(path).doc.Find(`meta[name="csrf-token"]`).Attr("content"); ok && tok != "" {
+			c.csrf, c.csrfFor = tok, cookies()
+			return tok
+		}
+	}
+	c.t.Fatal("no page gave a CSRF token")
+	return ""
 }
 
 // post submits a form with the CSRF token, as the page's form would.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/views"
 )
 
@@ -75,5 +76,27 @@ func (s *Server) changePassword(c echo.Context) error {
 		p.Password = withErrors(p.Password, err)
 		return s.render(c, formStatus(err), views.Page{Title: "Your profile"}, views.ProfileEditView(p))
 	}
+	if err := s.endOtherSessions(c, p.User); err != nil {
+		return err
+	}
 	return redirect(c, "/profile?saved=1")
+}
+
+// endOtherSessions ends every session of u but this one, which gets a new
+// id (whoever knew the old one is out too), and closes the live streams of
+// the ended sessions on every instance.
+func (s *Server) endOtherSessions(c echo.Context, u store.User) error {
+	ctx := c.Request().Context()
+	current := session(c)
+	ended, err := s.db.EndOtherSessions(ctx, u.Login, current.ID)
+	if err != nil {
+		return err
+	}
+	remember, _ := current.Values[keyRemember].(bool)
+	ended = append(ended, current.ID)
+	if err := s.logIn(c, u, remember); err != nil {
+		return err
+	}
+	s.endStreams(ctx, StreamEnd{Login: u.Login, Sessions: ended})
+	return nil
 }

@@ -32,6 +32,8 @@ type Config struct {
 	// AuthRate is how many login and sign-up attempts one client IP may make
 	// per minute (a burst of the same size is allowed).
 	AuthRate int
+	// Limits are the per-user write limits (zero values take defaults).
+	Limits Limits
 	// RoomsPerPage is the page size of the list of all rooms.
 	RoomsPerPage int
 	// Static holds the files served under /static/.
@@ -49,6 +51,7 @@ type Server struct {
 	pages    securecookie.Codec
 	seq      *sequencer
 	closing  chan struct{}
+	limits   struct{ messages, rooms, membership, passwordUser, passwordIP *keyedLimiter }
 }
 
 // New returns the handlers' server. hub carries room events to live pages.
@@ -59,6 +62,7 @@ func New(db *store.Store, metrics *Metrics, hub Hub, cfg Config, log *slog.Logge
 	if cfg.RoomsPerPage == 0 {
 		cfg.RoomsPerPage = 25
 	}
+	cfg.Limits = cfg.Limits.withDefaults()
 	pages := securecookie.New(cfg.SessionKey, nil)
 	pages.MaxAge(int((6 * time.Hour) / time.Second))
 	s := &Server{
@@ -66,6 +70,13 @@ func New(db *store.Store, metrics *Metrics, hub Hub, cfg Config, log *slog.Logge
 		sessions: NewSessionStore(db, cfg.SessionKey, cfg.SecureCookies),
 		closing:  make(chan struct{}),
 	}
+	s.limits.messages = newKeyedLimiter(cfg.Limits.Messages)
+	s.limits.rooms = newKeyedLimiter(cfg.Limits.Rooms)
+	s.limits.membership = newKeyedLimiter(cfg.Limits.Membership)
+	// Password changes are guessed like logins: the login rate, per
+	// person and per address.
+	auth := Rate{Burst: cfg.AuthRate, Per: time.Minute / time.Duration(cfg.AuthRate)}
+	s.limits.passwordUser, s.limits.passwordIP = newKeyedLimiter(auth), newKeyedLimiter(auth)
 	s.seq = newSequencer(func(ev RoomEvent) { s.publish(context.Background(), ev) }, db.IDFloor)
 	return s
 }
@@ -109,15 +120,17 @@ func (s *Server) Register(e *echo.Echo) {
 	auth.GET("/users/:login", s.showUser)
 	auth.GET("/profile", s.showProfile)
 	auth.POST("/profile", s.updateProfile)
-	auth.POST("/profile/password", s.changePassword)
+	auth.POST("/profile/password", s.changePassword,
+		s.limitIP(s.limits.passwordIP, "trying passwords"), s.limitUser(s.limits.passwordUser, "trying passwords"))
 	auth.GET("/rooms", s.listRooms)
 	auth.GET("/rooms/new", s.newRoom)
-	auth.POST("/rooms", s.createRoom)
+	auth.POST("/rooms", s.createRoom, s.limitUser(s.limits.rooms, "creating rooms"))
 	auth.GET("/rooms/:room", s.showRoom)
-	auth.POST("/rooms/:room/join", s.joinRoom)
-	auth.POST("/rooms/:room/leave", s.leaveRoom)
+	membership := s.limitUser(s.limits.membership, "joining and leaving rooms")
+	auth.POST("/rooms/:room/join", s.joinRoom, membership)
+	auth.POST("/rooms/:room/leave", s.leaveRoom, membership)
 	auth.POST("/rooms/:room/delete", s.deleteRoom)
-	auth.POST("/rooms/:room/messages", s.postMessage)
+	auth.POST("/rooms/:room/messages", s.postMessage, s.limitUser(s.limits.messages, "sending messages"))
 	auth.GET("/rooms/:room/messages", s.olderMessages)
 	auth.GET("/rooms/:room/events", s.roomEvents)
 }

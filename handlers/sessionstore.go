@@ -94,7 +94,8 @@ func (s *SessionStore) New(r *http.Request, name string) (*sessions.Session, err
 func (s *SessionStore) Save(r *http.Request, w http.ResponseWriter, sess *sessions.Session) error {
 	if sess.Options.MaxAge < 0 {
 		if sess.ID != "" {
-			if err := s.db.DeleteSession(r.Context(), sess.ID); err != nil {
+			login, _ := sess.Values[keyLogin].(string)
+			if err := s.db.DeleteSession(r.Context(), login, sess.ID); err != nil {
 				return err
 			}
 		}

@@ -232,6 +232,18 @@ func (s *Store) query(ctx context.Context, stmt string, values ...any) (*gocql.Q
 	return sess.Query(stmt, values...).WithContext(ctx).Idempotent(true), nil
 }
 
+// exec runs one statement that returns no rows; op names it in errors.
+func (s *Store) exec(ctx context.Context, op, stmt string, values ...any) error {
+	q, err := s.query(ctx, stmt, values...)
+	if err != nil {
+		return err
+	}
+	if err := q.Exec(); err != nil {
+		return s.fail(op, err)
+	}
+	return nil
+}
+
 // fail wraps a driver error for operation op, marking unreachability and
 // timeouts as ErrUnavailable.
 func (s *Store) fail(op string, err error) error {

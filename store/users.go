@@ -142,13 +142,13 @@ func (s *Store) CreateUser(ctx context.Context, f SignUp) (User, error) {
 	if err := f.Validate(); err != nil {
 		return User{}, err
 	}
-	hash, err := bcrypt.GenerateFromPassword([]byte(f.Password), PasswordCost)
+	hash, err := hashPassword(ctx, f.Password)
 	if err != nil {
-		return User{}, fmt.Errorf("store: hash password: %w", err)
+		return User{}, err
 	}
 	now := s.Now().UTC().Truncate(time.Millisecond)
 	applied, err := s.lwt(ctx, "create user "+f.Login, insertUser,
-		[]any{f.Login, string(hash), f.Firstname, f.Lastname, f.Email, f.Bio, now}, nil,
+		[]any{f.Login, hash, f.Firstname, f.Lastname, f.Email, f.Bio, now}, nil,
 		func(ctx context.Context) (bool, error) {
 			// Our insert applied iff the row now holds our hash.
 			q, err := s.serialRead(ctx, selectUserPass, f.Login)
@@ -162,7 +162,7 @@ func (s *Store) CreateUser(ctx context.Context, f SignUp) (User, error) {
 				}
 				return false, err
 			}
-			return pass == string(hash), nil
+			return pass == hash, nil
 		})
 	if err != nil {
 		return User{}, err
@@ -207,14 +207,14 @@ func (s *Store) userWithHash(ctx context.Context, login string) (User, string, e
 // cases cost one bcrypt comparison, so they take about the same time.
 func (s *Store) Authenticate(ctx context.Context, login, password string) (User, error) {
 	u, hash, err := s.userWithHash(ctx, strings.TrimSpace(login))
-	if errors.Is(err, ErrNotFound) {
-		_ = bcrypt.CompareHashAndPassword(dummyHash, []byte(password))
-		return User{}, fmt.Errorf("store: authenticate %q: %w", login, ErrBadCredentials)
-	}
-	if err != nil {
+	if err != nil && !errors.Is(err, ErrNotFound) {
 		return User{}, err
 	}
-	if bcrypt.CompareHashAndPassword([]byte(hash), []byte(password)) != nil {
+	ok, perr := passwordMatches(ctx, hash, password) // hash is "" for an unknown login
+	if perr != nil {
+		return User{}, perr
+	}
+	if !ok {
 		return User{}, fmt.Errorf("store: authenticate %q: %w", login, ErrBadCredentials)
 	}
 	return u, nil
@@ -254,11 +254,11 @@ func (s *Store) ChangePassword(ctx context.Context, login, old, password, confir
 	if err := v.orNil(); err != nil {
 		return err
 	}
-	hash, err := bcrypt.GenerateFromPassword([]byte(password), PasswordCost)
+	hash, err := hashPassword(ctx, password)
 	if err != nil {
-		return fmt.Errorf("store: hash password: %w", err)
+		return err
 	}
-	q, err := s.query(ctx, updatePassword, string(hash), login)
+	q, err := s.query(ctx, updatePassword, hash, login)
 	if err != nil {
 		return err
 	}

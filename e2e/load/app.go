@@ -231,7 +231,7 @@ func startApp(verbose bool) (*app, error) {
 	}
 	log := slog.New(&countingHandler{counts: appLogCounts, fwd: fwd})
 	srv := handlers.New(db.Store, handlers.NewMetrics(), handlers.NewLocalHub(),
-		handlers.Config{SessionKey: key, AuthRate: 1 << 30, Static: static.Files, RoomsPerPage: 25}, log)
+		handlers.Config{SessionKey: key, AuthRate: 1 << 30, Limits: handlers.Unlimited, Static: static.Files, RoomsPerPage: 25}, log)
 	e := echo.New()
 	e.IPExtractor = echo.ExtractIPDirect()
 	srv.Register(e)

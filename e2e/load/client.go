@@ -15,14 +15,13 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 )
-
-const csrfCookie = "killrchat_csrf"
 
 // newTransport is an HTTP/1.1 transport with room for conns keep-alive
 // connections to one host.
@@ -108,11 +107,8 @@ func (u *user) post(ctx context.Context, path string, form url.Values, htmx bool
 func signUp(ctx context.Context, base, login string, tr http.RoundTripper) (*user, error) {
 	u := newClient(base, tr)
 	u.login = login
-	if code, _, err := u.get(ctx, "/login"); err != nil || code != http.StatusOK {
-		return nil, fmt.Errorf("GET /login: %d %v", code, err)
-	}
-	if u.csrf = u.cookie(csrfCookie); u.csrf == "" {
-		return nil, errors.New("no CSRF cookie after GET /login")
+	if err := u.readCSRF(ctx, "/login"); err != nil {
+		return nil, err
 	}
 	form := url.Values{"login": {login}, "password": {"password1"}, "password_confirm": {"password1"},
 		"firstname": {"Load"}, "lastname": {login}}
@@ -120,7 +116,24 @@ func signUp(ctx context.Context, base, login string, tr http.RoundTripper) (*use
 	if err != nil || code != http.StatusSeeOther {
 		return nil, fmt.Errorf("sign up %s: %d %v %.200s", login, code, err, body)
 	}
-	return u, nil
+	// The token belongs to the session, which sign-up just started.
+	return u, u.readCSRF(ctx, "/")
+}
+
+var csrfMeta = regexp.MustCompile(`<meta name="csrf-token" content="([^"]+)"`)
+
+// readCSRF takes the CSRF token from the page at path, as htmx does.
+func (u *user) readCSRF(ctx context.Context, path string) error {
+	code, body, err := u.get(ctx, path)
+	if err != nil || code != http.StatusOK {
+		return fmt.Errorf("GET %s: %d %v", path, code, err)
+	}
+	m := csrfMeta.FindStringSubmatch(body)
+	if m == nil {
+		return fmt.Errorf("GET %s: no CSRF token in the page", path)
+	}
+	u.csrf = m[1]
+	return nil
 }
 
 // signUpMany signs up n users named prefix0..prefixN-1, 4 at a time.

@@ -1,0 +1,159 @@
+// This file owns the per-person and per-address limits on writes: token
+// buckets keyed by login (or client IP), kept in this instance's memory. A
+// cluster of N instances therefore allows up to N times each rate; the
+// limits are there to stop one client from flooding, not to meter fairly.
+package handlers
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"golang.org/x/time/rate"
+)
+
+// Rate is a token bucket: Burst actions at once, then Per each.
+type Rate struct {
+	Burst int
+	Per   time.Duration
+}
+
+// Limits are the per-user write limits; a zero Rate takes its default.
+type Limits struct {
+	// Messages limits posts (default: 20 at once, then 5 a second).
+	Messages Rate
+	// Rooms limits room creation (default: 10 an hour).
+	Rooms Rate
+	// Membership limits joins and leaves together (default: 10 at once,
+	// then 1 a second).
+	Membership Rate
+}
+
+func (l Limits) withDefaults() Limits {
+	def := func(r *Rate, burst int, per time.Duration) {
+		if r.Burst <= 0 {
+			r.Burst = burst
+		}
+		if r.Per <= 0 {
+			r.Per = per
+		}
+	}
+	def(&l.Messages, 20, time.Second/5)
+	def(&l.Rooms, 10, time.Hour/10)
+	def(&l.Membership, 10, time.Second)
+	return l
+}
+
+// keyedLimiter is one token bucket per key. Buckets that have refilled
+// completely are forgotten, so memory follows the number of active keys.
+type keyedLimiter struct {
+	rate    Rate
+	mu      sync.Mutex
+	buckets map[string]*rate.Limiter
+	swept   time.Time
+}
+
+func newKeyedLimiter(r Rate) *keyedLimiter {
+	return &keyedLimiter{rate: r, buckets: map[string]*rate.Limiter{}, swept: time.Now()}
+}
+
+// allow takes one token for key. If none is left it takes nothing and
+// says how long until one is.
+func (l *keyedLimiter) allow(key string) (bool, time.Duration) {
+	now := time.Now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.sweep(now)
+	b := l.buckets[key]
+	if b == nil {
+		b = rate.NewLimiter(rate.Every(l.rate.Per), l.rate.Burst)
+		l.buckets[key] = b
+	}
+	r := b.ReserveN(now, 1)
+	if d := r.DelayFrom(now); d > 0 {
+		r.CancelAt(now)
+		return false, d
+	}
+	return true, 0
+}
+
+// sweep drops full buckets, at most once per refill period of a bucket.
+func (l *keyedLimiter) sweep(now time.Time) {
+	full := time.Duration(l.rate.Burst) * l.rate.Per
+	if now.Sub(l.swept) < max(full, time.Minute) {
+		return
+	}
+	l.swept = now
+	for k, b := range l.buckets {
+		if b.TokensAt(now) >= float64(l.rate.Burst) {
+			delete(l.buckets, k)
+		}
+	}
+}
+
+// limitUser is middleware that takes a token of l for the logged-in user
+// before the handler runs, so a refused request stores nothing.
+func (s *Server) limitUser(l *keyedLimiter, what string) echo.MiddlewareFunc {
+	return limitBy(l, what, func(c echo.Context) string { return mustUser(c).Login })
+}
+
+// limitIP is limitUser keyed by the client address (echo's RealIP, which
+// believes X-Forwarded-For only from --trusted-proxies).
+func (s *Server) limitIP(l *keyedLimiter, what string) echo.MiddlewareFunc {
+	return limitBy(l, what, func(c echo.Context) string { return c.RealIP() })
+}
+
+func limitBy(l *keyedLimiter, what string, key func(echo.Context) string) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			if ok, wait := l.allow(key(c)); !ok {
+				return tooMany(c, wait, what)
+			}
+			return next(c)
+		}
+	}
+}
+
+// tooMany is the 429 a person reads: what they did too often and when to
+// try again, also as Retry-After (whole seconds, at least one).
+func tooMany(c echo.Context, wait time.Duration, what string) error {
+	secs := int(math.Ceil(wait.Seconds()))
+	secs = max(secs, 1)
+	c.Response().Header().Set("Retry-After", strconv.Itoa(secs))
+	return echo.NewHTTPError(http.StatusTooManyRequests,
+		fmt.Sprintf("You are %s too fast. Please wait %s and try again.", what, seconds(secs)))
+}
+
+func seconds(n int) string {
+	switch {
+	case n == 1:
+		return "a second"
+	case n < 120:
+		return strconv.Itoa(n) + " seconds"
+	default:
+		return strconv.Itoa((n+59)/60) + " minutes"
+	}
+}
+
+// TEMPORARY until the stream branch lands: endStreams closes live streams.
+type StreamEnd struct {
+	Login    string
+	Room     string
+	Sessions []string
+	Except   string
+}
+
+func (s *Server) endStreams(ctx context.Context, end StreamEnd) {}
+
+// Unlimited lifts the per-user write limits, for load tests and test
+// suites that write far faster than any person.
+var Unlimited = Limits{
+	Messages:   Rate{Burst: 1 << 30, Per: time.Nanosecond},
+	Rooms:      Rate{Burst: 1 << 30, Per: time.Nanosecond},
+	Membership: Rate{Burst: 1 << 30, Per: time.Nanosecond},
+}
