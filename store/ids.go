@@ -3,6 +3,7 @@
 package store
 
 import (
+	"bytes"
 	"crypto/rand"
 	"fmt"
 	"sync"
@@ -103,4 +104,13 @@ func (g *idGenerator) floor(now time.Time) int64 {
 func ticksOf(t time.Time) int64 {
 	t = t.UTC()
 	return (t.Unix()-uuidEpoch.Unix())*10_000_000 + int64(t.Nanosecond()/100)
+}
+
+// Later orders message ids: by time, then by their other bytes, so two ids
+// of the same tick still have one order.
+func Later(a, b gocql.UUID) bool {
+	if ta, tb := a.Timestamp(), b.Timestamp(); ta != tb {
+		return ta > tb
+	}
+	return bytes.Compare(a[8:], b[8:]) > 0
 }

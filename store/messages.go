@@ -93,7 +93,8 @@ func (s *Store) DraftSystemMessage(room Room, about UserRef, text string) Messag
 }
 
 // SaveMessage stores a drafted message in its day bucket, recording the
-// bucket first so paging can always reach the message.
+// bucket first so paging can always reach the message, and then moves the
+// conversation's head to it.
 func (s *Store) SaveMessage(ctx context.Context, room Room, m Message) error {
 	bucket := bucketOf(m.ID)
 	if err := s.recordBucket(ctx, room, bucket); err != nil {
@@ -106,7 +107,8 @@ func (s *Store) SaveMessage(ctx context.Context, room Room, m Message) error {
 	if err := q.Exec(); err != nil {
 		return s.fail("post message in "+m.Room, err)
 	}
-	return nil
+	// After the message, so a head never names a message that is not stored.
+	return s.setHead(ctx, m.Room, m.ID)
 }
 
 // recordBucket writes (room, bucket) to messages_bucket before the first

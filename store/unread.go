@@ -1,0 +1,195 @@
+// This file owns unread state: each person's read marker per conversation,
+// each conversation's head (its latest message id), and the unread counts
+// derived from them. Nothing here is counted up and down: a count is read
+// from the messages newer than the marker, so a retried or reordered write
+// can never make it drift (the 2010 messenger's counters did).
+package store
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/gocql/gocql"
+)
+
+const (
+	// Both writes carry USING TIMESTAMP = the id's own time, and write only
+	// that one column: Cassandra keeps the cell with the highest write
+	// timestamp, so a late, older value loses to a newer one whatever order
+	// they arrive in, with no read first and no LWT.
+	updateMarker  = `UPDATE read_markers USING TIMESTAMP ? SET marker = ? WHERE login = ? AND conversation = ?`
+	selectMarkers = `SELECT conversation, marker FROM read_markers WHERE login = ?`
+	updateHead    = `UPDATE conversation_heads USING TIMESTAMP ? SET head = ? WHERE conversation = ?`
+	selectHeads   = `SELECT conversation, head FROM conversation_heads WHERE conversation IN ?`
+
+	selectUnread = `SELECT author, system_message FROM chat_room_messages
+		WHERE room_name = ? AND time_bucket = ? AND message_id > ? LIMIT ?`
+
+	// MaxUnread is where a count stops: more is shown as "99+".
+	MaxUnread = 100
+	// unreadScan bounds the rows one count reads; own and system messages
+	// are read and skipped, so it is larger than MaxUnread.
+	unreadScan = 1000
+)
+
+// writeTime is the write timestamp that makes a marker or head monotonic:
+// the id's own time in microseconds.
+func writeTime(id gocql.UUID) int64 { return id.Time().UnixMicro() }
+
+// MarkRead moves login's read marker in conversation up to the message id
+// upTo. An older upTo than the stored marker changes nothing.
+func (s *Store) MarkRead(ctx context.Context, login, conversation string, upTo gocql.UUID) error {
+	return s.exec(ctx, "mark read", updateMarker, writeTime(upTo), upTo, login, conversation)
+}
+
+// Markers returns login's read marker in every conversation that has one,
+// in one partition read.
+func (s *Store) Markers(ctx context.Context, login string) (map[string]gocql.UUID, error) {
+	q, err := s.query(ctx, selectMarkers, login)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]gocql.UUID{}
+	iter := q.Iter()
+	var (
+		conv string
+		id   gocql.UUID
+	)
+	for iter.Scan(&conv, &id) {
+		out[conv] = id
+	}
+	if err := iter.Close(); err != nil {
+		return nil, s.fail("read markers of "+login, err)
+	}
+	return out, nil
+}
+
+// setHead records id as conversation's latest message, unless a newer one
+// is already recorded.
+func (s *Store) setHead(ctx context.Context, conversation string, id gocql.UUID) error {
+	return s.exec(ctx, "set head of "+conversation, updateHead, writeTime(id), id, conversation)
+}
+
+// Heads returns the latest message id of each of the conversations that has
+// one, in one query.
+func (s *Store) Heads(ctx context.Context, conversations []string) (map[string]gocql.UUID, error) {
+	out := map[string]gocql.UUID{}
+	if len(conversations) == 0 {
+		return out, nil
+	}
+	q, err := s.query(ctx, selectHeads, conversations)
+	if err != nil {
+		return nil, err
+	}
+	iter := q.Iter()
+	var (
+		conv string
+		id   gocql.UUID
+	)
+	for iter.Scan(&conv, &id) {
+		out[conv] = id
+	}
+	if err := iter.Close(); err != nil {
+		return nil, s.fail("read heads", err)
+	}
+	return out, nil
+}
+
+// UnreadCount is how many messages of conversation after the marker (and
+// after since, the conversation's start) were written by someone other
+// than login and are not system messages; it stops at MaxUnread.
+func (s *Store) UnreadCount(ctx context.Context, login, conversation string, since time.Time, marker gocql.UUID) (int, error) {
+	after := marker
+	if floor := gocql.MinTimeUUID(since.Add(-time.Millisecond)); marker == (gocql.UUID{}) || Later(floor, marker) {
+		after = floor
+	}
+	bq, err := s.query(ctx, selectBucketsUp, conversation, bucketOf(after))
+	if err != nil {
+		return 0, err
+	}
+	buckets := bq.PageSize(32).Iter()
+	count, scanned := 0, 0
+	var bucket int
+	for count < MaxUnread && scanned < unreadScan && buckets.Scan(&bucket) {
+		q, err := s.query(ctx, selectUnread, conversation, bucket, after, unreadScan-scanned)
+		if err != nil {
+			buckets.Close()
+			return 0, err
+		}
+		iter := q.PageSize(unreadScan).Iter()
+		var (
+			author UserRef
+			system bool
+		)
+		for count < MaxUnread && iter.Scan(&author, &system) {
+			scanned++
+			if !system && author.Login != login {
+				count++
+			}
+		}
+		if err := iter.Close(); err != nil {
+			buckets.Close()
+			return 0, s.fail("count unread in "+conversation, err)
+		}
+	}
+	if err := buckets.Close(); err != nil {
+		return 0, s.fail("list buckets of "+conversation, err)
+	}
+	return count, nil
+}
+
+// Unread returns login's unread count in each of conversations (mapped to
+// when each started): one read of the markers and one of the heads, then a
+// bounded count, concurrently, for only those whose head is past the marker.
+// Conversations with nothing unread are in the map with 0.
+func (s *Store) Unread(ctx context.Context, login string, conversations map[string]time.Time) (map[string]int, error) {
+	ids := make([]string, 0, len(conversations))
+	for c := range conversations {
+		ids = append(ids, c)
+	}
+	var (
+		markers, heads map[string]gocql.UUID
+		merr, herr     error
+		wg             sync.WaitGroup
+	)
+	wg.Add(2)
+	go func() { defer wg.Done(); markers, merr = s.Markers(ctx, login) }()
+	go func() { defer wg.Done(); heads, herr = s.Heads(ctx, ids) }()
+	wg.Wait()
+	if merr != nil {
+		return nil, merr
+	}
+	if herr != nil {
+		return nil, herr
+	}
+	out := make(map[string]int, len(ids))
+	var (
+		mu    sync.Mutex
+		first error
+	)
+	for _, c := range ids {
+		out[c] = 0
+		head, ok := heads[c]
+		if !ok || (markers[c] != gocql.UUID{} && !Later(head, markers[c])) {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			n, err := s.UnreadCount(ctx, login, c, conversations[c], markers[c])
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				first = err
+				return
+			}
+			out[c] = n
+		}()
+	}
+	wg.Wait()
+	if first != nil {
+		return nil, first
+	}
+	return out, nil
+}

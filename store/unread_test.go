@@ -1,0 +1,172 @@
+package store_test
+
+import (
+	"context"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gocql/gocql"
+
+	"github.com/killrchat/killrchat/store"
+)
+
+// TestSendRacesMarkRead is the 2010 messenger's first critique: sending
+// races marking as read. A posts while B marks read from two tabs, with
+// random delays, for 1,000 rounds. After each round B's marker is the
+// newest id either tab marked (it never moved back), and B's unread count
+// is exactly A's messages newer than it: derived, so it cannot drift.
+func TestSendRacesMarkRead(t *testing.T) {
+	ctx := context.Background()
+	a, b := newUser(t, unique("senda")), newUser(t, unique("readb"))
+	room, err := db.CreateRoom(ctx, a.Ref(), store.NewRoom{Name: unique("unread")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if room, err = db.JoinRoom(ctx, b.Ref(), room.Name); err != nil {
+		t.Fatal(err)
+	}
+	rounds := 1000
+	if testing.Short() {
+		rounds = 100
+	}
+	first, err := db.PostMessage(ctx, room, a.Ref(), "first")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		posted = []gocql.UUID{first.ID} // A's messages, in order
+		marked gocql.UUID               // the newest id any tab marked
+	)
+	jitter := func() { time.Sleep(time.Duration(rand.IntN(300)) * time.Microsecond) }
+	for round := 0; round < rounds; round++ {
+		var (
+			wg sync.WaitGroup
+			mu sync.Mutex
+		)
+		wg.Add(3)
+		go func() {
+			defer wg.Done()
+			for i := rand.IntN(4); i > 0; i-- {
+				jitter()
+				m, err := db.PostMessage(ctx, room, a.Ref(), "hello")
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				posted = append(posted, m.ID)
+				mu.Unlock()
+			}
+		}()
+		for tab := 0; tab < 2; tab++ {
+			go func() {
+				defer wg.Done()
+				jitter()
+				// A tab marks read up to the newest message it shows.
+				msgs, _, err := db.MessagesBefore(ctx, room, gocql.UUID{}, 1)
+				if err != nil || len(msgs) == 0 {
+					t.Error("read latest:", err)
+					return
+				}
+				jitter()
+				if err := db.MarkRead(ctx, b.Login, room.Name, msgs[0].ID); err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				if store.Later(msgs[0].ID, marked) {
+					marked = msgs[0].ID
+				}
+				mu.Unlock()
+			}()
+		}
+		wg.Wait()
+		if t.Failed() {
+			t.FailNow()
+		}
+		markers, err := db.Markers(ctx, b.Login)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if markers[room.Name] != marked {
+			t.Fatalf("round %d: marker %v, want the newest marked %v (%v)", round, markers[room.Name].Time(), marked.Time(), marked)
+		}
+		want := 0
+		for _, id := range posted {
+			if store.Later(id, marked) {
+				want++
+			}
+		}
+		want = min(want, store.MaxUnread)
+		got, err := db.Unread(ctx, b.Login, map[string]time.Time{room.Name: room.CreatedAt})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got[room.Name] != want {
+			t.Fatalf("round %d: B's unread %d, want %d", round, got[room.Name], want)
+		}
+	}
+	t.Logf("%d rounds, %d messages by A", rounds, len(posted))
+}
+
+// TestMarkerNeverMovesBack writes an older marker after a newer one.
+func TestMarkerNeverMovesBack(t *testing.T) {
+	ctx := context.Background()
+	login := unique("mark")
+	newer := gocql.UUIDFromTime(time.Now())
+	older := gocql.UUIDFromTime(time.Now().Add(-time.Minute))
+	for _, id := range []gocql.UUID{newer, older} {
+		if err := db.MarkRead(ctx, login, "some-room", id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m, err := db.Markers(ctx, login)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m["some-room"] != newer {
+		t.Fatalf("marker %v, want the newer %v", m["some-room"].Time(), newer.Time())
+	}
+}
+
+// TestUnreadSkipsOwnAndSystemAndStops: only others' messages count, and a
+// count stops at MaxUnread.
+func TestUnreadSkipsOwnAndSystemAndStops(t *testing.T) {
+	ctx := context.Background()
+	a, b := newUser(t, unique("ua")), newUser(t, unique("ub"))
+	room, err := db.CreateRoom(ctx, a.Ref(), store.NewRoom{Name: unique("unreadcap")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if room, err = db.JoinRoom(ctx, b.Ref(), room.Name); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.SaveMessage(ctx, room, db.DraftSystemMessage(room, b.Ref(), "B joins")); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		if _, err := db.PostMessage(ctx, room, b.Ref(), "mine"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	count := func() int {
+		got, err := db.Unread(ctx, b.Login, map[string]time.Time{room.Name: room.CreatedAt, "nothing-here": time.Time{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got[room.Name]
+	}
+	if n := count(); n != 0 {
+		t.Fatalf("own and system messages count as unread: %d", n)
+	}
+	for i := 0; i < store.MaxUnread+20; i++ {
+		if _, err := db.PostMessage(ctx, room, a.Ref(), "theirs"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := count(); n != store.MaxUnread {
+		t.Fatalf("unread %d, want it to stop at %d", n, store.MaxUnread)
+	}
+}
