@@ -20,7 +20,8 @@ type textRule struct {
 	// shown beside others read as something else.
 	multiline bool
 	// required fields must hold at least one visible character; an
-	// optional field holding only invisible ones is stored as "".
+	// optional one may be empty, but not made only of invisible
+	// characters (which would look empty and not be).
 	required bool
 	// max is the longest text, in characters, after cleaning.
 	max int
@@ -59,14 +60,13 @@ func cleanText(s string, rule textRule) (string, string) {
 			visible = true
 		}
 	}
-	if !visible {
-		if rule.required {
-			if rule.empty != "" {
-				return "", rule.empty
-			}
-			return "", "Required."
-		}
-		return "", ""
+	switch {
+	case !visible && rule.required && rule.empty != "":
+		return "", rule.empty
+	case !visible && rule.required:
+		return "", "Required."
+	case !visible && s != "":
+		return "", "Only invisible characters: write something, or leave it empty."
 	}
 	if n := utf8.RuneCountInString(s); n > rule.max {
 		return "", fmt.Sprintf("At most %d characters (this has %d).", rule.max, n)
