@@ -97,8 +97,8 @@ func TestCreateUserCaseRace(t *testing.T) {
 			t.Fatalf("round %d: %d sign-ups applied (%v), want exactly 1", round, len(winners), winners)
 		}
 		u, err := db.User(ctx, base)
-		if err != nil || u.DisplayLogin != winners[0] || u.Lastname != winners[0] {
-			t.Fatalf("round %d: row %q/%q (%v), winner %q", round, u.DisplayLogin, u.Lastname, err, winners[0])
+		if err != nil || u.Lastname != winners[0] {
+			t.Fatalf("round %d: row by %q (%v), winner %q", round, u.Lastname, err, winners[0])
 		}
 	}
 }
@@ -187,7 +187,7 @@ func TestCreateRoomCaseRace(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, err := db.CreateRoom(ctx, users[i].Ref(), store.NewRoom{Name: v})
+			_, err := db.CreateRoom(ctx, users[i].Ref(), store.NewRoom{Name: v, Banner: v})
 			switch {
 			case err == nil:
 				mu.Lock()
@@ -203,8 +203,8 @@ func TestCreateRoomCaseRace(t *testing.T) {
 		t.Fatalf("%d creates applied (%v), want exactly 1", len(winners), winners)
 	}
 	r, err := db.Room(ctx, base)
-	if w := winners[0]; err != nil || r.DisplayName != variants[w] || r.CreatorLogin != users[w].Login {
-		t.Fatalf("room %q by %q (%v); winner %q by %q", r.DisplayName, r.CreatorLogin, err, variants[w], users[w].Login)
+	if w := winners[0]; err != nil || r.Banner != variants[w] || r.CreatorLogin != users[w].Login {
+		t.Fatalf("room %q by %q (%v); winner %q by %q", r.Banner, r.CreatorLogin, err, variants[w], users[w].Login)
 	}
 }
 
