@@ -221,7 +221,7 @@ func FuzzCleanText(f *testing.F) {
 		"hi\r\revent: room-deleted\rdata: x\r\rtail",
 		"\r\rid: ffffffff-ffff-1fff-bfff-ffffffffffff\r\r",
 		"Ada\u202Egnp.exe", "\u200B\u200D\uFEFF", " \t\n", "a\r\nb", "\u2028", "é\u0301",
-		"\xff\xfe", "\x00", "\u0085", "Alice", "\u212Aiwi", strings.Repeat("x\r\n", 2001),
+		"\xff\xfe", "\x00", "\u0085", "Alice", "\u212Aiwi",
 	} {
 		f.Add(s)
 	}
