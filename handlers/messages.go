@@ -42,7 +42,7 @@ func (s *Server) postMessage(c echo.Context) error {
 		if v.Messages, v.Older, v.After, err = s.latest(c, r); err != nil {
 			return err
 		}
-		return s.render(c, http.StatusUnprocessableEntity, views.Page{Title: r.Name, Room: r.Name}, views.RoomPage(v))
+		return s.render(c, http.StatusUnprocessableEntity, views.Page{Title: r.DisplayName, Room: r.Name}, views.RoomPage(v))
 	}
 	if err != nil {
 		return err
@@ -117,11 +117,11 @@ func (s *Server) olderMessages(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	v := views.OlderMessages{Room: r.Name, Messages: msgs, Older: olderLink(r.Name, msgs, more)}
+	v := views.OlderMessages{Room: r.Name, Title: r.DisplayName, Messages: msgs, Older: olderLink(r.Name, msgs, more)}
 	if isHTMX(c) {
 		return s.renderRaw(c, http.StatusOK, views.OlderPage(v))
 	}
-	return s.render(c, http.StatusOK, views.Page{Title: r.Name + ": older messages", Room: r.Name}, views.OlderView(v))
+	return s.render(c, http.StatusOK, views.Page{Title: r.DisplayName + ": older messages", Room: r.Name}, views.OlderView(v))
 }
 
 // sequencer publishes each room's messages in the order of their ids, even

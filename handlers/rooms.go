@@ -24,10 +24,12 @@ func (s *Server) home(c echo.Context) error {
 		return err
 	}
 	names := make([]string, 0, len(rooms))
+	titles := make(map[string]string, len(rooms))
 	for _, r := range rooms {
 		names = append(names, r.Name)
+		titles[r.Name] = r.DisplayName
 	}
-	return s.render(c, http.StatusOK, views.Page{Title: "Home", MyRooms: names}, views.HomeView(views.Home{Rooms: rooms}))
+	return s.render(c, http.StatusOK, views.Page{Title: "Home", MyRooms: names, RoomTitles: titles}, views.HomeView(views.Home{Rooms: rooms}))
 }
 
 // pageToken signs Cassandra's paging state for a ?page= link; forged or
@@ -120,7 +122,7 @@ func (s *Server) showRoom(c echo.Context) error {
 			return err
 		}
 	}
-	return s.render(c, http.StatusOK, views.Page{Title: r.Name, Room: r.Name}, views.RoomPage(v))
+	return s.render(c, http.StatusOK, views.Page{Title: r.DisplayName, Room: r.Name}, views.RoomPage(v))
 }
 
 func (s *Server) joinRoom(c echo.Context) error {

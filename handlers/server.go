@@ -115,7 +115,7 @@ func (s *Server) Register(e *echo.Echo) {
 	app.POST("/login", s.login, limited)
 	app.POST("/logout", s.logout)
 
-	auth := app.Group("", s.requireUser)
+	auth := app.Group("", s.requireUser, canonicalNames)
 	auth.GET("/", s.home)
 	auth.GET("/users/:login", s.showUser)
 	auth.GET("/profile", s.showProfile)
@@ -181,7 +181,7 @@ func (s *Server) fillPage(c echo.Context, page views.Page) views.Page {
 			// One read of users.chat_rooms; the sidebar is not worth an
 			// error page, so a failure only logs.
 			if user, err := s.db.User(c.Request().Context(), u.Login); err == nil {
-				page.MyRooms = user.ChatRooms
+				page.MyRooms, page.RoomTitles = user.ChatRooms, user.RoomTitles
 			} else {
 				s.log.Warn("sidebar: read my rooms", "login", u.Login, "err", err)
 			}

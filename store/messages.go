@@ -5,9 +5,7 @@ package store
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/gocql/gocql"
 )
@@ -44,18 +42,15 @@ type Message struct {
 // Time is when the message was posted.
 func (m Message) Time() time.Time { return m.ID.Time() }
 
-// CheckContent trims a message and returns it, or a ValidationError if it
-// is empty or longer than MaxContent characters.
+// CheckContent cleans a message (line ends made "\n", edges trimmed, see
+// cleanText) and returns it, or a ValidationError if it is not valid
+// UTF-8, holds a control character other than "\n" and "\t", shows
+// nothing (only spaces or invisible characters), or is longer than
+// MaxContent characters.
 func CheckContent(content string) (string, error) {
-	content = strings.TrimSpace(strings.ReplaceAll(content, "\r\n", "\n"))
-	n := utf8.RuneCountInString(content)
-	switch {
-	case !utf8.ValidString(content):
-		return "", ValidationError{"content": "Not valid text."}
-	case n == 0:
-		return "", ValidationError{"content": "Write something first."}
-	case n > MaxContent:
-		return "", ValidationError{"content": fmt.Sprintf("At most %d characters (this has %d).", MaxContent, n)}
+	content, problem := cleanText(content, contentRule)
+	if problem != "" {
+		return "", ValidationError{"content": problem}
 	}
 	return content, nil
 }

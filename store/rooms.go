@@ -12,18 +12,19 @@ import (
 	"sort"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/gocql/gocql"
 )
 
+// room_name is the key: the lower-case form of the name (see NameKey), as
+// in every table keyed by room; display_name is the form the creator typed.
 const (
-	insertRoom = `INSERT INTO chat_rooms (room_name, creation_date, banner, creator, creator_login, participants)
-		VALUES (?, ?, ?, ?, ?, ?) IF NOT EXISTS`
-	selectRoom = `SELECT room_name, creation_date, banner, creator, creator_login, participants
+	insertRoom = `INSERT INTO chat_rooms (room_name, display_name, creation_date, banner, creator, creator_login, participants)
+		VALUES (?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS`
+	selectRoom = `SELECT room_name, display_name, creation_date, banner, creator, creator_login, participants
 		FROM chat_rooms WHERE room_name = ?`
-	selectRooms   = `SELECT room_name, creation_date, banner, creator, creator_login, participants FROM chat_rooms`
-	selectRoomsIn = `SELECT room_name, creation_date, banner, creator, creator_login, participants
+	selectRooms   = `SELECT room_name, display_name, creation_date, banner, creator, creator_login, participants FROM chat_rooms`
+	selectRoomsIn = `SELECT room_name, display_name, creation_date, banner, creator, creator_login, participants
 		FROM chat_rooms WHERE room_name IN ?`
 	joinRoom   = `UPDATE chat_rooms SET participants = participants + ? WHERE room_name = ? IF EXISTS`
 	leaveRoom  = `UPDATE chat_rooms SET participants = participants - ? WHERE room_name = ? IF EXISTS`
@@ -42,7 +43,11 @@ const (
 
 // Room is a chat room with its creator and participants, read in one query.
 type Room struct {
-	Name         string
+	// Name is the key: lower-case, in URLs, hub events, message
+	// partitions and the users' lists of rooms.
+	Name string
+	// DisplayName is the name as its creator typed it ("Lobby" for "lobby").
+	DisplayName  string
 	Banner       string
 	Creator      UserRef
 	CreatorLogin string
@@ -79,43 +84,47 @@ type NewRoom struct {
 	Banner string
 }
 
-// Validate returns a ValidationError naming each bad field, or nil. It trims
-// the fields in place.
+// Validate returns a ValidationError naming each bad field, or nil. It
+// cleans the fields in place (see cleanText); the name keeps the case it
+// was typed in, and is stored under NameKey(Name).
 func (f *NewRoom) Validate() error {
-	f.Name, f.Banner = strings.TrimSpace(f.Name), strings.TrimSpace(f.Banner)
+	f.Name = strings.TrimSpace(f.Name)
 	v := ValidationError{}
 	if !ValidName(f.Name) {
-		v["room_name"] = "3 to 31 letters, digits, '_', '.' or '-', starting with a letter or digit."
+		v["room_name"] = nameProblem
 	}
-	if utf8.RuneCountInString(f.Banner) > 200 || !utf8.ValidString(f.Banner) {
-		v["banner"] = "At most 200 characters."
-	}
+	checkField(v, "banner", &f.Banner, bannerRule)
 	return v.orNil()
 }
 
 func scanRoom(scan func(...any) error) (Room, error) {
 	var r Room
-	err := scan(&r.Name, &r.CreatedAt, &r.Banner, &r.Creator, &r.CreatorLogin, &r.Participants)
+	err := scan(&r.Name, &r.DisplayName, &r.CreatedAt, &r.Banner, &r.Creator, &r.CreatorLogin, &r.Participants)
 	if r.Participants == nil {
 		r.Participants = map[string]UserRef{}
+	}
+	if r.DisplayName == "" { // a row from before display_name existed
+		r.DisplayName = r.Name
 	}
 	return r, err
 }
 
-// CreateRoom creates a room by INSERT ... IF NOT EXISTS with the creator as
-// its first participant, then adds it to the creator's rooms. It returns a
-// ValidationError for bad input and ErrRoomExists if the name is taken.
+// CreateRoom creates a room by INSERT ... IF NOT EXISTS under the name's
+// lower-case key, with the creator as its first participant, then adds it
+// to the creator's rooms. It returns a ValidationError for bad input and
+// ErrRoomExists if the name is taken in any case ("LOBBY" when "Lobby"
+// exists).
 func (s *Store) CreateRoom(ctx context.Context, creator UserRef, f NewRoom) (Room, error) {
 	if err := f.Validate(); err != nil {
 		return Room{}, err
 	}
 	r := Room{
-		Name: f.Name, Banner: f.Banner, Creator: creator, CreatorLogin: creator.Login,
+		Name: NameKey(f.Name), DisplayName: f.Name, Banner: f.Banner, Creator: creator, CreatorLogin: creator.Login,
 		CreatedAt:    s.Now().UTC().Truncate(time.Millisecond),
 		Participants: map[string]UserRef{creator.Login: creator},
 	}
 	applied, err := s.lwt(ctx, "create room "+r.Name, insertRoom,
-		[]any{r.Name, r.CreatedAt, r.Banner, r.Creator, r.CreatorLogin, r.Participants}, nil,
+		[]any{r.Name, r.DisplayName, r.CreatedAt, r.Banner, r.Creator, r.CreatorLogin, r.Participants}, nil,
 		func(ctx context.Context) (bool, error) {
 			got, err := s.room(ctx, r.Name, true)
 			if err != nil {
@@ -127,15 +136,15 @@ func (s *Store) CreateRoom(ctx context.Context, creator UserRef, f NewRoom) (Roo
 		return Room{}, err
 	}
 	if !applied {
-		return Room{}, fmt.Errorf("store: create room %q: %w", r.Name, ErrRoomExists)
+		return Room{}, fmt.Errorf("store: create room %q: %w", r.DisplayName, ErrRoomExists)
 	}
-	if err := s.addUserRoom(ctx, creator.Login, r.Name); err != nil {
+	if err := s.addUserRoom(ctx, creator.Login, r); err != nil {
 		return Room{}, err
 	}
 	return r, nil
 }
 
-// Room returns the room, or ErrNotFound.
+// Room returns the room named name, in any case, or ErrNotFound.
 func (s *Store) Room(ctx context.Context, name string) (Room, error) {
 	return s.room(ctx, name, false)
 }
@@ -146,6 +155,7 @@ func (s *Store) room(ctx context.Context, name string, serial bool) (Room, error
 	if !ValidName(name) {
 		return Room{}, fmt.Errorf("store: room %q: %w", name, ErrNotFound)
 	}
+	name = NameKey(name)
 	q, err := s.query(ctx, selectRoom, name)
 	if err != nil {
 		return Room{}, err
@@ -245,6 +255,7 @@ func (s *Store) MyRooms(ctx context.Context, login string) ([]Room, error) {
 // ForgetRoom removes a room that no longer exists from login's list, if the
 // list still names it (repair on read, after a join raced a delete).
 func (s *Store) ForgetRoom(ctx context.Context, login, room string) error {
+	room = NameKey(room)
 	if _, err := s.Room(ctx, room); !errors.Is(err, ErrNotFound) {
 		return err // the room exists (nil) or the read failed
 	}
@@ -256,13 +267,18 @@ func (s *Store) ForgetRoom(ctx context.Context, login, room string) error {
 	return s.removeUserRoom(ctx, login, room)
 }
 
-// JoinRoom adds user to the room with UPDATE ... IF EXISTS, so a join that
-// races a delete can never resurrect the room, then adds the room to the
-// user's list. It returns ErrNotFound if the room does not exist (any more).
+// JoinRoom adds user to the room (named in any case) with UPDATE ... IF
+// EXISTS, so a join that races a delete can never resurrect the room, then
+// adds the room to the user's list. It returns ErrNotFound if the room does
+// not exist (any more).
 func (s *Store) JoinRoom(ctx context.Context, user UserRef, room string) (Room, error) {
-	if !ValidName(room) {
-		return Room{}, fmt.Errorf("store: join room %q: %w", room, ErrNotFound)
+	// A plain read first: the user's list needs the display name, and a
+	// room that does not exist costs no Paxos round.
+	before, err := s.room(ctx, room, false)
+	if err != nil {
+		return Room{}, fmt.Errorf("store: join room: %w", err)
 	}
+	room = before.Name
 	applied, err := s.lwt(ctx, "join room "+room, joinRoom,
 		[]any{map[string]UserRef{user.Login: user}, room}, nil,
 		func(ctx context.Context) (bool, error) {
@@ -278,7 +294,7 @@ func (s *Store) JoinRoom(ctx context.Context, user UserRef, room string) (Room, 
 	if !applied {
 		return Room{}, fmt.Errorf("store: join room %q: %w", room, ErrNotFound)
 	}
-	if err := s.addUserRoom(ctx, user.Login, room); err != nil {
+	if err := s.addUserRoom(ctx, user.Login, before); err != nil {
 		return Room{}, err
 	}
 	// A delete may have applied between our join and our list update, and
@@ -290,6 +306,10 @@ func (s *Store) JoinRoom(ctx context.Context, user UserRef, room string) (Room, 
 		}
 		return Room{}, fmt.Errorf("store: join room %q: deleted meanwhile: %w", room, ErrNotFound)
 	}
+	if err == nil && r.DisplayName != before.DisplayName {
+		// Deleted and created again, in another case, since the first read.
+		err = s.addUserRoom(ctx, user.Login, r)
+	}
 	return r, err
 }
 
@@ -300,6 +320,7 @@ func (s *Store) LeaveRoom(ctx context.Context, user UserRef, room string) error 
 	if !ValidName(room) {
 		return fmt.Errorf("store: leave room %q: %w", room, ErrNotFound)
 	}
+	room = NameKey(room)
 	applied, err := s.lwt(ctx, "leave room "+room, leaveRoom,
 		[]any{[]string{user.Login}, room}, nil,
 		func(ctx context.Context) (bool, error) {
@@ -328,6 +349,7 @@ func (s *Store) LeaveRoom(ctx context.Context, user UserRef, room string) error 
 // messages and buckets are deleted. It returns ErrNotFound, ErrNotCreator,
 // or ErrConflict when the participants kept changing.
 func (s *Store) DeleteRoom(ctx context.Context, login, name string) (Room, error) {
+	name = NameKey(name)
 	for attempt := 0; attempt < deleteAttempts; attempt++ {
 		r, err := s.room(ctx, name, true)
 		if err != nil {
@@ -379,7 +401,7 @@ func (s *Store) cleanUpRoom(ctx context.Context, r Room) error {
 	}
 	var stmts []batchStmt
 	for login := range r.Participants {
-		stmts = append(stmts, batchStmt{removeUserRoom, []any{[]string{r.Name}, login}})
+		stmts = append(stmts, batchStmt{removeUserRoom, []any{[]string{r.Name}, []string{r.Name}, login}})
 	}
 	q, err := s.query(ctx, selectRoomBuckets, r.Name)
 	if err != nil {
@@ -411,8 +433,8 @@ type batchStmt struct {
 	values []any
 }
 
-func (s *Store) addUserRoom(ctx context.Context, login, room string) error {
-	q, err := s.query(ctx, addUserRoom, []string{room}, login)
+func (s *Store) addUserRoom(ctx context.Context, login string, room Room) error {
+	q, err := s.query(ctx, addUserRoom, []string{room.Name}, map[string]string{room.Name: room.DisplayName}, login)
 	if err != nil {
 		return err
 	}
@@ -423,7 +445,7 @@ func (s *Store) addUserRoom(ctx context.Context, login, room string) error {
 }
 
 func (s *Store) removeUserRoom(ctx context.Context, login, room string) error {
-	q, err := s.query(ctx, removeUserRoom, []string{room}, login)
+	q, err := s.query(ctx, removeUserRoom, []string{room}, []string{room}, login)
 	if err != nil {
 		return err
 	}

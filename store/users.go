@@ -11,22 +11,27 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/gocql/gocql"
 	"golang.org/x/crypto/bcrypt"
 )
 
+// The login column is the key: the lower-case form of the login (see
+// NameKey); display_login is the form the person typed at sign-up. A room's
+// entry in chat_rooms is its key, and chat_room_titles maps it to the
+// room's display name, for the sidebar; both change in one statement.
 const (
-	insertUser = `INSERT INTO users (login, pass, firstname, lastname, email, bio, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS`
-	selectUser = `SELECT login, pass, firstname, lastname, email, bio, chat_rooms, created_at
+	insertUser = `INSERT INTO users (login, display_login, pass, firstname, lastname, email, bio, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS`
+	selectUser = `SELECT login, display_login, pass, firstname, lastname, email, bio, chat_rooms, chat_room_titles, created_at
 		FROM users WHERE login = ?`
 	selectUserPass   = `SELECT pass FROM users WHERE login = ?`
 	updateProfile    = `UPDATE users SET email = ?, bio = ? WHERE login = ?`
 	updatePassword   = `UPDATE users SET pass = ? WHERE login = ?`
-	addUserRoom      = `UPDATE users SET chat_rooms = chat_rooms + ? WHERE login = ?`
-	removeUserRoom   = `UPDATE users SET chat_rooms = chat_rooms - ? WHERE login = ?`
+	addUserRoom      = `UPDATE users SET chat_rooms = chat_rooms + ?, chat_room_titles = chat_room_titles + ? WHERE login = ?`
+	removeUserRoom   = `UPDATE users SET chat_rooms = chat_rooms - ?, chat_room_titles = chat_room_titles - ? WHERE login = ?`
 	selectUserExists = `SELECT login FROM users WHERE login = ?`
 )
 
@@ -52,14 +57,29 @@ func (u UserRef) Name() string {
 
 // User is an account.
 type User struct {
-	Login     string
-	Firstname string
-	Lastname  string
-	Email     string
-	Bio       string
-	// ChatRooms are the names of the rooms the user takes part in, sorted.
+	// Login is the key: lower-case, in sessions, URLs, participants and
+	// every stored reference to the user.
+	Login string
+	// DisplayLogin is the login as typed at sign-up ("Alice" for "alice").
+	DisplayLogin string
+	Firstname    string
+	Lastname     string
+	Email        string
+	Bio          string
+	// ChatRooms are the names (keys) of the rooms the user takes part in,
+	// sorted.
 	ChatRooms []string
-	CreatedAt time.Time
+	// RoomTitles maps a name of ChatRooms to the room's display name.
+	RoomTitles map[string]string
+	CreatedAt  time.Time
+}
+
+// RoomTitle is the display name of room, one of u.ChatRooms.
+func (u User) RoomTitle(room string) string {
+	if t := u.RoomTitles[room]; t != "" {
+		return t
+	}
+	return room
 }
 
 // Ref is the user as denormalised elsewhere.
@@ -72,8 +92,11 @@ func (u User) Name() string { return u.Ref().Name() }
 
 var namePattern = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_.-]{2,30}$`)
 
-// ValidName reports whether s is a valid login or room name.
+// ValidName reports whether s is a valid login or room name, in any case.
 func ValidName(s string) bool { return namePattern.MatchString(s) }
+
+// nameProblem is the sentence for a login or room name that is not valid.
+const nameProblem = "3 to 31 letters, digits, '_', '.' or '-', starting with a letter or digit."
 
 // SignUp is the sign-up form.
 type SignUp struct {
@@ -83,21 +106,18 @@ type SignUp struct {
 }
 
 // Validate returns a ValidationError naming each bad field, or nil.
-// It trims the text fields in place.
+// It cleans the text fields in place (see cleanText); the login keeps the
+// case it was typed in, and is stored under NameKey(Login).
 func (f *SignUp) Validate() error {
 	f.Login = strings.TrimSpace(f.Login)
-	f.Firstname = strings.TrimSpace(f.Firstname)
-	f.Lastname = strings.TrimSpace(f.Lastname)
-	f.Email = strings.TrimSpace(f.Email)
-	f.Bio = strings.TrimSpace(f.Bio)
 	v := ValidationError{}
 	if !ValidName(f.Login) {
-		v["login"] = "3 to 31 letters, digits, '_', '.' or '-', starting with a letter or digit."
+		v["login"] = nameProblem
 	}
 	checkPassword(v, f.Password, f.PasswordConfirm)
-	checkText(v, "firstname", f.Firstname, 1, 50)
-	checkText(v, "lastname", f.Lastname, 1, 50)
-	checkProfile(v, f.Email, f.Bio)
+	checkField(v, "firstname", &f.Firstname, nameRule)
+	checkField(v, "lastname", &f.Lastname, nameRule)
+	checkProfile(v, &f.Email, &f.Bio)
 	return v.orNil()
 }
 
@@ -112,53 +132,56 @@ func checkPassword(v ValidationError, password, confirm string) {
 	}
 }
 
-func checkText(v ValidationError, field, s string, lo, hi int) {
-	n := utf8.RuneCountInString(s)
-	switch {
-	case !utf8.ValidString(s):
-		v[field] = "Not valid text."
-	case n < lo && lo == 1:
-		v[field] = "Required."
-	case n < lo || n > hi:
-		v[field] = fmt.Sprintf("Between %d and %d characters.", lo, hi)
+// checkProfile cleans the e-mail address and bio in place, or records
+// why they are refused.
+func checkProfile(v ValidationError, email, bio *string) {
+	*email = strings.TrimSpace(*email)
+	if *email != "" && !validEmail(*email) {
+		v["email"] = "Not an e-mail address (one plain address such as ada@example.com, without '?', '&' or spaces)."
 	}
+	checkField(v, "bio", bio, bioRule)
 }
 
-func checkProfile(v ValidationError, email, bio string) {
-	if email != "" {
-		if a, err := mail.ParseAddress(email); err != nil || a.Address != email || len(email) > 254 {
-			v["email"] = "Not an email address."
-		}
+// validEmail reports whether s is one bare address that net/mail accepts
+// as it is. It also refuses '?', '&' and any space or control character,
+// which net/mail allows in a local part but which would add headers or
+// recipients to the mailto: link the profile shows.
+func validEmail(s string) bool {
+	if len(s) > 254 || !utf8.ValidString(s) || strings.ContainsAny(s, "?&") ||
+		strings.ContainsFunc(s, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) {
+		return false
 	}
-	if utf8.RuneCountInString(bio) > 500 || !utf8.ValidString(bio) {
-		v["bio"] = "At most 500 characters."
-	}
+	a, err := mail.ParseAddress(s)
+	return err == nil && a.Name == "" && a.Address == s
 }
 
-// CreateUser creates an account by INSERT ... IF NOT EXISTS. It returns a
-// ValidationError for bad input and ErrUserExists if the login is taken;
-// an existing account is never overwritten.
+// CreateUser creates an account by INSERT ... IF NOT EXISTS under the
+// login's lower-case key, keeping the typed form for display. It returns a
+// ValidationError for bad input and ErrUserExists if the login is taken in
+// any case ("Alice" when "alice" exists); an existing account is never
+// overwritten.
 func (s *Store) CreateUser(ctx context.Context, f SignUp) (User, error) {
 	if err := f.Validate(); err != nil {
 		return User{}, err
 	}
+	key := NameKey(f.Login)
 	hash, err := hashPassword(ctx, f.Password)
 	if err != nil {
 		return User{}, err
 	}
 	now := s.Now().UTC().Truncate(time.Millisecond)
-	applied, err := s.lwt(ctx, "create user "+f.Login, insertUser,
-		[]any{f.Login, hash, f.Firstname, f.Lastname, f.Email, f.Bio, now}, nil,
+	applied, err := s.lwt(ctx, "create user "+key, insertUser,
+		[]any{key, f.Login, hash, f.Firstname, f.Lastname, f.Email, f.Bio, now}, nil,
 		func(ctx context.Context) (bool, error) {
 			// Our insert applied iff the row now holds our hash.
-			q, err := s.serialRead(ctx, selectUserPass, f.Login)
+			q, err := s.serialRead(ctx, selectUserPass, key)
 			if err != nil {
 				return false, err
 			}
 			var pass string
 			if err := q.Scan(&pass); err != nil {
 				if errors.Is(err, gocql.ErrNotFound) {
-					return false, fmt.Errorf("store: insert of %q timed out and left no row", f.Login)
+					return false, fmt.Errorf("store: insert of %q timed out and left no row", key)
 				}
 				return false, err
 			}
@@ -170,10 +193,11 @@ func (s *Store) CreateUser(ctx context.Context, f SignUp) (User, error) {
 	if !applied {
 		return User{}, fmt.Errorf("store: create user %q: %w", f.Login, ErrUserExists)
 	}
-	return User{Login: f.Login, Firstname: f.Firstname, Lastname: f.Lastname, Email: f.Email, Bio: f.Bio, CreatedAt: now}, nil
+	return User{Login: key, DisplayLogin: f.Login, Firstname: f.Firstname, Lastname: f.Lastname,
+		Email: f.Email, Bio: f.Bio, CreatedAt: now}, nil
 }
 
-// User returns the account with this login, or ErrNotFound.
+// User returns the account with this login, in any case, or ErrNotFound.
 func (s *Store) User(ctx context.Context, login string) (User, error) {
 	u, _, err := s.userWithHash(ctx, login)
 	return u, err
@@ -183,6 +207,7 @@ func (s *Store) userWithHash(ctx context.Context, login string) (User, string, e
 	if !ValidName(login) {
 		return User{}, "", fmt.Errorf("store: user %q: %w", login, ErrNotFound)
 	}
+	login = NameKey(login)
 	q, err := s.query(ctx, selectUser, login)
 	if err != nil {
 		return User{}, "", err
@@ -191,18 +216,22 @@ func (s *Store) userWithHash(ctx context.Context, login string) (User, string, e
 		u    User
 		hash string
 	)
-	err = q.Scan(&u.Login, &hash, &u.Firstname, &u.Lastname, &u.Email, &u.Bio, &u.ChatRooms, &u.CreatedAt)
+	err = q.Scan(&u.Login, &u.DisplayLogin, &hash, &u.Firstname, &u.Lastname, &u.Email, &u.Bio, &u.ChatRooms, &u.RoomTitles, &u.CreatedAt)
 	if errors.Is(err, gocql.ErrNotFound) {
 		return User{}, "", fmt.Errorf("store: user %q: %w", login, ErrNotFound)
 	}
 	if err != nil {
 		return User{}, "", s.fail("read user "+login, err)
 	}
+	if u.DisplayLogin == "" { // a row from before display_login existed
+		u.DisplayLogin = u.Login
+	}
 	sort.Strings(u.ChatRooms)
 	return u, hash, nil
 }
 
-// Authenticate returns the user if the password matches, and
+// Authenticate returns the user if the password matches (the login in any
+// case: "ALICE" logs in as alice), and
 // ErrBadCredentials if the login is unknown or the password wrong; both
 // cases cost one bcrypt comparison, so they take about the same time.
 func (s *Store) Authenticate(ctx context.Context, login, password string) (User, error) {
@@ -224,12 +253,12 @@ func (s *Store) Authenticate(ctx context.Context, login, password string) (User,
 // sign-up because they are denormalised into rooms and messages). It returns
 // a ValidationError for bad input.
 func (s *Store) UpdateProfile(ctx context.Context, login, email, bio string) error {
-	email, bio = strings.TrimSpace(email), strings.TrimSpace(bio)
 	v := ValidationError{}
-	checkProfile(v, email, bio)
+	checkProfile(v, &email, &bio)
 	if err := v.orNil(); err != nil {
 		return err
 	}
+	login = NameKey(login)
 	q, err := s.query(ctx, updateProfile, email, bio, login)
 	if err != nil {
 		return err

@@ -15,14 +15,24 @@ type Page struct {
 	Title string
 	// User is the logged-in user; nil when logged out.
 	User *store.UserRef
-	// MyRooms is the sidebar's list of the user's rooms.
+	// MyRooms is the sidebar's list of the user's rooms (their keys).
 	MyRooms []string
+	// RoomTitles maps a name of MyRooms to its display name.
+	RoomTitles map[string]string
 	// CSRF is the token that forms carry in the field _csrf.
 	CSRF string
 	// Notice is a one-line message shown on top of the main pane.
 	Notice string
 	// Room is the room open in the main pane, highlighted in the sidebar.
 	Room string
+}
+
+// RoomTitle is the display name of name, one of p.MyRooms.
+func (p Page) RoomTitle(name string) string {
+	if t := p.RoomTitles[name]; t != "" {
+		return t
+	}
+	return name
 }
 
 // Form carries what a person typed and what is wrong with it.
@@ -97,7 +107,9 @@ type RoomView struct {
 
 // OlderMessages is a page of older messages.
 type OlderMessages struct {
+	// Room is the room's name (key); Title its display name.
 	Room     string
+	Title    string
 	Messages []store.Message
 	Older    string
 }

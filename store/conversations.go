@@ -1,0 +1,226 @@
+// This file owns conversations: what rooms and direct messages (DMs) share.
+// A conversation has an id, a start and its members; messages, paging,
+// heads, read markers and live streams are written once, for
+// conversations. A room's members are its participants (changed by LWT); a
+// DM's members are fixed and encoded in its address, so two people writing
+// to each other for the first time land in the same conversation without
+// anything to agree on.
+package store
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/gocql/gocql"
+)
+
+const (
+	selectUserRefs = `SELECT login, firstname, lastname FROM users WHERE login IN ?`
+	// The last message's columns are written USING TIMESTAMP of the message,
+	// so the newest wins whatever order concurrent sends arrive in.
+	updateDMList = `UPDATE dm_lists USING TIMESTAMP ? SET members = ?, last_id = ?, last_author = ?, last_excerpt = ?
+		WHERE login = ? AND conversation = ?`
+	selectDMList = `SELECT conversation, members, last_id, last_author, last_excerpt FROM dm_lists WHERE login = ?`
+
+	// dmPrefix starts a DM's conversation id; no room name can contain ':'.
+	dmPrefix = "dm:"
+	// MinDMMembers and MaxDMMembers bound the people in a DM.
+	MinDMMembers, MaxDMMembers = 2, 8
+	// excerptLength is how much of the last message a DM list shows.
+	excerptLength = 100
+)
+
+// Conversation is where messages are posted and read: a room or a DM.
+type Conversation struct {
+	// ID is a room's name, or "dm:" and a DM's address.
+	ID string
+	// Since is when it started: messages of an earlier conversation with
+	// the same ID (a deleted room) are older and never shown.
+	Since time.Time
+	// Members are who may read and post, by login.
+	Members map[string]UserRef
+}
+
+// Has reports whether login is a member.
+func (c Conversation) Has(login string) bool {
+	_, ok := c.Members[login]
+	return ok
+}
+
+// IsDM reports whether a conversation id is a DM's.
+func IsDM(id string) bool { return strings.HasPrefix(id, dmPrefix) }
+
+// Conversation is the room as a conversation: its participants are members.
+func (r Room) Conversation() Conversation {
+	return Conversation{ID: r.Name, Since: r.CreatedAt, Members: r.Participants}
+}
+
+// DM is a direct conversation between 2 to 8 people.
+type DM struct {
+	// Address is the members' logins, lower-case, sorted, joined by "+".
+	Address string
+	// Members, sorted by login.
+	Members []UserRef
+}
+
+// Conversation is the DM as a conversation.
+func (d DM) Conversation() Conversation {
+	c := Conversation{ID: dmPrefix + d.Address, Members: make(map[string]UserRef, len(d.Members))}
+	for _, m := range d.Members {
+		c.Members[m.Login] = m
+	}
+	return c
+}
+
+// Others are the members other than login.
+func (d DM) Others(login string) []UserRef {
+	out := make([]UserRef, 0, len(d.Members))
+	for _, m := range d.Members {
+		if m.Login != login {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// DMAddress is the canonical address of a DM between logins: lower-case,
+// sorted, without repeats, joined by "+". It returns an error wrapping
+// ErrInvalid for a malformed login or fewer than 2 or more than 8 people.
+func DMAddress(logins []string) (string, error) {
+	seen := map[string]bool{}
+	var out []string
+	for _, l := range logins {
+		l = strings.ToLower(strings.TrimSpace(l))
+		if !ValidName(l) {
+			return "", fmt.Errorf("store: dm member %q: %w", l, ErrInvalid)
+		}
+		if !seen[l] {
+			seen[l] = true
+			out = append(out, l)
+		}
+	}
+	if len(out) < MinDMMembers || len(out) > MaxDMMembers {
+		return "", fmt.Errorf("store: a dm has %d to %d people, not %d: %w", MinDMMembers, MaxDMMembers, len(out), ErrInvalid)
+	}
+	sort.Strings(out)
+	return strings.Join(out, "+"), nil
+}
+
+// ParseDMAddress splits an address as found in a URL into its canonical
+// form. The bool says whether the given form was already canonical.
+func ParseDMAddress(address string) (string, bool, error) {
+	canonical, err := DMAddress(strings.Split(address, "+"))
+	return canonical, err == nil && canonical == address, err
+}
+
+// DM returns the DM at address (canonical or not) with its members read
+// from their accounts, or ErrNotFound if the address is malformed or names
+// someone without an account.
+func (s *Store) DM(ctx context.Context, address string) (DM, error) {
+	canonical, _, err := ParseDMAddress(address)
+	if err != nil {
+		return DM{}, fmt.Errorf("store: dm %q: %w", address, ErrNotFound)
+	}
+	logins := strings.Split(canonical, "+")
+	refs, err := s.UserRefs(ctx, logins)
+	if err != nil {
+		return DM{}, err
+	}
+	if len(refs) != len(logins) {
+		return DM{}, fmt.Errorf("store: dm %q: someone has no account: %w", address, ErrNotFound)
+	}
+	return DM{Address: canonical, Members: refs}, nil
+}
+
+// UserRefs returns the people with these logins that have accounts,
+// sorted by login, in one query.
+func (s *Store) UserRefs(ctx context.Context, logins []string) ([]UserRef, error) {
+	q, err := s.query(ctx, selectUserRefs, logins)
+	if err != nil {
+		return nil, err
+	}
+	var out []UserRef
+	iter := q.Iter()
+	var u UserRef
+	for iter.Scan(&u.Login, &u.Firstname, &u.Lastname) {
+		out = append(out, u)
+	}
+	if err := iter.Close(); err != nil {
+		return nil, s.fail("read people", err)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Login < out[j].Login })
+	return out, nil
+}
+
+// DMEntry is one line of a person's list of DMs.
+type DMEntry struct {
+	DM DM
+	// Last is the newest message: its id, author and first characters.
+	LastID      gocql.UUID
+	LastAuthor  UserRef
+	LastExcerpt string
+}
+
+// RecordDMMessage puts m as the last message of d in every member's list.
+// Each write carries the message's time, so the newest message wins in
+// every list however concurrent sends interleave.
+func (s *Store) RecordDMMessage(ctx context.Context, d DM, m Message) error {
+	excerpt := m.Content
+	if utf8.RuneCountInString(excerpt) > excerptLength {
+		excerpt = string([]rune(excerpt)[:excerptLength]) + "…"
+	}
+	errs := make(chan error, len(d.Members))
+	for _, member := range d.Members {
+		go func() {
+			errs <- s.exec(ctx, "list dm of "+member.Login, updateDMList,
+				writeTime(m.ID), d.Members, m.ID, m.Author, excerpt, member.Login, dmPrefix+d.Address)
+		}()
+	}
+	var first error
+	for range d.Members {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// DMList is login's DMs, most recent activity first.
+func (s *Store) DMList(ctx context.Context, login string) ([]DMEntry, error) {
+	q, err := s.query(ctx, selectDMList, login)
+	if err != nil {
+		return nil, err
+	}
+	var out []DMEntry
+	iter := q.Iter()
+	for {
+		var (
+			e    DMEntry
+			conv string
+		)
+		if !iter.Scan(&conv, &e.DM.Members, &e.LastID, &e.LastAuthor, &e.LastExcerpt) {
+			break
+		}
+		e.DM.Address = strings.TrimPrefix(conv, dmPrefix)
+		out = append(out, e)
+	}
+	if err := iter.Close(); err != nil {
+		return nil, s.fail("read dms of "+login, err)
+	}
+	slices.SortFunc(out, func(a, b DMEntry) int {
+		switch {
+		case Later(a.LastID, b.LastID):
+			return -1
+		case Later(b.LastID, a.LastID):
+			return 1
+		}
+		return strings.Compare(a.DM.Address, b.DM.Address)
+	})
+	return out, nil
+}
+

@@ -1,0 +1,135 @@
+// This file owns mentions: "@login" of a member in a message, recorded
+// under the person mentioned, one partition per person and month.
+package store
+
+import (
+	"context"
+	"regexp"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/gocql/gocql"
+)
+
+const (
+	insertMention = `INSERT INTO mentions (login, month, message_id, conversation, author, excerpt)
+		VALUES (?, ?, ?, ?, ?, ?)`
+	selectMentions = `SELECT message_id, conversation, author, excerpt FROM mentions
+		WHERE login = ? AND month = ? AND message_id < ? LIMIT ?`
+	selectMentionsSince = `SELECT conversation, message_id FROM mentions
+		WHERE login = ? AND month = ? AND message_id > ? LIMIT ?`
+
+	// mentionMonths is how far back the list of mentions reaches.
+	mentionMonths = 12
+	// mentionScan bounds the rows read to count unread mentions.
+	mentionScan = 1000
+)
+
+// mentionToken is "@" and a login-shaped word, not inside an e-mail
+// address or another word.
+var mentionToken = regexp.MustCompile(`(?:^|[^\w@.+-])@([a-zA-Z0-9][a-zA-Z0-9_.-]{1,40})`)
+
+// Mentioned returns the logins of members that content mentions, each
+// once, in order of first mention (author included if they mention
+// themselves).
+func Mentioned(content string, members map[string]UserRef) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, m := range mentionToken.FindAllStringSubmatch(content, -1) {
+		login := strings.ToLower(strings.TrimRight(m[1], "._-"))
+		if _, ok := members[login]; ok && !seen[login] {
+			seen[login] = true
+			out = append(out, login)
+		}
+	}
+	return out
+}
+
+// Mention is a message that mentions someone.
+type Mention struct {
+	MessageID    gocql.UUID
+	Conversation string
+	Author       UserRef
+	Excerpt      string
+}
+
+// monthOf is the UTC month of t as yyyyMM, the partition of a mention.
+func monthOf(t time.Time) int {
+	y, m, _ := t.UTC().Date()
+	return y*100 + int(m)
+}
+
+// RecordMentions records m under every member of conv it mentions, except
+// its author.
+func (s *Store) RecordMentions(ctx context.Context, conv Conversation, m Message) error {
+	excerpt := m.Content
+	if utf8.RuneCountInString(excerpt) > excerptLength {
+		excerpt = string([]rune(excerpt)[:excerptLength]) + "…"
+	}
+	for _, login := range Mentioned(m.Content, conv.Members) {
+		if login == m.Author.Login {
+			continue
+		}
+		if err := s.exec(ctx, "record mention of "+login, insertMention,
+			login, monthOf(m.Time()), m.ID, conv.ID, m.Author, excerpt); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Mentions returns up to n mentions of login before the message id before
+// (the newest if zero), newest first, from the last twelve months.
+func (s *Store) Mentions(ctx context.Context, login string, before gocql.UUID, n int) ([]Mention, error) {
+	if before == (gocql.UUID{}) {
+		before = gocql.MaxTimeUUID(s.Now().Add(time.Hour))
+	}
+	var out []Mention
+	month := before.Time()
+	for i := 0; i < mentionMonths && len(out) < n; i++ {
+		q, err := s.query(ctx, selectMentions, login, monthOf(month), before, n-len(out))
+		if err != nil {
+			return nil, err
+		}
+		iter := q.Iter()
+		var m Mention
+		for iter.Scan(&m.MessageID, &m.Conversation, &m.Author, &m.Excerpt) {
+			out = append(out, m)
+		}
+		if err := iter.Close(); err != nil {
+			return nil, s.fail("read mentions of "+login, err)
+		}
+		month = time.Date(month.Year(), month.Month(), 1, 0, 0, 0, 0, time.UTC).Add(-time.Hour)
+	}
+	return out, nil
+}
+
+// UnreadMentions counts, per conversation, the mentions of login newer
+// than login's marker there (markers as Markers returns them), from this
+// month and the last; each count stops at MaxUnread.
+func (s *Store) UnreadMentions(ctx context.Context, login string, markers map[string]gocql.UUID) (map[string]int, error) {
+	now := s.Now().UTC()
+	since := gocql.MinTimeUUID(time.Date(now.Year(), now.Month()-1, 1, 0, 0, 0, 0, time.UTC))
+	out := map[string]int{}
+	for _, month := range []time.Time{now, since.Time()} {
+		q, err := s.query(ctx, selectMentionsSince, login, monthOf(month), since, mentionScan)
+		if err != nil {
+			return nil, err
+		}
+		iter := q.Iter()
+		var (
+			conv string
+			id   gocql.UUID
+		)
+		for iter.Scan(&conv, &id) {
+			if Later(id, markers[conv]) && out[conv] < MaxUnread {
+				out[conv]++
+			}
+		}
+		if err := iter.Close(); err != nil {
+			return nil, s.fail("count mentions of "+login, err)
+		}
+	}
+	return out, nil
+}
