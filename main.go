@@ -44,6 +44,8 @@ type config struct {
 	natsURL        string
 	natsEmbed      string
 	logLevel       string
+	metricsAddr    string
+	http           handlers.HTTPLimits
 }
 
 func env(name, def string) string {
@@ -56,6 +58,13 @@ func env(name, def string) string {
 func envInt(name string, def int) int {
 	if n, err := strconv.Atoi(os.Getenv(name)); err == nil {
 		return n
+	}
+	return def
+}
+
+func envDuration(name string, def time.Duration) time.Duration {
+	if d, err := time.ParseDuration(os.Getenv(name)); err == nil {
+		return d
 	}
 	return def
 }
@@ -81,8 +90,18 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.natsURL, "nats-url", env("NATS_URL", ""), "NATS server for live events across instances; in-process hub if empty (env NATS_URL)")
 	fs.StringVar(&c.natsEmbed, "nats-embed", env("NATS_EMBED", ""), "run a NATS server inside this instance on host:port, for trying several instances (env NATS_EMBED)")
 	fs.StringVar(&c.logLevel, "log-level", env("LOG_LEVEL", "info"), "debug, info, warn or error (env LOG_LEVEL)")
+	fs.StringVar(&c.metricsAddr, "metrics-addr", env("METRICS_ADDR", ""), "serve /metrics on this address only (e.g. 127.0.0.1:9091), not on --addr (env METRICS_ADDR)")
+	lim := handlers.DefaultHTTPLimits()
+	fs.IntVar(&c.http.MaxConns, "max-conns", envInt("MAX_CONNS", lim.MaxConns), "open HTTP connections at most; at the cap the longest-idle one is closed (env MAX_CONNS; default: the open-file limit less a tenth)")
+	fs.DurationVar(&c.http.ReadTimeout, "read-timeout", envDuration("READ_TIMEOUT", lim.ReadTimeout), "time to read a whole request, body included (env READ_TIMEOUT)")
+	fs.DurationVar(&c.http.WriteTimeout, "write-timeout", envDuration("WRITE_TIMEOUT", lim.WriteTimeout), "time from a request's headers to the end of its response; live streams are exempt (env WRITE_TIMEOUT)")
+	fs.DurationVar(&c.http.IdleTimeout, "idle-timeout", envDuration("IDLE_TIMEOUT", lim.IdleTimeout), "keep-alive connections are closed after this long without a request (env IDLE_TIMEOUT)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
+	}
+	c.http.ReadHeaderTimeout = lim.ReadHeaderTimeout
+	if c.http.ReadTimeout > 0 {
+		c.http.ReadHeaderTimeout = min(c.http.ReadHeaderTimeout, c.http.ReadTimeout)
 	}
 	return c, nil
 }
@@ -143,11 +162,13 @@ func run(cfg config) error {
 	defer hub.Close()
 
 	e := echo.New()
-	if err := setIPExtractor(e, cfg.trustedProxies); err != nil {
+	proxies, err := setIPExtractor(e, cfg.trustedProxies)
+	if err != nil {
 		return err
 	}
 	srv := handlers.New(db, metrics, hub, handlers.Config{
 		SessionKey: key, SecureCookies: cfg.secureCookies, AuthRate: cfg.authRate, Static: static.Files,
+		TrustedProxies: proxies, PrivateMetrics: cfg.metricsAddr != "",
 	}, log)
 	srv.Register(e)
 
@@ -159,12 +180,31 @@ func run(cfg config) error {
 	connected := make(chan error, 1)
 	go func() { connected <- db.ConnectWithRetry(ctx) }()
 
-	httpSrv := &http.Server{Addr: cfg.addr, Handler: e, ReadHeaderTimeout: 10 * time.Second}
-	serveErr := make(chan error, 1)
+	ln, err := net.Listen("tcp", cfg.addr)
+	if err != nil {
+		return err
+	}
+	httpSrv, ln := handlers.NewHTTPServer(ln, e, cfg.http)
+	if cl, ok := ln.(*handlers.ConnLimiter); ok {
+		metrics.WatchConns(cl)
+	}
+	serveErr := make(chan error, 2)
 	go func() {
-		log.Info("killrchat listening", "addr", cfg.addr, "url", "http://localhost"+portOf(cfg.addr))
-		serveErr <- httpSrv.ListenAndServe()
+		log.Info("killrchat listening", "addr", cfg.addr, "url", "http://localhost"+portOf(cfg.addr),
+			"max_conns", cfg.http.MaxConns)
+		serveErr <- httpSrv.Serve(ln)
 	}()
+	if cfg.metricsAddr != "" {
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", metrics.Handler())
+		metricsSrv := &http.Server{Addr: cfg.metricsAddr, Handler: mux, ReadHeaderTimeout: 5 * time.Second,
+			ReadTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second, IdleTimeout: time.Minute}
+		defer metricsSrv.Close()
+		go func() {
+			log.Info("metrics listening", "addr", cfg.metricsAddr)
+			serveErr <- metricsSrv.ListenAndServe()
+		}()
+	}
 
 	select {
 	case err := <-serveErr:
@@ -213,23 +253,25 @@ func sessionKey(hexKey string, log *slog.Logger) ([]byte, error) {
 }
 
 // setIPExtractor makes echo's RealIP trust X-Forwarded-For only when it
-// comes from a configured proxy.
-func setIPExtractor(e *echo.Echo, cidrs string) error {
+// comes from a configured proxy, and returns those proxies' networks.
+func setIPExtractor(e *echo.Echo, cidrs string) ([]*net.IPNet, error) {
 	if cidrs == "" {
 		e.IPExtractor = echo.ExtractIPDirect()
-		return nil
+		return nil, nil
 	}
 	var opts []echo.TrustOption
+	var nets []*net.IPNet
 	opts = append(opts, echo.TrustLoopback(false), echo.TrustLinkLocal(false), echo.TrustPrivateNet(false))
 	for _, c := range strings.Split(cidrs, ",") {
 		_, n, err := net.ParseCIDR(strings.TrimSpace(c))
 		if err != nil {
-			return fmt.Errorf("trusted proxy %q: %w", c, err)
+			return nil, fmt.Errorf("trusted proxy %q: %w", c, err)
 		}
 		opts = append(opts, echo.TrustIPRange(n))
+		nets = append(nets, n)
 	}
 	e.IPExtractor = echo.ExtractIPFromXFFHeader(opts...)
-	return nil
+	return nets, nil
 }
 
 // newHub picks the in-process hub, or NATS when a URL is configured;

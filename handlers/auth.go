@@ -161,7 +161,7 @@ func (s *Server) checkCSRF(next echo.HandlerFunc) echo.HandlerFunc {
 				}
 				token = t
 				c.SetCookie(&http.Cookie{Name: csrfCookie, Value: token, Path: "/", HttpOnly: true,
-					Secure: s.cfg.SecureCookies || c.Request().TLS != nil, SameSite: http.SameSiteLaxMode})
+					Secure: s.secureRequest(c), SameSite: http.SameSiteLaxMode})
 			}
 		default:
 			sent := c.Request().Header.Get(csrfHeader)
