@@ -4,6 +4,7 @@
 //	go run ./e2e/load sse          SSE delivery latency with 1,000 subscribers, memory per connection
 //	go run ./e2e/load correctness  every subscriber, reconnecting at random, gets exactly the stored sequence
 //	go run ./e2e/load replay       the Last-Event-ID catch-up alone, with nothing in flight
+//	go run ./e2e/load conns        /healthz latency while 20,000 idle connections flood the real binary
 //
 // Unless -url is given it starts its own app instance (handlers.New, as the
 // handler tests do) on a fresh keyspace that it drops at the end: in this
@@ -46,7 +47,7 @@ func (c *common) register(fs *flag.FlagSet) {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, `usage: go run ./e2e/load <post|sse|correctness|replay> [flags]
+	fmt.Fprintln(os.Stderr, `usage: go run ./e2e/load <post|sse|correctness|replay|conns> [flags]
        go run ./e2e/load <subcommand> -h   for its flags`)
 	os.Exit(2)
 }
@@ -68,6 +69,10 @@ func main() {
 		err = runCorrectness(ctx, os.Args[2:])
 	case "replay":
 		err = runReplay(ctx, os.Args[2:])
+	case "conns":
+		err = runConns(ctx, os.Args[2:])
+	case "hold": // internal: a worker process of conns
+		err = runHold(ctx, os.Args[2:])
 	case "serve": // internal: the app instance of -child
 		err = runServe(ctx, os.Args[2:])
 	default:
