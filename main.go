@@ -49,6 +49,8 @@ type config struct {
 	natsURL        string
 	natsEmbed      string
 	logLevel       string
+	metricsAddr    string
+	http           handlers.HTTPLimits
 }
 
 func env(name, def string) string {
@@ -68,6 +70,13 @@ func envInt(name string, def int) int {
 func envFloat(name string, def float64) float64 {
 	if f, err := strconv.ParseFloat(os.Getenv(name), 64); err == nil {
 		return f
+	}
+	return def
+}
+
+func envDuration(name string, def time.Duration) time.Duration {
+	if d, err := time.ParseDuration(os.Getenv(name)); err == nil {
+		return d
 	}
 	return def
 }
@@ -97,8 +106,8 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.consistency, "cassandra-consistency", env("CASSANDRA_CONSISTENCY", "LOCAL_QUORUM"), "consistency of reads and writes (env CASSANDRA_CONSISTENCY)")
 	fs.StringVar(&c.serial, "cassandra-serial-consistency", env("CASSANDRA_SERIAL_CONSISTENCY", "LOCAL_SERIAL"), "serial consistency of lightweight transactions: SERIAL or LOCAL_SERIAL (env CASSANDRA_SERIAL_CONSISTENCY)")
 	fs.StringVar(&c.sessionKey, "session-key", env("SESSION_KEY", ""), "hex key (32+ bytes) signing session cookies; every instance needs the same one (env SESSION_KEY; random if unset)")
-	fs.BoolVar(&c.secureCookies, "secure-cookies", env("SECURE_COOKIES", "") == "true", "mark cookies Secure: HTTPS, or behind a TLS-terminating proxy (env SECURE_COOKIES=true)")
-	fs.StringVar(&c.trustedProxies, "trusted-proxies", env("TRUSTED_PROXIES", ""), "CIDRs of proxies whose X-Forwarded-For is believed, comma-separated (env TRUSTED_PROXIES)")
+	fs.BoolVar(&c.secureCookies, "secure-cookies", env("SECURE_COOKIES", "") == "true", "mark every cookie Secure and send HSTS always (TLS-only sites); without it, requests over TLS or X-Forwarded-Proto: https from a trusted proxy still get both (env SECURE_COOKIES=true)")
+	fs.StringVar(&c.trustedProxies, "trusted-proxies", env("TRUSTED_PROXIES", ""), "CIDRs of proxies whose X-Forwarded-For and X-Forwarded-Proto are believed, comma-separated (env TRUSTED_PROXIES)")
 	fs.IntVar(&c.authRate, "auth-rate", envInt("AUTH_RATE", 10), "login and sign-up attempts per minute per client IP, per instance (env AUTH_RATE)")
 	fs.Float64Var(&c.messageRate, "message-rate", envFloat("MESSAGE_RATE", 5), "messages per second one person may post after a burst, per instance (env MESSAGE_RATE)")
 	fs.IntVar(&c.messageBurst, "message-burst", envInt("MESSAGE_BURST", 20), "messages one person may post at once (env MESSAGE_BURST)")
@@ -108,11 +117,21 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.natsURL, "nats-url", env("NATS_URL", ""), "NATS server for live events across instances; in-process hub if empty (env NATS_URL)")
 	fs.StringVar(&c.natsEmbed, "nats-embed", env("NATS_EMBED", ""), "run a NATS server inside this instance on host:port, for trying several instances (env NATS_EMBED)")
 	fs.StringVar(&c.logLevel, "log-level", env("LOG_LEVEL", "info"), "debug, info, warn or error (env LOG_LEVEL)")
+	fs.StringVar(&c.metricsAddr, "metrics-addr", env("METRICS_ADDR", ""), "serve /metrics on this address only (e.g. 127.0.0.1:9091), not on --addr (env METRICS_ADDR)")
+	lim := handlers.DefaultHTTPLimits()
+	fs.IntVar(&c.http.MaxConns, "max-conns", envInt("MAX_CONNS", lim.MaxConns), "open HTTP connections at most; at the cap the longest-idle one is closed (env MAX_CONNS; default: the open-file limit less a tenth)")
+	fs.DurationVar(&c.http.ReadTimeout, "read-timeout", envDuration("READ_TIMEOUT", lim.ReadTimeout), "time to read a whole request, body included (env READ_TIMEOUT)")
+	fs.DurationVar(&c.http.WriteTimeout, "write-timeout", envDuration("WRITE_TIMEOUT", lim.WriteTimeout), "time from a request's headers to the end of its response; live streams are exempt (env WRITE_TIMEOUT)")
+	fs.DurationVar(&c.http.IdleTimeout, "idle-timeout", envDuration("IDLE_TIMEOUT", lim.IdleTimeout), "keep-alive connections are closed after this long without a request (env IDLE_TIMEOUT)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
 	if c.messageRate <= 0 || c.joinRate <= 0 || c.messageBurst < 1 || c.joinBurst < 1 || c.roomsPerHour < 1 {
 		return c, fmt.Errorf("rates and bursts must be positive")
+	}
+	c.http.ReadHeaderTimeout = lim.ReadHeaderTimeout
+	if c.http.ReadTimeout > 0 {
+		c.http.ReadHeaderTimeout = min(c.http.ReadHeaderTimeout, c.http.ReadTimeout)
 	}
 	return c, nil
 }
@@ -173,11 +192,13 @@ func run(cfg config) error {
 	defer hub.Close()
 
 	e := echo.New()
-	if err := setIPExtractor(e, cfg.trustedProxies); err != nil {
+	proxies, err := setIPExtractor(e, cfg.trustedProxies)
+	if err != nil {
 		return err
 	}
 	srv := handlers.New(db, metrics, hub, handlers.Config{
 		SessionKey: key, SecureCookies: cfg.secureCookies, AuthRate: cfg.authRate, Limits: cfg.limits(), Static: static.Files,
+		TrustedProxies: proxies, PrivateMetrics: cfg.metricsAddr != "",
 	}, log)
 	srv.Register(e)
 
@@ -189,12 +210,31 @@ func run(cfg config) error {
 	connected := make(chan error, 1)
 	go func() { connected <- db.ConnectWithRetry(ctx) }()
 
-	httpSrv := &http.Server{Addr: cfg.addr, Handler: e, ReadHeaderTimeout: 10 * time.Second}
-	serveErr := make(chan error, 1)
+	ln, err := net.Listen("tcp", cfg.addr)
+	if err != nil {
+		return err
+	}
+	httpSrv, ln := handlers.NewHTTPServer(ln, e, cfg.http)
+	if cl, ok := ln.(*handlers.ConnLimiter); ok {
+		metrics.WatchConns(cl)
+	}
+	serveErr := make(chan error, 2)
 	go func() {
-		log.Info("killrchat listening", "addr", cfg.addr, "url", "http://localhost"+portOf(cfg.addr))
-		serveErr <- httpSrv.ListenAndServe()
+		log.Info("killrchat listening", "addr", cfg.addr, "url", "http://localhost"+portOf(cfg.addr),
+			"max_conns", cfg.http.MaxConns)
+		serveErr <- httpSrv.Serve(ln)
 	}()
+	if cfg.metricsAddr != "" {
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", metrics.Handler())
+		metricsSrv := &http.Server{Addr: cfg.metricsAddr, Handler: mux, ReadHeaderTimeout: 5 * time.Second,
+			ReadTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second, IdleTimeout: time.Minute}
+		defer metricsSrv.Close()
+		go func() {
+			log.Info("metrics listening", "addr", cfg.metricsAddr)
+			serveErr <- metricsSrv.ListenAndServe()
+		}()
+	}
 
 	select {
 	case err := <-serveErr:
@@ -243,23 +283,25 @@ func sessionKey(hexKey string, log *slog.Logger) ([]byte, error) {
 }
 
 // setIPExtractor makes echo's RealIP trust X-Forwarded-For only when it
-// comes from a configured proxy.
-func setIPExtractor(e *echo.Echo, cidrs string) error {
+// comes from a configured proxy, and returns those proxies' networks.
+func setIPExtractor(e *echo.Echo, cidrs string) ([]*net.IPNet, error) {
 	if cidrs == "" {
 		e.IPExtractor = echo.ExtractIPDirect()
-		return nil
+		return nil, nil
 	}
 	var opts []echo.TrustOption
+	var nets []*net.IPNet
 	opts = append(opts, echo.TrustLoopback(false), echo.TrustLinkLocal(false), echo.TrustPrivateNet(false))
 	for _, c := range strings.Split(cidrs, ",") {
 		_, n, err := net.ParseCIDR(strings.TrimSpace(c))
 		if err != nil {
-			return fmt.Errorf("trusted proxy %q: %w", c, err)
+			return nil, fmt.Errorf("trusted proxy %q: %w", c, err)
 		}
 		opts = append(opts, echo.TrustIPRange(n))
+		nets = append(nets, n)
 	}
 	e.IPExtractor = echo.ExtractIPFromXFFHeader(opts...)
-	return nil
+	return nets, nil
 }
 
 // newHub picks the in-process hub, or NATS when a URL is configured;

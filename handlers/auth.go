@@ -170,7 +170,7 @@ func (s *Server) checkCSRF(next echo.HandlerFunc) echo.HandlerFunc {
 				}
 				subject = "visitor:" + id
 				c.SetCookie(&http.Cookie{Name: csrfCookie, Value: id, Path: "/", HttpOnly: true,
-					Secure: s.cfg.SecureCookies || req.TLS != nil, SameSite: http.SameSiteLaxMode})
+					Secure: s.secureRequest(c), SameSite: http.SameSiteLaxMode})
 			}
 		default:
 			sent := req.Header.Get(csrfHeader)

@@ -56,6 +56,7 @@ func (s *Server) roomEvents(c echo.Context) error {
 			return echo.NewHTTPError(http.StatusBadRequest, "Last-Event-ID must be a message id.")
 		}
 	}
+	liftDeadlines(c) // a stream outlives the server's read and write timeouts
 
 	// Subscribe and take the room's bound at one instant: this instance's
 	// messages below it are in Cassandra, the ones above will arrive live.

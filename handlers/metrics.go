@@ -1,8 +1,12 @@
 // This file owns the Prometheus metrics: request latency by route,
-// Cassandra statement latency, and open live-stream connections.
+// Cassandra statement latency, open live-stream connections and open
+// HTTP connections. Every label takes a bounded set of values, so no
+// request can grow the registry.
 package handlers
 
 import (
+	"errors"
+	"net/http"
 	"strconv"
 	"strings"
 	"sync"
@@ -75,23 +79,61 @@ func (m *Metrics) label(stmt string) string {
 	return label
 }
 
+// WatchConns exports the connection cap's open and evicted connections.
+func (m *Metrics) WatchConns(l *ConnLimiter) {
+	m.registry.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "killrchat_http_connections", Help: "Open HTTP connections (capped by --max-conns).",
+		}, func() float64 { return float64(l.Open()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "killrchat_http_connections_evicted_total", Help: "Idle HTTP connections closed to make room at the connection cap.",
+		}, func() float64 { return float64(l.Evicted()) }))
+}
+
 func (m *Metrics) measure(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		start := time.Now()
 		err := next(c)
-		code := c.Response().Status
-		if err != nil {
-			code, _ = statusOf(err)
-		}
-		route := c.Path()
-		if route == "" {
-			route = "unmatched"
-		}
-		m.requests.WithLabelValues(c.Request().Method, route, strconv.Itoa(code)).Observe(time.Since(start).Seconds())
+		code := responseStatus(c, err)
+		m.requests.WithLabelValues(methodLabel(c.Request().Method), routeLabel(c, err), strconv.Itoa(code)).
+			Observe(time.Since(start).Seconds())
 		return err
 	}
 }
 
-func (m *Metrics) handler() echo.HandlerFunc {
-	return echo.WrapHandler(promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{}))
+// knownMethods are the methods that get their own label; any other
+// (a client may send any token as a method) is "OTHER".
+var knownMethods = map[string]bool{
+	http.MethodGet: true, http.MethodHead: true, http.MethodPost: true, http.MethodPut: true,
+	http.MethodDelete: true, http.MethodPatch: true, http.MethodOptions: true,
 }
+
+func methodLabel(method string) string {
+	if knownMethods[method] {
+		return method
+	}
+	return "OTHER"
+}
+
+// routeLabel is the route pattern that served the request, or
+// "unmatched" when no route did. For an unknown path echo's c.Path() is
+// "/*", the catch-all that Group.Use registers so group middleware also
+// runs for 404s, or "" when nothing matched; for a 404 or 405 it may name
+// the nearest registered route, whose handler did not run.
+func routeLabel(c echo.Context, err error) string {
+	var he *echo.HTTPError
+	if errors.As(err, &he) && (he == echo.ErrNotFound || he == echo.ErrMethodNotAllowed) {
+		return "unmatched"
+	}
+	if p := c.Path(); p != "" && p != "/*" {
+		return p
+	}
+	return "unmatched"
+}
+
+// Handler serves the registry in Prometheus' text format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{})
+}
+
+func (m *Metrics) handler() echo.HandlerFunc { return echo.WrapHandler(m.Handler()) }

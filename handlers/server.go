@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"net"
 	"net/http"
 	"strings"
 	"time"
@@ -27,8 +28,16 @@ import (
 type Config struct {
 	// SessionKey signs session cookies and paging tokens (32+ bytes).
 	SessionKey []byte
-	// SecureCookies marks cookies Secure (HTTPS, or a TLS-terminating proxy).
+	// SecureCookies marks cookies Secure and sends HSTS on every request
+	// (HTTPS, or a TLS-terminating proxy). Without it, requests over
+	// direct TLS or with X-Forwarded-Proto: https from a trusted proxy
+	// still get both.
 	SecureCookies bool
+	// TrustedProxies are the networks whose X-Forwarded-Proto is believed.
+	TrustedProxies []*net.IPNet
+	// PrivateMetrics leaves /metrics out of Register: it is served on its
+	// own listener (--metrics-addr).
+	PrivateMetrics bool
 	// AuthRate is how many login and sign-up attempts one client IP may make
 	// per minute (a burst of the same size is allowed).
 	AuthRate int
@@ -88,12 +97,14 @@ func (s *Server) Register(e *echo.Echo) {
 	e.Use(middleware.Recover())
 	e.Use(s.logRequests())
 	e.Use(s.metrics.measure)
+	e.Use(s.transportHeaders)
 	e.Use(middleware.SecureWithConfig(middleware.SecureConfig{
-		XSSProtection:         "0",
-		ContentTypeNosniff:    "nosniff",
-		XFrameOptions:         "DENY",
-		ReferrerPolicy:        "same-origin",
-		HSTSMaxAge:            hstsAge(s.cfg.SecureCookies),
+		XSSProtection:      "0",
+		ContentTypeNosniff: "nosniff",
+		XFrameOptions:      "DENY",
+		ReferrerPolicy:     "same-origin",
+		// HSTS is transportHeaders' job: echo's would believe any
+		// client's X-Forwarded-Proto.
 		ContentSecurityPolicy: "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'self'; object-src 'none'",
 	}))
 	e.Use(middleware.BodyLimit("64K"))
@@ -104,7 +115,9 @@ func (s *Server) Register(e *echo.Echo) {
 
 	e.GET("/healthz", s.healthz)
 	e.GET("/readyz", s.readyz)
-	e.GET("/metrics", s.metrics.handler())
+	if !s.cfg.PrivateMetrics {
+		e.GET("/metrics", s.metrics.handler())
+	}
 	e.GET("/static/*", s.staticFiles())
 
 	app := e.Group("", s.loadSession, s.checkCSRF)
@@ -135,11 +148,65 @@ func (s *Server) Register(e *echo.Echo) {
 	auth.GET("/rooms/:room/events", s.roomEvents)
 }
 
-func hstsAge(secure bool) int {
-	if secure {
-		return 31536000
+// secureKey marks, in a request's context, a request that came over TLS.
+type secureKey struct{}
+
+// transportHeaders sets what depends on the transport and on the page
+// being personal: every response is Cache-Control: no-store (pages show a
+// person's rooms and messages; the static files and the live stream set
+// their own caching), and a request that came over TLS gets HSTS and is
+// marked so its cookies are Secure (secureCookie).
+func (s *Server) transportHeaders(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		h := c.Response().Header()
+		h.Set("Cache-Control", "no-store")
+		if s.secureRequest(c) {
+			h.Set("Strict-Transport-Security", "max-age=31536000; includeSubDomains")
+			r := c.Request()
+			c.SetRequest(r.WithContext(context.WithValue(r.Context(), secureKey{}, true)))
+		}
+		return next(c)
 	}
-	return 0
+}
+
+// secureRequest reports whether the browser reached us over TLS: with
+// --secure-cookies always; otherwise by direct TLS, or X-Forwarded-Proto:
+// https from a trusted proxy. Cookies set for such a request are Secure.
+func (s *Server) secureRequest(c echo.Context) bool {
+	r := c.Request()
+	if s.cfg.SecureCookies || r.TLS != nil {
+		return true
+	}
+	proto := r.Header.Values("X-Forwarded-Proto")
+	if len(proto) == 0 || len(s.cfg.TrustedProxies) == 0 {
+		return false
+	}
+	// The nearest proxy's word is the last one.
+	last := proto[len(proto)-1]
+	if i := strings.LastIndexByte(last, ','); i >= 0 {
+		last = last[i+1:]
+	}
+	if !strings.EqualFold(strings.TrimSpace(last), "https") {
+		return false
+	}
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	ip := net.ParseIP(host)
+	for _, n := range s.cfg.TrustedProxies {
+		if ip != nil && n.Contains(ip) {
+			return true
+		}
+	}
+	return false
+}
+
+// secureCookie is secureRequest for code that has only the request (the
+// session store): transportHeaders marked the request's context.
+func secureCookie(r *http.Request) bool {
+	secure, _ := r.Context().Value(secureKey{}).(bool)
+	return secure || r.TLS != nil
 }
 
 // isHTMX reports whether htmx made the request, so a fragment is wanted.
@@ -216,6 +283,28 @@ func redirect(c echo.Context, url string) error {
 // they are neither answered nor logged as errors.
 const statusClientClosed = 499
 
+// clientGone reports whether the client went away: its request's context
+// is cancelled, which net/http does when the connection fails (a hang-up,
+// a body that stopped arriving before the read deadline). Whatever error
+// the handler returned then (a half-read form that fails the CSRF check,
+// a cancelled query), there is no one to answer.
+func clientGone(c echo.Context) bool {
+	return errors.Is(c.Request().Context().Err(), context.Canceled)
+}
+
+// responseStatus is the status a request ended with, for metrics: 499
+// when the client went away before an answer.
+func responseStatus(c echo.Context, err error) int {
+	if err == nil {
+		return c.Response().Status
+	}
+	if clientGone(c) && !c.Response().Committed {
+		return statusClientClosed
+	}
+	code, _ := statusOf(err)
+	return code
+}
+
 // statusOf maps an error to the HTTP status and the sentence a person sees.
 func statusOf(err error) (int, string) {
 	var he *echo.HTTPError
@@ -257,8 +346,13 @@ func (s *Server) handleError(err error, c echo.Context) {
 		return
 	}
 	status, msg := statusOf(err)
-	if status == statusClientClosed {
-		return // the browser went away; there is no one to answer
+	if status == statusClientClosed || clientGone(c) {
+		// The browser went away, or its request was cut off: no page is
+		// rendered. Aborting, rather than returning, keeps net/http from
+		// sending an empty 200 when the connection can still be written
+		// to; it closes the connection and logs nothing.
+		s.log.Debug("client went away", "method", c.Request().Method, "path", c.Request().URL.Path, "err", err)
+		panic(http.ErrAbortHandler)
 	}
 	if status >= 500 {
 		s.log.Error("request failed", "method", c.Request().Method, "path", c.Request().URL.Path, "status", status, "err", err)

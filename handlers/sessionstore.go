@@ -127,7 +127,7 @@ func (s *SessionStore) Save(r *http.Request, w http.ResponseWriter, sess *sessio
 		return fmt.Errorf("session: sign cookie: %w", err)
 	}
 	opts := *sess.Options
-	opts.Secure = opts.Secure || r.TLS != nil
+	opts.Secure = opts.Secure || secureCookie(r)
 	http.SetCookie(w, sessions.NewCookie(sess.Name(), encoded, &opts))
 	return nil
 }
