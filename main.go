@@ -41,6 +41,9 @@ type config struct {
 	secureCookies  bool
 	trustedProxies string
 	authRate       int
+	streamsPerUser int
+	streamsPerIP   int
+	maxReplays     int
 	natsURL        string
 	natsEmbed      string
 	logLevel       string
@@ -78,6 +81,9 @@ func parseFlags(args []string) (config, error) {
 	fs.BoolVar(&c.secureCookies, "secure-cookies", env("SECURE_COOKIES", "") == "true", "mark cookies Secure: HTTPS, or behind a TLS-terminating proxy (env SECURE_COOKIES=true)")
 	fs.StringVar(&c.trustedProxies, "trusted-proxies", env("TRUSTED_PROXIES", ""), "CIDRs of proxies whose X-Forwarded-For is believed, comma-separated (env TRUSTED_PROXIES)")
 	fs.IntVar(&c.authRate, "auth-rate", envInt("AUTH_RATE", 10), "login and sign-up attempts per minute per client IP, per instance (env AUTH_RATE)")
+	fs.IntVar(&c.streamsPerUser, "max-streams-per-user", envInt("MAX_STREAMS_PER_USER", 20), "live streams (open room pages) one user may hold, per instance (env MAX_STREAMS_PER_USER)")
+	fs.IntVar(&c.streamsPerIP, "max-streams-per-ip", envInt("MAX_STREAMS_PER_IP", 200), "live streams one client IP may hold, per instance; the IP honours --trusted-proxies (env MAX_STREAMS_PER_IP)")
+	fs.IntVar(&c.maxReplays, "max-replays", envInt("MAX_REPLAYS", 32), "live streams catching up on missed messages at once, per instance; others wait briefly, then get 503 (env MAX_REPLAYS)")
 	fs.StringVar(&c.natsURL, "nats-url", env("NATS_URL", ""), "NATS server for live events across instances; in-process hub if empty (env NATS_URL)")
 	fs.StringVar(&c.natsEmbed, "nats-embed", env("NATS_EMBED", ""), "run a NATS server inside this instance on host:port, for trying several instances (env NATS_EMBED)")
 	fs.StringVar(&c.logLevel, "log-level", env("LOG_LEVEL", "info"), "debug, info, warn or error (env LOG_LEVEL)")
@@ -109,6 +115,9 @@ func run(cfg config) error {
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	slog.SetDefault(log)
 
+	if cfg.streamsPerUser < 1 || cfg.streamsPerIP < 1 || cfg.maxReplays < 1 {
+		return errors.New("--max-streams-per-user, --max-streams-per-ip and --max-replays must be at least 1")
+	}
 	if !schema.ValidKeyspace(cfg.keyspace) {
 		return fmt.Errorf("invalid keyspace name %q", cfg.keyspace)
 	}
@@ -148,6 +157,7 @@ func run(cfg config) error {
 	}
 	srv := handlers.New(db, metrics, hub, handlers.Config{
 		SessionKey: key, SecureCookies: cfg.secureCookies, AuthRate: cfg.authRate, Static: static.Files,
+		MaxStreamsPerUser: cfg.streamsPerUser, MaxStreamsPerIP: cfg.streamsPerIP, MaxReplays: cfg.maxReplays,
 	}, log)
 	srv.Register(e)
 
