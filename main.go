@@ -46,6 +46,9 @@ type config struct {
 	roomsPerHour   int
 	joinRate       float64
 	joinBurst      int
+	streamsPerUser int
+	streamsPerIP   int
+	maxReplays     int
 	natsURL        string
 	natsEmbed      string
 	logLevel       string
@@ -114,6 +117,9 @@ func parseFlags(args []string) (config, error) {
 	fs.IntVar(&c.roomsPerHour, "rooms-per-hour", envInt("ROOMS_PER_HOUR", 10), "rooms one person may create per hour, per instance (env ROOMS_PER_HOUR)")
 	fs.Float64Var(&c.joinRate, "join-rate", envFloat("JOIN_RATE", 1), "joins and leaves per second one person may make after a burst, per instance (env JOIN_RATE)")
 	fs.IntVar(&c.joinBurst, "join-burst", envInt("JOIN_BURST", 10), "joins and leaves one person may make at once (env JOIN_BURST)")
+	fs.IntVar(&c.streamsPerUser, "max-streams-per-user", envInt("MAX_STREAMS_PER_USER", 20), "live streams (open room pages) one user may hold, per instance (env MAX_STREAMS_PER_USER)")
+	fs.IntVar(&c.streamsPerIP, "max-streams-per-ip", envInt("MAX_STREAMS_PER_IP", 200), "live streams one client IP may hold, per instance; the IP honours --trusted-proxies (env MAX_STREAMS_PER_IP)")
+	fs.IntVar(&c.maxReplays, "max-replays", envInt("MAX_REPLAYS", 32), "live streams catching up on missed messages at once, per instance; others wait briefly, then get 503 (env MAX_REPLAYS)")
 	fs.StringVar(&c.natsURL, "nats-url", env("NATS_URL", ""), "NATS server for live events across instances; in-process hub if empty (env NATS_URL)")
 	fs.StringVar(&c.natsEmbed, "nats-embed", env("NATS_EMBED", ""), "run a NATS server inside this instance on host:port, for trying several instances (env NATS_EMBED)")
 	fs.StringVar(&c.logLevel, "log-level", env("LOG_LEVEL", "info"), "debug, info, warn or error (env LOG_LEVEL)")
@@ -158,6 +164,9 @@ func run(cfg config) error {
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	slog.SetDefault(log)
 
+	if cfg.streamsPerUser < 1 || cfg.streamsPerIP < 1 || cfg.maxReplays < 1 {
+		return errors.New("--max-streams-per-user, --max-streams-per-ip and --max-replays must be at least 1")
+	}
 	if !schema.ValidKeyspace(cfg.keyspace) {
 		return fmt.Errorf("invalid keyspace name %q", cfg.keyspace)
 	}
@@ -199,6 +208,7 @@ func run(cfg config) error {
 	srv := handlers.New(db, metrics, hub, handlers.Config{
 		SessionKey: key, SecureCookies: cfg.secureCookies, AuthRate: cfg.authRate, Limits: cfg.limits(), Static: static.Files,
 		TrustedProxies: proxies, PrivateMetrics: cfg.metricsAddr != "",
+		MaxStreamsPerUser: cfg.streamsPerUser, MaxStreamsPerIP: cfg.streamsPerIP, MaxReplays: cfg.maxReplays,
 	}, log)
 	srv.Register(e)
 

@@ -114,6 +114,11 @@ func (s *Server) logout(c echo.Context) error {
 		if err := sess.Save(c.Request(), c.Response()); err != nil {
 			return err
 		}
+		// The streams this session opened stop too, on every instance;
+		// the person's other sessions keep theirs.
+		if u, ok := currentUser(c); ok {
+			s.endStreams(c.Request().Context(), StreamEnd{Login: u.Login, Sessions: []string{sess.ID}})
+		}
 	}
 	return redirect(c, "/login?notice=logged-out")
 }

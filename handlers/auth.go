@@ -112,6 +112,9 @@ func (s *Server) logIn(c echo.Context, u store.User, remember bool) error {
 		if err := s.db.DeleteSession(c.Request().Context(), login, old.ID); err != nil {
 			return err
 		}
+		if oldUser, ok := currentUser(c); ok {
+			s.endStreams(c.Request().Context(), StreamEnd{Login: oldUser.Login, Sessions: []string{old.ID}})
+		}
 	}
 	sess := sessions.NewSession(s.sessions, sessionCookie)
 	opts := s.sessions.Options

@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/gocql/gocql"
@@ -36,32 +37,87 @@ const (
 	// replayLimit bounds one catch-up; a client that missed more is told
 	// to reload the page instead.
 	replayLimit = 5000
+	// replayPage is how many messages a replay reads from Cassandra at a
+	// time; each page is written out before the next is read, so a replay
+	// holds one page in memory, whatever its client's reading speed.
+	replayPage = 50
+	// replayTimeout bounds how long one replay keeps its slot (see
+	// replaySlots): a client that reads too slowly to finish in time is
+	// disconnected and resumes, by its Last-Event-ID, where it got to.
+	replayTimeout = 30 * time.Second
 )
 
 func (s *Server) roomEvents(c echo.Context) error {
-	r, err := s.roomOr404(c)
-	if err != nil {
-		return err
-	}
-	if !r.HasParticipant(mustUser(c).Login) {
-		return store.ErrNotParticipant
-	}
+	me := mustUser(c)
 	after := c.Request().Header.Get("Last-Event-ID")
 	if after == "" {
 		after = c.QueryParam("after")
 	}
 	var since gocql.UUID
 	if after != "" {
+		var err error
 		if since, err = store.ParseMessageID(after); err != nil {
 			return echo.NewHTTPError(http.StatusBadRequest, "Last-Event-ID must be a message id.")
 		}
 	}
 	liftDeadlines(c) // a stream outlives the server's read and write timeouts
 
-	// Subscribe and take the room's bound at one instant: this instance's
-	// messages below it are in Cassandra, the ones above will arrive live.
-	sub, bound := s.seq.subscribe(r.Name, func() *Subscription { return s.hub.Subscribe(r.Name) })
-	defer sub.Close()
+	// Caps per user and per client IP: a stream over them is refused, and
+	// the ones already open are left alone.
+	closeStream, byUser, ok := s.streams.open(me.Login, c.RealIP())
+	if !ok {
+		c.Response().Header().Set("Retry-After", streamRetryAfter)
+		if byUser {
+			return echo.NewHTTPError(http.StatusTooManyRequests,
+				"You have too many live pages open. Close some tabs, then reload this page.")
+		}
+		return echo.NewHTTPError(http.StatusTooManyRequests,
+			"Too many live pages are open from your address. Close some tabs, then reload this page.")
+	}
+	defer closeStream()
+
+	ctx := c.Request().Context()
+	// A replay holds one of the replay slots until it is written out.
+	replaying := since != zeroID
+	if replaying && !s.replays.take(ctx) {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return s.refuseReplay(c)
+	}
+	endReplay := func() {
+		if replaying {
+			replaying = false
+			s.replays.give()
+		}
+	}
+	defer endReplay()
+
+	// Subscribe before the room is read: a leave or a delete that the read
+	// does not see yet is published later, and ends this subscription.
+	// Subscribing takes the room's bound at the same instant: this
+	// instance's messages below it are in Cassandra, the ones above will
+	// arrive live.
+	who := Subscriber{Login: me.Login, Session: streamSession(session(c).ID)}
+	subscribe := func(room string) (*Subscription, int64) {
+		return s.seq.subscribe(room, func() *Subscription { return s.hub.Subscribe(room, who) })
+	}
+	name := c.Param("room")
+	sub, bound := subscribe(name)
+	defer func() { sub.Close() }()
+	r, err := s.roomOr404(c)
+	if err != nil {
+		return err
+	}
+	if !r.HasParticipant(me.Login) {
+		return store.ErrNotParticipant
+	}
+	if r.Name != name {
+		// The room answered to another spelling of its name; its events
+		// are published under the stored one.
+		sub.Close()
+		sub, bound = subscribe(r.Name)
+	}
 	s.metrics.SSEConnections.Inc()
 	defer s.metrics.SSEConnections.Dec()
 
@@ -71,38 +127,20 @@ func (s *Server) roomEvents(c echo.Context) error {
 	h.Set("X-Accel-Buffering", "no")
 	c.Response().WriteHeader(http.StatusOK)
 	out := &eventWriter{w: c.Response(), rc: http.NewResponseController(c.Response())}
-	ctx := c.Request().Context()
 	if out.comment("connected") != nil {
 		return nil
 	}
 
+	// sent holds the replayed ids that may come live as well: other
+	// instances' only, since this instance's below the bound were
+	// published before the subscription.
 	sent := map[gocql.UUID]struct{}{}
 	if since != zeroID {
 		out.last = since
-		backlog, cut, err := s.db.MessagesAfter(ctx, r, since, replayLimit)
-		if err != nil {
-			if ctx.Err() == nil {
-				s.log.Warn("sse: replay", "room", r.Name, "err", err)
-			}
-			return nil // the client reconnects with the same id and tries again
-		}
-		if cut {
-			_ = out.event("reload", []byte("too many messages missed"))
+		if !s.replay(ctx, out, r, since, bound, sent) {
 			return nil
 		}
-		for _, m := range backlog {
-			if !s.beforeBound(m.ID, bound) {
-				continue // published after we subscribed: it comes live
-			}
-			html, err := renderString(ctx, views.MessageItem(m))
-			if err != nil {
-				return nil
-			}
-			if out.message(m.ID, html) != nil {
-				return nil
-			}
-			sent[m.ID] = struct{}{}
-		}
+		endReplay()
 	}
 
 	tick := time.NewTicker(heartbeat)
@@ -114,6 +152,8 @@ func (s *Server) roomEvents(c echo.Context) error {
 			return nil
 		case <-s.closing:
 			return nil
+		case <-sub.Ended:
+			return nil // left the room, logged out, or lost the session
 		case <-sub.Dropped:
 			s.log.Info("sse: dropped a subscriber that fell behind", "room", r.Name)
 			return nil
@@ -139,6 +179,75 @@ func (s *Server) roomEvents(c echo.Context) error {
 	}
 }
 
+// replay writes the messages of r after since that lie below bound (see
+// sequencer), page by page: a page is read, written, and only then is the
+// next one read. It returns false when the stream must end: the client is
+// gone or too slow, the database failed (the client reconnects with the
+// same id and tries again), or more was missed than a replay gives, and
+// the client was told to reload the page.
+func (s *Server) replay(ctx context.Context, out *eventWriter, r store.Room, since gocql.UUID, bound int64, sent map[gocql.UUID]struct{}) bool {
+	deadline := time.Now().Add(replayTimeout)
+	cursor, replayed := since, 0
+	for first := true; ; first = false {
+		page, more, err := s.db.MessagesAfter(ctx, r, cursor, replayPage)
+		if err == nil && first && more {
+			// More than a page missed: find out, by ids alone, whether it
+			// is too much to replay before sending any of it.
+			var n int
+			if n, err = s.db.CountMessagesAfter(ctx, r, since, replayLimit+1); err == nil && n > replayLimit {
+				_ = out.event("reload", []byte("too many messages missed"))
+				return false
+			}
+		}
+		if err != nil {
+			if ctx.Err() == nil {
+				s.log.Warn("sse: replay", "room", r.Name, "err", err)
+			}
+			return false
+		}
+		for _, m := range page {
+			cursor = m.ID
+			if !s.beforeBound(m.ID, bound) {
+				continue // published after we subscribed: it comes live
+			}
+			html, err := renderString(ctx, views.MessageItem(m))
+			if err != nil {
+				return false
+			}
+			if out.message(m.ID, html) != nil {
+				return false
+			}
+			if !s.db.MadeHere(m.ID) {
+				sent[m.ID] = struct{}{}
+			}
+			replayed++
+		}
+		switch {
+		case !more:
+			return true
+		case replayed > replayLimit:
+			// The room gains messages faster than this client reads them.
+			_ = out.event("reload", []byte("too many messages missed"))
+			return false
+		case time.Now().After(deadline):
+			return false
+		}
+	}
+}
+
+// refuseReplay answers a replay that found no free slot in time: 503 with
+// Retry-After. It renders the page itself rather than through
+// handleError, which would log each refusal of an overload as an error.
+func (s *Server) refuseReplay(c echo.Context) error {
+	s.log.Debug("sse: refused a replay, every replay slot is busy", "room", c.Param("room"), "login", mustUser(c).Login)
+	c.Response().Header().Set("Retry-After", replayRetryAfter)
+	const status = http.StatusServiceUnavailable
+	return s.render(c, status, views.Page{Title: http.StatusText(status)}, views.ErrorView(views.ErrorPage{
+		Status: status, Title: http.StatusText(status),
+		Message: "Too many pages are catching up at this moment. Please try again in a few seconds.",
+	}))
+}
+
 // eventWriter writes server-sent events, each flushed at once and each
 // write bounded by writeTimeout.
 type eventWriter struct {
@@ -157,7 +266,16 @@ func (e *eventWriter) message(id gocql.UUID, html []byte) error {
 	return e.event("", html)
 }
 
+// errFieldBreak refuses an event name or comment that would end its line.
+var errFieldBreak = errors.New("sse: event name or comment contains a line break")
+
+// event writes one event. Its id is a timeuuid and its name one of ours,
+// so neither can hold a line break (a name that does is refused); data is
+// any text, written as data lines split wherever a parser ends a line.
 func (e *eventWriter) event(name string, data []byte) error {
+	if strings.ContainsAny(name, "\r\n") {
+		return errFieldBreak
+	}
 	e.buf.Reset()
 	if e.last != zeroID {
 		fmt.Fprintf(&e.buf, "id: %s\n", e.last)
@@ -165,16 +283,39 @@ func (e *eventWriter) event(name string, data []byte) error {
 	if name != "" {
 		fmt.Fprintf(&e.buf, "event: %s\n", name)
 	}
-	for _, line := range bytes.Split(bytes.TrimRight(data, "\n"), []byte("\n")) {
-		e.buf.WriteString("data: ")
-		e.buf.Write(line)
-		e.buf.WriteByte('\n')
-	}
+	writeData(&e.buf, data)
 	e.buf.WriteByte('\n')
 	return e.flush()
 }
 
+// writeData writes data as "data:" lines. The SSE parsers of browsers and
+// of htmx end a line at "\r\n", at a lone "\r" and at "\n", so the data is
+// split at each of the three: a "\r" left inside a line would end it
+// there, and the rest of a message (say "\r\revent: room-deleted") would
+// be read as fields of the stream. The reader joins the lines with "\n",
+// which is all a line break in the data can come out as.
+func writeData(buf *bytes.Buffer, data []byte) {
+	for {
+		buf.WriteString("data: ")
+		i := bytes.IndexAny(data, "\r\n")
+		if i < 0 {
+			buf.Write(data)
+			buf.WriteByte('\n')
+			return
+		}
+		buf.Write(data[:i])
+		buf.WriteByte('\n')
+		if data[i] == '\r' && i+1 < len(data) && data[i+1] == '\n' {
+			i++
+		}
+		data = data[i+1:]
+	}
+}
+
 func (e *eventWriter) comment(text string) error {
+	if strings.ContainsAny(text, "\r\n") {
+		return errFieldBreak
+	}
 	e.buf.Reset()
 	fmt.Fprintf(&e.buf, ": %s\n\n", text)
 	return e.flush()

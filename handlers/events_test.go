@@ -29,6 +29,7 @@ type sseEvent struct {
 type stream struct {
 	events chan sseEvent
 	status int
+	header http.Header
 	cancel context.CancelFunc
 	done   chan struct{}
 }
@@ -52,7 +53,7 @@ func (c *client) subscribePath(t testing.TB, path, lastID string) *stream {
 		cancel()
 		t.Fatal(err)
 	}
-	s := &stream{events: make(chan sseEvent, 10000), status: resp.StatusCode, cancel: cancel, done: make(chan struct{})}
+	s := &stream{events: make(chan sseEvent, 10000), status: resp.StatusCode, header: resp.Header, cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(s.done)
 		defer close(s.events)
@@ -268,8 +269,8 @@ func TestSlowSubscriberDoesNotDelayOthers(t *testing.T) {
 }
 
 // openStalled opens a stream over a raw connection with a small receive
-// buffer and does not read it.
-func openStalled(t *testing.T, a *app, c *client, room string) net.Conn {
+// buffer and does not read it. headers are extra "Name: value" lines.
+func openStalled(t *testing.T, a *app, c *client, room string, headers ...string) net.Conn {
 	t.Helper()
 	u, _ := url.Parse(a.URL)
 	d := net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
@@ -287,7 +288,11 @@ func openStalled(t *testing.T, a *app, c *client, room string) net.Conn {
 	for _, ck := range c.http.Jar.Cookies(u) {
 		cookies = append(cookies, ck.Name+"="+ck.Value)
 	}
-	fmt.Fprintf(conn, "GET /rooms/%s/events HTTP/1.1\r\nHost: %s\r\nCookie: %s\r\n\r\n", room, u.Host, strings.Join(cookies, "; "))
+	extra := ""
+	for _, h := range headers {
+		extra += h + "\r\n"
+	}
+	fmt.Fprintf(conn, "GET /rooms/%s/events HTTP/1.1\r\nHost: %s\r\nCookie: %s\r\n%s\r\n", room, u.Host, strings.Join(cookies, "; "), extra)
 	return conn
 }
 

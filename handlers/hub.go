@@ -1,6 +1,8 @@
 // This file owns room events and their in-process fan-out: publish never
 // blocks, each subscriber has a bounded queue, and a subscriber that falls
 // behind is dropped (its page reconnects and catches up from Cassandra).
+// It also ends subscriptions on request (a user left a room, logged out, or
+// lost a session), so that a stream stops delivering on every instance.
 package handlers
 
 import (
@@ -35,9 +37,50 @@ type Hub interface {
 	// Publish hands ev to the subscribers of its room without waiting for
 	// any of them.
 	Publish(ctx context.Context, ev RoomEvent) error
-	// Subscribe starts receiving the events of room.
-	Subscribe(room string) *Subscription
+	// Subscribe starts receiving the events of room, for who.
+	Subscribe(room string, who Subscriber) *Subscription
+	// EndStreams ends, on every instance, the subscriptions that end
+	// matches; an error means other instances may not have heard of it.
+	EndStreams(ctx context.Context, end StreamEnd) error
 	Close() error
+}
+
+// Subscriber is who a subscription serves, so that it can be ended when
+// that person leaves the room or loses the session.
+type Subscriber struct {
+	Login string
+	// Session stands for the login session that opened the stream. It is
+	// a digest of the session id (see streamSession), never the id itself,
+	// which must not travel to the broker.
+	Session string
+}
+
+// StreamEnd says which open streams must end: those of Login, in Room
+// ("" = every room), opened by one of Sessions (nil = by any session of
+// Login), except those opened by the session Except ("" = none). Sessions
+// and Except are session ids for Server.endStreams, digests in the hub.
+type StreamEnd struct {
+	Login string `json:"login"`
+	Room  string `json:"room,omitempty"`
+	// No omitempty: an empty list (no session) must not become nil (every
+	// session) on the way through the broker.
+	Sessions []string `json:"sessions"`
+	Except   string   `json:"except,omitempty"`
+}
+
+func (e StreamEnd) matches(room string, who Subscriber) bool {
+	if who.Login != e.Login || (e.Room != "" && e.Room != room) || (e.Except != "" && who.Session == e.Except) {
+		return false
+	}
+	if e.Sessions == nil {
+		return true
+	}
+	for _, s := range e.Sessions {
+		if s == who.Session {
+			return true
+		}
+	}
+	return false
 }
 
 // subscriberQueue is how many events a subscriber may have waiting before
@@ -50,18 +93,26 @@ type Subscription struct {
 	C <-chan RoomEvent
 	// Dropped is closed when the subscriber fell behind and was dropped.
 	Dropped <-chan struct{}
+	// Ended is closed when an EndStreams matched the subscriber: it must
+	// stop delivering at once.
+	Ended <-chan struct{}
 
-	c       chan RoomEvent
-	dropped chan struct{}
-	once    sync.Once
-	hub     *LocalHub
-	room    string
+	c        chan RoomEvent
+	dropped  chan struct{}
+	ended    chan struct{}
+	dropOnce sync.Once
+	endOnce  sync.Once
+	hub      *LocalHub
+	room     string
+	who      Subscriber
 }
 
 // Close ends the subscription.
 func (s *Subscription) Close() { s.hub.remove(s) }
 
-func (s *Subscription) drop() { s.once.Do(func() { close(s.dropped) }) }
+func (s *Subscription) drop() { s.dropOnce.Do(func() { close(s.dropped) }) }
+
+func (s *Subscription) end() { s.endOnce.Do(func() { close(s.ended) }) }
 
 // LocalHub is the in-process hub: the default when no broker is set up,
 // and the local fan-out of the broker-backed hub.
@@ -90,10 +141,11 @@ func (h *LocalHub) Publish(_ context.Context, ev RoomEvent) error {
 	return nil
 }
 
-// Subscribe starts receiving the events of room.
-func (h *LocalHub) Subscribe(room string) *Subscription {
-	sub := &Subscription{c: make(chan RoomEvent, subscriberQueue), dropped: make(chan struct{}), hub: h, room: room}
-	sub.C, sub.Dropped = sub.c, sub.dropped
+// Subscribe starts receiving the events of room, for who.
+func (h *LocalHub) Subscribe(room string, who Subscriber) *Subscription {
+	sub := &Subscription{c: make(chan RoomEvent, subscriberQueue), dropped: make(chan struct{}),
+		ended: make(chan struct{}), hub: h, room: room, who: who}
+	sub.C, sub.Dropped, sub.Ended = sub.c, sub.dropped, sub.ended
 	h.mu.Lock()
 	if h.rooms[room] == nil {
 		h.rooms[room] = map[*Subscription]struct{}{}
@@ -110,6 +162,24 @@ func (h *LocalHub) remove(sub *Subscription) {
 		delete(h.rooms, sub.room)
 	}
 	h.mu.Unlock()
+}
+
+// EndStreams ends this instance's subscriptions that end matches. A
+// logout walks every subscription: rare enough not to need an index.
+func (h *LocalHub) EndStreams(_ context.Context, end StreamEnd) error {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	for room, subs := range h.rooms {
+		if end.Room != "" && room != end.Room {
+			continue
+		}
+		for sub := range subs {
+			if end.matches(room, sub.who) {
+				sub.end()
+			}
+		}
+	}
+	return nil
 }
 
 // Close does nothing: the in-process hub holds no outside resources.

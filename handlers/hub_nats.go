@@ -18,8 +18,12 @@ import (
 )
 
 // natsSubject carries every room's events; each instance takes them all,
-// since any instance may hold a page of any room.
-const natsSubject = "killrchat.room-events"
+// since any instance may hold a page of any room. natsEndSubject carries
+// the requests to end streams, which any instance may hold too.
+const (
+	natsSubject    = "killrchat.room-events"
+	natsEndSubject = "killrchat.stream-ends"
+)
 
 // NATSHub is the hub for several instances.
 type NATSHub struct {
@@ -32,6 +36,11 @@ type NATSHub struct {
 type natsEnvelope struct {
 	Origin string    `json:"origin"`
 	Event  RoomEvent `json:"event"`
+}
+
+type natsEndEnvelope struct {
+	Origin string    `json:"origin"`
+	End    StreamEnd `json:"end"`
 }
 
 // NewNATSHub connects to the NATS server at url. It keeps trying in the
@@ -66,6 +75,10 @@ func NewNATSHub(url string, log *slog.Logger) (*NATSHub, error) {
 		nc.Close()
 		return nil, fmt.Errorf("nats: subscribe: %w", err)
 	}
+	if _, err := nc.Subscribe(natsEndSubject, h.deliverEnd); err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("nats: subscribe: %w", err)
+	}
 	return h, nil
 }
 
@@ -79,6 +92,18 @@ func (h *NATSHub) deliver(m *nats.Msg) {
 		return // already delivered locally
 	}
 	_ = h.local.Publish(context.Background(), env.Event)
+}
+
+func (h *NATSHub) deliverEnd(m *nats.Msg) {
+	var env natsEndEnvelope
+	if err := json.Unmarshal(m.Data, &env); err != nil {
+		h.log.Warn("nats: unreadable stream end", "err", err)
+		return
+	}
+	if env.Origin == h.origin {
+		return // already ended locally
+	}
+	_ = h.local.EndStreams(context.Background(), env.End)
 }
 
 // Publish delivers ev to this instance's subscribers and hands it to NATS
@@ -97,7 +122,25 @@ func (h *NATSHub) Publish(ctx context.Context, ev RoomEvent) error {
 }
 
 // Subscribe starts receiving the events of room, from every instance.
-func (h *NATSHub) Subscribe(room string) *Subscription { return h.local.Subscribe(room) }
+func (h *NATSHub) Subscribe(room string, who Subscriber) *Subscription {
+	return h.local.Subscribe(room, who)
+}
+
+// EndStreams ends this instance's matching subscriptions at once and asks
+// the others through NATS. Like an event, it is at-most-once for them: an
+// error (or a broker away for longer than NATS buffers) means a stream
+// there may keep running, though its next reconnect is refused anyway.
+func (h *NATSHub) EndStreams(ctx context.Context, end StreamEnd) error {
+	_ = h.local.EndStreams(ctx, end)
+	data, err := json.Marshal(natsEndEnvelope{Origin: h.origin, End: end})
+	if err != nil {
+		return fmt.Errorf("nats: encode stream end: %w", err)
+	}
+	if err := h.nc.Publish(natsEndSubject, data); err != nil {
+		return fmt.Errorf("nats: publish stream end: %w", err)
+	}
+	return nil
+}
 
 // Close leaves the broker.
 func (h *NATSHub) Close() error {

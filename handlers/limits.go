@@ -5,7 +5,6 @@
 package handlers
 
 import (
-	"context"
 	"fmt"
 	"math"
 	"net/http"
@@ -139,16 +138,6 @@ func seconds(n int) string {
 		return strconv.Itoa((n+59)/60) + " minutes"
 	}
 }
-
-// TEMPORARY until the stream branch lands: endStreams closes live streams.
-type StreamEnd struct {
-	Login    string
-	Room     string
-	Sessions []string
-	Except   string
-}
-
-func (s *Server) endStreams(ctx context.Context, end StreamEnd) {}
 
 // Unlimited lifts the per-user write limits, for load tests and test
 // suites that write far faster than any person.

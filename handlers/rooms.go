@@ -141,6 +141,8 @@ func (s *Server) leaveRoom(c echo.Context) error {
 	if err := s.db.LeaveRoom(c.Request().Context(), me, name); err != nil {
 		return err
 	}
+	// Every stream of this person in the room stops, on every instance.
+	s.endStreams(c.Request().Context(), StreamEnd{Login: me.Login, Room: name})
 	if r, err := s.db.Room(c.Request().Context(), name); err == nil {
 		s.announce(c.Request().Context(), r, me, me.Name()+" leaves the room")
 	}

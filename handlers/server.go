@@ -45,6 +45,15 @@ type Config struct {
 	Limits Limits
 	// RoomsPerPage is the page size of the list of all rooms.
 	RoomsPerPage int
+	// MaxStreamsPerUser and MaxStreamsPerIP cap the live streams one user
+	// and one client IP may hold open on this instance (default 20, 200).
+	MaxStreamsPerUser int
+	MaxStreamsPerIP   int
+	// MaxReplays caps the catch-up replays running at once on this
+	// instance (default 32); a replay waits up to ReplayWait (default 2s)
+	// for its turn, then is refused with 503.
+	MaxReplays int
+	ReplayWait time.Duration
 	// Static holds the files served under /static/.
 	Static fs.FS
 }
@@ -59,6 +68,8 @@ type Server struct {
 	log      *slog.Logger
 	pages    securecookie.Codec
 	seq      *sequencer
+	streams  *streamCounts
+	replays  *replaySlots
 	closing  chan struct{}
 	limits   struct{ messages, rooms, membership, passwordUser, passwordIP *keyedLimiter }
 }
@@ -72,11 +83,25 @@ func New(db *store.Store, metrics *Metrics, hub Hub, cfg Config, log *slog.Logge
 		cfg.RoomsPerPage = 25
 	}
 	cfg.Limits = cfg.Limits.withDefaults()
+	if cfg.MaxStreamsPerUser == 0 {
+		cfg.MaxStreamsPerUser = defaultMaxStreamsPerUser
+	}
+	if cfg.MaxStreamsPerIP == 0 {
+		cfg.MaxStreamsPerIP = defaultMaxStreamsPerIP
+	}
+	if cfg.MaxReplays == 0 {
+		cfg.MaxReplays = defaultMaxReplays
+	}
+	if cfg.ReplayWait == 0 {
+		cfg.ReplayWait = defaultReplayWait
+	}
 	pages := securecookie.New(cfg.SessionKey, nil)
 	pages.MaxAge(int((6 * time.Hour) / time.Second))
 	s := &Server{
 		db: db, metrics: metrics, hub: hub, cfg: cfg, log: log, pages: pages,
 		sessions: NewSessionStore(db, cfg.SessionKey, cfg.SecureCookies),
+		streams:  newStreamCounts(cfg.MaxStreamsPerUser, cfg.MaxStreamsPerIP),
+		replays:  newReplaySlots(cfg.MaxReplays, cfg.ReplayWait),
 		closing:  make(chan struct{}),
 	}
 	s.limits.messages = newKeyedLimiter(cfg.Limits.Messages)

@@ -21,8 +21,12 @@ const (
 		WHERE room_name = ? AND time_bucket >= ? ORDER BY time_bucket ASC`
 	selectMessagesDown = `SELECT message_id, author, content, system_message FROM chat_room_messages
 		WHERE room_name = ? AND time_bucket = ? AND message_id < ? AND message_id > ? LIMIT ?`
+	// The LIMIT keeps one replay page to one round trip: with only a page
+	// size, the driver would prefetch the next page as this one is read.
 	selectMessagesUp = `SELECT message_id, author, content, system_message FROM chat_room_messages
-		WHERE room_name = ? AND time_bucket = ? AND message_id > ? ORDER BY message_id ASC`
+		WHERE room_name = ? AND time_bucket = ? AND message_id > ? ORDER BY message_id ASC LIMIT ?`
+	selectMessageIDsUp = `SELECT message_id FROM chat_room_messages
+		WHERE room_name = ? AND time_bucket = ? AND message_id > ? ORDER BY message_id ASC LIMIT ?`
 
 	// MaxContent is the longest message, in characters, after trimming.
 	MaxContent = 4000
@@ -174,9 +178,11 @@ func (s *Store) MessagesBefore(ctx context.Context, room Room, before gocql.UUID
 	return oldestFirst(newestFirst), more, nil
 }
 
-// MessagesAfter returns every message of room posted after the message id
-// after, oldest first, at most limit of them; the live stream replays them
-// to a client that reconnects. The bool says whether the limit cut it short.
+// MessagesAfter returns the messages of room posted after the message id
+// after, oldest first, at most limit of them, and whether more follow. The
+// live stream replays a backlog with it one page at a time (the next page
+// starts after the last id of this one), so a replay never holds more
+// than a page in memory.
 func (s *Store) MessagesAfter(ctx context.Context, room Room, after gocql.UUID, limit int) ([]Message, bool, error) {
 	if floor := roomFloor(room); after.Time().Before(floor.Time()) {
 		after = floor
@@ -186,16 +192,16 @@ func (s *Store) MessagesAfter(ctx context.Context, room Room, after gocql.UUID, 
 		return nil, false, err
 	}
 	buckets := bq.PageSize(32).Iter()
-	var out []Message
+	out := make([]Message, 0, min(limit+1, 1000))
 	var bucket int
 	for len(out) <= limit && buckets.Scan(&bucket) {
-		q, err := s.query(ctx, selectMessagesUp, room.Name, bucket, after)
+		q, err := s.query(ctx, selectMessagesUp, room.Name, bucket, after, limit+1-len(out))
 		if err != nil {
 			buckets.Close()
 			return nil, false, err
 		}
 		iter := q.PageSize(min(limit+1, 1000)).Iter()
-		for m, ok := scanMessage(iter, room.Name); ok && len(out) <= limit; m, ok = scanMessage(iter, room.Name) {
+		for m, ok := scanMessage(iter, room.Name); ok; m, ok = scanMessage(iter, room.Name) {
 			out = append(out, m)
 		}
 		if err := iter.Close(); err != nil {
@@ -210,6 +216,41 @@ func (s *Store) MessagesAfter(ctx context.Context, room Room, after gocql.UUID, 
 		return out[:limit], true, nil
 	}
 	return out, false, nil
+}
+
+// CountMessagesAfter counts the messages of room posted after the message
+// id after, stopping at limit: the live stream asks it whether a backlog is
+// small enough to replay before it sends any of it. It reads ids only.
+func (s *Store) CountMessagesAfter(ctx context.Context, room Room, after gocql.UUID, limit int) (int, error) {
+	if floor := roomFloor(room); after.Time().Before(floor.Time()) {
+		after = floor
+	}
+	bq, err := s.query(ctx, selectBucketsUp, room.Name, bucketOf(after))
+	if err != nil {
+		return 0, err
+	}
+	buckets := bq.PageSize(32).Iter()
+	n, bucket := 0, 0
+	for n < limit && buckets.Scan(&bucket) {
+		q, err := s.query(ctx, selectMessageIDsUp, room.Name, bucket, after, limit-n)
+		if err != nil {
+			buckets.Close()
+			return 0, err
+		}
+		iter := q.PageSize(1000).Iter()
+		var id gocql.UUID
+		for iter.Scan(&id) {
+			n++
+		}
+		if err := iter.Close(); err != nil {
+			buckets.Close()
+			return 0, s.fail("count messages of "+room.Name, err)
+		}
+	}
+	if err := buckets.Close(); err != nil {
+		return 0, s.fail("list buckets of "+room.Name, err)
+	}
+	return n, nil
 }
 
 func scanMessage(iter *gocql.Iter, room string) (Message, bool) {

@@ -102,6 +102,68 @@ func TestMessagesBeforeWalksBuckets(t *testing.T) {
 			t.Fatalf("after #99: %d messages", len(got))
 		}
 	})
+
+	// The live stream's replay: pages of 50 across buckets with gaps, each
+	// page one query per bucket it reads and none asking for more than a
+	// page (plus one to know whether more follow).
+	t.Run("MessagesAfterPages", func(t *testing.T) {
+		var got []gocql.UUID
+		after := posted[9]
+		for page := 0; ; page++ {
+			db.Recorder.Start()
+			msgs, more, err := db.MessagesAfter(ctx, room, after, 50)
+			queries := db.Recorder.Stop()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, q := range queries {
+				if strings.Contains(q.Statement, "FROM chat_room_messages") {
+					if limit := q.Values[len(q.Values)-1].(int); limit > 51 {
+						t.Fatalf("page %d asks for %d rows", page, limit)
+					}
+				}
+			}
+			if len(msgs) > 50 || (more && len(msgs) != 50) {
+				t.Fatalf("page %d: %d messages, more=%v", page, len(msgs), more)
+			}
+			for _, m := range msgs {
+				got = append(got, m.ID)
+			}
+			if !more {
+				break
+			}
+			after = msgs[len(msgs)-1].ID
+			if page > 20 {
+				t.Fatal("paging does not end")
+			}
+		}
+		want := posted[10:]
+		if len(got) != len(want) {
+			t.Fatalf("paged %d messages, want %d", len(got), len(want))
+		}
+		for i := range want {
+			if got[i] != want[i] {
+				t.Fatalf("message %d: paged %v, want %v", i, got[i], want[i])
+			}
+		}
+	})
+
+	t.Run("CountMessagesAfter", func(t *testing.T) {
+		for _, tc := range []struct {
+			after       gocql.UUID
+			limit, want int
+		}{
+			{posted[99], 1000, 400},
+			{posted[99], 400, 400},
+			{posted[99], 123, 123},
+			{posted[499], 10, 0},
+			{gocql.UUID{}, 5000, 500},
+		} {
+			if n, err := db.CountMessagesAfter(ctx, room, tc.after, tc.limit); err != nil || n != tc.want {
+				t.Errorf("count after %v up to %d = %d %v, want %d", tc.after, tc.limit, n, err, tc.want)
+			}
+		}
+	})
 }
 
 func TestMessageIDsAreUniqueAndOrdered(t *testing.T) {

@@ -106,6 +106,7 @@ func startEnv() (*env, error) {
 	srv := handlers.New(db.Store, handlers.NewMetrics(), handlers.NewLocalHub(), handlers.Config{
 		SessionKey: bytes.Repeat([]byte("b"), 32),
 		AuthRate:   1000,
+		Limits:     handlers.Unlimited,
 		Static:     static.Files,
 	}, log)
 	srv.Register(e)

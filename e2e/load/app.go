@@ -189,6 +189,7 @@ func startTarget(ctx context.Context, c common) (*target, error) {
 		return startCluster(c)
 	default:
 		store.PasswordCost = c.cost
+		maxReplays = c.replays
 		a, err := startApp(c.verbose)
 		if err != nil {
 			return nil, err
@@ -215,6 +216,18 @@ type app struct {
 	stop func()
 }
 
+// maxReplays is the app's Config.MaxReplays (-max-replays).
+var maxReplays int
+
+// appConfig is the configuration of an app instance started here. Every
+// user signs up, and a few users open thousands of streams from one
+// address: the limits on those are lifted; the replay limit is the app's
+// unless -max-replays says otherwise.
+func appConfig(key []byte) handlers.Config {
+	return handlers.Config{SessionKey: key, AuthRate: 1 << 30, Limits: handlers.Unlimited, Static: static.Files, RoomsPerPage: 25,
+		MaxStreamsPerUser: 1 << 30, MaxStreamsPerIP: 1 << 30, MaxReplays: maxReplays}
+}
+
 // startApp starts the application on 127.0.0.1 with a fresh keyspace, as
 // handlers/main_test.go does, plus two load-test-only routes: /_load/stats
 // (memory and goroutines, ?gc=1 collects first) for -child.
@@ -230,8 +243,7 @@ func startApp(verbose bool) (*app, error) {
 		fwd = slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})
 	}
 	log := slog.New(&countingHandler{counts: appLogCounts, fwd: fwd})
-	srv := handlers.New(db.Store, handlers.NewMetrics(), handlers.NewLocalHub(),
-		handlers.Config{SessionKey: key, AuthRate: 1 << 30, Limits: handlers.Unlimited, Static: static.Files, RoomsPerPage: 25}, log)
+	srv := handlers.New(db.Store, handlers.NewMetrics(), handlers.NewLocalHub(), appConfig(key), log)
 	e := echo.New()
 	e.IPExtractor = echo.ExtractIPDirect()
 	srv.Register(e)
@@ -275,11 +287,13 @@ var childPID int
 func runServe(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	cost := fs.Int("bcrypt-cost", 4, "bcrypt cost")
+	replays := fs.Int("max-replays", 0, "the app's --max-replays (0: its default)")
 	verbose := fs.Bool("v", false, "log warnings")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	store.PasswordCost = *cost
+	maxReplays = *replays
 	a, err := startApp(*verbose)
 	if err != nil {
 		return err
@@ -304,7 +318,7 @@ func startChild(ctx context.Context, c common) (*target, error) {
 	if err != nil {
 		return nil, err
 	}
-	args := []string{"serve", "-bcrypt-cost", strconv.Itoa(c.cost)}
+	args := []string{"serve", "-bcrypt-cost", strconv.Itoa(c.cost), "-max-replays", strconv.Itoa(c.replays)}
 	if c.verbose {
 		args = append(args, "-v")
 	}

@@ -18,7 +18,6 @@ import (
 	natsserver "github.com/nats-io/nats-server/v2/server"
 
 	"github.com/killrchat/killrchat/handlers"
-	"github.com/killrchat/killrchat/static"
 	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/store/storetest"
 )
@@ -27,6 +26,7 @@ import (
 // process; the target's URL is A and its SubURL is B.
 func startCluster(c common) (*target, error) {
 	store.PasswordCost = c.cost
+	maxReplays = c.replays
 	db, err := storetest.Open("load")
 	if err != nil {
 		return nil, err
@@ -56,8 +56,7 @@ func startCluster(c common) (*target, error) {
 		if err != nil {
 			return "", err
 		}
-		srv := handlers.New(st, handlers.NewMetrics(), hub,
-			handlers.Config{SessionKey: key, AuthRate: 1 << 30, Limits: handlers.Unlimited, Static: static.Files, RoomsPerPage: 25}, log)
+		srv := handlers.New(st, handlers.NewMetrics(), hub, appConfig(key), log)
 		e := echo.New()
 		srv.Register(e)
 		ln, err := net.Listen("tcp", "127.0.0.1:0")

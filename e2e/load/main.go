@@ -35,6 +35,7 @@ type common struct {
 	child    bool
 	cluster  bool
 	cost     int
+	replays  int
 	verbose  bool
 }
 
@@ -44,6 +45,7 @@ func (c *common) register(fs *flag.FlagSet) {
 	fs.BoolVar(&c.child, "child", false, "run the app instance in a child process (server memory measured apart from the load generator)")
 	fs.BoolVar(&c.cluster, "cluster", false, "two in-process app instances sharing the keyspace, live events over an embedded NATS; posts go to one, subscribers to the other (sse only)")
 	fs.IntVar(&c.cost, "bcrypt-cost", 4, "bcrypt cost of the app instance started here (setup only; not what is measured)")
+	fs.IntVar(&c.replays, "max-replays", 0, "the app's --max-replays (0: its default) for an app instance started here")
 	fs.BoolVar(&c.verbose, "v", false, "log the app's warnings to stderr")
 }
 

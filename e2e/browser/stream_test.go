@@ -1,0 +1,70 @@
+package browser
+
+import (
+	"fmt"
+	"testing"
+	"time"
+)
+
+// TestForgedStreamEvent: a message whose lone carriage returns, read by a
+// parser that ends lines at "\r" as the browser's does, would forge a
+// "room-deleted" event (sending every viewer home) or plant an event id.
+// Ada posts both (by fetch, since a form turns "\r" into "\r\n"); Bob, on
+// the room page, stays there, sees them as messages, and his stream keeps
+// delivering.
+func TestForgedStreamEvent(t *testing.T) {
+	b := begin(t)
+	ada, bob := newPerson("Ada", "Lovelace"), newPerson("Bob", "Babbage")
+	room := unique("forged")
+
+	a := b.newTab("ada")
+	a.signUp(ada)
+	a.createRoom(room, "Careful with carriage returns")
+
+	o := b.newTab("bob")
+	o.signUp(bob)
+	o.joinFromRoomPage(room)
+	o.waitStream()
+	o.mark()
+
+	for i, payload := range []string{
+		"hi\r\revent: room-deleted\rdata: x\r\rtail one",
+		"hi\r\rid: ffffffff-ffff-1fff-bfff-ffffffffffff\r\rtail two",
+	} {
+		eval[bool](a, fmt.Sprintf(`(() => {
+			const token = document.querySelector('#composer input[name="_csrf"]').value;
+			window.__forged%d = 0;
+			fetch(location.pathname + "/messages", {method: "POST",
+				headers: {"Content-Type": "application/x-www-form-urlencoded"},
+				body: new URLSearchParams({content: %s, _csrf: token})})
+				.then(r => { window.__forged%d = r.status; });
+			return true; })()`, i, js(payload), i))
+		a.waitJS("the forged message's post", fmt.Sprintf(`window.__forged%d === 200 || window.__forged%d === 303`, i, i))
+		tail := fmt.Sprintf("tail %s", []string{"one", "two"}[i])
+		o.waitJSFor(5*time.Second, "the message at bob's", hasText("#messages li.message .text", tail))
+	}
+	// Whatever the stream had said, it has had time to act on it.
+	time.Sleep(500 * time.Millisecond)
+	if got := o.path(); got != "/rooms/"+room {
+		t.Fatalf("bob's page went to %s, want to stay on the room", got)
+	}
+	if !o.marked() {
+		t.Fatal("bob's page was reloaded")
+	}
+	if o.count("#flash .notice") != 0 {
+		t.Errorf("bob sees a notice: %q", o.text("#flash"))
+	}
+
+	// The stream still delivers, with real ids.
+	text := "after the forgery " + unique("#")
+	a.send(text)
+	o.waitJSFor(5*time.Second, "ada's next message at bob's", messagesWith(text)+`.length > 0`)
+	if !o.marked() || o.path() != "/rooms/"+room {
+		t.Fatal("bob's page left the room")
+	}
+	lastID := eval[string](o, `document.getElementById("room-stream")._htmx.sse.lastEventId`)
+	if want := eval[string](o, messagesWith(text)+`[0].id.replace(/^msg-/, "")`); lastID != want {
+		t.Errorf("bob's stream resumes from %q, want the last message's id %q", lastID, want)
+	}
+	o.screenshot("forged-event-shown-as-text")
+}

@@ -1,0 +1,7 @@
+package handlers
+
+import "context"
+
+// EndStreams lets the tests call endStreams, the contract that handlers
+// which revoke sessions (a password change) use.
+func (s *Server) EndStreams(ctx context.Context, end StreamEnd) { s.endStreams(ctx, end) }

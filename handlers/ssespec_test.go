@@ -1,0 +1,194 @@
+package handlers
+
+// The event stream parser of the HTML standard ("Interpreting an event
+// stream"), which browsers' EventSource and htmx's hx-sse follow: a line
+// ends at "\r\n", at a lone "\r" or at "\n". The tests read streams with
+// it (r3labs' reader splits events on "\r" but their lines on "\n" only,
+// and so cannot see an event forged with lone carriage returns).
+
+import (
+	"bufio"
+	"bytes"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/gocql/gocql"
+)
+
+// SpecRecord is what the parser holds at a blank line, the end of an
+// event: the last event ID buffer (which an "id:" line sets even when no
+// event follows: it is what a reconnect sends), the event type and data,
+// and whether an event is dispatched (the data buffer is not empty).
+type SpecRecord struct {
+	LastID     string
+	Name       string
+	Data       string
+	Dispatched bool
+}
+
+// ParseSpecStream reads r as the standard's parser does and calls each at
+// every blank line until each returns false or r ends.
+func ParseSpecStream(r io.Reader, each func(SpecRecord) bool) error {
+	br := bufio.NewReader(r)
+	var (
+		line, data    []byte
+		lastID, name  string
+		afterCR, more = false, true
+		start         = true
+	)
+	endLine := func() {
+		switch i := bytes.IndexByte(line, ':'); {
+		case len(line) == 0:
+			rec := SpecRecord{LastID: lastID, Name: name, Dispatched: len(data) > 0}
+			rec.Data = strings.TrimSuffix(string(data), "\n")
+			data, name = data[:0], ""
+			more = each(rec)
+		case i == 0: // a comment
+		default:
+			field, value := string(line), ""
+			if i > 0 {
+				field, value = string(line[:i]), strings.TrimPrefix(string(line[i+1:]), " ")
+			}
+			switch field {
+			case "event":
+				name = value
+			case "data":
+				data = append(append(data, value...), '\n')
+			case "id":
+				if !strings.Contains(value, "\x00") {
+					lastID = value
+				}
+			}
+		}
+		line = line[:0]
+	}
+	for more {
+		b, err := br.ReadByte()
+		if err != nil {
+			return err
+		}
+		if start {
+			start = false
+			if b == 0xEF { // a byte order mark opens the stream at most
+				if bom, _ := br.Peek(2); string(bom) == "\xBB\xBF" {
+					_, _ = br.Discard(2)
+					continue
+				}
+			}
+		}
+		if afterCR {
+			afterCR = false
+			if b == '\n' {
+				continue // the "\n" of a "\r\n"
+			}
+		}
+		switch b {
+		case '\r':
+			afterCR = true
+			endLine()
+		case '\n':
+			endLine()
+		default:
+			line = append(line, b)
+		}
+	}
+	return nil
+}
+
+// specLineBreaks is what a line break in event data comes out as from the
+// standard's parser: "\n", whether it went in as "\r\n", "\r" or "\n".
+func specLineBreaks(s string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(s, "\r\n", "\n"), "\r", "\n")
+}
+
+var testEventID = func() gocql.UUID {
+	id, err := gocql.ParseUUID("5d1c7a2e-3f0b-11f1-8000-0242ac120002")
+	if err != nil {
+		panic(err)
+	}
+	return id
+}()
+
+// writtenEvents writes a message event with data, then a named event, the
+// way a stream does, and parses what was written.
+func writtenEvents(t *testing.T, data string) []SpecRecord {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	out := &eventWriter{w: rec, rc: http.NewResponseController(rec)}
+	if err := out.message(testEventID, []byte(data)); err != nil {
+		t.Fatal(err)
+	}
+	if err := out.event("reload", []byte("after")); err != nil {
+		t.Fatal(err)
+	}
+	var got []SpecRecord
+	if err := ParseSpecStream(rec.Body, func(r SpecRecord) bool { got = append(got, r); return true }); err != io.EOF {
+		t.Fatal(err)
+	}
+	return got
+}
+
+// checkWritten checks that data came through as one event with the
+// message's id and nothing else, and that the stream's next event was
+// read as written.
+func checkWritten(t *testing.T, data string) {
+	t.Helper()
+	got := writtenEvents(t, data)
+	want := []SpecRecord{
+		// Even empty data is one "data:" line, and so one event.
+		{LastID: testEventID.String(), Data: specLineBreaks(data), Dispatched: true},
+		{LastID: testEventID.String(), Name: "reload", Data: "after", Dispatched: true},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("data %q: parsed %d records, want %d: %+v", data, len(got), len(want), got)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("data %q: record %d = %+v, want %+v", data, i, got[i], want[i])
+		}
+	}
+}
+
+// TestEventWriterLineBreaks: whatever line breaks the data holds, a
+// parser that ends lines at "\r" too reads exactly the event written.
+func TestEventWriterLineBreaks(t *testing.T) {
+	for name, data := range map[string]string{
+		"ForgedEvent":    "hi\r\revent: room-deleted\rdata: x\r\rtail",
+		"ForgedID":       "\r\rid: ffffffff-ffff-1fff-bfff-ffffffffffff\r\r",
+		"ForgedRetry":    "a\rretry: 1\r",
+		"CRLF":           "one\r\ntwo\r\n\r\nthree",
+		"LF":             "one\ntwo\n",
+		"Empty":          "",
+		"OnlyBreaks":     "\r\n\r\r\n\n",
+		"FieldLookalike": "data: x\nid: y\n: comment",
+		"Plain":          `<li id="msg-1">hi</li>`,
+	} {
+		t.Run(name, func(t *testing.T) { checkWritten(t, data) })
+	}
+	t.Run("NameWithBreak", func(t *testing.T) {
+		rec := httptest.NewRecorder()
+		out := &eventWriter{w: rec, rc: http.NewResponseController(rec)}
+		if err := out.event("x\ry", []byte("z")); err == nil || rec.Body.Len() != 0 {
+			t.Fatalf("an event name with a line break was written: %v %q", err, rec.Body.String())
+		}
+		if err := out.comment("x\ny"); err == nil || rec.Body.Len() != 0 {
+			t.Fatalf("a comment with a line break was written: %v %q", err, rec.Body.String())
+		}
+	})
+}
+
+// FuzzEventWriter: any data in, the same data out of the standard's
+// parser (line breaks as "\n"), as one event with the message's id.
+func FuzzEventWriter(f *testing.F) {
+	for _, s := range []string{
+		"hi\r\revent: room-deleted\rdata: x\r\rtail",
+		"\r\rid: ffffffff-ffff-1fff-bfff-ffffffffffff\r\r",
+		"a\r\nb\n\nc\r", "", "\n", "\r", "data: x", ": c", "\r\n\r\n", "é\x00\xff\xef\xbb\xbf",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(checkWritten)
+}

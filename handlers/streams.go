@@ -1,0 +1,138 @@
+// This file owns the limits on live streams: how many one user and one
+// client IP may hold open on this instance, how many replays run at once,
+// and ending streams whose reader may no longer read them (left the room,
+// logged out, lost the session).
+package handlers
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"sync"
+	"time"
+)
+
+// Defaults of the stream limits (see Config).
+const (
+	defaultMaxStreamsPerUser = 20
+	defaultMaxStreamsPerIP   = 200
+	defaultMaxReplays        = 32
+	defaultReplayWait        = 2 * time.Second
+	// streamRetryAfter is the Retry-After, in seconds, of a refused stream.
+	streamRetryAfter = "10"
+	// replayRetryAfter is the Retry-After, in seconds, of a replay refused
+	// because too many run at once.
+	replayRetryAfter = "2"
+)
+
+// streamCounts counts the open streams of each user and each client IP.
+// Over a limit the new stream is refused: the ones already open, the
+// oldest first, are never the ones to go.
+type streamCounts struct {
+	mu      sync.Mutex
+	perUser int
+	perIP   int
+	users   map[string]int
+	ips     map[string]int
+}
+
+func newStreamCounts(perUser, perIP int) *streamCounts {
+	return &streamCounts{perUser: perUser, perIP: perIP, users: map[string]int{}, ips: map[string]int{}}
+}
+
+// open counts a new stream of login from ip and returns the function that
+// uncounts it, or ok=false (nothing counted) when either is at its limit;
+// byUser says which limit it was.
+func (c *streamCounts) open(login, ip string) (closeStream func(), byUser, ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.users[login] >= c.perUser {
+		return nil, true, false
+	}
+	if c.ips[ip] >= c.perIP {
+		return nil, false, false
+	}
+	c.users[login]++
+	c.ips[ip]++
+	var once sync.Once
+	return func() { once.Do(func() { c.release(login, ip) }) }, false, true
+}
+
+func (c *streamCounts) release(login, ip string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	// Delete at zero, so the maps hold only people and addresses with an
+	// open stream.
+	if c.users[login]--; c.users[login] <= 0 {
+		delete(c.users, login)
+	}
+	if c.ips[ip]--; c.ips[ip] <= 0 {
+		delete(c.ips, ip)
+	}
+}
+
+// replaySlots bounds how many replays run at once: each holds at most a
+// page of messages, so this bounds the memory of all of them.
+type replaySlots struct {
+	slots chan struct{}
+	wait  time.Duration
+}
+
+func newReplaySlots(n int, wait time.Duration) *replaySlots {
+	return &replaySlots{slots: make(chan struct{}, n), wait: wait}
+}
+
+// take waits up to the slots' wait for a free one; it returns false if
+// none came free or ctx ended first.
+func (r *replaySlots) take(ctx context.Context) bool {
+	select {
+	case r.slots <- struct{}{}:
+		return true
+	default:
+	}
+	t := time.NewTimer(r.wait)
+	defer t.Stop()
+	select {
+	case r.slots <- struct{}{}:
+		return true
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return false
+}
+
+func (r *replaySlots) give() { <-r.slots }
+
+// streamSession is how a stream names the session that opened it, in the
+// hub and on the broker: a digest, since the session id itself is the key
+// to the session and must not travel.
+func streamSession(id string) string {
+	if id == "" {
+		return ""
+	}
+	sum := sha256.Sum256([]byte("killrchat stream session\x00" + id))
+	return hex.EncodeToString(sum[:16])
+}
+
+// endStreams ends, on every instance, the open streams that end matches
+// (see StreamEnd; its Sessions and Except are session ids here). Leave,
+// logout and revoking sessions call it after their write succeeded, so a
+// stream opened meanwhile is refused by its own check instead. A failure
+// to reach the other instances is logged: the write it follows stands, and
+// a stream there that keeps running is refused when it reconnects.
+func (s *Server) endStreams(ctx context.Context, end StreamEnd) {
+	if end.Login == "" || (end.Sessions != nil && len(end.Sessions) == 0) {
+		return // nobody's streams, or none of the sessions
+	}
+	if end.Sessions != nil {
+		digests := make([]string, len(end.Sessions))
+		for i, id := range end.Sessions {
+			digests[i] = streamSession(id)
+		}
+		end.Sessions = digests
+	}
+	end.Except = streamSession(end.Except)
+	if err := s.hub.EndStreams(ctx, end); err != nil {
+		s.log.Warn("end streams on other instances", "login", end.Login, "room", end.Room, "err", err)
+	}
+}
