@@ -260,7 +260,7 @@ type eventWriter struct {
 }
 
 func (e *eventWriter) message(id gocql.UUID, html []byte) error {
-	if later(id, e.last) {
+	if store.Later(id, e.last) {
 		e.last = id
 	}
 	return e.event("", html)
@@ -329,14 +329,6 @@ func (e *eventWriter) flush() error {
 		return err
 	}
 	return e.rc.Flush()
-}
-
-// later orders timeuuids by time, then by their other bytes.
-func later(a, b gocql.UUID) bool {
-	if ta, tb := a.Timestamp(), b.Timestamp(); ta != tb {
-		return ta > tb
-	}
-	return bytes.Compare(a[8:], b[8:]) > 0
 }
 
 func renderString(ctx context.Context, comp interface {

@@ -35,6 +35,18 @@ const (
 	excerptLength = 100
 )
 
+// dmEpoch is the start of every DM: DMs are never deleted, so their
+// messages have no earlier conversation to be told apart from.
+var dmEpoch = time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// Place is where messages are posted and read: a Room, a DM, or a
+// Conversation itself. The message functions take it, so rooms and DMs
+// share one path.
+type Place interface{ Conversation() Conversation }
+
+// Conversation is itself.
+func (c Conversation) Conversation() Conversation { return c }
+
 // Conversation is where messages are posted and read: a room or a DM.
 type Conversation struct {
 	// ID is a room's name, or "dm:" and a DM's address.
@@ -70,7 +82,7 @@ type DM struct {
 
 // Conversation is the DM as a conversation.
 func (d DM) Conversation() Conversation {
-	c := Conversation{ID: dmPrefix + d.Address, Members: make(map[string]UserRef, len(d.Members))}
+	c := Conversation{ID: dmPrefix + d.Address, Since: dmEpoch, Members: make(map[string]UserRef, len(d.Members))}
 	for _, m := range d.Members {
 		c.Members[m.Login] = m
 	}
@@ -223,4 +235,3 @@ func (s *Store) DMList(ctx context.Context, login string) ([]DMEntry, error) {
 	})
 	return out, nil
 }
-

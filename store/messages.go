@@ -1,5 +1,8 @@
 // This file owns messages: posting into day-bucketed partitions and paging
 // through them, newest bucket first, for pages and for live-stream replay.
+// Every function here works on a Place, a room or a DM alike (see
+// conversations.go): the tables still say room_name, but the key is the
+// conversation's id.
 package store
 
 import (
@@ -35,7 +38,8 @@ const (
 // Message is one chat message. Its id is a timeuuid made by the server,
 // which also gives its time and its day bucket.
 type Message struct {
-	ID      gocql.UUID
+	ID gocql.UUID
+	// Room is the id of the conversation: a room's name, or a DM's id.
 	Room    string
 	Author  UserRef
 	Content string
@@ -62,41 +66,42 @@ func CheckContent(content string) (string, error) {
 // PostMessage stores a message by author in room: DraftMessage then
 // SaveMessage. It returns ErrNotParticipant unless author takes part in
 // room, and a ValidationError for empty or too long content.
-func (s *Store) PostMessage(ctx context.Context, room Room, author UserRef, content string) (Message, error) {
-	m, err := s.DraftMessage(room, author, content)
+func (s *Store) PostMessage(ctx context.Context, in Place, author UserRef, content string) (Message, error) {
+	m, err := s.DraftMessage(in, author, content)
 	if err != nil {
 		return Message{}, err
 	}
-	return m, s.SaveMessage(ctx, room, m)
+	return m, s.SaveMessage(ctx, in, m)
 }
 
 // DraftMessage checks a message and gives it its id, without storing it;
 // ids are made in the order of the calls. It returns ErrNotParticipant
 // unless author takes part in room, and a ValidationError for empty or too
 // long content.
-func (s *Store) DraftMessage(room Room, author UserRef, content string) (Message, error) {
-	if !room.HasParticipant(author.Login) {
-		return Message{}, fmt.Errorf("store: post in %q by %q: %w", room.Name, author.Login, ErrNotParticipant)
+func (s *Store) DraftMessage(in Place, author UserRef, content string) (Message, error) {
+	conv := in.Conversation()
+	if !conv.Has(author.Login) {
+		return Message{}, fmt.Errorf("store: post in %q by %q: %w", conv.ID, author.Login, ErrNotParticipant)
 	}
 	content, err := CheckContent(content)
 	if err != nil {
 		return Message{}, err
 	}
-	return Message{ID: s.ids.next(s.Now()), Room: room.Name, Author: author, Content: content}, nil
+	return Message{ID: s.ids.next(s.Now()), Room: conv.ID, Author: author, Content: content}, nil
 }
 
 // DraftSystemMessage makes a message written by the server about someone,
 // such as "Ada Lovelace joins the room", without storing it.
-func (s *Store) DraftSystemMessage(room Room, about UserRef, text string) Message {
-	return Message{ID: s.ids.next(s.Now()), Room: room.Name, Author: about, Content: text, System: true}
+func (s *Store) DraftSystemMessage(in Place, about UserRef, text string) Message {
+	return Message{ID: s.ids.next(s.Now()), Room: in.Conversation().ID, Author: about, Content: text, System: true}
 }
 
 // SaveMessage stores a drafted message in its day bucket, recording the
 // bucket first so paging can always reach the message, and then moves the
 // conversation's head to it.
-func (s *Store) SaveMessage(ctx context.Context, room Room, m Message) error {
+func (s *Store) SaveMessage(ctx context.Context, in Place, m Message) error {
 	bucket := bucketOf(m.ID)
-	if err := s.recordBucket(ctx, room, bucket); err != nil {
+	if err := s.recordBucket(ctx, in.Conversation(), bucket); err != nil {
 		return err
 	}
 	q, err := s.query(ctx, insertMessage, m.Room, bucket, m.ID, m.Author, m.Content, m.System)
@@ -110,30 +115,30 @@ func (s *Store) SaveMessage(ctx context.Context, room Room, m Message) error {
 	return s.setHead(ctx, m.Room, m.ID)
 }
 
-// recordBucket writes (room, bucket) to messages_bucket before the first
-// message of that bucket, so paging can always reach it; the memo only
-// saves repeating the write. Its key has the room's creation time, so a
-// room deleted and created again under the same name records anew.
-func (s *Store) recordBucket(ctx context.Context, room Room, bucket int) error {
-	key := fmt.Sprintf("%s\x00%d\x00%d", room.Name, room.CreatedAt.UnixMilli(), bucket)
+// recordBucket writes (conversation, bucket) to messages_bucket before the
+// first message of that bucket, so paging can always reach it; the memo
+// only saves repeating the write. Its key has the conversation's start, so
+// a room deleted and created again under the same name records anew.
+func (s *Store) recordBucket(ctx context.Context, conv Conversation, bucket int) error {
+	key := fmt.Sprintf("%s\x00%d\x00%d", conv.ID, conv.Since.UnixMilli(), bucket)
 	if _, ok := s.knownBuckets.Load(key); ok {
 		return nil
 	}
-	q, err := s.query(ctx, insertBucket, room.Name, bucket)
+	q, err := s.query(ctx, insertBucket, conv.ID, bucket)
 	if err != nil {
 		return err
 	}
 	if err := q.Exec(); err != nil {
-		return s.fail("record bucket of "+room.Name, err)
+		return s.fail("record bucket of "+conv.ID, err)
 	}
 	s.knownBuckets.Store(key, struct{}{})
 	return nil
 }
 
-// roomFloor is an id below every message of room: messages left behind by
+// floorOf is an id below every message of conv: messages left behind by
 // an earlier room of the same name are never shown.
-func roomFloor(room Room) gocql.UUID {
-	return gocql.MinTimeUUID(room.CreatedAt.Add(-time.Millisecond))
+func floorOf(conv Conversation) gocql.UUID {
+	return gocql.MinTimeUUID(conv.Since.Add(-time.Millisecond))
 }
 
 // MessagesBefore returns up to n messages of room posted before the
@@ -141,12 +146,13 @@ func roomFloor(room Room) gocql.UUID {
 // first, ready to display, and whether older ones exist. It walks the
 // room's buckets newest first: one query lists them, then one query per
 // bucket until n+1 messages are found or the buckets run out.
-func (s *Store) MessagesBefore(ctx context.Context, room Room, before gocql.UUID, n int) ([]Message, bool, error) {
+func (s *Store) MessagesBefore(ctx context.Context, in Place, before gocql.UUID, n int) ([]Message, bool, error) {
+	conv := in.Conversation()
 	if before == (gocql.UUID{}) {
 		before = gocql.MaxTimeUUID(s.Now().Add(time.Hour))
 	}
-	floor := roomFloor(room)
-	bq, err := s.query(ctx, selectBucketsDown, room.Name, bucketOf(before), timeBucket(room.CreatedAt))
+	floor := floorOf(conv)
+	bq, err := s.query(ctx, selectBucketsDown, conv.ID, bucketOf(before), timeBucket(conv.Since))
 	if err != nil {
 		return nil, false, err
 	}
@@ -154,22 +160,22 @@ func (s *Store) MessagesBefore(ctx context.Context, room Room, before gocql.UUID
 	newestFirst := make([]Message, 0, n+1)
 	var bucket int
 	for len(newestFirst) <= n && buckets.Scan(&bucket) {
-		q, err := s.query(ctx, selectMessagesDown, room.Name, bucket, before, floor, n+1-len(newestFirst))
+		q, err := s.query(ctx, selectMessagesDown, conv.ID, bucket, before, floor, n+1-len(newestFirst))
 		if err != nil {
 			buckets.Close()
 			return nil, false, err
 		}
 		iter := q.Iter()
-		for m, ok := scanMessage(iter, room.Name); ok; m, ok = scanMessage(iter, room.Name) {
+		for m, ok := scanMessage(iter, conv.ID); ok; m, ok = scanMessage(iter, conv.ID) {
 			newestFirst = append(newestFirst, m)
 		}
 		if err := iter.Close(); err != nil {
 			buckets.Close()
-			return nil, false, s.fail("read messages of "+room.Name, err)
+			return nil, false, s.fail("read messages of "+conv.ID, err)
 		}
 	}
 	if err := buckets.Close(); err != nil {
-		return nil, false, s.fail("list buckets of "+room.Name, err)
+		return nil, false, s.fail("list buckets of "+conv.ID, err)
 	}
 	more := len(newestFirst) > n
 	if more {
@@ -183,11 +189,12 @@ func (s *Store) MessagesBefore(ctx context.Context, room Room, before gocql.UUID
 // live stream replays a backlog with it one page at a time (the next page
 // starts after the last id of this one), so a replay never holds more
 // than a page in memory.
-func (s *Store) MessagesAfter(ctx context.Context, room Room, after gocql.UUID, limit int) ([]Message, bool, error) {
-	if floor := roomFloor(room); after.Time().Before(floor.Time()) {
+func (s *Store) MessagesAfter(ctx context.Context, in Place, after gocql.UUID, limit int) ([]Message, bool, error) {
+	conv := in.Conversation()
+	if floor := floorOf(conv); after.Time().Before(floor.Time()) {
 		after = floor
 	}
-	bq, err := s.query(ctx, selectBucketsUp, room.Name, bucketOf(after))
+	bq, err := s.query(ctx, selectBucketsUp, conv.ID, bucketOf(after))
 	if err != nil {
 		return nil, false, err
 	}
@@ -195,22 +202,22 @@ func (s *Store) MessagesAfter(ctx context.Context, room Room, after gocql.UUID, 
 	out := make([]Message, 0, min(limit+1, 1000))
 	var bucket int
 	for len(out) <= limit && buckets.Scan(&bucket) {
-		q, err := s.query(ctx, selectMessagesUp, room.Name, bucket, after, limit+1-len(out))
+		q, err := s.query(ctx, selectMessagesUp, conv.ID, bucket, after, limit+1-len(out))
 		if err != nil {
 			buckets.Close()
 			return nil, false, err
 		}
 		iter := q.PageSize(min(limit+1, 1000)).Iter()
-		for m, ok := scanMessage(iter, room.Name); ok; m, ok = scanMessage(iter, room.Name) {
+		for m, ok := scanMessage(iter, conv.ID); ok; m, ok = scanMessage(iter, conv.ID) {
 			out = append(out, m)
 		}
 		if err := iter.Close(); err != nil {
 			buckets.Close()
-			return nil, false, s.fail("replay messages of "+room.Name, err)
+			return nil, false, s.fail("replay messages of "+conv.ID, err)
 		}
 	}
 	if err := buckets.Close(); err != nil {
-		return nil, false, s.fail("list buckets of "+room.Name, err)
+		return nil, false, s.fail("list buckets of "+conv.ID, err)
 	}
 	if len(out) > limit {
 		return out[:limit], true, nil
@@ -221,18 +228,19 @@ func (s *Store) MessagesAfter(ctx context.Context, room Room, after gocql.UUID, 
 // CountMessagesAfter counts the messages of room posted after the message
 // id after, stopping at limit: the live stream asks it whether a backlog is
 // small enough to replay before it sends any of it. It reads ids only.
-func (s *Store) CountMessagesAfter(ctx context.Context, room Room, after gocql.UUID, limit int) (int, error) {
-	if floor := roomFloor(room); after.Time().Before(floor.Time()) {
+func (s *Store) CountMessagesAfter(ctx context.Context, in Place, after gocql.UUID, limit int) (int, error) {
+	conv := in.Conversation()
+	if floor := floorOf(conv); after.Time().Before(floor.Time()) {
 		after = floor
 	}
-	bq, err := s.query(ctx, selectBucketsUp, room.Name, bucketOf(after))
+	bq, err := s.query(ctx, selectBucketsUp, conv.ID, bucketOf(after))
 	if err != nil {
 		return 0, err
 	}
 	buckets := bq.PageSize(32).Iter()
 	n, bucket := 0, 0
 	for n < limit && buckets.Scan(&bucket) {
-		q, err := s.query(ctx, selectMessageIDsUp, room.Name, bucket, after, limit-n)
+		q, err := s.query(ctx, selectMessageIDsUp, conv.ID, bucket, after, limit-n)
 		if err != nil {
 			buckets.Close()
 			return 0, err
@@ -244,11 +252,11 @@ func (s *Store) CountMessagesAfter(ctx context.Context, room Room, after gocql.U
 		}
 		if err := iter.Close(); err != nil {
 			buckets.Close()
-			return 0, s.fail("count messages of "+room.Name, err)
+			return 0, s.fail("count messages of "+conv.ID, err)
 		}
 	}
 	if err := buckets.Close(); err != nil {
-		return 0, s.fail("list buckets of "+room.Name, err)
+		return 0, s.fail("list buckets of "+conv.ID, err)
 	}
 	return n, nil
 }

@@ -1,0 +1,169 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/gocql/gocql"
+
+	"github.com/killrchat/killrchat/store"
+)
+
+func TestDMAddress(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		logins []string
+		want   string
+		err    bool
+	}{
+		{"OK", []string{"bob", "ada"}, "ada+bob", false},
+		{"LowerCased", []string{"Bob", "ADA", "cy1"}, "ada+bob+cy1", false},
+		{"Repeats", []string{"ada", "bob", "ADA"}, "ada+bob", false},
+		{"Alone", []string{"ada", "Ada"}, "", true},
+		{"TooMany", []string{"aa1", "aa2", "aa3", "aa4", "aa5", "aa6", "aa7", "aa8", "aa9"}, "", true},
+		{"BadLogin", []string{"ada", "b+b"}, "", true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := store.DMAddress(tt.logins)
+			if (err != nil) != tt.err || got != tt.want {
+				t.Fatalf("DMAddress(%v) = %q, %v", tt.logins, got, err)
+			}
+		})
+	}
+}
+
+// TestFirstContactRace: two people who write to each other for the first
+// time at the same moment land in one conversation, because its address
+// is made of their logins: there is nothing to create, so nothing to race.
+func TestFirstContactRace(t *testing.T) {
+	ctx := context.Background()
+	for round := 0; round < 100; round++ {
+		a, b := newUser(t, unique("fca")), newUser(t, unique("fcb"))
+		var wg sync.WaitGroup
+		ids := make([]gocql.UUID, 2)
+		for i, pair := range [][2]store.User{{a, b}, {b, a}} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				// Each addresses the other, in their own order and case.
+				d, err := db.DM(ctx, pair[1].Login+"+"+pair[0].Login)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				m, err := db.PostMessage(ctx, d, pair[0].Ref(), "hello from "+pair[0].Login)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				ids[i] = m.ID
+				if err := db.RecordDMMessage(ctx, d, m); err != nil {
+					t.Error(err)
+				}
+			}()
+		}
+		wg.Wait()
+		if t.Failed() {
+			t.FailNow()
+		}
+		d, err := db.DM(ctx, a.Login+"+"+b.Login)
+		if err != nil {
+			t.Fatal(err)
+		}
+		msgs, _, err := db.MessagesBefore(ctx, d, gocql.UUID{}, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(msgs) != 2 {
+			t.Fatalf("round %d: the conversation holds %d messages, want both", round, len(msgs))
+		}
+		for _, u := range []store.User{a, b} {
+			list, err := db.DMList(ctx, u.Login)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(list) != 1 || list[0].DM.Address != d.Address {
+				t.Fatalf("round %d: %s's list %+v, want the one conversation", round, u.Login, list)
+			}
+		}
+	}
+}
+
+// TestDMListUnderConcurrentSends: 10 partners write 50 messages each to
+// one person at once; the list has one entry per partner, newest first,
+// each showing its conversation's last message.
+func TestDMListUnderConcurrentSends(t *testing.T) {
+	ctx := context.Background()
+	me := newUser(t, unique("inbox"))
+	const partners, each = 10, 50
+	last := make([]store.Message, partners)
+	var wg sync.WaitGroup
+	for p := 0; p < partners; p++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			u := newUser(t, unique("partner"))
+			d, err := db.DM(ctx, me.Login+"+"+u.Login)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			// Each message's list write runs concurrently with the next
+			// send, so writes reach Cassandra out of order.
+			var sends sync.WaitGroup
+			for i := 0; i < each; i++ {
+				m, err := db.PostMessage(ctx, d, u.Ref(), fmt.Sprintf("%s says %d", u.Login, i))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				last[p] = m
+				sends.Add(1)
+				go func() {
+					defer sends.Done()
+					if err := db.RecordDMMessage(ctx, d, m); err != nil {
+						t.Error(err)
+					}
+				}()
+			}
+			sends.Wait()
+		}()
+	}
+	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
+	list, err := db.DMList(ctx, me.Login)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != partners {
+		t.Fatalf("%d entries, want %d", len(list), partners)
+	}
+	for i, e := range list {
+		if i > 0 && store.Later(e.LastID, list[i-1].LastID) {
+			t.Errorf("entry %d is newer than entry %d", i, i-1)
+		}
+		found := false
+		for _, m := range last {
+			if m.ID == e.LastID {
+				found = e.LastExcerpt == m.Content && e.LastAuthor.Login == m.Author.Login
+			}
+		}
+		if !found {
+			t.Errorf("entry %s shows %q (%v), not its last message", e.DM.Address, e.LastExcerpt, e.LastID.Time())
+		}
+	}
+}
+
+func TestDMUnknownMember(t *testing.T) {
+	a := newUser(t, unique("dmk"))
+	for _, addr := range []string{a.Login + "+nobody" + unique("x"), a.Login, "not a+valid"} {
+		if _, err := db.DM(context.Background(), addr); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("DM(%q): %v, want ErrNotFound", addr, err)
+		}
+	}
+}
