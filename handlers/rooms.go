@@ -8,6 +8,7 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -114,13 +115,14 @@ func (s *Server) showRoom(c echo.Context) error {
 		return err
 	}
 	me := mustUser(c)
-	v := views.RoomView{Room: r, Viewer: me, Participant: r.HasParticipant(me.Login), Creator: r.CreatorLogin == me.Login}
+	v := views.RoomView{Room: r, Viewer: me, Participant: r.HasParticipant(me.Login), Creator: r.CreatorLogin == me.Login, Now: time.Now()}
 	if v.Participant {
 		if v.Messages, v.Older, v.After, err = s.latest(c, r); err != nil {
 			return err
 		}
+		v.Composer = views.Form{Values: map[string]string{"client_id": newClientID()}}
 	}
-	return s.render(c, http.StatusOK, views.Page{Title: r.Name, Room: r.Name}, views.RoomPage(v))
+	return s.render(c, http.StatusOK, views.Page{Title: r.Name, Room: r.Name, Composer: v.Participant}, views.RoomPage(v))
 }
 
 func (s *Server) joinRoom(c echo.Context) error {
@@ -130,7 +132,7 @@ func (s *Server) joinRoom(c echo.Context) error {
 		return err
 	}
 	s.announce(c.Request().Context(), r, me, me.Name()+" joins the room")
-	return redirect(c, roomURL(r.Name))
+	return redirect(c, roomURL(r.Name)+"#latest")
 }
 
 func (s *Server) leaveRoom(c echo.Context) error {

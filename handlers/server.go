@@ -48,6 +48,7 @@ type Server struct {
 	log      *slog.Logger
 	pages    securecookie.Codec
 	seq      *sequencer
+	recent   *recentPosts
 	closing  chan struct{}
 }
 
@@ -67,6 +68,7 @@ func New(db *store.Store, metrics *Metrics, hub Hub, cfg Config, log *slog.Logge
 		closing:  make(chan struct{}),
 	}
 	s.seq = newSequencer(func(ev RoomEvent) { s.publish(context.Background(), ev) }, db.IDFloor)
+	s.recent = newRecentPosts(recentPostsMax, recentPostTTL, time.Now)
 	return s
 }
 

@@ -23,6 +23,9 @@ type Page struct {
 	Notice string
 	// Room is the room open in the main pane, highlighted in the sidebar.
 	Room string
+	// Composer is set on a page with a message composer: the first link
+	// of the page skips to it.
+	Composer bool
 }
 
 // Form carries what a person typed and what is wrong with it.
@@ -93,6 +96,8 @@ type RoomView struct {
 	// After is the id the live stream starts after, so nothing posted
 	// between this render and the stream's start is missed.
 	After string
+	// Now is when the page is rendered: day separators say "Today".
+	Now time.Time
 }
 
 // OlderMessages is a page of older messages.
@@ -100,6 +105,7 @@ type OlderMessages struct {
 	Room     string
 	Messages []store.Message
 	Older    string
+	Now      time.Time
 }
 
 // MessageID is the DOM id of a message element; the page and the live
@@ -109,8 +115,8 @@ func MessageID(m store.Message) string { return "msg-" + m.ID.String() }
 // when formats a time for people, in UTC.
 func when(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") }
 
-// clock formats a message time.
-func clock(t time.Time) string { return t.UTC().Format("Jan 2, 15:04") }
+// clock formats a message time; app.js shows it in the reader's zone.
+func clock(t time.Time) string { return t.UTC().Format("15:04 UTC") }
 
 func count(n int, one, many string) string {
 	if n == 1 {
