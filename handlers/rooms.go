@@ -132,6 +132,11 @@ func (s *Server) joinRoom(c echo.Context) error {
 		return err
 	}
 	s.announce(c.Request().Context(), r, me, me.Name()+" joins the room")
+	if isHTMX(c) {
+		// Not #latest: from the room page itself, htmx would only move to
+		// the anchor instead of loading the page (app.js scrolls anyway).
+		return redirect(c, roomURL(r.Name))
+	}
 	return redirect(c, roomURL(r.Name)+"#latest")
 }
 
