@@ -110,7 +110,10 @@ func TestCreateRoomErrors(t *testing.T) {
 			}
 		})
 	}
-	if p := c.get("/rooms/" + unique("missing")); p.StatusCode != http.StatusNotFound || text(p, ".error-page h1") != "Not Found" {
+	// One heading, one sentence a person understands, a link home.
+	if p := c.get("/rooms/" + unique("missing")); p.StatusCode != http.StatusNotFound || text(p, ".error-page h1") != "Not found" ||
+		text(p, ".error-page p:not(:has(a))") != "This room does not exist or was deleted." ||
+		p.doc.Find(`.error-page a[href="/"]`).Length() != 1 || p.doc.Find(".error-page h1").Length() != 1 {
 		t.Errorf("unknown room: %d %q", p.StatusCode, text(p, ".error-page"))
 	}
 }

@@ -590,7 +590,8 @@
 
   function focusComposerOnOpen() {
     var box = composerBox();
-    if (!box || !window.matchMedia || !window.matchMedia("(hover: hover) and (pointer: fine)").matches) return;
+    // A touch screen would open its on-screen keyboard over the room.
+    if (!box || (window.matchMedia && window.matchMedia("(pointer: coarse)").matches)) return;
     box.focus({ preventScroll: true });
   }
 

@@ -34,12 +34,14 @@ func (p *tab) checkAccessibility(what string) {
 	defer cancel()
 	found, err := chromedp.Run(ctx, chromedp.Evaluate[[]axeViolation](`axe.run(document, {
 			runOnly: {type: "tag", values: ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "wcag22aa", "best-practice"]},
-			resultTypes: ["violations"]
-		}).then(r => r.violations.map(v => ({id: v.id, impact: v.impact || "", help: v.help,
+		}).then(r => (window.__axePasses = r.passes.length, r)).then(r => r.violations.map(v => ({id: v.id, impact: v.impact || "", help: v.help,
 			targets: v.nodes.map(n => n.target.join(" ") + (n.failureSummary ? " — " + n.failureSummary.replace(/\s+/g, " ") : ""))})))`,
 		chromedp.EvalAwaitPromise))
 	if err != nil {
 		p.fail("axe on %s: %v", what, err)
+	}
+	if passes := eval[int](p, `window.__axePasses || 0`); passes == 0 && len(found) == 0 {
+		p.fail("axe on %s checked nothing", what)
 	}
 	for _, v := range found {
 		if v.Impact != "serious" && v.Impact != "critical" {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 	"github.com/gocql/gocql"
@@ -191,11 +192,11 @@ func TestJoinOnPhone(t *testing.T) {
 		}
 		o.resize(phone)
 		o.open("/")
-		if eval[bool](o, `document.querySelector('.sidebar a[href="/rooms"]').getClientRects().length > 0`) {
+		if eval[bool](o, `document.querySelector('.sidebar a[href="/rooms"]').checkVisibility()`) {
 			t.Errorf("%s: the phone shows the sidebar's links before the menu is opened", mode)
 		}
 		o.click(".nav-drawer > summary")
-		o.waitJS("the open drawer", `document.querySelector(".nav-drawer").open && document.querySelector('.sidebar a[href="/rooms"]').getClientRects().length > 0`)
+		o.waitJS("the open drawer", `document.querySelector(".nav-drawer").open && document.querySelector('.sidebar a[href="/rooms"]').checkVisibility()`)
 		o.screenshot("drawer-" + mode)
 		o.click(`.sidebar a[href="/rooms"]`)
 		o.waitJS("All rooms", atPath("/rooms")+` && document.querySelector("#rooms")`)
@@ -231,6 +232,28 @@ func TestJoinOnPhone(t *testing.T) {
 	}
 }
 
+// pressEnter presses Enter (with Shift) in the focused element as a
+// keyboard does: one keyDown that carries the text, so a handler that
+// cancels the keydown also cancels the line break (chromedp.KeyEvent sends
+// the text as a separate char event, which no page can cancel).
+func (p *tab) pressEnter(shift bool) {
+	p.t.Helper()
+	var mods int64
+	if shift {
+		mods = int64(chromedp.ModifierShift)
+	}
+	ctx, cancel := context.WithTimeout(p.ctx, waitTimeout)
+	defer cancel()
+	for _, e := range []input.DispatchKeyEventParams{
+		{Type: input.DispatchKeyEventTypeKeyDown, Key: "Enter", Code: "Enter", WindowsVirtualKeyCode: 13, NativeVirtualKeyCode: 13, Text: "\r", UnmodifiedText: "\r", Modifiers: mods},
+		{Type: input.DispatchKeyEventTypeKeyUp, Key: "Enter", Code: "Enter", WindowsVirtualKeyCode: 13, NativeVirtualKeyCode: 13, Modifiers: mods},
+	} {
+		if _, err := chromedp.Call(ctx, input.DispatchKeyEvent, e); err != nil {
+			p.fail("press Enter: %v", err)
+		}
+	}
+}
+
 // TestComposerKeys (item 4): Enter sends, Shift+Enter is a new line, Enter
 // during an IME composition does not send, and the composer keeps the
 // focus after sending (by key or by click) and has it when the room opens.
@@ -242,7 +265,7 @@ func TestComposerKeys(t *testing.T) {
 	}
 	first, second := "first line "+unique("#"), "second line"
 	a.typeInto("#content", first)
-	a.run("shift+enter", chromedp.KeyEvent("\r", chromedp.KeyModifiers(chromedp.ModifierShift)))
+	a.pressEnter(true)
 	a.typeInto("#content", second)
 	if got := eval[string](a, `document.getElementById("content").value`); got != first+"\n"+second {
 		t.Errorf("after Shift+Enter the composer holds %q, want two lines", got)
@@ -254,8 +277,7 @@ func TestComposerKeys(t *testing.T) {
 	if prevented || a.count("#messages li.message:not(.system)") != 0 {
 		t.Error("Enter during an IME composition sent the message")
 	}
-	a.recordLive()
-	a.run("enter", chromedp.KeyEvent("\r"))
+	a.pressEnter(false)
 	a.waitJS("the message sent by Enter", messagesWith(first+"\n"+second)+`.length === 1`)
 	a.waitJS("the composer emptied", `document.getElementById("content").value === ""`)
 	a.frames()
@@ -288,7 +310,8 @@ func TestSlowSendPostsOnce(t *testing.T) {
 	a.waitJS("Send disabled while the post is in flight", `document.querySelector("#composer button[type=submit]").disabled`)
 	a.screenshot("in-flight")
 	eval[bool](a, `(document.querySelector("#composer button[type=submit]").click(), true)`)
-	a.run("enter", chromedp.Focus(chromedp.CSS("#content")), chromedp.KeyEvent("\r"))
+	a.run("focus the composer", chromedp.Focus(chromedp.CSS("#content")))
+	a.pressEnter(false)
 	a.waitJSFor(5*time.Second, "the message", messagesWith(text)+`.length === 1`)
 	a.waitJS("Send enabled again", `!document.querySelector("#composer button[type=submit]").disabled`)
 	time.Sleep(2 * time.Second) // a second post, if one went out, would land by now
@@ -523,4 +546,111 @@ func TestComposerGrowsAndSaysWhy(t *testing.T) {
 			a.screenshot("whitespace")
 		})
 	}
+}
+
+// TestAccessibility (item 10): axe-core finds no serious or critical
+// violation on any page at either width; the message list is a polite
+// live log; "Skip to composer" comes first; a name's card opens on
+// keyboard focus; after a form error the focus is on the first invalid
+// field.
+func TestAccessibility(t *testing.T) {
+	b := begin(t)
+	ada := newPerson("Ada", "Lovelace")
+	room := unique("a11y")
+	a := b.newTab("ada")
+	a.signUp(ada)
+	a.createRoom(room, "Everyone can read this")
+	seedMessages(t, room, ada, 3)
+	a.open("/rooms/" + room)
+	a.waitRoomPage(room)
+	a.post("A link https://example.com/docs and more " + unique("#"))
+	v := b.newTab("visitor")
+
+	pages := []struct{ name, path string }{
+		{"home", "/"}, {"all-rooms", "/rooms"}, {"room", "/rooms/" + room}, {"new-room", "/rooms/new"},
+		{"profile", "/profile"}, {"user", "/users/" + ada.login}, {"error", "/rooms/" + unique("missing")},
+	}
+	for _, s := range sizes {
+		a.resize(s)
+		v.resize(s)
+		for _, pg := range []struct{ name, path string }{{"login", "/login"}, {"signup", "/signup"}} {
+			v.open(pg.path)
+			v.waitJS(pg.name, `document.readyState === "complete" && document.querySelector("main h1")`)
+			v.checkAccessibility(pg.name + " at " + s.name)
+		}
+		for _, pg := range pages {
+			a.open(pg.path)
+			a.waitJS(pg.name, `document.readyState === "complete" && document.querySelector("main h1")`)
+			if pg.name == "room" {
+				a.waitStream()
+			}
+			a.checkAccessibility(pg.name + " at " + s.name)
+			if s.phone {
+				a.click(".nav-drawer > summary")
+				a.checkAccessibility(pg.name + " with the menu open at " + s.name)
+			}
+		}
+	}
+	// Dark mode, with the room's menu and the delete confirmation open.
+	a.resize(desktop)
+	ctx, cancel := context.WithTimeout(a.ctx, waitTimeout)
+	defer cancel()
+	dark := emulation.SetEmulatedMediaParams{Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: "dark"}}}
+	if _, err := chromedp.Call(ctx, emulation.SetEmulatedMedia, dark); err != nil {
+		t.Fatal(err)
+	}
+	for _, pg := range pages {
+		a.open(pg.path)
+		a.waitJS(pg.name, `document.readyState === "complete" && document.querySelector("main h1")`)
+		if pg.name == "room" {
+			a.click("#room .room-menu > summary")
+			a.click("#room details.confirm-delete summary")
+			a.screenshot("dark-room-menu")
+		}
+		a.checkAccessibility(pg.name + " in dark mode")
+	}
+	if _, err := chromedp.Call(ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{}); err != nil {
+		t.Fatal(err)
+	}
+
+	// The message list is a log that screen readers follow politely.
+	a.open("/rooms/" + room)
+	a.waitRoomPage(room)
+	if got := eval[[]string](a, `(() => { const l = document.getElementById("messages").closest("[role=log]"); return l ? [l.getAttribute("aria-live"), l.getAttribute("aria-label")] : []; })()`); len(got) != 2 || got[0] != "polite" || got[1] == "" {
+		t.Errorf("the messages are not in a labelled polite log: %q", got)
+	}
+	// The first Tab reaches "Skip to composer", which leads to the composer
+	// (on a touch screen, where the room does not open with the focus in
+	// the composer).
+	a.resize(phone)
+	a.open("/rooms/" + room)
+	a.waitRoomPage(room)
+	a.run("tab", chromedp.KeyEvent("\t"))
+	if got := eval[string](a, `document.activeElement.textContent.trim()`); got != "Skip to composer" {
+		t.Errorf("the first Tab reaches %q, want Skip to composer", got)
+	}
+	a.screenshot("skip-link")
+	a.pressEnter(false)
+	a.waitJS("the composer focused from the skip link", `document.activeElement && document.activeElement.id === "content"`)
+	a.resize(desktop)
+	a.open("/rooms/" + room)
+	a.waitRoomPage(room)
+
+	// A name's card opens on keyboard focus too.
+	a.run("tab", chromedp.KeyEvent("\t")) // keyboard use, so focus rings and :focus-visible apply
+	link := "#messages li.message:not(.system) .author a.user-link"
+	eval[bool](a, `(document.querySelector("`+link+`").focus(), true)`)
+	a.waitJS("the hover card on focus", `(() => { const c = document.querySelector("#messages li.message:not(.system) .hovercard");
+		return c && getComputedStyle(c).visibility === "visible"; })()`)
+	a.screenshot("card-on-focus")
+
+	// A form error moves the focus to the first invalid field.
+	v.resize(desktop)
+	v.open("/signup")
+	v.fill("login", unique("eve"), "password", "long enough 1", "password_confirm", "not the same 1",
+		"firstname", "Eve", "lastname", "Smith")
+	v.click("#signup button[type=submit]")
+	v.waitJS("the form error", `document.querySelector('#signup [aria-invalid="true"]')`)
+	first := eval[string](v, `document.querySelector('#signup [aria-invalid="true"]').id`)
+	v.waitJS("the focus on the first invalid field", fmt.Sprintf(`document.activeElement && document.activeElement.id === %s`, js(first)))
 }
