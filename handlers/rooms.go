@@ -86,10 +86,12 @@ func (s *Server) createRoom(c echo.Context) error {
 		if !formError(err) {
 			return err
 		}
+		f = withErrors(f, err)
 		if errors.Is(err, store.ErrRoomExists) {
-			f.Errors["room_name"] = "This room name is taken."
+			// Said once, beside the field.
+			f.Errors["room_name"], f.Error = "This room name is taken.", ""
 		}
-		return s.render(c, formStatus(err), views.Page{Title: "New room"}, views.NewRoomView(withErrors(f, err)))
+		return s.render(c, formStatus(err), views.Page{Title: "New room"}, views.NewRoomView(f))
 	}
 	return redirect(c, roomURL(r.Name))
 }

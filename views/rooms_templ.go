@@ -326,7 +326,7 @@ func NewRoomView(f Form) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = field(f, "room_name", "Room name", "text", "off", true).Render(ctx, templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = field(f, "room_name", "Room name (3 to 31 letters, digits, dots, dashes or underscores; starts with a letter or digit)", "text", "off", true).Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

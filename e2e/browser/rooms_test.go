@@ -43,8 +43,11 @@ func TestRooms(t *testing.T) {
 	a.fill("room_name", room, "banner", "again")
 	a.mark()
 	a.click("#new-room button[type=submit]")
-	a.waitJS("the taken-name message", hasText("#new-room .form-error", "This room name is taken.")+
-		` && `+hasText("#new-room #err-room_name", "This room name is taken."))
+	a.waitJS("the taken-name message", hasText("#new-room #err-room_name", "This room name is taken."))
+	if n := eval[int](a, `(document.getElementById("new-room").innerText.match(/This room name is taken\./g) || []).length`); n != 1 {
+		t.Errorf("the taken-name message shows %d times, want once", n)
+	}
+	a.waitJS("the focus on the room name", `document.activeElement && document.activeElement.id === "room_name"`)
 	if !a.marked() {
 		t.Error("a taken room name reloaded the page; htmx should have swapped the form")
 	}
