@@ -92,7 +92,8 @@
   //       counts what arrived below; it jumps to the newest and goes away at
   //       the bottom. One's own message always jumps to the newest.
   //    d) "Load older messages": content inserted above must not move what
-  //       the reader sees; keep the distance to the bottom across the swap.
+  //       the reader sees; the first message wholly in view keeps its place
+  //       across the swap and the regrouping after it.
   // ---------------------------------------------------------------------------
   var NEAR_BOTTOM_PX = 40;
   var stuck = true;      // the reader is at the bottom of #messages
@@ -155,6 +156,16 @@
     if (pill) toBottom();
   });
 
+  // firstMessageInView is the first message wholly inside the list's box.
+  function firstMessageInView(list) {
+    var top = list.getBoundingClientRect().top;
+    var msgs = list.querySelectorAll(":scope > li.message");
+    for (var i = 0; i < msgs.length; i++) {
+      if (msgs[i].getBoundingClientRect().top >= top - 1) return msgs[i];
+    }
+    return null;
+  }
+
   function isOlderPageSwap(ctx, tasks, list) {
     var src = ctx && ctx.sourceElement;
     if (src && src.closest && src.closest(".load-older, [data-keep-scroll]")) return true;
@@ -170,8 +181,15 @@
     return false;
   }
 
+  // The first message the reader sees keeps its place; without one (an
+  // empty view), the distance to the bottom is kept.
   function applyPending() {
     if (!pending) return;
+    if (pending.anchor && pending.anchor.isConnected) {
+      var moved = pending.anchor.getBoundingClientRect().top - pending.anchorTop;
+      if (moved) pending.box.scrollTop += moved;
+      return;
+    }
     pending.box.scrollTop = pending.box.scrollHeight - pending.fromBottom;
   }
 
@@ -182,7 +200,11 @@
     if (!list) return;
     if (isOlderPageSwap(detail.ctx, detail.tasks || [], list)) {
       var box = scrollBox(list);
-      pending = { box: box, fromBottom: box.scrollHeight - box.scrollTop };
+      var anchor = box === list ? firstMessageInView(list) : null;
+      pending = {
+        box: box, fromBottom: box.scrollHeight - box.scrollTop,
+        anchor: anchor, anchorTop: anchor ? anchor.getBoundingClientRect().top : 0
+      };
     }
   });
   // Restore as early as possible (before the browser paints the new rows) and
@@ -243,9 +265,17 @@
     var action = evt.target && evt.target.getAttribute && evt.target.getAttribute("action");
     if (action && /\/delete$/.test(action)) deletingOwnRoom = true;
   }, true);
+  // Only the delete's own answer (without a redirect: it failed) ends that;
+  // other requests (a hover card, a post) may finish meanwhile.
+  function isDeleteRequest(ctx) {
+    return !!(ctx && ctx.request && /\/delete$/.test(String(ctx.request.action || "")));
+  }
   document.addEventListener("htmx:after:request", function (evt) {
     var ctx = evt.detail && evt.detail.ctx;
-    if (deletingOwnRoom && !(ctx && ctx.hx && ctx.hx.redirect)) deletingOwnRoom = false;
+    if (deletingOwnRoom && isDeleteRequest(ctx) && !(ctx.hx && ctx.hx.redirect)) deletingOwnRoom = false;
+  });
+  document.addEventListener("htmx:error", function (evt) {
+    if (isDeleteRequest(evt.detail && evt.detail.ctx)) deletingOwnRoom = false;
   });
 
   // The stream says the page missed more than it can replay: load it anew.
@@ -329,8 +359,22 @@
         if (el.classList.contains("message") && !el.nextElementSibling) appended++;
       }
     }
+    // Regrouping may add or drop a day separator, or regroup a message,
+    // above what the reader sees (an older page that continues the first
+    // day): the first message in view keeps its place (3d).
+    var box = scrollBox(list), anchor = null, anchorTop = 0;
+    if (!pending && box === list && !stuck) {
+      anchor = firstMessageInView(list);
+      if (anchor) anchorTop = anchor.getBoundingClientRect().top;
+    }
     localTimes(list);
     regroup(list);
+    if (pending) {
+      applyPending();
+    } else if (anchor && anchor.isConnected) {
+      var moved = anchor.getBoundingClientRect().top - anchorTop;
+      if (moved) list.scrollTop += moved;
+    }
     arrived(appended);
   }
 

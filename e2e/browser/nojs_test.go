@@ -65,7 +65,7 @@ func TestWithoutJavaScript(t *testing.T) {
 		t.Errorf("the older page does not show the start of the room")
 	}
 	a.screenshot("older-page")
-	a.click(`main a[href="/rooms/` + room + `"]`)
+	a.click(`main a[href="/rooms/` + room + `#latest"]`)
 	a.waitRoomPage(room)
 
 	// Bob joins from All rooms and leaves again, with plain forms.
