@@ -2,11 +2,7 @@ package views
 
 import (
 	"context"
-	"net/http"
-	"strconv"
 )
-
-func statusText(code int) string { return strconv.Itoa(code) + " " + http.StatusText(code) }
 
 type csrfKey struct{}
 

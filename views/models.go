@@ -25,6 +25,9 @@ type Page struct {
 	Notice string
 	// Room is the room open in the main pane, highlighted in the sidebar.
 	Room string
+	// Composer is set on a page with a message composer: the first link
+	// of the page skips to it.
+	Composer bool
 }
 
 // RoomTitle is the display name of name, one of p.MyRooms.
@@ -103,6 +106,8 @@ type RoomView struct {
 	// After is the id the live stream starts after, so nothing posted
 	// between this render and the stream's start is missed.
 	After string
+	// Now is when the page is rendered: day separators say "Today".
+	Now time.Time
 }
 
 // OlderMessages is a page of older messages.
@@ -112,6 +117,7 @@ type OlderMessages struct {
 	Title    string
 	Messages []store.Message
 	Older    string
+	Now      time.Time
 }
 
 // MessageID is the DOM id of a message element; the page and the live
@@ -121,8 +127,8 @@ func MessageID(m store.Message) string { return "msg-" + m.ID.String() }
 // when formats a time for people, in UTC.
 func when(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") }
 
-// clock formats a message time.
-func clock(t time.Time) string { return t.UTC().Format("Jan 2, 15:04") }
+// clock formats a message time; app.js shows it in the reader's zone.
+func clock(t time.Time) string { return t.UTC().Format("15:04 UTC") }
 
 func count(n int, one, many string) string {
 	if n == 1 {
