@@ -4,6 +4,7 @@
 package views
 
 import (
+	"strconv"
 	"fmt"
 	"time"
 
@@ -28,6 +29,52 @@ type Page struct {
 	// Composer is set on a page with a message composer: the first link
 	// of the page skips to it.
 	Composer bool
+	// DMs are the sidebar's recent direct messages, newest first.
+	DMs []SidebarDM
+	// Unread and Mentions are, by conversation id (a room's name, or a
+	// DM's "dm:" id), how many messages and mentions the user has not read.
+	Unread, Mentions map[string]int
+}
+
+// SidebarDM is a direct message as the sidebar lists it.
+type SidebarDM struct {
+	// ID is the conversation id ("dm:ada+bob"); URL its page.
+	ID, URL string
+	// Title names the other members.
+	Title string
+}
+
+// UnreadLabel is what data-unread says: "0", the count, or "99+".
+func UnreadLabel(n int) string {
+	switch {
+	case n <= 0:
+		return "0"
+	case n >= store.MaxUnread:
+		return "99+"
+	}
+	return strconv.Itoa(n)
+}
+
+// UnreadConversations is how many conversations have unread messages, for
+// the "(N) " that starts the page title.
+func (p Page) UnreadConversations() int {
+	n := 0
+	for _, c := range p.Unread {
+		if c > 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// DocumentTitle is the page title, with "(N) " first when N
+// conversations have unread messages.
+func (p Page) DocumentTitle() string {
+	t := p.Title + " · KillrChat"
+	if n := p.UnreadConversations(); n > 0 {
+		t = "(" + strconv.Itoa(n) + ") " + t
+	}
+	return t
 }
 
 // RoomTitle is the display name of name, one of p.MyRooms.
