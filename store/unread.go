@@ -158,7 +158,9 @@ func (s *Store) Unread(ctx context.Context, login string, conversations map[stri
 		first error
 	)
 	for _, c := range ids {
-		out[c] = 0
+		out[c] = 0 // before any count runs: the goroutines below write it too
+	}
+	for _, c := range ids {
 		head, ok := heads[c]
 		if !ok || (markers[c] != gocql.UUID{} && !Later(head, markers[c])) {
 			continue
