@@ -32,8 +32,8 @@ func TestLoginCaseInsensitive(t *testing.T) {
 			t.Fatalf("login in upper case: %d %s", p.StatusCode, text(p, "main"))
 		}
 		// The session is the one account's, under its key.
-		if p := c.get("/profile"); p.StatusCode != http.StatusOK || text(p, ".me .muted") != "@"+key {
-			t.Errorf("logged in as %q, want @%s", text(p, ".me .muted"), key)
+		if p := c.get("/profile"); p.StatusCode != http.StatusOK || text(p, ".me .me-login") != "@"+key {
+			t.Errorf("logged in as %q, want @%s", text(p, ".me .me-login"), key)
 		}
 	})
 	t.Run("ProfileRedirectsToCanonical", func(t *testing.T) {
@@ -90,7 +90,7 @@ func TestRoomNameCaseInsensitive(t *testing.T) {
 	})
 	t.Run("PostInAnyCase", func(t *testing.T) {
 		p := guest.post("/rooms/"+strings.ToUpper(typed)+"/join", nil)
-		if p.StatusCode != http.StatusSeeOther || p.Header.Get("Location") != "/rooms/"+key {
+		if p.StatusCode != http.StatusSeeOther || p.Header.Get("Location") != "/rooms/"+key+"#latest" {
 			t.Fatalf("join by upper-case name: %d %q", p.StatusCode, p.Header.Get("Location"))
 		}
 		if p := guest.post("/rooms/"+typed+"/messages", url.Values{"content": {"hello"}}); p.StatusCode != http.StatusSeeOther {
@@ -102,7 +102,7 @@ func TestRoomNameCaseInsensitive(t *testing.T) {
 		if p.StatusCode != http.StatusOK || text(p, ".room h1") != "#"+typed {
 			t.Fatalf("room page: %d, h1 %q", p.StatusCode, text(p, ".room h1"))
 		}
-		side := p.doc.Find("#my-rooms a[href='/rooms/" + key + "']")
+		side := p.doc.Find("#my-rooms a[href='/rooms/" + key + "#latest'] .entry-name")
 		if side.Length() != 1 || strings.TrimSpace(side.Text()) != "#"+typed {
 			t.Errorf("sidebar entry %q (%d)", side.Text(), side.Length())
 		}
@@ -162,8 +162,8 @@ func TestRejectsInvisibleAndControlText(t *testing.T) {
 	t.Run("Content", func(t *testing.T) {
 		for _, content := range []string{"\u200B\u2060\uFEFF", "\u00AD \u3164", "bell\x07", "csi\u009b31m"} {
 			p := c.post("/rooms/"+name+"/messages", url.Values{"content": {content}})
-			if p.StatusCode != http.StatusUnprocessableEntity || text(p, "#err-content") == "" {
-				t.Errorf("content %q: %d, error %q", content, p.StatusCode, text(p, "#err-content"))
+			if p.StatusCode != http.StatusUnprocessableEntity || text(p, "#composer-error") == "" {
+				t.Errorf("content %q: %d, error %q", content, p.StatusCode, text(p, "#composer-error"))
 			}
 		}
 		r, err := db.Room(ctxT(t), name)
