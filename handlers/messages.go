@@ -31,18 +31,18 @@ func (s *Server) postMessage(c echo.Context) error {
 		return err
 	}
 	me := mustUser(c)
+	if isMultipart(c.Request()) {
+		return s.postFiles(c, r,
+			func(ctx context.Context, draft func() (store.Message, error)) (store.Message, error) {
+				return s.post(ctx, r, draft)
+			},
+			func(f views.Form) error { return s.composerError(c, r, me, f) },
+			views.Composer(r.Name, views.Form{}), roomURL(r.Name)+"#composer")
+	}
 	content := c.FormValue("content")
 	m, err := s.post(c.Request().Context(), r, func() (store.Message, error) { return s.db.DraftMessage(r, me, content) })
 	if errors.Is(err, store.ErrInvalid) {
-		f := withErrors(views.Form{Values: map[string]string{"content": content}, Errors: map[string]string{}}, err)
-		if isHTMX(c) {
-			return s.renderRaw(c, http.StatusUnprocessableEntity, views.Composer(r.Name, f))
-		}
-		v := views.RoomView{Room: r, Viewer: me, Participant: true, Creator: r.CreatorLogin == me.Login, Composer: f}
-		if v.Messages, v.Older, v.After, err = s.latest(c, r); err != nil {
-			return err
-		}
-		return s.render(c, http.StatusUnprocessableEntity, views.Page{Title: r.DisplayName, Room: r.Name}, views.RoomPage(v))
+		return s.composerError(c, r, me, withErrors(views.Form{Values: map[string]string{"content": content}, Errors: map[string]string{}}, err))
 	}
 	if err != nil {
 		return err
@@ -53,6 +53,20 @@ func (s *Server) postMessage(c echo.Context) error {
 		return s.renderRaw(c, http.StatusOK, views.Posted(r.Name, m, views.Form{}))
 	}
 	return c.Redirect(http.StatusSeeOther, roomURL(r.Name)+"#composer")
+}
+
+// composerError answers a post the composer must show again, with f's
+// errors: the composer alone for htmx, the room page otherwise.
+func (s *Server) composerError(c echo.Context, r store.Room, me store.UserRef, f views.Form) error {
+	if isHTMX(c) {
+		return s.renderRaw(c, http.StatusUnprocessableEntity, views.Composer(r.Name, f))
+	}
+	v := views.RoomView{Room: r, Viewer: me, Participant: true, Creator: r.CreatorLogin == me.Login, Composer: f}
+	var err error
+	if v.Messages, v.Older, v.After, err = s.latest(c, r); err != nil {
+		return err
+	}
+	return s.render(c, http.StatusUnprocessableEntity, views.Page{Title: r.DisplayName, Room: r.Name}, views.RoomPage(v))
 }
 
 // post drafts a message (giving it its id, in order), stores it, and
