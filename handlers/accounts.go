@@ -68,10 +68,12 @@ func (s *Server) signup(c echo.Context) error {
 		if !formError(err) {
 			return err
 		}
+		f = withErrors(f, err)
 		if errors.Is(err, store.ErrUserExists) {
-			f.Errors["login"] = "This login is taken."
+			// Said once, beside the field.
+			f.Errors["login"], f.Error = "This login is taken.", ""
 		}
-		return s.render(c, formStatus(err), views.Page{Title: "Sign up"}, views.SignupView(withErrors(f, err)))
+		return s.render(c, formStatus(err), views.Page{Title: "Sign up"}, views.SignupView(f))
 	}
 	if err := s.logIn(c, u, false); err != nil {
 		return err

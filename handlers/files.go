@@ -18,7 +18,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/a-h/templ"
 	"github.com/gocql/gocql"
 	"github.com/labstack/echo/v4"
 
@@ -66,10 +65,9 @@ func (s *Server) errTooLarge() error {
 // then the text, then the files, read in that order from the stream. Each
 // file is stored as it arrives and posted as its own message (the text
 // goes with the first); text without a file is posted as usual.
-// composer renders the composer with a form's errors (422); fresh is an
-// empty composer, sent back to htmx with the new messages; back is where a
-// plain form goes next.
-func (s *Server) postFiles(c echo.Context, in store.Place, send poster, composer func(views.Form) error, fresh templ.Component, back string) error {
+// composer renders the composer with a form's errors (422); back is where
+// a plain form goes next.
+func (s *Server) postFiles(c echo.Context, in store.Place, send poster, composer func(views.Form) error, back string) error {
 	req := c.Request()
 	me := mustUser(c)
 	maxBody := s.cfg.MaxUpload + formSlack
@@ -185,7 +183,7 @@ func (s *Server) postFiles(c echo.Context, in store.Place, send poster, composer
 		posted = append(posted, m)
 	}
 	if isHTMX(c) {
-		return s.renderRaw(c, http.StatusOK, views.PostedFiles(fresh, posted))
+		return s.renderRaw(c, http.StatusOK, views.PostedFiles(posted, newClientID()))
 	}
 	return c.Redirect(http.StatusSeeOther, back)
 }

@@ -3,10 +3,12 @@ package handlers
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"net/http"
 	"net/url"
 	"sync"
+	"time"
 
 	"github.com/gocql/gocql"
 	"github.com/labstack/echo/v4"
@@ -37,36 +39,168 @@ func (s *Server) postMessage(c echo.Context) error {
 				return s.post(ctx, r, draft)
 			},
 			func(f views.Form) error { return s.composerError(c, r, me, f) },
-			views.Composer(r.Name, views.Form{}), roomURL(r.Name)+"#composer")
+			roomURL(r.Name)+"#latest")
 	}
 	content := c.FormValue("content")
-	m, err := s.post(c.Request().Context(), r, func() (store.Message, error) { return s.db.DraftMessage(r, me, content) })
+	clientID := c.FormValue("client_id")
+	if !validClientID(clientID) {
+		return echo.NewHTTPError(http.StatusBadRequest, "This message form is broken. Reload the page and send again.")
+	}
+	m, err := s.recent.post(c.Request().Context(), postKey{author: me.Login, room: r.Name, clientID: clientID}, func(ctx context.Context) (store.Message, error) {
+		return s.post(ctx, r, func() (store.Message, error) { return s.db.DraftMessage(r, me, content) })
+	})
 	if errors.Is(err, store.ErrInvalid) {
-		return s.composerError(c, r, me, withErrors(views.Form{Values: map[string]string{"content": content}, Errors: map[string]string{}}, err))
+		return s.composerError(c, r, me, withErrors(views.Form{Values: map[string]string{"content": content, "client_id": clientID}, Errors: map[string]string{}}, err))
 	}
 	if err != nil {
 		return err
 	}
 	if isHTMX(c) {
-		// The new message and a fresh composer; the live stream brings the
-		// same element (same id) and the page keeps only one.
-		return s.renderRaw(c, http.StatusOK, views.Posted(r.Name, m, views.Form{}))
+		// The new message and the next client_id; the live stream brings
+		// the same element (same id) and the page keeps only one.
+		return s.renderRaw(c, http.StatusOK, views.Posted(m, newClientID()))
 	}
-	return c.Redirect(http.StatusSeeOther, roomURL(r.Name)+"#composer")
+	return c.Redirect(http.StatusSeeOther, roomURL(r.Name)+"#latest")
+}
+
+// newClientID is a composer's one-time id: 128 random bits.
+func newClientID() string {
+	return rand.Text()
+}
+
+// validClientID accepts what newClientID makes, and "" from clients that
+// send none (they get no protection against a repeated send).
+func validClientID(id string) bool {
+	if len(id) > 64 {
+		return false
+	}
+	for _, r := range id {
+		if !(r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// postKey names one message a person meant to send: the composer's
+// client_id, by this author, in this room.
+type postKey struct {
+	author, room, clientID string
+}
+
+const (
+	// recentPostTTL is how long a repeated send returns the first message.
+	recentPostTTL = 10 * time.Minute
+	// recentPostsMax bounds the memory of recent sends (~100 bytes each).
+	recentPostsMax = 100_000
+)
+
+// recentPosts makes posting idempotent: a send that repeats an
+// (author, room, client_id) seen in the last recentPostTTL returns the
+// message the first one stored instead of storing another, and a repeat
+// that arrives while the first is still being stored waits for it.
+//
+// It is per instance and in memory, bounded to max keys (the oldest go
+// first): a retry that reaches another instance, or comes after a restart,
+// stores the message again. The composer retries on the page it was sent
+// from, which in practice talks to the same instance.
+type recentPosts struct {
+	mu    sync.Mutex
+	byKey map[postKey]*recentPost
+	order []*recentPost // oldest first, for expiry and the bound
+	max   int
+	ttl   time.Duration
+	now   func() time.Time
+}
+
+type recentPost struct {
+	key  postKey
+	at   time.Time
+	done chan struct{} // closed once msg and err are set
+	msg  store.Message
+	err  error
+}
+
+func newRecentPosts(max int, ttl time.Duration, now func() time.Time) *recentPosts {
+	return &recentPosts{byKey: map[postKey]*recentPost{}, max: max, ttl: ttl, now: now}
+}
+
+// post runs save once per key within the TTL and returns its message to
+// every caller with that key. A failed save is forgotten, so a retry
+// tries again. An empty client_id is never remembered.
+func (rp *recentPosts) post(ctx context.Context, k postKey, save func(context.Context) (store.Message, error)) (store.Message, error) {
+	if k.clientID == "" {
+		return save(ctx)
+	}
+	for {
+		rp.mu.Lock()
+		now := rp.now()
+		rp.expireLocked(now)
+		e, ok := rp.byKey[k]
+		if !ok {
+			e = &recentPost{key: k, at: now, done: make(chan struct{})}
+			rp.byKey[k] = e
+			rp.order = append(rp.order, e)
+			rp.mu.Unlock()
+			e.msg, e.err = save(ctx)
+			if e.err != nil {
+				rp.forget(e)
+			}
+			close(e.done)
+			return e.msg, e.err
+		}
+		rp.mu.Unlock()
+		select {
+		case <-e.done:
+		case <-ctx.Done():
+			return store.Message{}, ctx.Err()
+		}
+		if e.err == nil {
+			return e.msg, nil
+		}
+		// The first try failed and was forgotten: this one is a real retry.
+	}
+}
+
+func (rp *recentPosts) forget(e *recentPost) {
+	rp.mu.Lock()
+	defer rp.mu.Unlock()
+	if rp.byKey[e.key] == e {
+		delete(rp.byKey, e.key)
+	}
+}
+
+// expireLocked drops entries older than the TTL, and the oldest ones
+// beyond the bound.
+func (rp *recentPosts) expireLocked(now time.Time) {
+	drop := 0
+	for ; drop < len(rp.order); drop++ {
+		e := rp.order[drop]
+		if now.Sub(e.at) < rp.ttl && len(rp.order)-drop < rp.max {
+			break
+		}
+		if rp.byKey[e.key] == e {
+			delete(rp.byKey, e.key)
+		}
+	}
+	if drop > 0 {
+		rp.order = append([]*recentPost(nil), rp.order[drop:]...)
+	}
 }
 
 // composerError answers a post the composer must show again, with f's
-// errors: the composer alone for htmx, the room page otherwise.
+// errors: the error slot alone for htmx (the text box keeps what was
+// typed), the room page otherwise.
 func (s *Server) composerError(c echo.Context, r store.Room, me store.UserRef, f views.Form) error {
 	if isHTMX(c) {
-		return s.renderRaw(c, http.StatusUnprocessableEntity, views.Composer(r.Name, f))
+		return s.renderRaw(c, http.StatusUnprocessableEntity, views.ComposerRejected(f))
 	}
-	v := views.RoomView{Room: r, Viewer: me, Participant: true, Creator: r.CreatorLogin == me.Login, Composer: f}
+	v := views.RoomView{Room: r, Viewer: me, Participant: true, Creator: r.CreatorLogin == me.Login, Composer: f, Now: time.Now()}
 	var err error
 	if v.Messages, v.Older, v.After, err = s.latest(c, r); err != nil {
 		return err
 	}
-	return s.render(c, http.StatusUnprocessableEntity, views.Page{Title: r.DisplayName, Room: r.Name}, views.RoomPage(v))
+	return s.render(c, http.StatusUnprocessableEntity, views.Page{Title: r.DisplayName, Room: r.Name, Composer: true}, views.RoomPage(v))
 }
 
 // post drafts a message (giving it its id, in order), stores it, and
@@ -131,7 +265,7 @@ func (s *Server) olderMessages(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	v := views.OlderMessages{Room: r.Name, Title: r.DisplayName, Messages: msgs, Older: olderLink(r.Name, msgs, more)}
+	v := views.OlderMessages{Room: r.Name, Title: r.DisplayName, Messages: msgs, Older: olderLink(r.Name, msgs, more), Now: time.Now()}
 	if isHTMX(c) {
 		return s.renderRaw(c, http.StatusOK, views.OlderPage(v))
 	}

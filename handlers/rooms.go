@@ -8,6 +8,7 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -87,10 +88,12 @@ func (s *Server) createRoom(c echo.Context) error {
 		if !formError(err) {
 			return err
 		}
+		f = withErrors(f, err)
 		if errors.Is(err, store.ErrRoomExists) {
-			f.Errors["room_name"] = "This room name is taken."
+			// Said once, beside the field.
+			f.Errors["room_name"], f.Error = "This room name is taken.", ""
 		}
-		return s.render(c, formStatus(err), views.Page{Title: "New room"}, views.NewRoomView(withErrors(f, err)))
+		return s.render(c, formStatus(err), views.Page{Title: "New room"}, views.NewRoomView(f))
 	}
 	return redirect(c, roomURL(r.Name))
 }
@@ -116,13 +119,14 @@ func (s *Server) showRoom(c echo.Context) error {
 		return err
 	}
 	me := mustUser(c)
-	v := views.RoomView{Room: r, Viewer: me, Participant: r.HasParticipant(me.Login), Creator: r.CreatorLogin == me.Login}
+	v := views.RoomView{Room: r, Viewer: me, Participant: r.HasParticipant(me.Login), Creator: r.CreatorLogin == me.Login, Now: time.Now()}
 	if v.Participant {
 		if v.Messages, v.Older, v.After, err = s.latest(c, r); err != nil {
 			return err
 		}
+		v.Composer = views.Form{Values: map[string]string{"client_id": newClientID()}}
 	}
-	return s.render(c, http.StatusOK, views.Page{Title: r.DisplayName, Room: r.Name}, views.RoomPage(v))
+	return s.render(c, http.StatusOK, views.Page{Title: r.DisplayName, Room: r.Name, Composer: v.Participant}, views.RoomPage(v))
 }
 
 func (s *Server) joinRoom(c echo.Context) error {
@@ -132,7 +136,12 @@ func (s *Server) joinRoom(c echo.Context) error {
 		return err
 	}
 	s.announce(c.Request().Context(), r, me, me.Name()+" joins the room")
-	return redirect(c, roomURL(r.Name))
+	if isHTMX(c) {
+		// Not #latest: from the room page itself, htmx would only move to
+		// the anchor instead of loading the page (app.js scrolls anyway).
+		return redirect(c, roomURL(r.Name))
+	}
+	return redirect(c, roomURL(r.Name)+"#latest")
 }
 
 func (s *Server) leaveRoom(c echo.Context) error {

@@ -28,7 +28,7 @@ func TestRoomFlowWithoutJavaScript(t *testing.T) {
 	name := createRoom(t, owner)
 
 	p := owner.get("/rooms/" + name)
-	if p.StatusCode != http.StatusOK || p.doc.Find("#my-rooms a[href='/rooms/"+name+"']").Length() != 1 {
+	if p.StatusCode != http.StatusOK || p.doc.Find("#my-rooms a[href='/rooms/"+name+"#latest']").Length() != 1 {
 		t.Fatalf("room page / sidebar: %d", p.StatusCode)
 	}
 	if p.doc.Find("details.confirm-delete form[action='/rooms/"+name+"/delete']").Length() != 1 {
@@ -55,7 +55,7 @@ func TestRoomFlowWithoutJavaScript(t *testing.T) {
 	if p = guest.post("/rooms/"+name+"/leave", nil); p.StatusCode != http.StatusSeeOther {
 		t.Fatalf("leave: %d", p.StatusCode)
 	}
-	if p = guest.get("/"); p.doc.Find("#my-rooms a[href='/rooms/"+name+"']").Length() != 0 {
+	if p = guest.get("/"); p.doc.Find("#my-rooms a[href='/rooms/"+name+"#latest']").Length() != 0 {
 		t.Error("left room still in the sidebar")
 	}
 
@@ -85,7 +85,7 @@ func TestRoomFlowWithoutJavaScript(t *testing.T) {
 		if p := guest.post("/rooms/"+name+"/join", nil); p.StatusCode != http.StatusNotFound {
 			t.Errorf("join deleted room: %d", p.StatusCode)
 		}
-		if p := guest.get("/"); p.doc.Find("#my-rooms a[href='/rooms/"+name+"']").Length() != 0 {
+		if p := guest.get("/"); p.doc.Find("#my-rooms a[href='/rooms/"+name+"#latest']").Length() != 0 {
 			t.Error("deleted room still in the guest's sidebar")
 		}
 	})
@@ -110,7 +110,10 @@ func TestCreateRoomErrors(t *testing.T) {
 			}
 		})
 	}
-	if p := c.get("/rooms/" + unique("missing")); p.StatusCode != http.StatusNotFound || text(p, ".error-page h1") != "Not Found" {
+	// One heading, one sentence a person understands, a link home.
+	if p := c.get("/rooms/" + unique("missing")); p.StatusCode != http.StatusNotFound || text(p, ".error-page h1") != "Not found" ||
+		text(p, ".error-page p:not(:has(a))") != "This room does not exist or was deleted." ||
+		p.doc.Find(`.error-page a[href="/"]`).Length() != 1 || p.doc.Find(".error-page h1").Length() != 1 {
 		t.Errorf("unknown room: %d %q", p.StatusCode, text(p, ".error-page"))
 	}
 }
@@ -138,7 +141,7 @@ func TestRoomListPaging(t *testing.T) {
 		if p.StatusCode != http.StatusOK {
 			t.Fatalf("page %d: %d", pages, p.StatusCode)
 		}
-		p.doc.Find("tr.room-row .room-name").Each(func(_ int, s *goquery.Selection) {
+		p.doc.Find(".room-row .room-name").Each(func(_ int, s *goquery.Selection) {
 			seen[strings.TrimPrefix(s.Text(), "#")]++
 		})
 		next, _ = p.doc.Find("a.next-page").Attr("href")

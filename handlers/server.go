@@ -75,6 +75,7 @@ type Server struct {
 	seq      *sequencer
 	streams  *streamCounts
 	replays  *replaySlots
+	recent   *recentPosts
 	closing  chan struct{}
 	limits   struct {
 		messages, rooms, membership, passwordUser, passwordIP, uploadBytes *keyedLimiter
@@ -126,6 +127,7 @@ func New(db *store.Store, metrics *Metrics, hub Hub, cfg Config, log *slog.Logge
 	auth := Rate{Burst: cfg.AuthRate, Per: time.Minute / time.Duration(cfg.AuthRate)}
 	s.limits.passwordUser, s.limits.passwordIP = newKeyedLimiter(auth), newKeyedLimiter(auth)
 	s.seq = newSequencer(func(ev RoomEvent) { s.publish(context.Background(), ev) }, db.IDFloor)
+	s.recent = newRecentPosts(recentPostsMax, recentPostTTL, time.Now)
 	go s.sweepUploads()
 	return s
 }
@@ -415,12 +417,42 @@ func (s *Server) handleError(err error, c echo.Context) {
 		c.Response().Header().Set("HX-Retarget", "#flash")
 		c.Response().Header().Set("HX-Reswap", "innerHTML")
 	}
-	page := views.Page{Title: http.StatusText(status)}
-	body := views.ErrorView(views.ErrorPage{Status: status, Title: http.StatusText(status), Message: msg})
+	title := errorTitle(status)
+	if status == http.StatusNotFound && strings.HasPrefix(c.Path(), "/rooms/:room") {
+		msg = "This room does not exist or was deleted."
+	}
+	page := views.Page{Title: title}
+	body := views.ErrorView(views.ErrorPage{Status: status, Title: title, Message: msg})
 	if rerr := s.render(c, status, page, body); rerr != nil {
 		s.log.Error("render error page", "err", rerr)
 		_ = c.String(status, msg)
 	}
+}
+
+// errorTitle is the heading of an error page: what happened, in words.
+func errorTitle(status int) string {
+	switch status {
+	case http.StatusBadRequest:
+		return "This link or form is broken"
+	case http.StatusUnauthorized:
+		return "Please log in"
+	case http.StatusForbidden:
+		return "Not allowed"
+	case http.StatusNotFound:
+		return "Not found"
+	case http.StatusConflict:
+		return "Already taken"
+	case http.StatusRequestEntityTooLarge:
+		return "Too large"
+	case http.StatusTooManyRequests:
+		return "Too many tries"
+	case http.StatusServiceUnavailable:
+		return "KillrChat is unavailable"
+	}
+	if status >= 500 {
+		return "Something went wrong"
+	}
+	return http.StatusText(status)
 }
 
 func (s *Server) logRequests() echo.MiddlewareFunc {

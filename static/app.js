@@ -11,7 +11,13 @@
 //   htmx:before:settle   fired per swap task right after the DOM was changed
 //   htmx:after:swap      detail.ctx, after every task of the response was swapped
 //   htmx:finally:swap    always, after success or error
+//   htmx:error           the request failed on the network (or timed out)
 //   htmx:sse:error       detail.status is set when an SSE *reconnect* got a non-2xx answer
+//   htmx:sse:before:connection  before each (re)connect; detail.connection.attempt > 0 on a reconnect
+//   htmx:sse:after:connection   the stream is up (again)
+//   htmx:sse:close       the stream ended for good (room deleted, element removed)
+// The SSE extension keeps its connection on element._htmx.sse; while it
+// waits before a reconnect, connection.delayCanceller() ends the wait.
 // plus the DOM event that hx-sse dispatches for a named SSE event
 // ("event: room-deleted") on the element that carries hx-sse:connect; it bubbles.
 //
@@ -74,28 +80,90 @@
   });
 
   // ---------------------------------------------------------------------------
-  // 3. Scrolling of #messages.
-  //    a) "Load older messages": content inserted above what the reader sees
-  //       must not push the view down. Remember the distance to the bottom of
-  //       the scroll box before the swap and restore it after.
-  //    b) A live message appended at the bottom keeps the view pinned to the
-  //       bottom if the reader was already there (within 80px).
-  //    c) On page load the list starts at the bottom (newest message).
-  //    The scroll box is #messages when it scrolls itself, else the page.
+  // 3. Scrolling of #messages (the scroll box of the room page, at every width).
+  //    a) A page opens on the newest message.
+  //    b) A reader at the bottom (within NEAR_BOTTOM_PX) stays there: after a
+  //       message arrives (live, or one's own), the newest is fully in view.
+  //       "At the bottom" is remembered from the reader's own scrolling, not
+  //       measured when a message arrives: a tall message that makes the list
+  //       overflow for the first time must not unstick it. Resizes (a growing
+  //       composer, a phone keyboard) keep a stuck reader at the bottom too.
+  //    c) A reader who scrolled up is not moved: a "N new messages" pill
+  //       counts what arrived below; it jumps to the newest and goes away at
+  //       the bottom. One's own message always jumps to the newest.
+  //    d) "Load older messages": content inserted above must not move what
+  //       the reader sees; the first message wholly in view keeps its place
+  //       across the swap and the regrouping after it.
   // ---------------------------------------------------------------------------
-  var NEAR_BOTTOM_PX = 80;
-  var pending = null; // {box, fromBottom} or {box, stick: true}
+  var NEAR_BOTTOM_PX = 40;
+  var stuck = true;      // the reader is at the bottom of #messages
+  var unseen = 0;        // messages that arrived below while not stuck
+  var ownPost = false;   // a post of ours is being answered
+  var pending = null;    // {box, fromBottom} across an older-page swap
 
   function messagesList() {
     return document.getElementById("messages");
   }
 
+  // scrollBox is #messages when the stylesheet makes it scroll (whether or
+  // not it overflows yet), else the page.
   function scrollBox(list) {
-    var style = window.getComputedStyle(list);
-    if (/(auto|scroll)/.test(style.overflowY) && list.scrollHeight > list.clientHeight) {
-      return list;
-    }
+    if (/(auto|scroll)/.test(window.getComputedStyle(list).overflowY)) return list;
     return document.scrollingElement || document.documentElement;
+  }
+
+  function gapBelow(box) {
+    var visible = box === document.scrollingElement || box === document.documentElement ? window.innerHeight : box.clientHeight;
+    return box.scrollHeight - box.scrollTop - visible;
+  }
+
+  function toBottom() {
+    var list = messagesList();
+    if (!list) return;
+    var box = scrollBox(list);
+    box.scrollTop = box.scrollHeight;
+    stuck = true;
+    setUnseen(0);
+  }
+
+  function setUnseen(n) {
+    unseen = n;
+    var pill = document.getElementById("new-messages");
+    if (!pill) return;
+    pill.hidden = n === 0;
+    pill.textContent = n === 1 ? "1 new message ↓" : n + " new messages ↓";
+  }
+
+  function onListScroll() {
+    var list = messagesList();
+    if (!list) return;
+    stuck = gapBelow(scrollBox(list)) <= NEAR_BOTTOM_PX;
+    if (stuck && unseen) setUnseen(0);
+  }
+
+  // Messages appended at the end of the list (whatever swapped them in).
+  function arrived(count) {
+    if (count === 0) return;
+    if (stuck || ownPost) {
+      toBottom();
+    } else {
+      setUnseen(unseen + count);
+    }
+  }
+
+  document.addEventListener("click", function (evt) {
+    var pill = evt.target && evt.target.closest && evt.target.closest("#new-messages");
+    if (pill) toBottom();
+  });
+
+  // firstMessageInView is the first message wholly inside the list's box.
+  function firstMessageInView(list) {
+    var top = list.getBoundingClientRect().top;
+    var msgs = list.querySelectorAll(":scope > li.message");
+    for (var i = 0; i < msgs.length; i++) {
+      if (msgs[i].getBoundingClientRect().top >= top - 1) return msgs[i];
+    }
+    return null;
   }
 
   function isOlderPageSwap(ctx, tasks, list) {
@@ -113,37 +181,30 @@
     return false;
   }
 
-  function isAppendSwap(tasks, list) {
-    for (var i = 0; i < tasks.length; i++) {
-      var t = tasks[i];
-      var style = t.swapSpec && t.swapSpec.style;
-      if (t.target === list && style === "beforeend") return true;
-    }
-    return false;
-  }
-
+  // The first message the reader sees keeps its place; without one (an
+  // empty view), the distance to the bottom is kept.
   function applyPending() {
     if (!pending) return;
-    var box = pending.box;
-    if (pending.stick) {
-      box.scrollTop = box.scrollHeight;
-    } else {
-      box.scrollTop = box.scrollHeight - pending.fromBottom;
+    if (pending.anchor && pending.anchor.isConnected) {
+      var moved = pending.anchor.getBoundingClientRect().top - pending.anchorTop;
+      if (moved) pending.box.scrollTop += moved;
+      return;
     }
+    pending.box.scrollTop = pending.box.scrollHeight - pending.fromBottom;
   }
 
   document.addEventListener("htmx:before:swap", function (evt) {
     var list = messagesList();
     var detail = evt.detail || {};
-    var tasks = detail.tasks || [];
     pending = null;
     if (!list) return;
-    var box = scrollBox(list);
-    if (isOlderPageSwap(detail.ctx, tasks, list)) {
-      pending = { box: box, fromBottom: box.scrollHeight - box.scrollTop };
-    } else if (isAppendSwap(tasks, list)) {
-      var gap = box.scrollHeight - box.scrollTop - box.clientHeight;
-      if (gap <= NEAR_BOTTOM_PX) pending = { box: box, stick: true };
+    if (isOlderPageSwap(detail.ctx, detail.tasks || [], list)) {
+      var box = scrollBox(list);
+      var anchor = box === list ? firstMessageInView(list) : null;
+      pending = {
+        box: box, fromBottom: box.scrollHeight - box.scrollTop,
+        anchor: anchor, anchorTop: anchor ? anchor.getBoundingClientRect().top : 0
+      };
     }
   });
   // Restore as early as possible (before the browser paints the new rows) and
@@ -153,13 +214,6 @@
   document.addEventListener("htmx:finally:swap", function () {
     pending = null;
   });
-
-  function scrollToNewest() {
-    var list = messagesList();
-    if (!list) return;
-    var box = scrollBox(list);
-    if (box === list) box.scrollTop = box.scrollHeight;
-  }
 
   // ---------------------------------------------------------------------------
   // 4. Room deleted -> leave the room page.
@@ -211,9 +265,17 @@
     var action = evt.target && evt.target.getAttribute && evt.target.getAttribute("action");
     if (action && /\/delete$/.test(action)) deletingOwnRoom = true;
   }, true);
+  // Only the delete's own answer (without a redirect: it failed) ends that;
+  // other requests (a hover card, a post) may finish meanwhile.
+  function isDeleteRequest(ctx) {
+    return !!(ctx && ctx.request && /\/delete$/.test(String(ctx.request.action || "")));
+  }
   document.addEventListener("htmx:after:request", function (evt) {
     var ctx = evt.detail && evt.detail.ctx;
-    if (deletingOwnRoom && !(ctx && ctx.hx && ctx.hx.redirect)) deletingOwnRoom = false;
+    if (deletingOwnRoom && isDeleteRequest(ctx) && !(ctx.hx && ctx.hx.redirect)) deletingOwnRoom = false;
+  });
+  document.addEventListener("htmx:error", function (evt) {
+    if (isDeleteRequest(evt.detail && evt.detail.ctx)) deletingOwnRoom = false;
   });
 
   // The stream says the page missed more than it can replay: load it anew.
@@ -268,7 +330,7 @@
   //    the element that was there first and drop a later one with the same
   //    id. A MutationObserver sees every insertion whatever swapped it in,
   //    and its callback runs before the browser paints, so the duplicate is
-  //    never seen.
+  //    never seen. The same callback groups, dates and scrolls (7, 3).
   // ---------------------------------------------------------------------------
   function sameIdElsewhere(list, el) {
     var children = list.children;
@@ -278,17 +340,42 @@
     return false;
   }
 
-  function dropDuplicates(records) {
+  function onListChange(records) {
+    var list = messagesList();
+    if (!list) return;
+    var appended = 0;
     for (var r = 0; r < records.length; r++) {
-      var list = records[r].target;
-      if (!list || list.id !== "messages") continue;
+      if (records[r].target !== list) continue;
       var added = records[r].addedNodes;
       for (var i = 0; i < added.length; i++) {
         var el = added[i];
-        if (el.nodeType !== 1 || !el.id || el.parentNode !== list) continue;
-        if (sameIdElsewhere(list, el)) list.removeChild(el);
+        if (el.nodeType !== 1 || el.parentNode !== list) continue;
+        if (el.id && sameIdElsewhere(list, el)) {
+          list.removeChild(el);
+          continue;
+        }
+        // Only messages after every earlier row count as arrivals: an
+        // older page goes in above.
+        if (el.classList.contains("message") && !el.nextElementSibling) appended++;
       }
     }
+    // Regrouping may add or drop a day separator, or regroup a message,
+    // above what the reader sees (an older page that continues the first
+    // day): the first message in view keeps its place (3d).
+    var box = scrollBox(list), anchor = null, anchorTop = 0;
+    if (!pending && box === list && !stuck) {
+      anchor = firstMessageInView(list);
+      if (anchor) anchorTop = anchor.getBoundingClientRect().top;
+    }
+    localTimes(list);
+    regroup(list);
+    if (pending) {
+      applyPending();
+    } else if (anchor && anchor.isConnected) {
+      var moved = anchor.getBoundingClientRect().top - anchorTop;
+      if (moved) list.scrollTop += moved;
+    }
+    arrived(appended);
   }
 
   var observed = null;
@@ -297,16 +384,341 @@
     var list = messagesList();
     if (!list || list === observed || typeof MutationObserver !== "function") return;
     observed = list;
-    new MutationObserver(dropDuplicates).observe(list, { childList: true });
+    new MutationObserver(onListChange).observe(list, { childList: true });
+    list.addEventListener("scroll", onListScroll, { passive: true });
+    if (typeof ResizeObserver === "function") {
+      // The list's box shrinks when the composer grows or a phone's keyboard
+      // opens: keep a stuck reader at the bottom.
+      new ResizeObserver(function () {
+        if (stuck) toBottom();
+      }).observe(list);
+    }
+    localTimes(list);
+    regroup(list);
   }
 
   // #messages comes with the page; watch a list that a swap brings too.
   document.addEventListener("htmx:after:swap", watchMessages);
+  window.addEventListener("scroll", function () {
+    var list = messagesList();
+    if (list && scrollBox(list) !== list) onListScroll();
+  }, { passive: true });
+
+  // ---------------------------------------------------------------------------
+  // 7. Times and groups in the reader's time zone.
+  //    The server writes UTC ("15:04 UTC") and groups and separates days in
+  //    UTC; here every <time datetime> shows local time, the message's title
+  //    the full local date, and days and groups are redone in local time:
+  //    consecutive messages of one author within GROUP_MS are one group
+  //    (class "cont" hides the repeated name and time), and a separator
+  //    ("Today", "Yesterday", a date) starts each day. Idempotent: a pass
+  //    over an unchanged list changes nothing (so it does not feed the
+  //    MutationObserver that calls it).
+  // ---------------------------------------------------------------------------
+  var GROUP_MS = 5 * 60 * 1000;
+
+  function messageTime(li) {
+    var t = li.querySelector("time[datetime]");
+    var d = t ? new Date(t.getAttribute("datetime")) : null;
+    return d && !isNaN(d.getTime()) ? d : null;
+  }
+
+  function localTimes(root) {
+    var times = root.querySelectorAll("time[datetime]:not([data-local])");
+    for (var i = 0; i < times.length; i++) {
+      var t = times[i];
+      var d = new Date(t.getAttribute("datetime"));
+      if (isNaN(d.getTime())) continue;
+      t.setAttribute("data-local", "");
+      t.textContent = d.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+      var full = d.toLocaleString([], { dateStyle: "full", timeStyle: "short" });
+      var li = t.closest("li.message");
+      if (li) li.title = full;
+    }
+  }
+
+  function dayKey(d) {
+    return d.getFullYear() + "-" + (d.getMonth() + 1) + "-" + d.getDate();
+  }
+
+  function dayLabel(d) {
+    var today = new Date();
+    var yesterday = new Date(today.getFullYear(), today.getMonth(), today.getDate() - 1);
+    if (dayKey(d) === dayKey(today)) return "Today";
+    if (dayKey(d) === dayKey(yesterday)) return "Yesterday";
+    return d.toLocaleDateString([], { weekday: "long", day: "numeric", month: "long", year: "numeric" });
+  }
+
+  function setSeparator(sep, key, label) {
+    if (sep.getAttribute("data-local-day") !== key) sep.setAttribute("data-local-day", key);
+    var span = sep.firstElementChild;
+    if (!span) {
+      span = document.createElement("span");
+      sep.appendChild(span);
+    }
+    if (span.textContent !== label) span.textContent = label;
+  }
+
+  function regroup(list) {
+    var rows = Array.prototype.slice.call(list.children);
+    var sep = null;         // a separator waiting for the next message
+    var prev = null, prevTime = null, prevDay = null;
+    for (var i = 0; i < rows.length; i++) {
+      var row = rows[i];
+      if (row.classList.contains("day-sep")) {
+        if (sep) list.removeChild(sep);
+        sep = row;
+        continue;
+      }
+      if (!row.classList.contains("message")) continue;
+      var time = messageTime(row);
+      if (!time) continue;
+      var day = dayKey(time);
+      if (day !== prevDay) {
+        if (!sep) {
+          sep = document.createElement("li");
+          sep.className = "day-sep";
+          list.insertBefore(sep, row);
+        }
+        setSeparator(sep, day, dayLabel(time));
+        sep = null;
+        if (row.classList.contains("cont")) row.classList.remove("cont");
+      } else {
+        if (sep) {
+          list.removeChild(sep);
+          sep = null;
+        }
+        var author = row.getAttribute("data-author");
+        var cont = !!author && !row.classList.contains("system") && prev !== null &&
+          !prev.classList.contains("system") && prev.getAttribute("data-author") === author &&
+          time - prevTime < GROUP_MS;
+        if (row.classList.contains("cont") !== cont) row.classList.toggle("cont", cont);
+      }
+      prev = row;
+      prevTime = time;
+      prevDay = day;
+    }
+    if (sep) list.removeChild(sep);
+  }
+
+  // ---------------------------------------------------------------------------
+  // 8. The composer.
+  //    - Enter sends, Shift+Enter is a new line; Enter that ends an IME
+  //      composition does not send.
+  //    - Send is disabled while a post is in flight (hx-disable on the form;
+  //      Enter checks it too): the form's client_id makes a repeat harmless
+  //      on the server, this keeps it from being sent at all.
+  //    - On success the text box is emptied (unless the person already typed
+  //      something else) and keeps the focus; the answer brings the next
+  //      client_id. On 422 the server's message shows under the box.
+  //    - On a network failure or a 5xx: "Couldn't send" with Retry, the text
+  //      stays; Retry sends again with the same client_id.
+  //    - The box grows with its text up to the stylesheet's max-height.
+  //    - On a device with a keyboard, the room opens with the focus in it.
+  // ---------------------------------------------------------------------------
+  var sentText = null;
+
+  function composer() {
+    return document.getElementById("composer");
+  }
+
+  function isComposerRequest(ctx) {
+    var f = composer();
+    return !!(f && ctx && ctx.sourceElement && (ctx.sourceElement === f || f.contains(ctx.sourceElement)));
+  }
+
+  function composerBox() {
+    return document.getElementById("content");
+  }
+
+  function sendButton() {
+    var f = composer();
+    return f ? f.querySelector("button[type=submit]") : null;
+  }
+
+  function grow(box) {
+    box.style.height = "auto";
+    box.style.height = box.scrollHeight + 2 + "px";
+  }
+
+  function showComposerError(text, withRetry) {
+    var slot = document.getElementById("composer-error");
+    if (!slot) return;
+    var p = document.createElement("p");
+    p.className = "field-error";
+    p.setAttribute("role", "alert");
+    p.appendChild(document.createTextNode(text));
+    if (withRetry) {
+      var retry = document.createElement("button");
+      retry.type = "button";
+      retry.className = "btn-link retry";
+      retry.textContent = "Retry";
+      p.appendChild(document.createTextNode(" "));
+      p.appendChild(retry);
+    }
+    slot.replaceChildren(p);
+  }
+
+  function clearComposerError() {
+    var slot = document.getElementById("composer-error");
+    if (slot && slot.firstChild) slot.replaceChildren();
+    var box = composerBox();
+    if (box) box.removeAttribute("aria-invalid");
+  }
+
+  function send() {
+    var f = composer(), btn = sendButton();
+    if (!f || (btn && btn.disabled)) return;
+    if (typeof f.requestSubmit === "function") f.requestSubmit(btn || undefined);
+    else if (btn) btn.click();
+  }
+
+  document.addEventListener("keydown", function (evt) {
+    if (evt.key !== "Enter" || !evt.target || evt.target.id !== "content") return;
+    if (evt.shiftKey || evt.altKey || evt.ctrlKey || evt.metaKey) return;
+    if (evt.isComposing || evt.keyCode === 229) return;
+    evt.preventDefault();
+    send();
+  });
+
+  document.addEventListener("input", function (evt) {
+    if (evt.target && evt.target.id === "content") grow(evt.target);
+  });
+
+  document.addEventListener("click", function (evt) {
+    if (evt.target && evt.target.closest && evt.target.closest("#composer-error .retry")) send();
+  });
+
+  document.addEventListener("htmx:config:request", function (evt) {
+    var ctx = evt.detail && evt.detail.ctx;
+    if (!isComposerRequest(ctx)) return;
+    var box = composerBox();
+    sentText = box ? box.value : null;
+    // Whichever copy of the message comes first (the answer or the live
+    // stream), it is one's own: jump to it.
+    ownPost = true;
+    clearComposerError();
+  });
+
+  document.addEventListener("htmx:after:request", function (evt) {
+    var ctx = evt.detail && evt.detail.ctx;
+    if (!isComposerRequest(ctx) || !ctx.response) return;
+    var status = ctx.response.status;
+    var box = composerBox();
+    if (status >= 200 && status < 300) {
+      if (box && box.value === sentText) {
+        box.value = "";
+        grow(box);
+      }
+    } else if (status === 422) {
+      if (box) box.setAttribute("aria-invalid", "true");
+    } else if (status >= 500 || status === 429) {
+      // Not this message's fault: say so beside it, keep the text.
+      evt.preventDefault();
+      showComposerError("Couldn't send.", true);
+    }
+  });
+
+  document.addEventListener("htmx:error", function (evt) {
+    var ctx = evt.detail && evt.detail.ctx;
+    if (isComposerRequest(ctx)) showComposerError("Couldn't send — the server did not answer.", true);
+  });
+
+  document.addEventListener("htmx:finally:request", function (evt) {
+    var ctx = evt.detail && evt.detail.ctx;
+    if (!isComposerRequest(ctx)) return;
+    ownPost = false;
+    sentText = null;
+    // A click on Send left the focus on the (disabled) button, or on body.
+    var box = composerBox(), active = document.activeElement;
+    if (box && (!active || active === document.body || active === sendButton())) box.focus();
+  });
+
+  function focusComposerOnOpen() {
+    var box = composerBox();
+    // A touch screen would open its on-screen keyboard over the room.
+    if (!box || (window.matchMedia && window.matchMedia("(pointer: coarse)").matches)) return;
+    box.focus({ preventScroll: true });
+  }
+
+  // ---------------------------------------------------------------------------
+  // 9. The live stream's state.
+  //    While the stream is down, a "Reconnecting…" bar shows (after a short
+  //    grace, so a routine reconnect does not flash it). The reconnect delay
+  //    is capped at 5 s by <meta name="htmx-config"> (sse.reconnectMaxDelay);
+  //    when the browser comes back online or the tab becomes visible, a
+  //    reconnect that is waiting goes at once.
+  // ---------------------------------------------------------------------------
+  var DOWN_GRACE_MS = 800;
+  var downTimer = null;
+
+  function streamElement() {
+    return document.getElementById("room-stream");
+  }
+
+  function setStreamDown(down) {
+    var bar = document.getElementById("stream-status");
+    if (!down) {
+      clearTimeout(downTimer);
+      downTimer = null;
+      if (bar) bar.hidden = true;
+      return;
+    }
+    if (downTimer || (bar && !bar.hidden)) return;
+    downTimer = setTimeout(function () {
+      downTimer = null;
+      var b = document.getElementById("stream-status");
+      if (b && !leaving) b.hidden = false;
+    }, DOWN_GRACE_MS);
+  }
+
+  document.addEventListener("htmx:sse:before:connection", function (evt) {
+    var c = evt.detail && evt.detail.connection;
+    if (c && c.attempt > 0) setStreamDown(true);
+  });
+  document.addEventListener("htmx:sse:error", function () {
+    setStreamDown(true);
+  });
+  document.addEventListener("htmx:sse:after:connection", function () {
+    setStreamDown(false);
+  });
+  document.addEventListener("htmx:sse:close", function () {
+    setStreamDown(false);
+  });
+
+  function reconnectNow() {
+    var el = streamElement();
+    var c = el && el._htmx && el._htmx.sse;
+    if (c && typeof c.delayCanceller === "function") c.delayCanceller();
+  }
+
+  // After the extension's own handlers ran (it resumes a paused stream on
+  // visibilitychange and then starts a delay): end that delay.
+  window.addEventListener("online", function () {
+    setTimeout(reconnectNow, 0);
+  });
+  document.addEventListener("visibilitychange", function () {
+    if (!document.hidden) setTimeout(reconnectNow, 0);
+  });
+
+  // ---------------------------------------------------------------------------
+  // 10. Forms: after an error, the focus goes to the first invalid field.
+  // ---------------------------------------------------------------------------
+  document.addEventListener("htmx:after:swap", function (evt) {
+    var ctx = evt.detail && evt.detail.ctx;
+    if (!ctx || !ctx.response || ctx.response.status < 400) return;
+    var main = document.getElementById("main");
+    var bad = main && main.querySelector('form [aria-invalid="true"]');
+    if (bad) bad.focus();
+  });
 
   function onReady() {
     watchMessages();
     checkDeletedNotice();
-    scrollToNewest();
+    toBottom();
+    var box = composerBox();
+    if (box && box.value) grow(box);
+    focusComposerOnOpen();
   }
 
   if (document.readyState === "loading") {

@@ -63,7 +63,7 @@ func SignupView(f Form) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = field(f, "login", "Login", "text", "username", true).Render(ctx, templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = field(f, "login", "Login (3 to 31 letters, digits, dots, dashes or underscores; starts with a letter or digit)", "text", "username", true).Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -635,7 +635,7 @@ func ProfileEditView(p ProfileEdit) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 49, "<form method=\"post\" action=\"/profile\" hx-post=\"/profile\" hx-target=\"#main\" hx-swap=\"innerHTML\">")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 49, "<form method=\"post\" action=\"/profile\" hx-post=\"/profile\" hx-target=\"#main\" hx-swap=\"innerHTML\" novalidate>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -676,7 +676,7 @@ func ProfileEditView(p ProfileEdit) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 53, "<form method=\"post\" action=\"/profile/password\" hx-post=\"/profile/password\" hx-target=\"#main\" hx-swap=\"innerHTML\">")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 53, "<form method=\"post\" action=\"/profile/password\" hx-post=\"/profile/password\" hx-target=\"#main\" hx-swap=\"innerHTML\" novalidate>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

@@ -4,6 +4,7 @@
 package views
 
 import (
+	"strconv"
 	"fmt"
 	"time"
 
@@ -25,6 +26,55 @@ type Page struct {
 	Notice string
 	// Room is the room open in the main pane, highlighted in the sidebar.
 	Room string
+	// Composer is set on a page with a message composer: the first link
+	// of the page skips to it.
+	Composer bool
+	// DMs are the sidebar's recent direct messages, newest first.
+	DMs []SidebarDM
+	// Unread and Mentions are, by conversation id (a room's name, or a
+	// DM's "dm:" id), how many messages and mentions the user has not read.
+	Unread, Mentions map[string]int
+}
+
+// SidebarDM is a direct message as the sidebar lists it.
+type SidebarDM struct {
+	// ID is the conversation id ("dm:ada+bob"); URL its page.
+	ID, URL string
+	// Title names the other members.
+	Title string
+}
+
+// UnreadLabel is what data-unread says: "0", the count, or "99+".
+func UnreadLabel(n int) string {
+	switch {
+	case n <= 0:
+		return "0"
+	case n >= store.MaxUnread:
+		return "99+"
+	}
+	return strconv.Itoa(n)
+}
+
+// UnreadConversations is how many conversations have unread messages, for
+// the "(N) " that starts the page title.
+func (p Page) UnreadConversations() int {
+	n := 0
+	for _, c := range p.Unread {
+		if c > 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// DocumentTitle is the page title, with "(N) " first when N
+// conversations have unread messages.
+func (p Page) DocumentTitle() string {
+	t := p.Title + " · KillrChat"
+	if n := p.UnreadConversations(); n > 0 {
+		t = "(" + strconv.Itoa(n) + ") " + t
+	}
+	return t
 }
 
 // RoomTitle is the display name of name, one of p.MyRooms.
@@ -103,6 +153,8 @@ type RoomView struct {
 	// After is the id the live stream starts after, so nothing posted
 	// between this render and the stream's start is missed.
 	After string
+	// Now is when the page is rendered: day separators say "Today".
+	Now time.Time
 }
 
 // OlderMessages is a page of older messages.
@@ -112,6 +164,7 @@ type OlderMessages struct {
 	Title    string
 	Messages []store.Message
 	Older    string
+	Now      time.Time
 }
 
 // MessageID is the DOM id of a message element; the page and the live
@@ -121,8 +174,8 @@ func MessageID(m store.Message) string { return "msg-" + m.ID.String() }
 // when formats a time for people, in UTC.
 func when(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") }
 
-// clock formats a message time.
-func clock(t time.Time) string { return t.UTC().Format("Jan 2, 15:04") }
+// clock formats a message time; app.js shows it in the reader's zone.
+func clock(t time.Time) string { return t.UTC().Format("15:04 UTC") }
 
 func count(n int, one, many string) string {
 	if n == 1 {

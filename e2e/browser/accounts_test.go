@@ -17,7 +17,7 @@ func TestAccounts(t *testing.T) {
 	if got := p.text("#flash .notice"); got != "Welcome to KillrChat!" {
 		t.Errorf("notice after sign-up = %q, want the welcome notice", got)
 	}
-	if got := p.text(".sidebar .me .muted"); got != "@"+ada.login {
+	if got := p.text(".sidebar .me .me-login"); got != "@"+ada.login {
 		t.Errorf("sidebar login = %q, want @%s", got, ada.login)
 	}
 	if !eval[bool](p, `typeof htmx === "object"`) {

@@ -423,3 +423,34 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
+
+// size is a viewport the tests lay pages out at.
+type size struct {
+	name          string
+	width, height int64
+	phone         bool
+}
+
+var (
+	desktop = size{"desktop", 1280, 800, false}
+	phone   = size{"phone", 390, 844, true}
+	// sizes are the two widths every layout check runs at.
+	sizes = []size{desktop, phone}
+)
+
+// resize makes the tab's viewport s (a phone is emulated as a mobile
+// viewport with touch, so the page sees no hover and a coarse pointer).
+// Call it before opening the page to lay out.
+func (p *tab) resize(s size) {
+	p.t.Helper()
+	ctx, cancel := context.WithTimeout(p.ctx, waitTimeout)
+	defer cancel()
+	if _, err := chromedp.Call(ctx, emulation.SetDeviceMetricsOverride, emulation.SetDeviceMetricsOverrideParams{
+		Width: s.width, Height: s.height, DeviceScaleFactor: 1, Mobile: s.phone,
+	}); err != nil {
+		p.fail("resize to %s: %v", s.name, err)
+	}
+	if _, err := chromedp.Call(ctx, emulation.SetTouchEmulationEnabled, emulation.SetTouchEmulationEnabledParams{Enabled: s.phone}); err != nil {
+		p.fail("touch for %s: %v", s.name, err)
+	}
+}

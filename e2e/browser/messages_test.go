@@ -285,6 +285,7 @@ func TestRoomDeletedWhileOpen(t *testing.T) {
 
 	a.open("/rooms/" + room)
 	a.waitRoomPage(room)
+	a.click("#room .room-menu > summary")
 	a.click("#room details.confirm-delete summary")
 	a.click("#room details.confirm-delete form button")
 	took := o.waitJSFor(5*time.Second, "bob's page to go home",

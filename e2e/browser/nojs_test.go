@@ -33,8 +33,8 @@ func TestWithoutJavaScript(t *testing.T) {
 	a.typeInto("#content", text)
 	a.click("#composer button[type=submit]")
 	a.waitJS("the posted message", atPath("/rooms/"+room)+` && `+messagesWith(text)+`.length === 1`)
-	if got := eval[string](a, `location.hash`); got != "#composer" {
-		t.Errorf("after posting the page is at %q, want #composer", got)
+	if got := eval[string](a, `location.hash`); got != "#latest" {
+		t.Errorf("after posting the page is at %q, want #latest (the newest message)", got)
 	}
 	if got := eval[string](a, `document.getElementById("content").value`); got != "" {
 		t.Errorf("the composer holds %q after posting", got)
@@ -65,7 +65,7 @@ func TestWithoutJavaScript(t *testing.T) {
 		t.Errorf("the older page does not show the start of the room")
 	}
 	a.screenshot("older-page")
-	a.click(`main a[href="/rooms/` + room + `"]`)
+	a.click(`main a[href="/rooms/` + room + `#latest"]`)
 	a.waitRoomPage(room)
 
 	// Bob joins from All rooms and leaves again, with plain forms.
@@ -83,6 +83,7 @@ func TestWithoutJavaScript(t *testing.T) {
 		t.Errorf("bob sees ada's latest message %d times, want once", n)
 	}
 	o.waitJS("bob's join message", hasText("#messages li.message.system", bob.name()+" joins the room"))
+	o.click("#room .room-menu > summary") // a <details>: opens without scripts
 	o.click(`#room .room-actions form[action$="/leave"] button`)
 	o.waitJS("All rooms after leaving", atPath("/rooms?notice=room-left")+` && `+hasText("#flash .notice", "You left the room."))
 	if got := o.sidebarRooms(); contains(got, "#"+room) {
@@ -92,6 +93,7 @@ func TestWithoutJavaScript(t *testing.T) {
 	// Ada deletes the room: <details> opens without scripts.
 	a.open("/rooms/" + room)
 	a.waitRoomPage(room)
+	a.click("#room .room-menu > summary")
 	a.click("#room details.confirm-delete summary")
 	a.waitJS("the delete confirmation", `document.querySelector("#room details.confirm-delete").open`)
 	a.click("#room details.confirm-delete form button")

@@ -43,8 +43,11 @@ func TestRooms(t *testing.T) {
 	a.fill("room_name", room, "banner", "again")
 	a.mark()
 	a.click("#new-room button[type=submit]")
-	a.waitJS("the taken-name message", hasText("#new-room .form-error", "This room name is taken.")+
-		` && `+hasText("#new-room #err-room_name", "This room name is taken."))
+	a.waitJS("the taken-name message", hasText("#new-room #err-room_name", "This room name is taken."))
+	if n := eval[int](a, `(document.getElementById("new-room").innerText.match(/This room name is taken\./g) || []).length`); n != 1 {
+		t.Errorf("the taken-name message shows %d times, want once", n)
+	}
+	a.waitJS("the focus on the room name", `document.activeElement && document.activeElement.id === "room_name"`)
 	if !a.marked() {
 		t.Error("a taken room name reloaded the page; htmx should have swapped the form")
 	}
@@ -82,6 +85,7 @@ func TestRooms(t *testing.T) {
 
 	// Bob leaves: he goes to All rooms with a notice; the room leaves his
 	// sidebar, and he can join it again from the list.
+	o.click("#room .room-menu > summary")
 	o.click(`#room .room-actions form[action$="/leave"] button`)
 	o.waitJS("All rooms after leaving", atPath("/rooms?notice=room-left")+` && `+hasText("#flash .notice", "You left the room."))
 	if got := o.sidebarRooms(); contains(got, "#"+room) {
@@ -98,6 +102,7 @@ func TestRooms(t *testing.T) {
 	if n := a.count(`#room details.confirm-delete[open]`); n != 0 {
 		t.Fatal("the delete confirmation is open before anyone asked")
 	}
+	a.click("#room .room-menu > summary")
 	a.click("#room details.confirm-delete summary")
 	a.waitJS("the delete confirmation", `document.querySelector("#room details.confirm-delete").open`)
 	a.screenshot("delete-confirmation")
@@ -115,7 +120,11 @@ func TestRooms(t *testing.T) {
 		t.Errorf("#%s is still listed in All rooms after it was deleted", room)
 	}
 	o.open("/rooms/" + room)
-	o.waitJS("the 404 page", hasText(".error-page h1", "Not Found"))
+	o.waitJS("the 404 page", hasText(".error-page h1", "Not found")+` && `+hasText(".error-page p", "This room does not exist or was deleted."))
+	if n := o.count(".error-page h1"); n != 1 {
+		t.Errorf("the error page has %d headings, want 1", n)
+	}
+	o.screenshot("room-not-found")
 }
 
 // findRoomRow walks the pages of All rooms (the tab is on its first page)

@@ -1,0 +1,164 @@
+// This file owns how a message's text and a list of messages are laid out:
+// web addresses turned into links, messages of one author grouped, and the
+// day separators between days.
+package views
+
+import (
+	"context"
+	"io"
+	"net/url"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/a-h/templ"
+
+	"github.com/killrchat/killrchat/store"
+)
+
+// urlCandidate finds what may be a web address: http:// or https:// and
+// everything up to white space or a character that never appears raw in a
+// URL people paste (<, >, ", `). The end is trimmed by linkEnd.
+var urlCandidate = regexp.MustCompile("(?i)\\bhttps?://[^\\s<>\"`]+")
+
+// linkEnd trims what usually follows an address in a sentence: a period,
+// a comma, a closing quote, or a ")" that closes a parenthesis opened
+// before the address rather than inside it.
+func linkEnd(s string) string {
+	for len(s) > 0 {
+		last := s[len(s)-1]
+		switch {
+		case strings.IndexByte(".,:;!?'*", last) >= 0:
+			s = s[:len(s)-1]
+		case last == ')' && strings.Count(s, "(") < strings.Count(s, ")"):
+			s = s[:len(s)-1]
+		case last == ']' && strings.Count(s, "[") < strings.Count(s, "]"):
+			s = s[:len(s)-1]
+		default:
+			return s
+		}
+	}
+	return s
+}
+
+// textPart is a run of message text, or a link when href is set.
+type textPart struct {
+	text, href string
+}
+
+// splitLinks cuts a message into plain text and http(s) links. Only
+// addresses with a host become links; nothing else in the text is ever
+// markup.
+func splitLinks(s string) []textPart {
+	var parts []textPart
+	last := 0
+	for _, loc := range urlCandidate.FindAllStringIndex(s, -1) {
+		start := loc[0]
+		if start < last {
+			continue
+		}
+		raw := linkEnd(s[start:loc[1]])
+		u, err := url.Parse(raw)
+		if err != nil || u.Host == "" || !(strings.EqualFold(u.Scheme, "http") || strings.EqualFold(u.Scheme, "https")) {
+			continue
+		}
+		if start > last {
+			parts = append(parts, textPart{text: s[last:start]})
+		}
+		parts = append(parts, textPart{text: raw, href: raw})
+		last = start + len(raw)
+	}
+	if last < len(s) {
+		parts = append(parts, textPart{text: s[last:]})
+	}
+	return parts
+}
+
+// linkRel is what every link in a message carries: people post them, so
+// they get no referrer, no opener and no ranking credit.
+const linkRel = "noopener noreferrer nofollow ugc"
+
+// messageText writes a message's text escaped, with its web addresses as
+// links that open in a new tab.
+func messageText(s string) templ.Component {
+	return templ.ComponentFunc(func(_ context.Context, w io.Writer) error {
+		for _, p := range splitLinks(s) {
+			if p.href == "" {
+				if _, err := io.WriteString(w, templ.EscapeString(p.text)); err != nil {
+					return err
+				}
+				continue
+			}
+			if _, err := io.WriteString(w, `<a href="`+templ.EscapeString(p.href)+`" rel="`+linkRel+`" target="_blank">`+
+				templ.EscapeString(p.text)+`</a>`); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// groupGap is how far apart two messages of one author may be to be shown
+// as one group (name and time once).
+const groupGap = 5 * time.Minute
+
+// listItem is one row of a message list: a message, with whether it
+// continues the group of the one before, or a day separator before it.
+type listItem struct {
+	msg store.Message
+	// cont: same author as the message before, within groupGap, same day.
+	cont bool
+	// day is the label of a separator to show before the message, or "".
+	day string
+	// last marks the newest message, which carries the #latest anchor.
+	last bool
+}
+
+// layoutMessages groups msgs (oldest first) and puts day separators
+// between days (UTC: the server does not know the reader's zone; app.js
+// redoes both in local time, also where an older page meets the list).
+func layoutMessages(msgs []store.Message, now time.Time) []listItem {
+	items := make([]listItem, 0, len(msgs))
+	for i, m := range msgs {
+		it := listItem{msg: m, last: i == len(msgs)-1}
+		if i == 0 || !sameDay(msgs[i-1].Time(), m.Time()) {
+			it.day = dayLabel(m.Time(), now)
+		} else {
+			it.cont = continues(msgs[i-1], m)
+		}
+		items = append(items, it)
+	}
+	return items
+}
+
+// continues says whether m is shown in the group of prev.
+func continues(prev, m store.Message) bool {
+	return !prev.System && !m.System && prev.Author.Login == m.Author.Login &&
+		m.Time().Sub(prev.Time()) < groupGap && sameDay(prev.Time(), m.Time())
+}
+
+func sameDay(a, b time.Time) bool {
+	ay, am, ad := a.UTC().Date()
+	by, bm, bd := b.UTC().Date()
+	return ay == by && am == bm && ad == bd
+}
+
+// dayLabel names the UTC day of t as people say it, seen from now.
+func dayLabel(t, now time.Time) string {
+	switch {
+	case sameDay(t, now):
+		return "Today"
+	case sameDay(t, now.AddDate(0, 0, -1)):
+		return "Yesterday"
+	}
+	return t.UTC().Format("Monday, 2 January 2006")
+}
+
+// dayKey is the UTC day of t, the separator's data-day.
+func dayKey(t time.Time) string { return t.UTC().Format("2006-01-02") }
+
+// isoTime is the machine-readable time of a message.
+func isoTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05Z") }
+
+// fullTime is the time shown on hovering a message.
+func fullTime(t time.Time) string { return t.UTC().Format("Monday, 2 January 2006, 15:04 UTC") }
