@@ -51,6 +51,9 @@ type config struct {
 	streamsPerUser   int
 	streamsPerIP     int
 	maxReplays       int
+	maxUpload        int64
+	uploadPerHour    int64
+	uploadTimeout    time.Duration
 	natsURL          string
 	natsEmbed        string
 	logLevel         string
@@ -93,6 +96,8 @@ func (c config) limits() handlers.Limits {
 		Messages:   handlers.Rate{Burst: c.messageBurst, Per: every(c.messageRate)},
 		Rooms:      handlers.Rate{Burst: c.roomsPerHour, Per: time.Hour / time.Duration(c.roomsPerHour)},
 		Membership: handlers.Rate{Burst: c.joinBurst, Per: every(c.joinRate)},
+		// One token a byte: the hour's budget may be spent at once.
+		UploadBytes: handlers.Rate{Burst: int(c.uploadPerHour), Per: time.Hour / time.Duration(c.uploadPerHour)},
 	}
 }
 
@@ -124,6 +129,9 @@ func parseFlags(args []string) (config, error) {
 	fs.IntVar(&c.streamsPerUser, "max-streams-per-user", envInt("MAX_STREAMS_PER_USER", 20), "live streams (open room pages) one user may hold, per instance (env MAX_STREAMS_PER_USER)")
 	fs.IntVar(&c.streamsPerIP, "max-streams-per-ip", envInt("MAX_STREAMS_PER_IP", 200), "live streams one client IP may hold, per instance; the IP honours --trusted-proxies (env MAX_STREAMS_PER_IP)")
 	fs.IntVar(&c.maxReplays, "max-replays", envInt("MAX_REPLAYS", 32), "live streams catching up on missed messages at once, per instance; others wait briefly, then get 503 (env MAX_REPLAYS)")
+	fs.Int64Var(&c.maxUpload, "max-upload", int64(envInt("MAX_UPLOAD", handlers.DefaultMaxUpload)), "largest upload, in bytes (the files of one post together); larger ones get 413 and nothing is stored (env MAX_UPLOAD)")
+	fs.Int64Var(&c.uploadPerHour, "upload-bytes-per-hour", int64(envInt("UPLOAD_BYTES_PER_HOUR", handlers.DefaultUploadBytesPerHour)), "bytes one person may upload per hour, per instance (env UPLOAD_BYTES_PER_HOUR)")
+	fs.DurationVar(&c.uploadTimeout, "upload-timeout", envDuration("UPLOAD_TIMEOUT", handlers.DefaultUploadTimeout), "time one upload or download may take, in place of --read-timeout and --write-timeout; a dead upload is swept after twice this (env UPLOAD_TIMEOUT)")
 	fs.StringVar(&c.natsURL, "nats-url", env("NATS_URL", ""), "NATS server for live events across instances; in-process hub if empty (env NATS_URL)")
 	fs.StringVar(&c.natsEmbed, "nats-embed", env("NATS_EMBED", ""), "run a NATS server inside this instance on host:port, for trying several instances (env NATS_EMBED)")
 	fs.StringVar(&c.logLevel, "log-level", env("LOG_LEVEL", "info"), "debug, info, warn or error (env LOG_LEVEL)")
@@ -135,6 +143,9 @@ func parseFlags(args []string) (config, error) {
 	fs.DurationVar(&c.http.IdleTimeout, "idle-timeout", envDuration("IDLE_TIMEOUT", lim.IdleTimeout), "keep-alive connections are closed after this long without a request (env IDLE_TIMEOUT)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
+	}
+	if c.maxUpload < 1 || c.uploadPerHour < c.maxUpload || c.uploadTimeout <= 0 {
+		return c, fmt.Errorf("--max-upload and --upload-timeout must be positive, and --upload-bytes-per-hour at least --max-upload")
 	}
 	if c.messageRate <= 0 || c.joinRate <= 0 || c.messageBurst < 1 || c.joinBurst < 1 || c.roomsPerHour < 1 {
 		return c, fmt.Errorf("rates and bursts must be positive")
@@ -214,6 +225,7 @@ func run(cfg config) error {
 		TrustedProxies: proxies, PrivateMetrics: cfg.metricsAddr != "",
 		SessionCacheTTL: cfg.sessionCacheTTL, SessionCacheSize: cfg.sessionCacheSize,
 		MaxStreamsPerUser: cfg.streamsPerUser, MaxStreamsPerIP: cfg.streamsPerIP, MaxReplays: cfg.maxReplays,
+		MaxUpload: cfg.maxUpload, UploadTimeout: cfg.uploadTimeout,
 	}, log)
 	srv.Register(e)
 

@@ -7,6 +7,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
+	"mime"
 	"net/http"
 	"net/url"
 	"strings"
@@ -28,6 +29,9 @@ const (
 
 	ctxSession = "session"
 	ctxCSRF    = "csrf"
+	// ctxCSRFSubject holds the session whose token a streamed multipart
+	// body must still show (see checkCSRF).
+	ctxCSRFSubject = "csrf-subject"
 
 	keyLogin     = "login"
 	keyFirstname = "firstname"
@@ -177,17 +181,60 @@ func (s *Server) checkCSRF(next echo.HandlerFunc) echo.HandlerFunc {
 			}
 		default:
 			sent := req.Header.Get(csrfHeader)
+			if sent == "" && isMultipart(req) {
+				// Parsing a multipart body here would read whole files
+				// into memory or temporary files. Only routes that read
+				// the body as a stream take it, and they check the
+				// _csrf part (sent first) with checkStreamedCSRF before
+				// they store anything.
+				if subject == "" || !streamedForms[c.Path()] {
+					return errCSRF
+				}
+				c.Set(ctxCSRFSubject, subject)
+				break
+			}
 			if sent == "" {
 				sent = req.PostFormValue(csrfField)
 			}
-			if subject == "" || !hmac.Equal([]byte(sent), []byte(s.csrfFor(subject))) {
-				return echo.NewHTTPError(http.StatusForbidden,
-					"This form has expired or did not come from KillrChat. Reload the page and try again.")
+			if !s.csrfMatches(subject, sent) {
+				return errCSRF
 			}
 		}
 		c.Set(ctxCSRF, s.csrfFor(subject))
 		return next(c)
 	}
+}
+
+var errCSRF = echo.NewHTTPError(http.StatusForbidden,
+	"This form has expired or did not come from KillrChat. Reload the page and try again.")
+
+// csrfMatches reports whether sent is the token of subject.
+func (s *Server) csrfMatches(subject, sent string) bool {
+	return subject != "" && hmac.Equal([]byte(sent), []byte(s.csrfFor(subject)))
+}
+
+// checkStreamedCSRF checks the _csrf field that a streamed multipart form
+// sent in its body, for a request whose header carried no token; a
+// request whose header token checkCSRF accepted passes.
+func (s *Server) checkStreamedCSRF(c echo.Context, sent string) error {
+	subject, pending := c.Get(ctxCSRFSubject).(string)
+	if pending && !s.csrfMatches(subject, sent) {
+		return errCSRF
+	}
+	return nil
+}
+
+// needsStreamedCSRF reports whether the token is still to be read from
+// the body (see checkCSRF).
+func needsStreamedCSRF(c echo.Context) bool {
+	_, pending := c.Get(ctxCSRFSubject).(string)
+	return pending
+}
+
+// isMultipart reports whether a request's body is multipart/form-data.
+func isMultipart(r *http.Request) bool {
+	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	return mt == "multipart/form-data"
 }
 
 // csrfFor is the token of a session or visitor id.

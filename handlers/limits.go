@@ -31,6 +31,9 @@ type Limits struct {
 	// Membership limits joins and leaves together (default: 10 at once,
 	// then 1 a second).
 	Membership Rate
+	// UploadBytes limits uploaded bytes, one token a byte (default: 500
+	// MiB an hour, all at once if need be).
+	UploadBytes Rate
 }
 
 func (l Limits) withDefaults() Limits {
@@ -45,6 +48,7 @@ func (l Limits) withDefaults() Limits {
 	def(&l.Messages, 20, time.Second/5)
 	def(&l.Rooms, 10, time.Hour/10)
 	def(&l.Membership, 10, time.Second)
+	def(&l.UploadBytes, DefaultUploadBytesPerHour, time.Hour/DefaultUploadBytesPerHour)
 	return l
 }
 
@@ -61,9 +65,16 @@ func newKeyedLimiter(r Rate) *keyedLimiter {
 	return &keyedLimiter{rate: r, buckets: map[string]*rate.Limiter{}, swept: time.Now()}
 }
 
+// DefaultUploadBytesPerHour is the default of Limits.UploadBytes.
+const DefaultUploadBytesPerHour = 500 << 20
+
 // allow takes one token for key. If none is left it takes nothing and
 // says how long until one is.
-func (l *keyedLimiter) allow(key string) (bool, time.Duration) {
+func (l *keyedLimiter) allow(key string) (bool, time.Duration) { return l.allowN(key, 1) }
+
+// allowN takes n tokens for key, or none and says how long until n are
+// there (a very long time if n is more than the burst).
+func (l *keyedLimiter) allowN(key string, n int) (bool, time.Duration) {
 	now := time.Now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -73,7 +84,10 @@ func (l *keyedLimiter) allow(key string) (bool, time.Duration) {
 		b = rate.NewLimiter(rate.Every(l.rate.Per), l.rate.Burst)
 		l.buckets[key] = b
 	}
-	r := b.ReserveN(now, 1)
+	if n > l.rate.Burst {
+		return false, time.Duration(n) * l.rate.Per
+	}
+	r := b.ReserveN(now, n)
 	if d := r.DelayFrom(now); d > 0 {
 		r.CancelAt(now)
 		return false, d
@@ -145,4 +159,6 @@ var Unlimited = Limits{
 	Messages:   Rate{Burst: 1 << 30, Per: time.Nanosecond},
 	Rooms:      Rate{Burst: 1 << 30, Per: time.Nanosecond},
 	Membership: Rate{Burst: 1 << 30, Per: time.Nanosecond},
+	// A terabyte at once, so load tests never wait on it.
+	UploadBytes: Rate{Burst: 1 << 40, Per: time.Nanosecond},
 }

@@ -33,6 +33,14 @@ func (s *Server) postMessage(c echo.Context) error {
 		return err
 	}
 	me := mustUser(c)
+	if isMultipart(c.Request()) {
+		return s.postFiles(c, r,
+			func(ctx context.Context, draft func() (store.Message, error)) (store.Message, error) {
+				return s.post(ctx, r, draft)
+			},
+			func(f views.Form) error { return s.composerError(c, r, me, f) },
+			roomURL(r.Name)+"#latest")
+	}
 	content := c.FormValue("content")
 	clientID := c.FormValue("client_id")
 	if !validClientID(clientID) {
@@ -42,15 +50,7 @@ func (s *Server) postMessage(c echo.Context) error {
 		return s.post(ctx, r, func() (store.Message, error) { return s.db.DraftMessage(r, me, content) })
 	})
 	if errors.Is(err, store.ErrInvalid) {
-		f := withErrors(views.Form{Values: map[string]string{"content": content, "client_id": clientID}, Errors: map[string]string{}}, err)
-		if isHTMX(c) {
-			return s.renderRaw(c, http.StatusUnprocessableEntity, views.ComposerRejected(f))
-		}
-		v := views.RoomView{Room: r, Viewer: me, Participant: true, Creator: r.CreatorLogin == me.Login, Composer: f, Now: time.Now()}
-		if v.Messages, v.Older, v.After, err = s.latest(c, r); err != nil {
-			return err
-		}
-		return s.render(c, http.StatusUnprocessableEntity, views.Page{Title: r.DisplayName, Room: r.Name, Composer: true}, views.RoomPage(v))
+		return s.composerError(c, r, me, withErrors(views.Form{Values: map[string]string{"content": content, "client_id": clientID}, Errors: map[string]string{}}, err))
 	}
 	if err != nil {
 		return err
@@ -186,6 +186,21 @@ func (rp *recentPosts) expireLocked(now time.Time) {
 	if drop > 0 {
 		rp.order = append([]*recentPost(nil), rp.order[drop:]...)
 	}
+}
+
+// composerError answers a post the composer must show again, with f's
+// errors: the error slot alone for htmx (the text box keeps what was
+// typed), the room page otherwise.
+func (s *Server) composerError(c echo.Context, r store.Room, me store.UserRef, f views.Form) error {
+	if isHTMX(c) {
+		return s.renderRaw(c, http.StatusUnprocessableEntity, views.ComposerRejected(f))
+	}
+	v := views.RoomView{Room: r, Viewer: me, Participant: true, Creator: r.CreatorLogin == me.Login, Composer: f, Now: time.Now()}
+	var err error
+	if v.Messages, v.Older, v.After, err = s.latest(c, r); err != nil {
+		return err
+	}
+	return s.render(c, http.StatusUnprocessableEntity, views.Page{Title: r.DisplayName, Room: r.Name, Composer: true}, views.RoomPage(v))
 }
 
 // post drafts a message (giving it its id, in order), stores it, and

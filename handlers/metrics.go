@@ -27,6 +27,8 @@ type Metrics struct {
 	queries  *prometheus.HistogramVec
 	// SSEConnections is the number of open live-stream connections.
 	SSEConnections prometheus.Gauge
+	uploads        *prometheus.CounterVec
+	uploadBytes    prometheus.Counter
 	labels         sync.Map // statement -> its short label
 }
 
@@ -46,9 +48,21 @@ func NewMetrics() *Metrics {
 			Name: "killrchat_sse_connections", Help: "Open live-stream (SSE) connections.",
 		}),
 	}
-	m.registry.MustRegister(m.requests, m.queries, m.SSEConnections,
+	m.uploads = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "killrchat_uploads_total", Help: "Uploaded files by result: stored, too_large, refused, rate_limited, failed.",
+	}, []string{"result"})
+	m.uploadBytes = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "killrchat_upload_bytes_total", Help: "Bytes of the files stored.",
+	})
+	m.registry.MustRegister(m.requests, m.queries, m.SSEConnections, m.uploads, m.uploadBytes,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
+}
+
+// countUpload counts one upload by its result, and the bytes stored.
+func (m *Metrics) countUpload(result string, bytes int64) {
+	m.uploads.WithLabelValues(result).Inc()
+	m.uploadBytes.Add(float64(bytes))
 }
 
 // ObserveQuery records one Cassandra statement; the store calls it.

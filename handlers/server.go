@@ -61,6 +61,11 @@ type Config struct {
 	// for its turn, then is refused with 503.
 	MaxReplays int
 	ReplayWait time.Duration
+	// MaxUpload is the largest upload request's files, in bytes (default
+	// 25 MiB); UploadTimeout bounds one upload or download (default 10
+	// minutes), in place of the server's read and write timeouts.
+	MaxUpload     int64
+	UploadTimeout time.Duration
 	// Static holds the files served under /static/.
 	Static fs.FS
 }
@@ -79,7 +84,9 @@ type Server struct {
 	replays  *replaySlots
 	recent   *recentPosts
 	closing  chan struct{}
-	limits   struct{ messages, rooms, membership, passwordUser, passwordIP *keyedLimiter }
+	limits   struct {
+		messages, rooms, membership, passwordUser, passwordIP, uploadBytes *keyedLimiter
+	}
 }
 
 // New returns the handlers' server. hub carries room events to live pages.
@@ -103,6 +110,12 @@ func New(db *store.Store, metrics *Metrics, hub Hub, cfg Config, log *slog.Logge
 	if cfg.ReplayWait == 0 {
 		cfg.ReplayWait = defaultReplayWait
 	}
+	if cfg.MaxUpload <= 0 {
+		cfg.MaxUpload = DefaultMaxUpload
+	}
+	if cfg.UploadTimeout <= 0 {
+		cfg.UploadTimeout = DefaultUploadTimeout
+	}
 	pages := securecookie.New(cfg.SessionKey, nil)
 	pages.MaxAge(int((6 * time.Hour) / time.Second))
 	s := &Server{
@@ -123,12 +136,14 @@ func New(db *store.Store, metrics *Metrics, hub Hub, cfg Config, log *slog.Logge
 	s.limits.messages = newKeyedLimiter(cfg.Limits.Messages)
 	s.limits.rooms = newKeyedLimiter(cfg.Limits.Rooms)
 	s.limits.membership = newKeyedLimiter(cfg.Limits.Membership)
+	s.limits.uploadBytes = newKeyedLimiter(cfg.Limits.UploadBytes)
 	// Password changes are guessed like logins: the login rate, per
 	// person and per address.
 	auth := Rate{Burst: cfg.AuthRate, Per: time.Minute / time.Duration(cfg.AuthRate)}
 	s.limits.passwordUser, s.limits.passwordIP = newKeyedLimiter(auth), newKeyedLimiter(auth)
 	s.seq = newSequencer(func(ev RoomEvent) { s.publish(context.Background(), ev) }, db.IDFloor)
 	s.recent = newRecentPosts(recentPostsMax, recentPostTTL, time.Now)
+	go s.sweepUploads()
 	return s
 }
 
@@ -149,10 +164,11 @@ func (s *Server) Register(e *echo.Echo) {
 		// client's X-Forwarded-Proto.
 		ContentSecurityPolicy: "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'self'; object-src 'none'",
 	}))
-	e.Use(middleware.BodyLimit("64K"))
-	// Small htmx fragments cost more to compress than they save.
+	e.Use(middleware.BodyLimitWithConfig(middleware.BodyLimitConfig{Limit: "64K", Skipper: skipBodyLimit}))
+	// Small htmx fragments cost more to compress than they save; files
+	// are served with ranges, which compression would break.
 	e.Use(middleware.GzipWithConfig(middleware.GzipConfig{MinLength: 1400, Skipper: func(c echo.Context) bool {
-		return strings.HasSuffix(c.Path(), "/events") || c.Path() == "/metrics"
+		return strings.HasSuffix(c.Path(), "/events") || c.Path() == "/metrics" || strings.HasPrefix(c.Path(), "/files/")
 	}}))
 
 	e.GET("/healthz", s.healthz)
@@ -188,6 +204,7 @@ func (s *Server) Register(e *echo.Echo) {
 	auth.POST("/rooms/:room/messages", s.postMessage, s.limitUser(s.limits.messages, "sending messages"))
 	auth.GET("/rooms/:room/messages", s.olderMessages)
 	auth.GET("/rooms/:room/events", s.roomEvents)
+	auth.GET("/files/:id/:name", s.downloadFile)
 }
 
 // secureKey marks, in a request's context, a request that came over TLS.

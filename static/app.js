@@ -712,6 +712,171 @@
     if (bad) bad.focus();
   });
 
+  // ---------------------------------------------------------------------------
+  // 11. Attachments: files with a progress bar, drag-and-drop, paste.
+  //     The composer works without JavaScript (a multipart form: the server
+  //     reads _csrf, then the text, then the files, as a stream). With it,
+  //     a submit that carries files goes by XMLHttpRequest instead of htmx:
+  //     htmx 4 sends with fetch(), which reports no upload progress. Each
+  //     file is its own request (and message, the text going with the
+  //     first), one after the other, so each has its own progress and one
+  //     too large does not sink the others. Dropped files and pasted images
+  //     go the same way. The answer is the same fragment as an htmx post's;
+  //     its messages are appended to #messages (6. drops the copy the live
+  //     stream brings) and the server's error text shows under the box.
+  // ---------------------------------------------------------------------------
+  var uploading = false;
+
+  function fileInput() {
+    return document.getElementById("file");
+  }
+
+  function progressBar() {
+    return document.getElementById("upload-progress");
+  }
+
+  // errorText is the sentence of an error answer (the error fragment's
+  // paragraph), or a fallback.
+  function errorText(xhr) {
+    var tpl = document.createElement("template");
+    tpl.innerHTML = xhr.responseText || "";
+    var p = tpl.content.querySelector("p");
+    var text = p ? p.textContent.trim() : "";
+    return text || "Couldn't upload (" + xhr.status + ").";
+  }
+
+  // appendPosted adds the messages of a post's answer to #messages.
+  function appendPosted(html) {
+    var list = messagesList();
+    var tpl = document.createElement("template");
+    tpl.innerHTML = html;
+    var items = tpl.content.querySelectorAll("li.message");
+    for (var i = 0; i < items.length; i++) {
+      if (!list || document.getElementById(items[i].id)) continue;
+      var li = document.importNode(items[i], true);
+      list.appendChild(li);
+      if (window.htmx && typeof window.htmx.process === "function") window.htmx.process(li);
+    }
+    var next = tpl.content.getElementById("client_id");
+    var mine = document.getElementById("client_id");
+    if (next && mine) mine.value = next.value;
+  }
+
+  // uploadOne posts one file (and text) and calls done(ok) when it ends.
+  function uploadOne(form, file, text, done) {
+    var data = new FormData();
+    var token = form.elements.namedItem("_csrf");
+    // The token first: the server checks it before it stores anything.
+    data.append("_csrf", token ? token.value : "");
+    data.append("content", text);
+    data.append("file", file, file.name || "pasted.png");
+    var xhr = new XMLHttpRequest();
+    var bar = progressBar();
+    xhr.open("POST", form.getAttribute("action"));
+    xhr.setRequestHeader("X-CSRF-Token", token ? token.value : "");
+    xhr.setRequestHeader("HX-Request", "true");
+    if (bar) {
+      bar.value = 0;
+      bar.hidden = false;
+    }
+    xhr.upload.addEventListener("progress", function (evt) {
+      if (bar && evt.lengthComputable) bar.value = Math.round((evt.loaded / evt.total) * 100);
+    });
+    xhr.addEventListener("load", function () {
+      if (xhr.status >= 200 && xhr.status < 300) {
+        ownPost = true;
+        appendPosted(xhr.responseText);
+        ownPost = false;
+        done(true);
+      } else {
+        showComposerError(file.name + ": " + errorText(xhr), false);
+        done(false);
+      }
+    });
+    xhr.addEventListener("error", function () {
+      showComposerError(file.name + ": couldn't upload — the server did not answer.", false);
+      done(false);
+    });
+    xhr.send(data);
+  }
+
+  // uploadFiles sends files one by one; the text goes with the first.
+  function uploadFiles(files) {
+    var form = composer();
+    if (!form || uploading || !files.length) return;
+    var box = composerBox();
+    var text = box ? box.value : "";
+    var btn = sendButton();
+    uploading = true;
+    if (btn) btn.disabled = true;
+    clearComposerError();
+    var i = 0;
+    (function next(ok) {
+      if (ok && i === 1 && box && box.value === text) {
+        box.value = "";
+        grow(box);
+      }
+      if (i >= files.length) {
+        uploading = false;
+        if (btn) btn.disabled = false;
+        var bar = progressBar();
+        if (bar) bar.hidden = true;
+        var input = fileInput();
+        if (input) input.value = "";
+        if (box) box.focus();
+        return;
+      }
+      var file = files[i++];
+      uploadOne(form, file, i === 1 ? text : "", next);
+    })(true);
+  }
+
+  // Capture phase: this runs before htmx's own submit listener on the form,
+  // so htmx never sends a form that carries files.
+  document.addEventListener(
+    "submit",
+    function (evt) {
+      var form = composer(), input = fileInput();
+      if (!form || evt.target !== form || !input || !input.files || !input.files.length) return;
+      evt.preventDefault();
+      evt.stopImmediatePropagation();
+      uploadFiles(Array.prototype.slice.call(input.files));
+    },
+    true
+  );
+
+  document.addEventListener("dragover", function (evt) {
+    var form = composer();
+    if (!form || !evt.dataTransfer || Array.prototype.indexOf.call(evt.dataTransfer.types, "Files") < 0) return;
+    evt.preventDefault(); // allows the drop
+    form.classList.add("dropping");
+  });
+
+  document.addEventListener("dragleave", function (evt) {
+    var form = composer();
+    if (form && (!evt.relatedTarget || !form.contains(evt.relatedTarget))) form.classList.remove("dropping");
+  });
+
+  document.addEventListener("drop", function (evt) {
+    var form = composer();
+    if (!form || !evt.dataTransfer || !evt.dataTransfer.files.length) return;
+    evt.preventDefault(); // the browser would open the file instead
+    form.classList.remove("dropping");
+    uploadFiles(Array.prototype.slice.call(evt.dataTransfer.files));
+  });
+
+  // Pasting an image (a screenshot) into the text box uploads it; pasted
+  // text is left to the browser.
+  document.addEventListener("paste", function (evt) {
+    if (!evt.target || evt.target.id !== "content" || !evt.clipboardData) return;
+    var files = Array.prototype.filter.call(evt.clipboardData.files || [], function (f) {
+      return /^image\//.test(f.type);
+    });
+    if (!files.length) return;
+    evt.preventDefault();
+    uploadFiles(files);
+  });
+
   function onReady() {
     watchMessages();
     checkDeletedNotice();

@@ -8,25 +8,26 @@ package store
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/gocql/gocql"
 )
 
 const (
-	insertMessage = `INSERT INTO chat_room_messages (room_name, time_bucket, message_id, author, content, system_message)
-		VALUES (?, ?, ?, ?, ?, ?)`
+	insertMessage = `INSERT INTO chat_room_messages (room_name, time_bucket, message_id, author, content, system_message, attachment)
+		VALUES (?, ?, ?, ?, ?, ?, ?)`
 	insertBucket = `INSERT INTO messages_bucket (room_name, time_bucket) VALUES (?, ?)`
 	// Buckets between the room's creation and the cursor, newest first.
 	selectBucketsDown = `SELECT time_bucket FROM messages_bucket
 		WHERE room_name = ? AND time_bucket <= ? AND time_bucket >= ?`
 	selectBucketsUp = `SELECT time_bucket FROM messages_bucket
 		WHERE room_name = ? AND time_bucket >= ? ORDER BY time_bucket ASC`
-	selectMessagesDown = `SELECT message_id, author, content, system_message FROM chat_room_messages
+	selectMessagesDown = `SELECT message_id, author, content, system_message, attachment FROM chat_room_messages
 		WHERE room_name = ? AND time_bucket = ? AND message_id < ? AND message_id > ? LIMIT ?`
 	// The LIMIT keeps one replay page to one round trip: with only a page
 	// size, the driver would prefetch the next page as this one is read.
-	selectMessagesUp = `SELECT message_id, author, content, system_message FROM chat_room_messages
+	selectMessagesUp = `SELECT message_id, author, content, system_message, attachment FROM chat_room_messages
 		WHERE room_name = ? AND time_bucket = ? AND message_id > ? ORDER BY message_id ASC LIMIT ?`
 	selectMessageIDsUp = `SELECT message_id FROM chat_room_messages
 		WHERE room_name = ? AND time_bucket = ? AND message_id > ? ORDER BY message_id ASC LIMIT ?`
@@ -45,6 +46,8 @@ type Message struct {
 	Content string
 	// System marks messages the server writes, such as "X joins the room".
 	System bool
+	// Attachment is the file the message carries, if any.
+	Attachment *AttachmentRef
 }
 
 // Time is when the message was posted.
@@ -90,6 +93,26 @@ func (s *Store) DraftMessage(in Place, author UserRef, content string) (Message,
 	return Message{ID: s.ids.next(s.Now()), Room: conv.ID, Author: author, Content: content}, nil
 }
 
+// DraftAttachmentMessage is DraftMessage for a message that carries a
+// file: its content may be empty. It returns ErrNotParticipant unless
+// author takes part in room, and a ValidationError for content that is
+// not valid (see CheckContent) when there is any.
+func (s *Store) DraftAttachmentMessage(in Place, author UserRef, content string, file AttachmentRef) (Message, error) {
+	conv := in.Conversation()
+	if !conv.Has(author.Login) {
+		return Message{}, fmt.Errorf("store: post in %q by %q: %w", conv.ID, author.Login, ErrNotParticipant)
+	}
+	if strings.TrimSpace(content) != "" {
+		var err error
+		if content, err = CheckContent(content); err != nil {
+			return Message{}, err
+		}
+	} else {
+		content = ""
+	}
+	return Message{ID: s.ids.next(s.Now()), Room: conv.ID, Author: author, Content: content, Attachment: &file}, nil
+}
+
 // DraftSystemMessage makes a message written by the server about someone,
 // such as "Ada Lovelace joins the room", without storing it.
 func (s *Store) DraftSystemMessage(in Place, about UserRef, text string) Message {
@@ -104,7 +127,12 @@ func (s *Store) SaveMessage(ctx context.Context, in Place, m Message) error {
 	if err := s.recordBucket(ctx, in.Conversation(), bucket); err != nil {
 		return err
 	}
-	q, err := s.query(ctx, insertMessage, m.Room, bucket, m.ID, m.Author, m.Content, m.System)
+	// No attachment is left unset, not null: a null would write a tombstone.
+	var file any = gocql.UnsetValue
+	if m.Attachment != nil {
+		file = m.Attachment
+	}
+	q, err := s.query(ctx, insertMessage, m.Room, bucket, m.ID, m.Author, m.Content, m.System, file)
 	if err != nil {
 		return err
 	}
@@ -263,7 +291,7 @@ func (s *Store) CountMessagesAfter(ctx context.Context, in Place, after gocql.UU
 
 func scanMessage(iter *gocql.Iter, room string) (Message, bool) {
 	m := Message{Room: room}
-	ok := iter.Scan(&m.ID, &m.Author, &m.Content, &m.System)
+	ok := iter.Scan(&m.ID, &m.Author, &m.Content, &m.System, &m.Attachment)
 	return m, ok
 }
 

@@ -392,7 +392,8 @@ func (s *Store) DeleteRoom(ctx context.Context, login, name string) (Room, error
 }
 
 // cleanUpRoom runs after a room's row is deleted: it removes the room from
-// every participant's list and deletes every message bucket of the room, in
+// every participant's list and deletes every message bucket and every
+// attachment (chunks included) of the room, in
 // logged batches so each batch completes even if this process dies midway.
 func (s *Store) cleanUpRoom(ctx context.Context, r Room) error {
 	sess, err := s.db()
@@ -416,6 +417,13 @@ func (s *Store) cleanUpRoom(ctx context.Context, r Room) error {
 		return s.fail("list buckets of "+r.Name, err)
 	}
 	stmts = append(stmts, batchStmt{deleteRoomBuckets, []any{r.Name}})
+	// Its files go with its messages: deletes only, so the batches stay
+	// small (a chunk is never written in a batch).
+	files, err := s.conversationAttachmentDeletes(ctx, r.Name)
+	if err != nil {
+		return err
+	}
+	stmts = append(stmts, files...)
 	for start := 0; start < len(stmts); start += maxBatch {
 		b := sess.NewBatch(gocql.LoggedBatch).WithContext(ctx)
 		for _, st := range stmts[start:min(start+maxBatch, len(stmts))] {

@@ -79,6 +79,9 @@ type Config struct {
 	// Observe, if set, is called after every statement and batch.
 	Observe func(ObservedQuery)
 	Log     *slog.Logger
+	// ChunkBuffers bounds the attachment chunks that all uploads of this
+	// process hold at once (default 8, of 1000 KB each).
+	ChunkBuffers int
 }
 
 // Store is the application's handle on Cassandra. It can be created before
@@ -95,6 +98,10 @@ type Store struct {
 	// messages_bucket by this process; it only saves writes.
 	knownBuckets sync.Map
 	ids          idGenerator
+
+	// chunkBufs is the pool of upload chunk buffers (see chunkBuffer).
+	chunkBufs     chan []byte
+	chunkBufsOnce sync.Once
 }
 
 // New returns a Store that is not yet connected.

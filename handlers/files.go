@@ -1,0 +1,333 @@
+// This file owns attachments over HTTP: the composer's multipart upload,
+// read as a stream (never ParseMultipartForm) and stored chunk by chunk as
+// it arrives, each file posted as its own message; the download route for
+// members of the conversation, with Range, ETag and headers that keep an
+// uploaded file from ever running in our origin; and the sweeper of
+// uploads whose process died.
+package handlers
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"mime/multipart"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/gocql/gocql"
+	"github.com/labstack/echo/v4"
+
+	"github.com/killrchat/killrchat/store"
+	"github.com/killrchat/killrchat/views"
+)
+
+const (
+	// DefaultMaxUpload is the default of Config.MaxUpload.
+	DefaultMaxUpload = 25 << 20
+	// DefaultUploadTimeout is the default of Config.UploadTimeout.
+	DefaultUploadTimeout = 10 * time.Minute
+	// formSlack is what an upload request may carry besides its files:
+	// the token, the text, the multipart headers.
+	formSlack = 64 << 10
+	// maxFilesPerPost bounds the files of one request (each is a message).
+	maxFilesPerPost = 10
+	// sweepEvery is how often an instance sweeps dead uploads.
+	sweepEvery = 10 * time.Minute
+)
+
+// streamedForms are the routes whose multipart bodies are read as a
+// stream, with the CSRF token checked from the body (checkStreamedCSRF);
+// any other route refuses a multipart body without the token header.
+var streamedForms = map[string]bool{
+	"/rooms/:room/messages": true,
+}
+
+// skipBodyLimit exempts streamed uploads from the global 64 KB body limit:
+// they have their own, --max-upload.
+func skipBodyLimit(c echo.Context) bool {
+	return streamedForms[c.Path()] && isMultipart(c.Request())
+}
+
+// poster posts a drafted message in a conversation (s.post for a room).
+type poster func(ctx context.Context, draft func() (store.Message, error)) (store.Message, error)
+
+// errTooLarge is the 413 a person reads.
+func (s *Server) errTooLarge() error {
+	return echo.NewHTTPError(http.StatusRequestEntityTooLarge,
+		fmt.Sprintf("The file is larger than the %s limit. Nothing was stored.", humanSize(s.cfg.MaxUpload)))
+}
+
+// postFiles handles a multipart post of the composer: the _csrf field,
+// then the text, then the files, read in that order from the stream. Each
+// file is stored as it arrives and posted as its own message (the text
+// goes with the first); text without a file is posted as usual.
+// composer renders the composer with a form's errors (422); back is where
+// a plain form goes next.
+func (s *Server) postFiles(c echo.Context, in store.Place, send poster, composer func(views.Form) error, back string) error {
+	req := c.Request()
+	me := mustUser(c)
+	maxBody := s.cfg.MaxUpload + formSlack
+	if req.ContentLength > maxBody {
+		s.metrics.countUpload("too_large", 0)
+		return s.errTooLarge()
+	}
+	// The hourly byte budget: all at once when the length is known,
+	// chunk by chunk as they arrive otherwise (a chunked request).
+	if req.ContentLength > 0 {
+		if ok, wait := s.limits.uploadBytes.allowN(me.Login, int(req.ContentLength)); !ok {
+			s.metrics.countUpload("rate_limited", 0)
+			return tooMany(c, wait, "uploading")
+		}
+	}
+	// The server's read timeout is sized for forms; an upload gets a
+	// deadline of its own instead, generous but not unbounded.
+	rc := http.NewResponseController(c.Response())
+	_ = rc.SetReadDeadline(time.Now().Add(s.cfg.UploadTimeout))
+	_ = rc.SetWriteDeadline(time.Now().Add(s.cfg.UploadTimeout + time.Minute))
+	req.Body = http.MaxBytesReader(c.Response(), req.Body, maxBody)
+	mr, err := req.MultipartReader()
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, "The upload could not be read.")
+	}
+	var (
+		content  string
+		sawCSRF  bool
+		posted   []store.Message
+		files    int
+		budgeted = req.ContentLength > 0
+	)
+	for {
+		part, err := mr.NextPart()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return s.uploadError(err)
+		}
+		name := part.FormName()
+		if !sawCSRF && needsStreamedCSRF(c) {
+			// The token must come first, so nothing is stored for a
+			// forged form.
+			if name != csrfField {
+				return errCSRF
+			}
+			token, err := readField(part, 256)
+			if err != nil {
+				return s.uploadError(err)
+			}
+			if err := s.checkStreamedCSRF(c, token); err != nil {
+				return err
+			}
+			sawCSRF = true
+			continue
+		}
+		switch {
+		case name == "content":
+			if content, err = readField(part, 4*store.MaxContent+1024); err != nil {
+				return s.uploadError(err)
+			}
+			if strings.TrimSpace(content) != "" {
+				if _, err := store.CheckContent(content); err != nil {
+					return composer(withErrors(views.Form{Values: map[string]string{"content": content}, Errors: map[string]string{}}, err))
+				}
+			}
+		case name == "file" && part.FileName() != "":
+			files++
+			if files > maxFilesPerPost {
+				return echo.NewHTTPError(http.StatusRequestEntityTooLarge,
+					fmt.Sprintf("Send at most %d files at once.", maxFilesPerPost))
+			}
+			var body io.Reader = part
+			if !budgeted {
+				body = &budgetReader{r: part, take: func(n int) bool {
+					ok, _ := s.limits.uploadBytes.allowN(me.Login, n)
+					return ok
+				}}
+			}
+			a, err := s.db.StoreAttachment(req.Context(), in, me, part.FileName(), body, s.cfg.MaxUpload)
+			if err != nil {
+				return s.uploadError(err)
+			}
+			s.metrics.countUpload("stored", a.Size)
+			text := content
+			content = "" // the text goes with the first file only
+			m, err := send(req.Context(), func() (store.Message, error) {
+				return s.db.DraftAttachmentMessage(in, me, text, a.Ref())
+			})
+			if err != nil {
+				return err
+			}
+			posted = append(posted, m)
+		default:
+			// An empty file input, or a field we do not know: read past it.
+			if _, err := io.Copy(io.Discard, part); err != nil {
+				return s.uploadError(err)
+			}
+		}
+	}
+	if needsStreamedCSRF(c) && !sawCSRF {
+		return errCSRF // an empty body: still no token
+	}
+	if len(posted) == 0 {
+		m, err := send(req.Context(), func() (store.Message, error) { return s.db.DraftMessage(in, me, content) })
+		if errors.Is(err, store.ErrInvalid) {
+			return composer(withErrors(views.Form{Values: map[string]string{"content": content}, Errors: map[string]string{}}, err))
+		}
+		if err != nil {
+			return err
+		}
+		posted = append(posted, m)
+	}
+	if isHTMX(c) {
+		return s.renderRaw(c, http.StatusOK, views.PostedFiles(posted, newClientID()))
+	}
+	return c.Redirect(http.StatusSeeOther, back)
+}
+
+// uploadError maps what can end an upload to what a person reads.
+func (s *Server) uploadError(err error) error {
+	var tooBig *http.MaxBytesError
+	var invalid store.ValidationError
+	switch {
+	case errors.As(err, &tooBig), errors.Is(err, store.ErrTooLarge):
+		s.metrics.countUpload("too_large", 0)
+		return s.errTooLarge()
+	case errors.Is(err, errOverBudget):
+		s.metrics.countUpload("rate_limited", 0)
+		return echo.NewHTTPError(http.StatusTooManyRequests,
+			"You are uploading too fast. Please wait a while and try again. Nothing was stored.")
+	case errors.As(err, &invalid):
+		s.metrics.countUpload("refused", 0)
+		return echo.NewHTTPError(http.StatusUnprocessableEntity, invalid["file"])
+	case errors.Is(err, store.ErrNotParticipant), errors.Is(err, store.ErrUnavailable):
+		return err
+	}
+	s.metrics.countUpload("failed", 0)
+	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, context.Canceled) {
+		return fmt.Errorf("upload cut off: %w", context.Canceled)
+	}
+	return fmt.Errorf("upload: %w", err)
+}
+
+var errOverBudget = errors.New("over the hourly upload budget")
+
+// budgetReader takes a token per byte read from the uploader's hourly
+// budget, for a request whose length was not known in advance.
+type budgetReader struct {
+	r    io.Reader
+	take func(n int) bool
+}
+
+func (b *budgetReader) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if n > 0 && !b.take(n) {
+		return 0, errOverBudget
+	}
+	return n, err
+}
+
+// readField reads a small form field, refusing one longer than max.
+func readField(part *multipart.Part, max int64) (string, error) {
+	b, err := io.ReadAll(io.LimitReader(part, max+1))
+	if err != nil {
+		return "", err
+	}
+	if int64(len(b)) > max {
+		return "", echo.NewHTTPError(http.StatusRequestEntityTooLarge, "A form field is too long.")
+	}
+	return string(b), nil
+}
+
+// downloadFile serves an attachment to the members of its conversation
+// (404 for anyone else, as if it did not exist). http.ServeContent does
+// Range (206, 416), If-None-Match (304, with the sha256 as ETag) and HEAD;
+// the reader loads only the chunks a range covers, one at a time.
+func (s *Server) downloadFile(c echo.Context) error {
+	id, err := gocql.ParseUUID(c.Param("id"))
+	if err != nil {
+		return store.ErrNotFound
+	}
+	ctx := c.Request().Context()
+	a, err := s.db.Attachment(ctx, id)
+	if err != nil {
+		return err
+	}
+	if ok, err := s.canRead(ctx, mustUser(c).Login, a); err != nil || !ok {
+		return cmpErr(err, store.ErrNotFound)
+	}
+	h := c.Response().Header()
+	h.Set("Content-Type", a.ContentType)
+	h.Set("ETag", `"`+hex.EncodeToString(a.SHA256)+`"`)
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Content-Security-Policy", "default-src 'none'; sandbox")
+	// The id never names other bytes, so the browser may keep it; private,
+	// since only members may read it.
+	h.Set("Cache-Control", "private, max-age=86400")
+	disposition := "attachment"
+	if a.Inline() {
+		disposition = "inline"
+	}
+	h.Set("Content-Disposition", mime.FormatMediaType(disposition, map[string]string{"filename": a.Name}))
+	_ = http.NewResponseController(c.Response()).SetWriteDeadline(time.Now().Add(s.cfg.UploadTimeout))
+	http.ServeContent(c.Response(), c.Request(), "", time.Time{}, s.db.OpenAttachment(ctx, a))
+	return nil
+}
+
+func cmpErr(err, otherwise error) error {
+	if err != nil {
+		return err
+	}
+	return otherwise
+}
+
+// canRead reports whether login is a member of the attachment's
+// conversation now: a DM's members are in its id; a room's are read, and
+// a file of an earlier room of the same name (deleted) is no one's.
+func (s *Server) canRead(ctx context.Context, login string, a store.Attachment) (bool, error) {
+	if store.IsDM(a.Conversation) {
+		for _, m := range strings.Split(strings.TrimPrefix(a.Conversation, "dm:"), "+") {
+			if m == login {
+				return true, nil
+			}
+		}
+		return false, nil
+	}
+	r, err := s.db.Room(ctx, a.Conversation)
+	if errors.Is(err, store.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return r.HasParticipant(login) && !a.ID.Time().Before(r.CreatedAt), nil
+}
+
+// sweepUploads removes, every sweepEvery, the uploads of dead processes:
+// pending for longer than two upload deadlines, which no living upload
+// is. Every instance sweeps; the deletes are idempotent.
+func (s *Server) sweepUploads() {
+	t := time.NewTicker(sweepEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.closing:
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		n, err := s.db.SweepUploads(ctx, time.Now().Add(-2*s.cfg.UploadTimeout))
+		cancel()
+		if err != nil {
+			s.log.Warn("sweep dead uploads", "err", err)
+		} else if n > 0 {
+			s.log.Info("swept dead uploads", "count", n)
+		}
+	}
+}
+
+// humanSize is a byte count for people: "25 MiB", "999 KB".
+func humanSize(n int64) string { return views.HumanSize(n) }

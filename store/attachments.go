@@ -1,0 +1,586 @@
+// This file owns attachments: files of a conversation stored in chunks of
+// 1000 KB, one partition per chunk (the email data model's attachments
+// table). An upload is written chunk by chunk while it streams in, with
+// bounded parallelism and a bounded number of chunk buffers per process,
+// so the server never holds a whole file; a download reads back only the
+// chunks its range needs. The metadata row turns 'ready' only after every
+// chunk is stored; an upload that fails deletes what it wrote, and one
+// whose process died is swept (see SweepUploads).
+package store
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"image"
+	"io"
+	"net/http"
+	"path"
+	"strings"
+	"sync"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/gocql/gocql"
+)
+
+const (
+	insertAttachment = `INSERT INTO attachments (id, conversation, uploader, file_name, size, content_type, sha256,
+		chunk_size, chunk_count, status, width, height, preview_id, preview_width, preview_height)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	selectAttachment = `SELECT id, conversation, uploader, file_name, size, content_type, sha256,
+		chunk_size, chunk_count, status, width, height, preview_id, preview_width, preview_height
+		FROM attachments WHERE id = ?`
+	selectAttachmentStatus = `SELECT status FROM attachments WHERE id = ?`
+	deleteAttachment       = `DELETE FROM attachments WHERE id = ?`
+	insertChunk            = `INSERT INTO attachment_chunks (attachment_id, chunk_no, data) VALUES (?, ?, ?)`
+	selectChunk            = `SELECT data FROM attachment_chunks WHERE attachment_id = ? AND chunk_no = ?`
+	deleteChunk            = `DELETE FROM attachment_chunks WHERE attachment_id = ? AND chunk_no = ?`
+
+	insertConversationAttachment = `INSERT INTO attachments_by_conversation (conversation, attachment_id, chunk_count)
+		VALUES (?, ?, ?)`
+	deleteConversationAttachment  = `DELETE FROM attachments_by_conversation WHERE conversation = ? AND attachment_id = ?`
+	selectConversationAttachments = `SELECT attachment_id, chunk_count FROM attachments_by_conversation WHERE conversation = ?`
+	deleteConversationAttachments = `DELETE FROM attachments_by_conversation WHERE conversation = ?`
+
+	insertPendingUpload  = `INSERT INTO pending_uploads (day, attachment_id, conversation, chunk_limit) VALUES (?, ?, ?, ?)`
+	deletePendingUpload  = `DELETE FROM pending_uploads WHERE day = ? AND attachment_id = ?`
+	selectPendingUploads = `SELECT attachment_id, conversation, chunk_limit FROM pending_uploads
+		WHERE day = ? AND attachment_id < ?`
+)
+
+const (
+	// ChunkSize is the size of one chunk row: the email data model's
+	// 1000 KB. Every chunk but the last of a file is exactly this long.
+	ChunkSize = 1000 * 1024
+	// StatusPending and StatusReady are an attachment's states.
+	StatusPending = "pending"
+	StatusReady   = "ready"
+
+	// uploadParallelism bounds the chunk inserts one upload has in flight.
+	uploadParallelism = 4
+	// defaultChunkBuffers bounds the chunk buffers of all uploads of this
+	// process together (Config.ChunkBuffers): the upload memory is at most
+	// this many chunks, however many people upload at once; an upload
+	// that finds none free waits, and its client's TCP window fills.
+	defaultChunkBuffers = 8
+	// maxFileName is the longest stored file name, in characters.
+	maxFileName = 200
+	// sweepDays is how many days of pending_uploads a sweep reads.
+	sweepDays = 7
+)
+
+// ErrTooLarge is returned for an upload longer than its limit.
+var ErrTooLarge = errors.New("the file is too large")
+
+// Attachment is a stored file and what is known of it.
+type Attachment struct {
+	// ID is a timeuuid; the time is when the upload started.
+	ID gocql.UUID
+	// Conversation is the id of the room or DM it was posted in.
+	Conversation string
+	Uploader     UserRef
+	// Name is the cleaned file name the uploader gave.
+	Name string
+	Size int64
+	// ContentType is sniffed from the first bytes (http.DetectContentType),
+	// never the uploader's claim.
+	ContentType string
+	SHA256      []byte
+	ChunkSize   int
+	Chunks      int
+	Status      string
+	// Width and Height are a raster image's size in pixels, read from its
+	// header; 0 for anything else.
+	Width, Height int
+	// PreviewID names the image's preview (itself when it is small
+	// enough); zero when there is none.
+	PreviewID                   gocql.UUID
+	PreviewWidth, PreviewHeight int
+}
+
+// Inline reports whether the file may be shown by a browser in our
+// origin: a raster image whose header was read. Everything else (HTML,
+// SVG, PDF, text) is only ever downloaded.
+func (a Attachment) Inline() bool { return RasterImage(a.ContentType) && a.Width > 0 }
+
+// Ref is what a message keeps of the attachment.
+func (a Attachment) Ref() AttachmentRef {
+	return AttachmentRef{ID: a.ID, Name: a.Name, Size: a.Size, ContentType: a.ContentType,
+		PreviewID: a.PreviewID, PreviewWidth: a.PreviewWidth, PreviewHeight: a.PreviewHeight}
+}
+
+// AttachmentRef is the attachment of a message, denormalised into it (the
+// user-defined type attachment_ref) so a page of messages is one query.
+type AttachmentRef struct {
+	ID            gocql.UUID `cql:"id"`
+	Name          string     `cql:"file_name"`
+	Size          int64      `cql:"size"`
+	ContentType   string     `cql:"content_type"`
+	PreviewID     gocql.UUID `cql:"preview_id"`
+	PreviewWidth  int        `cql:"preview_width"`
+	PreviewHeight int        `cql:"preview_height"`
+}
+
+// HasPreview reports whether the message shows the file as an image.
+func (r AttachmentRef) HasPreview() bool { return r.PreviewID != (gocql.UUID{}) }
+
+// RasterImage reports whether a sniffed content type is one of the raster
+// images served inline: PNG, JPEG, GIF or WebP.
+func RasterImage(contentType string) bool {
+	switch contentType {
+	case "image/png", "image/jpeg", "image/gif", "image/webp":
+		return true
+	}
+	return false
+}
+
+// CleanFileName makes an uploader's file name safe to store and show: the
+// last path element only, valid UTF-8, no control or format characters,
+// trimmed, at most 200 characters; "file" if nothing is left.
+func CleanFileName(name string) string {
+	name = strings.ToValidUTF8(name, "")
+	if i := strings.LastIndexAny(name, `/\`); i >= 0 {
+		name = name[i+1:]
+	}
+	name = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) || unicode.In(r, unicode.Cf) {
+			return -1
+		}
+		return r
+	}, name)
+	name = strings.TrimSpace(name)
+	if utf8.RuneCountInString(name) > maxFileName {
+		ext := path.Ext(name)
+		if utf8.RuneCountInString(ext) > 20 {
+			ext = ""
+		}
+		name = string([]rune(name)[:maxFileName-utf8.RuneCountInString(ext)]) + ext
+	}
+	if name == "" || name == "." || name == ".." {
+		return "file"
+	}
+	return name
+}
+
+// chunkLimit is the most chunks a file of at most limit bytes has.
+func chunkLimit(limit int64) int { return int(max((limit+ChunkSize-1)/ChunkSize, 1)) }
+
+// chunkBuffer takes one of the process's chunk buffers, waiting for one
+// while every one is in use.
+func (s *Store) chunkBuffer(ctx context.Context) ([]byte, error) {
+	s.chunkBufsOnce.Do(func() {
+		n := s.cfg.ChunkBuffers
+		if n <= 0 {
+			n = defaultChunkBuffers
+		}
+		s.chunkBufs = make(chan []byte, n)
+		for range n {
+			s.chunkBufs <- nil // allocated on first use
+		}
+	})
+	select {
+	case b := <-s.chunkBufs:
+		if b == nil {
+			b = make([]byte, ChunkSize)
+		}
+		return b, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (s *Store) releaseChunkBuffer(b []byte) { s.chunkBufs <- b }
+
+// StoreAttachment stores the file read from body as an attachment of in,
+// uploaded by uploader: chunk by chunk as body is read, each chunk an
+// idempotent insert of its own (never a batch), at most
+// uploadParallelism in flight. A raster image gets a preview of at most
+// PreviewWidth×PreviewHeight, stored as its own attachment. The metadata
+// turns ready only after every chunk is stored; on any error what was
+// written is deleted. It returns ErrNotParticipant unless uploader is a
+// member of in, ErrTooLarge when body holds more than limit bytes, a
+// ValidationError for an image with more than MaxImagePixels pixels
+// (checked from its header, before anything is stored), and the reading
+// error of body when the upload is cut off.
+func (s *Store) StoreAttachment(ctx context.Context, in Place, uploader UserRef, name string, body io.Reader, limit int64) (Attachment, error) {
+	conv := in.Conversation()
+	if !conv.Has(uploader.Login) {
+		return Attachment{}, fmt.Errorf("store: upload to %q by %q: %w", conv.ID, uploader.Login, ErrNotParticipant)
+	}
+	a, err := s.storeChunks(ctx, conv.ID, uploader, CleanFileName(name), body, limit)
+	if err != nil {
+		return Attachment{}, err
+	}
+	if a.Width > 0 {
+		if err := s.addPreview(ctx, &a); err != nil {
+			// A header that decoded but a body that does not: the file
+			// is kept, for download, without a preview.
+			s.log.Warn("store: no preview", "attachment", a.ID, "err", err)
+		}
+	}
+	return a, s.finishAttachment(ctx, a)
+}
+
+// storeChunks writes the pending rows and the chunks of body. The
+// attachment it returns is complete but still pending.
+func (s *Store) storeChunks(ctx context.Context, conv string, uploader UserRef, name string, body io.Reader, limit int64) (Attachment, error) {
+	a := Attachment{ID: gocql.UUIDFromTime(s.Now()), Conversation: conv, Uploader: uploader, Name: name,
+		ChunkSize: ChunkSize, Status: StatusPending}
+	most := chunkLimit(limit)
+	// The pending row goes first: from then on a crash leaves something
+	// the sweeper finds. The listing lets a room's deletion find it too.
+	if err := s.exec(ctx, "record pending upload", insertPendingUpload, bucketOf(a.ID), a.ID, conv, most); err != nil {
+		return Attachment{}, err
+	}
+	if err := s.exec(ctx, "list attachment", insertConversationAttachment, conv, a.ID, most); err != nil {
+		s.discardUpload(ctx, a, 0)
+		return Attachment{}, err
+	}
+	if err := s.writeAttachmentRow(ctx, a); err != nil {
+		s.discardUpload(ctx, a, 0)
+		return Attachment{}, err
+	}
+
+	var (
+		hash     = sha256.New()
+		inFlight = make(chan struct{}, uploadParallelism)
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		failed   error
+	)
+	fail := func(err error) {
+		mu.Lock()
+		if failed == nil {
+			failed = err
+		}
+		mu.Unlock()
+	}
+	failure := func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		return failed
+	}
+	chunks := 0
+	for failure() == nil {
+		buf, err := s.chunkBuffer(ctx)
+		if err != nil {
+			fail(err)
+			break
+		}
+		n, rerr := fill(body, buf)
+		a.Size += int64(n)
+		last := errors.Is(rerr, io.EOF)
+		switch {
+		case a.Size > limit:
+			rerr = fmt.Errorf("store: upload %q: more than %d bytes: %w", name, limit, ErrTooLarge)
+		case last:
+			rerr = nil
+		case rerr != nil:
+			rerr = fmt.Errorf("store: upload %q: read: %w", name, rerr)
+		}
+		if rerr == nil && chunks == 0 {
+			rerr = inspect(&a, buf[:n])
+		}
+		if rerr != nil || n == 0 {
+			s.releaseChunkBuffer(buf)
+			if rerr != nil {
+				fail(rerr)
+			}
+			break
+		}
+		hash.Write(buf[:n])
+		inFlight <- struct{}{}
+		wg.Add(1)
+		go func(no int, data []byte) {
+			defer wg.Done()
+			// The driver copies the blob into its frame, so the buffer
+			// is free again when Exec returns.
+			if err := s.exec(ctx, "store chunk", insertChunk, a.ID, no, data); err != nil {
+				fail(err)
+			}
+			s.releaseChunkBuffer(buf)
+			<-inFlight
+		}(chunks, buf[:n])
+		chunks++
+		if last {
+			break
+		}
+	}
+	wg.Wait()
+	if err := failure(); err != nil {
+		s.discardUpload(ctx, a, chunks)
+		return Attachment{}, err
+	}
+	a.Chunks, a.SHA256 = chunks, hash.Sum(nil)
+	return a, nil
+}
+
+// fill reads into buf until it is full or body ends. Unlike io.ReadFull
+// it passes body's own io.ErrUnexpectedEOF on (a multipart body cut off
+// before its boundary says so), and answers io.EOF only for a real end.
+func fill(body io.Reader, buf []byte) (int, error) {
+	n := 0
+	for n < len(buf) {
+		m, err := body.Read(buf[n:])
+		n += m
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+// inspect sniffs the content type from the first chunk and, for a raster
+// image, reads its size from the header: an image of more pixels than
+// MaxImagePixels (a decompression bomb, say 50,000×50,000) is refused
+// before anything of it is stored or decoded.
+func inspect(a *Attachment, first []byte) error {
+	a.ContentType = http.DetectContentType(first)
+	if !RasterImage(a.ContentType) {
+		return nil
+	}
+	cfg, _, err := image.DecodeConfig(bytes.NewReader(first))
+	if err != nil {
+		return nil // not an image after all: kept as a file
+	}
+	if cfg.Width <= 0 || cfg.Height <= 0 || int64(cfg.Width)*int64(cfg.Height) > MaxImagePixels {
+		return ValidationError{"file": fmt.Sprintf("This image is %d×%d pixels; images of more than %d megapixels are refused.",
+			cfg.Width, cfg.Height, MaxImagePixels/1_000_000)}
+	}
+	a.Width, a.Height = cfg.Width, cfg.Height
+	return nil
+}
+
+func (s *Store) writeAttachmentRow(ctx context.Context, a Attachment) error {
+	return s.exec(ctx, "store attachment "+a.ID.String(), insertAttachment, a.ID, a.Conversation, a.Uploader, a.Name,
+		a.Size, a.ContentType, a.SHA256, a.ChunkSize, a.Chunks, a.Status, a.Width, a.Height,
+		a.PreviewID, a.PreviewWidth, a.PreviewHeight)
+}
+
+// finishAttachment turns a fully stored attachment ready: the metadata
+// row (every column, so nothing of the pending row is left), the listing
+// with the real chunk count, then the pending row goes.
+func (s *Store) finishAttachment(ctx context.Context, a Attachment) error {
+	a.Status = StatusReady
+	if err := s.writeAttachmentRow(ctx, a); err != nil {
+		s.discardUpload(ctx, a, a.Chunks)
+		return err
+	}
+	if err := s.exec(ctx, "list attachment", insertConversationAttachment, a.Conversation, a.ID, a.Chunks); err != nil {
+		return err
+	}
+	return s.exec(ctx, "finish upload", deletePendingUpload, bucketOf(a.ID), a.ID)
+}
+
+// discardUpload deletes what a failed upload wrote: its first chunks
+// chunks and its rows. It runs even when ctx is cancelled (a client that
+// hung up), with its own deadline; what it cannot delete, the sweeper will.
+func (s *Store) discardUpload(ctx context.Context, a Attachment, chunks int) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if err := s.deleteAttachment(ctx, a.Conversation, a.ID, chunks); err != nil {
+		s.log.Warn("store: discard upload; the sweeper will retry", "attachment", a.ID, "err", err)
+		return
+	}
+	if err := s.exec(ctx, "discard pending upload", deletePendingUpload, bucketOf(a.ID), a.ID); err != nil {
+		s.log.Warn("store: discard pending upload", "attachment", a.ID, "err", err)
+	}
+}
+
+// deleteAttachment deletes the chunks, the metadata row and the listing
+// row of an attachment, chunks first: a row is never left pointing at
+// nothing the sweeper can find.
+func (s *Store) deleteAttachment(ctx context.Context, conv string, id gocql.UUID, chunks int) error {
+	for no := range chunks {
+		if err := s.exec(ctx, "delete chunk", deleteChunk, id, no); err != nil {
+			return err
+		}
+	}
+	if err := s.exec(ctx, "delete attachment", deleteAttachment, id); err != nil {
+		return err
+	}
+	return s.exec(ctx, "unlist attachment", deleteConversationAttachment, conv, id)
+}
+
+// Attachment returns the ready attachment id, or ErrNotFound (also while
+// it is still being uploaded).
+func (s *Store) Attachment(ctx context.Context, id gocql.UUID) (Attachment, error) {
+	q, err := s.query(ctx, selectAttachment, id)
+	if err != nil {
+		return Attachment{}, err
+	}
+	var a Attachment
+	err = q.Scan(&a.ID, &a.Conversation, &a.Uploader, &a.Name, &a.Size, &a.ContentType, &a.SHA256,
+		&a.ChunkSize, &a.Chunks, &a.Status, &a.Width, &a.Height, &a.PreviewID, &a.PreviewWidth, &a.PreviewHeight)
+	if errors.Is(err, gocql.ErrNotFound) || (err == nil && a.Status != StatusReady) {
+		return Attachment{}, fmt.Errorf("store: attachment %s: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return Attachment{}, s.fail("read attachment", err)
+	}
+	return a, nil
+}
+
+// Chunk reads chunk no of attachment id.
+func (s *Store) Chunk(ctx context.Context, id gocql.UUID, no int) ([]byte, error) {
+	q, err := s.query(ctx, selectChunk, id, no)
+	if err != nil {
+		return nil, err
+	}
+	var data []byte
+	if err := q.Scan(&data); err != nil {
+		if errors.Is(err, gocql.ErrNotFound) {
+			return nil, fmt.Errorf("store: chunk %d of %s: %w", no, id, ErrNotFound)
+		}
+		return nil, s.fail("read chunk", err)
+	}
+	return data, nil
+}
+
+// OpenAttachment reads a ready attachment's bytes: an io.ReadSeeker that
+// holds one chunk at a time and reads a chunk only when a read reaches it,
+// so a range reads only the chunks it covers. ctx bounds every read.
+func (s *Store) OpenAttachment(ctx context.Context, a Attachment) *AttachmentReader {
+	return &AttachmentReader{s: s, ctx: ctx, a: a, loaded: -1}
+}
+
+// AttachmentReader is an open attachment (see OpenAttachment).
+type AttachmentReader struct {
+	s      *Store
+	ctx    context.Context
+	a      Attachment
+	pos    int64
+	loaded int
+	chunk  []byte
+}
+
+// Read reads from the current position, loading its chunk if needed.
+func (r *AttachmentReader) Read(p []byte) (int, error) {
+	if r.pos >= r.a.Size {
+		return 0, io.EOF
+	}
+	no := int(r.pos / int64(r.a.ChunkSize))
+	if no != r.loaded {
+		r.chunk = nil // let the old chunk go before the next arrives
+		data, err := r.s.Chunk(r.ctx, r.a.ID, no)
+		if err != nil {
+			return 0, err
+		}
+		r.chunk, r.loaded = data, no
+	}
+	off := int(r.pos - int64(no)*int64(r.a.ChunkSize))
+	if off >= len(r.chunk) {
+		return 0, fmt.Errorf("store: chunk %d of %s is short: %w", no, r.a.ID, io.ErrUnexpectedEOF)
+	}
+	n := copy(p, r.chunk[off:])
+	r.pos += int64(n)
+	return n, nil
+}
+
+// Seek moves the position; it reads nothing.
+func (r *AttachmentReader) Seek(offset int64, whence int) (int64, error) {
+	switch whence {
+	case io.SeekStart:
+	case io.SeekCurrent:
+		offset += r.pos
+	case io.SeekEnd:
+		offset += r.a.Size
+	default:
+		return r.pos, errors.New("store: seek: bad whence")
+	}
+	if offset < 0 {
+		return r.pos, errors.New("store: seek: negative position")
+	}
+	r.pos = offset
+	return offset, nil
+}
+
+// SweepUploads deletes uploads that started before olderThan and never
+// finished: their process died mid-upload (an upload that fails in a
+// living process deletes its own rows). It reads the pending_uploads
+// partitions of the last 7 days up to olderThan's; an entry whose
+// attachment is ready (the process died just before removing the entry)
+// only loses the entry. Deletes are idempotent, so instances may sweep
+// at the same time. It returns how many uploads it removed.
+func (s *Store) SweepUploads(ctx context.Context, olderThan time.Time) (int, error) {
+	removed := 0
+	for d := range sweepDays {
+		day := timeBucket(olderThan.AddDate(0, 0, -d))
+		q, err := s.query(ctx, selectPendingUploads, day, gocql.MinTimeUUID(olderThan))
+		if err != nil {
+			return removed, err
+		}
+		type pending struct {
+			id    gocql.UUID
+			conv  string
+			limit int
+		}
+		var found []pending
+		iter := q.Iter()
+		var p pending
+		for iter.Scan(&p.id, &p.conv, &p.limit) {
+			found = append(found, p)
+		}
+		if err := iter.Close(); err != nil {
+			return removed, s.fail("list pending uploads", err)
+		}
+		for _, p := range found {
+			status, err := s.attachmentStatus(ctx, p.id)
+			if err != nil {
+				return removed, err
+			}
+			if status != StatusReady {
+				if err := s.deleteAttachment(ctx, p.conv, p.id, p.limit); err != nil {
+					return removed, err
+				}
+				removed++
+			}
+			if err := s.exec(ctx, "sweep pending upload", deletePendingUpload, day, p.id); err != nil {
+				return removed, err
+			}
+		}
+	}
+	return removed, nil
+}
+
+func (s *Store) attachmentStatus(ctx context.Context, id gocql.UUID) (string, error) {
+	q, err := s.query(ctx, selectAttachmentStatus, id)
+	if err != nil {
+		return "", err
+	}
+	var status string
+	if err := q.Scan(&status); err != nil && !errors.Is(err, gocql.ErrNotFound) {
+		return "", s.fail("read attachment status", err)
+	}
+	return status, nil
+}
+
+// conversationAttachmentDeletes are the statements that delete every
+// attachment of a conversation, its chunks and its listing: part of a
+// room's clean-up.
+func (s *Store) conversationAttachmentDeletes(ctx context.Context, conv string) ([]batchStmt, error) {
+	q, err := s.query(ctx, selectConversationAttachments, conv)
+	if err != nil {
+		return nil, err
+	}
+	var stmts []batchStmt
+	iter := q.Iter()
+	var (
+		id     gocql.UUID
+		chunks int
+	)
+	for iter.Scan(&id, &chunks) {
+		for no := range chunks {
+			stmts = append(stmts, batchStmt{deleteChunk, []any{id, no}})
+		}
+		stmts = append(stmts, batchStmt{deleteAttachment, []any{id}})
+	}
+	if err := iter.Close(); err != nil {
+		return nil, s.fail("list attachments of "+conv, err)
+	}
+	return append(stmts, batchStmt{deleteConversationAttachments, []any{conv}}), nil
+}

@@ -1,0 +1,482 @@
+package store_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"image"
+	"image/color"
+	"image/png"
+	"io"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gocql/gocql"
+
+	"github.com/killrchat/killrchat/store"
+)
+
+// randomBytes is a reader of n pseudo-random bytes (seeded, so a failure
+// can be replayed), never held in memory at once.
+func randomBytes(n int64, seed uint64) io.Reader {
+	return io.LimitReader(rand.NewChaCha8([32]byte{byte(seed), byte(seed >> 8)}), n)
+}
+
+func sumOf(r io.Reader) []byte {
+	h := sha256.New()
+	_, _ = io.Copy(h, r)
+	return h.Sum(nil)
+}
+
+// conversationOf is a conversation with these members, as a room or DM
+// would give.
+func conversationOf(members ...store.User) store.Conversation {
+	c := store.Conversation{ID: unique("files"), Since: time.Now().Add(-time.Hour), Members: map[string]store.UserRef{}}
+	for _, m := range members {
+		c.Members[m.Login] = m.Ref()
+	}
+	return c
+}
+
+func TestAttachmentRoundTrip(t *testing.T) {
+	ctx := context.Background()
+	ada := newUser(t, unique("ada"))
+	conv := conversationOf(ada)
+	for _, size := range []int64{0, 1, 999_999, store.ChunkSize, store.ChunkSize + 1, 25 << 20} {
+		t.Run(fmt.Sprint(size), func(t *testing.T) {
+			a, err := db.StoreAttachment(ctx, conv, ada.Ref(), "data.bin", randomBytes(size, uint64(size)), 25<<20)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := sumOf(randomBytes(size, uint64(size)))
+			if !bytes.Equal(a.SHA256, want) || a.Size != size {
+				t.Fatalf("stored size %d sha %x, want %d %x", a.Size, a.SHA256, size, want)
+			}
+			if wantChunks := int((size + store.ChunkSize - 1) / store.ChunkSize); a.Chunks != wantChunks {
+				t.Errorf("chunks = %d, want %d", a.Chunks, wantChunks)
+			}
+			got, err := db.Attachment(ctx, a.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Status != store.StatusReady || got.Name != "data.bin" || got.Conversation != conv.ID || got.ChunkSize != store.ChunkSize {
+				t.Errorf("read back %+v", got)
+			}
+			if sum := sumOf(db.OpenAttachment(ctx, got)); !bytes.Equal(sum, want) {
+				t.Errorf("read back sha %x, want %x", sum, want)
+			}
+		})
+	}
+}
+
+func TestAttachmentRangeReadsOnlyItsChunks(t *testing.T) {
+	ctx := context.Background()
+	ada := newUser(t, unique("ada"))
+	const size = 3*store.ChunkSize + 10
+	a, err := db.StoreAttachment(ctx, conversationOf(ada), ada.Ref(), "r.bin", randomBytes(size, 7), 25<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, err := io.ReadAll(db.OpenAttachment(ctx, a))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name       string
+		start, end int64 // [start, end)
+		chunks     int
+	}{
+		{"first byte", 0, 1, 1},
+		{"last byte of a chunk", store.ChunkSize - 1, store.ChunkSize, 1},
+		{"at a boundary", store.ChunkSize, store.ChunkSize + 5, 1},
+		{"across one boundary", store.ChunkSize - 5, store.ChunkSize + 5, 2},
+		{"across two boundaries", store.ChunkSize - 5, 2*store.ChunkSize + 5, 3},
+		{"the tail", size - 10, size, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := db.OpenAttachment(ctx, a)
+			db.Recorder.Start()
+			if _, err := r.Seek(tc.start, io.SeekStart); err != nil {
+				t.Fatal(err)
+			}
+			got, err := io.ReadAll(io.LimitReader(r, tc.end-tc.start))
+			queries := db.Recorder.Stop()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, all[tc.start:tc.end]) {
+				t.Error("wrong bytes")
+			}
+			reads := 0
+			for _, q := range queries {
+				if strings.Contains(q.Statement, "FROM attachment_chunks") {
+					reads++
+				}
+			}
+			if reads != tc.chunks {
+				t.Errorf("read %d chunks, want %d", reads, tc.chunks)
+			}
+		})
+	}
+}
+
+// chunkRows counts the chunk rows and the other rows an attachment has.
+func attachmentRows(t *testing.T, conv string, id gocql.UUID, chunks int) (found []string) {
+	t.Helper()
+	sess, err := db.Session()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	count := func(what, stmt string, values ...any) {
+		var n int
+		if err := sess.Query(stmt, values...).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n > 0 {
+			found = append(found, fmt.Sprintf("%s: %d", what, n))
+		}
+	}
+	for no := range chunks {
+		count(fmt.Sprintf("chunk %d", no), `SELECT count(*) FROM attachment_chunks WHERE attachment_id = ? AND chunk_no = ?`, id, no)
+	}
+	count("attachments", `SELECT count(*) FROM attachments WHERE id = ?`, id)
+	count("listing", `SELECT count(*) FROM attachments_by_conversation WHERE conversation = ? AND attachment_id = ?`, conv, id)
+	day := id.Time().UTC().Year()*10000 + int(id.Time().UTC().Month())*100 + id.Time().UTC().Day()
+	count("pending", `SELECT count(*) FROM pending_uploads WHERE day = ? AND attachment_id = ?`, day, id)
+	return found
+}
+
+// listedIDs are the attachments listed for a conversation.
+func listedIDs(t *testing.T, conv string) []gocql.UUID {
+	sess, err := db.Session()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	iter := sess.Query(`SELECT attachment_id FROM attachments_by_conversation WHERE conversation = ?`, conv).Iter()
+	var ids []gocql.UUID
+	var id gocql.UUID
+	for iter.Scan(&id) {
+		ids = append(ids, id)
+	}
+	if err := iter.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return ids
+}
+
+// stallingReader gives n bytes, then calls at (once) and returns err.
+type stallingReader struct {
+	r   io.Reader
+	at  func()
+	err error
+}
+
+func (s *stallingReader) Read(p []byte) (int, error) {
+	n, err := s.r.Read(p)
+	if errors.Is(err, io.EOF) {
+		if s.at != nil {
+			s.at()
+			s.at = nil
+		}
+		return n, s.err
+	}
+	return n, err
+}
+
+func TestAttachmentCutOffLeavesNothing(t *testing.T) {
+	ctx := context.Background()
+	ada := newUser(t, unique("ada"))
+	conv := conversationOf(ada)
+	var id gocql.UUID
+	body := &stallingReader{r: randomBytes(3_000_000, 3), err: io.ErrUnexpectedEOF, at: func() {
+		ids := listedIDs(t, conv.ID)
+		if len(ids) != 1 {
+			t.Errorf("mid-upload: %d attachments listed, want 1 pending", len(ids))
+			return
+		}
+		id = ids[0]
+		if _, err := db.Attachment(ctx, id); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("a pending attachment is served: %v", err)
+		}
+	}}
+	_, err := db.StoreAttachment(ctx, conv, ada.Ref(), "cut.bin", body, 25<<20)
+	if !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("cut-off upload: %v, want the read error", err)
+	}
+	if left := attachmentRows(t, conv.ID, id, 4); len(left) > 0 {
+		t.Errorf("a cut-off upload left %v", left)
+	}
+}
+
+func TestAttachmentTooLarge(t *testing.T) {
+	ctx := context.Background()
+	ada := newUser(t, unique("ada"))
+	conv := conversationOf(ada)
+	_, err := db.StoreAttachment(ctx, conv, ada.Ref(), "big.bin", randomBytes(3*store.ChunkSize, 1), 2*store.ChunkSize+7)
+	if !errors.Is(err, store.ErrTooLarge) {
+		t.Fatalf("got %v, want ErrTooLarge", err)
+	}
+	if ids := listedIDs(t, conv.ID); len(ids) != 0 {
+		t.Errorf("a refused upload left %v listed", ids)
+	}
+	// A member-only conversation: an outsider stores nothing.
+	bob := newUser(t, unique("bob"))
+	if _, err := db.StoreAttachment(ctx, conv, bob.Ref(), "x", strings.NewReader("x"), 10); !errors.Is(err, store.ErrNotParticipant) {
+		t.Errorf("outsider upload: %v, want ErrNotParticipant", err)
+	}
+}
+
+// TestSweepRemovesDeadUploads stands for a process that died mid-upload:
+// the upload stalls after 3 MB, and another instance's sweep, an hour
+// later, deletes its chunks and rows while it is still stalled.
+func TestSweepRemovesDeadUploads(t *testing.T) {
+	ctx := context.Background()
+	ada := newUser(t, unique("ada"))
+	conv := conversationOf(ada)
+	stalled, release := make(chan struct{}), make(chan struct{})
+	body := &stallingReader{r: randomBytes(3_000_000, 5), err: io.ErrUnexpectedEOF, at: func() {
+		close(stalled)
+		<-release
+	}}
+	done := make(chan error)
+	go func() {
+		_, err := db.StoreAttachment(ctx, conv, ada.Ref(), "dead.bin", body, 25<<20)
+		done <- err
+	}()
+	<-stalled
+	ids := listedIDs(t, conv.ID)
+	if len(ids) != 1 {
+		t.Fatalf("%d attachments listed, want 1", len(ids))
+	}
+	// Chunks 0 and 1 are full, so they are written (or being written).
+	deadline := time.Now().Add(10 * time.Second)
+	for len(attachmentRows(t, conv.ID, ids[0], 2)) < 5 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if left := attachmentRows(t, conv.ID, ids[0], 2); len(left) != 5 {
+		t.Fatalf("before the sweep: %v", left)
+	}
+	// A sweep with the upload still young removes nothing.
+	if n, err := db.SweepUploads(ctx, time.Now().Add(-time.Hour)); err != nil || n != 0 {
+		t.Fatalf("early sweep: %d, %v", n, err)
+	}
+	n, err := db.SweepUploads(ctx, time.Now().Add(time.Hour))
+	if err != nil || n < 1 {
+		t.Fatalf("sweep: %d, %v", n, err)
+	}
+	if left := attachmentRows(t, conv.ID, ids[0], 26); len(left) > 0 {
+		t.Errorf("after the sweep: %v", left)
+	}
+	close(release)
+	if err := <-done; err == nil {
+		t.Error("the stalled upload succeeded")
+	}
+}
+
+func TestSweepKeepsReadyUploads(t *testing.T) {
+	ctx := context.Background()
+	ada := newUser(t, unique("ada"))
+	conv := conversationOf(ada)
+	a, err := db.StoreAttachment(ctx, conv, ada.Ref(), "ok.bin", randomBytes(10, 1), 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.SweepUploads(ctx, time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Attachment(ctx, a.ID); err != nil {
+		t.Errorf("a ready attachment was swept: %v", err)
+	}
+}
+
+func pngOf(w, h int, alpha uint8) []byte {
+	img := image.NewNRGBA(image.Rect(0, 0, w, h))
+	for y := range h {
+		for x := range w {
+			img.Set(x, y, color.NRGBA{uint8(x), uint8(y), 100, alpha})
+		}
+	}
+	var b bytes.Buffer
+	_ = png.Encode(&b, img)
+	return b.Bytes()
+}
+
+// bombPNG is a valid 1×1 PNG whose header claims w×h pixels.
+func bombPNG(w, h uint32) []byte {
+	b := pngOf(1, 1, 255)
+	binary.BigEndian.PutUint32(b[16:], w)
+	binary.BigEndian.PutUint32(b[20:], h)
+	binary.BigEndian.PutUint32(b[29:], crc32.ChecksumIEEE(b[12:29]))
+	return b
+}
+
+// tinyWebP is a 1×1 lossless WebP.
+var tinyWebP, _ = base64.StdEncoding.DecodeString("UklGRhoAAABXRUJQVlA4TA0AAAAvAAAAEAcQERGIiP4HAA==")
+
+func TestAttachmentPreviews(t *testing.T) {
+	ctx := context.Background()
+	ada := newUser(t, unique("ada"))
+	conv := conversationOf(ada)
+	store1 := func(t *testing.T, name string, data []byte) (store.Attachment, error) {
+		return db.StoreAttachment(ctx, conv, ada.Ref(), name, bytes.NewReader(data), 25<<20)
+	}
+	t.Run("large PNG is scaled to fit 480x360", func(t *testing.T) {
+		a, err := store1(t, "wide.png", pngOf(1200, 600, 255))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.ContentType != "image/png" || a.Width != 1200 || a.Height != 600 || !a.Inline() {
+			t.Fatalf("got %+v", a)
+		}
+		if a.PreviewID == a.ID || a.PreviewWidth != 480 || a.PreviewHeight != 240 {
+			t.Fatalf("preview %v %dx%d", a.PreviewID, a.PreviewWidth, a.PreviewHeight)
+		}
+		p, err := db.Attachment(ctx, a.PreviewID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		img, _, err := image.Decode(db.OpenAttachment(ctx, p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.ContentType != "image/jpeg" || img.Bounds().Dx() != 480 || img.Bounds().Dy() != 240 {
+			t.Errorf("preview is %s %v", p.ContentType, img.Bounds())
+		}
+	})
+	t.Run("transparent tall PNG keeps PNG", func(t *testing.T) {
+		a, err := store1(t, "tall.png", pngOf(100, 720, 128))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := db.Attachment(ctx, a.PreviewID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.PreviewWidth != 50 || a.PreviewHeight != 360 || p.ContentType != "image/png" {
+			t.Errorf("preview %dx%d %s", a.PreviewWidth, a.PreviewHeight, p.ContentType)
+		}
+	})
+	t.Run("small image is its own preview", func(t *testing.T) {
+		a, err := store1(t, "small.png", pngOf(40, 30, 255))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.PreviewID != a.ID || a.PreviewWidth != 40 || a.PreviewHeight != 30 {
+			t.Errorf("preview %v %dx%d", a.PreviewID, a.PreviewWidth, a.PreviewHeight)
+		}
+	})
+	t.Run("WebP", func(t *testing.T) {
+		a, err := store1(t, "dot.webp", tinyWebP)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.ContentType != "image/webp" || a.Width != 1 || !a.Inline() || !a.Ref().HasPreview() {
+			t.Errorf("got %+v", a)
+		}
+	})
+	t.Run("decompression bomb is refused before anything is stored", func(t *testing.T) {
+		before := len(listedIDs(t, conv.ID))
+		_, err := store1(t, "bomb.png", bombPNG(50_000, 50_000))
+		if !errors.Is(err, store.ErrInvalid) {
+			t.Fatalf("got %v, want a ValidationError", err)
+		}
+		if after := len(listedIDs(t, conv.ID)); after != before {
+			t.Errorf("listed %d attachments, had %d", after, before)
+		}
+	})
+	t.Run("SVG and HTML are not inline", func(t *testing.T) {
+		for name, data := range map[string]string{
+			"x.svg":  `<?xml version="1.0"?><svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>`,
+			"x.html": `<!DOCTYPE html><html><script>alert(1)</script></html>`,
+		} {
+			a, err := store1(t, name, []byte(data))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if a.Inline() || a.Ref().HasPreview() {
+				t.Errorf("%s (%s) would be shown inline", name, a.ContentType)
+			}
+		}
+	})
+}
+
+func TestAttachmentMessage(t *testing.T) {
+	ctx := context.Background()
+	ada := newUser(t, unique("ada"))
+	conv := conversationOf(ada)
+	a, err := db.StoreAttachment(ctx, conv, ada.Ref(), "note.txt", strings.NewReader("hello"), 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := db.DraftAttachmentMessage(conv, ada.Ref(), "  ", a.Ref())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.SaveMessage(ctx, conv, m); err != nil {
+		t.Fatal(err)
+	}
+	plain, err := db.PostMessage(ctx, conv, ada.Ref(), "no file")
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs, _, err := db.MessagesBefore(ctx, conv, gocql.UUID{}, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(msgs) != 2 || msgs[0].Attachment == nil || *msgs[0].Attachment != a.Ref() || msgs[0].Content != "" {
+		t.Fatalf("read back %+v", msgs)
+	}
+	if msgs[1].ID != plain.ID || msgs[1].Attachment != nil {
+		t.Errorf("a plain message read back with %+v", msgs[1].Attachment)
+	}
+}
+
+func TestDeleteRoomDeletesAttachments(t *testing.T) {
+	ctx := context.Background()
+	ada := newUser(t, unique("ada"))
+	r, err := db.CreateRoom(ctx, ada.Ref(), store.NewRoom{Name: unique("filesroom")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := db.StoreAttachment(ctx, r, ada.Ref(), "two.bin", randomBytes(store.ChunkSize+1, 2), 25<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := db.StoreAttachment(ctx, r, ada.Ref(), "wide.png", bytes.NewReader(pngOf(1000, 100, 255)), 25<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.DeleteRoom(ctx, ada.Login, r.Name); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []gocql.UUID{a.ID, img.ID, img.PreviewID} {
+		if left := attachmentRows(t, r.Name, id, 2); len(left) > 0 {
+			t.Errorf("attachment %s of a deleted room left %v", id, left)
+		}
+	}
+}
+
+func TestCleanFileName(t *testing.T) {
+	for in, want := range map[string]string{
+		"report.pdf":                      "report.pdf",
+		"../../etc/passwd":                "passwd",
+		`C:\Users\ada\cat.png`:            "cat.png",
+		"  a\x00b\u202ec.txt  ":           "abc.txt",
+		"":                                "file",
+		"..":                              "file",
+		strings.Repeat("x", 300) + ".png": strings.Repeat("x", 196) + ".png",
+	} {
+		if got := store.CleanFileName(in); got != want {
+			t.Errorf("CleanFileName(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -1,0 +1,103 @@
+// This file owns image previews: made once, at upload, by decoding the
+// stored image (the standard library's PNG, JPEG and GIF decoders and
+// golang.org/x/image's WebP one), scaling it to fit 480×360 with
+// golang.org/x/image/draw, and storing the result as an attachment of its
+// own. Decodes run one or two at a time per process, since a decoded
+// image takes 4 bytes a pixel whatever its file size.
+package store
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"image"
+	_ "image/gif" // registers the GIF decoder for image.Decode
+	"image/jpeg"
+	"image/png"
+
+	"golang.org/x/image/draw"
+	_ "golang.org/x/image/webp" // registers the WebP decoder
+)
+
+const (
+	// PreviewWidth and PreviewHeight bound a preview.
+	PreviewWidth, PreviewHeight = 480, 360
+	// MaxImagePixels is the largest image accepted: its header is read
+	// before anything is decoded, so a small file that claims 50,000×50,000
+	// pixels (a decompression bomb) is refused without decoding it.
+	MaxImagePixels = 40_000_000
+	// previewDecodes bounds the decodes running at once in this process.
+	previewDecodes = 2
+)
+
+var decodeSlots = make(chan struct{}, previewDecodes)
+
+// addPreview gives a raster image its preview. An image that already fits
+// is its own preview; a larger one is decoded from its chunks, scaled down
+// and stored as a small attachment of the same conversation (so deleting
+// the room deletes it too).
+func (s *Store) addPreview(ctx context.Context, a *Attachment) error {
+	w, h := fit(a.Width, a.Height, PreviewWidth, PreviewHeight)
+	if w == a.Width && h == a.Height {
+		a.PreviewID, a.PreviewWidth, a.PreviewHeight = a.ID, w, h
+		return nil
+	}
+	select {
+	case decodeSlots <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	small, err := func() ([]byte, error) {
+		defer func() { <-decodeSlots }()
+		src, _, err := image.Decode(bufio.NewReaderSize(s.OpenAttachment(ctx, *a), 64<<10))
+		if err != nil {
+			return nil, fmt.Errorf("decode: %w", err)
+		}
+		if src.Bounds().Dx() != a.Width || src.Bounds().Dy() != a.Height {
+			return nil, fmt.Errorf("decoded %v, header said %dx%d", src.Bounds(), a.Width, a.Height)
+		}
+		dst := image.NewNRGBA(image.Rect(0, 0, w, h))
+		draw.BiLinear.Scale(dst, dst.Bounds(), src, src.Bounds(), draw.Src, nil)
+		var out bytes.Buffer
+		if opaque(dst) {
+			err = jpeg.Encode(&out, dst, &jpeg.Options{Quality: 85})
+		} else {
+			err = png.Encode(&out, dst)
+		}
+		return out.Bytes(), err
+	}()
+	if err != nil {
+		return fmt.Errorf("store: preview of %s: %w", a.ID, err)
+	}
+	p, err := s.storeChunks(ctx, a.Conversation, a.Uploader, "preview-"+a.Name, bytes.NewReader(small), int64(len(small)))
+	if err != nil {
+		return err
+	}
+	if err := s.finishAttachment(ctx, p); err != nil {
+		return err
+	}
+	a.PreviewID, a.PreviewWidth, a.PreviewHeight = p.ID, w, h
+	return nil
+}
+
+// fit scales w×h down, keeping its proportions, to fit maxW×maxH; it
+// never scales up, and never below one pixel.
+func fit(w, h, maxW, maxH int) (int, int) {
+	if w <= maxW && h <= maxH {
+		return w, h
+	}
+	if w*maxH > h*maxW { // wider than the box
+		return maxW, max(h*maxW/w, 1)
+	}
+	return max(w*maxH/h, 1), maxH
+}
+
+func opaque(img *image.NRGBA) bool {
+	for i := 3; i < len(img.Pix); i += 4 {
+		if img.Pix[i] != 0xff {
+			return false
+		}
+	}
+	return true
+}
