@@ -18,9 +18,10 @@ import (
 	"github.com/chromedp/chromedp"
 )
 
-// waitTimeout is how long one wait for a condition in a page may take,
+// waitTimeout is how long one wait for a condition in a page may take
+// (generous: a loaded 2-core CI machine once needed more than 10 s),
 // unless a test says otherwise; the test's own deadline bounds it too.
-const waitTimeout = 10 * time.Second
+const waitTimeout = 30 * time.Second
 
 var seq atomic.Int64
 
