@@ -31,6 +31,9 @@ type Limits struct {
 	// Membership limits joins and leaves together (default: 10 at once,
 	// then 1 a second).
 	Membership Rate
+	// Passwords limits password changes, per person and per address
+	// (default: Config.AuthRate a minute, like logins).
+	Passwords Rate
 	// UploadBytes limits uploaded bytes, one token a byte (default: 500
 	// MiB an hour, all at once if need be).
 	UploadBytes Rate

@@ -97,7 +97,8 @@ func TestPerUserLimits(t *testing.T) {
 }
 
 func TestPasswordChangeRateLimit(t *testing.T) {
-	a := newApp(t, nil, nil, func(c *handlers.Config) { c.AuthRate = 3 })
+	// Three a minute would refill while a loaded machine hashes the guesses.
+	a := newApp(t, nil, nil, limited(handlers.Limits{Passwords: slow(3)}))
 	login := unique("pwlim")
 	c := a.signedUp(t, login)
 	guess := func(old string) page {

@@ -138,8 +138,11 @@ func New(db *store.Store, metrics *Metrics, hub Hub, cfg Config, log *slog.Logge
 	s.limits.membership = newKeyedLimiter(cfg.Limits.Membership)
 	s.limits.uploadBytes = newKeyedLimiter(cfg.Limits.UploadBytes)
 	// Password changes are guessed like logins: the login rate, per
-	// person and per address.
-	auth := Rate{Burst: cfg.AuthRate, Per: time.Minute / time.Duration(cfg.AuthRate)}
+	// person and per address, unless Limits.Passwords says otherwise.
+	auth := cfg.Limits.Passwords
+	if auth.Burst <= 0 || auth.Per <= 0 {
+		auth = Rate{Burst: cfg.AuthRate, Per: time.Minute / time.Duration(cfg.AuthRate)}
+	}
 	s.limits.passwordUser, s.limits.passwordIP = newKeyedLimiter(auth), newKeyedLimiter(auth)
 	s.seq = newSequencer(func(ev RoomEvent) { s.publish(context.Background(), ev) }, db.IDFloor)
 	s.recent = newRecentPosts(recentPostsMax, recentPostTTL, time.Now)
