@@ -173,6 +173,10 @@ func (s *Server) Register(e *echo.Echo) {
 	auth.POST("/rooms/:room/messages", s.postMessage, s.limitUser(s.limits.messages, "sending messages"))
 	auth.GET("/rooms/:room/messages", s.olderMessages)
 	auth.GET("/rooms/:room/events", s.roomEvents)
+	auth.POST("/rooms/:room/read", s.markRoomRead)
+	auth.GET("/rooms/:room/members", s.roomMembers)
+	auth.GET("/sidebar", s.showSidebar)
+	auth.GET("/mentions", s.listMentions)
 }
 
 // secureKey marks, in a request's context, a request that came over TLS.
@@ -260,7 +264,12 @@ func (s *Server) render(c echo.Context, status int, page views.Page, body templ.
 func (s *Server) renderRaw(c echo.Context, status int, comp templ.Component) error {
 	var buf bytes.Buffer
 	c.Response().Header().Add("Vary", "HX-Request")
-	if err := comp.Render(views.WithCSRF(c.Request().Context(), csrfToken(c)), &buf); err != nil {
+	ctx := views.WithCSRF(c.Request().Context(), csrfToken(c))
+	if u, ok := currentUser(c); ok {
+		// Rendered for this person alone: their mentions are highlighted.
+		ctx = views.WithViewer(ctx, u.Login)
+	}
+	if err := comp.Render(ctx, &buf); err != nil {
 		return fmt.Errorf("render: %w", err)
 	}
 	return c.HTMLBlob(status, buf.Bytes())
@@ -279,6 +288,9 @@ func (s *Server) fillPage(c echo.Context, page views.Page) views.Page {
 			} else {
 				s.log.Warn("sidebar: read my rooms", "login", u.Login, "err", err)
 			}
+		}
+		if page.Unread == nil {
+			s.fillUnread(c.Request().Context(), &page, u.Login)
 		}
 	}
 	if page.Notice == "" {

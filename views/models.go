@@ -183,3 +183,18 @@ func count(n int, one, many string) string {
 	}
 	return fmt.Sprintf("%d %s", n, many)
 }
+
+// MentionList is a page of the viewer's mentions.
+type MentionList struct {
+	Items []MentionItem
+	// Older is the link to the next, older page; "" on the last page.
+	Older string
+}
+
+// MentionItem is a message that mentions the viewer, with where it was said.
+type MentionItem struct {
+	store.Mention
+	// Place names the conversation ("#room", or the DM's other members);
+	// Link opens it around the message.
+	Place, Link string
+}
