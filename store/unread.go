@@ -216,8 +216,11 @@ func (s *Store) unreadState(ctx context.Context, login string, conversations map
 		mu    sync.Mutex
 		first error
 	)
+	// Every key is in the map before the counts start writing to it.
 	for _, c := range ids {
 		out[c] = 0
+	}
+	for _, c := range ids {
 		head, ok := heads[c]
 		if !ok || (markers[c] != gocql.UUID{} && !Later(head, markers[c])) {
 			continue
