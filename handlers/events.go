@@ -118,6 +118,12 @@ func (s *Server) roomEvents(c echo.Context) error {
 		sub.Close()
 		sub, bound = subscribe(r.Name)
 	}
+	inConversation(c, r.Conversation())
+	ctx = c.Request().Context()
+	// The same stream tells the page when another of this person's
+	// conversations gets a message (see Watch): one stream per tab.
+	watch := s.watchOthers(ctx, me.Login, r.Name)
+	defer watch.Close()
 	s.metrics.SSEConnections.Inc()
 	defer s.metrics.SSEConnections.Dec()
 
@@ -159,6 +165,10 @@ func (s *Server) roomEvents(c echo.Context) error {
 			return nil
 		case <-tick.C:
 			err = out.comment("keep-alive")
+		case conv := <-watch.C:
+			if conv != r.Name {
+				err = out.event("unread", []byte(conv))
+			}
 		case ev := <-sub.C:
 			switch ev.Kind {
 			case EventMessage:

@@ -33,6 +33,7 @@ func (s *Server) postMessage(c echo.Context) error {
 		return err
 	}
 	me := mustUser(c)
+	inConversation(c, r.Conversation())
 	content := c.FormValue("content")
 	clientID := c.FormValue("client_id")
 	if !validClientID(clientID) {
@@ -201,8 +202,9 @@ func (s *Server) post(ctx context.Context, r store.Room, draft func() (store.Mes
 		s.seq.finish(sl, false)
 		return store.Message{}, err
 	}
-	sl.html, _ = renderString(ctx, views.MessageItem(sl.msg)) // publish renders again (and logs) if this failed
+	sl.html, _ = renderString(views.WithMembers(ctx, r.Conversation().Members), views.MessageItem(sl.msg)) // publish renders again (and logs) if this failed
 	s.seq.finish(sl, true)
+	s.recordMentions(ctx, r.Conversation(), sl.msg)
 	return sl.msg, nil
 }
 
@@ -246,6 +248,7 @@ func (s *Server) olderMessages(c echo.Context) error {
 	if !r.HasParticipant(mustUser(c).Login) {
 		return store.ErrNotParticipant
 	}
+	inConversation(c, r.Conversation())
 	msgs, more, err := s.db.MessagesBefore(c.Request().Context(), r, before, messagesPerPage)
 	if err != nil {
 		return err

@@ -121,9 +121,19 @@ func (s *Server) showRoom(c echo.Context) error {
 	me := mustUser(c)
 	v := views.RoomView{Room: r, Viewer: me, Participant: r.HasParticipant(me.Login), Creator: r.CreatorLogin == me.Login, Now: time.Now()}
 	if v.Participant {
-		if v.Messages, v.Older, v.After, err = s.latest(c, r); err != nil {
+		inConversation(c, r.Conversation())
+		if c.QueryParam("at") != "" {
+			err = s.around(c, r, r.Name, &v)
+		} else {
+			v.Messages, v.Older, v.After, err = s.latest(c, r)
+		}
+		if err != nil {
 			return err
 		}
+		// The marker is read before this page marks read: the divider
+		// goes above what was new when the page opened.
+		marker := s.markShown(c.Request().Context(), me.Login, r.Conversation(), v.Messages)
+		v.FirstUnread = firstUnread(v.Messages, marker, me.Login)
 		v.Composer = views.Form{Values: map[string]string{"client_id": newClientID()}}
 	}
 	return s.render(c, http.StatusOK, views.Page{Title: r.DisplayName, Room: r.Name, Composer: v.Participant}, views.RoomPage(v))

@@ -57,13 +57,14 @@ func (s *Server) fillUnread(ctx context.Context, page *views.Page, login string)
 }
 
 // showSidebar answers GET /sidebar: the rooms and DMs with their badges,
-// for app.js to swap in (a full page for a browser that opens the URL).
+// for app.js to swap in. A browser that opens the URL itself is sent home,
+// where the same sidebar is.
 func (s *Server) showSidebar(c echo.Context) error {
-	page := s.fillPage(c, views.Page{Title: "Your conversations"})
-	if isHTMX(c) {
-		return s.renderRaw(c, http.StatusOK, views.Sidebar(page))
+	if !isHTMX(c) {
+		return c.Redirect(http.StatusSeeOther, "/")
 	}
-	return s.render(c, http.StatusOK, page, views.Sidebar(page))
+	page := s.fillPage(c, views.Page{})
+	return s.renderRaw(c, http.StatusOK, views.Sidebar(page))
 }
 
 // markRoomRead answers POST /rooms/:room/read: the reader has seen the
@@ -220,4 +221,83 @@ func (s *Server) suggestMembers(c echo.Context, conv store.Conversation) error {
 		out = out[:maxSuggestions]
 	}
 	return s.renderRaw(c, http.StatusOK, views.MemberSuggestions(out))
+}
+
+// aroundPage is how many messages a page opened on one message shows on
+// each side of it.
+const aroundPage = messagesPerPage / 2
+
+// around fills v with the messages of in around the message ?at= names, a
+// page centred on it and the message highlighted: the list of mentions
+// links there. A page that does not reach the newest message links to it
+// instead of following the live stream. A malformed id is a 400.
+func (s *Server) around(c echo.Context, in store.Place, room string, v *views.RoomView) error {
+	at, err := store.ParseMessageID(c.QueryParam("at"))
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, "The link to this message is malformed.")
+	}
+	ctx := c.Request().Context()
+	before, moreBefore, err := s.db.MessagesBefore(ctx, in, at, aroundPage)
+	if err != nil {
+		return err
+	}
+	from := gocql.UUID{}
+	if len(before) > 0 {
+		from = before[len(before)-1].ID
+	}
+	rest, moreAfter, err := s.db.MessagesAfter(ctx, in, from, aroundPage+1)
+	if err != nil {
+		return err
+	}
+	v.Messages = append(before, rest...)
+	v.Older = olderLink(room, v.Messages, moreBefore)
+	if len(rest) > 0 && rest[0].ID == at {
+		v.Highlight = at
+	}
+	if moreAfter {
+		v.Newer = roomURL(room) + "#latest"
+	} else if len(v.Messages) > 0 {
+		v.After = v.Messages[len(v.Messages)-1].ID.String()
+	} else {
+		v.After = gocql.MinTimeUUID(time.Now().Add(-time.Minute)).String()
+	}
+	return nil
+}
+
+// inConversation makes every message rendered for this request link the
+// mentions of conv's members (see views.WithMembers): the page, its
+// fragments, the message a post renders once for all streams, a replay.
+func inConversation(c echo.Context, conv store.Conversation) {
+	r := c.Request()
+	c.SetRequest(r.WithContext(views.WithMembers(r.Context(), conv.Members)))
+}
+
+// recordMentions records m under every member it mentions. Only a message
+// that mentions someone costs a statement, so a plain post runs what it
+// ran before; a failure is logged, not returned: the message is stored.
+func (s *Server) recordMentions(ctx context.Context, conv store.Conversation, m store.Message) {
+	if m.System || len(store.Mentioned(m.Content, conv.Members)) == 0 {
+		return
+	}
+	if err := s.db.RecordMentions(ctx, conv, m); err != nil {
+		s.log.Warn("record mentions", "conversation", conv.ID, "err", err)
+	}
+}
+
+// watchOthers starts the watch of login's conversations other than the
+// open one: their rooms (one read of users.chat_rooms when the stream
+// opens) and, through their own key, their DMs. A failed read watches the
+// DMs only: the sidebar still refreshes on a page load.
+func (s *Server) watchOthers(ctx context.Context, login, open string) *Watch {
+	var rooms []string
+	if u, err := s.db.User(ctx, login); err == nil {
+		for _, r := range u.ChatRooms {
+			if r != open {
+				rooms = append(rooms, r)
+			}
+		}
+	} else {
+		s.log.Warn("sse: read my rooms to watch", "login", login, "err", err)
+	}
+	return s.hub.Watch(rooms, login)
 }

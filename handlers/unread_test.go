@@ -195,7 +195,7 @@ func TestMarkReadTwoTabs(t *testing.T) {
 			t.Fatalf("round %d: marker %s went back below %s", round, marker, newer)
 		}
 	}
-	if p := bob.get("/sidebar"); p.doc.Find(fmt.Sprintf("a[href='/rooms/%s#latest'][data-unread='0']", room)).Length() != 1 {
+	if p := tab1.get("/sidebar"); p.doc.Find(fmt.Sprintf("a[href='/rooms/%s#latest'][data-unread='0']", room)).Length() != 1 {
 		t.Errorf("after reading everything the sidebar still says %q unread", p.doc.Find(fmt.Sprintf("a[href='/rooms/%s#latest']", room)).AttrOr("data-unread", "?"))
 	}
 

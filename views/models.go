@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/gocql/gocql"
+
 	"github.com/killrchat/killrchat/store"
 )
 
@@ -155,6 +157,15 @@ type RoomView struct {
 	After string
 	// Now is when the page is rendered: day separators say "Today".
 	Now time.Time
+	// FirstUnread is the first message the reader had not read when the
+	// page opened (neither theirs nor a system message): the "New since
+	// your last visit" divider goes above it. Zero for none.
+	FirstUnread gocql.UUID
+	// Highlight is the message a ?at= link opened the page around.
+	Highlight gocql.UUID
+	// Newer, on a page opened around a message with newer ones below it,
+	// links to the latest messages; such a page has no live stream.
+	Newer string
 }
 
 // OlderMessages is a page of older messages.
