@@ -22,8 +22,8 @@ import (
 const (
 	// mentionsPerPage is how many mentions GET /mentions shows at a time.
 	mentionsPerPage = 50
-	// maxSuggestions is how many members the composer suggests after "@".
-	maxSuggestions = 8
+	// maxMentionSuggestions is how many members the composer suggests after "@".
+	maxMentionSuggestions = 8
 	// markAheadSlack is how far in the future (clock skew between
 	// instances) a marker may point; further is a bad id, refused with
 	// 400 so that no one can hide their own future messages from
@@ -67,18 +67,18 @@ func (s *Server) showSidebar(c echo.Context) error {
 	return s.renderRaw(c, http.StatusOK, views.Sidebar(page))
 }
 
-// markRoomRead answers POST /rooms/:room/read: the reader has seen the
-// room up to the message id in the field "id".
+// markRoomRead answers POST /rooms/:room/read and /dm/:logins/read: the
+// reader has seen the conversation up to the message id in the field "id".
 func (s *Server) markRoomRead(c echo.Context) error {
 	id, err := markID(c)
 	if err != nil {
 		return err
 	}
-	r, err := s.roomOr404(c)
+	cv, err := s.conversationOf(c)
 	if err != nil {
 		return err
 	}
-	return s.markRead(c, r.Conversation(), id, roomURL(r.Name)+"#latest")
+	return s.markRead(c, cv.Place.Conversation(), id, cv.URL+"#latest")
 }
 
 // markID is the message id a mark-read request names: a timeuuid, not
@@ -188,18 +188,18 @@ func mentionPlace(m store.Mention, login string) (place, link string) {
 	return "#" + m.Conversation, roomURL(m.Conversation) + at
 }
 
-// roomMembers answers GET /rooms/:room/members?q=: the composer's
-// suggestions after "@".
+// roomMembers answers GET /rooms/:room/members?q= and
+// /dm/:logins/members?q=: the composer's suggestions after "@".
 func (s *Server) roomMembers(c echo.Context) error {
-	r, err := s.roomOr404(c)
+	cv, err := s.conversationOf(c)
 	if err != nil {
 		return err
 	}
-	return s.suggestMembers(c, r.Conversation())
+	return s.suggestMembers(c, cv.Place.Conversation())
 }
 
 // suggestMembers renders the members of conv whose login or name starts
-// with ?q= (case-insensitive), the viewer left out, at most maxSuggestions.
+// with ?q= (case-insensitive), the viewer left out, at most maxMentionSuggestions.
 func (s *Server) suggestMembers(c echo.Context, conv store.Conversation) error {
 	me := mustUser(c)
 	if !conv.Has(me.Login) {
@@ -217,8 +217,8 @@ func (s *Server) suggestMembers(c echo.Context, conv store.Conversation) error {
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Login < out[j].Login })
-	if len(out) > maxSuggestions {
-		out = out[:maxSuggestions]
+	if len(out) > maxMentionSuggestions {
+		out = out[:maxMentionSuggestions]
 	}
 	return s.renderRaw(c, http.StatusOK, views.MemberSuggestions(out))
 }
@@ -231,7 +231,7 @@ const aroundPage = messagesPerPage / 2
 // page centred on it and the message highlighted: the list of mentions
 // links there. A page that does not reach the newest message links to it
 // instead of following the live stream. A malformed id is a 400.
-func (s *Server) around(c echo.Context, in store.Place, room string, v *views.RoomView) error {
+func (s *Server) around(c echo.Context, in store.Place, base string, v *views.RoomView) error {
 	at, err := store.ParseMessageID(c.QueryParam("at"))
 	if err != nil {
 		return echo.NewHTTPError(http.StatusBadRequest, "The link to this message is malformed.")
@@ -250,12 +250,12 @@ func (s *Server) around(c echo.Context, in store.Place, room string, v *views.Ro
 		return err
 	}
 	v.Messages = append(before, rest...)
-	v.Older = olderLink(room, v.Messages, moreBefore)
+	v.Older = olderLink(base, v.Messages, moreBefore)
 	if len(rest) > 0 && rest[0].ID == at {
 		v.Highlight = at
 	}
 	if moreAfter {
-		v.Newer = roomURL(room) + "#latest"
+		v.Newer = base + "#latest"
 	} else if len(v.Messages) > 0 {
 		v.After = v.Messages[len(v.Messages)-1].ID.String()
 	} else {
