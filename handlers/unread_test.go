@@ -442,3 +442,63 @@ func (s *stream) quietFor(t testing.TB, name string, d time.Duration) {
 		}
 	}
 }
+
+// TestDMUnread: a DM's unread count shows in the sidebar, opening it
+// clears it, its read marker moves over /dm/:logins/read for members only,
+// and its stream tells of the person's other DMs.
+func TestDMUnread(t *testing.T) {
+	a := newApp(t, nil, nil)
+	ada, bob, eve := a.signedUp(t, unique("ada")), a.signedUp(t, unique("bob")), a.signedUp(t, unique("eve"))
+	adaLogin, bobLogin := loginOf(t, ada), loginOf(t, bob)
+	logins := []string{adaLogin, bobLogin}
+	sort.Strings(logins)
+	dm := "/dm/" + strings.Join(logins, "+")
+	if p := ada.post(dm+"/messages", url.Values{"content": {"hello @" + bobLogin}}); p.StatusCode != http.StatusSeeOther {
+		t.Fatalf("post in the dm: %d", p.StatusCode)
+	}
+	entry := fmt.Sprintf("#my-dms a[href='%s#latest']", dm)
+	home := bob.get("/")
+	if got := home.doc.Find(entry).AttrOr("data-unread", ""); got != "1" {
+		t.Errorf("dm data-unread = %q, want 1", got)
+	}
+	if home.doc.Find(entry+" .badge.mention").Length() != 1 {
+		t.Error("no mention badge on the dm")
+	}
+	p := bob.get(dm)
+	if p.StatusCode != http.StatusOK || p.doc.Find("#messages a.mention.mention-me").Length() != 1 {
+		t.Errorf("dm page: %d, own mention highlighted: %d", p.StatusCode, p.doc.Find("#messages a.mention.mention-me").Length())
+	}
+	if got := bob.get("/").doc.Find(entry).AttrOr("data-unread", ""); got != "0" {
+		t.Errorf("after opening, dm data-unread = %q, want 0", got)
+	}
+	id := p.doc.Find("#messages > li.message").Last().AttrOr("id", "msg-")[4:]
+	if p := bob.post(dm+"/read", url.Values{"id": {id}}); p.StatusCode != http.StatusSeeOther {
+		t.Errorf("member marks the dm read: %d", p.StatusCode)
+	}
+	if p := eve.post(dm+"/read", url.Values{"id": {id}}); p.StatusCode != http.StatusNotFound {
+		t.Errorf("outsider marks the dm read: %d, want 404", p.StatusCode)
+	}
+	if p := eve.get("/mentions"); p.doc.Find(".mention-item").Length() != 0 {
+		t.Error("an outsider sees the dm's mention")
+	}
+	if p := bob.get("/mentions"); !strings.Contains(p.doc.Find(".mention-item a.mention-place").AttrOr("href", ""), dm+"?at=") {
+		t.Errorf("bob's mention in the dm links to %q", p.doc.Find(".mention-item a.mention-place").AttrOr("href", ""))
+	}
+
+	// Bob reads a room; a DM from a third person (new since the stream
+	// opened) is heard on the room's stream.
+	room := roomWith(t, bob)
+	s := bob.subscribe(t, room, "")
+	time.Sleep(100 * time.Millisecond)
+	cyLogin := unique("cy")
+	cy := a.signedUp(t, cyLogin)
+	cyLogin = loginOf(t, cy)
+	pair := []string{bobLogin, cyLogin}
+	sort.Strings(pair)
+	if p := cy.post("/dm/"+strings.Join(pair, "+")+"/messages", url.Values{"content": {"hi bob"}}); p.StatusCode != http.StatusSeeOther {
+		t.Fatalf("cy's first dm: %d", p.StatusCode)
+	}
+	if got := s.nextEvent(t, "unread", 5*time.Second); got != "dm:"+strings.Join(pair, "+") {
+		t.Errorf("unread event for %q", got)
+	}
+}
