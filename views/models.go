@@ -4,8 +4,8 @@
 package views
 
 import (
-	"strconv"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/killrchat/killrchat/store"
