@@ -42,6 +42,11 @@ type Hub interface {
 	// EndStreams ends, on every instance, the subscriptions that end
 	// matches; an error means other instances may not have heard of it.
 	EndStreams(ctx context.Context, end StreamEnd) error
+	// Watch calls onEnd for every StreamEnd this instance learns of (its
+	// own and the other instances'), and onReset whenever events may have
+	// been missed (a broker reconnect): caches keyed by what they name
+	// are invalidated through it.
+	Watch(onEnd func(StreamEnd), onReset func())
 	Close() error
 }
 
@@ -119,6 +124,30 @@ func (s *Subscription) end() { s.endOnce.Do(func() { close(s.ended) }) }
 type LocalHub struct {
 	mu    sync.RWMutex
 	rooms map[string]map[*Subscription]struct{}
+	// watchers are told of every StreamEnd and reset (see Hub.Watch).
+	watchers []watcher
+}
+
+type watcher struct {
+	onEnd   func(StreamEnd)
+	onReset func()
+}
+
+// Watch registers callbacks (see Hub.Watch); the in-process hub misses no
+// event, so it never resets.
+func (h *LocalHub) Watch(onEnd func(StreamEnd), onReset func()) {
+	h.mu.Lock()
+	h.watchers = append(h.watchers, watcher{onEnd, onReset})
+	h.mu.Unlock()
+}
+
+// resetWatchers tells every watcher that events may have been missed.
+func (h *LocalHub) resetWatchers() {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	for _, w := range h.watchers {
+		w.onReset()
+	}
 }
 
 // NewLocalHub returns an empty in-process hub.
@@ -169,6 +198,9 @@ func (h *LocalHub) remove(sub *Subscription) {
 func (h *LocalHub) EndStreams(_ context.Context, end StreamEnd) error {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
+	for _, w := range h.watchers {
+		w.onEnd(end)
+	}
 	for room, subs := range h.rooms {
 		if end.Room != "" && room != end.Room {
 			continue
