@@ -1,13 +1,16 @@
 // This file owns the live room stream (server-sent events). A connection
-// first receives, from Cassandra, every message after the id it saw last
-// (Last-Event-ID, or ?after= on a page's first connect), then the live
-// ones: each exactly once and, for this instance's messages, in id order.
+// first receives, from Cassandra and a page at a time, every message after
+// the id it saw last (Last-Event-ID, or ?after= on a page's first
+// connect), then the live ones: each exactly once and, for this instance's
+// messages, in id order. It ends when its reader leaves the room, logs out
+// or loses the session (see streams.go for that and for the limits).
 //
 // The stream is written here rather than by r3labs/sse's server: that
 // server parses Last-Event-ID as a number (ours are timeuuids), fans out
 // with blocking sends (one stalled client holds up the rest of its
 // stream), and drops events published before its subscriber registers.
-// The tests read our streams with r3labs/sse's own event reader.
+// The tests read our streams with r3labs/sse's own event reader, and with
+// the HTML standard's parser, which ends lines at a lone "\r" too.
 package handlers
 
 import (
@@ -122,7 +125,7 @@ func (s *Server) roomEvents(c echo.Context) error {
 	inConversation(c, cv.Place.Conversation())
 	ctx = c.Request().Context()
 	// The same stream tells the page when another of this person's
-	// conversations gets a message (see Watch): one stream per tab.
+	// conversations gets a message (see ConversationWatch): one stream per tab.
 	watch := s.watchOthers(ctx, me.Login, cv.ID)
 	defer watch.Close()
 	s.metrics.SSEConnections.Inc()

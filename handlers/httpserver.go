@@ -168,7 +168,9 @@ func (l *ConnLimiter) setIdle(lc *limitedConn, idle bool) {
 	}
 }
 
-// evictIdle closes the longest idle connection, if there is one.
+// evictIdle closes the longest idle connection, if there is one. A
+// request may start on it at that very moment; the client then sees a
+// closed keep-alive connection, which browsers and Go's client retry.
 func (l *ConnLimiter) evictIdle() {
 	l.mu.Lock()
 	front := l.idle.Front()

@@ -40,12 +40,17 @@ type Hub interface {
 	Publish(ctx context.Context, ev RoomEvent) error
 	// Subscribe starts receiving the events of room, for who.
 	Subscribe(room string, who Subscriber) *Subscription
-	// Watch starts hearing which of conversations, and of login's DMs,
-	// get a new message (see Watch).
-	Watch(conversations []string, login string) *Watch
+	// WatchConversations starts hearing which of conversations, and of
+	// login's DMs, get a new message (see ConversationWatch).
+	WatchConversations(conversations []string, login string) *ConversationWatch
 	// EndStreams ends, on every instance, the subscriptions that end
 	// matches; an error means other instances may not have heard of it.
 	EndStreams(ctx context.Context, end StreamEnd) error
+	// Watch calls onEnd for every StreamEnd this instance learns of (its
+	// own and the other instances'), and onReset whenever events may have
+	// been missed (a broker reconnect): caches keyed by what they name
+	// are invalidated through it.
+	Watch(onEnd func(StreamEnd), onReset func())
 	Close() error
 }
 
@@ -121,14 +126,39 @@ func (s *Subscription) end() { s.endOnce.Do(func() { close(s.ended) }) }
 // LocalHub is the in-process hub: the default when no broker is set up,
 // and the local fan-out of the broker-backed hub.
 type LocalHub struct {
-	mu      sync.RWMutex
-	rooms   map[string]map[*Subscription]struct{}
-	watches map[string]map[*Watch]struct{}
+	mu    sync.RWMutex
+	rooms map[string]map[*Subscription]struct{}
+	// watches are the conversation watches by key (see ConversationWatch).
+	watches map[string]map[*ConversationWatch]struct{}
+	// watchers are told of every StreamEnd and reset (see Hub.Watch).
+	watchers []watcher
+}
+
+type watcher struct {
+	onEnd   func(StreamEnd)
+	onReset func()
+}
+
+// Watch registers callbacks (see Hub.Watch); the in-process hub misses no
+// event, so it never resets.
+func (h *LocalHub) Watch(onEnd func(StreamEnd), onReset func()) {
+	h.mu.Lock()
+	h.watchers = append(h.watchers, watcher{onEnd, onReset})
+	h.mu.Unlock()
+}
+
+// resetWatchers tells every watcher that events may have been missed.
+func (h *LocalHub) resetWatchers() {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	for _, w := range h.watchers {
+		w.onReset()
+	}
 }
 
 // NewLocalHub returns an empty in-process hub.
 func NewLocalHub() *LocalHub {
-	return &LocalHub{rooms: map[string]map[*Subscription]struct{}{}, watches: map[string]map[*Watch]struct{}{}}
+	return &LocalHub{rooms: map[string]map[*Subscription]struct{}{}, watches: map[string]map[*ConversationWatch]struct{}{}}
 }
 
 // Publish delivers ev to the room's subscribers; a full queue drops its
@@ -160,7 +190,7 @@ func (h *LocalHub) Publish(_ context.Context, ev RoomEvent) error {
 	return nil
 }
 
-// A Watch tells a person's live stream that one of their conversations,
+// A ConversationWatch tells a person's live stream that one of their conversations,
 // other than the one the stream shows, got a message from someone else,
 // so the page refreshes its sidebar and title. It is the light side of
 // the page's one stream (browsers allow 6 connections per host: one
@@ -180,7 +210,7 @@ func (h *LocalHub) Publish(_ context.Context, ev RoomEvent) error {
 // dropped instead; the refresh that the queued ids cause reads the state
 // after the dropped message was stored (messages are published once
 // stored), so nothing is missed.
-type Watch struct {
+type ConversationWatch struct {
 	// C delivers the ids of conversations that got a message.
 	C     <-chan string
 	c     chan string
@@ -194,7 +224,7 @@ const watchQueue = 16
 
 func userKey(login string) string { return "user:" + login }
 
-func (w *Watch) notify(conversation, author string) {
+func (w *ConversationWatch) notify(conversation, author string) {
 	if author == w.login {
 		return // one's own message leaves nothing unread
 	}
@@ -205,12 +235,12 @@ func (w *Watch) notify(conversation, author string) {
 }
 
 // Close stops the watch.
-func (w *Watch) Close() { w.hub.unwatch(w) }
+func (w *ConversationWatch) Close() { w.hub.unwatch(w) }
 
-// Watch starts hearing the messages of conversations (rooms; DMs are heard
-// through login's own key, whatever the list says).
-func (h *LocalHub) Watch(conversations []string, login string) *Watch {
-	w := &Watch{c: make(chan string, watchQueue), login: login, hub: h}
+// WatchConversations starts hearing the messages of conversations (rooms;
+// DMs are heard through login's own key, whatever the list says).
+func (h *LocalHub) WatchConversations(conversations []string, login string) *ConversationWatch {
+	w := &ConversationWatch{c: make(chan string, watchQueue), login: login, hub: h}
 	w.C = w.c
 	w.keys = append(w.keys, userKey(login))
 	for _, c := range conversations {
@@ -221,7 +251,7 @@ func (h *LocalHub) Watch(conversations []string, login string) *Watch {
 	h.mu.Lock()
 	for _, k := range w.keys {
 		if h.watches[k] == nil {
-			h.watches[k] = map[*Watch]struct{}{}
+			h.watches[k] = map[*ConversationWatch]struct{}{}
 		}
 		h.watches[k][w] = struct{}{}
 	}
@@ -229,7 +259,7 @@ func (h *LocalHub) Watch(conversations []string, login string) *Watch {
 	return w
 }
 
-func (h *LocalHub) unwatch(w *Watch) {
+func (h *LocalHub) unwatch(w *ConversationWatch) {
 	h.mu.Lock()
 	for _, k := range w.keys {
 		delete(h.watches[k], w)
@@ -268,6 +298,9 @@ func (h *LocalHub) remove(sub *Subscription) {
 func (h *LocalHub) EndStreams(_ context.Context, end StreamEnd) error {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
+	for _, w := range h.watchers {
+		w.onEnd(end)
+	}
 	for room, subs := range h.rooms {
 		if end.Room != "" && room != end.Room {
 			continue

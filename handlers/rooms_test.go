@@ -141,7 +141,7 @@ func TestRoomListPaging(t *testing.T) {
 		if p.StatusCode != http.StatusOK {
 			t.Fatalf("page %d: %d", pages, p.StatusCode)
 		}
-		p.doc.Find("tr.room-row .room-name").Each(func(_ int, s *goquery.Selection) {
+		p.doc.Find(".room-row .room-name").Each(func(_ int, s *goquery.Selection) {
 			seen[strings.TrimPrefix(s.Text(), "#")]++
 		})
 		next, _ = p.doc.Find("a.next-page").Attr("href")

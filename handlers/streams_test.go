@@ -420,6 +420,26 @@ func TestStreamsEndOnLeave(t *testing.T) {
 	}
 }
 
+// TestStreamsEndOnLeaveOtherCase: a leave that names the room in another
+// case than its key (the form streams and events go by) still ends the
+// leaver's streams of it.
+func TestStreamsEndOnLeaveOtherCase(t *testing.T) {
+	a := newApp(t, nil, nil)
+	alice, bob := a.signedUp(t, unique("alice")), a.signedUp(t, unique("bob"))
+	room := unique("CaseRoom")
+	if p := alice.post("/rooms", url.Values{"room_name": {room}}); p.StatusCode != http.StatusSeeOther {
+		t.Fatalf("create room: %d %s", p.StatusCode, text(p, "main"))
+	}
+	if p := bob.post("/rooms/"+room+"/join", nil); p.StatusCode != http.StatusSeeOther {
+		t.Fatalf("join: %d", p.StatusCode)
+	}
+	s := openStreams(t, bob, strings.ToLower(room), 1)
+	if p := bob.post("/rooms/"+room+"/leave", nil); p.StatusCode != http.StatusSeeOther {
+		t.Fatalf("leave: %d", p.StatusCode)
+	}
+	s[0].ended(t, 5*time.Second)
+}
+
 // TestStreamsEndOnLogout: logging out ends the streams that session opened,
 // in every room; the same person's other session keeps its streams.
 func TestStreamsEndOnLogout(t *testing.T) {

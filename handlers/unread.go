@@ -288,7 +288,7 @@ func (s *Server) recordMentions(ctx context.Context, conv store.Conversation, m 
 // open one: their rooms (one read of users.chat_rooms when the stream
 // opens) and, through their own key, their DMs. A failed read watches the
 // DMs only: the sidebar still refreshes on a page load.
-func (s *Server) watchOthers(ctx context.Context, login, open string) *Watch {
+func (s *Server) watchOthers(ctx context.Context, login, open string) *ConversationWatch {
 	var rooms []string
 	if u, err := s.db.User(ctx, login); err == nil {
 		for _, r := range u.ChatRooms {
@@ -299,5 +299,5 @@ func (s *Server) watchOthers(ctx context.Context, login, open string) *Watch {
 	} else {
 		s.log.Warn("sse: read my rooms to watch", "login", login, "err", err)
 	}
-	return s.hub.Watch(rooms, login)
+	return s.hub.WatchConversations(rooms, login)
 }

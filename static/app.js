@@ -598,6 +598,9 @@
     if (!isComposerRequest(ctx)) return;
     var box = composerBox();
     sentText = box ? box.value : null;
+    // Whichever copy of the message comes first (the answer or the live
+    // stream), it is one's own: jump to it.
+    ownPost = true;
     clearComposerError();
   });
 
@@ -607,7 +610,6 @@
     var status = ctx.response.status;
     var box = composerBox();
     if (status >= 200 && status < 300) {
-      ownPost = true;
       if (box && box.value === sentText) {
         box.value = "";
         grow(box);

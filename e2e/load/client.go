@@ -20,6 +20,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -241,31 +242,50 @@ func readSSE(r io.Reader, fn func(sseEvent) bool) error {
 }
 
 // openStream opens GET /rooms/:room/events and returns the response once
-// the headers (200) are in.
+// the headers (200) are in. A 503 (every replay slot busy) is retried
+// after its Retry-After, as a browser's reconnect does, until ctx ends;
+// replayRefusals counts them.
 func openStream(ctx context.Context, hc *http.Client, base, room, after, lastEventID string) (*http.Response, error) {
 	u := base + "/rooms/" + room + "/events"
 	if after != "" {
 		u += "?after=" + url.QueryEscape(after)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Accept", "text/event-stream")
-	if lastEventID != "" {
-		req.Header.Set("Last-Event-ID", lastEventID)
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode != http.StatusOK {
+	for {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+		if err != nil {
+			return nil, err
+		}
+		req.Header.Set("Accept", "text/event-stream")
+		if lastEventID != "" {
+			req.Header.Set("Last-Event-ID", lastEventID)
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			return nil, err
+		}
+		if resp.StatusCode == http.StatusOK {
+			return resp, nil
+		}
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 300))
 		resp.Body.Close()
-		return nil, fmt.Errorf("GET %s: %d %s", u, resp.StatusCode, b)
+		if resp.StatusCode != http.StatusServiceUnavailable {
+			return nil, fmt.Errorf("GET %s: %d %s", u, resp.StatusCode, b)
+		}
+		replayRefusals.Add(1)
+		wait := time.Second
+		if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s > 0 {
+			wait = time.Duration(s) * time.Second
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("GET %s: 503 until %w", u, ctx.Err())
+		case <-time.After(wait):
+		}
 	}
-	return resp, nil
 }
+
+// replayRefusals counts the 503s openStream retried.
+var replayRefusals atomic.Int64
 
 // messageID is the timeuuid in a message item's id="msg-...", or "".
 func messageID(html string) string {

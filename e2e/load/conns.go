@@ -165,7 +165,7 @@ func startBinary(ctx context.Context, bin string, extra []string) (*binaryApp, e
 	addr := ln.Addr().String()
 	ln.Close()
 	a := &binaryApp{addr: addr, url: "http://" + addr, keyspace: storetest.Keyspace("conns")}
-	args := append([]string{"--addr", addr, "--cassandra-keyspace", a.keyspace, "--log-level", "warn"}, extra...)
+	args := append([]string{"--addr", addr, "--cassandra-keyspace", a.keyspace, "--log-level", "info"}, extra...)
 	a.cmd = exec.Command(bin, args...)
 	a.cmd.Env = append(os.Environ(), "CASSANDRA_HOSTS="+strings.Join(storetest.Hosts(), ","))
 	stderr, err := a.cmd.StderrPipe()
@@ -291,18 +291,29 @@ func newProber(url string) *prober { return &prober{url: url} }
 type probeResult struct {
 	at       []time.Time // when each answered probe started
 	lat      []time.Duration
-	failures int
+	failedAt []time.Time
 	firstErr error
+	failures int
 }
 
-// split divides the answered probes at t (failures stay with the first).
+// split divides the probes by whether they started before t.
 func (r probeResult) split(t time.Time) (before, after probeResult) {
-	before.failures, before.firstErr = r.failures, r.firstErr
 	for i, at := range r.at {
+		side := &after
 		if at.Before(t) {
-			before.at, before.lat = append(before.at, at), append(before.lat, r.lat[i])
-		} else {
-			after.at, after.lat = append(after.at, at), append(after.lat, r.lat[i])
+			side = &before
+		}
+		side.at, side.lat = append(side.at, at), append(side.lat, r.lat[i])
+	}
+	for _, at := range r.failedAt {
+		side := &after
+		if at.Before(t) {
+			side = &before
+		}
+		side.failures++
+		side.failedAt = append(side.failedAt, at)
+		if side.firstErr == nil {
+			side.firstErr = r.firstErr
 		}
 	}
 	return before, after
@@ -359,6 +370,7 @@ func (p *prober) run(ctx context.Context, every, d time.Duration) probeResult {
 			defer mu.Unlock()
 			if err != nil {
 				res.failures++
+				res.failedAt = append(res.failedAt, start)
 				if res.firstErr == nil {
 					res.firstErr = err
 				}

@@ -6,6 +6,7 @@
 //	go run ./e2e/load replay       the Last-Event-ID catch-up alone, with nothing in flight
 //	go run ./e2e/load flood        a room page's latency while a login flood runs
 //	go run ./e2e/load conns        /healthz latency while 20,000 idle connections flood the real binary
+//	go run ./e2e/load replaymem    server memory while many replays go to clients that never read
 //
 // Unless -url is given it starts its own app instance (handlers.New, as the
 // handler tests do) on a fresh keyspace that it drops at the end: in this
@@ -50,7 +51,7 @@ func (c *common) register(fs *flag.FlagSet) {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, `usage: go run ./e2e/load <post|sse|correctness|replay|flood|conns> [flags]
+	fmt.Fprintln(os.Stderr, `usage: go run ./e2e/load <post|sse|correctness|replay|flood|conns|replaymem> [flags]
        go run ./e2e/load <subcommand> -h   for its flags`)
 	os.Exit(2)
 }
@@ -78,6 +79,8 @@ func main() {
 		err = runConns(ctx, os.Args[2:])
 	case "hold": // internal: a worker process of conns
 		err = runHold(ctx, os.Args[2:])
+	case "replaymem":
+		err = runReplayMem(ctx, os.Args[2:])
 	case "serve": // internal: the app instance of -child
 		err = runServe(ctx, os.Args[2:])
 	default:

@@ -227,6 +227,7 @@ func runReplay(ctx context.Context, args []string) error {
 		*rounds, *conns, *from, *nMsgs, len(want), *bg, bgPosts.Load(), t.Where, elapsed.Round(time.Millisecond))
 	fmt.Printf("exact: %d, wrong: %d; missing the first expected message: %d, missing others: %d, extra %d, streams ended by the server early: %d\n",
 		totalOK, totalBad, missingFirst, missingOther, extra, ended)
+	fmt.Printf("replays refused with 503 (every replay slot busy) and retried after Retry-After: %d\n", replayRefusals.Load())
 	for _, e := range examples {
 		fmt.Println("  ", e)
 	}
