@@ -44,6 +44,7 @@ const (
 // any other route refuses a multipart body without the token header.
 var streamedForms = map[string]bool{
 	"/rooms/:room/messages": true,
+	"/dm/:logins/messages":  true,
 }
 
 // skipBodyLimit exempts streamed uploads from the global 64 KB body limit:
