@@ -482,3 +482,43 @@ func TestUploadBudget(t *testing.T) {
 		t.Errorf("%d attachments stored, want 1", n)
 	}
 }
+
+// TestFilesInDMs: a DM takes files like a room, and only its members can
+// fetch them.
+func TestFilesInDMs(t *testing.T) {
+	a := newApp(t, nil, nil)
+	adaLogin, bobLogin := unique("fada"), unique("fbob")
+	ada, bob, eve := a.signedUp(t, adaLogin), a.signedUp(t, bobLogin), a.signedUp(t, unique("feve"))
+	addr, err := store.DMAddress([]string{adaLogin, bobLogin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := ada.upload("/dm/"+addr+"/messages", upload{csrf: ada.ensureCSRF(), files: map[string]io.Reader{"notes.txt": strings.NewReader("for bob")}, order: []string{"notes.txt"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("upload into a DM: %d", resp.StatusCode)
+	}
+	link := bob.get("/dm/" + addr).doc.Find("a.attachment-name")
+	if link.Length() != 1 {
+		t.Fatalf("the DM shows %d attachments", link.Length())
+	}
+	href, _ := link.Attr("href")
+	if r, err := bob.http.Get(bob.base + href); err != nil || r.StatusCode != http.StatusOK {
+		t.Fatalf("member download: %v %v", r, err)
+	}
+	if r, _ := eve.http.Get(eve.base + href); r.StatusCode != http.StatusNotFound {
+		t.Errorf("an outsider got %d", r.StatusCode)
+	}
+	// An outsider cannot upload into it either.
+	resp, err = eve.upload("/dm/"+addr+"/messages", upload{csrf: eve.ensureCSRF(), files: map[string]io.Reader{"x.txt": strings.NewReader("x")}, order: []string{"x.txt"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Errorf("an outsider's upload: %d", resp.StatusCode)
+	}
+}
