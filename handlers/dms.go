@@ -49,7 +49,8 @@ func (s *Server) listDMs(c echo.Context) error {
 	return s.render(c, http.StatusOK, page, views.DMListView(l))
 }
 
-// sidebarDMs are the sidebar's recent DMs: one partition read. The sidebar
+// sidebarDMs are all the person's DMs, newest first: one partition read
+// (fillPage keeps the newest and the unread ones for the sidebar). The sidebar
 // is not worth an error page, so a failure only logs.
 func (s *Server) sidebarDMs(c echo.Context, login string) []views.SidebarDM {
 	entries, err := s.db.DMList(c.Request().Context(), login)
@@ -57,8 +58,8 @@ func (s *Server) sidebarDMs(c echo.Context, login string) []views.SidebarDM {
 		s.log.Warn("sidebar: read my dms", "login", login, "err", err)
 		return nil
 	}
-	out := make([]views.SidebarDM, 0, min(len(entries), sidebarDMCount))
-	for _, e := range entries[:min(len(entries), sidebarDMCount)] {
+	out := make([]views.SidebarDM, 0, len(entries))
+	for _, e := range entries {
 		cv := dmConversation(e.DM, login)
 		out = append(out, views.SidebarDM{ID: cv.ID, URL: cv.URL, Title: cv.Title})
 	}
@@ -214,4 +215,16 @@ func (s *Server) suggestions(c echo.Context, typed string) ([]views.Suggestion, 
 	}
 	slices.SortFunc(out, func(a, b views.Suggestion) int { return strings.Compare(a.Person.Login, b.Person.Login) })
 	return out[:min(len(out), maxSuggestions)], nil
+}
+
+// recentOrUnread keeps the sidebarDMCount newest DMs and any older one
+// with unread messages, so an unread DM is never out of sight.
+func recentOrUnread(dms []views.SidebarDM, unread map[string]int) []views.SidebarDM {
+	out := dms[:0:0]
+	for i, d := range dms {
+		if i < sidebarDMCount || unread[d.ID] > 0 {
+			out = append(out, d)
+		}
+	}
+	return out
 }

@@ -341,7 +341,11 @@ func (s *Server) fillPage(c echo.Context, page views.Page) views.Page {
 			page.DMs = s.sidebarDMs(c, u.Login)
 		}
 		if page.Unread == nil {
+			// Unread state is read for every DM of the list (one
+			// partition read gave them all), then the sidebar keeps the
+			// newest and the unread ones.
 			s.fillUnread(c.Request().Context(), &page, u.Login)
+			page.DMs = recentOrUnread(page.DMs, page.Unread)
 		}
 	}
 	if page.Notice == "" {
