@@ -54,6 +54,11 @@ type Config struct {
 	// for its turn, then is refused with 503.
 	MaxReplays int
 	ReplayWait time.Duration
+	// ResumeWindow is how far before its Last-Event-ID, in message time,
+	// a resumed stream replays when several instances publish (default
+	// 5s; see Server.replayStart): it must cover how late another
+	// instance's message can be published, storing time plus clock skew.
+	ResumeWindow time.Duration
 	// Static holds the files served under /static/.
 	Static fs.FS
 }
@@ -72,6 +77,7 @@ type Server struct {
 	replays  *replaySlots
 	recent   *recentPosts
 	closing  chan struct{}
+	hangups  *hangups
 	limits   struct{ messages, rooms, membership, passwordUser, passwordIP *keyedLimiter }
 }
 
@@ -96,6 +102,9 @@ func New(db *store.Store, metrics *Metrics, hub Hub, cfg Config, log *slog.Logge
 	if cfg.ReplayWait == 0 {
 		cfg.ReplayWait = defaultReplayWait
 	}
+	if cfg.ResumeWindow == 0 {
+		cfg.ResumeWindow = defaultResumeWindow
+	}
 	pages := securecookie.New(cfg.SessionKey, nil)
 	pages.MaxAge(int((6 * time.Hour) / time.Second))
 	s := &Server{
@@ -105,6 +114,7 @@ func New(db *store.Store, metrics *Metrics, hub Hub, cfg Config, log *slog.Logge
 		replays:  newReplaySlots(cfg.MaxReplays, cfg.ReplayWait),
 		closing:  make(chan struct{}),
 	}
+	s.hangups = newHangups(s.closing)
 	s.limits.messages = newKeyedLimiter(cfg.Limits.Messages)
 	s.limits.rooms = newKeyedLimiter(cfg.Limits.Rooms)
 	s.limits.membership = newKeyedLimiter(cfg.Limits.Membership)
