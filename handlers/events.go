@@ -14,6 +14,7 @@
 package handlers
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -67,6 +68,11 @@ func (s *Server) roomEvents(c echo.Context) error {
 	}
 	liftDeadlines(c) // a stream outlives the server's read and write timeouts
 
+	// ends is what the stream undoes when it ends: here, or in the
+	// stream's own goroutine once it is handed over (see below).
+	var ends streamEnds
+	defer ends.run()
+
 	// Caps per user and per client IP: a stream over them is refused, and
 	// the ones already open are left alone.
 	closeStream, byUser, ok := s.streams.open(me.Login, c.RealIP())
@@ -79,7 +85,7 @@ func (s *Server) roomEvents(c echo.Context) error {
 		return echo.NewHTTPError(http.StatusTooManyRequests,
 			"Too many live pages are open from your address. Close some tabs, then reload this page.")
 	}
-	defer closeStream()
+	ends.add(closeStream)
 
 	ctx := c.Request().Context()
 	// A replay holds one of the replay slots until it is written out.
@@ -96,7 +102,7 @@ func (s *Server) roomEvents(c echo.Context) error {
 			s.replays.give()
 		}
 	}
-	defer endReplay()
+	ends.add(endReplay)
 
 	// Subscribe before the room is read: a leave or a delete that the read
 	// does not see yet is published later, and ends this subscription.
@@ -109,7 +115,7 @@ func (s *Server) roomEvents(c echo.Context) error {
 	}
 	name := c.Param("room")
 	sub, bound := subscribe(name)
-	defer func() { sub.Close() }()
+	ends.add(func() { sub.Close() })
 	r, err := s.roomOr404(c)
 	if err != nil {
 		return err
@@ -124,7 +130,7 @@ func (s *Server) roomEvents(c echo.Context) error {
 		sub, bound = subscribe(r.Name)
 	}
 	s.metrics.SSEConnections.Inc()
-	defer s.metrics.SSEConnections.Dec()
+	ends.add(s.metrics.SSEConnections.Dec)
 
 	h := c.Response().Header()
 	h.Set("Content-Type", "text/event-stream")
@@ -134,7 +140,7 @@ func (s *Server) roomEvents(c echo.Context) error {
 	if err != nil {
 		return nil // the client is gone
 	}
-	defer s.endStream(out)
+	ends.add(func() { s.endStream(out) })
 
 	// sent holds the replayed ids that may come live as well: other
 	// instances' only, since this instance's below the bound were
@@ -151,22 +157,43 @@ func (s *Server) roomEvents(c echo.Context) error {
 		}
 	}
 
+	if out.conn == nil {
+		s.liveEvents(out, sub, r.Name, sent, ctx.Done())
+		return nil
+	}
+	// The connection is hijacked: the stream needs nothing more of the
+	// request, so the handler returns and a goroutine of the stream's own
+	// carries on. Its stack starts small, and the request's objects (and
+	// net/http's and echo's for it) go, which roughly halves what an idle
+	// stream holds.
+	live := ends.handOver()
+	go func() {
+		defer live.run()
+		s.liveEvents(out, sub, r.Name, sent, nil)
+	}()
+	return nil
+}
+
+// liveEvents writes the subscription's events to out until the stream
+// ends; done is the request's end while the handler still runs (nil once
+// the connection is hijacked: out.gone tells of a hang-up then).
+func (s *Server) liveEvents(out *eventWriter, sub *Subscription, room string, sent map[gocql.UUID]struct{}, done <-chan struct{}) {
 	tick := time.NewTicker(heartbeat)
 	defer tick.Stop()
 	for {
 		var err error
 		select {
-		case <-ctx.Done():
-			return nil
+		case <-done:
+			return
 		case <-s.closing:
-			return nil
+			return
 		case <-sub.Ended:
-			return nil // left the room, logged out, or lost the session
+			return // left the room, logged out, or lost the session
 		case <-sub.Dropped:
-			s.log.Info("sse: dropped a subscriber that fell behind", "room", r.Name)
-			return nil
+			s.log.Info("sse: dropped a subscriber that fell behind", "room", room)
+			return
 		case <-out.gone:
-			return nil // the client closed the connection
+			return // the client closed the connection
 		case <-tick.C:
 			err = out.comment("keep-alive")
 		case ev := <-sub.C:
@@ -188,13 +215,33 @@ func (s *Server) roomEvents(c echo.Context) error {
 			}
 			err = out.send()
 			if end {
-				return nil
+				return
 			}
 		}
 		if err != nil {
-			return nil // the client is gone or stalled past writeTimeout
+			return // the client is gone or stalled past writeTimeout
 		}
 	}
+}
+
+// streamEnds is what a stream undoes when it ends, last first.
+type streamEnds []func()
+
+func (e *streamEnds) add(f func()) { *e = append(*e, f) }
+
+// run undoes them all, once.
+func (e *streamEnds) run() {
+	for i := len(*e) - 1; i >= 0; i-- {
+		(*e)[i]()
+	}
+	*e = nil
+}
+
+// handOver moves them to the stream's own goroutine.
+func (e *streamEnds) handOver() streamEnds {
+	h := *e
+	*e = nil
+	return h
 }
 
 // idOf is the message id of a message event, or the zero id.
@@ -321,7 +368,10 @@ func (s *Server) startStream(c echo.Context) (*eventWriter, error) {
 	res := c.Response()
 	if conn, rw, err := http.NewResponseController(res.Writer).Hijack(); err == nil {
 		res.Status, res.Committed = http.StatusOK, true // for the logs and metrics
-		rw.Reader, rw.Writer = nil, nil                 // net/http's 8 KiB of buffers go
+		// net/http keeps the connection's read and write buffers (8 KiB)
+		// until the handler returns, and never uses them again once
+		// hijacked; the stream writes to the connection itself.
+		*rw.Reader, *rw.Writer = bufio.Reader{}, bufio.Writer{}
 		e := &eventWriter{conn: conn, gone: make(chan struct{})}
 		e.buf.WriteString("HTTP/1.1 200 OK\r\n")
 		h := res.Header().Clone()
