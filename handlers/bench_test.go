@@ -126,3 +126,25 @@ func BenchmarkLoginFailure(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkHomePage loads the home page of a person in 50 rooms and 20
+// DMs (2 of each unread, one mention), one request at a time and four at
+// once, and reports p50/p99:
+//
+//	go test -run '^$' -bench HomePage -benchtime 200x ./handlers/
+func BenchmarkHomePage(b *testing.B) {
+	a := newApp(b, nil, nil)
+	c, _ := busyPerson(b, a, 50, 20, 2)
+	c.get("/")
+	for _, conc := range []int{1, 4} {
+		b.Run(map[int]string{1: "serial", 4: "conc4"}[conc], func(b *testing.B) {
+			benchTimed(b, conc, func(int) time.Duration {
+				t0 := time.Now()
+				if p := c.get("/"); p.StatusCode != http.StatusOK {
+					b.Errorf("home: %d", p.StatusCode)
+				}
+				return time.Since(t0)
+			})
+		})
+	}
+}

@@ -53,6 +53,7 @@ const (
 	replayTimeout = 30 * time.Second
 )
 
+// roomEvents is the live stream of a room or a DM.
 func (s *Server) roomEvents(c echo.Context) error {
 	me := mustUser(c)
 	after := c.Request().Header.Get("Last-Event-ID")
@@ -113,22 +114,28 @@ func (s *Server) roomEvents(c echo.Context) error {
 	subscribe := func(room string) (*Subscription, int64) {
 		return s.seq.subscribe(room, func() *Subscription { return s.hub.Subscribe(room, who) })
 	}
-	name := c.Param("room")
-	sub, bound := subscribe(name)
+	key := conversationKey(c)
+	sub, bound := subscribe(key)
 	ends.add(func() { sub.Close() })
-	r, err := s.roomOr404(c)
+	cv, err := s.conversationOf(c)
 	if err != nil {
 		return err
 	}
-	if !r.HasParticipant(me.Login) {
+	if !cv.member(me.Login) {
 		return store.ErrNotParticipant
 	}
-	if r.Name != name {
+	if cv.ID != key {
 		// The room answered to another spelling of its name; its events
 		// are published under the stored one.
 		sub.Close()
-		sub, bound = subscribe(r.Name)
+		sub, bound = subscribe(cv.ID)
 	}
+	inConversation(c, cv.Place.Conversation())
+	ctx = c.Request().Context()
+	// The same stream tells the page when another of this person's
+	// conversations gets a message (see Watch): one stream per tab.
+	watch := s.watchOthers(ctx, me.Login, cv.ID)
+	ends.add(watch.Close)
 	s.metrics.SSEConnections.Inc()
 	ends.add(s.metrics.SSEConnections.Dec)
 
@@ -148,7 +155,7 @@ func (s *Server) roomEvents(c echo.Context) error {
 	var sent map[gocql.UUID]struct{}
 	if since != zeroID {
 		sent = map[gocql.UUID]struct{}{}
-		if !s.replay(ctx, out, r, s.replayStart(since), bound, sent) {
+		if !s.replay(ctx, out, cv.Place, s.replayStart(since), bound, sent) {
 			return nil
 		}
 		endReplay()
@@ -158,7 +165,7 @@ func (s *Server) roomEvents(c echo.Context) error {
 	}
 
 	if out.conn == nil {
-		s.liveEvents(out, sub, r.Name, sent, ctx.Done())
+		s.liveEvents(out, sub, watch, cv.ID, sent, ctx.Done())
 		return nil
 	}
 	// The connection is hijacked: the stream needs nothing more of the
@@ -169,15 +176,16 @@ func (s *Server) roomEvents(c echo.Context) error {
 	live := ends.handOver()
 	go func() {
 		defer live.run()
-		s.liveEvents(out, sub, r.Name, sent, nil)
+		s.liveEvents(out, sub, watch, cv.ID, sent, nil)
 	}()
 	return nil
 }
 
-// liveEvents writes the subscription's events to out until the stream
-// ends; done is the request's end while the handler still runs (nil once
-// the connection is hijacked: out.gone tells of a hang-up then).
-func (s *Server) liveEvents(out *eventWriter, sub *Subscription, room string, sent map[gocql.UUID]struct{}, done <-chan struct{}) {
+// liveEvents writes the subscription's events, and the watch's news of
+// the person's other conversations, to out until the stream ends; done is
+// the request's end while the handler still runs (nil once the connection
+// is hijacked: out.gone tells of a hang-up then).
+func (s *Server) liveEvents(out *eventWriter, sub *Subscription, watch *Watch, conv string, sent map[gocql.UUID]struct{}, done <-chan struct{}) {
 	tick := time.NewTicker(heartbeat)
 	defer tick.Stop()
 	for {
@@ -190,12 +198,16 @@ func (s *Server) liveEvents(out *eventWriter, sub *Subscription, room string, se
 		case <-sub.Ended:
 			return // left the room, logged out, or lost the session
 		case <-sub.Dropped:
-			s.log.Info("sse: dropped a subscriber that fell behind", "room", room)
+			s.log.Info("sse: dropped a subscriber that fell behind", "room", conv)
 			return
 		case <-out.gone:
 			return // the client closed the connection
 		case <-tick.C:
 			err = out.comment("keep-alive")
+		case other := <-watch.C:
+			if other != conv {
+				err = out.event("unread", []byte(other))
+			}
 		case ev := <-sub.C:
 			// Whatever else is queued goes out in the same write.
 			var end bool
@@ -273,29 +285,29 @@ func (s *Server) hubSpansInstances() bool {
 	return !local
 }
 
-// replay writes the messages of r after since that lie below bound (see
+// replay writes the messages of in after since that lie below bound (see
 // sequencer), page by page: a page is read, written, and only then is the
 // next one read. It returns false when the stream must end: the client is
 // gone or too slow, the database failed (the client reconnects with the
 // same id and tries again), or more was missed than a replay gives, and
 // the client was told to reload the page.
-func (s *Server) replay(ctx context.Context, out *eventWriter, r store.Room, since gocql.UUID, bound int64, sent map[gocql.UUID]struct{}) bool {
+func (s *Server) replay(ctx context.Context, out *eventWriter, in store.Place, since gocql.UUID, bound int64, sent map[gocql.UUID]struct{}) bool {
 	deadline := time.Now().Add(replayTimeout)
 	cursor, replayed := since, 0
 	for first := true; ; first = false {
-		page, more, err := s.db.MessagesAfter(ctx, r, cursor, replayPage)
+		page, more, err := s.db.MessagesAfter(ctx, in, cursor, replayPage)
 		if err == nil && first && more {
 			// More than a page missed: find out, by ids alone, whether it
 			// is too much to replay before sending any of it.
 			var n int
-			if n, err = s.db.CountMessagesAfter(ctx, r, since, replayLimit+1); err == nil && n > replayLimit {
+			if n, err = s.db.CountMessagesAfter(ctx, in, since, replayLimit+1); err == nil && n > replayLimit {
 				_ = out.event("reload", []byte("too many messages missed"))
 				return false
 			}
 		}
 		if err != nil {
 			if ctx.Err() == nil {
-				s.log.Warn("sse: replay", "room", r.Name, "err", err)
+				s.log.Warn("sse: replay", "room", in.Conversation().ID, "err", err)
 			}
 			return false
 		}
@@ -333,7 +345,7 @@ func (s *Server) replay(ctx context.Context, out *eventWriter, r store.Room, sin
 // Retry-After. It renders the page itself rather than through
 // handleError, which would log each refusal of an overload as an error.
 func (s *Server) refuseReplay(c echo.Context) error {
-	s.log.Debug("sse: refused a replay, every replay slot is busy", "room", c.Param("room"), "login", mustUser(c).Login)
+	s.log.Debug("sse: refused a replay, every replay slot is busy", "room", conversationKey(c), "login", mustUser(c).Login)
 	c.Response().Header().Set("Retry-After", replayRetryAfter)
 	const status = http.StatusServiceUnavailable
 	return s.render(c, status, views.Page{Title: http.StatusText(status)}, views.ErrorView(views.ErrorPage{

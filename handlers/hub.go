@@ -7,6 +7,7 @@ package handlers
 
 import (
 	"context"
+	"strings"
 	"sync"
 
 	"github.com/killrchat/killrchat/store"
@@ -43,6 +44,9 @@ type Hub interface {
 	Publish(ctx context.Context, ev RoomEvent) error
 	// Subscribe starts receiving the events of room, for who.
 	Subscribe(room string, who Subscriber) *Subscription
+	// Watch starts hearing which of conversations, and of login's DMs,
+	// get a new message (see Watch).
+	Watch(conversations []string, login string) *Watch
 	// EndStreams ends, on every instance, the subscriptions that end
 	// matches; an error means other instances may not have heard of it.
 	EndStreams(ctx context.Context, end StreamEnd) error
@@ -123,13 +127,14 @@ func (s *Subscription) end() { s.endOnce.Do(func() { close(s.ended) }) }
 // LocalHub is the in-process hub: the default when no broker is set up,
 // and the local fan-out of the broker-backed hub.
 type LocalHub struct {
-	mu    sync.RWMutex
-	rooms map[string]map[*Subscription]struct{}
+	mu      sync.RWMutex
+	rooms   map[string]map[*Subscription]struct{}
+	watches map[string]map[*Watch]struct{}
 }
 
 // NewLocalHub returns an empty in-process hub.
 func NewLocalHub() *LocalHub {
-	return &LocalHub{rooms: map[string]map[*Subscription]struct{}{}}
+	return &LocalHub{rooms: map[string]map[*Subscription]struct{}{}, watches: map[string]map[*Watch]struct{}{}}
 }
 
 // Publish delivers ev to the room's subscribers; a full queue drops its
@@ -138,10 +143,28 @@ func NewLocalHub() *LocalHub {
 func (h *LocalHub) Publish(_ context.Context, ev RoomEvent) error {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
-	subs := h.rooms[ev.Room]
-	if len(subs) == 0 {
-		return nil
+	if subs := h.rooms[ev.Room]; len(subs) > 0 {
+		h.fanOut(subs, ev)
 	}
+	if ev.Kind == EventMessage && ev.Message != nil && !ev.Message.System {
+		for w := range h.watches[ev.Room] {
+			w.notify(ev.Room, ev.Message.Author.Login)
+		}
+		if address, ok := strings.CutPrefix(ev.Room, "dm:"); ok {
+			// A DM's members are in its id: each member's own key hears
+			// it, so a DM that starts after the watch did is heard too.
+			for _, login := range strings.Split(address, "+") {
+				for w := range h.watches[userKey(login)] {
+					w.notify(ev.Room, ev.Message.Author.Login)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// fanOut encodes ev once and hands the same event to every subscriber.
+func (h *LocalHub) fanOut(subs map[*Subscription]struct{}, ev RoomEvent) {
 	shared := &ev
 	shared.frame = encodeEvent(ev)
 	for sub := range subs {
@@ -151,7 +174,86 @@ func (h *LocalHub) Publish(_ context.Context, ev RoomEvent) error {
 			sub.drop()
 		}
 	}
-	return nil
+}
+
+// A Watch tells a person's live stream that one of their conversations,
+// other than the one the stream shows, got a message from someone else,
+// so the page refreshes its sidebar and title. It is the light side of
+// the page's one stream (browsers allow 6 connections per host: one
+// stream per tab, not two).
+//
+// Why this shape: a message is published once, to every instance (the
+// NATS hub sends all events on one subject; nothing is sent per member),
+// and each instance looks up, in memory, the watches of that
+// conversation. A room is watched by its members' open pages; a DM by its
+// members' own keys ("user:<login>", read from the DM's id), so a DM that
+// starts after the page opened is heard too, and a 1,000-person room
+// costs one broker message and a map lookup, not 1,000 messages. A watch
+// carries no content, only the conversation id: the page reads its counts
+// with GET /sidebar.
+//
+// A watch never drops its stream: when its queue is full the new id is
+// dropped instead; the refresh that the queued ids cause reads the state
+// after the dropped message was stored (messages are published once
+// stored), so nothing is missed.
+type Watch struct {
+	// C delivers the ids of conversations that got a message.
+	C     <-chan string
+	c     chan string
+	login string
+	keys  []string
+	hub   *LocalHub
+}
+
+// watchQueue is how many conversation ids a watch holds for its stream.
+const watchQueue = 16
+
+func userKey(login string) string { return "user:" + login }
+
+func (w *Watch) notify(conversation, author string) {
+	if author == w.login {
+		return // one's own message leaves nothing unread
+	}
+	select {
+	case w.c <- conversation:
+	default:
+	}
+}
+
+// Close stops the watch.
+func (w *Watch) Close() { w.hub.unwatch(w) }
+
+// Watch starts hearing the messages of conversations (rooms; DMs are heard
+// through login's own key, whatever the list says).
+func (h *LocalHub) Watch(conversations []string, login string) *Watch {
+	w := &Watch{c: make(chan string, watchQueue), login: login, hub: h}
+	w.C = w.c
+	w.keys = append(w.keys, userKey(login))
+	for _, c := range conversations {
+		if !strings.HasPrefix(c, "dm:") {
+			w.keys = append(w.keys, c)
+		}
+	}
+	h.mu.Lock()
+	for _, k := range w.keys {
+		if h.watches[k] == nil {
+			h.watches[k] = map[*Watch]struct{}{}
+		}
+		h.watches[k][w] = struct{}{}
+	}
+	h.mu.Unlock()
+	return w
+}
+
+func (h *LocalHub) unwatch(w *Watch) {
+	h.mu.Lock()
+	for _, k := range w.keys {
+		delete(h.watches[k], w)
+		if len(h.watches[k]) == 0 {
+			delete(h.watches, k)
+		}
+	}
+	h.mu.Unlock()
 }
 
 // Subscribe starts receiving the events of room, for who.

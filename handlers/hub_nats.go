@@ -126,6 +126,12 @@ func (h *NATSHub) Subscribe(room string, who Subscriber) *Subscription {
 	return h.local.Subscribe(room, who)
 }
 
+// Watch hears conversations' messages from every instance: they all reach
+// every instance already (one subject), so it is local.
+func (h *NATSHub) Watch(conversations []string, login string) *Watch {
+	return h.local.Watch(conversations, login)
+}
+
 // EndStreams ends this instance's matching subscriptions at once and asks
 // the others through NATS. Like an event, it is at-most-once for them: an
 // error (or a broker away for longer than NATS buffers) means a stream

@@ -1,4 +1,5 @@
-// This file owns posting messages and reading older pages of a room.
+// This file owns posting messages and reading older pages of a
+// conversation, a room or a DM alike.
 package handlers
 
 import (
@@ -19,38 +20,50 @@ import (
 
 var zeroID gocql.UUID
 
-// olderLink is the link to the page before msgs, or "" at the room's start.
-func olderLink(room string, msgs []store.Message, more bool) string {
+// olderLink is the link to the page before msgs in the conversation at
+// base, or "" at its start.
+func olderLink(base string, msgs []store.Message, more bool) string {
 	if !more || len(msgs) == 0 {
 		return ""
 	}
-	return roomURL(room) + "/messages?before=" + url.QueryEscape(msgs[0].ID.String())
+	return base + "/messages?before=" + url.QueryEscape(msgs[0].ID.String())
 }
 
 func (s *Server) postMessage(c echo.Context) error {
-	r, err := s.roomOr404(c)
+	cv, err := s.conversationOf(c)
 	if err != nil {
 		return err
 	}
 	me := mustUser(c)
+	inConversation(c, cv.Place.Conversation())
 	content := c.FormValue("content")
 	clientID := c.FormValue("client_id")
 	if !validClientID(clientID) {
 		return echo.NewHTTPError(http.StatusBadRequest, "This message form is broken. Reload the page and send again.")
 	}
-	m, err := s.recent.post(c.Request().Context(), postKey{author: me.Login, room: r.Name, clientID: clientID}, func(ctx context.Context) (store.Message, error) {
-		return s.post(ctx, r, func() (store.Message, error) { return s.db.DraftMessage(r, me, content) })
+	m, err := s.recent.post(c.Request().Context(), postKey{author: me.Login, room: cv.ID, clientID: clientID}, func(ctx context.Context) (store.Message, error) {
+		m, err := s.post(ctx, cv.Place, func() (store.Message, error) { return s.db.DraftMessage(cv.Place, me, content) })
+		if err == nil && cv.DM != nil {
+			// The message is stored and published; a list that misses it
+			// is set right by the next message, so this is not an error
+			// (a retry would store the message twice).
+			if lerr := s.db.RecordDMMessage(ctx, *cv.DM, m); lerr != nil {
+				s.log.Warn("dm list", "dm", cv.ID, "err", lerr)
+			}
+		}
+		return m, err
 	})
 	if errors.Is(err, store.ErrInvalid) {
 		f := withErrors(views.Form{Values: map[string]string{"content": content, "client_id": clientID}, Errors: map[string]string{}}, err)
 		if isHTMX(c) {
 			return s.renderRaw(c, http.StatusUnprocessableEntity, views.ComposerRejected(f))
 		}
-		v := views.RoomView{Room: r, Viewer: me, Participant: true, Creator: r.CreatorLogin == me.Login, Composer: f, Now: time.Now()}
-		if v.Messages, v.Older, v.After, err = s.latest(c, r); err != nil {
+		v := s.roomView(c, cv)
+		v.Composer, v.Now = f, time.Now()
+		if v.Messages, v.Older, v.After, err = s.latest(c, cv); err != nil {
 			return err
 		}
-		return s.render(c, http.StatusUnprocessableEntity, views.Page{Title: r.DisplayName, Room: r.Name, Composer: true}, views.RoomPage(v))
+		return s.render(c, http.StatusUnprocessableEntity, views.Page{Title: cv.Title, Room: cv.ID, Composer: true}, views.RoomPage(v))
 	}
 	if err != nil {
 		return err
@@ -60,7 +73,7 @@ func (s *Server) postMessage(c echo.Context) error {
 		// the same element (same id) and the page keeps only one.
 		return s.renderRaw(c, http.StatusOK, views.Posted(m, newClientID()))
 	}
-	return c.Redirect(http.StatusSeeOther, roomURL(r.Name)+"#latest")
+	return c.Redirect(http.StatusSeeOther, cv.URL+"#latest")
 }
 
 // newClientID is a composer's one-time id: 128 random bits.
@@ -83,7 +96,7 @@ func validClientID(id string) bool {
 }
 
 // postKey names one message a person meant to send: the composer's
-// client_id, by this author, in this room.
+// client_id, by this author, in this conversation (room is its id).
 type postKey struct {
 	author, room, clientID string
 }
@@ -189,35 +202,37 @@ func (rp *recentPosts) expireLocked(now time.Time) {
 }
 
 // post drafts a message (giving it its id, in order), stores it, and
-// publishes it once every message drafted before it in the room is settled.
+// publishes it once every message drafted before it in the conversation
+// is settled.
 // It renders the message here, outside the sequencer's lock, once for all
 // the live streams. The draft's error is returned as it is.
-func (s *Server) post(ctx context.Context, r store.Room, draft func() (store.Message, error)) (store.Message, error) {
-	sl, err := s.seq.reserve(r.Name, draft)
+func (s *Server) post(ctx context.Context, in store.Place, draft func() (store.Message, error)) (store.Message, error) {
+	sl, err := s.seq.reserve(in.Conversation().ID, draft)
 	if err != nil {
 		return store.Message{}, err
 	}
-	if err := s.db.SaveMessage(ctx, r, sl.msg); err != nil {
+	if err := s.db.SaveMessage(ctx, in, sl.msg); err != nil {
 		s.seq.finish(sl, false)
 		return store.Message{}, err
 	}
-	sl.html, _ = renderString(ctx, views.MessageItem(sl.msg)) // publish renders again (and logs) if this failed
+	sl.html, _ = renderString(views.WithMembers(ctx, in.Conversation().Members), views.MessageItem(sl.msg)) // publish renders again (and logs) if this failed
 	s.seq.finish(sl, true)
+	s.recordMentions(ctx, in.Conversation(), sl.msg)
 	return sl.msg, nil
 }
 
-// latest is the newest page of a room, the link to the page before, and
+// latest is the newest page of a conversation, the link to the page before, and
 // where the page's live stream starts. The page shows only what lies below
 // the room's bound (see sequencer), and its stream starts just below the
 // bound, so a message still being written when the page was read is
 // neither lost nor shown twice.
-func (s *Server) latest(c echo.Context, r store.Room) (msgs []store.Message, older, after string, err error) {
-	bound := s.seq.bound(r.Name)
-	msgs, more, err := s.db.MessagesBefore(c.Request().Context(), r, zeroID, messagesPerPage)
+func (s *Server) latest(c echo.Context, cv conversation) (msgs []store.Message, older, after string, err error) {
+	bound := s.seq.bound(cv.ID)
+	msgs, more, err := s.db.MessagesBefore(c.Request().Context(), cv.Place, zeroID, messagesPerPage)
 	if err != nil {
 		return nil, "", "", err
 	}
-	older = olderLink(r.Name, msgs, more)
+	older = olderLink(cv.URL, msgs, more)
 	shown := msgs[:0]
 	for _, m := range msgs {
 		if s.beforeBound(m.ID, bound) {
@@ -239,22 +254,23 @@ func (s *Server) olderMessages(c echo.Context) error {
 	if err != nil {
 		return echo.NewHTTPError(http.StatusBadRequest, "The link to older messages is malformed.")
 	}
-	r, err := s.roomOr404(c)
+	cv, err := s.conversationOf(c)
 	if err != nil {
 		return err
 	}
-	if !r.HasParticipant(mustUser(c).Login) {
+	if !cv.member(mustUser(c).Login) {
 		return store.ErrNotParticipant
 	}
-	msgs, more, err := s.db.MessagesBefore(c.Request().Context(), r, before, messagesPerPage)
+	inConversation(c, cv.Place.Conversation())
+	msgs, more, err := s.db.MessagesBefore(c.Request().Context(), cv.Place, before, messagesPerPage)
 	if err != nil {
 		return err
 	}
-	v := views.OlderMessages{Room: r.Name, Title: r.DisplayName, Messages: msgs, Older: olderLink(r.Name, msgs, more), Now: time.Now()}
+	v := views.OlderMessages{Room: cv.ID, URL: cv.URL, Title: cv.Title, DM: cv.DM != nil, Messages: msgs, Older: olderLink(cv.URL, msgs, more), Now: time.Now()}
 	if isHTMX(c) {
 		return s.renderRaw(c, http.StatusOK, views.OlderPage(v))
 	}
-	return s.render(c, http.StatusOK, views.Page{Title: r.DisplayName + ": older messages", Room: r.Name}, views.OlderView(v))
+	return s.render(c, http.StatusOK, views.Page{Title: cv.Title + ": older messages", Room: cv.ID}, views.OlderView(v))
 }
 
 // sequencer publishes each room's messages in the order of their ids, even

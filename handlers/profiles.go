@@ -16,7 +16,13 @@ func (s *Server) showUser(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	p := views.Profile{User: u, Own: u.Login == mustUser(c).Login}
+	me := mustUser(c)
+	p := views.Profile{User: u, Own: u.Login == me.Login}
+	if !p.Own {
+		if address, err := store.DMAddress([]string{me.Login, u.Login}); err == nil {
+			p.MessageURL = dmURL(address)
+		}
+	}
 	if isHTMX(c) {
 		return s.renderRaw(c, http.StatusOK, views.HoverCard(p))
 	}

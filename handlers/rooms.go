@@ -113,20 +113,33 @@ func (s *Server) roomOr404(c echo.Context) (store.Room, error) {
 	return r, err
 }
 
+// showRoom is the page of a room or a DM: its latest messages, composer
+// and live stream for members; a room's header and Join button for others.
 func (s *Server) showRoom(c echo.Context) error {
-	r, err := s.roomOr404(c)
+	cv, err := s.conversationOf(c)
 	if err != nil {
 		return err
 	}
-	me := mustUser(c)
-	v := views.RoomView{Room: r, Viewer: me, Participant: r.HasParticipant(me.Login), Creator: r.CreatorLogin == me.Login, Now: time.Now()}
+	v := s.roomView(c, cv)
+	v.Now = time.Now()
 	if v.Participant {
-		if v.Messages, v.Older, v.After, err = s.latest(c, r); err != nil {
+		inConversation(c, cv.Place.Conversation())
+		if c.QueryParam("at") != "" {
+			err = s.around(c, cv.Place, cv.URL, &v)
+		} else {
+			v.Messages, v.Older, v.After, err = s.latest(c, cv)
+		}
+		if err != nil {
 			return err
 		}
+		// The marker is read before this page marks read: the divider
+		// goes above what was new when the page opened.
+		me := mustUser(c)
+		marker := s.markShown(c.Request().Context(), me.Login, cv.Place.Conversation(), v.Messages)
+		v.FirstUnread = firstUnread(v.Messages, marker, me.Login)
 		v.Composer = views.Form{Values: map[string]string{"client_id": newClientID()}}
 	}
-	return s.render(c, http.StatusOK, views.Page{Title: r.DisplayName, Room: r.Name, Composer: v.Participant}, views.RoomPage(v))
+	return s.render(c, http.StatusOK, views.Page{Title: cv.Title, Room: cv.ID, Composer: v.Participant}, views.RoomPage(v))
 }
 
 func (s *Server) joinRoom(c echo.Context) error {

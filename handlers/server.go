@@ -180,9 +180,26 @@ func (s *Server) Register(e *echo.Echo) {
 	auth.POST("/rooms/:room/join", s.joinRoom, membership)
 	auth.POST("/rooms/:room/leave", s.leaveRoom, membership)
 	auth.POST("/rooms/:room/delete", s.deleteRoom)
-	auth.POST("/rooms/:room/messages", s.postMessage, s.limitUser(s.limits.messages, "sending messages"))
+	sending := s.limitUser(s.limits.messages, "sending messages")
+	auth.POST("/rooms/:room/messages", s.postMessage, sending)
 	auth.GET("/rooms/:room/messages", s.olderMessages)
 	auth.GET("/rooms/:room/events", s.roomEvents)
+	// A DM is served by the room handlers (see conversationOf); its
+	// address has one spelling, to which the others redirect.
+	auth.GET("/dm", s.listDMs)
+	auth.GET("/dm/new", s.newDM)
+	auth.POST("/dm", s.startDM)
+	auth.GET("/dm/new/suggestions", s.suggestPeople)
+	auth.GET("/dm/:logins", s.showRoom, canonicalDM)
+	auth.GET("/dm/:logins/messages", s.olderMessages, canonicalDM)
+	auth.POST("/dm/:logins/messages", s.postMessage, canonicalDM, sending)
+	auth.GET("/dm/:logins/events", s.roomEvents, canonicalDM)
+	auth.POST("/rooms/:room/read", s.markRoomRead)
+	auth.GET("/rooms/:room/members", s.roomMembers)
+	auth.GET("/sidebar", s.showSidebar)
+	auth.GET("/mentions", s.listMentions)
+	auth.POST("/dm/:logins/read", s.markRoomRead, canonicalDM)
+	auth.GET("/dm/:logins/members", s.roomMembers, canonicalDM)
 }
 
 // secureKey marks, in a request's context, a request that came over TLS.
@@ -270,7 +287,12 @@ func (s *Server) render(c echo.Context, status int, page views.Page, body templ.
 func (s *Server) renderRaw(c echo.Context, status int, comp templ.Component) error {
 	var buf bytes.Buffer
 	c.Response().Header().Add("Vary", "HX-Request")
-	if err := comp.Render(views.WithCSRF(c.Request().Context(), csrfToken(c)), &buf); err != nil {
+	ctx := views.WithCSRF(c.Request().Context(), csrfToken(c))
+	if u, ok := currentUser(c); ok {
+		// Rendered for this person alone: their mentions are highlighted.
+		ctx = views.WithViewer(ctx, u.Login)
+	}
+	if err := comp.Render(ctx, &buf); err != nil {
 		return fmt.Errorf("render: %w", err)
 	}
 	return c.HTMLBlob(status, buf.Bytes())
@@ -289,6 +311,12 @@ func (s *Server) fillPage(c echo.Context, page views.Page) views.Page {
 			} else {
 				s.log.Warn("sidebar: read my rooms", "login", u.Login, "err", err)
 			}
+		}
+		if page.DMs == nil {
+			page.DMs = s.sidebarDMs(c, u.Login)
+		}
+		if page.Unread == nil {
+			s.fillUnread(c.Request().Context(), &page, u.Login)
 		}
 	}
 	if page.Notice == "" {

@@ -137,8 +137,10 @@
   function onListScroll() {
     var list = messagesList();
     if (!list) return;
+    var was = stuck;
     stuck = gapBelow(scrollBox(list)) <= NEAR_BOTTOM_PX;
     if (stuck && unseen) setUnseen(0);
+    if (stuck && !was) messagesSeen();
   }
 
   // Messages appended at the end of the list (whatever swapped them in).
@@ -401,6 +403,7 @@
     }
     localTimes(list);
     regroup(list);
+    highlightMyMentions(list);
     if (pending) {
       applyPending();
     } else if (anchor && anchor.isConnected) {
@@ -408,6 +411,7 @@
       if (moved) list.scrollTop += moved;
     }
     arrived(appended);
+    if (appended) messagesSeen();
   }
 
   var observed = null;
@@ -744,10 +748,282 @@
     if (bad) bad.focus();
   });
 
+  // ---------------------------------------------------------------------------
+  // 11. Unread state.
+  //    a) Marking read: while the tab is visible and the reader is at the
+  //       bottom of #messages, the newest message there is read: POST
+  //       <conversation>/read with its id, at most one POST per
+  //       MARK_EVERY_MS (the last one waits for the interval, so the newest
+  //       id always goes). A full page load marks read on the server, so
+  //       this only follows live messages. The server keeps the newest
+  //       marker whatever order two tabs send theirs in.
+  //    b) The sidebar (#sidebar-lists) and the "(N) " of the title are
+  //       refreshed from GET /sidebar, at most once per SIDEBAR_EVERY_MS:
+  //       when the page's stream says another conversation got a message
+  //       ("event: unread", data = its id), when a message arrives here
+  //       that is not read at once (tab hidden, reader scrolled up), and
+  //       after marking read a conversation the sidebar shows as unread.
+  // ---------------------------------------------------------------------------
+  var MARK_EVERY_MS = 2000;
+  var SIDEBAR_EVERY_MS = 1000;
+
+  // conversationURL is the open conversation's address ("/rooms/x",
+  // "/dm/a+b"), taken from its live stream's URL.
+  function conversationURL() {
+    var el = streamElement();
+    var src = el && (el.getAttribute("hx-sse:connect") || el.getAttribute("data-hx-sse:connect"));
+    if (!src) return null;
+    return src.replace(/\/events(\?.*)?$/, "");
+  }
+
+  function newestMessageID() {
+    var list = messagesList();
+    if (!list) return null;
+    var msgs = list.querySelectorAll(":scope > li.message[id^='msg-']");
+    return msgs.length ? msgs[msgs.length - 1].id.slice(4) : null;
+  }
+
+  function metaCSRF() {
+    var meta = document.querySelector('meta[name="csrf-token"]');
+    return meta ? meta.getAttribute("content") || "" : "";
+  }
+
+  // throttled runs fn at most once per ms; a call within the interval runs
+  // it once at the interval's end.
+  function throttled(fn, ms) {
+    var last = 0, timer = null;
+    return function () {
+      if (timer) return;
+      var wait = Math.max(0, last + ms - Date.now());
+      timer = setTimeout(function () {
+        timer = null;
+        last = Date.now();
+        fn();
+      }, wait);
+    };
+  }
+
+  var markedID = null;
+
+  function sidebarEntry(url) {
+    var lists = document.getElementById("sidebar-lists");
+    if (!lists || !url) return null;
+    var links = lists.querySelectorAll("a[data-unread]");
+    for (var i = 0; i < links.length; i++) {
+      var href = (links[i].getAttribute("href") || "").replace(/#.*$/, "");
+      if (href === url) return links[i];
+    }
+    return null;
+  }
+
+  var markRead = throttled(function () {
+    var url = conversationURL(), id = newestMessageID();
+    if (!url || !id || id === markedID || document.hidden || !stuck) return;
+    markedID = id;
+    var body = new URLSearchParams();
+    body.set("id", id);
+    fetch(url + "/read", {
+      method: "POST", credentials: "same-origin", body: body,
+      headers: { "X-CSRF-Token": metaCSRF(), "HX-Request": "true" }
+    }).then(function (resp) {
+      var entry = sidebarEntry(url);
+      if (resp.ok && entry && entry.getAttribute("data-unread") !== "0") refreshSidebar();
+    }, function () {
+      markedID = null; // try again with the next message
+    });
+  }, MARK_EVERY_MS);
+
+  // messagesSeen: new messages are in #messages, or the reader reached the
+  // bottom, or came back to the tab.
+  function messagesSeen() {
+    if (!conversationURL()) return;
+    if (!document.hidden && stuck) {
+      markRead();
+    } else {
+      refreshSidebar();
+    }
+  }
+
+  document.addEventListener("visibilitychange", function () {
+    if (!document.hidden) messagesSeen();
+  });
+
+  var refreshSidebar = throttled(function () {
+    fetch("/sidebar", { credentials: "same-origin", headers: { "HX-Request": "true" } }).then(function (resp) {
+      return resp.ok ? resp.text() : null;
+    }).then(function (html) {
+      if (!html) return;
+      var tpl = document.createElement("template");
+      tpl.innerHTML = html;
+      var fresh = tpl.content.getElementById("sidebar-lists");
+      var old = document.getElementById("sidebar-lists");
+      if (!fresh || !old) return;
+      old.replaceWith(fresh);
+      var n = parseInt(fresh.getAttribute("data-unread-conversations") || "0", 10);
+      var bare = document.title.replace(/^\(\d+\) /, "");
+      document.title = n > 0 ? "(" + n + ") " + bare : bare;
+    }, function () {});
+  }, SIDEBAR_EVERY_MS);
+
+  // The stream's "event: unread": another conversation got a message.
+  document.addEventListener("unread", function () {
+    refreshSidebar();
+  });
+
+  // ---------------------------------------------------------------------------
+  // 12. Mentions of the reader. A message is rendered once for every reader
+  //     of the live stream, so it cannot know who reads it: each mention is
+  //     <a class="mention" data-login="...">, the body says who the reader
+  //     is (data-viewer), and the reader's own get class "mention-me" here
+  //     (pages rendered for one reader come with it already).
+  // ---------------------------------------------------------------------------
+  function highlightMyMentions(root) {
+    var me = document.body && document.body.getAttribute("data-viewer");
+    if (!me || !root) return;
+    var links = root.querySelectorAll("a.mention:not(.mention-me)");
+    for (var i = 0; i < links.length; i++) {
+      if (links[i].getAttribute("data-login") === me) links[i].classList.add("mention-me");
+    }
+  }
+
+  // ---------------------------------------------------------------------------
+  // 13. "@" suggestions in the composer: typing "@" and the start of a
+  //     login asks <conversation>/members?q= (debounced); the answer lists
+  //     members under the text box; Up/Down choose, Enter or Tab (or a
+  //     click) put "@login " in the text, Escape closes. Without JavaScript
+  //     the composer is plain text, and "@login" still links when sent.
+  // ---------------------------------------------------------------------------
+  var SUGGEST_DELAY_MS = 200;
+  var suggestTimer = null, suggestSeq = 0;
+
+  function mentionAtCaret(box) {
+    var before = box.value.slice(0, box.selectionStart);
+    var m = /(^|[^\w@.+-])@([a-zA-Z0-9_.-]{0,31})$/.exec(before);
+    return m ? { start: before.length - m[2].length - 1, query: m[2] } : null;
+  }
+
+  function suggestions() {
+    return document.getElementById("mention-suggestions");
+  }
+
+  function closeSuggestions() {
+    var list = suggestions();
+    if (list) list.remove();
+    var box = composerBox();
+    if (box) box.removeAttribute("aria-activedescendant");
+  }
+
+  function membersURL() {
+    var f = composer();
+    var action = f && f.getAttribute("action");
+    return action ? action.replace(/\/messages$/, "/members") : null;
+  }
+
+  function askSuggestions() {
+    var box = composerBox(), url = membersURL();
+    var at = box && mentionAtCaret(box);
+    if (!at || !url) {
+      closeSuggestions();
+      return;
+    }
+    var mine = ++suggestSeq;
+    fetch(url + "?q=" + encodeURIComponent(at.query), {
+      credentials: "same-origin", headers: { "HX-Request": "true" }
+    }).then(function (resp) {
+      return resp.ok ? resp.text() : "";
+    }).then(function (html) {
+      if (mine !== suggestSeq) return; // a newer question was asked
+      closeSuggestions();
+      var tpl = document.createElement("template");
+      tpl.innerHTML = html;
+      var list = tpl.content.getElementById("mention-suggestions");
+      if (!list || !list.children.length) return;
+      var row = composer().querySelector(".composer-row");
+      row.parentNode.insertBefore(list, row);
+      box.setAttribute("aria-activedescendant", list.children[0].id);
+    }, function () {});
+  }
+
+  function moveSuggestion(step) {
+    var list = suggestions();
+    var opts = list ? list.children : [];
+    var cur = 0;
+    for (var i = 0; i < opts.length; i++) {
+      if (opts[i].getAttribute("aria-selected") === "true") cur = i;
+      opts[i].setAttribute("aria-selected", "false");
+    }
+    var next = (cur + step + opts.length) % opts.length;
+    opts[next].setAttribute("aria-selected", "true");
+    composerBox().setAttribute("aria-activedescendant", opts[next].id);
+  }
+
+  function pickSuggestion(opt) {
+    var box = composerBox();
+    var at = box && mentionAtCaret(box);
+    if (!opt || !at) return closeSuggestions();
+    var login = opt.getAttribute("data-login");
+    var after = box.value.slice(box.selectionStart);
+    box.value = box.value.slice(0, at.start) + "@" + login + " " + after;
+    var caret = at.start + login.length + 2;
+    box.setSelectionRange(caret, caret);
+    closeSuggestions();
+    box.focus();
+  }
+
+  document.addEventListener("input", function (evt) {
+    if (!evt.target || evt.target.id !== "content") return;
+    clearTimeout(suggestTimer);
+    if (!mentionAtCaret(evt.target)) {
+      closeSuggestions();
+      return;
+    }
+    suggestTimer = setTimeout(askSuggestions, SUGGEST_DELAY_MS);
+  });
+
+  // Capture phase: runs before the composer's Enter-sends handler.
+  document.addEventListener("keydown", function (evt) {
+    if (!evt.target || evt.target.id !== "content" || !suggestions()) return;
+    var key = evt.key;
+    if (key === "ArrowDown" || key === "ArrowUp") {
+      moveSuggestion(key === "ArrowDown" ? 1 : -1);
+    } else if ((key === "Enter" || key === "Tab") && !evt.shiftKey && !evt.isComposing) {
+      pickSuggestion(suggestions().querySelector('[aria-selected="true"]'));
+    } else if (key === "Escape") {
+      closeSuggestions();
+    } else {
+      return;
+    }
+    evt.preventDefault();
+    evt.stopPropagation();
+  }, true);
+
+  document.addEventListener("mousedown", function (evt) {
+    var opt = evt.target && evt.target.closest && evt.target.closest("#mention-suggestions [role=option]");
+    if (!opt) return;
+    evt.preventDefault(); // keep the focus in the text box
+    pickSuggestion(opt);
+  });
+
+  document.addEventListener("htmx:config:request", function (evt) {
+    if (isComposerRequest(evt.detail && evt.detail.ctx)) closeSuggestions();
+  });
+
+  // A page opened on one message (?at=, from the list of mentions) shows it
+  // in the middle, not the newest at the bottom.
+  function openAtMessage() {
+    var target = document.querySelector("#messages > li.message.highlight");
+    if (!target) return false;
+    target.scrollIntoView({ block: "center" });
+    var list = messagesList();
+    stuck = list ? gapBelow(scrollBox(list)) <= NEAR_BOTTOM_PX : false;
+    return true;
+  }
+
   function onReady() {
     watchMessages();
     checkDeletedNotice();
-    toBottom();
+    highlightMyMentions(document);
+    if (!openAtMessage()) toBottom();
     var box = composerBox();
     if (box && box.value) grow(box);
     focusComposerOnOpen();

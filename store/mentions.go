@@ -30,17 +30,38 @@ const (
 // address or another word.
 var mentionToken = regexp.MustCompile(`(?:^|[^\w@.+-])@([a-zA-Z0-9][a-zA-Z0-9_.-]{1,40})`)
 
+// MentionSpan is where a message's text mentions a member: the byte range
+// [Start, End) of "@login" as typed, and the member's login.
+type MentionSpan struct {
+	Start, End int
+	Login      string
+}
+
+// MentionSpans returns every mention of a member in content, in order
+// (repeats included), so that a reader shows exactly what Mentioned
+// records. Trailing ".", "_" and "-" end a sentence, not a login.
+func MentionSpans(content string, members map[string]UserRef) []MentionSpan {
+	var out []MentionSpan
+	for _, loc := range mentionToken.FindAllStringSubmatchIndex(content, -1) {
+		raw := strings.TrimRight(content[loc[2]:loc[3]], "._-")
+		login := strings.ToLower(raw)
+		if _, ok := members[login]; ok {
+			out = append(out, MentionSpan{Start: loc[2] - 1, End: loc[2] + len(raw), Login: login})
+		}
+	}
+	return out
+}
+
 // Mentioned returns the logins of members that content mentions, each
 // once, in order of first mention (author included if they mention
 // themselves).
 func Mentioned(content string, members map[string]UserRef) []string {
 	var out []string
 	seen := map[string]bool{}
-	for _, m := range mentionToken.FindAllStringSubmatch(content, -1) {
-		login := strings.ToLower(strings.TrimRight(m[1], "._-"))
-		if _, ok := members[login]; ok && !seen[login] {
-			seen[login] = true
-			out = append(out, login)
+	for _, m := range MentionSpans(content, members) {
+		if !seen[m.Login] {
+			seen[m.Login] = true
+			out = append(out, m.Login)
 		}
 	}
 	return out
@@ -109,27 +130,56 @@ func (s *Store) Mentions(ctx context.Context, login string, before gocql.UUID, n
 // than login's marker there (markers as Markers returns them), from this
 // month and the last; each count stops at MaxUnread.
 func (s *Store) UnreadMentions(ctx context.Context, login string, markers map[string]gocql.UUID) (map[string]int, error) {
+	recent, err := s.recentMentions(ctx, login)
+	if err != nil {
+		return nil, err
+	}
+	return countMentions(recent, markers, nil), nil
+}
+
+// mentionRef is where a mention was made: its conversation and message.
+type mentionRef struct {
+	conversation string
+	id           gocql.UUID
+}
+
+// recentMentions reads the mentions of login from this month and the last:
+// two bounded partition reads, whatever the number of conversations.
+func (s *Store) recentMentions(ctx context.Context, login string) ([]mentionRef, error) {
 	now := s.Now().UTC()
 	since := gocql.MinTimeUUID(time.Date(now.Year(), now.Month()-1, 1, 0, 0, 0, 0, time.UTC))
-	out := map[string]int{}
+	var out []mentionRef
 	for _, month := range []time.Time{now, since.Time()} {
 		q, err := s.query(ctx, selectMentionsSince, login, monthOf(month), since, mentionScan)
 		if err != nil {
 			return nil, err
 		}
 		iter := q.Iter()
-		var (
-			conv string
-			id   gocql.UUID
-		)
-		for iter.Scan(&conv, &id) {
-			if Later(id, markers[conv]) && out[conv] < MaxUnread {
-				out[conv]++
-			}
+		var m mentionRef
+		for iter.Scan(&m.conversation, &m.id) {
+			out = append(out, m)
 		}
 		if err := iter.Close(); err != nil {
 			return nil, s.fail("count mentions of "+login, err)
 		}
 	}
 	return out, nil
+}
+
+// countMentions counts the mentions newer than the marker of their
+// conversation, each count stopping at MaxUnread; with only set, only in
+// those conversations.
+func countMentions(recent []mentionRef, markers map[string]gocql.UUID, only map[string]time.Time) map[string]int {
+	out := map[string]int{}
+	for _, m := range recent {
+		if only != nil {
+			if _, ok := only[m.conversation]; !ok {
+				continue
+			}
+		}
+		if Later(m.id, markers[m.conversation]) && out[m.conversation] < MaxUnread {
+			out[m.conversation]++
+		}
+	}
+	return out
 }

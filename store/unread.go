@@ -7,6 +7,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -20,6 +21,7 @@ const (
 	// they arrive in, with no read first and no LWT.
 	updateMarker  = `UPDATE read_markers USING TIMESTAMP ? SET marker = ? WHERE login = ? AND conversation = ?`
 	selectMarkers = `SELECT conversation, marker FROM read_markers WHERE login = ?`
+	selectMarker  = `SELECT marker FROM read_markers WHERE login = ? AND conversation = ?`
 	updateHead    = `UPDATE conversation_heads USING TIMESTAMP ? SET head = ? WHERE conversation = ?`
 	selectHeads   = `SELECT conversation, head FROM conversation_heads WHERE conversation IN ?`
 
@@ -32,6 +34,11 @@ const (
 	// are read and skipped, so it is larger than MaxUnread.
 	unreadScan = 1000
 )
+
+// unknownStart stands for the start of a conversation whose start the
+// caller does not have (a sidebar knows its rooms' names only): before any
+// message this project can have written.
+var unknownStart = time.Unix(0, 0)
 
 // writeTime is the write timestamp that makes a marker or head monotonic:
 // the id's own time in microseconds.
@@ -63,6 +70,20 @@ func (s *Store) Markers(ctx context.Context, login string) (map[string]gocql.UUI
 		return nil, s.fail("read markers of "+login, err)
 	}
 	return out, nil
+}
+
+// Marker returns login's read marker in conversation, or the zero UUID if
+// login has read nothing there yet.
+func (s *Store) Marker(ctx context.Context, login, conversation string) (gocql.UUID, error) {
+	q, err := s.query(ctx, selectMarker, login, conversation)
+	if err != nil {
+		return gocql.UUID{}, err
+	}
+	var id gocql.UUID
+	if err := q.Scan(&id); err != nil && !errors.Is(err, gocql.ErrNotFound) {
+		return gocql.UUID{}, s.fail("read marker of "+login, err)
+	}
+	return id, nil
 }
 
 // setHead records id as conversation's latest message, unless a newer one
@@ -98,8 +119,13 @@ func (s *Store) Heads(ctx context.Context, conversations []string) (map[string]g
 
 // UnreadCount is how many messages of conversation after the marker (and
 // after since, the conversation's start) were written by someone other
-// than login and are not system messages; it stops at MaxUnread.
+// than login and are not system messages; it stops at MaxUnread. A zero
+// since means the start is not known: the marker alone bounds the count
+// (a deleted room's messages are deleted with it).
 func (s *Store) UnreadCount(ctx context.Context, login, conversation string, since time.Time, marker gocql.UUID) (int, error) {
+	if since.IsZero() {
+		since = unknownStart
+	}
 	after := marker
 	if floor := gocql.MinTimeUUID(since.Add(-time.Millisecond)); marker == (gocql.UUID{}) || Later(floor, marker) {
 		after = floor
@@ -144,32 +170,57 @@ func (s *Store) UnreadCount(ctx context.Context, login, conversation string, sin
 // bounded count, concurrently, for only those whose head is past the marker.
 // Conversations with nothing unread are in the map with 0.
 func (s *Store) Unread(ctx context.Context, login string, conversations map[string]time.Time) (map[string]int, error) {
+	st, err := s.unreadState(ctx, login, conversations, false)
+	return st.Unread, err
+}
+
+// UnreadState is a person's unread messages and unread mentions, by
+// conversation id.
+type UnreadState struct {
+	Unread, Mentions map[string]int
+}
+
+// UnreadState is Unread and, from the same markers, the unread mentions in
+// those conversations (see UnreadMentions). Its statements do not depend
+// on how many conversations there are: the markers (one partition), the
+// heads (one IN query) and the mentions (two partitions) are read at once,
+// then only the unread conversations are counted, concurrently.
+func (s *Store) UnreadState(ctx context.Context, login string, conversations map[string]time.Time) (UnreadState, error) {
+	return s.unreadState(ctx, login, conversations, true)
+}
+
+func (s *Store) unreadState(ctx context.Context, login string, conversations map[string]time.Time, withMentions bool) (UnreadState, error) {
 	ids := make([]string, 0, len(conversations))
 	for c := range conversations {
 		ids = append(ids, c)
 	}
 	var (
-		markers, heads map[string]gocql.UUID
-		merr, herr     error
-		wg             sync.WaitGroup
+		markers, heads   map[string]gocql.UUID
+		recent           []mentionRef
+		merr, herr, rerr error
+		wg               sync.WaitGroup
 	)
 	wg.Add(2)
 	go func() { defer wg.Done(); markers, merr = s.Markers(ctx, login) }()
 	go func() { defer wg.Done(); heads, herr = s.Heads(ctx, ids) }()
-	wg.Wait()
-	if merr != nil {
-		return nil, merr
+	if withMentions {
+		wg.Add(1)
+		go func() { defer wg.Done(); recent, rerr = s.recentMentions(ctx, login) }()
 	}
-	if herr != nil {
-		return nil, herr
+	wg.Wait()
+	if err := errors.Join(merr, herr, rerr); err != nil {
+		return UnreadState{}, err
 	}
 	out := make(map[string]int, len(ids))
 	var (
 		mu    sync.Mutex
 		first error
 	)
+	// Every key is in the map before the counts start writing to it.
 	for _, c := range ids {
 		out[c] = 0
+	}
+	for _, c := range ids {
 		head, ok := heads[c]
 		if !ok || (markers[c] != gocql.UUID{} && !Later(head, markers[c])) {
 			continue
@@ -189,7 +240,11 @@ func (s *Store) Unread(ctx context.Context, login string, conversations map[stri
 	}
 	wg.Wait()
 	if first != nil {
-		return nil, first
+		return UnreadState{}, first
 	}
-	return out, nil
+	st := UnreadState{Unread: out}
+	if withMentions {
+		st.Mentions = countMentions(recent, markers, conversations)
+	}
+	return st, nil
 }

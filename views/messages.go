@@ -79,12 +79,14 @@ func splitLinks(s string) []textPart {
 const linkRel = "noopener noreferrer nofollow ugc"
 
 // messageText writes a message's text escaped, with its web addresses as
-// links that open in a new tab.
+// links that open in a new tab and "@login" of a member of the
+// conversation (see WithMembers) as a link to that person's profile.
 func messageText(s string) templ.Component {
-	return templ.ComponentFunc(func(_ context.Context, w io.Writer) error {
+	return templ.ComponentFunc(func(ctx context.Context, w io.Writer) error {
+		members, viewer := membersOf(ctx), viewerOf(ctx)
 		for _, p := range splitLinks(s) {
 			if p.href == "" {
-				if _, err := io.WriteString(w, templ.EscapeString(p.text)); err != nil {
+				if _, err := io.WriteString(w, mentionHTML(p.text, members, viewer)); err != nil {
 					return err
 				}
 				continue
@@ -96,6 +98,60 @@ func messageText(s string) templ.Component {
 		}
 		return nil
 	})
+}
+
+// mentionHTML is text escaped, with each mention of a member as a link of
+// class "mention" carrying the login in data-login. When the viewer is
+// known (a page rendered for one person) their own mentions also get
+// class "mention-me"; a message rendered once for every live stream knows
+// no viewer, and app.js adds the class from <body data-viewer>.
+func mentionHTML(text string, members map[string]store.UserRef, viewer string) string {
+	spans := store.MentionSpans(text, members)
+	if len(spans) == 0 {
+		return templ.EscapeString(text)
+	}
+	var b strings.Builder
+	last := 0
+	for _, m := range spans {
+		b.WriteString(templ.EscapeString(text[last:m.Start]))
+		class := "mention"
+		if m.Login == viewer {
+			class += " mention-me"
+		}
+		b.WriteString(`<a href="/users/` + templ.EscapeString(m.Login) + `" class="` + class + `" data-login="` +
+			templ.EscapeString(m.Login) + `">` + templ.EscapeString(text[m.Start:m.End]) + `</a>`)
+		last = m.End
+	}
+	b.WriteString(templ.EscapeString(text[last:]))
+	return b.String()
+}
+
+type membersKey struct{}
+type viewerKey struct{}
+
+// WithMembers returns a context in which messages are rendered for a
+// conversation with these members: their "@login" become links. Handlers
+// set it once they have read the conversation, so every message rendered
+// for the request (page, fragment, live event) links the same mentions.
+func WithMembers(ctx context.Context, members map[string]store.UserRef) context.Context {
+	return context.WithValue(ctx, membersKey{}, members)
+}
+
+func membersOf(ctx context.Context) map[string]store.UserRef {
+	m, _ := ctx.Value(membersKey{}).(map[string]store.UserRef)
+	return m
+}
+
+// WithViewer returns a context in which content is rendered for one
+// person: their own mentions are highlighted. Never set it for a message
+// rendered once for every reader.
+func WithViewer(ctx context.Context, login string) context.Context {
+	return context.WithValue(ctx, viewerKey{}, login)
+}
+
+func viewerOf(ctx context.Context) string {
+	v, _ := ctx.Value(viewerKey{}).(string)
+	return v
 }
 
 // groupGap is how far apart two messages of one author may be to be shown

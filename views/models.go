@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/gocql/gocql"
+
 	"github.com/killrchat/killrchat/store"
 )
 
@@ -111,6 +113,8 @@ type Profile struct {
 	User store.User
 	// Own is set when the viewer is the user.
 	Own bool
+	// MessageURL is the DM between the viewer and the user ("" on one's own).
+	MessageURL string
 }
 
 // ProfileEdit is the form to edit one's own profile and password.
@@ -139,15 +143,25 @@ type Home struct {
 	Rooms []store.Room
 }
 
-// RoomView is a room page.
+// RoomView is the page of a conversation: a room or a DM.
 type RoomView struct {
-	Room        store.Room
+	// ID is the conversation id: the room's name or the DM's "dm:" id.
+	ID string
+	// URL is the conversation's address ("/rooms/lobby", "/dm/ada+bob"):
+	// the composer, the live stream and older pages hang below it.
+	URL string
+	// Title is the room's display name or the DM's other members.
+	Title string
+	// Room is the room; zero for a DM.
+	Room store.Room
+	// DM is the DM's header; nil for a room.
+	DM          *DMHeader
 	Viewer      store.UserRef
 	Participant bool
 	Creator     bool
 	// Messages are the latest ones, oldest first.
 	Messages []store.Message
-	// Older is the link to the page before Messages, "" at the room's start.
+	// Older is the link to the page before Messages, "" at the start.
 	Older    string
 	Composer Form
 	// After is the id the live stream starts after, so nothing posted
@@ -155,16 +169,59 @@ type RoomView struct {
 	After string
 	// Now is when the page is rendered: day separators say "Today".
 	Now time.Time
+	// FirstUnread is the first message the reader had not read when the
+	// page opened (neither theirs nor a system message): the "New since
+	// your last visit" divider goes above it. Zero for none.
+	FirstUnread gocql.UUID
+	// Highlight is the message a ?at= link opened the page around.
+	Highlight gocql.UUID
+	// Newer, on a page opened around a message with newer ones below it,
+	// links to the latest messages; such a page has no live stream.
+	Newer string
+}
+
+// DMHeader is what a DM page shows above its messages.
+type DMHeader struct {
+	// Members are every member, the viewer included, sorted by login.
+	Members []store.UserRef
 }
 
 // OlderMessages is a page of older messages.
 type OlderMessages struct {
-	// Room is the room's name (key); Title its display name.
+	// Room is the conversation id; URL its address; Title its display
+	// name (see RoomView); DM is set for a DM.
 	Room     string
+	URL      string
 	Title    string
+	DM       bool
 	Messages []store.Message
 	Older    string
 	Now      time.Time
+}
+
+// Label names the conversation in sentences ("Message #lobby"): a room's
+// name after '#', a DM's other members.
+func (v RoomView) Label() string {
+	if v.DM != nil {
+		return v.Title
+	}
+	return "#" + v.Room.Name
+}
+
+// Label is RoomView.Label for a page of older messages.
+func (v OlderMessages) Label() string {
+	if v.DM {
+		return v.Title
+	}
+	return "#" + v.Room
+}
+
+// Heading is the title of a full page of older messages.
+func (v OlderMessages) Heading() string {
+	if v.DM {
+		return v.Title
+	}
+	return "#" + v.Title
 }
 
 // MessageID is the DOM id of a message element; the page and the live
@@ -182,4 +239,53 @@ func count(n int, one, many string) string {
 		return "1 " + one
 	}
 	return fmt.Sprintf("%d %s", n, many)
+}
+
+// MentionList is a page of the viewer's mentions.
+type MentionList struct {
+	Items []MentionItem
+	// Older is the link to the next, older page; "" on the last page.
+	Older string
+}
+
+// MentionItem is a message that mentions the viewer, with where it was said.
+type MentionItem struct {
+	store.Mention
+	// Place names the conversation ("#room", or the DM's other members);
+	// Link opens it around the message.
+	Place, Link string
+}
+
+// DMList is the page of a person's direct messages, most recent first.
+type DMList struct {
+	Rows []DMRow
+	Now  time.Time
+}
+
+// DMRow is one direct message in the list: who is in it and its last message.
+type DMRow struct {
+	// ID is the conversation id ("dm:ada+bob"); URL its page.
+	ID, URL string
+	// Title names the other members.
+	Title   string
+	Members []store.UserRef
+	// LastAuthor and LastExcerpt are the last message's author and first
+	// characters; LastTime its time.
+	LastAuthor  store.UserRef
+	LastExcerpt string
+	LastTime    time.Time
+	// Unread is how many messages the viewer has not read.
+	Unread int
+}
+
+// NewDM is the form to start a direct message, with people to suggest.
+type NewDM struct {
+	Form        Form
+	Suggestions []Suggestion
+}
+
+// Suggestion is a person to write to, and the DM that writing opens.
+type Suggestion struct {
+	Person store.UserRef
+	URL    string
 }

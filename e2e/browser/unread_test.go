@@ -1,0 +1,55 @@
+package browser
+
+import (
+	"fmt"
+	"testing"
+)
+
+// TestUnreadBadgesAndMentions (issue 11, items 3, 4, 7): Bob, in one room,
+// sees a badge and the title's count appear for another room when Ada
+// writes there; opening that room clears both; a mention of Bob is
+// highlighted for Bob only, also when it arrives live.
+func TestUnreadBadgesAndMentions(t *testing.T) {
+	b := begin(t)
+	a, o, here := pair(t, b, sizes[0], "Where Bob reads")
+	there := unique("there")
+	a.createRoom(there, "Where Ada writes")
+	o.joinFromRoomPage(there)
+	o.open("/rooms/" + here)
+	o.waitRoomPage(here)
+	o.waitStream()
+	if got := eval[string](o, `document.title`); got[0] == '(' {
+		t.Fatalf("title %q before anything is unread", got)
+	}
+
+	a.open("/rooms/" + there)
+	a.waitRoomPage(there)
+	a.post("news for bob " + unique("#"))
+	entry := fmt.Sprintf(`document.querySelector('#my-rooms a[href="/rooms/%s#latest"]')`, there)
+	o.waitJS("a badge for the other room", entry+` && `+entry+`.getAttribute("data-unread") === "1" && `+entry+`.querySelector(".badge.unread")`)
+	o.waitJS("the title's count", `document.title.startsWith("(1) ")`)
+	o.screenshot("badge")
+
+	// A mention of Bob, live in the room he reads.
+	a.open("/rooms/" + here)
+	a.waitRoomPage(here)
+	a.waitStream()
+	bob := eval[string](o, `document.body.getAttribute("data-viewer")`)
+	id := a.post("hey @" + bob + " look")
+	o.waitJS("the live mention, highlighted for bob", fmt.Sprintf(`(() => { const m = document.querySelector("#%s a.mention");
+		return m && m.classList.contains("mention-me") && m.getAttribute("href") === "/users/%s"; })()`, id, bob))
+	if eval[bool](a, fmt.Sprintf(`document.querySelector("#%s a.mention-me") !== null`, id)) {
+		t.Error("bob's mention is highlighted for ada")
+	}
+	if bg := eval[string](o, fmt.Sprintf(`getComputedStyle(document.querySelector("#%s a.mention")).backgroundColor`, id)); bg == "rgba(0, 0, 0, 0)" {
+		t.Error("the mention has no highlight")
+	}
+	o.screenshot("mention")
+
+	// Opening the other room clears its badge and the title's count.
+	o.click(fmt.Sprintf(`#my-rooms a[href="/rooms/%s#latest"]`, there))
+	o.waitRoomPage(there)
+	o.waitJS("the badge cleared", entry+`.getAttribute("data-unread") === "0" && !`+entry+`.querySelector(".badge.unread")`)
+	o.waitJS("the title without a count", `!document.title.startsWith("(")`)
+	o.checkConsole()
+}

@@ -1,0 +1,133 @@
+// This file owns what room and DM routes share: finding the conversation a
+// request names (conversationOf), with its address and title, and checking
+// that the person asking may see it. Pages, older pages, posts and live
+// streams of rooms and DMs go through it, so they are written once.
+package handlers
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/killrchat/killrchat/store"
+	"github.com/killrchat/killrchat/views"
+)
+
+// conversation is a room or a DM as the handlers use it.
+type conversation struct {
+	// Place is what the message functions of the store take.
+	Place store.Place
+	// ID is the conversation id: a room's name or a DM's "dm:" id. The
+	// sequencer, the hub and the streams are keyed by it.
+	ID string
+	// URL is the conversation's address ("/rooms/lobby", "/dm/ada+bob");
+	// its messages, events and read marker hang below it.
+	URL string
+	// Title names it for people: a room's display name, a DM's other members.
+	Title string
+	// Room is the room, nil for a DM; DM is the DM, nil for a room.
+	Room *store.Room
+	DM   *store.DM
+}
+
+// member reports whether login may read and post.
+func (cv conversation) member(login string) bool { return cv.Place.Conversation().Has(login) }
+
+// conversationOf reads the room (/rooms/:room...) or DM (/dm/:logins...)
+// the request names. A DM is its members' only: it returns ErrNotFound
+// for an address that is malformed, names someone without an account, or
+// does not include the current user, so an outsider learns nothing. A
+// room is returned to anyone; callers check membership (ErrNotParticipant).
+func (s *Server) conversationOf(c echo.Context) (conversation, error) {
+	if addr := c.Param("logins"); addr != "" {
+		me := mustUser(c)
+		d, err := s.db.DM(c.Request().Context(), addr)
+		if err != nil {
+			return conversation{}, err
+		}
+		cv := dmConversation(d, me.Login)
+		if !cv.member(me.Login) {
+			return conversation{}, fmt.Errorf("dm %q seen by %q: %w", d.Address, me.Login, store.ErrNotFound)
+		}
+		return cv, nil
+	}
+	r, err := s.roomOr404(c)
+	if err != nil {
+		return conversation{}, err
+	}
+	return conversation{Place: r, ID: r.Name, URL: roomURL(r.Name), Title: r.DisplayName, Room: &r}, nil
+}
+
+// conversationKey is the id of the conversation the path names, before
+// it is read (a stream subscribes first), or "" for a malformed DM address.
+func conversationKey(c echo.Context) string {
+	if addr := c.Param("logins"); addr != "" {
+		canonical, _, err := store.ParseDMAddress(addr)
+		if err != nil {
+			return ""
+		}
+		return store.DM{Address: canonical}.Conversation().ID
+	}
+	return c.Param("room")
+}
+
+// dmConversation is d as seen by login.
+func dmConversation(d store.DM, login string) conversation {
+	return conversation{Place: d, ID: d.Conversation().ID, URL: dmURL(d.Address), Title: dmTitle(d, login), DM: &d}
+}
+
+// dmURL is the page of the DM at a canonical address; its logins are valid
+// names (letters, digits, '_', '.', '-') and '+', none of which needs escaping.
+func dmURL(address string) string { return "/dm/" + address }
+
+// dmTitle names a DM after its members other than login.
+func dmTitle(d store.DM, login string) string {
+	var names []string
+	for _, m := range d.Others(login) {
+		names = append(names, m.Name())
+	}
+	if len(names) == 0 {
+		return "Notes to yourself"
+	}
+	return strings.Join(names, ", ")
+}
+
+// canonicalDM sends a DM address in another spelling (order, case,
+// repeats) to the canonical one: a 301 for GET and HEAD; other methods go
+// on with the canonical address in place. A malformed address is left for
+// conversationOf to answer 404.
+func canonicalDM(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		addr := c.Param("logins")
+		canonical, ok, err := store.ParseDMAddress(addr)
+		if err != nil || ok {
+			return next(c)
+		}
+		if m := c.Request().Method; m == http.MethodGet || m == http.MethodHead {
+			path := dmURL(canonical) + strings.TrimPrefix(c.Path(), "/dm/:logins")
+			return c.Redirect(http.StatusMovedPermanently, path+query(c))
+		}
+		names, values := c.ParamNames(), c.ParamValues()
+		for i, name := range names {
+			if name == "logins" {
+				values[i] = canonical
+			}
+		}
+		c.SetParamValues(values...)
+		return next(c)
+	}
+}
+
+// roomView is the page of cv for the current user, without its messages.
+func (s *Server) roomView(c echo.Context, cv conversation) views.RoomView {
+	me := mustUser(c)
+	v := views.RoomView{ID: cv.ID, URL: cv.URL, Title: cv.Title, Viewer: me, Participant: cv.member(me.Login)}
+	if cv.Room != nil {
+		v.Room, v.Creator = *cv.Room, cv.Room.CreatorLogin == me.Login
+	} else {
+		v.DM = &views.DMHeader{Members: cv.DM.Members}
+	}
+	return v
+}

@@ -1,0 +1,303 @@
+// This file owns unread state and mentions over HTTP: the sidebar's
+// counts on every page (and GET /sidebar, which app.js swaps in when the
+// live stream says something changed), moving a read marker, the list of
+// one's mentions, and the members the composer suggests after "@".
+package handlers
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/gocql/gocql"
+	"github.com/labstack/echo/v4"
+
+	"github.com/killrchat/killrchat/store"
+	"github.com/killrchat/killrchat/views"
+)
+
+const (
+	// mentionsPerPage is how many mentions GET /mentions shows at a time.
+	mentionsPerPage = 50
+	// maxMentionSuggestions is how many members the composer suggests after "@".
+	maxMentionSuggestions = 8
+	// markAheadSlack is how far in the future (clock skew between
+	// instances) a marker may point; further is a bad id, refused with
+	// 400 so that no one can hide their own future messages from
+	// themselves by accident or on purpose.
+	markAheadSlack = time.Minute
+)
+
+// fillUnread adds the unread and mention counts of page's rooms and DMs.
+// It runs a fixed number of statements whatever their number (see
+// store.UnreadState); a failure only logs: the sidebar is not worth an
+// error page.
+func (s *Server) fillUnread(ctx context.Context, page *views.Page, login string) {
+	convs := make(map[string]time.Time, len(page.MyRooms)+len(page.DMs))
+	for _, r := range page.MyRooms {
+		// The sidebar knows its rooms by name only; a deleted room's
+		// messages go with it, so the marker alone bounds the count.
+		convs[r] = time.Time{}
+	}
+	for _, d := range page.DMs {
+		convs[d.ID] = time.Time{}
+	}
+	if len(convs) == 0 {
+		return
+	}
+	st, err := s.db.UnreadState(ctx, login, convs)
+	if err != nil {
+		s.log.Warn("sidebar: read unread state", "login", login, "err", err)
+		return
+	}
+	page.Unread, page.Mentions = st.Unread, st.Mentions
+}
+
+// showSidebar answers GET /sidebar: the rooms and DMs with their badges,
+// for app.js to swap in. A browser that opens the URL itself is sent home,
+// where the same sidebar is.
+func (s *Server) showSidebar(c echo.Context) error {
+	if !isHTMX(c) {
+		return c.Redirect(http.StatusSeeOther, "/")
+	}
+	page := s.fillPage(c, views.Page{})
+	return s.renderRaw(c, http.StatusOK, views.Sidebar(page))
+}
+
+// markRoomRead answers POST /rooms/:room/read and /dm/:logins/read: the
+// reader has seen the conversation up to the message id in the field "id".
+func (s *Server) markRoomRead(c echo.Context) error {
+	id, err := markID(c)
+	if err != nil {
+		return err
+	}
+	cv, err := s.conversationOf(c)
+	if err != nil {
+		return err
+	}
+	return s.markRead(c, cv.Place.Conversation(), id, cv.URL+"#latest")
+}
+
+// markID is the message id a mark-read request names: a timeuuid, not
+// further in the future than clocks may disagree.
+func markID(c echo.Context) (gocql.UUID, error) {
+	id, err := store.ParseMessageID(c.FormValue("id"))
+	if err != nil || id.Time().After(time.Now().Add(markAheadSlack)) {
+		return gocql.UUID{}, echo.NewHTTPError(http.StatusBadRequest, "This is not the id of a message.")
+	}
+	return id, nil
+}
+
+// markRead moves the viewer's marker in conv up to id; back answers a
+// browser without JavaScript. An older id than the stored marker changes
+// nothing (the store writes it with the id's own time), so two tabs never
+// move it backwards.
+func (s *Server) markRead(c echo.Context, conv store.Conversation, id gocql.UUID, back string) error {
+	me := mustUser(c)
+	if !conv.Has(me.Login) {
+		return store.ErrNotParticipant
+	}
+	if err := s.db.MarkRead(c.Request().Context(), me.Login, conv.ID, id); err != nil {
+		return err
+	}
+	if isHTMX(c) {
+		return c.NoContent(http.StatusNoContent)
+	}
+	return c.Redirect(http.StatusSeeOther, back)
+}
+
+// markShown marks conv read up to the newest of msgs, the messages a full
+// page shows, unless the marker is there already; it returns the marker as
+// it was before, for the "New since your last visit" divider. A failure
+// only logs: the page is worth more than its marker.
+func (s *Server) markShown(ctx context.Context, login string, conv store.Conversation, msgs []store.Message) gocql.UUID {
+	marker, err := s.db.Marker(ctx, login, conv.ID)
+	if err != nil {
+		s.log.Warn("read marker", "conversation", conv.ID, "err", err)
+		return gocql.UUID{}
+	}
+	if len(msgs) == 0 {
+		return marker
+	}
+	if newest := msgs[len(msgs)-1].ID; store.Later(newest, marker) {
+		if err := s.db.MarkRead(ctx, login, conv.ID, newest); err != nil {
+			s.log.Warn("mark read", "conversation", conv.ID, "err", err)
+		}
+	}
+	return marker
+}
+
+// firstUnread is the first of msgs that the reader had not read: newer than
+// marker, neither their own nor a system message; zero if none, or if they
+// never read the conversation (everything would be "new").
+func firstUnread(msgs []store.Message, marker gocql.UUID, login string) gocql.UUID {
+	if marker == (gocql.UUID{}) {
+		return gocql.UUID{}
+	}
+	for _, m := range msgs {
+		if store.Later(m.ID, marker) && !m.System && m.Author.Login != login {
+			return m.ID
+		}
+	}
+	return gocql.UUID{}
+}
+
+// listMentions answers GET /mentions: the messages that mention the
+// viewer, newest first, a page at a time (?before= the oldest shown).
+func (s *Server) listMentions(c echo.Context) error {
+	var before gocql.UUID
+	if b := c.QueryParam("before"); b != "" {
+		var err error
+		if before, err = store.ParseMessageID(b); err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, "The link to older mentions is malformed.")
+		}
+	}
+	me := mustUser(c)
+	found, err := s.db.Mentions(c.Request().Context(), me.Login, before, mentionsPerPage+1)
+	if err != nil {
+		return err
+	}
+	v := views.MentionList{}
+	if len(found) > mentionsPerPage {
+		found = found[:mentionsPerPage]
+		v.Older = "/mentions?before=" + url.QueryEscape(found[len(found)-1].MessageID.String())
+	}
+	for _, m := range found {
+		place, link := mentionPlace(m, me.Login)
+		v.Items = append(v.Items, views.MentionItem{Mention: m, Place: place, Link: link})
+	}
+	return s.render(c, http.StatusOK, views.Page{Title: "Mentions"}, views.MentionsView(v))
+}
+
+// mentionPlace names a mention's conversation for login, and links to it
+// opened around the message.
+func mentionPlace(m store.Mention, login string) (place, link string) {
+	at := "?at=" + url.QueryEscape(m.MessageID.String()) + "#msg-" + m.MessageID.String()
+	if address, ok := strings.CutPrefix(m.Conversation, "dm:"); ok {
+		var others []string
+		for _, l := range strings.Split(address, "+") {
+			if l != login {
+				others = append(others, "@"+l)
+			}
+		}
+		return strings.Join(others, ", "), "/dm/" + address + at
+	}
+	return "#" + m.Conversation, roomURL(m.Conversation) + at
+}
+
+// roomMembers answers GET /rooms/:room/members?q= and
+// /dm/:logins/members?q=: the composer's suggestions after "@".
+func (s *Server) roomMembers(c echo.Context) error {
+	cv, err := s.conversationOf(c)
+	if err != nil {
+		return err
+	}
+	return s.suggestMembers(c, cv.Place.Conversation())
+}
+
+// suggestMembers renders the members of conv whose login or name starts
+// with ?q= (case-insensitive), the viewer left out, at most maxMentionSuggestions.
+func (s *Server) suggestMembers(c echo.Context, conv store.Conversation) error {
+	me := mustUser(c)
+	if !conv.Has(me.Login) {
+		return store.ErrNotParticipant
+	}
+	q := strings.ToLower(strings.TrimPrefix(strings.TrimSpace(c.QueryParam("q")), "@"))
+	var out []store.UserRef
+	for login, u := range conv.Members {
+		if login == me.Login {
+			continue
+		}
+		if strings.HasPrefix(login, q) || strings.HasPrefix(strings.ToLower(u.Firstname), q) ||
+			strings.HasPrefix(strings.ToLower(u.Lastname), q) {
+			out = append(out, u)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Login < out[j].Login })
+	if len(out) > maxMentionSuggestions {
+		out = out[:maxMentionSuggestions]
+	}
+	return s.renderRaw(c, http.StatusOK, views.MemberSuggestions(out))
+}
+
+// aroundPage is how many messages a page opened on one message shows on
+// each side of it.
+const aroundPage = messagesPerPage / 2
+
+// around fills v with the messages of in around the message ?at= names, a
+// page centred on it and the message highlighted: the list of mentions
+// links there. A page that does not reach the newest message links to it
+// instead of following the live stream. A malformed id is a 400.
+func (s *Server) around(c echo.Context, in store.Place, base string, v *views.RoomView) error {
+	at, err := store.ParseMessageID(c.QueryParam("at"))
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, "The link to this message is malformed.")
+	}
+	ctx := c.Request().Context()
+	before, moreBefore, err := s.db.MessagesBefore(ctx, in, at, aroundPage)
+	if err != nil {
+		return err
+	}
+	from := gocql.UUID{}
+	if len(before) > 0 {
+		from = before[len(before)-1].ID
+	}
+	rest, moreAfter, err := s.db.MessagesAfter(ctx, in, from, aroundPage+1)
+	if err != nil {
+		return err
+	}
+	v.Messages = append(before, rest...)
+	v.Older = olderLink(base, v.Messages, moreBefore)
+	if len(rest) > 0 && rest[0].ID == at {
+		v.Highlight = at
+	}
+	if moreAfter {
+		v.Newer = base + "#latest"
+	} else if len(v.Messages) > 0 {
+		v.After = v.Messages[len(v.Messages)-1].ID.String()
+	} else {
+		v.After = gocql.MinTimeUUID(time.Now().Add(-time.Minute)).String()
+	}
+	return nil
+}
+
+// inConversation makes every message rendered for this request link the
+// mentions of conv's members (see views.WithMembers): the page, its
+// fragments, the message a post renders once for all streams, a replay.
+func inConversation(c echo.Context, conv store.Conversation) {
+	r := c.Request()
+	c.SetRequest(r.WithContext(views.WithMembers(r.Context(), conv.Members)))
+}
+
+// recordMentions records m under every member it mentions. Only a message
+// that mentions someone costs a statement, so a plain post runs what it
+// ran before; a failure is logged, not returned: the message is stored.
+func (s *Server) recordMentions(ctx context.Context, conv store.Conversation, m store.Message) {
+	if m.System || len(store.Mentioned(m.Content, conv.Members)) == 0 {
+		return
+	}
+	if err := s.db.RecordMentions(ctx, conv, m); err != nil {
+		s.log.Warn("record mentions", "conversation", conv.ID, "err", err)
+	}
+}
+
+// watchOthers starts the watch of login's conversations other than the
+// open one: their rooms (one read of users.chat_rooms when the stream
+// opens) and, through their own key, their DMs. A failed read watches the
+// DMs only: the sidebar still refreshes on a page load.
+func (s *Server) watchOthers(ctx context.Context, login, open string) *Watch {
+	var rooms []string
+	if u, err := s.db.User(ctx, login); err == nil {
+		for _, r := range u.ChatRooms {
+			if r != open {
+				rooms = append(rooms, r)
+			}
+		}
+	} else {
+		s.log.Warn("sse: read my rooms to watch", "login", login, "err", err)
+	}
+	return s.hub.Watch(rooms, login)
+}
