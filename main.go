@@ -31,29 +31,31 @@ import (
 )
 
 type config struct {
-	addr           string
-	hosts          string
-	keyspace       string
-	replication    string
-	consistency    string
-	serial         string
-	sessionKey     string
-	secureCookies  bool
-	trustedProxies string
-	authRate       int
-	messageRate    float64
-	messageBurst   int
-	roomsPerHour   int
-	joinRate       float64
-	joinBurst      int
-	streamsPerUser int
-	streamsPerIP   int
-	maxReplays     int
-	natsURL        string
-	natsEmbed      string
-	logLevel       string
-	metricsAddr    string
-	http           handlers.HTTPLimits
+	addr             string
+	hosts            string
+	keyspace         string
+	replication      string
+	consistency      string
+	serial           string
+	sessionKey       string
+	secureCookies    bool
+	trustedProxies   string
+	authRate         int
+	messageRate      float64
+	messageBurst     int
+	roomsPerHour     int
+	joinRate         float64
+	joinBurst        int
+	sessionCacheTTL  time.Duration
+	sessionCacheSize int
+	streamsPerUser   int
+	streamsPerIP     int
+	maxReplays       int
+	natsURL          string
+	natsEmbed        string
+	logLevel         string
+	metricsAddr      string
+	http             handlers.HTTPLimits
 }
 
 func env(name, def string) string {
@@ -117,6 +119,8 @@ func parseFlags(args []string) (config, error) {
 	fs.IntVar(&c.roomsPerHour, "rooms-per-hour", envInt("ROOMS_PER_HOUR", 10), "rooms one person may create per hour, per instance (env ROOMS_PER_HOUR)")
 	fs.Float64Var(&c.joinRate, "join-rate", envFloat("JOIN_RATE", 1), "joins and leaves per second one person may make after a burst, per instance (env JOIN_RATE)")
 	fs.IntVar(&c.joinBurst, "join-burst", envInt("JOIN_BURST", 10), "joins and leaves one person may make at once (env JOIN_BURST)")
+	fs.DurationVar(&c.sessionCacheTTL, "session-cache-ttl", envDuration("SESSION_CACHE_TTL", 10*time.Second), "how long an instance trusts a session it read, without reading it again; logout and revocations reach every instance at once through the hub, this bounds one missed in a broker partition; negative: no cache (env SESSION_CACHE_TTL)")
+	fs.IntVar(&c.sessionCacheSize, "session-cache-size", envInt("SESSION_CACHE_SIZE", 100_000), "sessions an instance keeps in its cache (env SESSION_CACHE_SIZE)")
 	fs.IntVar(&c.streamsPerUser, "max-streams-per-user", envInt("MAX_STREAMS_PER_USER", 20), "live streams (open room pages) one user may hold, per instance (env MAX_STREAMS_PER_USER)")
 	fs.IntVar(&c.streamsPerIP, "max-streams-per-ip", envInt("MAX_STREAMS_PER_IP", 200), "live streams one client IP may hold, per instance; the IP honours --trusted-proxies (env MAX_STREAMS_PER_IP)")
 	fs.IntVar(&c.maxReplays, "max-replays", envInt("MAX_REPLAYS", 32), "live streams catching up on missed messages at once, per instance; others wait briefly, then get 503 (env MAX_REPLAYS)")
@@ -208,6 +212,7 @@ func run(cfg config) error {
 	srv := handlers.New(db, metrics, hub, handlers.Config{
 		SessionKey: key, SecureCookies: cfg.secureCookies, AuthRate: cfg.authRate, Limits: cfg.limits(), Static: static.Files,
 		TrustedProxies: proxies, PrivateMetrics: cfg.metricsAddr != "",
+		SessionCacheTTL: cfg.sessionCacheTTL, SessionCacheSize: cfg.sessionCacheSize,
 		MaxStreamsPerUser: cfg.streamsPerUser, MaxStreamsPerIP: cfg.streamsPerIP, MaxReplays: cfg.maxReplays,
 	}, log)
 	srv.Register(e)

@@ -49,7 +49,7 @@ func startNATS(t *testing.T, port int) *natsserver.Server {
 
 // instance is one app instance with its own store (and bucket memo) and
 // its own NATS connection, sharing the keyspace with the others.
-func instance(t *testing.T, natsURL string, logs *syncBuffer) *app {
+func instance(t *testing.T, natsURL string, logs *syncBuffer, opts ...appOption) *app {
 	t.Helper()
 	st, err := db.Another()
 	if err != nil {
@@ -61,7 +61,7 @@ func instance(t *testing.T, natsURL string, logs *syncBuffer) *app {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { hub.Close() })
-	return newApp(t, st, hub)
+	return newApp(t, st, hub, opts...)
 }
 
 func waitLog(t *testing.T, logs *syncBuffer, want string) {

@@ -44,12 +44,17 @@ type Hub interface {
 	Publish(ctx context.Context, ev RoomEvent) error
 	// Subscribe starts receiving the events of room, for who.
 	Subscribe(room string, who Subscriber) *Subscription
-	// Watch starts hearing which of conversations, and of login's DMs,
-	// get a new message (see Watch).
-	Watch(conversations []string, login string) *Watch
+	// WatchConversations starts hearing which of conversations, and of
+	// login's DMs, get a new message (see Watch).
+	WatchConversations(conversations []string, login string) *Watch
 	// EndStreams ends, on every instance, the subscriptions that end
 	// matches; an error means other instances may not have heard of it.
 	EndStreams(ctx context.Context, end StreamEnd) error
+	// Watch calls onEnd for every StreamEnd this instance learns of (its
+	// own and the other instances'), and onReset whenever events may have
+	// been missed (a broker reconnect): caches keyed by what they name
+	// are invalidated through it.
+	Watch(onEnd func(StreamEnd), onReset func())
 	Close() error
 }
 
@@ -130,6 +135,30 @@ type LocalHub struct {
 	mu      sync.RWMutex
 	rooms   map[string]map[*Subscription]struct{}
 	watches map[string]map[*Watch]struct{}
+	// watchers are told of every StreamEnd and reset (see Hub.Watch).
+	watchers []watcher
+}
+
+type watcher struct {
+	onEnd   func(StreamEnd)
+	onReset func()
+}
+
+// Watch registers callbacks (see Hub.Watch); the in-process hub misses no
+// event, so it never resets.
+func (h *LocalHub) Watch(onEnd func(StreamEnd), onReset func()) {
+	h.mu.Lock()
+	h.watchers = append(h.watchers, watcher{onEnd, onReset})
+	h.mu.Unlock()
+}
+
+// resetWatchers tells every watcher that events may have been missed.
+func (h *LocalHub) resetWatchers() {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	for _, w := range h.watchers {
+		w.onReset()
+	}
 }
 
 // NewLocalHub returns an empty in-process hub.
@@ -223,9 +252,9 @@ func (w *Watch) notify(conversation, author string) {
 // Close stops the watch.
 func (w *Watch) Close() { w.hub.unwatch(w) }
 
-// Watch starts hearing the messages of conversations (rooms; DMs are heard
+// WatchConversations starts hearing the messages of conversations (rooms; DMs are heard
 // through login's own key, whatever the list says).
-func (h *LocalHub) Watch(conversations []string, login string) *Watch {
+func (h *LocalHub) WatchConversations(conversations []string, login string) *Watch {
 	w := &Watch{c: make(chan string, watchQueue), login: login, hub: h}
 	w.C = w.c
 	w.keys = append(w.keys, userKey(login))
@@ -284,6 +313,9 @@ func (h *LocalHub) remove(sub *Subscription) {
 func (h *LocalHub) EndStreams(_ context.Context, end StreamEnd) error {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
+	for _, w := range h.watchers {
+		w.onEnd(end)
+	}
 	for room, subs := range h.rooms {
 		if end.Room != "" && room != end.Room {
 			continue

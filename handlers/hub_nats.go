@@ -62,6 +62,8 @@ func NewNATSHub(url string, log *slog.Logger) (*NATSHub, error) {
 		}),
 		nats.ReconnectHandler(func(nc *nats.Conn) {
 			log.Info("nats: reconnected to the broker", "url", nc.ConnectedUrl())
+			// Revocations may have been missed while away: caches start over.
+			h.local.resetWatchers()
 		}),
 		nats.ConnectHandler(func(nc *nats.Conn) {
 			log.Info("nats: connected", "url", nc.ConnectedUrl())
@@ -126,10 +128,10 @@ func (h *NATSHub) Subscribe(room string, who Subscriber) *Subscription {
 	return h.local.Subscribe(room, who)
 }
 
-// Watch hears conversations' messages from every instance: they all reach
+// WatchConversations hears conversations' messages from every instance: they all reach
 // every instance already (one subject), so it is local.
-func (h *NATSHub) Watch(conversations []string, login string) *Watch {
-	return h.local.Watch(conversations, login)
+func (h *NATSHub) WatchConversations(conversations []string, login string) *Watch {
+	return h.local.WatchConversations(conversations, login)
 }
 
 // EndStreams ends this instance's matching subscriptions at once and asks
@@ -147,6 +149,10 @@ func (h *NATSHub) EndStreams(ctx context.Context, end StreamEnd) error {
 	}
 	return nil
 }
+
+// Watch registers callbacks (see Hub.Watch): other instances' stream ends
+// arrive through the local hub, and a reconnect to the broker resets.
+func (h *NATSHub) Watch(onEnd func(StreamEnd), onReset func()) { h.local.Watch(onEnd, onReset) }
 
 // Close leaves the broker.
 func (h *NATSHub) Close() error {

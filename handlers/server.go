@@ -41,6 +41,13 @@ type Config struct {
 	// AuthRate is how many login and sign-up attempts one client IP may make
 	// per minute (a burst of the same size is allowed).
 	AuthRate int
+	// SessionCacheTTL bounds how long this instance trusts a session it
+	// read without reading it again (default 10s; negative: no cache), and
+	// SessionCacheSize how many it keeps (default 100,000). Revocations
+	// reach every instance through the hub at once; the TTL only bounds a
+	// revocation missed in a broker partition.
+	SessionCacheTTL  time.Duration
+	SessionCacheSize int
 	// Limits are the per-user write limits (zero values take defaults).
 	Limits Limits
 	// RoomsPerPage is the page size of the list of all rooms.
@@ -115,6 +122,14 @@ func New(db *store.Store, metrics *Metrics, hub Hub, cfg Config, log *slog.Logge
 		closing:  make(chan struct{}),
 	}
 	s.hangups = newHangups(s.closing)
+	if cfg.SessionCacheTTL == 0 {
+		cfg.SessionCacheTTL = defaultSessionCacheTTL
+	}
+	if cfg.SessionCacheSize == 0 {
+		cfg.SessionCacheSize = defaultSessionCacheSize
+	}
+	s.sessions.cache = newSessionCache(cfg.SessionCacheTTL, cfg.SessionCacheSize)
+	hub.Watch(s.sessions.cache.forget, s.sessions.cache.reset)
 	s.limits.messages = newKeyedLimiter(cfg.Limits.Messages)
 	s.limits.rooms = newKeyedLimiter(cfg.Limits.Rooms)
 	s.limits.membership = newKeyedLimiter(cfg.Limits.Membership)

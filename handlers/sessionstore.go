@@ -31,6 +31,7 @@ const (
 // SessionStore implements sessions.Store on the Cassandra sessions table.
 type SessionStore struct {
 	db     *store.Store
+	cache  *sessionCache
 	codecs []securecookie.Codec
 	// Options are the cookie options new sessions start with.
 	Options sessions.Options
@@ -42,6 +43,7 @@ func NewSessionStore(db *store.Store, key []byte, secure bool) *SessionStore {
 	codec.MaxAge(int(RememberFor / time.Second))
 	return &SessionStore{
 		db:     db,
+		cache:  newSessionCache(0, 0),
 		codecs: []securecookie.Codec{codec},
 		Options: sessions.Options{
 			Path: "/", HttpOnly: true, Secure: secure, SameSite: http.SameSiteLaxMode,
@@ -71,16 +73,22 @@ func (s *SessionStore) New(r *http.Request, name string) (*sessions.Session, err
 	if err := securecookie.DecodeMulti(name, c.Value, &id, s.codecs...); err != nil {
 		return sess, nil
 	}
-	row, err := s.db.Session(r.Context(), id)
-	if errors.Is(err, store.ErrNotFound) {
-		return sess, nil
+	digest := streamSession(id)
+	v, cached := s.cache.get(digest)
+	if !cached {
+		row, err := s.db.Session(r.Context(), id)
+		if errors.Is(err, store.ErrNotFound) {
+			return sess, nil
+		}
+		if err != nil {
+			return sess, err
+		}
+		if err := json.Unmarshal(row.Data, &v); err != nil {
+			return sess, nil // an unreadable row is treated like no session
+		}
+		s.cache.put(digest, v)
 	}
-	if err != nil {
-		return sess, err
-	}
-	if err := decodeValues(row.Data, sess.Values); err != nil {
-		return sess, nil // an unreadable row is treated like no session
-	}
+	v.into(sess.Values)
 	sess.ID = id
 	sess.IsNew = false
 	if remember, _ := sess.Values[keyRemember].(bool); remember {
@@ -98,6 +106,9 @@ func (s *SessionStore) Save(r *http.Request, w http.ResponseWriter, sess *sessio
 			if err := s.db.DeleteSession(r.Context(), login, sess.ID); err != nil {
 				return err
 			}
+			// This instance forgets it now; the others through the hub
+			// (logout ends the session's streams, which says so).
+			s.cache.forget(StreamEnd{Login: login, Sessions: []string{streamSession(sess.ID)}})
 		}
 		http.SetCookie(w, sessions.NewCookie(sess.Name(), "", sess.Options))
 		return nil
@@ -114,14 +125,18 @@ func (s *SessionStore) Save(r *http.Request, w http.ResponseWriter, sess *sessio
 		life = time.Duration(sess.Options.MaxAge) * time.Second
 	}
 	sess.Values[keySaved] = time.Now().Unix()
-	data, err := encodeValues(sess.Values)
+	v, err := valuesOf(sess.Values)
 	if err != nil {
 		return err
 	}
-	login, _ := sess.Values[keyLogin].(string)
-	if err := s.db.SaveSession(r.Context(), sess.ID, store.SessionRow{Login: login, Data: data}, life); err != nil {
+	data, err := json.Marshal(v)
+	if err != nil {
 		return err
 	}
+	if err := s.db.SaveSession(r.Context(), sess.ID, store.SessionRow{Login: v.Login, Data: data}, life); err != nil {
+		return err
+	}
+	s.cache.put(streamSession(sess.ID), v)
 	encoded, err := securecookie.EncodeMulti(sess.Name(), sess.ID, s.codecs...)
 	if err != nil {
 		return fmt.Errorf("session: sign cookie: %w", err)
@@ -143,9 +158,9 @@ type sessionValues struct {
 	Saved     int64  `json:"saved,omitempty"`
 }
 
-// encodeValues stores the known session keys; any other key is an error,
-// so nothing put in a session is silently dropped.
-func encodeValues(values map[any]any) ([]byte, error) {
+// valuesOf takes the known session keys; any other key is an error, so
+// nothing put in a session is silently dropped.
+func valuesOf(values map[any]any) (sessionValues, error) {
 	var v sessionValues
 	for key, val := range values {
 		ok := true
@@ -164,20 +179,16 @@ func encodeValues(values map[any]any) ([]byte, error) {
 			ok = false
 		}
 		if !ok {
-			return nil, fmt.Errorf("session: cannot store key %v (%T)", key, val)
+			return v, fmt.Errorf("session: cannot store key %v (%T)", key, val)
 		}
 	}
-	return json.Marshal(v)
+	return v, nil
 }
 
-func decodeValues(data []byte, values map[any]any) error {
-	var v sessionValues
-	if err := json.Unmarshal(data, &v); err != nil {
-		return err
-	}
+// into puts the values in a session's map.
+func (v sessionValues) into(values map[any]any) {
 	values[keyLogin], values[keyFirstname], values[keyLastname] = v.Login, v.Firstname, v.Lastname
 	values[keyRemember], values[keySaved] = v.Remember, v.Saved
-	return nil
 }
 
 // stale reports whether the session row should be rewritten to extend it.

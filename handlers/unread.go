@@ -299,5 +299,5 @@ func (s *Server) watchOthers(ctx context.Context, login, open string) *Watch {
 	} else {
 		s.log.Warn("sse: read my rooms to watch", "login", login, "err", err)
 	}
-	return s.hub.Watch(rooms, login)
+	return s.hub.WatchConversations(rooms, login)
 }

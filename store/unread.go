@@ -53,7 +53,12 @@ func (s *Store) MarkRead(ctx context.Context, login, conversation string, upTo g
 // Markers returns login's read marker in every conversation that has one,
 // in one partition read.
 func (s *Store) Markers(ctx context.Context, login string) (map[string]gocql.UUID, error) {
-	q, err := s.query(ctx, selectMarkers, login)
+	return s.idsByConversation(ctx, "read markers of "+login, selectMarkers, login)
+}
+
+// idsByConversation runs a query of (conversation, id) rows into a map.
+func (s *Store) idsByConversation(ctx context.Context, op, stmt string, values ...any) (map[string]gocql.UUID, error) {
+	q, err := s.query(ctx, stmt, values...)
 	if err != nil {
 		return nil, err
 	}
@@ -67,7 +72,7 @@ func (s *Store) Markers(ctx context.Context, login string) (map[string]gocql.UUI
 		out[conv] = id
 	}
 	if err := iter.Close(); err != nil {
-		return nil, s.fail("read markers of "+login, err)
+		return nil, s.fail(op, err)
 	}
 	return out, nil
 }
@@ -95,26 +100,10 @@ func (s *Store) setHead(ctx context.Context, conversation string, id gocql.UUID)
 // Heads returns the latest message id of each of the conversations that has
 // one, in one query.
 func (s *Store) Heads(ctx context.Context, conversations []string) (map[string]gocql.UUID, error) {
-	out := map[string]gocql.UUID{}
 	if len(conversations) == 0 {
-		return out, nil
+		return map[string]gocql.UUID{}, nil
 	}
-	q, err := s.query(ctx, selectHeads, conversations)
-	if err != nil {
-		return nil, err
-	}
-	iter := q.Iter()
-	var (
-		conv string
-		id   gocql.UUID
-	)
-	for iter.Scan(&conv, &id) {
-		out[conv] = id
-	}
-	if err := iter.Close(); err != nil {
-		return nil, s.fail("read heads", err)
-	}
-	return out, nil
+	return s.idsByConversation(ctx, "read heads", selectHeads, conversations)
 }
 
 // UnreadCount is how many messages of conversation after the marker (and
@@ -218,7 +207,7 @@ func (s *Store) unreadState(ctx context.Context, login string, conversations map
 	)
 	// Every key is in the map before the counts start writing to it.
 	for _, c := range ids {
-		out[c] = 0
+		out[c] = 0 // before any count runs: the goroutines below write it too
 	}
 	for _, c := range ids {
 		head, ok := heads[c]
