@@ -567,11 +567,11 @@ func checkAsBrowser(ctx context.Context, t *target, room store.Room, i int, sub 
 			example("sub %d: list out of id order at %d: %s after %s", i, k, list[k], list[k-1])
 		}
 	}
+	// Everything stored from the list's oldest message on must be in it:
+	// the page's oldest, or an older one that a resume window brought.
 	from := gocql.UUID{}
-	if len(sub.pageIDs) > 0 {
-		// The page's oldest, less one tick, so that it is included.
-		first := parse(sub.pageIDs[0])
-		from = gocql.MaxTimeUUID(first.Time().Add(-time.Microsecond))
+	if len(list) > 0 {
+		from = gocql.MaxTimeUUID(list[0].Time().Add(-time.Microsecond))
 	}
 	ms, cut, err := t.Store.MessagesAfter(ctx, room, from, 100000)
 	if err != nil || cut {
@@ -579,7 +579,7 @@ func checkAsBrowser(ctx context.Context, t *target, room store.Room, i int, sub 
 	}
 	want := map[gocql.UUID]bool{}
 	for _, m := range ms {
-		if len(sub.pageIDs) > 0 && store.Later(parse(sub.pageIDs[0]), m.ID) {
+		if len(list) > 0 && store.Later(list[0], m.ID) {
 			continue
 		}
 		want[m.ID] = true
