@@ -73,7 +73,7 @@ type connInfo struct {
 
 type subscriber struct {
 	connLog  []connInfo
-	startID  string // the ?after= of the first connection: newest stored id when it started
+	startID  string   // the ?after= of the first connection: newest stored id when it started
 	pageIDs  []string // the page's message ids, oldest first (-cluster)
 	got      []received
 	conns    int
@@ -501,7 +501,7 @@ var pageMessage = regexp.MustCompile(`id="msg-([0-9a-f-]{36})"`)
 // browserTotals adds up checkAsBrowser's counts.
 type browserTotals struct {
 	fromPages, events, pageOverlap, resent, late int
-	missing, dup, unexpected, order            int
+	missing, dup, unexpected, order              int
 }
 
 // checkAsBrowser builds sub's list as static/app.js does (the page's
