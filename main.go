@@ -51,6 +51,7 @@ type config struct {
 	streamsPerUser   int
 	streamsPerIP     int
 	maxReplays       int
+	resumeWindow     time.Duration
 	natsURL          string
 	natsEmbed        string
 	logLevel         string
@@ -123,6 +124,7 @@ func parseFlags(args []string) (config, error) {
 	fs.IntVar(&c.sessionCacheSize, "session-cache-size", envInt("SESSION_CACHE_SIZE", 100_000), "sessions an instance keeps in its cache (env SESSION_CACHE_SIZE)")
 	fs.IntVar(&c.streamsPerUser, "max-streams-per-user", envInt("MAX_STREAMS_PER_USER", 20), "live streams (open room pages) one user may hold, per instance (env MAX_STREAMS_PER_USER)")
 	fs.IntVar(&c.streamsPerIP, "max-streams-per-ip", envInt("MAX_STREAMS_PER_IP", 200), "live streams one client IP may hold, per instance; the IP honours --trusted-proxies (env MAX_STREAMS_PER_IP)")
+	fs.DurationVar(&c.resumeWindow, "resume-window", envDuration("RESUME_WINDOW", 5*time.Second), "with --nats-url: how far before its Last-Event-ID, in message time, a resumed stream replays, so that a message another instance published late is not skipped; the page drops what it has by id (env RESUME_WINDOW)")
 	fs.IntVar(&c.maxReplays, "max-replays", envInt("MAX_REPLAYS", 32), "live streams catching up on missed messages at once, per instance; others wait briefly, then get 503 (env MAX_REPLAYS)")
 	fs.StringVar(&c.natsURL, "nats-url", env("NATS_URL", ""), "NATS server for live events across instances; in-process hub if empty (env NATS_URL)")
 	fs.StringVar(&c.natsEmbed, "nats-embed", env("NATS_EMBED", ""), "run a NATS server inside this instance on host:port, for trying several instances (env NATS_EMBED)")
@@ -213,7 +215,7 @@ func run(cfg config) error {
 		SessionKey: key, SecureCookies: cfg.secureCookies, AuthRate: cfg.authRate, Limits: cfg.limits(), Static: static.Files,
 		TrustedProxies: proxies, PrivateMetrics: cfg.metricsAddr != "",
 		SessionCacheTTL: cfg.sessionCacheTTL, SessionCacheSize: cfg.sessionCacheSize,
-		MaxStreamsPerUser: cfg.streamsPerUser, MaxStreamsPerIP: cfg.streamsPerIP, MaxReplays: cfg.maxReplays,
+		MaxStreamsPerUser: cfg.streamsPerUser, MaxStreamsPerIP: cfg.streamsPerIP, MaxReplays: cfg.maxReplays, ResumeWindow: cfg.resumeWindow,
 	}, log)
 	srv.Register(e)
 
