@@ -54,6 +54,7 @@ type config struct {
 	maxUpload        int64
 	uploadPerHour    int64
 	uploadTimeout    time.Duration
+	resumeWindow     time.Duration
 	natsURL          string
 	natsEmbed        string
 	logLevel         string
@@ -128,6 +129,7 @@ func parseFlags(args []string) (config, error) {
 	fs.IntVar(&c.sessionCacheSize, "session-cache-size", envInt("SESSION_CACHE_SIZE", 100_000), "sessions an instance keeps in its cache (env SESSION_CACHE_SIZE)")
 	fs.IntVar(&c.streamsPerUser, "max-streams-per-user", envInt("MAX_STREAMS_PER_USER", 20), "live streams (open room pages) one user may hold, per instance (env MAX_STREAMS_PER_USER)")
 	fs.IntVar(&c.streamsPerIP, "max-streams-per-ip", envInt("MAX_STREAMS_PER_IP", 200), "live streams one client IP may hold, per instance; the IP honours --trusted-proxies (env MAX_STREAMS_PER_IP)")
+	fs.DurationVar(&c.resumeWindow, "resume-window", envDuration("RESUME_WINDOW", 5*time.Second), "with --nats-url: how far before its Last-Event-ID, in message time, a resumed stream replays, so that a message another instance published late is not skipped; the page drops what it has by id (env RESUME_WINDOW)")
 	fs.IntVar(&c.maxReplays, "max-replays", envInt("MAX_REPLAYS", 32), "live streams catching up on missed messages at once, per instance; others wait briefly, then get 503 (env MAX_REPLAYS)")
 	fs.Int64Var(&c.maxUpload, "max-upload", int64(envInt("MAX_UPLOAD", handlers.DefaultMaxUpload)), "largest upload, in bytes (the files of one post together); larger ones get 413 and nothing is stored (env MAX_UPLOAD)")
 	fs.Int64Var(&c.uploadPerHour, "upload-bytes-per-hour", int64(envInt("UPLOAD_BYTES_PER_HOUR", handlers.DefaultUploadBytesPerHour)), "bytes one person may upload per hour, per instance (env UPLOAD_BYTES_PER_HOUR)")
@@ -224,7 +226,7 @@ func run(cfg config) error {
 		SessionKey: key, SecureCookies: cfg.secureCookies, AuthRate: cfg.authRate, Limits: cfg.limits(), Static: static.Files,
 		TrustedProxies: proxies, PrivateMetrics: cfg.metricsAddr != "",
 		SessionCacheTTL: cfg.sessionCacheTTL, SessionCacheSize: cfg.sessionCacheSize,
-		MaxStreamsPerUser: cfg.streamsPerUser, MaxStreamsPerIP: cfg.streamsPerIP, MaxReplays: cfg.maxReplays,
+		MaxStreamsPerUser: cfg.streamsPerUser, MaxStreamsPerIP: cfg.streamsPerIP, MaxReplays: cfg.maxReplays, ResumeWindow: cfg.resumeWindow,
 		MaxUpload: cfg.maxUpload, UploadTimeout: cfg.uploadTimeout,
 	}, log)
 	srv.Register(e)

@@ -14,13 +14,16 @@
 package handlers
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/gocql/gocql"
@@ -66,6 +69,11 @@ func (s *Server) roomEvents(c echo.Context) error {
 	}
 	liftDeadlines(c) // a stream outlives the server's read and write timeouts
 
+	// ends is what the stream undoes when it ends: here, or in the
+	// stream's own goroutine once it is handed over (see below).
+	var ends streamEnds
+	defer ends.run()
+
 	// Caps per user and per client IP: a stream over them is refused, and
 	// the ones already open are left alone.
 	closeStream, byUser, ok := s.streams.open(me.Login, c.RealIP())
@@ -78,7 +86,7 @@ func (s *Server) roomEvents(c echo.Context) error {
 		return echo.NewHTTPError(http.StatusTooManyRequests,
 			"Too many live pages are open from your address. Close some tabs, then reload this page.")
 	}
-	defer closeStream()
+	ends.add(closeStream)
 
 	ctx := c.Request().Context()
 	// A replay holds one of the replay slots until it is written out.
@@ -95,7 +103,7 @@ func (s *Server) roomEvents(c echo.Context) error {
 			s.replays.give()
 		}
 	}
-	defer endReplay()
+	ends.add(endReplay)
 
 	// Subscribe before the room is read: a leave or a delete that the read
 	// does not see yet is published later, and ends this subscription.
@@ -108,7 +116,7 @@ func (s *Server) roomEvents(c echo.Context) error {
 	}
 	key := conversationKey(c)
 	sub, bound := subscribe(key)
-	defer func() { sub.Close() }()
+	ends.add(func() { sub.Close() })
 	cv, err := s.conversationOf(c)
 	if err != nil {
 		return err
@@ -127,70 +135,154 @@ func (s *Server) roomEvents(c echo.Context) error {
 	// The same stream tells the page when another of this person's
 	// conversations gets a message (see ConversationWatch): one stream per tab.
 	watch := s.watchOthers(ctx, me.Login, cv.ID)
-	defer watch.Close()
+	ends.add(watch.Close)
 	s.metrics.SSEConnections.Inc()
-	defer s.metrics.SSEConnections.Dec()
+	ends.add(s.metrics.SSEConnections.Dec)
 
 	h := c.Response().Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
-	c.Response().WriteHeader(http.StatusOK)
-	out := &eventWriter{w: c.Response(), rc: http.NewResponseController(c.Response())}
-	if out.comment("connected") != nil {
-		return nil
+	out, err := s.startStream(c)
+	if err != nil {
+		return nil // the client is gone
 	}
+	ends.add(func() { s.endStream(out) })
 
 	// sent holds the replayed ids that may come live as well: other
 	// instances' only, since this instance's below the bound were
 	// published before the subscription.
-	sent := map[gocql.UUID]struct{}{}
+	var sent map[gocql.UUID]struct{}
 	if since != zeroID {
-		out.last = since
-		if !s.replay(ctx, out, cv.Place, since, bound, sent) {
+		sent = map[gocql.UUID]struct{}{}
+		if !s.replay(ctx, out, cv.Place, s.replayStart(since), bound, sent) {
 			return nil
 		}
 		endReplay()
+		if len(sent) == 0 {
+			sent = nil
+		}
 	}
 
+	if out.conn == nil {
+		s.liveEvents(out, sub, watch, cv.ID, sent, ctx.Done())
+		return nil
+	}
+	// The connection is hijacked: the stream needs nothing more of the
+	// request, so the handler returns and a goroutine of the stream's own
+	// carries on. Its stack starts small, and the request's objects (and
+	// net/http's and echo's for it) go, which roughly halves what an idle
+	// stream holds.
+	live := ends.handOver()
+	go func() {
+		defer live.run()
+		s.liveEvents(out, sub, watch, cv.ID, sent, nil)
+	}()
+	return nil
+}
+
+// liveEvents writes the subscription's events, and the watch's news of
+// the person's other conversations, to out until the stream ends; done is
+// the request's end while the handler still runs (nil once the connection
+// is hijacked: out.gone tells of a hang-up then).
+func (s *Server) liveEvents(out *eventWriter, sub *Subscription, watch *ConversationWatch, conv string, sent map[gocql.UUID]struct{}, done <-chan struct{}) {
 	tick := time.NewTicker(heartbeat)
 	defer tick.Stop()
 	for {
 		var err error
 		select {
-		case <-ctx.Done():
-			return nil
+		case <-done:
+			return
 		case <-s.closing:
-			return nil
+			return
 		case <-sub.Ended:
-			return nil // left the room, logged out, or lost the session
+			return // left the room, logged out, or lost the session
 		case <-sub.Dropped:
-			s.log.Info("sse: dropped a subscriber that fell behind", "room", cv.ID)
-			return nil
+			s.log.Info("sse: dropped a subscriber that fell behind", "room", conv)
+			return
+		case <-out.gone:
+			return // the client closed the connection
 		case <-tick.C:
 			err = out.comment("keep-alive")
-		case conv := <-watch.C:
-			if conv != cv.ID {
-				err = out.event("unread", []byte(conv))
+		case other := <-watch.C:
+			if other != conv {
+				err = out.event("unread", []byte(other))
 			}
 		case ev := <-sub.C:
-			switch ev.Kind {
-			case EventMessage:
-				if _, dup := sent[ev.Message.ID]; dup {
-					continue
+			// Whatever else is queued goes out in the same write.
+			var end bool
+			for {
+				if _, dup := sent[idOf(ev)]; !dup {
+					out.queue(ev.frame)
 				}
-				err = out.message(ev.Message.ID, ev.HTML)
-			case EventParticipants:
-				err = out.event("", ev.HTML)
-			case EventRoomDeleted:
-				_ = out.event(EventRoomDeleted, []byte("/?notice=room-deleted"))
-				return nil
+				if end = ev.Kind == EventRoomDeleted; end {
+					break
+				}
+				select {
+				case ev = <-sub.C:
+					continue
+				default:
+				}
+				break
+			}
+			err = out.send()
+			if end {
+				return
 			}
 		}
 		if err != nil {
-			return nil // the client is gone or stalled past writeTimeout
+			return // the client is gone or stalled past writeTimeout
 		}
 	}
+}
+
+// streamEnds is what a stream undoes when it ends, last first.
+type streamEnds []func()
+
+func (e *streamEnds) add(f func()) { *e = append(*e, f) }
+
+// run undoes them all, once.
+func (e *streamEnds) run() {
+	for i := len(*e) - 1; i >= 0; i-- {
+		(*e)[i]()
+	}
+	*e = nil
+}
+
+// handOver moves them to the stream's own goroutine.
+func (e *streamEnds) handOver() streamEnds {
+	h := *e
+	*e = nil
+	return h
+}
+
+// idOf is the message id of a message event, or the zero id.
+func idOf(ev *RoomEvent) gocql.UUID {
+	if ev.Kind == EventMessage && ev.Message != nil {
+		return ev.Message.ID
+	}
+	return zeroID
+}
+
+// replayStart is where a resume from since starts. With one instance it
+// is since itself: this instance publishes its messages in id order, so a
+// client that saw since has every message before it. Across instances a
+// message of another instance may be published after a newer one of this
+// instance (it was stored a moment later, or that instance's clock is
+// behind), so the replay starts the skew window earlier; what the client
+// has already it drops by id (static/app.js), and places what it lacked
+// in id order.
+func (s *Server) replayStart(since gocql.UUID) gocql.UUID {
+	if !s.hubSpansInstances() || s.cfg.ResumeWindow <= 0 {
+		return since
+	}
+	return gocql.MinTimeUUID(since.Time().Add(-s.cfg.ResumeWindow))
+}
+
+// hubSpansInstances says whether events reach this instance from others.
+func (s *Server) hubSpansInstances() bool {
+	_, local := s.hub.(*LocalHub)
+	return !local
 }
 
 // replay writes the messages of in after since that lie below bound (see
@@ -262,44 +354,193 @@ func (s *Server) refuseReplay(c echo.Context) error {
 	}))
 }
 
-// eventWriter writes server-sent events, each flushed at once and each
-// write bounded by writeTimeout.
+// eventWriter writes one stream's server-sent events. Once the stream's
+// response head is out it owns the connection (hijacked from net/http,
+// see startStream): the handler's goroutine is then the connection's only
+// one, as net/http's background reader is stopped, and the events shared
+// by the room's streams go out as they are, with one write (writev) for
+// all those queued, each write bounded by writeTimeout. Where hijacking is
+// not possible (HTTP/2, a test recorder) it writes through the
+// ResponseWriter and flushes.
 type eventWriter struct {
-	w  io.Writer
-	rc *http.ResponseController
-	// last is the newest message id sent: every event carries it, so the
-	// browser's Last-Event-ID never goes backwards or blank.
-	last gocql.UUID
+	conn net.Conn // the hijacked connection, or nil
+	// gone is closed when the client closed the hijacked connection (see
+	// hangups); nil otherwise, as net/http then cancels the request.
+	gone chan struct{}
+	w    io.Writer
+	rc   *http.ResponseController
+	bufs net.Buffers // frames queued for the next send
 	buf  bytes.Buffer
 }
 
-func (e *eventWriter) message(id gocql.UUID, html []byte) error {
-	if store.Later(id, e.last) {
-		e.last = id
+// startStream writes the stream's response head (status 200 and the
+// headers set so far) and returns the writer of its events; endStream
+// ends it.
+func (s *Server) startStream(c echo.Context) (*eventWriter, error) {
+	res := c.Response()
+	if conn, rw, err := http.NewResponseController(res.Writer).Hijack(); err == nil {
+		res.Status, res.Committed = http.StatusOK, true // for the logs and metrics
+		// net/http keeps the connection's read and write buffers (8 KiB)
+		// until the handler returns, and never uses them again once
+		// hijacked; the stream writes to the connection itself.
+		*rw.Reader, *rw.Writer = bufio.Reader{}, bufio.Writer{}
+		e := &eventWriter{conn: conn, gone: make(chan struct{})}
+		e.buf.WriteString("HTTP/1.1 200 OK\r\n")
+		h := res.Header().Clone()
+		// No length and no chunking: the body ends when the connection
+		// closes, which for a stream is the only end there is.
+		h.Set("Connection", "close")
+		_ = h.Write(&e.buf)
+		e.buf.WriteString("\r\n: connected\n\n")
+		e.queue(e.buf.Bytes())
+		if err := e.send(); err != nil {
+			conn.Close()
+			return nil, err
+		}
+		s.hangups.add(e)
+		return e, nil
 	}
-	return e.event("", html)
+	res.WriteHeader(http.StatusOK)
+	e := &eventWriter{w: res, rc: http.NewResponseController(res)}
+	if err := e.comment("connected"); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// endStream closes a hijacked connection (net/http closes the others).
+func (s *Server) endStream(e *eventWriter) {
+	if e.conn != nil {
+		s.hangups.remove(e)
+		e.conn.Close()
+	}
+}
+
+// queue adds a frame to the next send; the frame may be shared with other
+// streams, so it is written as it is and never changed.
+func (e *eventWriter) queue(frame []byte) {
+	if len(frame) > 0 {
+		e.bufs = append(e.bufs, frame)
+	}
+}
+
+// send writes the queued frames.
+func (e *eventWriter) send() error {
+	if len(e.bufs) == 0 {
+		return nil
+	}
+	defer func() {
+		clear(e.bufs[:cap(e.bufs)])
+		e.bufs = e.bufs[:0]
+	}()
+	if e.conn != nil {
+		if err := e.conn.SetWriteDeadline(time.Now().Add(writeTimeout)); err != nil {
+			return err
+		}
+		bufs := e.bufs // WriteTo consumes its receiver
+		_, err := bufs.WriteTo(e.conn)
+		return err
+	}
+	if err := e.rc.SetWriteDeadline(time.Now().Add(writeTimeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		return err
+	}
+	for _, b := range e.bufs {
+		if _, err := e.w.Write(b); err != nil {
+			return err
+		}
+	}
+	return e.rc.Flush()
+}
+
+// peerClosed says whether the client has closed a hijacked connection:
+// nothing reads it (a read would take a goroutine per connection), so
+// hangups looks, without waiting, whether the end of the stream from the
+// client has arrived. Anything else (data, or nothing) counts as open.
+func (e *eventWriter) peerClosed() bool {
+	if e.conn == nil {
+		return false
+	}
+	nc := e.conn
+	for {
+		u, ok := nc.(interface{ NetConn() net.Conn })
+		if !ok {
+			break
+		}
+		nc = u.NetConn()
+	}
+	sc, ok := nc.(syscall.Conn)
+	if !ok {
+		return false
+	}
+	raw, err := sc.SyscallConn()
+	if err != nil {
+		return false
+	}
+	closed := false
+	_ = raw.Read(func(fd uintptr) bool {
+		var b [1]byte
+		n, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+		closed = n == 0 && err == nil
+		return true // never wait for readiness
+	})
+	return closed
+}
+
+// message writes one replayed message, encoded for this stream alone.
+func (e *eventWriter) message(id gocql.UUID, html []byte) error {
+	e.buf.Reset()
+	appendEvent(&e.buf, id, "", html)
+	e.queue(e.buf.Bytes())
+	return e.send()
 }
 
 // errFieldBreak refuses an event name or comment that would end its line.
 var errFieldBreak = errors.New("sse: event name or comment contains a line break")
 
-// event writes one event. Its id is a timeuuid and its name one of ours,
-// so neither can hold a line break (a name that does is refused); data is
-// any text, written as data lines split wherever a parser ends a line.
+// event writes one event without an id (the client keeps the last one).
 func (e *eventWriter) event(name string, data []byte) error {
 	if strings.ContainsAny(name, "\r\n") {
 		return errFieldBreak
 	}
 	e.buf.Reset()
-	if e.last != zeroID {
-		fmt.Fprintf(&e.buf, "id: %s\n", e.last)
+	appendEvent(&e.buf, zeroID, name, data)
+	e.queue(e.buf.Bytes())
+	return e.send()
+}
+
+// encodeEvent is ev as the bytes every stream of its room writes: a
+// message carries its own id (a message's id is where a resume starts);
+// the other events carry none, so the client keeps the id it has.
+func encodeEvent(ev RoomEvent) []byte {
+	var buf bytes.Buffer
+	switch ev.Kind {
+	case EventMessage:
+		appendEvent(&buf, idOf(&ev), "", ev.HTML)
+	case EventRoomDeleted:
+		appendEvent(&buf, zeroID, EventRoomDeleted, []byte("/?notice=room-deleted"))
+	default:
+		appendEvent(&buf, zeroID, "", ev.HTML)
+	}
+	return buf.Bytes()
+}
+
+// appendEvent writes one event. Its id is a timeuuid and its name one of
+// ours (checked by the callers that take a name from elsewhere), so
+// neither can hold a line break; data is any text, written as data lines
+// split wherever a parser ends a line.
+func appendEvent(buf *bytes.Buffer, id gocql.UUID, name string, data []byte) {
+	if id != zeroID {
+		buf.WriteString("id: ")
+		buf.WriteString(id.String())
+		buf.WriteByte('\n')
 	}
 	if name != "" {
-		fmt.Fprintf(&e.buf, "event: %s\n", name)
+		buf.WriteString("event: ")
+		buf.WriteString(name)
+		buf.WriteByte('\n')
 	}
-	writeData(&e.buf, data)
-	e.buf.WriteByte('\n')
-	return e.flush()
+	writeData(buf, data)
+	buf.WriteByte('\n')
 }
 
 // writeData writes data as "data:" lines. The SSE parsers of browsers and
@@ -332,17 +573,8 @@ func (e *eventWriter) comment(text string) error {
 	}
 	e.buf.Reset()
 	fmt.Fprintf(&e.buf, ": %s\n\n", text)
-	return e.flush()
-}
-
-func (e *eventWriter) flush() error {
-	if err := e.rc.SetWriteDeadline(time.Now().Add(writeTimeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
-		return err
-	}
-	if _, err := e.w.Write(e.buf.Bytes()); err != nil {
-		return err
-	}
-	return e.rc.Flush()
+	e.queue(e.buf.Bytes())
+	return e.send()
 }
 
 func renderString(ctx context.Context, comp interface {

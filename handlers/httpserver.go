@@ -192,6 +192,9 @@ type limitedConn struct {
 	closed bool
 }
 
+// NetConn is the connection it wraps (a live stream looks at its socket).
+func (c *limitedConn) NetConn() net.Conn { return c.Conn }
+
 func (c *limitedConn) Close() error {
 	err := c.Conn.Close()
 	c.once.Do(func() {

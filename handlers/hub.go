@@ -30,6 +30,10 @@ type RoomEvent struct {
 	// HTML is the event rendered once, by the instance that published it,
 	// so that a thousand streams do not render it a thousand times.
 	HTML []byte `json:"html,omitempty"`
+	// frame is the event as server-sent event bytes, encoded once by the
+	// hub of each instance (see LocalHub.Publish): every stream of the
+	// room writes these very bytes.
+	frame []byte
 }
 
 // Hub carries room events to every subscriber, on this instance and, for a
@@ -93,20 +97,22 @@ func (e StreamEnd) matches(room string, who Subscriber) bool {
 }
 
 // subscriberQueue is how many events a subscriber may have waiting before
-// it counts as stalled and is dropped.
+// it counts as stalled and is dropped. The queue holds pointers to events
+// shared by every subscriber, so it costs 8 bytes a slot per connection.
 const subscriberQueue = 64
 
 // Subscription is one subscriber's queue of events.
 type Subscription struct {
-	// C delivers the events, in publication order.
-	C <-chan RoomEvent
+	// C delivers the events, in publication order. The events are shared
+	// by every subscriber of the room: read them, never change them.
+	C <-chan *RoomEvent
 	// Dropped is closed when the subscriber fell behind and was dropped.
 	Dropped <-chan struct{}
 	// Ended is closed when an EndStreams matched the subscriber: it must
 	// stop delivering at once.
 	Ended <-chan struct{}
 
-	c        chan RoomEvent
+	c        chan *RoomEvent
 	dropped  chan struct{}
 	ended    chan struct{}
 	dropOnce sync.Once
@@ -162,16 +168,13 @@ func NewLocalHub() *LocalHub {
 }
 
 // Publish delivers ev to the room's subscribers; a full queue drops its
-// subscriber instead of waiting.
+// subscriber instead of waiting. The event is encoded as stream bytes once
+// here, and all the subscribers share it.
 func (h *LocalHub) Publish(_ context.Context, ev RoomEvent) error {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
-	for sub := range h.rooms[ev.Room] {
-		select {
-		case sub.c <- ev:
-		default:
-			sub.drop()
-		}
+	if subs := h.rooms[ev.Room]; len(subs) > 0 {
+		h.fanOut(subs, ev)
 	}
 	if ev.Kind == EventMessage && ev.Message != nil && !ev.Message.System {
 		for w := range h.watches[ev.Room] {
@@ -188,6 +191,19 @@ func (h *LocalHub) Publish(_ context.Context, ev RoomEvent) error {
 		}
 	}
 	return nil
+}
+
+// fanOut encodes ev once and hands the same event to every subscriber.
+func (h *LocalHub) fanOut(subs map[*Subscription]struct{}, ev RoomEvent) {
+	shared := &ev
+	shared.frame = encodeEvent(ev)
+	for sub := range subs {
+		select {
+		case sub.c <- shared:
+		default:
+			sub.drop()
+		}
+	}
 }
 
 // A ConversationWatch tells a person's live stream that one of their conversations,
@@ -272,7 +288,7 @@ func (h *LocalHub) unwatch(w *ConversationWatch) {
 
 // Subscribe starts receiving the events of room, for who.
 func (h *LocalHub) Subscribe(room string, who Subscriber) *Subscription {
-	sub := &Subscription{c: make(chan RoomEvent, subscriberQueue), dropped: make(chan struct{}),
+	sub := &Subscription{c: make(chan *RoomEvent, subscriberQueue), dropped: make(chan struct{}),
 		ended: make(chan struct{}), hub: h, room: room, who: who}
 	sub.C, sub.Dropped, sub.Ended = sub.c, sub.dropped, sub.ended
 	h.mu.Lock()

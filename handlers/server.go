@@ -66,6 +66,11 @@ type Config struct {
 	// minutes), in place of the server's read and write timeouts.
 	MaxUpload     int64
 	UploadTimeout time.Duration
+	// ResumeWindow is how far before its Last-Event-ID, in message time,
+	// a resumed stream replays when several instances publish (default
+	// 5s; see Server.replayStart): it must cover how late another
+	// instance's message can be published, storing time plus clock skew.
+	ResumeWindow time.Duration
 	// Static holds the files served under /static/.
 	Static fs.FS
 }
@@ -84,6 +89,7 @@ type Server struct {
 	replays  *replaySlots
 	recent   *recentPosts
 	closing  chan struct{}
+	hangups  *hangups
 	limits   struct {
 		messages, rooms, membership, passwordUser, passwordIP, uploadBytes *keyedLimiter
 	}
@@ -116,6 +122,9 @@ func New(db *store.Store, metrics *Metrics, hub Hub, cfg Config, log *slog.Logge
 	if cfg.UploadTimeout <= 0 {
 		cfg.UploadTimeout = DefaultUploadTimeout
 	}
+	if cfg.ResumeWindow == 0 {
+		cfg.ResumeWindow = defaultResumeWindow
+	}
 	pages := securecookie.New(cfg.SessionKey, nil)
 	pages.MaxAge(int((6 * time.Hour) / time.Second))
 	s := &Server{
@@ -125,6 +134,7 @@ func New(db *store.Store, metrics *Metrics, hub Hub, cfg Config, log *slog.Logge
 		replays:  newReplaySlots(cfg.MaxReplays, cfg.ReplayWait),
 		closing:  make(chan struct{}),
 	}
+	s.hangups = newHangups(s.closing)
 	if cfg.SessionCacheTTL == 0 {
 		cfg.SessionCacheTTL = defaultSessionCacheTTL
 	}

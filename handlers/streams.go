@@ -18,6 +18,7 @@ const (
 	defaultMaxStreamsPerIP   = 200
 	defaultMaxReplays        = 32
 	defaultReplayWait        = 2 * time.Second
+	defaultResumeWindow      = 5 * time.Second
 	// streamRetryAfter is the Retry-After, in seconds, of a refused stream.
 	streamRetryAfter = "10"
 	// replayRetryAfter is the Retry-After, in seconds, of a replay refused
@@ -134,5 +135,59 @@ func (s *Server) endStreams(ctx context.Context, end StreamEnd) {
 	end.Except = streamSession(end.Except)
 	if err := s.hub.EndStreams(ctx, end); err != nil {
 		s.log.Warn("end streams on other instances", "login", end.Login, "room", end.Room, "err", err)
+	}
+}
+
+// hangupCheck is how often hangups looks for streams whose client closed
+// the connection.
+const hangupCheck = time.Second
+
+// hangups notices clients that close their stream's connection. A
+// hijacked stream connection has no reader (one would cost a goroutine per
+// connection), so one goroutine per instance looks at every such socket
+// each hangupCheck, without blocking, and closes the gone channel of those
+// that reached their end. A stream thus gives its place under the caps back
+// within about a second of its tab closing, not at its next heartbeat.
+type hangups struct {
+	mu      sync.Mutex
+	streams map[*eventWriter]struct{}
+	start   sync.Once
+	stop    <-chan struct{}
+}
+
+func newHangups(stop <-chan struct{}) *hangups {
+	return &hangups{streams: map[*eventWriter]struct{}{}, stop: stop}
+}
+
+func (h *hangups) add(e *eventWriter) {
+	h.start.Do(func() { go h.run() })
+	h.mu.Lock()
+	h.streams[e] = struct{}{}
+	h.mu.Unlock()
+}
+
+func (h *hangups) remove(e *eventWriter) {
+	h.mu.Lock()
+	delete(h.streams, e)
+	h.mu.Unlock()
+}
+
+func (h *hangups) run() {
+	t := time.NewTicker(hangupCheck)
+	defer t.Stop()
+	for {
+		select {
+		case <-h.stop:
+			return
+		case <-t.C:
+		}
+		h.mu.Lock()
+		for e := range h.streams {
+			if e.peerClosed() {
+				close(e.gone)
+				delete(h.streams, e)
+			}
+		}
+		h.mu.Unlock()
 	}
 }

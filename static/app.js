@@ -325,7 +325,7 @@
   });
 
   // ---------------------------------------------------------------------------
-  // 6. One element per message id in #messages.
+  // 6. One element per message id in #messages, in id order.
   //    A message one posts arrives twice with the same id (msg-<timeuuid>):
   //    appended out of band by the POST response, and by the live stream,
   //    in either order. An older page could in principle overlap too. Keep
@@ -342,6 +342,37 @@
     return false;
   }
 
+  // A message from another server instance can arrive after a newer one
+  // (it was stored a moment later), and a resumed stream sends again the
+  // last few seconds, which the check above drops: a late message goes
+  // where its id puts it, so the list stays in id order. idKey orders ids
+  // as the server does: a timeuuid's timestamp, then its remaining bytes.
+  function idKey(id) {
+    var m = /^msg-([0-9a-f]{8})-([0-9a-f]{4})-[0-9a-f]([0-9a-f]{3})-([0-9a-f]{4})-([0-9a-f]{12})$/.exec(id || "");
+    return m ? m[3] + m[2] + m[1] + m[4] + m[5] : null;
+  }
+
+  function previousMessage(el) {
+    for (var r = el.previousElementSibling; r; r = r.previousElementSibling) {
+      if (r.classList.contains("message") && idKey(r.id) !== null) return r;
+    }
+    return null;
+  }
+
+  function placeInOrder(list, el) {
+    var key = idKey(el.id);
+    if (key === null) return;
+    var prev = previousMessage(el);
+    if (!prev || idKey(prev.id) < key) return; // in order: the usual case
+    var before = prev;
+    for (var r = previousMessage(prev); r && idKey(r.id) > key; r = previousMessage(r)) before = r;
+    // Above the day separator of the message it goes before; regrouping
+    // then gives it its own day's separator if it needs one.
+    var sep = before.previousElementSibling;
+    if (sep && sep.classList.contains("day-sep")) before = sep;
+    list.insertBefore(el, before);
+  }
+
   function onListChange(records) {
     var list = messagesList();
     if (!list) return;
@@ -356,6 +387,7 @@
           list.removeChild(el);
           continue;
         }
+        if (el.classList.contains("message")) placeInOrder(list, el);
         // Only messages after every earlier row count as arrivals: an
         // older page goes in above.
         if (el.classList.contains("message") && !el.nextElementSibling) appended++;

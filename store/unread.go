@@ -207,7 +207,7 @@ func (s *Store) unreadState(ctx context.Context, login string, conversations map
 	)
 	// Every key is in the map before the counts start writing to it.
 	for _, c := range ids {
-		out[c] = 0
+		out[c] = 0 // before any count runs: the goroutines below write it too
 	}
 	for _, c := range ids {
 		head, ok := heads[c]

@@ -219,13 +219,16 @@ type app struct {
 // maxReplays is the app's Config.MaxReplays (-max-replays).
 var maxReplays int
 
+// resumeWindow is the app's Config.ResumeWindow (-resume-window).
+var resumeWindow time.Duration
+
 // appConfig is the configuration of an app instance started here. Every
 // user signs up, and a few users open thousands of streams from one
 // address: the limits on those are lifted; the replay limit is the app's
 // unless -max-replays says otherwise.
 func appConfig(key []byte) handlers.Config {
 	return handlers.Config{SessionKey: key, AuthRate: 1 << 30, Limits: handlers.Unlimited, Static: static.Files, RoomsPerPage: 25,
-		MaxStreamsPerUser: 1 << 30, MaxStreamsPerIP: 1 << 30, MaxReplays: maxReplays}
+		MaxStreamsPerUser: 1 << 30, MaxStreamsPerIP: 1 << 30, MaxReplays: maxReplays, ResumeWindow: resumeWindow}
 }
 
 // startApp starts the application on 127.0.0.1 with a fresh keyspace, as

@@ -27,6 +27,7 @@ import (
 func startCluster(c common) (*target, error) {
 	store.PasswordCost = c.cost
 	maxReplays = c.replays
+	resumeWindow = c.window
 	db, err := storetest.Open("load")
 	if err != nil {
 		return nil, err

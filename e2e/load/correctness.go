@@ -4,6 +4,16 @@ package main
 // random with Last-Event-ID; at the end every subscriber's received
 // sequence of message ids must equal the stored sequence from its first
 // connection onward — nothing missing, nothing twice, nothing out of order.
+//
+// With -cluster, two instances share the keyspace and carry events over
+// NATS: posters post to both, and each subscriber loads its page from, and
+// reconnects to, either at random. A message of one instance can then be
+// published after a newer one of the other, and a resume sends again the
+// last seconds (the resume window), so the check is on the list a browser
+// builds (static/app.js): the page's messages, then each event's message
+// unless its id is already there, placed in id order. That list must hold
+// every stored message from the page's oldest on, in id order; no
+// connection may carry a message twice.
 
 import (
 	"context"
@@ -19,6 +29,8 @@ import (
 	"time"
 
 	"github.com/gocql/gocql"
+
+	"github.com/killrchat/killrchat/store"
 )
 
 // received is one message event as a subscriber saw it.
@@ -61,7 +73,8 @@ type connInfo struct {
 
 type subscriber struct {
 	connLog  []connInfo
-	startID  string // the ?after= of the first connection: newest stored id when it started
+	startID  string   // the ?after= of the first connection: newest stored id when it started
+	pageIDs  []string // the page's message ids, oldest first (-cluster)
 	got      []received
 	conns    int
 	connErrs int
@@ -114,19 +127,29 @@ func runCorrectness(ctx context.Context, args []string) error {
 	// pageStart loads the room page as a browser does and returns where its
 	// live stream starts (the page's hx-sse:connect ?after=), which is just
 	// below the room's publication bound, not simply the newest stored id.
-	pageStart := func(ctx context.Context, hc *http.Client) (string, error) {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, t.URL+"/rooms/"+roomName, nil)
+	pageStart := func(ctx context.Context, hc *http.Client, base string) (string, []string, error) {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/rooms/"+roomName, nil)
 		resp, err := hc.Do(req)
 		if err != nil {
-			return "", err
+			return "", nil, err
 		}
 		defer resp.Body.Close()
 		body, _ := io.ReadAll(resp.Body)
 		m := streamAfter.FindSubmatch(body)
 		if resp.StatusCode != http.StatusOK || m == nil {
-			return "", fmt.Errorf("room page: %s, no stream start", resp.Status)
+			return "", nil, fmt.Errorf("room page: %s, no stream start", resp.Status)
 		}
-		return string(m[1]), nil
+		var ids []string
+		for _, pm := range pageMessage.FindAllSubmatch(body, -1) {
+			ids = append(ids, string(pm[1]))
+		}
+		return string(m[1]), ids, nil
+	}
+	// bases are the instances: posters alternate between them and
+	// subscribers pick one at random for each connection (-cluster).
+	bases := []string{t.URL}
+	if c.cluster {
+		bases = append(bases, t.SubURL)
 	}
 
 	var finalID atomic.Value // string, once the posters are done
@@ -151,12 +174,12 @@ func runCorrectness(ctx context.Context, args []string) error {
 			defer swg.Done()
 			sleepCtx(subCtx, time.Duration(rng.Int64N(int64(*spread)+1)))
 			// Like a page load: the newest stored message, then the stream after it.
-			start, err := pageStart(subCtx, hc)
+			start, pageIDs, err := pageStart(subCtx, hc, bases[rng.IntN(len(bases))])
 			if err != nil {
 				sub.anomaly = append(sub.anomaly, err.Error())
 				return
 			}
-			sub.startID = start
+			sub.startID, sub.pageIDs = start, pageIDs
 			seen := map[string]bool{}
 			finished := func() bool {
 				f, _ := finalID.Load().(string)
@@ -171,7 +194,7 @@ func runCorrectness(ctx context.Context, args []string) error {
 				default:
 				}
 				cctx, cancel := context.WithTimeout(subCtx, life)
-				resp, err := openStream(cctx, hc, t.URL, roomName, start, lastEventID)
+				resp, err := openStream(cctx, hc, bases[rng.IntN(len(bases))], roomName, start, lastEventID)
 				if err != nil {
 					cancel()
 					if subCtx.Err() == nil && cctx.Err() == nil {
@@ -226,6 +249,11 @@ func runCorrectness(ctx context.Context, args []string) error {
 	postStart := time.Now()
 	for p, u := range users {
 		pwg.Add(1)
+		if c.cluster {
+			on := *u
+			on.base = bases[p%len(bases)]
+			u = &on
+		}
 		go func() {
 			defer pwg.Done()
 			var tick *time.Ticker
@@ -291,6 +319,7 @@ func runCorrectness(ctx context.Context, args []string) error {
 		return ids, nil
 	}
 	var totMissing, totDup, totUnexpected, totOrder, totAnomaly, totConns, totConnErrs, unfinished, badSubs int
+	var clusterTotals browserTotals
 	var examples []string
 	example := func(format string, args ...any) {
 		if len(examples) < *nExamples {
@@ -309,6 +338,16 @@ func runCorrectness(ctx context.Context, args []string) error {
 		}
 		if sub.startID == "" {
 			badSubs++
+			continue
+		}
+		if c.cluster {
+			bad, err := checkAsBrowser(ctx, t, room, i, sub, &clusterTotals, example)
+			if err != nil {
+				return err
+			}
+			if bad {
+				badSubs++
+			}
 			continue
 		}
 		exp, err := stored(sub.startID)
@@ -421,6 +460,12 @@ func runCorrectness(ctx context.Context, args []string) error {
 	fmt.Printf("connections cut by the client %d, ended by the server %d (of which %d within 500ms after more than 128 events), read errors %d\n",
 		cut, byServer, burstDrop, failed)
 	fmt.Printf("stored after subscriber 0's start: %d messages\n", len(storedAll))
+	if c.cluster {
+		ct := clusterTotals
+		totMissing, totDup, totUnexpected, totOrder = ct.missing, ct.dup, ct.unexpected, ct.order
+		fmt.Printf("as a browser builds the list: %d messages from pages, %d events; dropped by id: %d already on the page, %d sent again after a reconnect (resume window); %d late (placed in id order)\n",
+			ct.fromPages, ct.events, ct.pageOverlap, ct.resent, ct.late)
+	}
 	fmt.Printf("missing %d, duplicated %d, unexpected %d, out of order %d, other anomalies %d; subscribers with a mismatch: %d of %d\n",
 		totMissing, totDup, totUnexpected, totOrder, totAnomaly, badSubs, len(subs))
 	for _, e := range examples {
@@ -429,6 +474,10 @@ func runCorrectness(ctx context.Context, args []string) error {
 	t.printLogCounts(ctx)
 	if totMissing+totDup+totUnexpected+totOrder+totAnomaly+badSubs+unfinished > 0 || postFail.Load() > 0 {
 		return fmt.Errorf("received sequences differ from the stored one")
+	}
+	if c.cluster {
+		fmt.Println("OK: every subscriber's list holds exactly the stored messages, in id order")
+		return nil
 	}
 	fmt.Println("OK: every subscriber received exactly the stored sequence")
 	return nil
@@ -445,3 +494,107 @@ func sleepCtx(ctx context.Context, d time.Duration) {
 
 // streamAfter finds the live stream's starting id in a room page.
 var streamAfter = regexp.MustCompile(`/events\?after=([0-9a-f-]{36})`)
+
+// pageMessage finds a room page's message ids.
+var pageMessage = regexp.MustCompile(`id="msg-([0-9a-f-]{36})"`)
+
+// browserTotals adds up checkAsBrowser's counts.
+type browserTotals struct {
+	fromPages, events, pageOverlap, resent, late int
+	missing, dup, unexpected, order              int
+}
+
+// checkAsBrowser builds sub's list as static/app.js does (the page's
+// messages; then each event's message unless its id is in the list,
+// placed in id order) and compares it with the stored messages from the
+// page's oldest on. A message twice on one connection counts as
+// duplicated; sent again on a later connection, it is dropped by id as a
+// browser drops it, and counted apart.
+func checkAsBrowser(ctx context.Context, t *target, room store.Room, i int, sub *subscriber, tot *browserTotals, example func(string, ...any)) (bool, error) {
+	parse := func(s string) gocql.UUID { u, _ := gocql.ParseUUID(s); return u }
+	list := make([]gocql.UUID, 0, len(sub.pageIDs)+len(sub.got))
+	in := map[gocql.UUID]bool{}
+	for _, id := range sub.pageIDs {
+		u := parse(id)
+		list = append(list, u)
+		in[u] = true
+	}
+	tot.fromPages += len(sub.pageIDs)
+	onPage := map[gocql.UUID]bool{}
+	for k := range in {
+		onPage[k] = true
+	}
+	bad := false
+	perConn := map[int]map[gocql.UUID]bool{}
+	for _, r := range sub.got {
+		tot.events++
+		u := parse(r.id)
+		if perConn[r.conn] == nil {
+			perConn[r.conn] = map[gocql.UUID]bool{}
+		}
+		if perConn[r.conn][u] {
+			tot.dup++
+			bad = true
+			example("sub %d: %s twice on one connection: %s", i, r.id, r)
+			continue
+		}
+		perConn[r.conn][u] = true
+		if in[u] {
+			if onPage[u] {
+				tot.pageOverlap++
+			} else {
+				tot.resent++
+			}
+			continue
+		}
+		in[u] = true
+		// Append, then move back past every later id (app.js placeInOrder).
+		j := len(list)
+		list = append(list, u)
+		for j > 0 && store.Later(list[j-1], u) {
+			list[j] = list[j-1]
+			j--
+		}
+		list[j] = u
+		if j < len(list)-1 {
+			tot.late++
+		}
+	}
+	for k := 1; k < len(list); k++ {
+		if !store.Later(list[k], list[k-1]) {
+			tot.order++
+			bad = true
+			example("sub %d: list out of id order at %d: %s after %s", i, k, list[k], list[k-1])
+		}
+	}
+	// Everything stored from the list's oldest message on must be in it:
+	// the page's oldest, or an older one that a resume window brought.
+	from := gocql.UUID{}
+	if len(list) > 0 {
+		from = gocql.MaxTimeUUID(list[0].Time().Add(-time.Microsecond))
+	}
+	ms, cut, err := t.Store.MessagesAfter(ctx, room, from, 100000)
+	if err != nil || cut {
+		return false, fmt.Errorf("stored messages after %s: cut=%v %v", from, cut, err)
+	}
+	want := map[gocql.UUID]bool{}
+	for _, m := range ms {
+		if len(list) > 0 && store.Later(list[0], m.ID) {
+			continue
+		}
+		want[m.ID] = true
+		if !in[m.ID] {
+			tot.missing++
+			bad = true
+			example("sub %d: missing %s (made %s)", i, m.ID, m.ID.Time().Format("15:04:05.000"))
+		}
+	}
+	for u := range in {
+		if !want[u] {
+			tot.unexpected++
+			bad = true
+			example("sub %d: unexpected %s, not stored from the page's oldest on", i, u)
+		}
+	}
+	return bad, nil
+}

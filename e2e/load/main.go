@@ -38,6 +38,7 @@ type common struct {
 	cluster  bool
 	cost     int
 	replays  int
+	window   time.Duration
 	verbose  bool
 }
 
@@ -48,6 +49,7 @@ func (c *common) register(fs *flag.FlagSet) {
 	fs.BoolVar(&c.cluster, "cluster", false, "two in-process app instances sharing the keyspace, live events over an embedded NATS; posts go to one, subscribers to the other (sse only)")
 	fs.IntVar(&c.cost, "bcrypt-cost", 4, "bcrypt cost of the app instance started here (setup only; not what is measured)")
 	fs.IntVar(&c.replays, "max-replays", 0, "the app's --max-replays (0: its default) for an app instance started here")
+	fs.DurationVar(&c.window, "resume-window", 0, "with -cluster: the app's resume window (0: its default; negative: none, to see what a resume across instances loses without it)")
 	fs.BoolVar(&c.verbose, "v", false, "log the app's warnings to stderr")
 }
 
