@@ -3,12 +3,15 @@ package browser
 import (
 	"fmt"
 	"testing"
+
+	"github.com/killrchat/killrchat/store"
 )
 
 // TestUnreadBadgesAndMentions (issue 11, items 3, 4, 7): Bob, in one room,
 // sees a badge and the title's count appear for another room when Ada
 // writes there; opening that room clears both; a mention of Bob is
-// highlighted for Bob only, also when it arrives live.
+// highlighted for Bob only, also when it arrives live; a DM from Ada gets
+// its own badge and counts in the title, and opening it clears it.
 func TestUnreadBadgesAndMentions(t *testing.T) {
 	b := begin(t)
 	a, o, here := pair(t, b, sizes[0], "Where Bob reads")
@@ -45,6 +48,28 @@ func TestUnreadBadgesAndMentions(t *testing.T) {
 		t.Error("the mention has no highlight")
 	}
 	o.screenshot("mention")
+
+	// A DM from Ada while Bob reads the room: after a page load, a badge on
+	// its sidebar entry and a second conversation in the title. (That the
+	// open page's stream hears a new DM is TestUnreadEventOnStream's.)
+	ada := eval[string](a, `document.body.getAttribute("data-viewer")`)
+	address, err := store.DMAddress([]string{ada, bob})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.open("/dm/" + address)
+	a.waitJS("ada's DM page", atPath("/dm/"+address)+` && document.querySelector("#composer")`)
+	a.post("a word in private " + unique("#"))
+	dm := fmt.Sprintf(`document.querySelector('#my-dms a[href="/dm/%s#latest"]')`, address)
+	o.open("/rooms/" + here)
+	o.waitRoomPage(here)
+	o.waitJS("a badge for the DM", dm+` && `+dm+`.getAttribute("data-unread") === "1" && `+dm+`.querySelector(".badge.unread")`)
+	o.waitJS("the title's count of two", `document.title.startsWith("(2) ")`)
+	o.screenshot("dm-badge")
+	o.click(fmt.Sprintf(`#my-dms a[href="/dm/%s#latest"]`, address))
+	o.waitJS("the DM open", atPath("/dm/"+address)+` && document.querySelector("#composer")`)
+	o.waitJS("the DM's badge cleared", dm+`.getAttribute("data-unread") === "0" && !`+dm+`.querySelector(".badge.unread")`)
+	o.waitJS("the title's count of one", `document.title.startsWith("(1) ")`)
 
 	// Opening the other room clears its badge and the title's count.
 	o.click(fmt.Sprintf(`#my-rooms a[href="/rooms/%s#latest"]`, there))
