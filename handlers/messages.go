@@ -36,18 +36,9 @@ func (s *Server) postMessage(c echo.Context) error {
 	}
 	me := mustUser(c)
 	inConversation(c, cv.Place.Conversation())
-	// send is the one post path, and for a DM its members' lists too.
+	// send is the one post path (which also keeps a DM's lists).
 	send := func(ctx context.Context, draft func() (store.Message, error)) (store.Message, error) {
-		m, err := s.post(ctx, cv.Place, draft)
-		if err == nil && cv.DM != nil {
-			// The message is stored and published; a list that misses it
-			// is set right by the next message, so this is not an error
-			// (a retry would store the message twice).
-			if lerr := s.db.RecordDMMessage(ctx, *cv.DM, m); lerr != nil {
-				s.log.Warn("dm list", "dm", cv.ID, "err", lerr)
-			}
-		}
-		return m, err
+		return s.post(ctx, cv.Place, draft)
 	}
 	if isMultipart(c.Request()) {
 		return s.postFiles(c, cv.Place, send,
@@ -231,9 +222,20 @@ func (s *Server) post(ctx context.Context, in store.Place, draft func() (store.M
 		s.seq.finish(sl, false)
 		return store.Message{}, err
 	}
-	sl.html, _ = renderString(views.WithMembers(ctx, in.Conversation().Members), views.MessageItem(sl.msg)) // publish renders again (and logs) if this failed
+	// What other people's sidebars read when this message's event reaches
+	// them is written before it is published: a DM's entry in its members'
+	// lists (a first message makes the entry) and the mentions. A failure
+	// there is logged, not returned: the message is stored, and the next
+	// one sets the list right.
+	conv := in.Conversation()
+	if d, ok := in.(store.DM); ok {
+		if err := s.db.RecordDMMessage(ctx, d, sl.msg); err != nil {
+			s.log.Warn("dm list", "dm", conv.ID, "err", err)
+		}
+	}
+	s.recordMentions(ctx, conv, sl.msg)
+	sl.html, _ = renderString(views.WithMembers(ctx, conv.Members), views.MessageItem(sl.msg)) // publish renders again (and logs) if this failed
 	s.seq.finish(sl, true)
-	s.recordMentions(ctx, in.Conversation(), sl.msg)
 	return sl.msg, nil
 }
 
