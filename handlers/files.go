@@ -53,9 +53,6 @@ func skipBodyLimit(c echo.Context) bool {
 	return streamedForms[c.Path()] && isMultipart(c.Request())
 }
 
-// poster posts a drafted message in a conversation (s.post for a room).
-type poster func(ctx context.Context, draft func() (store.Message, error)) (store.Message, error)
-
 // errTooLarge is the 413 a person reads.
 func (s *Server) errTooLarge() error {
 	return echo.NewHTTPError(http.StatusRequestEntityTooLarge,
@@ -68,7 +65,7 @@ func (s *Server) errTooLarge() error {
 // goes with the first); text without a file is posted as usual.
 // composer renders the composer with a form's errors (422); back is where
 // a plain form goes next.
-func (s *Server) postFiles(c echo.Context, in store.Place, send poster, composer func(views.Form) error, back string) error {
+func (s *Server) postFiles(c echo.Context, in store.Place, composer func(views.Form) error, back string) error {
 	req := c.Request()
 	me := mustUser(c)
 	maxBody := s.cfg.MaxUpload + formSlack
@@ -156,7 +153,7 @@ func (s *Server) postFiles(c echo.Context, in store.Place, send poster, composer
 			s.metrics.countUpload("stored", a.Size)
 			text := content
 			content = "" // the text goes with the first file only
-			m, err := send(req.Context(), func() (store.Message, error) {
+			m, err := s.post(req.Context(), in, func() (store.Message, error) {
 				return s.db.DraftAttachmentMessage(in, me, text, a.Ref())
 			})
 			if err != nil {
@@ -174,7 +171,7 @@ func (s *Server) postFiles(c echo.Context, in store.Place, send poster, composer
 		return errCSRF // an empty body: still no token
 	}
 	if len(posted) == 0 {
-		m, err := send(req.Context(), func() (store.Message, error) { return s.db.DraftMessage(in, me, content) })
+		m, err := s.post(req.Context(), in, func() (store.Message, error) { return s.db.DraftMessage(in, me, content) })
 		if errors.Is(err, store.ErrInvalid) {
 			return composer(withErrors(views.Form{Values: map[string]string{"content": content}, Errors: map[string]string{}}, err))
 		}

@@ -36,12 +36,8 @@ func (s *Server) postMessage(c echo.Context) error {
 	}
 	me := mustUser(c)
 	inConversation(c, cv.Place.Conversation())
-	// send is the one post path (which also keeps a DM's lists).
-	send := func(ctx context.Context, draft func() (store.Message, error)) (store.Message, error) {
-		return s.post(ctx, cv.Place, draft)
-	}
 	if isMultipart(c.Request()) {
-		return s.postFiles(c, cv.Place, send,
+		return s.postFiles(c, cv.Place,
 			func(f views.Form) error { return s.composerError(c, cv, f) },
 			cv.URL+"#latest")
 	}
@@ -51,7 +47,7 @@ func (s *Server) postMessage(c echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, "This message form is broken. Reload the page and send again.")
 	}
 	m, err := s.recent.post(c.Request().Context(), postKey{author: me.Login, room: cv.ID, clientID: clientID}, func(ctx context.Context) (store.Message, error) {
-		return send(ctx, func() (store.Message, error) { return s.db.DraftMessage(cv.Place, me, content) })
+		return s.post(ctx, cv.Place, func() (store.Message, error) { return s.db.DraftMessage(cv.Place, me, content) })
 	})
 	if errors.Is(err, store.ErrInvalid) {
 		return s.composerError(c, cv, withErrors(views.Form{Values: map[string]string{"content": content, "client_id": clientID}, Errors: map[string]string{}}, err))
