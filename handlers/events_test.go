@@ -117,6 +117,26 @@ func (s *stream) nextMessage(t testing.TB, within time.Duration) (string, sseEve
 	}
 }
 
+// messageWith waits for the chat message whose data contains want,
+// passing over any other. Across instances a message stored before a
+// stream opened may still be on its way through the broker when it does
+// (a page drops it by id), so a test that looks for one message must not
+// take the first one that comes.
+func (s *stream) messageWith(t testing.TB, want string, within time.Duration) (string, sseEvent) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		left := time.Until(deadline)
+		if left <= 0 {
+			t.Fatalf("no message with %q within %v", want, within)
+		}
+		id, ev := s.nextMessage(t, left)
+		if strings.Contains(ev.data, want) {
+			return id, ev
+		}
+	}
+}
+
 // quiet checks that no chat message arrives for d.
 func (s *stream) quiet(t testing.TB, d time.Duration) {
 	t.Helper()
