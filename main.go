@@ -48,6 +48,8 @@ type config struct {
 	joinBurst        int
 	sessionCacheTTL  time.Duration
 	sessionCacheSize int
+	cacheTTL         time.Duration
+	cacheSize        int
 	streamsPerUser   int
 	streamsPerIP     int
 	maxReplays       int
@@ -127,6 +129,8 @@ func parseFlags(args []string) (config, error) {
 	fs.IntVar(&c.joinBurst, "join-burst", envInt("JOIN_BURST", 10), "joins and leaves one person may make at once (env JOIN_BURST)")
 	fs.DurationVar(&c.sessionCacheTTL, "session-cache-ttl", envDuration("SESSION_CACHE_TTL", 10*time.Second), "how long an instance trusts a session it read, without reading it again; logout and revocations reach every instance at once through the hub, this bounds one missed in a broker partition; negative: no cache (env SESSION_CACHE_TTL)")
 	fs.IntVar(&c.sessionCacheSize, "session-cache-size", envInt("SESSION_CACHE_SIZE", 100_000), "sessions an instance keeps in its cache (env SESSION_CACHE_SIZE)")
+	fs.DurationVar(&c.cacheTTL, "cache-ttl", envDuration("CACHE_TTL", 10*time.Second), "how long an instance trusts a room, DM or user row it read; joins, leaves, deletes and profile changes reach every instance at once through the hub, this bounds one missed in a broker partition; negative: no cache (env CACHE_TTL)")
+	fs.IntVar(&c.cacheSize, "cache-size", envInt("CACHE_SIZE", 100_000), "rooms, DMs and users an instance keeps in each of its caches (env CACHE_SIZE)")
 	fs.IntVar(&c.streamsPerUser, "max-streams-per-user", envInt("MAX_STREAMS_PER_USER", 20), "live streams (open room pages) one user may hold, per instance (env MAX_STREAMS_PER_USER)")
 	fs.IntVar(&c.streamsPerIP, "max-streams-per-ip", envInt("MAX_STREAMS_PER_IP", 200), "live streams one client IP may hold, per instance; the IP honours --trusted-proxies (env MAX_STREAMS_PER_IP)")
 	fs.DurationVar(&c.resumeWindow, "resume-window", envDuration("RESUME_WINDOW", 5*time.Second), "with --nats-url: how far before its Last-Event-ID, in message time, a resumed stream replays, so that a message another instance published late is not skipped; the page drops what it has by id (env RESUME_WINDOW)")
@@ -226,6 +230,7 @@ func run(cfg config) error {
 		SessionKey: key, SecureCookies: cfg.secureCookies, AuthRate: cfg.authRate, Limits: cfg.limits(), Static: static.Files,
 		TrustedProxies: proxies, PrivateMetrics: cfg.metricsAddr != "",
 		SessionCacheTTL: cfg.sessionCacheTTL, SessionCacheSize: cfg.sessionCacheSize,
+		CacheTTL: cfg.cacheTTL, CacheSize: cfg.cacheSize,
 		MaxStreamsPerUser: cfg.streamsPerUser, MaxStreamsPerIP: cfg.streamsPerIP, MaxReplays: cfg.maxReplays, ResumeWindow: cfg.resumeWindow,
 		MaxUpload: cfg.maxUpload, UploadTimeout: cfg.uploadTimeout,
 	}, log)

@@ -43,7 +43,7 @@ func (cv conversation) member(login string) bool { return cv.Place.Conversation(
 func (s *Server) conversationOf(c echo.Context) (conversation, error) {
 	if addr := c.Param("logins"); addr != "" {
 		me := mustUser(c)
-		d, err := s.db.DM(c.Request().Context(), addr)
+		d, err := s.dm(c.Request().Context(), addr)
 		if err != nil {
 			return conversation{}, err
 		}

@@ -49,23 +49,6 @@ func (s *Server) listDMs(c echo.Context) error {
 	return s.render(c, http.StatusOK, page, views.DMListView(l))
 }
 
-// sidebarDMs are all the person's DMs, newest first: one partition read
-// (fillPage keeps the newest and the unread ones for the sidebar). The sidebar
-// is not worth an error page, so a failure only logs.
-func (s *Server) sidebarDMs(c echo.Context, login string) []views.SidebarDM {
-	entries, err := s.db.DMList(c.Request().Context(), login)
-	if err != nil {
-		s.log.Warn("sidebar: read my dms", "login", login, "err", err)
-		return nil
-	}
-	out := make([]views.SidebarDM, 0, len(entries))
-	for _, e := range entries {
-		cv := dmConversation(e.DM, login)
-		out = append(out, views.SidebarDM{ID: cv.ID, URL: cv.URL, Title: cv.Title})
-	}
-	return out
-}
-
 // newDM is the form to start a DM, suggesting people who share a room
 // with the person.
 func (s *Server) newDM(c echo.Context) error {
@@ -173,7 +156,7 @@ func (s *Server) suggestions(c echo.Context, typed string) ([]views.Suggestion, 
 		word, words = words[len(words)-1], words[:len(words)-1]
 	}
 	people := map[string]store.UserRef{}
-	rooms, err := s.db.MyRooms(ctx, me.Login)
+	rooms, err := s.myRooms(ctx, me.Login)
 	if err != nil {
 		return nil, err
 	}

@@ -294,7 +294,7 @@ func (s *Server) canRead(ctx context.Context, login string, a store.Attachment) 
 		}
 		return false, nil
 	}
-	r, err := s.db.Room(ctx, a.Conversation)
+	r, err := s.roomFor(ctx, a.Conversation, login)
 	if errors.Is(err, store.ErrNotFound) {
 		return false, nil
 	}

@@ -55,6 +55,13 @@ type Hub interface {
 	// been missed (a broker reconnect): caches keyed by what they name
 	// are invalidated through it.
 	Watch(onEnd func(StreamEnd), onReset func())
+	// Invalidate tells every instance's caches that rows changed (see
+	// Invalidation); an error means other instances may not have heard of
+	// it, and their entries live out their TTL.
+	Invalidate(ctx context.Context, inv Invalidation) error
+	// WatchInvalidations calls f for every Invalidation, this instance's
+	// own and the others'. Resets come through Watch.
+	WatchInvalidations(f func(Invalidation))
 	Close() error
 }
 
@@ -138,6 +145,8 @@ type LocalHub struct {
 	watches map[string]map[*ConversationWatch]struct{}
 	// watchers are told of every StreamEnd and reset (see Hub.Watch).
 	watchers []watcher
+	// invalidated are told of every Invalidation (see Hub.Invalidate).
+	invalidated []func(Invalidation)
 }
 
 type watcher struct {

@@ -23,6 +23,8 @@ import (
 const (
 	natsSubject    = "killrchat.room-events"
 	natsEndSubject = "killrchat.stream-ends"
+	// natsInvalidateSubject carries cache invalidations (see Invalidation).
+	natsInvalidateSubject = "killrchat.invalidations"
 )
 
 // NATSHub is the hub for several instances.
@@ -78,6 +80,10 @@ func NewNATSHub(url string, log *slog.Logger) (*NATSHub, error) {
 		return nil, fmt.Errorf("nats: subscribe: %w", err)
 	}
 	if _, err := nc.Subscribe(natsEndSubject, h.deliverEnd); err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("nats: subscribe: %w", err)
+	}
+	if _, err := nc.Subscribe(natsInvalidateSubject, h.deliverInvalidation); err != nil {
 		nc.Close()
 		return nil, fmt.Errorf("nats: subscribe: %w", err)
 	}

@@ -58,7 +58,9 @@ func (s *Server) updateProfile(c echo.Context) error {
 		return err
 	}
 	p.Form = formOf(c, "email", "bio")
-	if err := s.db.UpdateProfile(c.Request().Context(), p.User.Login, p.Form.Value("email"), p.Form.Value("bio")); err != nil {
+	err = s.db.UpdateProfile(c.Request().Context(), p.User.Login, p.Form.Value("email"), p.Form.Value("bio"))
+	s.invalidate(c.Request().Context(), Invalidation{Users: []string{p.User.Login}})
+	if err != nil {
 		if !formError(err) {
 			return err
 		}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"slices"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -20,17 +21,11 @@ import (
 const messagesPerPage = 50
 
 func (s *Server) home(c echo.Context) error {
-	rooms, err := s.db.MyRooms(c.Request().Context(), mustUser(c).Login)
+	rooms, err := s.myRooms(c.Request().Context(), mustUser(c).Login)
 	if err != nil {
 		return err
 	}
-	names := make([]string, 0, len(rooms))
-	titles := make(map[string]string, len(rooms))
-	for _, r := range rooms {
-		names = append(names, r.Name)
-		titles[r.Name] = r.DisplayName
-	}
-	return s.render(c, http.StatusOK, views.Page{Title: "Home", MyRooms: names, RoomTitles: titles}, views.HomeView(views.Home{Rooms: rooms}))
+	return s.render(c, http.StatusOK, views.Page{Title: "Home"}, views.HomeView(views.Home{Rooms: rooms}))
 }
 
 // pageToken signs Cassandra's paging state for a ?page= link; forged or
@@ -83,7 +78,10 @@ func (s *Server) newRoom(c echo.Context) error {
 
 func (s *Server) createRoom(c echo.Context) error {
 	f := formOf(c, "room_name", "banner")
-	r, err := s.db.CreateRoom(c.Request().Context(), mustUser(c), store.NewRoom{Name: f.Value("room_name"), Banner: f.Value("banner")})
+	me := mustUser(c)
+	r, err := s.db.CreateRoom(c.Request().Context(), me, store.NewRoom{Name: f.Value("room_name"), Banner: f.Value("banner")})
+	// The creator's list of rooms changed (or may have, on an error).
+	s.invalidate(c.Request().Context(), Invalidation{Users: []string{me.Login}})
 	if err != nil {
 		if !formError(err) {
 			return err
@@ -100,14 +98,19 @@ func (s *Server) createRoom(c echo.Context) error {
 
 func roomURL(name string) string { return "/rooms/" + url.PathEscape(name) }
 
-// roomOr404 reads the room named in the path; for a viewer whose list still
-// names a room that is gone, it repairs the list on the way.
+// roomOr404 reads the room named in the path (through the cache, see
+// roomFor); for a viewer whose list still names a room that is gone, it
+// repairs the list on the way.
 func (s *Server) roomOr404(c echo.Context) (store.Room, error) {
 	name := c.Param("room")
-	r, err := s.db.Room(c.Request().Context(), name)
+	login := mustUser(c).Login
+	r, err := s.roomFor(c.Request().Context(), name, login)
 	if errors.Is(err, store.ErrNotFound) {
-		if ferr := s.db.ForgetRoom(c.Request().Context(), mustUser(c).Login, name); ferr != nil && !errors.Is(ferr, store.ErrNotFound) {
-			s.log.Warn("repair my rooms", "room", name, "err", ferr)
+		if u, uerr := s.user(c.Request().Context(), login); uerr == nil && slices.Contains(u.ChatRooms, store.NameKey(name)) {
+			if ferr := s.db.ForgetRoom(c.Request().Context(), login, name); ferr != nil && !errors.Is(ferr, store.ErrNotFound) {
+				s.log.Warn("repair my rooms", "room", name, "err", ferr)
+			}
+			s.invalidate(c.Request().Context(), Invalidation{Users: []string{login}})
 		}
 	}
 	return r, err
@@ -122,33 +125,70 @@ func (s *Server) showRoom(c echo.Context) error {
 	}
 	v := s.roomView(c, cv)
 	v.Now = time.Now()
-	if v.Participant {
-		inConversation(c, cv.Place.Conversation())
-		if c.QueryParam("at") != "" {
-			err = s.around(c, cv.Place, cv.URL, &v)
-		} else {
-			v.Messages, v.Older, v.After, err = s.latest(c, cv)
-		}
-		if err != nil {
-			return err
-		}
-		// The marker is read before this page marks read: the divider
-		// goes above what was new when the page opened.
-		me := mustUser(c)
-		marker := s.markShown(c.Request().Context(), me.Login, cv.Place.Conversation(), v.Messages)
-		v.FirstUnread = firstUnread(v.Messages, marker, me.Login)
-		v.Composer = views.Form{Values: map[string]string{"client_id": newClientID()}}
+	me := mustUser(c)
+	page := views.Page{Title: cv.Title, Room: cv.ID, Composer: v.Participant}
+	if !v.Participant {
+		return s.render(c, http.StatusOK, page, views.RoomPage(v))
 	}
-	return s.render(c, http.StatusOK, views.Page{Title: cv.Title, Room: cv.ID, Composer: v.Participant}, views.RoomPage(v))
+	// For a whole page, the sidebar (with this person's markers) is read
+	// while the messages are: independent reads run at once. The page
+	// marks the conversation read, so the sidebar does not count it.
+	ctx := c.Request().Context()
+	inConversation(c, cv.Place.Conversation())
+	open := cv.ID
+	if c.QueryParam("at") != "" {
+		open = "" // a page in the past leaves the newer messages unread
+	}
+	var sidebarRead chan sidebar
+	if !isHTMX(c) {
+		sidebarRead = make(chan sidebar, 1)
+		go func() { sidebarRead <- s.readSidebar(ctx, me.Login, open) }()
+	}
+	if c.QueryParam("at") != "" {
+		err = s.around(c, cv.Place, cv.URL, &v)
+	} else {
+		v.Messages, v.Older, v.After, err = s.latest(c, cv)
+	}
+	var sb sidebar
+	if sidebarRead != nil {
+		sb = <-sidebarRead
+	}
+	if err != nil {
+		return err
+	}
+	// The marker as it was when the page opened: the divider goes above
+	// what was new then.
+	marker := sb.markers.Read[cv.ID]
+	if !sb.read {
+		if marker, err = s.db.Marker(ctx, me.Login, cv.ID); err != nil {
+			s.log.Warn("read marker", "conversation", cv.ID, "err", err)
+		}
+	}
+	s.markShown(ctx, me.Login, cv.Place.Conversation(), v.Messages, marker)
+	v.FirstUnread = firstUnread(v.Messages, marker, me.Login)
+	v.Composer = views.Form{Values: map[string]string{"client_id": newClientID()}}
+	if sidebarRead != nil {
+		sb.fill(&page)
+	}
+	return s.render(c, http.StatusOK, page, views.RoomPage(v))
 }
 
 func (s *Server) joinRoom(c echo.Context) error {
 	me := mustUser(c)
 	r, err := s.db.JoinRoom(c.Request().Context(), me, c.Param("room"))
+	// The room's participants and the person's list changed, or may have
+	// on an error: both are read again.
+	s.invalidate(c.Request().Context(), Invalidation{Rooms: []string{store.NameKey(c.Param("room"))}, Users: []string{me.Login}})
 	if err != nil {
 		return err
 	}
-	s.announce(c.Request().Context(), r, me, me.Name()+" joins the room")
+	if m, ok := s.announce(c.Request().Context(), r, me, me.Name()+" joins the room"); ok {
+		// A new member starts with everything before their arrival read,
+		// as in every chat: history is there to scroll, not to count.
+		if err := s.db.MarkRead(c.Request().Context(), me.Login, r.Name, m.ID); err != nil {
+			s.log.Warn("mark read on join", "room", r.Name, "err", err)
+		}
+	}
 	if isHTMX(c) {
 		// Not #latest: from the room page itself, htmx would only move to
 		// the anchor instead of loading the page (app.js scrolls anyway).
@@ -160,12 +200,14 @@ func (s *Server) joinRoom(c echo.Context) error {
 func (s *Server) leaveRoom(c echo.Context) error {
 	me := mustUser(c)
 	name := c.Param("room")
-	if err := s.db.LeaveRoom(c.Request().Context(), me, name); err != nil {
+	err := s.db.LeaveRoom(c.Request().Context(), me, name)
+	s.invalidate(c.Request().Context(), Invalidation{Rooms: []string{store.NameKey(name)}, Users: []string{me.Login}})
+	if err != nil {
 		return err
 	}
 	// Every stream of this person in the room stops, on every instance.
 	s.endStreams(c.Request().Context(), StreamEnd{Login: me.Login, Room: name})
-	if r, err := s.db.Room(c.Request().Context(), name); err == nil {
+	if r, _, err := s.room(c.Request().Context(), name); err == nil {
 		s.announce(c.Request().Context(), r, me, me.Name()+" leaves the room")
 	}
 	return redirect(c, "/rooms?notice=room-left")
@@ -175,6 +217,15 @@ func (s *Server) deleteRoom(c echo.Context) error {
 	// The creator condition uses the login from the session, never a form
 	// field, so a forged form cannot delete someone else's room.
 	r, err := s.db.DeleteRoom(c.Request().Context(), mustUser(c).Login, c.Param("room"))
+	if r.Name != "" {
+		// Deleted (perhaps with its clean-up failing): the room and every
+		// participant's list changed.
+		inv := Invalidation{Rooms: []string{r.Name}}
+		for login := range r.Participants {
+			inv.Users = append(inv.Users, login)
+		}
+		s.invalidate(c.Request().Context(), inv)
+	}
 	if err != nil {
 		return err
 	}
@@ -183,11 +234,14 @@ func (s *Server) deleteRoom(c echo.Context) error {
 }
 
 // announce posts a system message about a join or leave and tells open
-// pages the new participants. A failure here does not undo the join or
-// leave, so it is logged, not returned.
-func (s *Server) announce(ctx context.Context, r store.Room, about store.UserRef, text string) {
-	if _, err := s.post(ctx, r, func() (store.Message, error) { return s.db.DraftSystemMessage(r, about, text), nil }); err != nil {
+// pages the new participants; it returns the message, if stored. A
+// failure here does not undo the join or leave, so it is logged, not
+// returned.
+func (s *Server) announce(ctx context.Context, r store.Room, about store.UserRef, text string) (store.Message, bool) {
+	m, err := s.post(ctx, r, func() (store.Message, error) { return s.db.DraftSystemMessage(r, about, text), nil })
+	if err != nil {
 		s.log.Warn("system message", "room", r.Name, "err", err)
 	}
 	s.publish(ctx, RoomEvent{Kind: EventParticipants, Room: r.Name, Participants: r.ParticipantList()})
+	return m, err == nil
 }

@@ -48,6 +48,12 @@ type Config struct {
 	// revocation missed in a broker partition.
 	SessionCacheTTL  time.Duration
 	SessionCacheSize int
+	// CacheTTL bounds how long this instance trusts a room, DM or user
+	// row it read (default 10s; negative: no cache), and CacheSize how
+	// many of each it keeps (default 100,000). Changes reach every
+	// instance through the hub at once (see caches.go).
+	CacheTTL  time.Duration
+	CacheSize int
 	// Limits are the per-user write limits (zero values take defaults).
 	Limits Limits
 	// RoomsPerPage is the page size of the list of all rooms.
@@ -79,6 +85,7 @@ type Config struct {
 type Server struct {
 	db       *store.Store
 	sessions *SessionStore
+	caches   *caches
 	metrics  *Metrics
 	hub      Hub
 	cfg      Config
@@ -143,6 +150,15 @@ func New(db *store.Store, metrics *Metrics, hub Hub, cfg Config, log *slog.Logge
 	}
 	s.sessions.cache = newSessionCache(cfg.SessionCacheTTL, cfg.SessionCacheSize)
 	hub.Watch(s.sessions.cache.forget, s.sessions.cache.reset)
+	if cfg.CacheTTL == 0 {
+		cfg.CacheTTL = defaultCacheTTL
+	}
+	if cfg.CacheSize == 0 {
+		cfg.CacheSize = defaultCacheSize
+	}
+	s.caches = newCaches(cfg.CacheTTL, cfg.CacheSize)
+	hub.Watch(func(StreamEnd) {}, s.caches.reset)
+	hub.WatchInvalidations(s.caches.apply)
 	s.limits.messages = newKeyedLimiter(cfg.Limits.Messages)
 	s.limits.rooms = newKeyedLimiter(cfg.Limits.Rooms)
 	s.limits.membership = newKeyedLimiter(cfg.Limits.Membership)
@@ -338,24 +354,8 @@ func (s *Server) fillPage(c echo.Context, page views.Page) views.Page {
 	page.CSRF = csrfToken(c)
 	if u, ok := currentUser(c); ok {
 		page.User = &u
-		if page.MyRooms == nil {
-			// One read of users.chat_rooms; the sidebar is not worth an
-			// error page, so a failure only logs.
-			if user, err := s.db.User(c.Request().Context(), u.Login); err == nil {
-				page.MyRooms, page.RoomTitles = user.ChatRooms, user.RoomTitles
-			} else {
-				s.log.Warn("sidebar: read my rooms", "login", u.Login, "err", err)
-			}
-		}
-		if page.DMs == nil {
-			page.DMs = s.sidebarDMs(c, u.Login)
-		}
 		if page.Unread == nil {
-			// Unread state is read for every DM of the list (one
-			// partition read gave them all), then the sidebar keeps the
-			// newest and the unread ones.
-			s.fillUnread(c.Request().Context(), &page, u.Login)
-			page.DMs = recentOrUnread(page.DMs, page.Unread)
+			s.readSidebar(c.Request().Context(), u.Login, "").fill(&page)
 		}
 	}
 	if page.Notice == "" {

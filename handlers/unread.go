@@ -6,10 +6,12 @@ package handlers
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/url"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gocql/gocql"
@@ -31,29 +33,90 @@ const (
 	markAheadSlack = time.Minute
 )
 
-// fillUnread adds the unread and mention counts of page's rooms and DMs.
-// It runs a fixed number of statements whatever their number (see
-// store.UnreadState); a failure only logs: the sidebar is not worth an
-// error page.
-func (s *Server) fillUnread(ctx context.Context, page *views.Page, login string) {
-	convs := make(map[string]time.Time, len(page.MyRooms)+len(page.DMs))
-	for _, r := range page.MyRooms {
-		// The sidebar knows its rooms by name only; a deleted room's
-		// messages go with it, so the marker alone bounds the count.
+// sidebar is what the layout's sidebar shows: the person's rooms and DMs
+// with their unread and mention counts, and the markers they came from
+// (a room page takes its own marker from them).
+type sidebar struct {
+	rooms    []string
+	titles   map[string]string
+	dms      []views.SidebarDM
+	unread   map[string]int
+	mentions map[string]int
+	markers  store.Markers
+	// read says the markers were read (a failure leaves them empty).
+	read bool
+}
+
+// readSidebar reads login's sidebar. Its statements do not depend on how
+// many rooms and DMs there are: the rooms come from the user cache, then
+// three reads run at once (the DM list, the markers with their mention
+// heads, the rooms' heads; a DM's head is its list entry's last message),
+// then only the unread conversations are counted, concurrently, and the
+// mentions are read only if one is unread (store.CountUnread). open is
+// the conversation the page shows and marks read: it is not counted. A
+// failure only logs: the sidebar is not worth an error page.
+func (s *Server) readSidebar(ctx context.Context, login, open string) sidebar {
+	var sb sidebar
+	// The sidebar knows its rooms by name only; a deleted room's messages
+	// go with it, so the marker alone bounds a count.
+	if u, err := s.user(ctx, login); err == nil {
+		sb.rooms, sb.titles = u.ChatRooms, u.RoomTitles
+	} else {
+		s.log.Warn("sidebar: read my rooms", "login", login, "err", err)
+	}
+	var (
+		entries          []store.DMEntry
+		heads            map[string]gocql.UUID
+		derr, merr, herr error
+		wg               sync.WaitGroup
+	)
+	wg.Add(3)
+	go func() { defer wg.Done(); entries, derr = s.db.DMList(ctx, login) }()
+	go func() { defer wg.Done(); sb.markers, merr = s.db.ReadMarkers(ctx, login) }()
+	go func() { defer wg.Done(); heads, herr = s.db.Heads(ctx, sb.rooms) }()
+	wg.Wait()
+	if derr != nil {
+		s.log.Warn("sidebar: read my dms", "login", login, "err", derr)
+	}
+	convs := make(map[string]time.Time, len(sb.rooms)+len(entries))
+	for _, r := range sb.rooms {
 		convs[r] = time.Time{}
 	}
-	for _, d := range page.DMs {
-		convs[d.ID] = time.Time{}
+	for _, e := range entries {
+		cv := dmConversation(e.DM, login)
+		sb.dms = append(sb.dms, views.SidebarDM{ID: cv.ID, URL: cv.URL, Title: cv.Title})
+		convs[cv.ID] = time.Time{}
+		if heads != nil {
+			heads[cv.ID] = e.LastID
+		}
 	}
-	if len(convs) == 0 {
-		return
-	}
-	st, err := s.db.UnreadState(ctx, login, convs)
-	if err != nil {
+	if err := errors.Join(merr, herr); err != nil {
 		s.log.Warn("sidebar: read unread state", "login", login, "err", err)
-		return
+		return sb
 	}
-	page.Unread, page.Mentions = st.Unread, st.Mentions
+	sb.read = true
+	if len(convs) == 0 {
+		return sb
+	}
+	st, err := s.db.CountUnread(ctx, login, sb.markers, heads, convs, open)
+	if err != nil {
+		s.log.Warn("sidebar: count unread", "login", login, "err", err)
+		return sb
+	}
+	sb.unread, sb.mentions = st.Unread, st.Mentions
+	// Unread state covers every DM of the list; the sidebar keeps the
+	// newest and the unread ones.
+	sb.dms = recentOrUnread(sb.dms, sb.unread)
+	return sb
+}
+
+// fill puts the sidebar into page.
+func (sb sidebar) fill(page *views.Page) {
+	page.MyRooms, page.RoomTitles, page.DMs = sb.rooms, sb.titles, sb.dms
+	page.Unread, page.Mentions = sb.unread, sb.mentions
+	if page.Unread == nil {
+		page.Unread = map[string]int{} // read (or failed): fillPage does not read again
+	}
 }
 
 // showSidebar answers GET /sidebar: the rooms and DMs with their badges,
@@ -110,24 +173,17 @@ func (s *Server) markRead(c echo.Context, conv store.Conversation, id gocql.UUID
 }
 
 // markShown marks conv read up to the newest of msgs, the messages a full
-// page shows, unless the marker is there already; it returns the marker as
-// it was before, for the "New since your last visit" divider. A failure
-// only logs: the page is worth more than its marker.
-func (s *Server) markShown(ctx context.Context, login string, conv store.Conversation, msgs []store.Message) gocql.UUID {
-	marker, err := s.db.Marker(ctx, login, conv.ID)
-	if err != nil {
-		s.log.Warn("read marker", "conversation", conv.ID, "err", err)
-		return gocql.UUID{}
-	}
+// page shows, unless the marker (as it was before) is there already. A
+// failure only logs: the page is worth more than its marker.
+func (s *Server) markShown(ctx context.Context, login string, conv store.Conversation, msgs []store.Message, marker gocql.UUID) {
 	if len(msgs) == 0 {
-		return marker
+		return
 	}
 	if newest := msgs[len(msgs)-1].ID; store.Later(newest, marker) {
 		if err := s.db.MarkRead(ctx, login, conv.ID, newest); err != nil {
 			s.log.Warn("mark read", "conversation", conv.ID, "err", err)
 		}
 	}
-	return marker
 }
 
 // firstUnread is the first of msgs that the reader had not read: newer than
@@ -290,7 +346,7 @@ func (s *Server) recordMentions(ctx context.Context, conv store.Conversation, m 
 // DMs only: the sidebar still refreshes on a page load.
 func (s *Server) watchOthers(ctx context.Context, login, open string) *ConversationWatch {
 	var rooms []string
-	if u, err := s.db.User(ctx, login); err == nil {
+	if u, err := s.user(ctx, login); err == nil {
 		for _, r := range u.ChatRooms {
 			if r != open {
 				rooms = append(rooms, r)

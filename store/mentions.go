@@ -18,7 +18,7 @@ const (
 	selectMentions = `SELECT message_id, conversation, author, excerpt FROM mentions
 		WHERE login = ? AND month = ? AND message_id < ? LIMIT ?`
 	selectMentionsSince = `SELECT conversation, message_id FROM mentions
-		WHERE login = ? AND month = ? AND message_id > ? LIMIT ?`
+		WHERE login = ? AND month IN ? AND message_id > ? LIMIT ?`
 
 	// mentionMonths is how far back the list of mentions reaches.
 	mentionMonths = 12
@@ -82,22 +82,36 @@ func monthOf(t time.Time) int {
 }
 
 // RecordMentions records m under every member of conv it mentions, except
-// its author.
+// its author, and makes m their newest mention in conv (the mention head
+// beside their read marker, see ReadMarkers). The writes run concurrently.
 func (s *Store) RecordMentions(ctx context.Context, conv Conversation, m Message) error {
 	excerpt := m.Content
 	if utf8.RuneCountInString(excerpt) > excerptLength {
 		excerpt = string([]rune(excerpt)[:excerptLength]) + "…"
 	}
+	var logins []string
 	for _, login := range Mentioned(m.Content, conv.Members) {
-		if login == m.Author.Login {
-			continue
-		}
-		if err := s.exec(ctx, "record mention of "+login, insertMention,
-			login, monthOf(m.Time()), m.ID, conv.ID, m.Author, excerpt); err != nil {
-			return err
+		if login != m.Author.Login {
+			logins = append(logins, login)
 		}
 	}
-	return nil
+	errs := make(chan error, 2*len(logins))
+	for _, login := range logins {
+		go func() {
+			errs <- s.exec(ctx, "record mention of "+login, insertMention,
+				login, monthOf(m.Time()), m.ID, conv.ID, m.Author, excerpt)
+		}()
+		go func() {
+			errs <- s.exec(ctx, "mention head of "+login, updateMentionHead, writeTime(m.ID), m.ID, login, conv.ID)
+		}()
+	}
+	var first error
+	for range 2 * len(logins) {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
 }
 
 // Mentions returns up to n mentions of login before the message id before
@@ -126,17 +140,6 @@ func (s *Store) Mentions(ctx context.Context, login string, before gocql.UUID, n
 	return out, nil
 }
 
-// UnreadMentions counts, per conversation, the mentions of login newer
-// than login's marker there (markers as Markers returns them), from this
-// month and the last; each count stops at MaxUnread.
-func (s *Store) UnreadMentions(ctx context.Context, login string, markers map[string]gocql.UUID) (map[string]int, error) {
-	recent, err := s.recentMentions(ctx, login)
-	if err != nil {
-		return nil, err
-	}
-	return countMentions(recent, markers, nil), nil
-}
-
 // mentionRef is where a mention was made: its conversation and message.
 type mentionRef struct {
 	conversation string
@@ -144,24 +147,23 @@ type mentionRef struct {
 }
 
 // recentMentions reads the mentions of login from this month and the last:
-// two bounded partition reads, whatever the number of conversations.
+// one bounded statement over the two partitions, whatever the number of
+// conversations.
 func (s *Store) recentMentions(ctx context.Context, login string) ([]mentionRef, error) {
 	now := s.Now().UTC()
 	since := gocql.MinTimeUUID(time.Date(now.Year(), now.Month()-1, 1, 0, 0, 0, 0, time.UTC))
+	q, err := s.query(ctx, selectMentionsSince, login, []int{monthOf(now), monthOf(since.Time())}, since, mentionScan)
+	if err != nil {
+		return nil, err
+	}
 	var out []mentionRef
-	for _, month := range []time.Time{now, since.Time()} {
-		q, err := s.query(ctx, selectMentionsSince, login, monthOf(month), since, mentionScan)
-		if err != nil {
-			return nil, err
-		}
-		iter := q.Iter()
-		var m mentionRef
-		for iter.Scan(&m.conversation, &m.id) {
-			out = append(out, m)
-		}
-		if err := iter.Close(); err != nil {
-			return nil, s.fail("count mentions of "+login, err)
-		}
+	iter := q.Iter()
+	var m mentionRef
+	for iter.Scan(&m.conversation, &m.id) {
+		out = append(out, m)
+	}
+	if err := iter.Close(); err != nil {
+		return nil, s.fail("count mentions of "+login, err)
 	}
 	return out, nil
 }

@@ -23,6 +23,8 @@ const (
 		WHERE room_name = ? AND time_bucket <= ? AND time_bucket >= ?`
 	selectBucketsUp = `SELECT time_bucket FROM messages_bucket
 		WHERE room_name = ? AND time_bucket >= ? ORDER BY time_bucket ASC`
+	selectMessagesDownIn = `SELECT message_id, author, content, system_message, attachment FROM chat_room_messages
+		WHERE room_name = ? AND time_bucket IN ? AND message_id < ? AND message_id > ? ORDER BY message_id DESC LIMIT ?`
 	selectMessagesDown = `SELECT message_id, author, content, system_message, attachment FROM chat_room_messages
 		WHERE room_name = ? AND time_bucket = ? AND message_id < ? AND message_id > ? LIMIT ?`
 	// The LIMIT keeps one replay page to one round trip: with only a page
@@ -171,45 +173,89 @@ func floorOf(conv Conversation) gocql.UUID {
 
 // MessagesBefore returns up to n messages of room posted before the
 // message id before (the newest ones if before is the zero UUID), oldest
-// first, ready to display, and whether older ones exist. It walks the
-// room's buckets newest first: one query lists them, then one query per
-// bucket until n+1 messages are found or the buckets run out.
+// first, ready to display, and whether older ones exist. The days of the
+// last bucketSpan buckets up to before are read in one statement (the
+// whole conversation, if it started within them); only if they hold fewer
+// than n+1 messages does it walk the older buckets, newest first: one
+// query lists them, then one query per bucket.
 func (s *Store) MessagesBefore(ctx context.Context, in Place, before gocql.UUID, n int) ([]Message, bool, error) {
 	conv := in.Conversation()
 	if before == (gocql.UUID{}) {
 		before = gocql.MaxTimeUUID(s.Now().Add(time.Hour))
 	}
 	floor := floorOf(conv)
-	bq, err := s.query(ctx, selectBucketsDown, conv.ID, bucketOf(before), timeBucket(conv.Since))
+	newestFirst := make([]Message, 0, n+1)
+	recent := recentBuckets(conv.Since, before.Time())
+	q, err := s.query(ctx, selectMessagesDownIn, conv.ID, recent, before, floor, n+1)
 	if err != nil {
 		return nil, false, err
 	}
-	buckets := bq.PageSize(32).Iter()
-	newestFirst := make([]Message, 0, n+1)
-	var bucket int
-	for len(newestFirst) <= n && buckets.Scan(&bucket) {
-		q, err := s.query(ctx, selectMessagesDown, conv.ID, bucket, before, floor, n+1-len(newestFirst))
+	// ORDER BY across partitions is only allowed without paging; the LIMIT
+	// bounds the rows.
+	iter := q.PageSize(0).Iter()
+	for m, ok := scanMessage(iter, conv.ID); ok; m, ok = scanMessage(iter, conv.ID) {
+		newestFirst = append(newestFirst, m)
+	}
+	if err := iter.Close(); err != nil {
+		return nil, false, s.fail("read messages of "+conv.ID, err)
+	}
+	if oldest := recent[len(recent)-1]; len(newestFirst) <= n && oldest > timeBucket(conv.Since) {
+		// Older days may hold more: walk their buckets.
+		bq, err := s.query(ctx, selectBucketsDown, conv.ID, oldest-1, timeBucket(conv.Since))
 		if err != nil {
-			buckets.Close()
 			return nil, false, err
 		}
-		iter := q.Iter()
-		for m, ok := scanMessage(iter, conv.ID); ok; m, ok = scanMessage(iter, conv.ID) {
-			newestFirst = append(newestFirst, m)
+		buckets := bq.PageSize(32).Iter()
+		var bucket int
+		for len(newestFirst) <= n && buckets.Scan(&bucket) {
+			q, err := s.query(ctx, selectMessagesDown, conv.ID, bucket, before, floor, n+1-len(newestFirst))
+			if err != nil {
+				buckets.Close()
+				return nil, false, err
+			}
+			iter := q.Iter()
+			for m, ok := scanMessage(iter, conv.ID); ok; m, ok = scanMessage(iter, conv.ID) {
+				newestFirst = append(newestFirst, m)
+			}
+			if err := iter.Close(); err != nil {
+				buckets.Close()
+				return nil, false, s.fail("read messages of "+conv.ID, err)
+			}
 		}
-		if err := iter.Close(); err != nil {
-			buckets.Close()
-			return nil, false, s.fail("read messages of "+conv.ID, err)
+		if err := buckets.Close(); err != nil {
+			return nil, false, s.fail("list buckets of "+conv.ID, err)
 		}
-	}
-	if err := buckets.Close(); err != nil {
-		return nil, false, s.fail("list buckets of "+conv.ID, err)
 	}
 	more := len(newestFirst) > n
 	if more {
 		newestFirst = newestFirst[:n]
 	}
 	return oldestFirst(newestFirst), more, nil
+}
+
+// bucketSpan is how many day buckets one statement names with IN: a read
+// of the last few days is one round trip instead of a bucket list and a
+// query per day.
+const bucketSpan = 8
+
+// recentBuckets are the day buckets from the day of upTo back, newest
+// first: bucketSpan of them, or fewer if since (the conversation's start)
+// is nearer. A bucket number only compares as a day (YYYYMMDD), so the
+// older buckets are walked from oldest-1 downwards: no day is skipped.
+func recentBuckets(since, upTo time.Time) []int {
+	day := upTo.UTC()
+	day = time.Date(day.Year(), day.Month(), day.Day(), 0, 0, 0, 0, time.UTC)
+	first := timeBucket(since)
+	out := make([]int, 0, bucketSpan)
+	for len(out) < bucketSpan {
+		b := timeBucket(day)
+		out = append(out, b)
+		if b <= first {
+			break
+		}
+		day = day.AddDate(0, 0, -1)
+	}
+	return out
 }
 
 // MessagesAfter returns the messages of room posted after the message id

@@ -218,26 +218,9 @@ func (s *Store) MyRooms(ctx context.Context, login string) ([]Room, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(u.ChatRooms) == 0 {
-		return nil, nil
-	}
-	q, err := s.query(ctx, selectRoomsIn, u.ChatRooms)
+	found, err := s.RoomsNamed(ctx, u.ChatRooms)
 	if err != nil {
 		return nil, err
-	}
-	iter := q.Iter()
-	found := map[string]Room{}
-	scanner := iter.Scanner()
-	for scanner.Next() {
-		r, err := scanRoom(scanner.Scan)
-		if err != nil {
-			iter.Close()
-			return nil, s.fail("scan my rooms", err)
-		}
-		found[r.Name] = r
-	}
-	if err := iter.Close(); err != nil {
-		return nil, s.fail("read my rooms", err)
 	}
 	rooms := make([]Room, 0, len(found))
 	for _, name := range u.ChatRooms {
@@ -250,6 +233,33 @@ func (s *Store) MyRooms(ctx context.Context, login string) ([]Room, error) {
 		}
 	}
 	return rooms, nil
+}
+
+// RoomsNamed reads the rooms with these name keys in one query; a name
+// with no room is not in the map.
+func (s *Store) RoomsNamed(ctx context.Context, names []string) (map[string]Room, error) {
+	found := map[string]Room{}
+	if len(names) == 0 {
+		return found, nil
+	}
+	q, err := s.query(ctx, selectRoomsIn, names)
+	if err != nil {
+		return nil, err
+	}
+	iter := q.Iter()
+	scanner := iter.Scanner()
+	for scanner.Next() {
+		r, err := scanRoom(scanner.Scan)
+		if err != nil {
+			iter.Close()
+			return nil, s.fail("scan rooms", err)
+		}
+		found[r.Name] = r
+	}
+	if err := iter.Close(); err != nil {
+		return nil, s.fail("read rooms", err)
+	}
+	return found, nil
 }
 
 // ForgetRoom removes a room that no longer exists from login's list, if the

@@ -61,8 +61,11 @@ type ObservedQuery struct {
 	Statement string
 	Values    []any
 	Duration  time.Duration
-	Err       error
-	Batch     bool
+	// Start is when the statement was sent: tests check that independent
+	// reads overlap.
+	Start time.Time
+	Err   error
+	Batch bool
 }
 
 // Config says how to reach Cassandra.
@@ -279,7 +282,7 @@ func isUnavailable(err error) bool {
 type queryObserver struct{ fn func(ObservedQuery) }
 
 func (o queryObserver) ObserveQuery(_ context.Context, q gocql.ObservedQuery) {
-	o.fn(ObservedQuery{Statement: q.Statement, Values: q.Values, Duration: q.End.Sub(q.Start), Err: q.Err})
+	o.fn(ObservedQuery{Statement: q.Statement, Values: q.Values, Duration: q.End.Sub(q.Start), Start: q.Start, Err: q.Err})
 }
 
 func (o queryObserver) ObserveBatch(_ context.Context, b gocql.ObservedBatch) {

@@ -8,6 +8,7 @@ package store
 import (
 	"context"
 	"errors"
+	"math"
 	"sync"
 	"time"
 
@@ -19,14 +20,19 @@ const (
 	// that one column: Cassandra keeps the cell with the highest write
 	// timestamp, so a late, older value loses to a newer one whatever order
 	// they arrive in, with no read first and no LWT.
-	updateMarker  = `UPDATE read_markers USING TIMESTAMP ? SET marker = ? WHERE login = ? AND conversation = ?`
-	selectMarkers = `SELECT conversation, marker FROM read_markers WHERE login = ?`
-	selectMarker  = `SELECT marker FROM read_markers WHERE login = ? AND conversation = ?`
-	updateHead    = `UPDATE conversation_heads USING TIMESTAMP ? SET head = ? WHERE conversation = ?`
-	selectHeads   = `SELECT conversation, head FROM conversation_heads WHERE conversation IN ?`
+	updateMarker      = `UPDATE read_markers USING TIMESTAMP ? SET marker = ? WHERE login = ? AND conversation = ?`
+	selectMarkers     = `SELECT conversation, marker, mention FROM read_markers WHERE login = ?`
+	updateMentionHead = `UPDATE read_markers USING TIMESTAMP ? SET mention = ? WHERE login = ? AND conversation = ?`
+	selectMarker      = `SELECT marker FROM read_markers WHERE login = ? AND conversation = ?`
+	updateHead        = `UPDATE conversation_heads USING TIMESTAMP ? SET head = ? WHERE conversation = ?`
+	selectHeads       = `SELECT conversation, head FROM conversation_heads WHERE conversation IN ?`
 
 	selectUnread = `SELECT author, system_message FROM chat_room_messages
 		WHERE room_name = ? AND time_bucket = ? AND message_id > ? LIMIT ?`
+	selectBucketsBetween = `SELECT time_bucket FROM messages_bucket
+		WHERE room_name = ? AND time_bucket >= ? AND time_bucket <= ?`
+	selectUnreadIn = `SELECT author, system_message FROM chat_room_messages
+		WHERE room_name = ? AND time_bucket IN ? AND message_id > ? LIMIT ?`
 
 	// MaxUnread is where a count stops: more is shown as "99+".
 	MaxUnread = 100
@@ -50,10 +56,52 @@ func (s *Store) MarkRead(ctx context.Context, login, conversation string, upTo g
 	return s.exec(ctx, "mark read", updateMarker, writeTime(upTo), upTo, login, conversation)
 }
 
+// Markers is what one partition read says of a person's conversations:
+// the read marker in each (Read), and the newest message that mentions
+// them in each (Mention; see RecordMentions).
+type Markers struct {
+	Read, Mention map[string]gocql.UUID
+}
+
+// ReadMarkers returns login's markers and mention heads, in one partition
+// read.
+func (s *Store) ReadMarkers(ctx context.Context, login string) (Markers, error) {
+	q, err := s.query(ctx, selectMarkers, login)
+	if err != nil {
+		return Markers{}, err
+	}
+	m := Markers{Read: map[string]gocql.UUID{}, Mention: map[string]gocql.UUID{}}
+	iter := q.Iter()
+	var (
+		conv            string
+		marker, mention gocql.UUID
+	)
+	for iter.Scan(&conv, &marker, &mention) {
+		if marker != (gocql.UUID{}) {
+			m.Read[conv] = marker
+		}
+		if mention != (gocql.UUID{}) {
+			m.Mention[conv] = mention
+		}
+	}
+	if err := iter.Close(); err != nil {
+		return Markers{}, s.fail("read markers of "+login, err)
+	}
+	return m, nil
+}
+
 // Markers returns login's read marker in every conversation that has one,
 // in one partition read.
 func (s *Store) Markers(ctx context.Context, login string) (map[string]gocql.UUID, error) {
-	return s.idsByConversation(ctx, "read markers of "+login, selectMarkers, login)
+	m, err := s.ReadMarkers(ctx, login)
+	return m.Read, err
+}
+
+// unreadMention reports whether login's newest mention in conversation is
+// past their marker there.
+func (m Markers) unreadMention(conversation string) bool {
+	mention, ok := m.Mention[conversation]
+	return ok && Later(mention, m.Read[conversation])
 }
 
 // idsByConversation runs a query of (conversation, id) rows into a map.
@@ -110,8 +158,12 @@ func (s *Store) Heads(ctx context.Context, conversations []string) (map[string]g
 // after since, the conversation's start) were written by someone other
 // than login and are not system messages; it stops at MaxUnread. A zero
 // since means the start is not known: the marker alone bounds the count
-// (a deleted room's messages are deleted with it).
-func (s *Store) UnreadCount(ctx context.Context, login, conversation string, since time.Time, marker gocql.UUID) (int, error) {
+// (a deleted room's messages are deleted with it). With the
+// conversation's head known (non-zero), the last bucketSpan days up to it
+// are counted in one statement, which is the whole count when the marker
+// is within them or the count is full; otherwise (and with no head) the
+// older buckets are listed and counted one by one.
+func (s *Store) UnreadCount(ctx context.Context, login, conversation string, since time.Time, marker, head gocql.UUID) (int, error) {
 	if since.IsZero() {
 		since = unknownStart
 	}
@@ -119,12 +171,27 @@ func (s *Store) UnreadCount(ctx context.Context, login, conversation string, sin
 	if floor := gocql.MinTimeUUID(since.Add(-time.Millisecond)); marker == (gocql.UUID{}) || Later(floor, marker) {
 		after = floor
 	}
-	bq, err := s.query(ctx, selectBucketsUp, conversation, bucketOf(after))
+	count, scanned := 0, 0
+	upTo := math.MaxInt32 // the newest bucket the walk below counts
+	if head != (gocql.UUID{}) {
+		days := recentBuckets(after.Time(), head.Time())
+		q, err := s.query(ctx, selectUnreadIn, conversation, days, after, unreadScan)
+		if err != nil {
+			return 0, err
+		}
+		if count, scanned, err = s.countUnread(q.PageSize(unreadScan).Iter(), login, conversation); err != nil {
+			return 0, err
+		}
+		upTo = days[len(days)-1] - 1
+		if days[len(days)-1] <= bucketOf(after) {
+			return count, nil // every day since the marker is counted
+		}
+	}
+	bq, err := s.query(ctx, selectBucketsBetween, conversation, bucketOf(after), upTo)
 	if err != nil {
 		return 0, err
 	}
 	buckets := bq.PageSize(32).Iter()
-	count, scanned := 0, 0
 	var bucket int
 	for count < MaxUnread && scanned < unreadScan && buckets.Scan(&bucket) {
 		q, err := s.query(ctx, selectUnread, conversation, bucket, after, unreadScan-scanned)
@@ -132,21 +199,12 @@ func (s *Store) UnreadCount(ctx context.Context, login, conversation string, sin
 			buckets.Close()
 			return 0, err
 		}
-		iter := q.PageSize(unreadScan).Iter()
-		var (
-			author UserRef
-			system bool
-		)
-		for count < MaxUnread && iter.Scan(&author, &system) {
-			scanned++
-			if !system && author.Login != login {
-				count++
-			}
-		}
-		if err := iter.Close(); err != nil {
+		n, read, err := s.countUnread(q.PageSize(unreadScan).Iter(), login, conversation)
+		if err != nil {
 			buckets.Close()
-			return 0, s.fail("count unread in "+conversation, err)
+			return 0, err
 		}
+		count, scanned = min(count+n, MaxUnread), scanned+read
 	}
 	if err := buckets.Close(); err != nil {
 		return 0, s.fail("list buckets of "+conversation, err)
@@ -154,12 +212,32 @@ func (s *Store) UnreadCount(ctx context.Context, login, conversation string, sin
 	return count, nil
 }
 
+// countUnread counts the rows of iter (author, system_message) that are
+// neither login's nor system messages, stopping at MaxUnread; it also
+// returns how many rows it read.
+func (s *Store) countUnread(iter *gocql.Iter, login, conversation string) (count, scanned int, err error) {
+	var (
+		author UserRef
+		system bool
+	)
+	for count < MaxUnread && iter.Scan(&author, &system) {
+		scanned++
+		if !system && author.Login != login {
+			count++
+		}
+	}
+	if err := iter.Close(); err != nil {
+		return 0, 0, s.fail("count unread in "+conversation, err)
+	}
+	return count, scanned, nil
+}
+
 // Unread returns login's unread count in each of conversations (mapped to
 // when each started): one read of the markers and one of the heads, then a
 // bounded count, concurrently, for only those whose head is past the marker.
 // Conversations with nothing unread are in the map with 0.
 func (s *Store) Unread(ctx context.Context, login string, conversations map[string]time.Time) (map[string]int, error) {
-	st, err := s.unreadState(ctx, login, conversations, false)
+	st, err := s.UnreadState(ctx, login, conversations)
 	return st.Unread, err
 }
 
@@ -170,54 +248,61 @@ type UnreadState struct {
 }
 
 // UnreadState is Unread and, from the same markers, the unread mentions in
-// those conversations (see UnreadMentions). Its statements do not depend
-// on how many conversations there are: the markers (one partition), the
-// heads (one IN query) and the mentions (two partitions) are read at once,
-// then only the unread conversations are counted, concurrently.
+// those conversations. The markers (one partition) and the heads (one IN
+// query) are read at once, then see CountUnread.
 func (s *Store) UnreadState(ctx context.Context, login string, conversations map[string]time.Time) (UnreadState, error) {
-	return s.unreadState(ctx, login, conversations, true)
-}
-
-func (s *Store) unreadState(ctx context.Context, login string, conversations map[string]time.Time, withMentions bool) (UnreadState, error) {
 	ids := make([]string, 0, len(conversations))
 	for c := range conversations {
 		ids = append(ids, c)
 	}
 	var (
-		markers, heads   map[string]gocql.UUID
-		recent           []mentionRef
-		merr, herr, rerr error
-		wg               sync.WaitGroup
+		markers    Markers
+		heads      map[string]gocql.UUID
+		merr, herr error
+		wg         sync.WaitGroup
 	)
 	wg.Add(2)
-	go func() { defer wg.Done(); markers, merr = s.Markers(ctx, login) }()
+	go func() { defer wg.Done(); markers, merr = s.ReadMarkers(ctx, login) }()
 	go func() { defer wg.Done(); heads, herr = s.Heads(ctx, ids) }()
-	if withMentions {
-		wg.Add(1)
-		go func() { defer wg.Done(); recent, rerr = s.recentMentions(ctx, login) }()
-	}
 	wg.Wait()
-	if err := errors.Join(merr, herr, rerr); err != nil {
+	if err := errors.Join(merr, herr); err != nil {
 		return UnreadState{}, err
 	}
-	out := make(map[string]int, len(ids))
+	return s.CountUnread(ctx, login, markers, heads, conversations, "")
+}
+
+// CountUnread derives login's unread state in conversations (mapped to
+// when each started) from their markers and the conversations' heads,
+// read by the caller (a DM's head is its list entry's last message). Only
+// a conversation whose head is past its marker is counted, concurrently,
+// each bounded; the mentions are read (one statement) only if a mention
+// head is past its marker. open, if set, is the conversation the page
+// shows and marks read: it is not counted, and shows 0.
+func (s *Store) CountUnread(ctx context.Context, login string, markers Markers, heads map[string]gocql.UUID, conversations map[string]time.Time, open string) (UnreadState, error) {
+	out := make(map[string]int, len(conversations))
 	var (
-		mu    sync.Mutex
-		first error
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		first    error
+		mentions bool
 	)
-	// Every key is in the map before the counts start writing to it.
-	for _, c := range ids {
+	for c := range conversations {
 		out[c] = 0 // before any count runs: the goroutines below write it too
 	}
-	for _, c := range ids {
+	for c := range conversations {
+		if c == open {
+			continue
+		}
+		mentions = mentions || markers.unreadMention(c)
 		head, ok := heads[c]
-		if !ok || (markers[c] != gocql.UUID{} && !Later(head, markers[c])) {
+		marker := markers.Read[c]
+		if !ok || (marker != gocql.UUID{} && !Later(head, marker)) {
 			continue
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			n, err := s.UnreadCount(ctx, login, c, conversations[c], markers[c])
+			n, err := s.UnreadCount(ctx, login, c, conversations[c], marker, head)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -227,13 +312,19 @@ func (s *Store) unreadState(ctx context.Context, login string, conversations map
 			out[c] = n
 		}()
 	}
+	var recent []mentionRef
+	if mentions {
+		var err error
+		if recent, err = s.recentMentions(ctx, login); err != nil {
+			wg.Wait()
+			return UnreadState{}, err
+		}
+	}
 	wg.Wait()
 	if first != nil {
 		return UnreadState{}, first
 	}
-	st := UnreadState{Unread: out}
-	if withMentions {
-		st.Mentions = countMentions(recent, markers, conversations)
-	}
+	st := UnreadState{Unread: out, Mentions: countMentions(recent, markers.Read, conversations)}
+	delete(st.Mentions, open)
 	return st, nil
 }

@@ -1,0 +1,167 @@
+package handlers_test
+
+import (
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/killrchat/killrchat/store"
+	"github.com/killrchat/killrchat/store/storetest"
+)
+
+// TestStatementBudget is issue 13's budget, counted with the store's
+// query observer on warm caches, for a person in 12 rooms and 3 DMs who
+// has read everything: a post in a room runs no read and at most 2
+// statements (the message and the conversation's head), the home page and
+// a room page at most 4. Then, with k conversations unread since their
+// last visit, each costs one statement more (its bounded count).
+func TestStatementBudget(t *testing.T) {
+	st, rec := countingStore(t)
+	a := newApp(t, st, nil)
+	person, login := busyPerson(t, a, 12, 3, 0)
+	room := createRoom(t, person) // the 13th, opened below
+	for i := 0; i < 60; i++ {
+		postMessage(t, person, room, fmt.Sprintf("hello %d", i))
+	}
+
+	// Warm: the caches, the bucket memo, and everything marked read.
+	person.get("/")
+	person.get("/rooms/" + room)
+	postMessage(t, person, room, "warming up")
+	person.get("/rooms/" + room)
+
+	t.Run("Post", func(t *testing.T) {
+		rec.Start()
+		postMessage(t, person, room, "counted")
+		got := rec.Stop()
+		t.Logf("a post: %d statements\n%s", len(got), kinds(got))
+		if len(got) > 2 {
+			t.Errorf("a post ran %d statements, budget 2:\n%s", len(got), kinds(got))
+		}
+		for _, q := range got {
+			if strings.HasPrefix(strings.TrimSpace(q.Statement), "SELECT") {
+				t.Errorf("a post read: %s", q.Statement)
+			}
+		}
+	})
+	person.get("/rooms/" + room) // reads the post: all read again
+
+	t.Run("Home", func(t *testing.T) {
+		n, k, got := statements(t, person, rec, "/")
+		t.Logf("home page: %d statements\n%s", n, k)
+		if n > 4 {
+			t.Errorf("home page ran %d statements, budget 4:\n%s", n, k)
+		}
+		logOverlap(t, got)
+	})
+	t.Run("RoomPage", func(t *testing.T) {
+		n, k, got := statements(t, person, rec, "/rooms/"+room)
+		t.Logf("room page: %d statements\n%s", n, k)
+		if n > 4 {
+			t.Errorf("room page ran %d statements, budget 4:\n%s", n, k)
+		}
+		logOverlap(t, got)
+	})
+
+	t.Run("Unread", func(t *testing.T) {
+		// Someone else writes in two of the person's rooms and in one DM.
+		u, err := db.User(ctxT(t), login)
+		if err != nil {
+			t.Fatal(err)
+		}
+		other := newUser(t, unique("writer"))
+		var unread []string
+		for _, name := range u.ChatRooms[:2] {
+			r, err := db.JoinRoom(ctxT(t), other, name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := db.PostMessage(ctxT(t), r, other, "news"); err != nil {
+				t.Fatal(err)
+			}
+			unread = append(unread, name)
+		}
+		entries, err := db.DMList(ctxT(t), login)
+		if err != nil || len(entries) != 3 {
+			t.Fatalf("dms: %d %v", len(entries), err)
+		}
+		d := entries[0].DM
+		m, err := db.PostMessage(ctxT(t), d, d.Others(login)[0], "psst")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := db.RecordDMMessage(ctxT(t), d, m); err != nil {
+			t.Fatal(err)
+		}
+		n, k, _ := statements(t, person, rec, "/")
+		t.Logf("home page with 3 conversations unread: %d statements\n%s", n, k)
+		if n > 4+3 {
+			t.Errorf("home page with 3 unread ran %d statements, budget 4+3:\n%s", n, k)
+		}
+		p := person.get("/")
+		if got := p.doc.Find("#my-rooms a[data-unread='1'], #my-dms a[data-unread='1']").Length(); got != len(unread)+1 {
+			t.Errorf("%d conversations show 1 unread, want %d (%v and a DM)", got, len(unread)+1, unread)
+		}
+	})
+}
+
+// statements loads path twice (the first warms the caches) and returns
+// the second load's statement count, a summary by kind, and the statements.
+func statements(t testing.TB, c *client, rec *storetest.Recorder, path string) (int, string, []store.ObservedQuery) {
+	t.Helper()
+	c.get(path)
+	rec.Start()
+	p := c.get(path)
+	got := rec.Stop()
+	if p.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %d", path, p.StatusCode)
+	}
+	return len(got), kinds(got), got
+}
+
+// kinds groups statements by their first words, for failure messages.
+func kinds(got []store.ObservedQuery) string {
+	n := map[string]int{}
+	for _, q := range got {
+		s := strings.Join(strings.Fields(q.Statement), " ")
+		n[s[:min(70, len(s))]]++
+	}
+	var lines []string
+	for k, c := range n {
+		lines = append(lines, fmt.Sprintf("%3d× %s", c, k))
+	}
+	sort.Strings(lines)
+	return strings.Join(lines, "\n")
+}
+
+// logOverlap logs how many of a page's reads were in flight together: the
+// independent ones are sent at once. (Logged, not asserted: on a loaded
+// machine a goroutine may start after another's read has returned.)
+func logOverlap(t testing.TB, got []store.ObservedQuery) {
+	t.Helper()
+	if len(got) == 0 {
+		return
+	}
+	first, lastStart := got[0].Start, got[0].Start
+	firstEnd := got[0].Start.Add(got[0].Duration)
+	for _, q := range got {
+		if q.Start.Before(first) {
+			first = q.Start
+		}
+		if q.Start.After(lastStart) {
+			lastStart = q.Start
+		}
+		if e := q.Start.Add(q.Duration); e.Before(firstEnd) {
+			firstEnd = e
+		}
+	}
+	var total time.Duration
+	for _, q := range got {
+		total += q.Duration
+	}
+	t.Logf("%d statements sent within %v of each other; the first answer after %v; %v of statement time in all",
+		len(got), lastStart.Sub(first), firstEnd.Sub(first), total)
+}
