@@ -5,6 +5,7 @@
 //	go run ./e2e/load correctness  every subscriber, reconnecting at random, gets exactly the stored sequence
 //	go run ./e2e/load replay       the Last-Event-ID catch-up alone, with nothing in flight
 //	go run ./e2e/load flood        a room page's latency while a login flood runs
+//	go run ./e2e/load roompage     a room page's latency, one request after another
 //	go run ./e2e/load conns        /healthz latency while 20,000 idle connections flood the real binary
 //	go run ./e2e/load replaymem    server memory while many replays go to clients that never read
 //	go run ./e2e/load upload       attachment MB/s through HTTP vs raw gocql chunks; server RSS while 20 upload and 50 download 25 MiB
@@ -54,7 +55,7 @@ func (c *common) register(fs *flag.FlagSet) {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, `usage: go run ./e2e/load <post|sse|correctness|replay|flood|conns|replaymem|upload> [flags]
+	fmt.Fprintln(os.Stderr, `usage: go run ./e2e/load <post|sse|correctness|replay|flood|roompage|conns|replaymem|upload> [flags]
        go run ./e2e/load <subcommand> -h   for its flags`)
 	os.Exit(2)
 }
@@ -76,6 +77,8 @@ func main() {
 		err = runCorrectness(ctx, os.Args[2:])
 	case "replay":
 		err = runReplay(ctx, os.Args[2:])
+	case "roompage":
+		err = runRoomPage(ctx, os.Args[2:])
 	case "flood":
 		err = runFlood(ctx, os.Args[2:])
 	case "conns":
