@@ -46,8 +46,11 @@ func (s *Server) postMessage(c echo.Context) error {
 	if !validClientID(clientID) {
 		return echo.NewHTTPError(http.StatusBadRequest, "This message form is broken. Reload the page and send again.")
 	}
+	var html []byte // the message as the live streams got it, when this request stored it
 	m, err := s.recent.post(c.Request().Context(), postKey{author: me.Login, room: cv.ID, clientID: clientID}, func(ctx context.Context) (store.Message, error) {
-		return s.post(ctx, cv.Place, func() (store.Message, error) { return s.db.DraftMessage(cv.Place, me, content) })
+		m, h, err := s.postRendered(ctx, cv.Place, func() (store.Message, error) { return s.db.DraftMessage(cv.Place, me, content) })
+		html = h
+		return m, err
 	})
 	if errors.Is(err, store.ErrInvalid) {
 		return s.composerError(c, cv, withErrors(views.Form{Values: map[string]string{"content": content, "client_id": clientID}, Errors: map[string]string{}}, err))
@@ -58,6 +61,10 @@ func (s *Server) postMessage(c echo.Context) error {
 	if isHTMX(c) {
 		// The new message and the next client_id; the live stream brings
 		// the same element (same id) and the page keeps only one.
+		if html != nil {
+			// Rendered once, for the streams and for this answer.
+			return s.renderRaw(c, http.StatusOK, views.PostedHTML(html, newClientID()))
+		}
 		return s.renderRaw(c, http.StatusOK, views.Posted(m, newClientID()))
 	}
 	return c.Redirect(http.StatusSeeOther, cv.URL+"#latest")
@@ -210,13 +217,20 @@ func (s *Server) composerError(c echo.Context, cv conversation, f views.Form) er
 // It renders the message here, outside the sequencer's lock, once for all
 // the live streams. The draft's error is returned as it is.
 func (s *Server) post(ctx context.Context, in store.Place, draft func() (store.Message, error)) (store.Message, error) {
+	m, _, err := s.postRendered(ctx, in, draft)
+	return m, err
+}
+
+// postRendered is post, also returning the message rendered for the live
+// streams (nil if rendering failed), which the poster's own answer reuses.
+func (s *Server) postRendered(ctx context.Context, in store.Place, draft func() (store.Message, error)) (store.Message, []byte, error) {
 	sl, err := s.seq.reserve(in.Conversation().ID, draft)
 	if err != nil {
-		return store.Message{}, err
+		return store.Message{}, nil, err
 	}
 	if err := s.db.SaveMessage(ctx, in, sl.msg); err != nil {
 		s.seq.finish(sl, false)
-		return store.Message{}, err
+		return store.Message{}, nil, err
 	}
 	// What other people's sidebars read when this message's event reaches
 	// them is written before it is published: a DM's entry in its members'
@@ -231,8 +245,9 @@ func (s *Server) post(ctx context.Context, in store.Place, draft func() (store.M
 	}
 	s.recordMentions(ctx, conv, sl.msg)
 	sl.html, _ = renderString(views.WithMembers(ctx, conv.Members), views.MessageItem(sl.msg)) // publish renders again (and logs) if this failed
+	html := sl.html
 	s.seq.finish(sl, true)
-	return sl.msg, nil
+	return sl.msg, html, nil
 }
 
 // latest is the newest page of a conversation, the link to the page before, and

@@ -149,6 +149,7 @@ func New(db *store.Store, metrics *Metrics, hub Hub, cfg Config, log *slog.Logge
 		cfg.SessionCacheSize = defaultSessionCacheSize
 	}
 	s.sessions.cache = newSessionCache(cfg.SessionCacheTTL, cfg.SessionCacheSize)
+	s.sessions.cookies = newRowCache[verifiedCookie](cfg.SessionCacheTTL, cfg.SessionCacheSize)
 	hub.Watch(s.sessions.cache.forget, s.sessions.cache.reset)
 	if cfg.CacheTTL == 0 {
 		cfg.CacheTTL = defaultCacheTTL

@@ -30,9 +30,13 @@ const (
 
 // SessionStore implements sessions.Store on the Cassandra sessions table.
 type SessionStore struct {
-	db     *store.Store
-	cache  *sessionCache
-	codecs []securecookie.Codec
+	db    *store.Store
+	cache *sessionCache
+	// cookies remembers cookie values whose signature was verified, for
+	// as long as a session is cached: checking the HMAC and decoding the
+	// id is most of what a cached session costs.
+	cookies *rowCache[verifiedCookie]
+	codecs  []securecookie.Codec
 	// Options are the cookie options new sessions start with.
 	Options sessions.Options
 }
@@ -42,13 +46,20 @@ func NewSessionStore(db *store.Store, key []byte, secure bool) *SessionStore {
 	codec := securecookie.New(key, nil)
 	codec.MaxAge(int(RememberFor / time.Second))
 	return &SessionStore{
-		db:     db,
-		cache:  newSessionCache(0, 0),
-		codecs: []securecookie.Codec{codec},
+		db:      db,
+		cache:   newSessionCache(0, 0),
+		cookies: newRowCache[verifiedCookie](0, 0),
+		codecs:  []securecookie.Codec{codec},
 		Options: sessions.Options{
 			Path: "/", HttpOnly: true, Secure: secure, SameSite: http.SameSiteLaxMode,
 		},
 	}
+}
+
+// verifiedCookie is a session cookie's id, its signature checked, and the
+// id's digest (see streamSession).
+type verifiedCookie struct {
+	id, digest string
 }
 
 // Get returns the session cached for this request, loading it once.
@@ -69,11 +80,17 @@ func (s *SessionStore) New(r *http.Request, name string) (*sessions.Session, err
 	if err != nil {
 		return sess, nil
 	}
-	var id string
-	if err := securecookie.DecodeMulti(name, c.Value, &id, s.codecs...); err != nil {
+	vc, _, err := s.cookies.load(name+"\x00"+c.Value, func() (verifiedCookie, error) {
+		var id string
+		if err := securecookie.DecodeMulti(name, c.Value, &id, s.codecs...); err != nil {
+			return verifiedCookie{}, err
+		}
+		return verifiedCookie{id: id, digest: streamSession(id)}, nil
+	})
+	if err != nil {
 		return sess, nil
 	}
-	digest := streamSession(id)
+	id, digest := vc.id, vc.digest
 	v, cached := s.cache.get(digest)
 	if !cached {
 		row, err := s.db.Session(r.Context(), id)

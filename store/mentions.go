@@ -41,6 +41,9 @@ type MentionSpan struct {
 // (repeats included), so that a reader shows exactly what Mentioned
 // records. Trailing ".", "_" and "-" end a sentence, not a login.
 func MentionSpans(content string, members map[string]UserRef) []MentionSpan {
+	if strings.IndexByte(content, '@') < 0 || len(members) == 0 {
+		return nil // most messages mention no one: no regexp to run
+	}
 	var out []MentionSpan
 	for _, loc := range mentionToken.FindAllStringSubmatchIndex(content, -1) {
 		raw := strings.TrimRight(content[loc[2]:loc[3]], "._-")

@@ -50,6 +50,9 @@ type textPart struct {
 // addresses with a host become links; nothing else in the text is ever
 // markup.
 func splitLinks(s string) []textPart {
+	if !strings.Contains(s, "://") {
+		return []textPart{{text: s}} // no address: no regexp to run
+	}
 	var parts []textPart
 	last := 0
 	for _, loc := range urlCandidate.FindAllStringIndex(s, -1) {
