@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/killrchat/killrchat/handlers"
 	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/store/storetest"
 )
@@ -20,7 +21,9 @@ import (
 // last visit, each costs one statement more (its bounded count).
 func TestStatementBudget(t *testing.T) {
 	st, rec := countingStore(t)
-	a := newApp(t, st, nil)
+	// Warm caches stay warm however slow the machine: only the hub
+	// invalidates them here.
+	a := newApp(t, st, nil, func(c *handlers.Config) { c.SessionCacheTTL, c.CacheTTL = time.Hour, time.Hour })
 	person, login := busyPerson(t, a, 12, 3, 0)
 	room := createRoom(t, person) // the 13th, opened below
 	for i := 0; i < 60; i++ {

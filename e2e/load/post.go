@@ -282,9 +282,11 @@ func runPost(ctx context.Context, args []string) error {
 	}
 	httpP.print()
 	ratio := httpP.rate() / rawP.rate()
-	verdict := "OK (target >= 0.6)"
-	if ratio < 0.6 {
-		verdict = "BELOW target 0.6"
+	// Issue 13's target (the messages issue asked 0.6 before the hot path
+	// was measured; see its note).
+	verdict := "OK (target >= 0.45)"
+	if ratio < 0.45 {
+		verdict = "BELOW target 0.45"
 	}
 	fmt.Printf("ratio http/raw = %.2f  %s\n", ratio, verdict)
 
