@@ -216,11 +216,12 @@ func (s *Server) leaveRoom(c echo.Context) error {
 func (s *Server) deleteRoom(c echo.Context) error {
 	// The creator condition uses the login from the session, never a form
 	// field, so a forged form cannot delete someone else's room.
-	r, err := s.db.DeleteRoom(c.Request().Context(), mustUser(c).Login, c.Param("room"))
+	me := mustUser(c).Login
+	r, err := s.db.DeleteRoom(c.Request().Context(), me, c.Param("room"))
 	if r.Name != "" {
 		// Deleted (perhaps with its clean-up failing): the room and every
-		// participant's list changed.
-		inv := Invalidation{Rooms: []string{r.Name}}
+		// participant's list changed, and the creator's, who may have left.
+		inv := Invalidation{Rooms: []string{r.Name}, Users: []string{me}}
 		for login := range r.Participants {
 			inv.Users = append(inv.Users, login)
 		}
