@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/a-h/templ"
 	"github.com/gocql/gocql"
 	"github.com/labstack/echo/v4"
 
@@ -61,11 +62,12 @@ func (s *Server) postMessage(c echo.Context) error {
 	if isHTMX(c) {
 		// The new message and the next client_id; the live stream brings
 		// the same element (same id) and the page keeps only one.
+		item := views.MessageItem(m)
 		if html != nil {
 			// Rendered once, for the streams and for this answer.
-			return s.renderRaw(c, http.StatusOK, views.PostedHTML(html, newClientID()))
+			item = templ.Raw(string(html))
 		}
-		return s.renderRaw(c, http.StatusOK, views.Posted(m, newClientID()))
+		return s.renderRaw(c, http.StatusOK, views.Posted(item, newClientID()))
 	}
 	return c.Redirect(http.StatusSeeOther, cv.URL+"#latest")
 }
