@@ -170,13 +170,14 @@ func (s *Server) roomEvents(c echo.Context) error {
 	}
 	// The connection is hijacked: the stream needs nothing more of the
 	// request, so the handler returns and a goroutine of the stream's own
-	// carries on. Its stack starts small, and the request's objects (and
+	// carries on, while the hub's fan-out writes the room's events (see
+	// liveDirect). Its stack starts small, and the request's objects (and
 	// net/http's and echo's for it) go, which roughly halves what an idle
 	// stream holds.
 	live := ends.handOver()
 	go func() {
 		defer live.run()
-		s.liveEvents(out, sub, watch, cv.ID, sent, nil)
+		s.liveDirect(out, sub, watch, cv.ID, sent)
 	}()
 	return nil
 }
@@ -571,10 +572,15 @@ func (e *eventWriter) comment(text string) error {
 	if strings.ContainsAny(text, "\r\n") {
 		return errFieldBreak
 	}
-	e.buf.Reset()
-	fmt.Fprintf(&e.buf, ": %s\n\n", text)
-	e.queue(e.buf.Bytes())
+	e.queue(commentFrame(&e.buf, text))
 	return e.send()
+}
+
+// commentFrame is a comment line in buf, for text of ours (no line break).
+func commentFrame(buf *bytes.Buffer, text string) []byte {
+	buf.Reset()
+	fmt.Fprintf(buf, ": %s\n\n", text)
+	return buf.Bytes()
 }
 
 func renderString(ctx context.Context, comp interface {

@@ -1,14 +1,19 @@
 // This file owns room events and their in-process fan-out: publish never
 // blocks, each subscriber has a bounded queue, and a subscriber that falls
 // behind is dropped (its page reconnects and catches up from Cassandra).
+// The fan-out itself runs in a few goroutines of the hub's own (see
+// fanShard), which hand each event to its subscribers' queues or, for a
+// live stream, write it to the connection at once (see Sink).
 // It also ends subscriptions on request (a user left a room, logged out, or
 // lost a session), so that a stream stops delivering on every instance.
 package handlers
 
 import (
 	"context"
+	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/views"
@@ -125,22 +130,90 @@ type Subscription struct {
 	dropOnce sync.Once
 	endOnce  sync.Once
 	hub      *LocalHub
+	shard    *fanShard
 	room     string
 	who      Subscriber
+	// mu guards sink against the fan-out.
+	mu   sync.Mutex
+	sink Sink
+	// stopped is set once the subscription is dropped or ended: the
+	// fan-out delivers nothing to it after, so that a stream never gets
+	// an event past a gap (a client would resume after it).
+	stopped atomic.Bool
+}
+
+// A Sink takes a subscription's events in place of its channel: a live
+// stream that owns its connection writes each event from the fan-out's
+// goroutine, at once, with no goroutine of its own to wake per event.
+type Sink interface {
+	// Deliver takes the next event, in publication order, without
+	// blocking; false means the subscriber cannot keep up, and it is
+	// dropped as one whose queue is full.
+	Deliver(ev *RoomEvent) bool
+}
+
+// Attach sends the subscription's events to sink from now on: first those
+// queued in C, then every later one. Nothing more arrives on C.
+func (s *Subscription) Attach(sink Sink) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for {
+		select {
+		case ev := <-s.c:
+			if !sink.Deliver(ev) {
+				s.drop()
+				return
+			}
+		default:
+			s.sink = sink
+			return
+		}
+	}
+}
+
+// deliver hands ev to the subscriber, dropping it when it cannot keep up.
+func (s *Subscription) deliver(ev *RoomEvent) {
+	if s.stopped.Load() {
+		return
+	}
+	s.mu.Lock()
+	sink := s.sink
+	if sink == nil {
+		select {
+		case s.c <- ev:
+		default:
+			s.drop()
+		}
+	}
+	s.mu.Unlock()
+	if sink != nil && !sink.Deliver(ev) {
+		s.drop()
+	}
 }
 
 // Close ends the subscription.
 func (s *Subscription) Close() { s.hub.remove(s) }
 
-func (s *Subscription) drop() { s.dropOnce.Do(func() { close(s.dropped) }) }
+func (s *Subscription) drop() {
+	s.stopped.Store(true)
+	s.dropOnce.Do(func() { close(s.dropped) })
+}
 
-func (s *Subscription) end() { s.endOnce.Do(func() { close(s.ended) }) }
+func (s *Subscription) end() {
+	s.stopped.Store(true)
+	s.endOnce.Do(func() { close(s.ended) })
+}
 
 // LocalHub is the in-process hub: the default when no broker is set up,
 // and the local fan-out of the broker-backed hub.
 type LocalHub struct {
 	mu    sync.RWMutex
 	rooms map[string]map[*Subscription]struct{}
+	// shards run the fan-out; each subscription belongs to one of them.
+	shards []*fanShard
+	next   atomic.Uint32
+	stop   chan struct{}
+	closed sync.Once
 	// watches are the conversation watches by key (see ConversationWatch).
 	watches map[string]map[*ConversationWatch]struct{}
 	// watchers are told of every StreamEnd and reset (see Hub.Watch).
@@ -171,19 +244,32 @@ func (h *LocalHub) resetWatchers() {
 	}
 }
 
-// NewLocalHub returns an empty in-process hub.
+// NewLocalHub returns an empty in-process hub, with a fan-out goroutine
+// per processor (Close stops them).
 func NewLocalHub() *LocalHub {
-	return &LocalHub{rooms: map[string]map[*Subscription]struct{}{}, watches: map[string]map[*ConversationWatch]struct{}{}}
+	h := &LocalHub{rooms: map[string]map[*Subscription]struct{}{}, watches: map[string]map[*ConversationWatch]struct{}{},
+		stop: make(chan struct{})}
+	for range runtime.GOMAXPROCS(0) {
+		sh := &fanShard{wake: make(chan struct{}, 1), rooms: map[string]map[*Subscription]struct{}{}}
+		h.shards = append(h.shards, sh)
+		go sh.run(h.stop)
+	}
+	return h
 }
 
-// Publish delivers ev to the room's subscribers; a full queue drops its
-// subscriber instead of waiting. The event is encoded as stream bytes once
-// here, and all the subscribers share it.
+// Publish hands ev to the fan-out, which delivers it to the room's
+// subscribers; a full queue drops its subscriber instead of waiting. The
+// event is encoded as stream bytes once here, and all the subscribers
+// share it.
 func (h *LocalHub) Publish(_ context.Context, ev RoomEvent) error {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
 	if subs := h.rooms[ev.Room]; len(subs) > 0 {
-		h.fanOut(subs, ev)
+		shared := &ev
+		shared.frame = encodeEvent(ev)
+		for _, sh := range h.shards {
+			sh.publish(shared)
+		}
 	}
 	if ev.Kind == EventMessage && ev.Message != nil && !ev.Message.System {
 		for w := range h.watches[ev.Room] {
@@ -202,14 +288,114 @@ func (h *LocalHub) Publish(_ context.Context, ev RoomEvent) error {
 	return nil
 }
 
-// fanOut encodes ev once and hands the same event to every subscriber.
-func (h *LocalHub) fanOut(subs map[*Subscription]struct{}, ev RoomEvent) {
-	shared := &ev
-	shared.frame = encodeEvent(ev)
-	for sub := range subs {
+// fanShard is one goroutine of the fan-out and the subscriptions it
+// serves. Publishing and subscribing queue their work here, under the
+// hub's lock, so each shard sees them in the hub's order: an event reaches
+// every subscription made before it was published, in publication order.
+// With one shard per processor a room of 10,000 live streams is written
+// by every core at once, and a message costs its streams one write each,
+// not a goroutine woken per stream.
+type fanShard struct {
+	mu      sync.Mutex
+	ops     []shardOp
+	events  int // events among ops
+	wake    chan struct{}
+	overrun map[string]bool // rooms whose events were not queued (see publish)
+	// rooms are the shard's subscriptions; only its goroutine uses them.
+	rooms map[string]map[*Subscription]struct{}
+}
+
+// shardOp is one of: an event to deliver, a subscription to add or
+// remove, or a room whose subscribers to drop.
+type shardOp struct {
+	ev          *RoomEvent
+	add, remove *Subscription
+	drop        string
+}
+
+// shardBacklog is how many events a shard may have queued before a room's
+// events are no longer queued and its subscribers on the shard are dropped
+// instead (they reconnect and catch up from Cassandra): the fan-out is
+// then more than a thousand events behind, and waiting would only grow it.
+const shardBacklog = 1024
+
+func (sh *fanShard) push(op shardOp) {
+	sh.mu.Lock()
+	sh.ops = append(sh.ops, op)
+	sh.mu.Unlock()
+	select {
+	case sh.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (sh *fanShard) publish(ev *RoomEvent) {
+	sh.mu.Lock()
+	if sh.events >= shardBacklog {
+		if !sh.overrun[ev.Room] {
+			if sh.overrun == nil {
+				sh.overrun = map[string]bool{}
+			}
+			sh.overrun[ev.Room] = true
+			sh.ops = append(sh.ops, shardOp{drop: ev.Room})
+		}
+	} else {
+		sh.events++
+		sh.ops = append(sh.ops, shardOp{ev: ev})
+	}
+	sh.mu.Unlock()
+	select {
+	case sh.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (sh *fanShard) run(stop <-chan struct{}) {
+	var batch []shardOp
+	for {
 		select {
-		case sub.c <- shared:
-		default:
+		case <-stop:
+			return
+		case <-sh.wake:
+		}
+		for {
+			sh.mu.Lock()
+			batch, sh.ops = sh.ops, batch[:0]
+			sh.events, sh.overrun = 0, nil
+			sh.mu.Unlock()
+			if len(batch) == 0 {
+				break
+			}
+			for _, op := range batch {
+				sh.apply(op)
+			}
+			clear(batch)
+		}
+	}
+}
+
+func (sh *fanShard) apply(op shardOp) {
+	switch {
+	case op.ev != nil:
+		for sub := range sh.rooms[op.ev.Room] {
+			sub.deliver(op.ev)
+		}
+	case op.add != nil:
+		subs := sh.rooms[op.add.room]
+		if subs == nil {
+			subs = map[*Subscription]struct{}{}
+			sh.rooms[op.add.room] = subs
+		}
+		subs[op.add] = struct{}{}
+	case op.remove != nil:
+		if subs := sh.rooms[op.remove.room]; subs != nil {
+			delete(subs, op.remove)
+			if len(subs) == 0 {
+				delete(sh.rooms, op.remove.room)
+			}
+		}
+	case op.drop != "":
+		for sub := range sh.rooms[op.drop] {
 			sub.drop()
 		}
 	}
@@ -300,20 +486,25 @@ func (h *LocalHub) Subscribe(room string, who Subscriber) *Subscription {
 	sub := &Subscription{c: make(chan *RoomEvent, subscriberQueue), dropped: make(chan struct{}),
 		ended: make(chan struct{}), hub: h, room: room, who: who}
 	sub.C, sub.Dropped, sub.Ended = sub.c, sub.dropped, sub.ended
+	sub.shard = h.shards[int(h.next.Add(1))%len(h.shards)]
 	h.mu.Lock()
 	if h.rooms[room] == nil {
 		h.rooms[room] = map[*Subscription]struct{}{}
 	}
 	h.rooms[room][sub] = struct{}{}
+	sub.shard.push(shardOp{add: sub})
 	h.mu.Unlock()
 	return sub
 }
 
 func (h *LocalHub) remove(sub *Subscription) {
 	h.mu.Lock()
-	delete(h.rooms[sub.room], sub)
-	if len(h.rooms[sub.room]) == 0 {
-		delete(h.rooms, sub.room)
+	if _, ok := h.rooms[sub.room][sub]; ok {
+		delete(h.rooms[sub.room], sub)
+		if len(h.rooms[sub.room]) == 0 {
+			delete(h.rooms, sub.room)
+		}
+		sub.shard.push(shardOp{remove: sub})
 	}
 	h.mu.Unlock()
 }
@@ -339,8 +530,11 @@ func (h *LocalHub) EndStreams(_ context.Context, end StreamEnd) error {
 	return nil
 }
 
-// Close does nothing: the in-process hub holds no outside resources.
-func (h *LocalHub) Close() error { return nil }
+// Close stops the fan-out's goroutines.
+func (h *LocalHub) Close() error {
+	h.closed.Do(func() { close(h.stop) })
+	return nil
+}
 
 // publish hands ev to the hub, logging (not returning) a failure: the
 // write it reports is already stored, and pages catch up by replay.

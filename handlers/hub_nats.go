@@ -163,5 +163,5 @@ func (h *NATSHub) Watch(onEnd func(StreamEnd), onReset func()) { h.local.Watch(o
 // Close leaves the broker.
 func (h *NATSHub) Close() error {
 	h.nc.Close()
-	return nil
+	return h.local.Close()
 }

@@ -5,12 +5,14 @@ package main
 // connection costs the server.
 
 import (
+	"bytes"
 	"context"
 	"flag"
 	"fmt"
 	"net/http"
 	"net/url"
 	"os"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -56,6 +58,8 @@ func runSSE(ctx context.Context, args []string) error {
 	cycles := fs.Int("cycles", 1, "connect/disconnect cycles without posting after the main one, to see whether memory creeps")
 	cpuProfile := fs.String("cpuprofile", "", "write the app's CPU profile while posting to this file")
 	heapProfile := fs.String("heapprofile", "", "write the app's heap profile with all connected and idle to this file")
+	readers := fs.Int("readers", 2, "threads the load generator reads the streams with")
+	loadProfile := fs.String("loadprofile", "", "write the load generator's own CPU profile while posting to this file")
 	_ = fs.Parse(args)
 	if *nSubs > 10000 || *dur > 60*time.Second || *rate > 200 {
 		return fmt.Errorf("keep -subs <= 10000, -d <= 60s, -rate <= 200")
@@ -90,9 +94,6 @@ func runSSE(ctx context.Context, args []string) error {
 	}
 
 	// Subscribers: one connection each, no keep-alive reuse.
-	sseTr := newTransport(0)
-	sseTr.DisableKeepAlives = true
-	sseTr.MaxIdleConnsPerHost = -1
 	subCtx, stopSubs := context.WithCancel(ctx)
 	defer stopSubs()
 	recv := make([][]int64, *nSubs) // recv[sub][seq] = unix nanos received
@@ -101,6 +102,10 @@ func runSSE(ctx context.Context, args []string) error {
 	}
 	var connected, failedConn, deleted, foreign, dupes, ended atomic.Int64
 	var wg sync.WaitGroup
+	poller, err := newStreamPoller(subCtx, *readers)
+	if err != nil {
+		return err
+	}
 	sem := make(chan struct{}, 50)
 	ready := make(chan struct{}, *nSubs)
 	t0 := time.Now()
@@ -109,8 +114,7 @@ func runSSE(ctx context.Context, args []string) error {
 		go func() {
 			defer wg.Done()
 			sem <- struct{}{}
-			hc := &http.Client{Transport: sseTr, Jar: users[i%len(users)].jar}
-			resp, err := openStream(subCtx, hc, t.subURL(), room, "", "")
+			st, err := dialStream(subCtx, t.subURL(), room, users[i%len(users)].jar)
 			<-sem
 			if err != nil {
 				failedConn.Add(1)
@@ -118,28 +122,35 @@ func runSSE(ctx context.Context, args []string) error {
 				logf("subscriber %d: %v", i, err)
 				return
 			}
-			defer resp.Body.Close()
 			connected.Add(1)
 			ready <- struct{}{}
 			mine := recv[i]
-			_ = readSSE(resp.Body, func(ev sseEvent) bool {
-				if ev.Event == "room-deleted" {
+			streamEnded, err := poller.add(st, func(ev []byte, at time.Time) bool {
+				if !bytes.Contains(ev, []byte("data: ")) {
+					return true // a comment
+				}
+				if string(eventName(ev)) == "room-deleted" {
 					deleted.Add(1)
 					return false
 				}
-				n := seqOf(ev.Data)
+				n := seqOfBytes(ev)
 				switch {
-				case n < 0 && messageID(ev.Data) == "":
+				case n < 0 && !bytes.Contains(ev, []byte(`id="msg-`)):
 					// participants list or other non-message event
 				case n < 0 || n >= len(mine):
 					foreign.Add(1)
 				case atomic.LoadInt64(&mine[n]) != 0:
 					dupes.Add(1)
 				default:
-					atomic.StoreInt64(&mine[n], ev.At.UnixNano())
+					atomic.StoreInt64(&mine[n], at.UnixNano())
 				}
 				return true
 			})
+			if err != nil {
+				logf("subscriber %d: %v", i, err)
+				return
+			}
+			<-streamEnded
 			if subCtx.Err() == nil {
 				ended.Add(1) // the server ended the stream
 			}
@@ -175,6 +186,16 @@ func runSSE(ctx context.Context, args []string) error {
 				logf("cpu profile: %v", err)
 			}
 		}()
+	}
+	if *loadProfile != "" {
+		f, err := os.Create(*loadProfile)
+		if err != nil {
+			return err
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer f.Close()
 	}
 	cpu0, app0 := cpuTime(os.Getpid()), cpuTime(childPID)
 
@@ -215,6 +236,9 @@ func runSSE(ctx context.Context, args []string) error {
 	pw.Wait()
 	postTime := time.Since(postStart)
 	cpuLoad, cpuApp := cpuTime(os.Getpid())-cpu0, cpuTime(childPID)-app0
+	if *loadProfile != "" {
+		pprof.StopCPUProfile()
+	}
 	// Let the last deliveries arrive: until every subscriber has every
 	// accepted message, or 15 s.
 	drainDeadline := time.Now().Add(15 * time.Second)
@@ -266,7 +290,6 @@ func runSSE(ctx context.Context, args []string) error {
 	// Idle keep-alive connections are not SSE connections: close them too.
 	tr.CloseIdleConnections()
 	postTr.CloseIdleConnections()
-	sseTr.CloseIdleConnections()
 	var after serverStats
 	deadline := time.Now().Add(*settle + 20*time.Second)
 	time.Sleep(*settle)

@@ -1,0 +1,236 @@
+// This file owns how a live stream whose connection it holds (hijacked,
+// see startStream) gets its room's events: the hub's fan-out writes each
+// event to the socket itself, without blocking, and the stream's own
+// goroutine wakes only for what cannot go at once (a client that reads
+// slowly), for heartbeats and the person's other conversations, and for
+// the stream's end. A room of 10,000 streams thus costs a message one
+// write per stream and no goroutine switch.
+package handlers
+
+import (
+	"errors"
+	"net"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/gocql/gocql"
+)
+
+// directWriter is a stream's Sink. While the stream's goroutine writes
+// (busy) or frames wait (pending), the fan-out queues behind them, so the
+// stream's bytes go out in order whoever writes them.
+type directWriter struct {
+	conn net.Conn
+	raw  syscall.RawConn
+	// sent are the replayed ids that may come live as well (see
+	// roomEvents); read only once the writer is attached.
+	sent map[gocql.UUID]struct{}
+	// wake tells the stream's goroutine to look at the writer.
+	wake chan struct{}
+
+	mu      sync.Mutex
+	pending net.Buffers // frames for the stream's goroutine to write
+	busy    bool        // the stream's goroutine is writing
+	failed  bool        // a write failed: the client is gone
+	closed  bool        // the stream ended
+	last    bool        // the room was deleted: the stream ends once it is out
+
+	// frame, n and err are tryWrite's, for write (a method value made
+	// once, so that a write allocates nothing).
+	frame []byte
+	n     int
+	err   error
+	write func(fd uintptr) bool
+}
+
+// newDirectWriter returns the Sink of a hijacked stream's connection,
+// busy: the stream's goroutine writes what was queued before it attached,
+// then the fan-out writes the rest.
+func newDirectWriter(conn net.Conn, sent map[gocql.UUID]struct{}) (*directWriter, error) {
+	sc, ok := conn.(syscall.Conn)
+	if !ok {
+		return nil, errors.ErrUnsupported
+	}
+	raw, err := sc.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	w := &directWriter{conn: conn, raw: raw, sent: sent, wake: make(chan struct{}, 1), busy: true}
+	w.write = w.writeFD
+	return w, nil
+}
+
+// Deliver writes ev now if it can, or queues it for the stream's goroutine
+// (see Sink).
+func (w *directWriter) Deliver(ev *RoomEvent) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed || w.failed || w.last {
+		return true
+	}
+	if _, dup := w.sent[idOf(ev)]; dup {
+		return true
+	}
+	w.last = ev.Kind == EventRoomDeleted
+	if w.busy || len(w.pending) > 0 {
+		if len(w.pending) >= subscriberQueue {
+			w.failed = true
+			return false // stalled: the stream is dropped and resumes
+		}
+		w.pending = append(w.pending, ev.frame)
+		w.poke()
+		return true
+	}
+	n, err := w.tryWrite(ev.frame)
+	switch {
+	case err != nil:
+		w.failed = true
+		w.poke()
+	case n < len(ev.frame):
+		w.pending = append(w.pending, ev.frame[n:])
+		w.poke()
+	case w.last:
+		w.poke()
+	}
+	return true
+}
+
+// tryWrite writes frame without waiting, as far as the socket takes it.
+// A deadline that passed (the stream's goroutine sets them) only means
+// the socket was full then: the rest is left for that goroutine.
+func (w *directWriter) tryWrite(frame []byte) (int, error) {
+	w.frame, w.n, w.err = frame, 0, nil
+	err := w.raw.Write(w.write)
+	n := w.n
+	w.frame = nil
+	if err == nil {
+		err = w.err
+	}
+	if errors.Is(err, syscall.EAGAIN) || errors.Is(err, os.ErrDeadlineExceeded) {
+		err = nil
+	}
+	return n, err
+}
+
+func (w *directWriter) writeFD(fd uintptr) bool {
+	for w.n < len(w.frame) {
+		n, err := syscall.Write(int(fd), w.frame[w.n:])
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			w.err = err
+			break
+		}
+		w.n += n
+	}
+	return true // never wait for the socket: what is left, the stream's goroutine writes
+}
+
+func (w *directWriter) poke() {
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+// errStreamOver ends a stream whose room was deleted, once the deletion
+// is written.
+var errStreamOver = errors.New("sse: the room was deleted")
+
+// flush writes, from the stream's goroutine, frame (if any) and then
+// everything queued, waiting for a slow client up to writeTimeout a write;
+// the fan-out writes directly again once nothing is left.
+func (w *directWriter) flush(frame []byte) error {
+	w.mu.Lock()
+	if len(frame) > 0 {
+		w.pending = append(w.pending, frame)
+	}
+	for {
+		if w.failed {
+			w.mu.Unlock()
+			return net.ErrClosed
+		}
+		if len(w.pending) == 0 {
+			break
+		}
+		bufs := w.pending
+		w.pending, w.busy = nil, true
+		w.mu.Unlock()
+		err := w.conn.SetWriteDeadline(time.Now().Add(writeTimeout))
+		if err == nil {
+			_, err = bufs.WriteTo(w.conn)
+		}
+		if err == nil {
+			// Clear it, or the fan-out's writes would find it passed.
+			err = w.conn.SetWriteDeadline(time.Time{})
+		}
+		w.mu.Lock()
+		if err != nil {
+			w.failed = true
+		}
+	}
+	w.busy = false
+	last := w.last
+	w.mu.Unlock()
+	if last {
+		return errStreamOver
+	}
+	return nil
+}
+
+// close stops the fan-out writing to the stream.
+func (w *directWriter) close() {
+	w.mu.Lock()
+	w.closed = true
+	w.pending = nil
+	w.mu.Unlock()
+}
+
+// liveDirect is liveEvents for a hijacked stream: the fan-out writes the
+// subscription's events through w, and this goroutine writes the rest.
+func (s *Server) liveDirect(out *eventWriter, sub *Subscription, watch *ConversationWatch, conv string, sent map[gocql.UUID]struct{}) {
+	w, err := newDirectWriter(out.conn, sent)
+	if err != nil {
+		s.liveEvents(out, sub, watch, conv, sent, nil)
+		return
+	}
+	defer w.close()
+	// The replay's writes set deadlines: none may be left for the
+	// fan-out's.
+	if out.conn.SetWriteDeadline(time.Time{}) != nil {
+		return
+	}
+	sub.Attach(w)
+	tick := time.NewTicker(heartbeat)
+	defer tick.Stop()
+	var frame []byte
+	for {
+		if err := w.flush(frame); err != nil {
+			return // the client is gone or stalled, or the room was deleted
+		}
+		frame = nil
+		select {
+		case <-s.closing:
+			return
+		case <-sub.Ended:
+			return // left the room, logged out, or lost the session
+		case <-sub.Dropped:
+			s.log.Info("sse: dropped a subscriber that fell behind", "room", conv)
+			return
+		case <-out.gone:
+			return // the client closed the connection
+		case <-w.wake:
+		case <-tick.C:
+			frame = commentFrame(&out.buf, "keep-alive")
+		case other := <-watch.C:
+			if other != conv {
+				out.buf.Reset()
+				appendEvent(&out.buf, zeroID, "unread", []byte(other))
+				frame = out.buf.Bytes()
+			}
+		}
+	}
+}
