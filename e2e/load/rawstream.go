@@ -25,8 +25,8 @@ import (
 
 // rawStream is an open event stream.
 type rawStream struct {
-	conn net.Conn
-	buf  []byte // unread bytes are buf[start:end]
+	conn       net.Conn
+	buf        []byte // unread bytes are buf[start:end]
 	start, end int
 }
 
