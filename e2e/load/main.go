@@ -55,7 +55,7 @@ func (c *common) register(fs *flag.FlagSet) {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, `usage: go run ./e2e/load <post|sse|correctness|replay|flood|roompage|conns|replaymem|upload> [flags]
+	fmt.Fprintln(os.Stderr, `usage: go run ./e2e/load <post|sse|floor|correctness|replay|flood|roompage|conns|replaymem|upload> [flags]
        go run ./e2e/load <subcommand> -h   for its flags`)
 	os.Exit(2)
 }
@@ -89,6 +89,10 @@ func main() {
 		err = runHold(ctx, os.Args[2:])
 	case "replaymem":
 		err = runReplayMem(ctx, os.Args[2:])
+	case "floor":
+		err = runFloor(ctx, os.Args[2:])
+	case "floorserve": // internal: the writer process of floor
+		err = runFloorServe(ctx, os.Args[2:])
 	case "serve": // internal: the app instance of -child
 		err = runServe(ctx, os.Args[2:])
 	default:

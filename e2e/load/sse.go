@@ -100,7 +100,7 @@ func runSSE(ctx context.Context, args []string) error {
 	for i := range recv {
 		recv[i] = make([]int64, nMsgs)
 	}
-	var connected, failedConn, deleted, foreign, dupes, ended atomic.Int64
+	var connected, failedConn, deleted, foreign, dupes, ended, frameBytes atomic.Int64
 	var wg sync.WaitGroup
 	poller, err := newStreamPoller(subCtx, *readers)
 	if err != nil {
@@ -143,6 +143,7 @@ func runSSE(ctx context.Context, args []string) error {
 					dupes.Add(1)
 				default:
 					atomic.StoreInt64(&mine[n], at.UnixNano())
+					frameBytes.Store(int64(len(ev) + 1))
 				}
 				return true
 			})
@@ -304,7 +305,7 @@ func runSSE(ctx context.Context, args []string) error {
 	n := float64(*nSubs)
 	fmt.Printf("\n== sse: %d subscribers (%d users), %d messages at %.0f/s over %s, app %s\n",
 		*nSubs, len(users), nMsgs, *rate, postTime.Round(time.Millisecond), t.Where)
-	fmt.Printf("connect: all %d in %s\n", connected.Load(), connectTime.Round(time.Millisecond))
+	fmt.Printf("connect: all %d in %s; a message event is %d bytes on the wire\n", connected.Load(), connectTime.Round(time.Millisecond), frameBytes.Load())
 	fmt.Printf("delivery latency from POST accepted: %s\n", fromAccepted.summary())
 	fmt.Printf("delivery latency from POST sent:     %s\n", fromSent.summary())
 	fmt.Printf("slowest subscriber per message:      %s\n", perMsgMax.summary())
