@@ -357,12 +357,13 @@ func (s *Server) refuseReplay(c echo.Context) error {
 
 // eventWriter writes one stream's server-sent events. Once the stream's
 // response head is out it owns the connection (hijacked from net/http,
-// see startStream): the handler's goroutine is then the connection's only
-// one, as net/http's background reader is stopped, and the events shared
-// by the room's streams go out as they are, with one write (writev) for
-// all those queued, each write bounded by writeTimeout. Where hijacking is
-// not possible (HTTP/2, a test recorder) it writes through the
-// ResponseWriter and flushes.
+// see startStream): net/http's background reader is stopped, the stream's
+// goroutine writes the replay, and then the hub's fan-out writes the
+// room's events while that goroutine writes the rest (see direct.go); the
+// events shared by the room's streams go out as they are, and each
+// waiting write is bounded by writeTimeout. Where hijacking is not
+// possible (HTTP/2, a test recorder) it writes through the ResponseWriter
+// and flushes, from the stream's goroutine.
 type eventWriter struct {
 	conn net.Conn // the hijacked connection, or nil
 	// gone is closed when the client closed the hijacked connection (see
