@@ -22,6 +22,7 @@ import (
 // (busy) or frames wait (pending), the fan-out queues behind them, so the
 // stream's bytes go out in order whoever writes them.
 type directWriter struct {
+	out  *eventWriter
 	conn net.Conn
 	raw  syscall.RawConn
 	// sent are the replayed ids that may come live as well (see
@@ -36,6 +37,7 @@ type directWriter struct {
 	failed  bool        // a write failed: the client is gone
 	closed  bool        // the stream ended
 	last    bool        // the room was deleted: the stream ends once it is out
+	events  uint64      // events written or queued, for the heartbeat
 
 	// frame, n and err are tryWrite's, for write (a method value made
 	// once, so that a write allocates nothing).
@@ -48,7 +50,8 @@ type directWriter struct {
 // newDirectWriter returns the Sink of a hijacked stream's connection,
 // busy: the stream's goroutine writes what was queued before it attached,
 // then the fan-out writes the rest.
-func newDirectWriter(conn net.Conn, sent map[gocql.UUID]struct{}) (*directWriter, error) {
+func newDirectWriter(out *eventWriter, sent map[gocql.UUID]struct{}) (*directWriter, error) {
+	conn := out.conn
 	sc, ok := conn.(syscall.Conn)
 	if !ok {
 		return nil, errors.ErrUnsupported
@@ -57,7 +60,7 @@ func newDirectWriter(conn net.Conn, sent map[gocql.UUID]struct{}) (*directWriter
 	if err != nil {
 		return nil, err
 	}
-	w := &directWriter{conn: conn, raw: raw, sent: sent, wake: make(chan struct{}, 1), busy: true}
+	w := &directWriter{out: out, conn: conn, raw: raw, sent: sent, wake: make(chan struct{}, 1), busy: true}
 	w.write = w.writeFD
 	return w, nil
 }
@@ -74,6 +77,7 @@ func (w *directWriter) Deliver(ev *RoomEvent) bool {
 		return true
 	}
 	w.last = ev.Kind == EventRoomDeleted
+	w.events++
 	if w.busy || len(w.pending) > 0 {
 		if len(w.pending) >= subscriberQueue {
 			w.failed = true
@@ -84,6 +88,9 @@ func (w *directWriter) Deliver(ev *RoomEvent) bool {
 		return true
 	}
 	n, err := w.tryWrite(ev.frame)
+	if n > 0 && !w.out.wrote.Load() {
+		w.out.wrote.Store(true)
+	}
 	switch {
 	case err != nil:
 		w.failed = true
@@ -192,7 +199,7 @@ func (w *directWriter) close() {
 // liveDirect is liveEvents for a hijacked stream: the fan-out writes the
 // subscription's events through w, and this goroutine writes the rest.
 func (s *Server) liveDirect(out *eventWriter, sub *Subscription, watch *ConversationWatch, conv string, sent map[gocql.UUID]struct{}) {
-	w, err := newDirectWriter(out.conn, sent)
+	w, err := newDirectWriter(out, sent)
 	if err != nil {
 		s.liveEvents(out, sub, watch, conv, sent, nil)
 		return
@@ -207,6 +214,7 @@ func (s *Server) liveDirect(out *eventWriter, sub *Subscription, watch *Conversa
 	tick := time.NewTicker(heartbeat)
 	defer tick.Stop()
 	var frame []byte
+	var seen uint64 // events by the last heartbeat
 	for {
 		if err := w.flush(frame); err != nil {
 			return // the client is gone or stalled, or the room was deleted
@@ -224,7 +232,14 @@ func (s *Server) liveDirect(out *eventWriter, sub *Subscription, watch *Conversa
 			return // the client closed the connection
 		case <-w.wake:
 		case <-tick.C:
-			frame = commentFrame(&out.buf, "keep-alive")
+			// A stream that got events since the last tick needs none.
+			w.mu.Lock()
+			events := w.events
+			w.mu.Unlock()
+			if events == seen {
+				frame = commentFrame(&out.buf, "keep-alive")
+			}
+			seen = events
 		case other := <-watch.C:
 			if other != conv {
 				out.buf.Reset()

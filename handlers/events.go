@@ -23,6 +23,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -369,10 +370,14 @@ type eventWriter struct {
 	// gone is closed when the client closed the hijacked connection (see
 	// hangups); nil otherwise, as net/http then cancels the request.
 	gone chan struct{}
-	w    io.Writer
-	rc   *http.ResponseController
-	bufs net.Buffers // frames queued for the next send
-	buf  bytes.Buffer
+	// wrote is set by each write of the fan-out and cleared by hangups,
+	// which does not look at a stream written since its last look: the
+	// next write to a closed connection fails, and ends the stream.
+	wrote atomic.Bool
+	w     io.Writer
+	rc    *http.ResponseController
+	bufs  net.Buffers // frames queued for the next send
+	buf   bytes.Buffer
 }
 
 // startStream writes the stream's response head (status 200 and the

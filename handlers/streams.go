@@ -147,7 +147,10 @@ const hangupCheck = time.Second
 // connection), so one goroutine per instance looks at every such socket
 // each hangupCheck, without blocking, and closes the gone channel of those
 // that reached their end. A stream thus gives its place under the caps back
-// within about a second of its tab closing, not at its next heartbeat.
+// within about a second of its tab closing, not at its next heartbeat. A
+// stream the fan-out wrote to since the last look is left out: the write
+// after a closed tab's fails, and ends it, so in a busy room each look
+// costs nothing per stream.
 type hangups struct {
 	mu      sync.Mutex
 	streams map[*eventWriter]struct{}
@@ -183,6 +186,9 @@ func (h *hangups) run() {
 		}
 		h.mu.Lock()
 		for e := range h.streams {
+			if e.wrote.Swap(false) {
+				continue // written to since the last look (see eventWriter.wrote)
+			}
 			if e.peerClosed() {
 				close(e.gone)
 				delete(h.streams, e)
