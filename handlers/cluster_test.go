@@ -236,3 +236,66 @@ func lastStored(t *testing.T, room string) string {
 	}
 	return msgs[0].ID.String()
 }
+
+// TestResumeWindowCoversLateMessages: a message that reached an instance
+// later than the resume window (its instance held it back behind a slow
+// insert, say) widens that instance's window, so a page that resumes from
+// a newer message still gets it.
+func TestResumeWindowCoversLateMessages(t *testing.T) {
+	ns := startNATS(t, -1)
+	var logs syncBuffer
+	const window, lateBy = time.Second, 3 * time.Second
+	a := instance(t, ns.ClientURL(), &logs, func(c *handlers.Config) { c.ResumeWindow = window })
+	login := unique("bob")
+	poster := a.signedUp(t, login)
+	room := roomWith(t, poster)
+	// A room holds no message older than itself: let it age past lateBy.
+	time.Sleep(lateBy + 500*time.Millisecond)
+	r, err := db.Room(ctxT(t), room)
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := poster.subscribe(t, room, "")
+
+	// Instance B drafted a message lateBy ago and publishes it only now.
+	storeB, err := db.Another()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer storeB.Close()
+	storeB.Now = func() time.Time { return time.Now().Add(-lateBy) }
+	late, err := storeB.DraftMessage(r, store.UserRef{Login: login, Firstname: "Ada", Lastname: "Lovelace"}, "late from B")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := storeB.SaveMessage(ctxT(t), r, late); err != nil {
+		t.Fatal(err)
+	}
+	hubB, err := handlers.NewNATSHub(ns.ClientURL(), slog.New(slog.NewTextHandler(&logs, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hubB.Close()
+	if err := hubB.Publish(ctxT(t), handlers.RoomEvent{Kind: handlers.EventMessage, Room: late.Room, Message: &late,
+		HTML: []byte(`<li id="msg-` + late.ID.String() + `">late from B</li>`)}); err != nil {
+		t.Fatal(err)
+	}
+	if id, _ := live.messageWith(t, "late from B", 5*time.Second); id != late.ID.String() {
+		t.Fatalf("A's stream got %s, want the late message %s", id, late.ID)
+	}
+
+	if l := a.hub.(*handlers.NATSHub).Lateness(); l < lateBy {
+		t.Fatalf("A's lateness %v, after a message %v late", l, lateBy)
+	}
+	// A page that saw a newer message, and missed the late one between two
+	// connections, resumes from the newer one.
+	postMessage(t, poster, room, "newer from A")
+	newer := lastStored(t, room)
+	resumed := poster.subscribe(t, room, newer)
+	for {
+		id, _ := resumed.nextMessage(t, 5*time.Second)
+		if id == late.ID.String() {
+			return
+		}
+	}
+}

@@ -274,11 +274,22 @@ func idOf(ev *RoomEvent) gocql.UUID {
 // behind), so the replay starts the skew window earlier; what the client
 // has already it drops by id (static/app.js), and places what it lacked
 // in id order.
+//
+// The window is at least how late messages have lately reached this
+// instance (Hub.Lateness): a message held up longer than the flag's window
+// (a slow insert holds its instance's later messages back too, see
+// sequencer) reaches every instance that late, so a page that missed it
+// between two connections resumes from before it.
 func (s *Server) replayStart(since gocql.UUID) gocql.UUID {
 	if !s.hubSpansInstances() || s.cfg.ResumeWindow <= 0 {
 		return since
 	}
-	return gocql.MinTimeUUID(since.Time().Add(-s.cfg.ResumeWindow))
+	window := s.cfg.ResumeWindow
+	if l, ok := s.hub.(interface{ Lateness() time.Duration }); ok {
+		// A quarter more, for what is still on its way while this reads.
+		window = max(window, l.Lateness()*5/4)
+	}
+	return gocql.MinTimeUUID(since.Time().Add(-window))
 }
 
 // hubSpansInstances says whether events reach this instance from others.

@@ -14,6 +14,9 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
+
+	"github.com/gocql/gocql"
 
 	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/views"
@@ -220,7 +223,46 @@ type LocalHub struct {
 	watchers []watcher
 	// invalidated are told of every Invalidation (see Hub.Invalidate).
 	invalidated []func(Invalidation)
+	late        lateness
 }
+
+// lateness is how late, at most, messages reached this hub lately: the
+// time from a message's id (when it was drafted) to its publication here.
+// Across instances a resume must reach back at least that far (see
+// Server.replayStart): a message that came this late after newer ones
+// may have found a page between two connections.
+type lateness struct {
+	mu   sync.Mutex
+	max  time.Duration
+	seen time.Time // when max was seen
+}
+
+// lateMemory is how long a lateness is remembered: a page that resumes
+// after a longer absence than this is rare, and each resume replays (and
+// its page drops by id) the window's worth of messages.
+const lateMemory = 10 * time.Minute
+
+func (l *lateness) observe(id gocql.UUID, now time.Time) {
+	d := now.Sub(id.Time())
+	l.mu.Lock()
+	if d > l.max || now.Sub(l.seen) > lateMemory {
+		l.max, l.seen = max(d, 0), now
+	}
+	l.mu.Unlock()
+}
+
+func (l *lateness) get(now time.Time) time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if now.Sub(l.seen) > lateMemory {
+		return 0
+	}
+	return l.max
+}
+
+// Lateness is how late, at most, messages reached this hub in the last
+// ten minutes, from their ids' time to their publication here.
+func (h *LocalHub) Lateness() time.Duration { return h.late.get(time.Now()) }
 
 type watcher struct {
 	onEnd   func(StreamEnd)
@@ -270,6 +312,9 @@ func (h *LocalHub) Publish(_ context.Context, ev RoomEvent) error {
 		for _, sh := range h.shards {
 			sh.publish(shared)
 		}
+	}
+	if ev.Kind == EventMessage && ev.Message != nil {
+		h.late.observe(ev.Message.ID, time.Now())
 	}
 	if ev.Kind == EventMessage && ev.Message != nil && !ev.Message.System {
 		for w := range h.watches[ev.Room] {

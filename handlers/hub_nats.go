@@ -160,6 +160,10 @@ func (h *NATSHub) EndStreams(ctx context.Context, end StreamEnd) error {
 // arrive through the local hub, and a reconnect to the broker resets.
 func (h *NATSHub) Watch(onEnd func(StreamEnd), onReset func()) { h.local.Watch(onEnd, onReset) }
 
+// Lateness is how late, at most, messages of every instance reached this
+// one lately (see LocalHub.Lateness).
+func (h *NATSHub) Lateness() time.Duration { return h.local.Lateness() }
+
 // Close leaves the broker.
 func (h *NATSHub) Close() error {
 	h.nc.Close()
