@@ -156,7 +156,7 @@ func (s *Server) roomEvents(c echo.Context) error {
 	var sent map[gocql.UUID]struct{}
 	if since != zeroID {
 		sent = map[gocql.UUID]struct{}{}
-		if !s.replay(ctx, out, cv.Place, s.replayStart(since), bound, sent) {
+		if !s.replay(ctx, out, cv.Place, s.replayStart(since), since, bound, sent) {
 			return nil
 		}
 		endReplay()
@@ -276,18 +276,21 @@ func idOf(ev *RoomEvent) gocql.UUID {
 // in id order.
 //
 // The window is at least how late messages have lately reached this
-// instance (Hub.Lateness): a message held up longer than the flag's window
-// (a slow insert holds its instance's later messages back too, see
-// sequencer) reaches every instance that late, so a page that missed it
-// between two connections resumes from before it.
+// instance (Hub.Lateness), up to four times the flag's: a message held up
+// longer than the flag's window (a slow insert holds its instance's later
+// messages back too, see sequencer) reaches every instance that late, so
+// a page that missed it between two connections resumes from before it.
 func (s *Server) replayStart(since gocql.UUID) gocql.UUID {
 	if !s.hubSpansInstances() || s.cfg.ResumeWindow <= 0 {
 		return since
 	}
 	window := s.cfg.ResumeWindow
 	if l, ok := s.hub.(interface{ Lateness() time.Duration }); ok {
-		// A quarter more, for what is still on its way while this reads.
-		window = max(window, l.Lateness()*5/4)
+		// A quarter more, for what is still on its way while this reads;
+		// at most four windows, for an instance so overloaded that its
+		// messages come later still would make every resume replay more
+		// and more.
+		window = min(max(window, l.Lateness()*5/4), 4*window)
 	}
 	return gocql.MinTimeUUID(since.Time().Add(-window))
 }
@@ -304,9 +307,13 @@ func (s *Server) hubSpansInstances() bool {
 // gone or too slow, the database failed (the client reconnects with the
 // same id and tries again), or more was missed than a replay gives, and
 // the client was told to reload the page.
-func (s *Server) replay(ctx context.Context, out *eventWriter, in store.Place, since gocql.UUID, bound int64, sent map[gocql.UUID]struct{}) bool {
+//
+// It reads from start, which is since or, across instances, the resume
+// window before it (see replayStart); only what comes after since counts
+// towards the replay's limit, as the client has most of the window.
+func (s *Server) replay(ctx context.Context, out *eventWriter, in store.Place, start, since gocql.UUID, bound int64, sent map[gocql.UUID]struct{}) bool {
 	deadline := time.Now().Add(replayTimeout)
-	cursor, replayed := since, 0
+	cursor, replayed := start, 0
 	for first := true; ; first = false {
 		page, more, err := s.db.MessagesAfter(ctx, in, cursor, replayPage)
 		if err == nil && first && more {
@@ -339,7 +346,9 @@ func (s *Server) replay(ctx context.Context, out *eventWriter, in store.Place, s
 			if !s.db.MadeHere(m.ID) {
 				sent[m.ID] = struct{}{}
 			}
-			replayed++
+			if store.Later(m.ID, since) {
+				replayed++
+			}
 		}
 		switch {
 		case !more:
