@@ -304,6 +304,10 @@ func NewLocalHub() *LocalHub {
 // event is encoded as stream bytes once here, and all the subscribers
 // share it.
 func (h *LocalHub) Publish(_ context.Context, ev RoomEvent) error {
+	if ev.Kind == EventMessage && ev.Message != nil {
+		// Before any stream has it: a resume that follows sees it.
+		h.late.observe(ev.Message.ID, time.Now())
+	}
 	h.mu.RLock()
 	defer h.mu.RUnlock()
 	if subs := h.rooms[ev.Room]; len(subs) > 0 {
@@ -312,9 +316,6 @@ func (h *LocalHub) Publish(_ context.Context, ev RoomEvent) error {
 		for _, sh := range h.shards {
 			sh.publish(shared)
 		}
-	}
-	if ev.Kind == EventMessage && ev.Message != nil {
-		h.late.observe(ev.Message.ID, time.Now())
 	}
 	if ev.Kind == EventMessage && ev.Message != nil && !ev.Message.System {
 		for w := range h.watches[ev.Room] {
