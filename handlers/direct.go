@@ -22,9 +22,8 @@ import (
 // (busy) or frames wait (pending), the fan-out queues behind them, so the
 // stream's bytes go out in order whoever writes them.
 type directWriter struct {
-	out  *eventWriter
-	conn net.Conn
-	raw  syscall.RawConn
+	out *eventWriter // its conn is the stream's socket
+	raw syscall.RawConn
 	// sent are the replayed ids that may come live as well (see
 	// roomEvents); read only once the writer is attached.
 	sent map[gocql.UUID]struct{}
@@ -51,8 +50,7 @@ type directWriter struct {
 // busy: the stream's goroutine writes what was queued before it attached,
 // then the fan-out writes the rest.
 func newDirectWriter(out *eventWriter, sent map[gocql.UUID]struct{}) (*directWriter, error) {
-	conn := out.conn
-	sc, ok := conn.(syscall.Conn)
+	sc, ok := out.conn.(syscall.Conn)
 	if !ok {
 		return nil, errors.ErrUnsupported
 	}
@@ -60,7 +58,7 @@ func newDirectWriter(out *eventWriter, sent map[gocql.UUID]struct{}) (*directWri
 	if err != nil {
 		return nil, err
 	}
-	w := &directWriter{out: out, conn: conn, raw: raw, sent: sent, wake: make(chan struct{}, 1), busy: true}
+	w := &directWriter{out: out, raw: raw, sent: sent, wake: make(chan struct{}, 1), busy: true}
 	w.write = w.writeFD
 	return w, nil
 }
@@ -166,13 +164,13 @@ func (w *directWriter) flush(frame []byte) error {
 		bufs := w.pending
 		w.pending, w.busy = nil, true
 		w.mu.Unlock()
-		err := w.conn.SetWriteDeadline(time.Now().Add(writeTimeout))
+		err := w.out.conn.SetWriteDeadline(time.Now().Add(writeTimeout))
 		if err == nil {
-			_, err = bufs.WriteTo(w.conn)
+			_, err = bufs.WriteTo(w.out.conn)
 		}
 		if err == nil {
 			// Clear it, or the fan-out's writes would find it passed.
-			err = w.conn.SetWriteDeadline(time.Time{})
+			err = w.out.conn.SetWriteDeadline(time.Time{})
 		}
 		w.mu.Lock()
 		if err != nil {

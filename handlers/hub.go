@@ -369,6 +369,11 @@ func (sh *fanShard) push(op shardOp) {
 	sh.mu.Lock()
 	sh.ops = append(sh.ops, op)
 	sh.mu.Unlock()
+	sh.signal()
+}
+
+// signal wakes the shard's goroutine, unless a wake-up is already due.
+func (sh *fanShard) signal() {
 	select {
 	case sh.wake <- struct{}{}:
 	default:
@@ -390,10 +395,7 @@ func (sh *fanShard) publish(ev *RoomEvent) {
 		sh.ops = append(sh.ops, shardOp{ev: ev})
 	}
 	sh.mu.Unlock()
-	select {
-	case sh.wake <- struct{}{}:
-	default:
-	}
+	sh.signal()
 }
 
 func (sh *fanShard) run(stop <-chan struct{}) {
