@@ -105,6 +105,10 @@ type Store struct {
 	// chunkBufs is the pool of upload chunk buffers (see chunkBuffer).
 	chunkBufs     chan []byte
 	chunkBufsOnce sync.Once
+
+	// words remembers the search index's words already written (see
+	// IndexMessage); it only saves writes.
+	words wordMemo
 }
 
 // New returns a Store that is not yet connected.

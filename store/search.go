@@ -1,0 +1,583 @@
+// This file owns the search index: writing a message's terms to
+// message_terms (and its words to conversation_words, for prefixes), and
+// answering a query over a person's conversations, newest first, by
+// intersecting the terms' partitions month by month.
+package store
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/gocql/gocql"
+)
+
+const (
+	insertTerm = `INSERT INTO message_terms (conversation, term, month, message_id) VALUES (?, ?, ?, ?)`
+	deleteTerm = `DELETE FROM message_terms WHERE conversation = ? AND term = ? AND month = ? AND message_id = ?`
+	insertWord = `INSERT INTO conversation_words (conversation, month, word, term) VALUES (?, ?, ?, ?)`
+	// Postings at or below (or strictly below) an id, above the floor.
+	selectPostingsTo = `SELECT message_id FROM message_terms
+		WHERE conversation = ? AND term = ? AND month = ? AND message_id <= ? AND message_id > ? LIMIT ?`
+	selectPostingsBelow = `SELECT message_id FROM message_terms
+		WHERE conversation = ? AND term = ? AND month = ? AND message_id < ? AND message_id > ? LIMIT ?`
+	selectWordTerms = `SELECT term FROM conversation_words
+		WHERE conversation = ? AND month = ? AND word >= ? AND word < ? LIMIT ?`
+	selectMessagesByID = `SELECT message_id, author, content, system_message, attachment FROM chat_room_messages
+		WHERE room_name = ? AND time_bucket = ? AND message_id IN ?`
+	selectBucketsAll = `SELECT time_bucket FROM messages_bucket WHERE room_name = ? AND time_bucket <= ? AND time_bucket >= ?`
+
+	// indexWrites bounds one message's index statements in flight.
+	indexWrites = 8
+	// maxExpansions bounds the words one prefix stands for in a month.
+	maxExpansions = 50
+	// searchReaders bounds the conversations read at once by one search.
+	searchReaders = 16
+	// firstPage and lastPage bound one read of a term's postings: small
+	// after a jump (most of a page would be skipped), doubling while read
+	// in sequence.
+	firstPage, lastPage = 16, 1024
+	// wordMemoSize bounds the words remembered as written (about 80 bytes
+	// each); past it the memo starts again empty.
+	wordMemoSize = 500_000
+)
+
+// indexEntries are the terms and words m is indexed under.
+func indexEntries(m Message) (terms []string, words []Word) {
+	seen := map[string]bool{}
+	for _, sp := range TermSpans(indexedText(m)) {
+		for _, w := range sp.Words {
+			if !seen[w.Form] {
+				seen[w.Form] = true
+				words = append(words, w)
+			}
+		}
+	}
+	terms = append(Terms(indexedText(m)), fromTerm(m.Author.Login))
+	return terms, words
+}
+
+// IndexMessage writes m's terms and words to the search index. It is
+// idempotent: every row is keyed by the message, so writing it again (a
+// retry, the backfill) changes nothing. System messages are not indexed.
+// The writes run a few at a time; the first error is returned, after the
+// others are tried.
+func (s *Store) IndexMessage(ctx context.Context, m Message) error {
+	if m.System {
+		return nil
+	}
+	terms, words := indexEntries(m)
+	month := monthOf(m.Time())
+	var stmts []indexStatement
+	for _, t := range terms {
+		stmts = append(stmts, indexStatement{stmt: insertTerm, values: []any{m.Room, t, month, m.ID}})
+	}
+	for _, w := range words {
+		key := fmt.Sprintf("%s\x00%d\x00%s", m.Room, month, w.Form)
+		if !s.words.has(key) {
+			stmts = append(stmts, indexStatement{stmt: insertWord, values: []any{m.Room, month, w.Form, w.Term},
+				done: func() { s.words.add(key) }})
+		}
+	}
+	return s.runAll(ctx, "index message in "+m.Room, stmts)
+}
+
+// UnindexMessage removes m, as it was indexed, from the index: the message
+// lifecycle calls it with the old text before an edit (then IndexMessage
+// with the new) and on a delete. Searches check every result against the
+// stored message anyway, so until it runs a changed or deleted message is
+// only read, never shown. Words stay in conversation_words: a prefix that
+// finds a word no message has any more reads an empty partition.
+func (s *Store) UnindexMessage(ctx context.Context, m Message) error {
+	terms, _ := indexEntries(m)
+	month := monthOf(m.Time())
+	var stmts []indexStatement
+	for _, t := range terms {
+		stmts = append(stmts, indexStatement{stmt: deleteTerm, values: []any{m.Room, t, month, m.ID}})
+	}
+	return s.runAll(ctx, "unindex message in "+m.Room, stmts)
+}
+
+// indexStatement is one write of the index, and what to remember once it
+// succeeded.
+type indexStatement struct {
+	stmt   string
+	values []any
+	done   func()
+}
+
+// runAll runs stmts, indexWrites at a time.
+func (s *Store) runAll(ctx context.Context, op string, stmts []indexStatement) error {
+	return s.eachConcurrently(ctx, len(stmts), indexWrites, func(ctx context.Context, i int) error {
+		st := stmts[i]
+		err := s.exec(ctx, op, st.stmt, st.values...)
+		if err == nil && st.done != nil {
+			st.done()
+		}
+		return err
+	})
+}
+
+// wordMemo remembers (conversation, word, month) rows already written by
+// this process: a word is written once per conversation and month, not
+// once per message. It only saves writes.
+type wordMemo struct {
+	mu   sync.Mutex
+	seen map[string]struct{}
+}
+
+func (w *wordMemo) has(key string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	_, ok := w.seen[key]
+	return ok
+}
+
+func (w *wordMemo) add(key string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.seen == nil || len(w.seen) >= wordMemoSize {
+		w.seen = make(map[string]struct{})
+	}
+	w.seen[key] = struct{}{}
+}
+
+// idBefore orders timeuuids as Cassandra orders message_id: by time, then
+// by the rest of their bytes.
+func idBefore(a, b gocql.UUID) bool {
+	ta, tb := a.Timestamp(), b.Timestamp()
+	if ta != tb {
+		return ta < tb
+	}
+	for i := 8; i < 16; i++ {
+		if x, y := int8(a[i]), int8(b[i]); x != y {
+			return x < y
+		}
+	}
+	return false
+}
+
+// bound is an upper limit on message ids: at or below id, or strictly
+// below it.
+type bound struct {
+	id        gocql.UUID
+	inclusive bool
+}
+
+func (b bound) admits(id gocql.UUID) bool {
+	return idBefore(id, b.id) || (b.inclusive && id == b.id)
+}
+
+// postingIter walks one term's partition for one conversation and month,
+// newest first; seek jumps down without reading what lies between.
+type postingIter interface {
+	// seek returns the newest id within b, or false if none is left.
+	seek(ctx context.Context, b bound) (gocql.UUID, bool, error)
+}
+
+// postings reads a (conversation, term, month) partition a page at a time.
+type postings struct {
+	s                   *Store
+	conv, term          string
+	month               int
+	floor               gocql.UUID
+	buf                 []gocql.UUID // newest first; pos is the next to look at
+	pos                 int
+	exhausted           bool // nothing below buf's last id
+	page                int  // size of the last read
+	statements, fetched *int
+}
+
+func (p *postings) seek(ctx context.Context, b bound) (gocql.UUID, bool, error) {
+	for {
+		for p.pos < len(p.buf) && !b.admits(p.buf[p.pos]) {
+			p.pos++
+		}
+		if p.pos < len(p.buf) {
+			return p.buf[p.pos], true, nil
+		}
+		// Seeks only go down, so once a read reached the partition's
+		// floor, what the buffer held was all there was.
+		if p.exhausted {
+			return gocql.UUID{}, false, nil
+		}
+		if n := len(p.buf); n > 0 && !b.inclusive && p.buf[n-1] == b.id {
+			p.page = min(p.page*2, lastPage) // reading on in sequence
+		} else {
+			p.page = firstPage // a jump: most of a big page would be skipped
+		}
+		if err := p.read(ctx, b); err != nil {
+			return gocql.UUID{}, false, err
+		}
+	}
+}
+
+// read replaces the buffer with the newest page within b.
+func (p *postings) read(ctx context.Context, b bound) error {
+	stmt := selectPostingsBelow
+	if b.inclusive {
+		stmt = selectPostingsTo
+	}
+	q, err := p.s.query(ctx, stmt, p.conv, p.term, p.month, b.id, p.floor, p.page)
+	if err != nil {
+		return err
+	}
+	iter := q.PageSize(0).Iter()
+	p.buf, p.pos = p.buf[:0], 0
+	var id gocql.UUID
+	for iter.Scan(&id) {
+		p.buf = append(p.buf, id)
+	}
+	if err := iter.Close(); err != nil {
+		return p.s.fail("read postings of "+p.conv, err)
+	}
+	*p.statements++
+	*p.fetched += len(p.buf)
+	p.exhausted = len(p.buf) < p.page
+	return nil
+}
+
+// unionIter is the newest id of any of its parts: a prefix's words.
+type unionIter []postingIter
+
+func (u unionIter) seek(ctx context.Context, b bound) (gocql.UUID, bool, error) {
+	var best gocql.UUID
+	found := false
+	for _, it := range u {
+		id, ok, err := it.seek(ctx, b)
+		if err != nil {
+			return gocql.UUID{}, false, err
+		}
+		if ok && (!found || idBefore(best, id)) {
+			best, found = id, true
+		}
+	}
+	return best, found, nil
+}
+
+// andIter is the ids every part has: each part seeks to the newest id of
+// the others in turn (a zig-zag join), so a rare term leads and a common
+// one is read only around the rare one's ids.
+type andIter []postingIter
+
+func (a andIter) seek(ctx context.Context, b bound) (gocql.UUID, bool, error) {
+	for {
+		cand, ok, err := a[0].seek(ctx, b)
+		if err != nil || !ok {
+			return gocql.UUID{}, false, err
+		}
+		agreed := true
+		for _, it := range a[1:] {
+			id, ok, err := it.seek(ctx, bound{id: cand, inclusive: true})
+			if err != nil || !ok {
+				return gocql.UUID{}, false, err
+			}
+			if id != cand {
+				b, agreed = bound{id: id, inclusive: true}, false
+				break
+			}
+		}
+		if agreed {
+			return cand, true, nil
+		}
+	}
+}
+
+// SearchStats says what one search read: statements sent and index rows
+// read. The load command reports them.
+type SearchStats struct {
+	Statements, Postings, Checked int
+}
+
+// Search returns up to n messages of convs that match q, newest first,
+// older than the message id before (the newest if it is the zero UUID),
+// and whether more exist. Only convs are searched: the caller passes the
+// conversations the searcher is in now. Every result is checked against
+// the message as stored (see Matches), so one changed or deleted since it
+// was indexed is left out.
+func (s *Store) Search(ctx context.Context, convs []Conversation, q SearchQuery, before gocql.UUID, n int) ([]Message, bool, SearchStats, error) {
+	var st SearchStats
+	top := bound{id: gocql.MaxTimeUUID(s.Now().Add(time.Hour)), inclusive: true}
+	if before != (gocql.UUID{}) {
+		top = bound{id: before}
+	}
+	months, err := s.searchMonths(ctx, convs, top.id, &st)
+	if err != nil {
+		return nil, false, st, err
+	}
+	var out []Message
+	for _, mc := range months {
+		found, err := s.searchMonth(ctx, mc, q, top, n+1-len(out), &st)
+		if err != nil {
+			return nil, false, st, err
+		}
+		out = append(out, found...)
+		if len(out) > n {
+			return out[:n], true, st, nil
+		}
+	}
+	return out, false, st, nil
+}
+
+// monthConvs is a month and the conversations that have messages in it.
+type monthConvs struct {
+	month int
+	convs []Conversation
+}
+
+// searchMonths lists, newest first, the months in which convs have
+// messages up to the id top, from their day buckets: one read per
+// conversation, a few at a time.
+func (s *Store) searchMonths(ctx context.Context, convs []Conversation, top gocql.UUID, st *SearchStats) ([]monthConvs, error) {
+	byMonth := map[int][]Conversation{}
+	var mu sync.Mutex
+	err := s.eachConcurrently(ctx, len(convs), searchReaders, func(ctx context.Context, i int) error {
+		conv := convs[i]
+		q, err := s.query(ctx, selectBucketsAll, conv.ID, bucketOf(top), timeBucket(conv.Since))
+		if err != nil {
+			return err
+		}
+		iter := q.PageSize(1000).Iter()
+		months := map[int]bool{}
+		var bucket int
+		for iter.Scan(&bucket) {
+			months[bucket/100] = true
+		}
+		if err := iter.Close(); err != nil {
+			return s.fail("list buckets of "+conv.ID, err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		st.Statements++
+		for m := range months {
+			byMonth[m] = append(byMonth[m], conv)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]monthConvs, 0, len(byMonth))
+	for m, cs := range byMonth {
+		out = append(out, monthConvs{month: m, convs: cs})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].month > out[j].month })
+	return out, nil
+}
+
+// convCursor is one conversation's matches in a month: its next one (head)
+// and the iterator that finds those after it.
+type convCursor struct {
+	conv Conversation
+	it   postingIter
+	head gocql.UUID
+	ok   bool
+	st   SearchStats
+}
+
+// searchMonth finds up to n matches of q in one month, newest first: every
+// conversation's newest match is found at once, then they are merged, and
+// each candidate checked against its stored message, a batch at a time.
+func (s *Store) searchMonth(ctx context.Context, mc monthConvs, q SearchQuery, top bound, n int, st *SearchStats) ([]Message, error) {
+	cursors := make([]*convCursor, len(mc.convs))
+	err := s.eachConcurrently(ctx, len(mc.convs), searchReaders, func(ctx context.Context, i int) error {
+		c := &convCursor{conv: mc.convs[i]}
+		cursors[i] = c
+		it, err := s.matcher(ctx, c, mc.month, q)
+		if err != nil || it == nil {
+			return err
+		}
+		c.it = it
+		c.head, c.ok, err = it.seek(ctx, top)
+		return err
+	})
+	for _, c := range cursors {
+		st.Statements += c.st.Statements
+		st.Postings += c.st.Postings
+		c.st = SearchStats{}
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []Message
+	for len(out) < n {
+		// The next batch of candidates, newest first across conversations.
+		var batch []candidate
+		for len(batch) < n-len(out) {
+			var best *convCursor
+			for _, c := range cursors {
+				if c.ok && (best == nil || idBefore(best.head, c.head)) {
+					best = c
+				}
+			}
+			if best == nil {
+				break
+			}
+			batch = append(batch, candidate{conv: best.conv, id: best.head})
+			var err error
+			best.head, best.ok, err = best.it.seek(ctx, bound{id: best.head})
+			st.Statements += best.st.Statements
+			st.Postings += best.st.Postings
+			best.st = SearchStats{}
+			if err != nil {
+				return nil, err
+			}
+		}
+		if len(batch) == 0 {
+			break
+		}
+		msgs, err := s.messagesByID(ctx, batch, st)
+		if err != nil {
+			return nil, err
+		}
+		for _, m := range msgs {
+			if q.Matches(m) {
+				out = append(out, m)
+			}
+		}
+	}
+	return out, nil
+}
+
+type candidate struct {
+	conv Conversation
+	id   gocql.UUID
+}
+
+// matcher builds c's iterator over the month's matches of q: the AND of
+// its terms' postings, the author's, and for each prefix the union of the
+// postings of the words it begins. It is nil when a prefix begins no word
+// of the month.
+func (s *Store) matcher(ctx context.Context, c *convCursor, month int, q SearchQuery) (postingIter, error) {
+	floor := floorOf(c.conv)
+	post := func(term string) *postings {
+		return &postings{s: s, conv: c.conv.ID, term: term, month: month, floor: floor,
+			statements: &c.st.Statements, fetched: &c.st.Postings}
+	}
+	var parts andIter
+	for _, t := range q.Terms {
+		parts = append(parts, post(t))
+	}
+	if q.From != "" {
+		parts = append(parts, post(fromTerm(q.From)))
+	}
+	for _, p := range q.Prefixes {
+		terms, err := s.prefixTerms(ctx, c.conv.ID, month, p)
+		c.st.Statements++
+		if err != nil {
+			return nil, err
+		}
+		if len(terms) == 0 {
+			return nil, nil
+		}
+		var u unionIter
+		for _, t := range terms {
+			u = append(u, post(t))
+		}
+		parts = append(parts, u)
+	}
+	if len(parts) == 1 {
+		return parts[0], nil
+	}
+	return parts, nil
+}
+
+// prefixTerms are the distinct terms of the words of conv's month that
+// begin with prefix, at most maxExpansions words.
+func (s *Store) prefixTerms(ctx context.Context, conv string, month int, prefix string) ([]string, error) {
+	q, err := s.query(ctx, selectWordTerms, conv, month, prefix, prefix+"\U0010FFFF", maxExpansions)
+	if err != nil {
+		return nil, err
+	}
+	iter := q.PageSize(0).Iter()
+	var out []string
+	seen := map[string]bool{}
+	var t string
+	for iter.Scan(&t) {
+		if !seen[t] {
+			seen[t] = true
+			out = append(out, t)
+		}
+	}
+	if err := iter.Close(); err != nil {
+		return nil, s.fail("read words of "+conv, err)
+	}
+	return out, nil
+}
+
+// messagesByID reads the candidates' messages as stored, one statement per
+// conversation and day, all at once, and returns those found in the
+// candidates' order.
+func (s *Store) messagesByID(ctx context.Context, batch []candidate, st *SearchStats) ([]Message, error) {
+	type key struct {
+		conv   string
+		bucket int
+	}
+	groups := map[key][]gocql.UUID{}
+	var keys []key
+	for _, c := range batch {
+		k := key{c.conv.ID, bucketOf(c.id)}
+		if _, ok := groups[k]; !ok {
+			keys = append(keys, k)
+		}
+		groups[k] = append(groups[k], c.id)
+	}
+	found := make(map[gocql.UUID]Message, len(batch))
+	var mu sync.Mutex
+	err := s.eachConcurrently(ctx, len(keys), searchReaders, func(ctx context.Context, i int) error {
+		k := keys[i]
+		q, err := s.query(ctx, selectMessagesByID, k.conv, k.bucket, groups[k])
+		if err != nil {
+			return err
+		}
+		iter := q.PageSize(0).Iter()
+		var ms []Message
+		for m, ok := scanMessage(iter, k.conv); ok; m, ok = scanMessage(iter, k.conv) {
+			ms = append(ms, m)
+		}
+		if err := iter.Close(); err != nil {
+			return s.fail("read messages of "+k.conv, err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		for _, m := range ms {
+			found[m.ID] = m
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	st.Statements += len(keys)
+	st.Checked += len(batch)
+	out := make([]Message, 0, len(batch))
+	for _, c := range batch {
+		if m, ok := found[c.id]; ok {
+			out = append(out, m)
+		}
+	}
+	return out, nil
+}
+
+// eachConcurrently runs f for 0..n-1, at a time, and returns
+// the first error (the others still finish).
+func (s *Store) eachConcurrently(ctx context.Context, n, at int, f func(context.Context, int) error) error {
+	sem := make(chan struct{}, at)
+	errs := make(chan error, n)
+	for i := range n {
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem }()
+			errs <- f(ctx, i)
+		}()
+	}
+	var first error
+	for range n {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
