@@ -8,3 +8,6 @@ func (s *Server) EndStreams(ctx context.Context, end StreamEnd) { s.endStreams(c
 
 // Frame is the stream bytes the hub encoded for ev.
 func Frame(ev *RoomEvent) []byte { return ev.frame }
+
+// FlushSearchIndex waits until every message posted so far is indexed.
+func (s *Server) FlushSearchIndex() { s.indexer.flush() }

@@ -249,6 +249,8 @@ func (s *Server) postRendered(ctx context.Context, in store.Place, draft func() 
 	sl.html, _ = renderString(views.WithMembers(ctx, conv.Members), views.MessageItem(sl.msg)) // publish renders again (and logs) if this failed
 	html := sl.html
 	s.seq.finish(sl, true)
+	// The index follows the post, off its path (see searchIndexer).
+	s.indexer.index(sl.msg)
 	return sl.msg, html, nil
 }
 

@@ -95,6 +95,7 @@ type Server struct {
 	streams  *streamCounts
 	replays  *replaySlots
 	recent   *recentPosts
+	indexer  *searchIndexer
 	closing  chan struct{}
 	hangups  *hangups
 	limits   struct {
@@ -173,6 +174,7 @@ func New(db *store.Store, metrics *Metrics, hub Hub, cfg Config, log *slog.Logge
 	s.limits.passwordUser, s.limits.passwordIP = newKeyedLimiter(auth), newKeyedLimiter(auth)
 	s.seq = newSequencer(func(ev RoomEvent) { s.publish(context.Background(), ev) }, db.IDFloor)
 	s.recent = newRecentPosts(recentPostsMax, recentPostTTL, time.Now)
+	s.indexer = newSearchIndexer(db, log, s.closing)
 	go s.sweepUploads()
 	return s
 }
@@ -250,6 +252,7 @@ func (s *Server) Register(e *echo.Echo) {
 	auth.GET("/rooms/:room/members", s.roomMembers)
 	auth.GET("/sidebar", s.showSidebar)
 	auth.GET("/mentions", s.listMentions)
+	auth.GET("/search", s.search)
 	auth.POST("/dm/:logins/read", s.markRoomRead, canonicalDM)
 	auth.GET("/dm/:logins/members", s.roomMembers, canonicalDM)
 }

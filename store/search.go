@@ -581,3 +581,37 @@ func (s *Store) eachConcurrently(ctx context.Context, n, at int, f func(context.
 	}
 	return first
 }
+
+const (
+	insertSearch   = `INSERT INTO recent_searches (login, searched_at, query) VALUES (?, ?, ?)`
+	selectSearches = `SELECT query FROM recent_searches WHERE login = ? LIMIT ?`
+	// recentSearches is how many searches a person sees again.
+	recentSearches = 10
+)
+
+// RecordSearch remembers that login searched for query (kept 30 days).
+func (s *Store) RecordSearch(ctx context.Context, login, query string) error {
+	return s.exec(ctx, "record search of "+login, insertSearch, login, gocql.UUIDFromTime(s.Now()), query)
+}
+
+// RecentSearches are login's last 10 different searches, newest first.
+func (s *Store) RecentSearches(ctx context.Context, login string) ([]string, error) {
+	q, err := s.query(ctx, selectSearches, login, 5*recentSearches)
+	if err != nil {
+		return nil, err
+	}
+	iter := q.PageSize(0).Iter()
+	var out []string
+	seen := map[string]bool{}
+	var query string
+	for iter.Scan(&query) {
+		if !seen[query] && len(out) < recentSearches {
+			seen[query] = true
+			out = append(out, query)
+		}
+	}
+	if err := iter.Close(); err != nil {
+		return nil, s.fail("read searches of "+login, err)
+	}
+	return out, nil
+}
