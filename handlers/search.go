@@ -141,12 +141,12 @@ func (ix *searchIndexer) flush() {
 // they are never read, not even to count.
 func (s *Server) searchScope(ctx context.Context, login string) ([]store.Conversation, map[string]string, error) {
 	var (
-		rooms        []store.Room
-		dms          []store.DMEntry
-		rerr, derr   error
-		wg           sync.WaitGroup
-		convs        []store.Conversation
-		placeOfConv  = map[string]string{}
+		rooms       []store.Room
+		dms         []store.DMEntry
+		rerr, derr  error
+		wg          sync.WaitGroup
+		convs       []store.Conversation
+		placeOfConv = map[string]string{}
 	)
 	wg.Add(2)
 	go func() { defer wg.Done(); rooms, rerr = s.myRooms(ctx, login) }()
