@@ -190,3 +190,28 @@ func TestSearchPagesAndRecent(t *testing.T) {
 		t.Error("no search box on the home page")
 	}
 }
+
+// TestRoomsFilterByName: "All rooms" keeps the rooms whose name starts
+// with ?name=, in any case.
+func TestRoomsFilterByName(t *testing.T) {
+	a := newApp(t, nil, nil)
+	ada := a.signedUp(t, unique("ada"))
+	stem := unique("filt")
+	for _, n := range []string{"Alpha", "alpine", "Beta"} {
+		if p := ada.post("/rooms", url.Values{"room_name": {stem + n}}); p.StatusCode != http.StatusSeeOther {
+			t.Fatalf("create: %d", p.StatusCode)
+		}
+	}
+	names := func(p page) []string {
+		var out []string
+		p.doc.Find("#room-results .room-name").Each(func(_ int, s *goquery.Selection) { out = append(out, s.Text()) })
+		return out
+	}
+	if got := names(ada.get("/rooms?name=" + strings.ToUpper(stem) + "AL")); strings.Join(got, ",") != "#"+stem+"Alpha,#"+stem+"alpine" {
+		t.Errorf("filtered %q", got)
+	}
+	p := ada.get("/rooms?name=" + stem + "zz")
+	if len(names(p)) != 0 || !strings.Contains(text(p, "#room-results"), "No room name starts with") {
+		t.Errorf("no match: %q", text(p, "#room-results"))
+	}
+}

@@ -13,9 +13,10 @@ const (
 	// Written USING TIMESTAMP = the room's creation, and deleted with the
 	// same timestamp: a delete that runs late, after a room of the same
 	// name was created again, removes the old row and never the new one.
-	insertRoomName  = `INSERT INTO room_names (initial, room_name, display_name) VALUES (?, ?, ?) USING TIMESTAMP ?`
-	deleteRoomName  = `DELETE FROM room_names USING TIMESTAMP ? WHERE initial = ? AND room_name = ?`
-	selectRoomNames = `SELECT room_name FROM room_names WHERE initial = ? AND room_name >= ? AND room_name < ? AND room_name > ? LIMIT ?`
+	insertRoomName       = `INSERT INTO room_names (initial, room_name, display_name) VALUES (?, ?, ?) USING TIMESTAMP ?`
+	deleteRoomName       = `DELETE FROM room_names USING TIMESTAMP ? WHERE initial = ? AND room_name = ?`
+	selectRoomNamesFrom  = `SELECT room_name FROM room_names WHERE initial = ? AND room_name >= ? AND room_name < ? LIMIT ?`
+	selectRoomNamesAfter = `SELECT room_name FROM room_names WHERE initial = ? AND room_name > ? AND room_name < ? LIMIT ?`
 )
 
 // initialOf is a room key's partition in room_names: its first character.
@@ -42,7 +43,11 @@ func (s *Store) RoomNamesWithPrefix(ctx context.Context, prefix, after string, n
 	if prefix == "" || !validNamePrefix(prefix) {
 		return nil, false, nil
 	}
-	q, err := s.query(ctx, selectRoomNames, initialOf(prefix), prefix, prefix+"\U0010FFFF", after, n+1)
+	stmt, start := selectRoomNamesFrom, prefix
+	if after >= prefix {
+		stmt, start = selectRoomNamesAfter, after
+	}
+	q, err := s.query(ctx, stmt, initialOf(prefix), start, prefix+"\U0010FFFF", n+1)
 	if err != nil {
 		return nil, false, err
 	}
