@@ -41,7 +41,7 @@ func RoomListView(l RoomList) templ.Component {
 			templ_7745c5c3_Var1 = templ.NopComponent
 		}
 		ctx = templ.ClearChildren(ctx)
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 1, "<section id=\"rooms\" class=\"rooms-page\"><div class=\"page-header\"><h1>All rooms</h1><a href=\"/rooms/new\" class=\"btn\">New room</a></div><form method=\"get\" action=\"/rooms\" role=\"search\" class=\"search-form rooms-filter\"><label for=\"room-filter\">Rooms whose name starts with</label> <input type=\"search\" id=\"room-filter\" name=\"name\" value=\"")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 1, "<section id=\"rooms\" class=\"rooms-page\"><div class=\"page-header\"><h1>All rooms</h1><a href=\"/rooms/new\" class=\"btn\">New room</a></div><form method=\"get\" action=\"/rooms\" role=\"search\" class=\"search-form rooms-filter\" aria-label=\"Filter rooms\"><label for=\"room-filter\">Rooms whose name starts with</label> <input type=\"search\" id=\"room-filter\" name=\"name\" value=\"")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

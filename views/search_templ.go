@@ -31,7 +31,7 @@ func searchBox() templ.Component {
 			templ_7745c5c3_Var1 = templ.NopComponent
 		}
 		ctx = templ.ClearChildren(ctx)
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 1, "<form method=\"get\" action=\"/search\" role=\"search\" class=\"search-box\"><label for=\"search-q\" class=\"sr-only\">Search messages</label> <input type=\"search\" id=\"search-q\" name=\"q\" placeholder=\"Search messages\" autocomplete=\"off\"> <button type=\"submit\" class=\"btn\">Search</button></form>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 1, "<form method=\"get\" action=\"/search\" role=\"search\" class=\"search-box\" aria-label=\"Search messages\"><label for=\"search-q\" class=\"sr-only\">Search messages</label> <input type=\"search\" id=\"search-q\" name=\"q\" placeholder=\"Search messages\" autocomplete=\"off\"> <button type=\"submit\" class=\"btn\">Search</button></form>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -62,7 +62,7 @@ func SearchPage(v SearchView) templ.Component {
 			templ_7745c5c3_Var2 = templ.NopComponent
 		}
 		ctx = templ.ClearChildren(ctx)
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 2, "<section class=\"search-page\" id=\"search\"><h1>Search</h1><form method=\"get\" action=\"/search\" role=\"search\" class=\"search-form\"><label for=\"search-page-q\">Search your rooms and direct messages</label> <input type=\"search\" id=\"search-page-q\" name=\"q\" value=\"")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 2, "<section class=\"search-page\" id=\"search\"><h1>Search</h1><form method=\"get\" action=\"/search\" role=\"search\" class=\"search-form\" aria-label=\"Search your conversations\"><label for=\"search-page-q\">Search your rooms and direct messages</label> <input type=\"search\" id=\"search-page-q\" name=\"q\" value=\"")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
