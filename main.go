@@ -164,6 +164,9 @@ func parseFlags(args []string) (config, error) {
 }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "index-backfill" {
+		os.Exit(backfillMain(os.Args[2:]))
+	}
 	cfg, err := parseFlags(os.Args[1:])
 	if errors.Is(err, flag.ErrHelp) {
 		os.Exit(0)
