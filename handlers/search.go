@@ -45,6 +45,7 @@ type searchIndexer struct {
 	db   *store.Store
 	log  *slog.Logger
 	jobs chan indexJob
+	off  bool // index nothing (Config.SearchIndexOff)
 
 	mu      sync.Mutex
 	pending int
@@ -75,6 +76,9 @@ func (ix *searchIndexer) reindex(old, updated *store.Message) {
 }
 
 func (ix *searchIndexer) queue(j indexJob) {
+	if ix.off {
+		return
+	}
 	ix.mu.Lock()
 	ix.pending++
 	ix.mu.Unlock()

@@ -77,6 +77,10 @@ type Config struct {
 	// 5s; see Server.replayStart): it must cover how late another
 	// instance's message can be published, storing time plus clock skew.
 	ResumeWindow time.Duration
+	// SearchIndexOff leaves posted messages out of the search index (they
+	// are not found until index-backfill runs): for measuring what the
+	// index costs, or to shed its writes when Cassandra is overloaded.
+	SearchIndexOff bool
 	// Static holds the files served under /static/.
 	Static fs.FS
 }
@@ -175,6 +179,7 @@ func New(db *store.Store, metrics *Metrics, hub Hub, cfg Config, log *slog.Logge
 	s.seq = newSequencer(func(ev RoomEvent) { s.publish(context.Background(), ev) }, db.IDFloor)
 	s.recent = newRecentPosts(recentPostsMax, recentPostTTL, time.Now)
 	s.indexer = newSearchIndexer(db, log, s.closing)
+	s.indexer.off = cfg.SearchIndexOff
 	go s.sweepUploads()
 	return s
 }

@@ -31,8 +31,9 @@ const (
 
 	// indexWrites bounds one message's index statements in flight.
 	indexWrites = 8
-	// maxExpansions bounds the words one prefix stands for in a month.
-	maxExpansions = 50
+	// maxExpansions bounds the words one prefix stands for in a
+	// conversation's month: each is a partition to read.
+	maxExpansions = 20
 	// searchReaders bounds the conversations read at once by one search.
 	searchReaders = 16
 	// firstPage and lastPage bound one read of a term's postings: small
@@ -186,7 +187,7 @@ type postings struct {
 	buf                 []gocql.UUID // newest first; pos is the next to look at
 	pos                 int
 	exhausted           bool // nothing below buf's last id
-	page                int  // size of the last read
+	page, lastRead      int  // size of the next read, and of the last one
 	statements, fetched *int
 }
 
@@ -203,10 +204,16 @@ func (p *postings) seek(ctx context.Context, b bound) (gocql.UUID, bool, error) 
 		if p.exhausted {
 			return gocql.UUID{}, false, nil
 		}
-		if n := len(p.buf); n > 0 && !b.inclusive && p.buf[n-1] == b.id {
-			p.page = min(p.page*2, lastPage) // reading on in sequence
-		} else {
-			p.page = firstPage // a jump: most of a big page would be skipped
+		p.page = firstPage
+		if n := len(p.buf); n > 0 {
+			// Reading on close below the last page (within the time it
+			// spanned): the term is dense here, read twice as much. A jump
+			// further down starts small again: most of a big page would be
+			// skipped.
+			last := p.buf[n-1].Timestamp()
+			if last-b.id.Timestamp() <= p.buf[0].Timestamp()-last {
+				p.page = min(p.lastRead*2, lastPage)
+			}
 		}
 		if err := p.read(ctx, b); err != nil {
 			return gocql.UUID{}, false, err
@@ -235,7 +242,7 @@ func (p *postings) read(ctx context.Context, b bound) error {
 	}
 	*p.statements++
 	*p.fetched += len(p.buf)
-	p.exhausted = len(p.buf) < p.page
+	p.exhausted, p.lastRead = len(p.buf) < p.page, p.page
 	return nil
 }
 

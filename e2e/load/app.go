@@ -190,6 +190,7 @@ func startTarget(ctx context.Context, c common) (*target, error) {
 	default:
 		store.PasswordCost = c.cost
 		maxReplays = c.replays
+		searchIndexOff = c.noIndex
 		a, err := startApp(c.verbose)
 		if err != nil {
 			return nil, err
@@ -222,13 +223,17 @@ var maxReplays int
 // resumeWindow is the app's Config.ResumeWindow (-resume-window).
 var resumeWindow time.Duration
 
+// searchIndexOff is the app's Config.SearchIndexOff (-no-index).
+var searchIndexOff bool
+
 // appConfig is the configuration of an app instance started here. Every
 // user signs up, and a few users open thousands of streams from one
 // address: the limits on those are lifted; the replay limit is the app's
 // unless -max-replays says otherwise.
 func appConfig(key []byte) handlers.Config {
 	return handlers.Config{SessionKey: key, AuthRate: 1 << 30, Limits: handlers.Unlimited, Static: static.Files, RoomsPerPage: 25,
-		MaxStreamsPerUser: 1 << 30, MaxStreamsPerIP: 1 << 30, MaxReplays: maxReplays, ResumeWindow: resumeWindow}
+		MaxStreamsPerUser: 1 << 30, MaxStreamsPerIP: 1 << 30, MaxReplays: maxReplays, ResumeWindow: resumeWindow,
+		SearchIndexOff: searchIndexOff}
 }
 
 // startApp starts the application on 127.0.0.1 with a fresh keyspace, as
@@ -292,11 +297,13 @@ func runServe(ctx context.Context, args []string) error {
 	cost := fs.Int("bcrypt-cost", 4, "bcrypt cost")
 	replays := fs.Int("max-replays", 0, "the app's --max-replays (0: its default)")
 	verbose := fs.Bool("v", false, "log warnings")
+	noIndex := fs.Bool("no-index", false, "do not index posted messages for search")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	store.PasswordCost = *cost
 	maxReplays = *replays
+	searchIndexOff = *noIndex
 	a, err := startApp(*verbose)
 	if err != nil {
 		return err
@@ -324,6 +331,9 @@ func startChild(ctx context.Context, c common) (*target, error) {
 	args := []string{"serve", "-bcrypt-cost", strconv.Itoa(c.cost), "-max-replays", strconv.Itoa(c.replays)}
 	if c.verbose {
 		args = append(args, "-v")
+	}
+	if c.noIndex {
+		args = append(args, "-no-index")
 	}
 	cmd := exec.Command(exe, args...)
 	stdin, err := cmd.StdinPipe()

@@ -9,6 +9,7 @@
 //	go run ./e2e/load conns        /healthz latency while 20,000 idle connections flood the real binary
 //	go run ./e2e/load replaymem    server memory while many replays go to clients that never read
 //	go run ./e2e/load upload       attachment MB/s through HTTP vs raw gocql chunks; server RSS while 20 upload and 50 download 25 MiB
+//	go run ./e2e/load search       search latency over 1,000,000 messages in 200 conversations; indexing cost; post ratio with and without the index
 //
 // Unless -url is given it starts its own app instance (handlers.New, as the
 // handler tests do) on a fresh keyspace that it drops at the end: in this
@@ -41,6 +42,7 @@ type common struct {
 	replays  int
 	window   time.Duration
 	verbose  bool
+	noIndex  bool
 }
 
 func (c *common) register(fs *flag.FlagSet) {
@@ -52,10 +54,11 @@ func (c *common) register(fs *flag.FlagSet) {
 	fs.IntVar(&c.replays, "max-replays", 0, "the app's --max-replays (0: its default) for an app instance started here")
 	fs.DurationVar(&c.window, "resume-window", 0, "with -cluster: the app's resume window (0: its default; negative: none, to see what a resume across instances loses without it)")
 	fs.BoolVar(&c.verbose, "v", false, "log the app's warnings to stderr")
+	fs.BoolVar(&c.noIndex, "no-index", false, "the app started here does not index posted messages for search")
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, `usage: go run ./e2e/load <post|sse|floor|correctness|replay|flood|roompage|conns|replaymem|upload> [flags]
+	fmt.Fprintln(os.Stderr, `usage: go run ./e2e/load <post|sse|floor|correctness|replay|flood|roompage|conns|replaymem|upload|search> [flags]
        go run ./e2e/load <subcommand> -h   for its flags`)
 	os.Exit(2)
 }
@@ -85,6 +88,8 @@ func main() {
 		err = runConns(ctx, os.Args[2:])
 	case "upload":
 		err = runUpload(ctx, os.Args[2:])
+	case "search":
+		err = runSearch(ctx, os.Args[2:])
 	case "hold": // internal: a worker process of conns
 		err = runHold(ctx, os.Args[2:])
 	case "replaymem":
