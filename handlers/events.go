@@ -32,6 +32,7 @@ import (
 
 	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/views"
+	"github.com/killrchat/killrchat/web"
 )
 
 const (
@@ -68,7 +69,7 @@ func (s *Server) roomEvents(c echo.Context) error {
 			return echo.NewHTTPError(http.StatusBadRequest, "Last-Event-ID must be a message id.")
 		}
 	}
-	liftDeadlines(c) // a stream outlives the server's read and write timeouts
+	web.LiftDeadlines(c) // a stream outlives the server's read and write timeouts
 
 	// ends is what the stream undoes when it ends: here, or in the
 	// stream's own goroutine once it is handed over (see below).
@@ -111,7 +112,7 @@ func (s *Server) roomEvents(c echo.Context) error {
 	// Subscribing takes the room's bound at the same instant: this
 	// instance's messages below it are in Cassandra, the ones above will
 	// arrive live.
-	who := Subscriber{Login: me.Login, Session: streamSession(session(c).ID)}
+	who := Subscriber{Login: me.Login, Session: web.SessionDigest(session(c).ID)}
 	subscribe := func(room string) (*Subscription, int64) {
 		return s.seq.subscribe(room, func() *Subscription { return s.hub.Subscribe(room, who) })
 	}

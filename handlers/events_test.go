@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"github.com/PuerkitoBio/goquery"
-	"github.com/r3labs/sse/v2"
 	"net"
 	"net/http"
 	"net/url"
@@ -14,6 +12,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/PuerkitoBio/goquery"
+	"github.com/r3labs/sse/v2"
 
 	"github.com/gocql/gocql"
 

@@ -78,7 +78,7 @@ type Hub interface {
 type Subscriber struct {
 	Login string
 	// Session stands for the login session that opened the stream. It is
-	// a digest of the session id (see streamSession), never the id itself,
+	// a digest of the session id (see web.SessionDigest), never the id itself,
 	// which must not travel to the broker.
 	Session string
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/killrchat/killrchat/static"
 	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/store/storetest"
+	"github.com/killrchat/killrchat/web"
 )
 
 var db *storetest.DB
@@ -60,7 +61,7 @@ func newApp(t testing.TB, st *store.Store, hub handlers.Hub, opts ...appOption) 
 	if hub == nil {
 		hub = handlers.NewLocalHub()
 	}
-	cfg := handlers.Config{SessionKey: testKey, AuthRate: 1000, Limits: handlers.Unlimited, Static: static.Files, RoomsPerPage: 10}
+	cfg := handlers.Config{SessionKey: testKey, AuthRate: 1000, Limits: web.Unlimited, Static: static.Files, RoomsPerPage: 10}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -70,7 +71,7 @@ func newApp(t testing.TB, st *store.Store, hub handlers.Hub, opts ...appOption) 
 	if testing.Verbose() {
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
-	srv := handlers.New(st, handlers.NewMetrics(), hub, cfg, log)
+	srv := handlers.New(st, web.NewMetrics(), hub, cfg, log)
 	srv.Register(e)
 	ts := httptest.NewServer(e)
 	t.Cleanup(func() {

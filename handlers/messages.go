@@ -17,6 +17,7 @@ import (
 
 	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/views"
+	"github.com/killrchat/killrchat/web"
 )
 
 var zeroID gocql.UUID
@@ -37,7 +38,7 @@ func (s *Server) postMessage(c echo.Context) error {
 	}
 	me := mustUser(c)
 	inConversation(c, cv.Place.Conversation())
-	if isMultipart(c.Request()) {
+	if web.IsMultipart(c.Request()) {
 		return s.postFiles(c, cv.Place,
 			func(f views.Form) error { return s.composerError(c, cv, f) },
 			cv.URL+"#latest")

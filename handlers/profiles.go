@@ -9,6 +9,7 @@ import (
 
 	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/views"
+	"github.com/killrchat/killrchat/web"
 )
 
 func (s *Server) showUser(c echo.Context) error {
@@ -100,7 +101,7 @@ func (s *Server) endOtherSessions(c echo.Context, u store.User) error {
 	if err != nil {
 		return err
 	}
-	remember, _ := current.Values[keyRemember].(bool)
+	remember, _ := current.Values[web.KeyRemember].(bool)
 	ended = append(ended, current.ID)
 	if err := s.logIn(c, u, remember); err != nil {
 		return err

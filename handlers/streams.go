@@ -6,10 +6,10 @@ package handlers
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"sync"
 	"time"
+
+	"github.com/killrchat/killrchat/web"
 )
 
 // Defaults of the stream limits (see Config).
@@ -104,17 +104,6 @@ func (r *replaySlots) take(ctx context.Context) bool {
 
 func (r *replaySlots) give() { <-r.slots }
 
-// streamSession is how a stream names the session that opened it, in the
-// hub and on the broker: a digest, since the session id itself is the key
-// to the session and must not travel.
-func streamSession(id string) string {
-	if id == "" {
-		return ""
-	}
-	sum := sha256.Sum256([]byte("killrchat stream session\x00" + id))
-	return hex.EncodeToString(sum[:16])
-}
-
 // endStreams ends, on every instance, the open streams that end matches
 // (see StreamEnd; its Sessions and Except are session ids here). Leave,
 // logout and revoking sessions call it after their write succeeded, so a
@@ -128,11 +117,11 @@ func (s *Server) endStreams(ctx context.Context, end StreamEnd) {
 	if end.Sessions != nil {
 		digests := make([]string, len(end.Sessions))
 		for i, id := range end.Sessions {
-			digests[i] = streamSession(id)
+			digests[i] = web.SessionDigest(id)
 		}
 		end.Sessions = digests
 	}
-	end.Except = streamSession(end.Except)
+	end.Except = web.SessionDigest(end.Except)
 	if err := s.hub.EndStreams(ctx, end); err != nil {
 		s.log.Warn("end streams on other instances", "login", end.Login, "room", end.Room, "err", err)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/killrchat/killrchat/handlers"
 	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/store/storetest"
+	"github.com/killrchat/killrchat/web"
 )
 
 // startCluster starts instance A (posts) and B (subscribers) in this
@@ -57,7 +58,7 @@ func startCluster(c common) (*target, error) {
 		if err != nil {
 			return "", err
 		}
-		srv := handlers.New(st, handlers.NewMetrics(), hub, appConfig(key), log)
+		srv := handlers.New(st, web.NewMetrics(), hub, appConfig(key), log)
 		e := echo.New()
 		srv.Register(e)
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
