@@ -25,6 +25,7 @@ import (
 	natsserver "github.com/nats-io/nats-server/v2/server"
 
 	"github.com/killrchat/killrchat/handlers"
+	"github.com/killrchat/killrchat/live"
 	"github.com/killrchat/killrchat/schema"
 	"github.com/killrchat/killrchat/static"
 	"github.com/killrchat/killrchat/store"
@@ -341,7 +342,7 @@ func setIPExtractor(e *echo.Echo, cidrs string) ([]*net.IPNet, error) {
 
 // newHub picks the in-process hub, or NATS when a URL is configured;
 // with --nats-embed this instance also runs the NATS server itself.
-func newHub(cfg config, log *slog.Logger) (handlers.Hub, func(), error) {
+func newHub(cfg config, log *slog.Logger) (live.Hub, func(), error) {
 	stop := func() {}
 	if cfg.natsEmbed != "" {
 		host, portStr, err := net.SplitHostPort(cfg.natsEmbed)
@@ -364,9 +365,9 @@ func newHub(cfg config, log *slog.Logger) (handlers.Hub, func(), error) {
 		}
 	}
 	if cfg.natsURL == "" {
-		return handlers.NewLocalHub(), stop, nil
+		return live.NewLocalHub(), stop, nil
 	}
-	hub, err := handlers.NewNATSHub(cfg.natsURL, log)
+	hub, err := live.NewNATSHub(cfg.natsURL, log)
 	if err != nil {
 		stop()
 		return nil, nil, err

@@ -14,6 +14,7 @@ import (
 	"github.com/labstack/echo/v4/middleware"
 	"golang.org/x/time/rate"
 
+	"github.com/killrchat/killrchat/live"
 	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/web"
 )
@@ -97,7 +98,7 @@ func (s *Server) logIn(c echo.Context, u store.User, remember bool) error {
 			return err
 		}
 		if oldUser, ok := currentUser(c); ok {
-			s.endStreams(c.Request().Context(), StreamEnd{Login: oldUser.Login, Sessions: []string{old.ID}})
+			s.endStreams(c.Request().Context(), live.StreamEnd{Login: oldUser.Login, Sessions: []string{old.ID}})
 		}
 	}
 	sess := sessions.NewSession(s.sessions, web.SessionCookie)

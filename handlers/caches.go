@@ -19,6 +19,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/killrchat/killrchat/live"
 	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/web"
 )
@@ -42,7 +43,7 @@ func newCaches(ttl time.Duration, max int) *caches {
 
 // apply drops what inv names. A DM's members never change (they are its
 // address), so DMs are only dropped by a reset or their TTL.
-func (cs *caches) apply(inv Invalidation) {
+func (cs *caches) apply(inv live.Invalidation) {
 	if len(inv.Rooms) > 0 {
 		cs.rooms.Forget(inv.Rooms...)
 	}
@@ -133,7 +134,7 @@ func (s *Server) myRooms(ctx context.Context, login string) ([]store.Room, error
 			if err := s.db.ForgetRoom(ctx, login, name); err != nil && !errors.Is(err, store.ErrNotFound) {
 				return nil, err
 			}
-			s.invalidate(ctx, Invalidation{Users: []string{login}})
+			s.invalidate(ctx, live.Invalidation{Users: []string{login}})
 			continue
 		}
 		rooms = append(rooms, r)

@@ -18,6 +18,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/killrchat/killrchat/handlers"
+	"github.com/killrchat/killrchat/live"
 	"github.com/killrchat/killrchat/static"
 	"github.com/killrchat/killrchat/web"
 )
@@ -40,7 +41,7 @@ func newServedApp(t *testing.T, lim web.HTTPLimits, log *slog.Logger, tls bool, 
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	hub := handlers.NewLocalHub()
+	hub := live.NewLocalHub()
 	e := echo.New()
 	e.IPExtractor = echo.ExtractIPDirect()
 	srv := handlers.New(db.Store, web.NewMetrics(), hub, cfg, log)

@@ -20,6 +20,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/killrchat/killrchat/handlers"
+	"github.com/killrchat/killrchat/live"
 	"github.com/killrchat/killrchat/static"
 	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/store/storetest"
@@ -48,18 +49,18 @@ var testKey = bytes.Repeat([]byte("k"), 32)
 type app struct {
 	*httptest.Server
 	srv *handlers.Server
-	hub handlers.Hub
+	hub live.Hub
 }
 
 type appOption func(*handlers.Config)
 
-func newApp(t testing.TB, st *store.Store, hub handlers.Hub, opts ...appOption) *app {
+func newApp(t testing.TB, st *store.Store, hub live.Hub, opts ...appOption) *app {
 	t.Helper()
 	if st == nil {
 		st = db.Store
 	}
 	if hub == nil {
-		hub = handlers.NewLocalHub()
+		hub = live.NewLocalHub()
 	}
 	cfg := handlers.Config{SessionKey: testKey, AuthRate: 1000, Limits: web.Unlimited, Static: static.Files, RoomsPerPage: 10}
 	for _, o := range opts {

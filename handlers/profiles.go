@@ -7,6 +7,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/killrchat/killrchat/live"
 	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/views"
 	"github.com/killrchat/killrchat/web"
@@ -60,7 +61,7 @@ func (s *Server) updateProfile(c echo.Context) error {
 	}
 	p.Form = formOf(c, "email", "bio")
 	err = s.db.UpdateProfile(c.Request().Context(), p.User.Login, p.Form.Value("email"), p.Form.Value("bio"))
-	s.invalidate(c.Request().Context(), Invalidation{Users: []string{p.User.Login}})
+	s.invalidate(c.Request().Context(), live.Invalidation{Users: []string{p.User.Login}})
 	if err != nil {
 		if !formError(err) {
 			return err
@@ -106,6 +107,6 @@ func (s *Server) endOtherSessions(c echo.Context, u store.User) error {
 	if err := s.logIn(c, u, remember); err != nil {
 		return err
 	}
-	s.endStreams(ctx, StreamEnd{Login: u.Login, Sessions: ended})
+	s.endStreams(ctx, live.StreamEnd{Login: u.Login, Sessions: ended})
 	return nil
 }

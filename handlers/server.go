@@ -20,6 +20,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 
+	"github.com/killrchat/killrchat/live"
 	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/views"
 	"github.com/killrchat/killrchat/web"
@@ -88,16 +89,13 @@ type Server struct {
 	sessions *web.SessionStore
 	caches   *caches
 	metrics  *web.Metrics
-	hub      Hub
+	hub      live.Hub
 	cfg      Config
 	log      *slog.Logger
 	pages    securecookie.Codec
-	seq      *sequencer
-	streams  *streamCounts
-	replays  *replaySlots
+	live     *live.Engine
 	recent   *recentPosts
-	closing  chan struct{}
-	hangups  *hangups
+	closing  chan struct{} // closed by Shutdown
 	csrf     *web.CSRF
 	limits   struct {
 		messages, rooms, membership, passwordUser, passwordIP, uploadBytes *web.KeyedLimiter
@@ -105,7 +103,7 @@ type Server struct {
 }
 
 // New returns the handlers' server. hub carries room events to live pages.
-func New(db *store.Store, metrics *web.Metrics, hub Hub, cfg Config, log *slog.Logger) *Server {
+func New(db *store.Store, metrics *web.Metrics, hub live.Hub, cfg Config, log *slog.Logger) *Server {
 	if cfg.AuthRate == 0 {
 		cfg.AuthRate = 10
 	}
@@ -113,36 +111,18 @@ func New(db *store.Store, metrics *web.Metrics, hub Hub, cfg Config, log *slog.L
 		cfg.RoomsPerPage = 25
 	}
 	cfg.Limits = cfg.Limits.WithDefaults()
-	if cfg.MaxStreamsPerUser == 0 {
-		cfg.MaxStreamsPerUser = defaultMaxStreamsPerUser
-	}
-	if cfg.MaxStreamsPerIP == 0 {
-		cfg.MaxStreamsPerIP = defaultMaxStreamsPerIP
-	}
-	if cfg.MaxReplays == 0 {
-		cfg.MaxReplays = defaultMaxReplays
-	}
-	if cfg.ReplayWait == 0 {
-		cfg.ReplayWait = defaultReplayWait
-	}
 	if cfg.MaxUpload <= 0 {
 		cfg.MaxUpload = DefaultMaxUpload
 	}
 	if cfg.UploadTimeout <= 0 {
 		cfg.UploadTimeout = DefaultUploadTimeout
 	}
-	if cfg.ResumeWindow == 0 {
-		cfg.ResumeWindow = defaultResumeWindow
-	}
 	pages := securecookie.New(cfg.SessionKey, nil)
 	pages.MaxAge(int((6 * time.Hour) / time.Second))
 	s := &Server{
 		db: db, metrics: metrics, hub: hub, cfg: cfg, log: log, pages: pages,
-		streams: newStreamCounts(cfg.MaxStreamsPerUser, cfg.MaxStreamsPerIP),
-		replays: newReplaySlots(cfg.MaxReplays, cfg.ReplayWait),
 		closing: make(chan struct{}),
 	}
-	s.hangups = newHangups(s.closing)
 	if cfg.SessionCacheTTL == 0 {
 		cfg.SessionCacheTTL = web.DefaultSessionCacheTTL
 	}
@@ -150,7 +130,7 @@ func New(db *store.Store, metrics *web.Metrics, hub Hub, cfg Config, log *slog.L
 		cfg.SessionCacheSize = web.DefaultSessionCacheSize
 	}
 	s.sessions = web.NewSessionStore(db, cfg.SessionKey, cfg.SecureCookies, cfg.SessionCacheTTL, cfg.SessionCacheSize)
-	hub.Watch(func(end StreamEnd) { s.sessions.Forget(end.Login, end.Room, end.Sessions, end.Except) }, s.sessions.Reset)
+	hub.Watch(func(end live.StreamEnd) { s.sessions.Forget(end.Login, end.Room, end.Sessions, end.Except) }, s.sessions.Reset)
 	s.csrf = &web.CSRF{Key: cfg.SessionKey, Secure: s.secureRequest, Streamed: streamedForms,
 		Session: func(c echo.Context) string {
 			if sess := session(c); sess != nil {
@@ -165,7 +145,7 @@ func New(db *store.Store, metrics *web.Metrics, hub Hub, cfg Config, log *slog.L
 		cfg.CacheSize = defaultCacheSize
 	}
 	s.caches = newCaches(cfg.CacheTTL, cfg.CacheSize)
-	hub.Watch(func(StreamEnd) {}, s.caches.reset)
+	hub.Watch(func(live.StreamEnd) {}, s.caches.reset)
 	hub.WatchInvalidations(s.caches.apply)
 	s.limits.messages = web.NewKeyedLimiter(cfg.Limits.Messages)
 	s.limits.rooms = web.NewKeyedLimiter(cfg.Limits.Rooms)
@@ -178,7 +158,14 @@ func New(db *store.Store, metrics *web.Metrics, hub Hub, cfg Config, log *slog.L
 		auth = web.Rate{Burst: cfg.AuthRate, Per: time.Minute / time.Duration(cfg.AuthRate)}
 	}
 	s.limits.passwordUser, s.limits.passwordIP = web.NewKeyedLimiter(auth), web.NewKeyedLimiter(auth)
-	s.seq = newSequencer(func(ev RoomEvent) { s.publish(context.Background(), ev) }, db.IDFloor)
+	s.live = live.New(hub, db, live.Config{
+		MaxStreamsPerUser: cfg.MaxStreamsPerUser, MaxStreamsPerIP: cfg.MaxStreamsPerIP,
+		MaxReplays: cfg.MaxReplays, ReplayWait: cfg.ReplayWait, ResumeWindow: cfg.ResumeWindow,
+	}, log, metrics.SSEConnections,
+		func(ctx context.Context, m store.Message) ([]byte, error) {
+			return renderString(ctx, views.MessageItem(m))
+		},
+		func(ev live.Event) { s.publish(context.Background(), ev) })
 	s.recent = newRecentPosts(recentPostsMax, recentPostTTL, time.Now)
 	go s.sweepUploads()
 	return s
@@ -564,4 +551,22 @@ func (s *Server) limitIP(l *web.KeyedLimiter, what string) echo.MiddlewareFunc {
 // tests use it to look at the stored row.
 func (s *Server) SessionIDFromCookie(value string) (string, error) {
 	return s.sessions.IDFromCookie(web.SessionCookie, value)
+}
+
+// Shutdown ends every live stream, so the HTTP server can stop, and the
+// upload sweeper.
+func (s *Server) Shutdown() {
+	s.live.Shutdown()
+	select {
+	case <-s.closing:
+	default:
+		close(s.closing)
+	}
+}
+
+// renderString renders comp into bytes.
+func renderString(ctx context.Context, comp templ.Component) ([]byte, error) {
+	var buf bytes.Buffer
+	err := comp.Render(ctx, &buf)
+	return buf.Bytes(), err
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/killrchat/killrchat/handlers"
+	"github.com/killrchat/killrchat/live"
 	"github.com/killrchat/killrchat/static"
 	"github.com/killrchat/killrchat/store/storetest"
 	"github.com/killrchat/killrchat/web"
@@ -104,7 +105,7 @@ func startEnv() (*env, error) {
 	if testing.Verbose() {
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
-	srv := handlers.New(db.Store, web.NewMetrics(), handlers.NewLocalHub(), handlers.Config{
+	srv := handlers.New(db.Store, web.NewMetrics(), live.NewLocalHub(), handlers.Config{
 		SessionKey: bytes.Repeat([]byte("b"), 32),
 		AuthRate:   1000,
 		Limits:     web.Unlimited,

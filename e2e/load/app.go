@@ -29,6 +29,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/killrchat/killrchat/handlers"
+	"github.com/killrchat/killrchat/live"
 	"github.com/killrchat/killrchat/static"
 	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/store/storetest"
@@ -247,7 +248,7 @@ func startApp(verbose bool) (*app, error) {
 		fwd = slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})
 	}
 	log := slog.New(&countingHandler{counts: appLogCounts, fwd: fwd})
-	srv := handlers.New(db.Store, web.NewMetrics(), handlers.NewLocalHub(), appConfig(key), log)
+	srv := handlers.New(db.Store, web.NewMetrics(), live.NewLocalHub(), appConfig(key), log)
 	e := echo.New()
 	e.IPExtractor = echo.ExtractIPDirect()
 	srv.Register(e)

@@ -18,6 +18,7 @@ import (
 	natsserver "github.com/nats-io/nats-server/v2/server"
 
 	"github.com/killrchat/killrchat/handlers"
+	"github.com/killrchat/killrchat/live"
 	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/store/storetest"
 	"github.com/killrchat/killrchat/web"
@@ -54,7 +55,7 @@ func startCluster(c common) (*target, error) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	var stops []func()
 	serve := func(st *store.Store) (string, error) {
-		hub, err := handlers.NewNATSHub(ns.ClientURL(), log)
+		hub, err := live.NewNATSHub(ns.ClientURL(), log)
 		if err != nil {
 			return "", err
 		}
