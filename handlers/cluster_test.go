@@ -277,7 +277,7 @@ func TestResumeWindowCoversLateMessages(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer hubB.Close()
-	if err := hubB.Publish(ctxT(t), live.Event{Kind: live.EventMessage, Room: late.Room, Message: &late,
+	if err := hubB.Publish(ctxT(t), live.Event{Kind: live.KindMessage, Conversation: late.Room, Message: &late,
 		HTML: []byte(`<li id="msg-` + late.ID.String() + `">late from B</li>`)}); err != nil {
 		t.Fatal(err)
 	}

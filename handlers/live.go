@@ -17,17 +17,17 @@ func (s *Server) publish(ctx context.Context, ev live.Event) {
 	var err error
 	switch {
 	case ev.HTML != nil:
-	case ev.Kind == live.EventMessage:
+	case ev.Kind == live.KindMessage:
 		ev.HTML, err = renderString(ctx, views.MessageItem(*ev.Message))
-	case ev.Kind == live.EventParticipants:
-		ev.HTML, err = renderString(ctx, views.Participants(ev.Room, ev.Participants, true))
+	case ev.Kind == live.KindParticipants:
+		ev.HTML, err = renderString(ctx, views.Participants(ev.Conversation, ev.Participants, true))
 	}
 	if err != nil {
-		s.log.Error("render room event", "room", ev.Room, "kind", ev.Kind, "err", err)
+		s.log.Error("render room event", "room", ev.Conversation, "kind", ev.Kind, "err", err)
 		return
 	}
 	if err := s.hub.Publish(ctx, ev); err != nil {
-		s.log.Warn("publish room event", "room", ev.Room, "kind", ev.Kind, "err", err)
+		s.log.Warn("publish room event", "room", ev.Conversation, "kind", ev.Kind, "err", err)
 	}
 }
 

@@ -231,7 +231,7 @@ func (s *Server) deleteRoom(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	s.publish(c.Request().Context(), live.Event{Kind: live.EventRoomDeleted, Room: r.Name})
+	s.publish(c.Request().Context(), live.Event{Kind: live.KindRoomDeleted, Conversation: r.Name})
 	return redirect(c, "/?notice=you-deleted")
 }
 
@@ -244,6 +244,6 @@ func (s *Server) announce(ctx context.Context, r store.Room, about store.UserRef
 	if err != nil {
 		s.log.Warn("system message", "room", r.Name, "err", err)
 	}
-	s.publish(ctx, live.Event{Kind: live.EventParticipants, Room: r.Name, Participants: r.ParticipantList()})
+	s.publish(ctx, live.Event{Kind: live.KindParticipants, Conversation: r.Name, Participants: r.ParticipantList()})
 	return m, err == nil
 }

@@ -534,8 +534,8 @@ func TestStreamEndsAcrossInstances(t *testing.T) {
 		}
 		select {
 		case ev := <-s[0].events:
-			if ev.name != live.EventRoomDeleted {
-				t.Fatalf("event %+v, want %s", ev, live.EventRoomDeleted)
+			if ev.name != live.KindRoomDeleted {
+				t.Fatalf("event %+v, want %s", ev, live.KindRoomDeleted)
 			}
 		case <-time.After(5 * time.Second):
 			t.Fatal("no room-deleted event within 5s")

@@ -74,7 +74,7 @@ func (w *directWriter) Deliver(ev *Event) bool {
 	if _, dup := w.sent[idOf(ev)]; dup {
 		return true
 	}
-	w.last = ev.Kind == EventRoomDeleted
+	w.last = ev.Kind == KindRoomDeleted
 	w.events++
 	if w.busy || len(w.pending) > 0 {
 		if len(w.pending) >= subscriberQueue {
@@ -222,7 +222,12 @@ func (s *Engine) liveDirect(out *eventWriter, sub *Subscription, watch *Conversa
 		case <-s.closing:
 			return
 		case <-sub.Ended:
-			return // left the room, logged out, or lost the session
+			// Left the room, logged out, or lost the session: the page is
+			// told why its stream ends (the fan-out writes nothing more).
+			out.buf.Reset()
+			appendEvent(&out.buf, zeroID, KindStreamEnd, nil)
+			_ = w.flush(out.buf.Bytes())
+			return
 		case <-sub.Dropped:
 			s.log.Info("sse: dropped a subscriber that fell behind", "room", conv)
 			return
@@ -241,7 +246,7 @@ func (s *Engine) liveDirect(out *eventWriter, sub *Subscription, watch *Conversa
 		case other := <-watch.C:
 			if other != conv {
 				out.buf.Reset()
-				appendEvent(&out.buf, zeroID, "unread", []byte(other))
+				appendEvent(&out.buf, zeroID, KindUnread, []byte(other))
 				frame = out.buf.Bytes()
 			}
 		}

@@ -21,17 +21,26 @@ import (
 	"github.com/killrchat/killrchat/store"
 )
 
-// Kinds of room events.
+// Kinds of events. The SSE event name of an event is its kind; message
+// and participants go as SSE's default event ("message"), whose data is
+// HTML the page swaps in. Edits, deletes, reactions, typing and presence
+// are kinds to come: each is a constant here and a case in encode, and
+// the writers, the fan-out and the hubs carry them as they are.
 const (
-	EventMessage      = "message"
-	EventParticipants = "participants"
-	EventRoomDeleted  = "room-deleted"
+	KindMessage      = "message"
+	KindParticipants = "participants"
+	KindUnread       = "unread"
+	KindRoomDeleted  = "room-deleted"
+	KindStreamEnd    = "stream-end"
+	KindReload       = "reload"
 )
 
-// Event is something open pages of a room must learn.
+// Event is something open pages of a conversation must learn: a kind, the
+// conversation, and the id of the message it concerns (zero if none).
 type Event struct {
 	Kind         string          `json:"kind"`
-	Room         string          `json:"room"`
+	Conversation string          `json:"conversation"`
+	ID           gocql.UUID      `json:"id"`
 	Message      *store.Message  `json:"message,omitempty"`
 	Participants []store.UserRef `json:"participants,omitempty"`
 	// HTML is the event rendered once, by the instance that published it,
@@ -303,29 +312,32 @@ func NewLocalHub() *LocalHub {
 // event is encoded as stream bytes once here, and all the subscribers
 // share it.
 func (h *LocalHub) Publish(_ context.Context, ev Event) error {
-	if ev.Kind == EventMessage && ev.Message != nil {
+	if ev.ID == zeroID && ev.Message != nil {
+		ev.ID = ev.Message.ID
+	}
+	if ev.Kind == KindMessage && ev.Message != nil {
 		// Before any stream has it: a resume that follows sees it.
 		h.late.observe(ev.Message.ID, time.Now())
 	}
 	h.mu.RLock()
 	defer h.mu.RUnlock()
-	if subs := h.rooms[ev.Room]; len(subs) > 0 {
+	if subs := h.rooms[ev.Conversation]; len(subs) > 0 {
 		shared := &ev
 		shared.frame = encodeEvent(ev)
 		for _, sh := range h.shards {
 			sh.publish(shared)
 		}
 	}
-	if ev.Kind == EventMessage && ev.Message != nil && !ev.Message.System {
-		for w := range h.watches[ev.Room] {
-			w.notify(ev.Room, ev.Message.Author.Login)
+	if ev.Kind == KindMessage && ev.Message != nil && !ev.Message.System {
+		for w := range h.watches[ev.Conversation] {
+			w.notify(ev.Conversation, ev.Message.Author.Login)
 		}
-		if address, ok := strings.CutPrefix(ev.Room, "dm:"); ok {
+		if address, ok := strings.CutPrefix(ev.Conversation, "dm:"); ok {
 			// A DM's members are in its id: each member's own key hears
 			// it, so a DM that starts after the watch did is heard too.
 			for _, login := range strings.Split(address, "+") {
 				for w := range h.watches[userKey(login)] {
-					w.notify(ev.Room, ev.Message.Author.Login)
+					w.notify(ev.Conversation, ev.Message.Author.Login)
 				}
 			}
 		}
@@ -382,12 +394,12 @@ func (sh *fanShard) signal() {
 func (sh *fanShard) publish(ev *Event) {
 	sh.mu.Lock()
 	if sh.events >= shardBacklog {
-		if !sh.overrun[ev.Room] {
+		if !sh.overrun[ev.Conversation] {
 			if sh.overrun == nil {
 				sh.overrun = map[string]bool{}
 			}
-			sh.overrun[ev.Room] = true
-			sh.ops = append(sh.ops, shardOp{drop: ev.Room})
+			sh.overrun[ev.Conversation] = true
+			sh.ops = append(sh.ops, shardOp{drop: ev.Conversation})
 		}
 	} else {
 		sh.events++
@@ -424,7 +436,7 @@ func (sh *fanShard) run(stop <-chan struct{}) {
 func (sh *fanShard) apply(op shardOp) {
 	switch {
 	case op.ev != nil:
-		for sub := range sh.rooms[op.ev.Room] {
+		for sub := range sh.rooms[op.ev.Conversation] {
 			sub.deliver(op.ev)
 		}
 	case op.add != nil:

@@ -24,7 +24,7 @@ func TestHubEncodesAnEventOnce(t *testing.T) {
 	defer b.Close()
 	id, _ := store.ParseMessageID(firstTimeUUID)
 	m := store.Message{ID: id, Room: "r"}
-	if err := hub.Publish(context.Background(), Event{Kind: EventMessage, Room: "r", Message: &m, HTML: []byte("<li>x\ny</li>")}); err != nil {
+	if err := hub.Publish(context.Background(), Event{Kind: KindMessage, Conversation: "r", Message: &m, HTML: []byte("<li>x\ny</li>")}); err != nil {
 		t.Fatal(err)
 	}
 	evA, evB := <-a.C, <-b.C
@@ -74,7 +74,7 @@ func TestFanOutKeepsOrderOnEveryShard(t *testing.T) {
 		}()
 	}
 	for n := 0; n < events; n++ {
-		_ = hub.Publish(context.Background(), Event{Kind: EventParticipants, Room: "r", HTML: []byte(fmt.Sprint(n))})
+		_ = hub.Publish(context.Background(), Event{Kind: KindParticipants, Conversation: "r", HTML: []byte(fmt.Sprint(n))})
 		if n%batch == batch-1 { // every subscriber read the batch, or failed
 			for k := 0; k < subs; k++ {
 				select {

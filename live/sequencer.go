@@ -87,7 +87,7 @@ func (q *sequencer) finish(sl *Slot, ok bool) {
 	for ; i < len(queue) && queue[i].done; i++ {
 		if queue[i].ok {
 			m := queue[i].Msg
-			q.publish(Event{Kind: EventMessage, Room: m.Room, Message: &m, HTML: queue[i].HTML})
+			q.publish(Event{Kind: KindMessage, Conversation: m.Room, ID: m.ID, Message: &m, HTML: queue[i].HTML})
 		}
 	}
 	if i == len(queue) {

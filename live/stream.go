@@ -216,7 +216,10 @@ func (s *Engine) liveEvents(out *eventWriter, sub *Subscription, watch *Conversa
 		case <-s.closing:
 			return
 		case <-sub.Ended:
-			return // left the room, logged out, or lost the session
+			// Left the room, logged out, or lost the session: the page is
+			// told why its stream ends, then it ends.
+			_ = out.event(KindStreamEnd, nil)
+			return
 		case <-sub.Dropped:
 			s.log.Info("sse: dropped a subscriber that fell behind", "room", conv)
 			return
@@ -226,7 +229,7 @@ func (s *Engine) liveEvents(out *eventWriter, sub *Subscription, watch *Conversa
 			err = out.comment("keep-alive")
 		case other := <-watch.C:
 			if other != conv {
-				err = out.event("unread", []byte(other))
+				err = out.event(KindUnread, []byte(other))
 			}
 		case ev := <-sub.C:
 			// Whatever else is queued goes out in the same write.
@@ -235,7 +238,7 @@ func (s *Engine) liveEvents(out *eventWriter, sub *Subscription, watch *Conversa
 				if _, dup := sent[idOf(ev)]; !dup {
 					out.queue(ev.frame)
 				}
-				if end = ev.Kind == EventRoomDeleted; end {
+				if end = ev.Kind == KindRoomDeleted; end {
 					break
 				}
 				select {
@@ -278,8 +281,8 @@ func (e *streamEnds) handOver() streamEnds {
 
 // idOf is the message id of a message event, or the zero id.
 func idOf(ev *Event) gocql.UUID {
-	if ev.Kind == EventMessage && ev.Message != nil {
-		return ev.Message.ID
+	if ev.Kind == KindMessage {
+		return ev.ID
 	}
 	return zeroID
 }
@@ -339,7 +342,7 @@ func (s *Engine) replay(ctx context.Context, out *eventWriter, in store.Place, s
 			// is too much to replay before sending any of it.
 			var n int
 			if n, err = s.src.CountMessagesAfter(ctx, in, since, replayLimit+1); err == nil && n > replayLimit {
-				_ = out.event("reload", []byte("too many messages missed"))
+				_ = out.event(KindReload, []byte("too many messages missed"))
 				return false
 			}
 		}
@@ -373,7 +376,7 @@ func (s *Engine) replay(ctx context.Context, out *eventWriter, in store.Place, s
 			return true
 		case replayed > replayLimit:
 			// The room gains messages faster than this client reads them.
-			_ = out.event("reload", []byte("too many messages missed"))
+			_ = out.event(KindReload, []byte("too many messages missed"))
 			return false
 		case time.Now().After(deadline):
 			return false
@@ -539,20 +542,29 @@ func (e *eventWriter) event(name string, data []byte) error {
 	return e.send()
 }
 
-// encodeEvent is ev as the bytes every stream of its room writes: a
-// message carries its own id (a message's id is where a resume starts);
-// the other events carry none, so the client keeps the id it has.
+// encodeEvent is ev as the bytes every stream of its conversation
+// writes: a message carries its own id (a message's id is where a resume
+// starts); the other events carry none, so the client keeps the id it has.
 func encodeEvent(ev Event) []byte {
 	var buf bytes.Buffer
 	switch ev.Kind {
-	case EventMessage:
-		appendEvent(&buf, idOf(&ev), "", ev.HTML)
-	case EventRoomDeleted:
-		appendEvent(&buf, zeroID, EventRoomDeleted, []byte("/?notice=room-deleted"))
+	case KindRoomDeleted:
+		appendEvent(&buf, zeroID, wireName(ev.Kind), []byte("/?notice=room-deleted"))
 	default:
-		appendEvent(&buf, zeroID, "", ev.HTML)
+		appendEvent(&buf, idOf(&ev), wireName(ev.Kind), ev.HTML)
 	}
 	return buf.Bytes()
+}
+
+// wireName is the SSE event name of kind: the kind itself, but for the
+// kinds whose data the page swaps in as it is, which go as SSE's default
+// event (no event: line; a browser names it "message").
+func wireName(kind string) string {
+	switch kind {
+	case KindMessage, KindParticipants:
+		return ""
+	}
+	return kind
 }
 
 // appendEvent writes one event. Its id is a timeuuid and its name one of
