@@ -5,7 +5,7 @@
 // slowly), for heartbeats and the person's other conversations, and for
 // the stream's end. A room of 10,000 streams thus costs a message one
 // write per stream and no goroutine switch.
-package handlers
+package live
 
 import (
 	"errors"
@@ -65,7 +65,7 @@ func newDirectWriter(out *eventWriter, sent map[gocql.UUID]struct{}) (*directWri
 
 // Deliver writes ev now if it can, or queues it for the stream's goroutine
 // (see Sink).
-func (w *directWriter) Deliver(ev *RoomEvent) bool {
+func (w *directWriter) Deliver(ev *Event) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed || w.failed || w.last {
@@ -196,7 +196,7 @@ func (w *directWriter) close() {
 
 // liveDirect is liveEvents for a hijacked stream: the fan-out writes the
 // subscription's events through w, and this goroutine writes the rest.
-func (s *Server) liveDirect(out *eventWriter, sub *Subscription, watch *ConversationWatch, conv string, sent map[gocql.UUID]struct{}) {
+func (s *Engine) liveDirect(out *eventWriter, sub *Subscription, watch *ConversationWatch, conv string, sent map[gocql.UUID]struct{}) {
 	w, err := newDirectWriter(out, sent)
 	if err != nil {
 		s.liveEvents(out, sub, watch, conv, sent, nil)
