@@ -35,6 +35,7 @@ import (
 type config struct {
 	addr             string
 	searchIndex      bool
+	searchIndexRate  float64
 	hosts            string
 	keyspace         string
 	replication      string
@@ -142,6 +143,7 @@ func parseFlags(args []string) (config, error) {
 	fs.Int64Var(&c.uploadPerHour, "upload-bytes-per-hour", int64(envInt("UPLOAD_BYTES_PER_HOUR", web.DefaultUploadBytesPerHour)), "bytes one person may upload per hour, per instance (env UPLOAD_BYTES_PER_HOUR)")
 	fs.DurationVar(&c.uploadTimeout, "upload-timeout", envDuration("UPLOAD_TIMEOUT", handlers.DefaultUploadTimeout), "time one upload or download may take, in place of --read-timeout and --write-timeout; a dead upload is swept after twice this (env UPLOAD_TIMEOUT)")
 	fs.BoolVar(&c.searchIndex, "search-index", env("SEARCH_INDEX", "true") != "false", "index posted messages for search, after each post answers; false leaves them unfound until index-backfill (env SEARCH_INDEX=false)")
+	fs.Float64Var(&c.searchIndexRate, "search-index-rate", envFloat("SEARCH_INDEX_RATE", handlers.DefaultSearchIndexRate), "messages indexed a second at most, per instance; past it the index lags and catches up when posts slow down; negative: unpaced (env SEARCH_INDEX_RATE)")
 	fs.StringVar(&c.natsURL, "nats-url", env("NATS_URL", ""), "NATS server for live events across instances; in-process hub if empty (env NATS_URL)")
 	fs.StringVar(&c.natsEmbed, "nats-embed", env("NATS_EMBED", ""), "run a NATS server inside this instance on host:port, for trying several instances (env NATS_EMBED)")
 	fs.StringVar(&c.logLevel, "log-level", env("LOG_LEVEL", "info"), "debug, info, warn or error (env LOG_LEVEL)")
@@ -239,7 +241,7 @@ func run(cfg config) error {
 		SessionCacheTTL: cfg.sessionCacheTTL, SessionCacheSize: cfg.sessionCacheSize,
 		CacheTTL: cfg.cacheTTL, CacheSize: cfg.cacheSize,
 		MaxStreamsPerUser: cfg.streamsPerUser, MaxStreamsPerIP: cfg.streamsPerIP, MaxReplays: cfg.maxReplays, ResumeWindow: cfg.resumeWindow,
-		MaxUpload: cfg.maxUpload, UploadTimeout: cfg.uploadTimeout, SearchIndexOff: !cfg.searchIndex,
+		MaxUpload: cfg.maxUpload, UploadTimeout: cfg.uploadTimeout, SearchIndexOff: !cfg.searchIndex, SearchIndexRate: cfg.searchIndexRate,
 	}, log)
 	srv.Register(e)
 

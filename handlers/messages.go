@@ -251,7 +251,7 @@ func (s *Server) postRendered(ctx context.Context, in store.Place, draft func() 
 	html := sl.HTML
 	s.live.Finish(sl, true)
 	// The index follows the post, off its path (see searchIndexer).
-	s.indexer.index(sl.Msg)
+	s.indexer.index(conv, sl.Msg)
 	return sl.Msg, html, nil
 }
 

@@ -1,17 +1,14 @@
 // This file owns search over HTTP: GET /search (the page, its live
-// results as one types, and their pages), and the indexer that writes each
-// posted message's terms after the post has answered.
+// results as one types, and their pages). indexer.go writes the index.
 package handlers
 
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/gocql/gocql"
 	"github.com/labstack/echo/v4"
@@ -23,121 +20,7 @@ import (
 const (
 	// searchPerPage is how many results a page of search shows.
 	searchPerPage = 20
-	// indexQueue bounds the posted messages waiting to be indexed; past
-	// it a message is not indexed (and logged): `index-backfill` adds it.
-	indexQueue = 10_000
-	// indexWorkers index messages at once.
-	indexWorkers = 4
-	// indexTimeout bounds one message's index writes.
-	indexTimeout = 10 * time.Second
 )
-
-// searchIndexer writes messages to the search index off the post's path:
-// a post stores the message and its head (2 statements) and answers; the
-// index rows follow from a queue. They are idempotent, so a message
-// indexed twice is indexed once.
-//
-// The message lifecycle (edits, deletes) calls reindex: the old text
-// leaves the index, the new one enters it. Until then, every search
-// result is checked against the stored message (store.Search), so a
-// changed or deleted message never shows.
-type searchIndexer struct {
-	db   *store.Store
-	log  *slog.Logger
-	jobs chan indexJob
-	off  bool // index nothing (Config.SearchIndexOff)
-
-	mu      sync.Mutex
-	pending int
-	idle    *sync.Cond
-}
-
-// indexJob is a message to index (add) or to take out (remove).
-type indexJob struct {
-	add, remove *store.Message
-}
-
-func newSearchIndexer(db *store.Store, log *slog.Logger, closing <-chan struct{}) *searchIndexer {
-	ix := &searchIndexer{db: db, log: log, jobs: make(chan indexJob, indexQueue)}
-	ix.idle = sync.NewCond(&ix.mu)
-	for range indexWorkers {
-		go ix.work(closing)
-	}
-	return ix
-}
-
-// index queues m to be indexed; it never waits.
-func (ix *searchIndexer) index(m store.Message) { ix.queue(indexJob{add: &m}) }
-
-// reindex is the message lifecycle's hook: old (nil for none) leaves the
-// index and updated (nil for a delete) enters it.
-func (ix *searchIndexer) reindex(old, updated *store.Message) {
-	ix.queue(indexJob{add: updated, remove: old})
-}
-
-func (ix *searchIndexer) queue(j indexJob) {
-	if ix.off {
-		return
-	}
-	ix.mu.Lock()
-	ix.pending++
-	ix.mu.Unlock()
-	select {
-	case ix.jobs <- j:
-	default:
-		ix.done()
-		ix.log.Warn("search index: queue full; run index-backfill", "message", j.id())
-	}
-}
-
-func (j indexJob) id() string {
-	if j.add != nil {
-		return j.add.ID.String()
-	}
-	return j.remove.ID.String()
-}
-
-func (ix *searchIndexer) work(closing <-chan struct{}) {
-	for {
-		select {
-		case <-closing:
-			return
-		case j := <-ix.jobs:
-			ctx, cancel := context.WithTimeout(context.Background(), indexTimeout)
-			var err error
-			if j.remove != nil {
-				err = ix.db.UnindexMessage(ctx, *j.remove)
-			}
-			if j.add != nil && err == nil {
-				err = ix.db.IndexMessage(ctx, *j.add)
-			}
-			cancel()
-			if err != nil {
-				ix.log.Warn("search index: not written; run index-backfill", "message", j.id(), "err", err)
-			}
-			ix.done()
-		}
-	}
-}
-
-func (ix *searchIndexer) done() {
-	ix.mu.Lock()
-	defer ix.mu.Unlock()
-	ix.pending--
-	if ix.pending == 0 {
-		ix.idle.Broadcast()
-	}
-}
-
-// flush waits until every message queued so far is indexed (tests, and
-// the load command, search right after posting).
-func (ix *searchIndexer) flush() {
-	ix.mu.Lock()
-	defer ix.mu.Unlock()
-	for ix.pending > 0 {
-		ix.idle.Wait()
-	}
-}
 
 // searchScope is what login may search now: the rooms they take part in
 // and their DMs, as conversations, with each one's place and link. Rooms

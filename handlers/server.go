@@ -83,6 +83,10 @@ type Config struct {
 	// are not found until index-backfill runs): for measuring what the
 	// index costs, or to shed its writes when Cassandra is overloaded.
 	SearchIndexOff bool
+	// SearchIndexRate is how many messages a second this instance indexes
+	// at most (default DefaultSearchIndexRate; negative: unpaced). Past it
+	// the index lags and catches up when posts slow down.
+	SearchIndexRate float64
 	// Static holds the files served under /static/.
 	Static fs.FS
 }
@@ -172,7 +176,10 @@ func New(db *store.Store, metrics *web.Metrics, hub live.Hub, cfg Config, log *s
 		},
 		func(ev live.Event) { s.publish(context.Background(), ev) })
 	s.recent = newRecentPosts(recentPostsMax, recentPostTTL, time.Now)
-	s.indexer = newSearchIndexer(db, log, s.closing)
+	if cfg.SearchIndexRate == 0 {
+		cfg.SearchIndexRate = DefaultSearchIndexRate
+	}
+	s.indexer = newSearchIndexer(db, log, cfg.SearchIndexRate, s.closing)
 	s.indexer.off = cfg.SearchIndexOff
 	go s.sweepUploads()
 	return s

@@ -17,6 +17,9 @@ const (
 	insertBackfillDone  = `INSERT INTO index_backfill (job, conversation, done_bucket) VALUES (?, ?, ?)`
 	selectBucketsUpTo   = `SELECT time_bucket FROM messages_bucket WHERE room_name = ? AND time_bucket > ? AND time_bucket <= ? ORDER BY time_bucket ASC`
 	backfillParallelism = 4
+	// backfillGroup is how many messages of a bucket are indexed together
+	// (see IndexMessages: their rows of one partition are one mutation).
+	backfillGroup = 100
 )
 
 // Backfill says what IndexBackfill does.
@@ -160,45 +163,19 @@ func (s *Store) backfillConversation(ctx context.Context, opts Backfill, conv Co
 	if err := iter.Close(); err != nil {
 		return s.fail("list buckets of "+conv.ID, err)
 	}
-	floor := floorOf(conv)
 	for _, bucket := range buckets {
-		mq, err := s.query(ctx, selectBucketMsgs, conv.ID, bucket)
+		_, err := s.IndexBucket(ctx, conv, bucket, func(ctx context.Context, k int) error {
+			for range k {
+				if err := pace.wait(ctx); err != nil {
+					return err
+				}
+			}
+			st.Messages += k
+			report(false)
+			return nil
+		})
 		if err != nil {
 			return err
-		}
-		msgs := mq.PageSize(500).Iter()
-		errs := make(chan error, backfillParallelism)
-		inFlight := 0
-		var first error
-		for m, ok := scanMessage(msgs, conv.ID); ok && first == nil; m, ok = scanMessage(msgs, conv.ID) {
-			if !idBefore(floor, m.ID) {
-				continue // left by an earlier room of the same name
-			}
-			if err := pace.wait(ctx); err != nil {
-				first = err
-				break
-			}
-			if inFlight == backfillParallelism {
-				if err := <-errs; err != nil {
-					first = err
-				}
-				inFlight--
-			}
-			inFlight++
-			go func() { errs <- s.IndexMessage(ctx, m) }()
-			st.Messages++
-			report(false)
-		}
-		for ; inFlight > 0; inFlight-- {
-			if err := <-errs; err != nil && first == nil {
-				first = err
-			}
-		}
-		if err := msgs.Close(); err != nil && first == nil {
-			first = s.fail("read messages of "+conv.ID, err)
-		}
-		if first != nil {
-			return first
 		}
 		if err := s.exec(ctx, "record backfill of "+conv.ID, insertBackfillDone, opts.Job, conv.ID, bucket); err != nil {
 			return err
@@ -242,4 +219,63 @@ func (p *pacer) wait(ctx context.Context) error {
 	case <-t.C:
 		return nil
 	}
+}
+
+// IndexBucket indexes every message of conv's day bucket (see
+// IndexMessages), backfillGroup at a time, backfillParallelism groups at
+// once, and returns how many it indexed. wait, if set, is called before
+// each group with its size: it paces the work, and its error stops it.
+// The backfill calls it, and the app's indexer for a bucket whose
+// messages it could not queue.
+func (s *Store) IndexBucket(ctx context.Context, conv Conversation, bucket int, wait func(ctx context.Context, n int) error) (int, error) {
+	mq, err := s.query(ctx, selectBucketMsgs, conv.ID, bucket)
+	if err != nil {
+		return 0, err
+	}
+	floor := floorOf(conv)
+	msgs := mq.PageSize(500).Iter()
+	errs := make(chan error, backfillParallelism)
+	inFlight, indexed := 0, 0
+	var first error
+	var group []Message
+	dispatch := func() {
+		if wait != nil {
+			if err := wait(ctx, len(group)); err != nil {
+				first, group = err, nil
+				return
+			}
+		}
+		if inFlight == backfillParallelism {
+			if err := <-errs; err != nil && first == nil {
+				first = err
+			}
+			inFlight--
+		}
+		inFlight++
+		indexed += len(group)
+		g := group
+		group = nil
+		go func() { errs <- s.IndexMessages(ctx, g) }()
+	}
+	for m, ok := scanMessage(msgs, conv.ID); ok && first == nil; m, ok = scanMessage(msgs, conv.ID) {
+		if !idBefore(floor, m.ID) {
+			continue // left by an earlier room of the same name
+		}
+		group = append(group, m)
+		if len(group) == backfillGroup {
+			dispatch()
+		}
+	}
+	if len(group) > 0 && first == nil {
+		dispatch()
+	}
+	for ; inFlight > 0; inFlight-- {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+		}
+	}
+	if err := msgs.Close(); err != nil && first == nil {
+		first = s.fail("read messages of "+conv.ID, err)
+	}
+	return indexed, first
 }

@@ -60,29 +60,91 @@ func indexEntries(m Message) (terms []string, words []Word) {
 	return terms, words
 }
 
-// IndexMessage writes m's terms and words to the search index. It is
-// idempotent: every row is keyed by the message, so writing it again (a
-// retry, the backfill) changes nothing. System messages are not indexed.
-// The writes run a few at a time; the first error is returned, after the
-// others are tried.
+// IndexMessage writes m's terms and words to the search index: see
+// IndexMessages.
 func (s *Store) IndexMessage(ctx context.Context, m Message) error {
-	if m.System {
-		return nil
+	return s.IndexMessages(ctx, []Message{m})
+}
+
+// IndexMessages writes the terms and words of msgs to the search index.
+// It is idempotent: every row is keyed by its message, so writing it
+// again (a retry, the backfill) changes nothing. System messages are not
+// indexed.
+//
+// The rows are grouped by partition: the rows of one partition (a common
+// term in several of the messages, a month's new words) are one mutation,
+// and partitions of a row or two go several to an unlogged batch, at most
+// batchPartitions of them, so Cassandra handles one request where it
+// would handle a statement per row (on a busy machine, the index cost a
+// post most of its Cassandra time when written row by row). The batches
+// run a few at a time; the first error is returned, after the others are
+// tried.
+func (s *Store) IndexMessages(ctx context.Context, msgs []Message) error {
+	type termKey struct {
+		conv, term string
+		month      int
 	}
-	terms, words := indexEntries(m)
-	month := monthOf(m.Time())
-	var stmts []indexStatement
-	for _, t := range terms {
-		stmts = append(stmts, indexStatement{stmt: insertTerm, values: []any{m.Room, t, month, m.ID}})
+	type wordKey struct {
+		conv  string
+		month int
 	}
-	for _, w := range words {
-		key := fmt.Sprintf("%s\x00%d\x00%s", m.Room, month, w.Form)
-		if !s.words.has(key) {
-			stmts = append(stmts, indexStatement{stmt: insertWord, values: []any{m.Room, month, w.Form, w.Term},
-				done: func() { s.words.add(key) }})
+	var termOrder []termKey
+	terms := map[termKey][]gocql.UUID{}
+	var wordOrder []wordKey
+	words := map[wordKey][]Word{}
+	for _, m := range msgs {
+		if m.System {
+			continue
+		}
+		ts, ws := indexEntries(m)
+		month := monthOf(m.Time())
+		for _, t := range ts {
+			k := termKey{m.Room, t, month}
+			if _, ok := terms[k]; !ok {
+				termOrder = append(termOrder, k)
+			}
+			terms[k] = append(terms[k], m.ID)
+		}
+		for _, w := range ws {
+			if s.words.has(wordMemoKey(m.Room, month, w.Form)) {
+				continue
+			}
+			k := wordKey{m.Room, month}
+			if _, ok := words[k]; !ok {
+				wordOrder = append(wordOrder, k)
+			}
+			words[k] = append(words[k], w)
 		}
 	}
-	return s.runAll(ctx, "index message in "+m.Room, stmts)
+	var parts []indexPartition
+	for _, k := range termOrder {
+		var rows [][]any
+		for _, id := range terms[k] {
+			rows = append(rows, []any{k.conv, k.term, k.month, id})
+		}
+		parts = append(parts, indexPartition{stmt: insertTerm, rows: rows})
+	}
+	for _, k := range wordOrder {
+		var rows [][]any
+		seen := map[string]bool{}
+		for _, w := range words[k] {
+			if !seen[w.Form] {
+				seen[w.Form] = true
+				rows = append(rows, []any{k.conv, k.month, w.Form, w.Term})
+			}
+		}
+		k := k
+		parts = append(parts, indexPartition{stmt: insertWord, rows: rows, done: func() {
+			for _, r := range rows {
+				s.words.add(wordMemoKey(k.conv, k.month, r[2].(string)))
+			}
+		}})
+	}
+	return s.writeBatches(ctx, "index messages", parts)
+}
+
+func wordMemoKey(conv string, month int, form string) string {
+	return fmt.Sprintf("%s\x00%d\x00%s", conv, month, form)
 }
 
 // UnindexMessage removes m, as it was indexed, from the index: the message
@@ -94,30 +156,78 @@ func (s *Store) IndexMessage(ctx context.Context, m Message) error {
 func (s *Store) UnindexMessage(ctx context.Context, m Message) error {
 	terms, _ := indexEntries(m)
 	month := monthOf(m.Time())
-	var stmts []indexStatement
+	var parts []indexPartition
 	for _, t := range terms {
-		stmts = append(stmts, indexStatement{stmt: deleteTerm, values: []any{m.Room, t, month, m.ID}})
+		parts = append(parts, indexPartition{stmt: deleteTerm, rows: [][]any{{m.Room, t, month, m.ID}}})
 	}
-	return s.runAll(ctx, "unindex message in "+m.Room, stmts)
+	return s.writeBatches(ctx, "unindex message in "+m.Room, parts)
 }
 
-// indexStatement is one write of the index, and what to remember once it
-// succeeded.
-type indexStatement struct {
-	stmt   string
-	values []any
-	done   func()
+const (
+	// batchPartitions is the most partitions one index batch writes:
+	// Cassandra warns past 10 (unlogged_batch_across_partitions_warn_threshold).
+	batchPartitions = 10
+	// batchRows bounds the rows of one batch.
+	batchRows = 200
+)
+
+// indexPartition is the rows of one partition of the index to write with
+// one statement, and what to remember once they are written.
+type indexPartition struct {
+	stmt string
+	rows [][]any
+	done func()
 }
 
-// runAll runs stmts, indexWrites at a time.
-func (s *Store) runAll(ctx context.Context, op string, stmts []indexStatement) error {
-	return s.eachConcurrently(ctx, len(stmts), indexWrites, func(ctx context.Context, i int) error {
-		st := stmts[i]
-		err := s.exec(ctx, op, st.stmt, st.values...)
-		if err == nil && st.done != nil {
-			st.done()
+// writeBatches writes parts in unlogged batches (one statement when a
+// batch would hold a single row), a partition's rows always in one batch,
+// up to batchPartitions partitions and batchRows rows a batch, indexWrites
+// batches at a time.
+func (s *Store) writeBatches(ctx context.Context, op string, parts []indexPartition) error {
+	var batches [][]indexPartition
+	var cur []indexPartition
+	rows := 0
+	for _, p := range parts {
+		if len(cur) > 0 && (len(cur) == batchPartitions || rows+len(p.rows) > batchRows) {
+			batches = append(batches, cur)
+			cur, rows = nil, 0
 		}
+		cur = append(cur, p)
+		rows += len(p.rows)
+	}
+	if len(cur) > 0 {
+		batches = append(batches, cur)
+	}
+	sess, err := s.db()
+	if err != nil {
 		return err
+	}
+	return s.eachConcurrently(ctx, len(batches), indexWrites, func(ctx context.Context, i int) error {
+		b := batches[i]
+		var err error
+		if len(b) == 1 && len(b[0].rows) == 1 {
+			err = s.exec(ctx, op, b[0].stmt, b[0].rows[0]...)
+		} else {
+			batch := sess.NewBatch(gocql.UnloggedBatch).WithContext(ctx)
+			batch.SetConsistency(s.cfg.Consistency)
+			for _, p := range b {
+				for _, r := range p.rows {
+					batch.Entries = append(batch.Entries, gocql.BatchEntry{Stmt: p.stmt, Args: r, Idempotent: true})
+				}
+			}
+			if err = sess.ExecuteBatch(batch); err != nil {
+				err = s.fail(op, err)
+			}
+		}
+		if err != nil {
+			return err
+		}
+		for _, p := range b {
+			if p.done != nil {
+				p.done()
+			}
+		}
+		return nil
 	})
 }
 
@@ -314,9 +424,19 @@ func (s *Store) Search(ctx context.Context, convs []Conversation, q SearchQuery,
 	if err != nil {
 		return nil, false, st, err
 	}
+	// The newest month alone first: a common term fills the page there.
+	// If it does not, every older month at once: a rare term is in few of
+	// them, and reading them one after the other would only add waits.
 	var out []Message
-	for _, mc := range months {
-		found, err := s.searchMonth(ctx, mc, q, top, n+1-len(out), &st)
+	for take := 1; len(months) > 0; take = len(months) {
+		var cells []cell
+		for _, mc := range months[:take] {
+			for _, c := range mc.convs {
+				cells = append(cells, cell{conv: c, month: mc.month})
+			}
+		}
+		months = months[take:]
+		found, err := s.searchCells(ctx, cells, q, top, n+1-len(out), &st)
 		if err != nil {
 			return nil, false, st, err
 		}
@@ -336,31 +456,50 @@ type monthConvs struct {
 
 // searchMonths lists, newest first, the months in which convs have
 // messages up to the id top, from their day buckets: one read per
-// conversation, a few at a time.
+// conversation, a few at a time, unless this process read them lately
+// (see monthsMemo).
 func (s *Store) searchMonths(ctx context.Context, convs []Conversation, top gocql.UUID, st *SearchStats) ([]monthConvs, error) {
 	byMonth := map[int][]Conversation{}
 	var mu sync.Mutex
-	err := s.eachConcurrently(ctx, len(convs), searchReaders, func(ctx context.Context, i int) error {
-		conv := convs[i]
-		q, err := s.query(ctx, selectBucketsAll, conv.ID, bucketOf(top), timeBucket(conv.Since))
+	add := func(conv Conversation, months []int) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, m := range months {
+			if m <= monthOf(top.Time()) {
+				byMonth[m] = append(byMonth[m], conv)
+			}
+		}
+	}
+	var unknown []Conversation
+	for _, conv := range convs {
+		if months, ok := s.months.get(conv, s.Now()); ok {
+			add(conv, months)
+		} else {
+			unknown = append(unknown, conv)
+		}
+	}
+	err := s.eachConcurrently(ctx, len(unknown), searchReaders, func(ctx context.Context, i int) error {
+		conv := unknown[i]
+		q, err := s.query(ctx, selectBucketsAll, conv.ID, timeBucket(s.Now().Add(time.Hour)), timeBucket(conv.Since))
 		if err != nil {
 			return err
 		}
 		iter := q.PageSize(1000).Iter()
-		months := map[int]bool{}
+		var months []int
 		var bucket int
 		for iter.Scan(&bucket) {
-			months[bucket/100] = true
+			if m := bucket / 100; len(months) == 0 || months[len(months)-1] != m {
+				months = append(months, m)
+			}
 		}
 		if err := iter.Close(); err != nil {
 			return s.fail("list buckets of "+conv.ID, err)
 		}
+		s.months.put(conv, months, s.Now())
+		add(conv, months)
 		mu.Lock()
 		defer mu.Unlock()
 		st.Statements++
-		for m := range months {
-			byMonth[m] = append(byMonth[m], conv)
-		}
 		return nil
 	})
 	if err != nil {
@@ -374,25 +513,86 @@ func (s *Store) searchMonths(ctx context.Context, convs []Conversation, top gocq
 	return out, nil
 }
 
-// convCursor is one conversation's matches in a month: its next one (head)
-// and the iterator that finds those after it.
-type convCursor struct {
-	conv Conversation
+const (
+	// monthsTTL is how long a conversation's list of months is trusted:
+	// a month gains its first message in a conversation at most once a
+	// month, and this process forgets the list when it records that
+	// message's bucket; another instance's first message of a month is
+	// found once the list is older than this.
+	monthsTTL = time.Minute
+	// monthsMemoSize bounds the lists kept; past it the memo starts again.
+	monthsMemoSize = 100_000
+)
+
+// monthsMemo remembers the months with messages of conversations this
+// process searched lately, so a search does not list every
+// conversation's day buckets again.
+type monthsMemo struct {
+	mu sync.Mutex
+	m  map[string]monthsEntry
+}
+
+type monthsEntry struct {
+	months []int // newest first
+	at     time.Time
+}
+
+func monthsKey(conv Conversation) string {
+	return fmt.Sprintf("%s\x00%d", conv.ID, conv.Since.UnixMilli())
+}
+
+func (mm *monthsMemo) get(conv Conversation, now time.Time) ([]int, bool) {
+	mm.mu.Lock()
+	defer mm.mu.Unlock()
+	e, ok := mm.m[monthsKey(conv)]
+	if !ok || now.Sub(e.at) > monthsTTL || now.Before(e.at) {
+		return nil, false
+	}
+	return e.months, true
+}
+
+func (mm *monthsMemo) put(conv Conversation, months []int, now time.Time) {
+	mm.mu.Lock()
+	defer mm.mu.Unlock()
+	if mm.m == nil || len(mm.m) >= monthsMemoSize {
+		mm.m = map[string]monthsEntry{}
+	}
+	mm.m[monthsKey(conv)] = monthsEntry{months: months, at: now}
+}
+
+// forget drops conv's list: it has a new day bucket.
+func (mm *monthsMemo) forget(conv Conversation) {
+	mm.mu.Lock()
+	defer mm.mu.Unlock()
+	delete(mm.m, monthsKey(conv))
+}
+
+// cell is one conversation's month: where a term's postings are.
+type cell struct {
+	conv  Conversation
+	month int
+}
+
+// cellCursor is a cell's matches: its next one (head) and the iterator
+// that finds those after it.
+type cellCursor struct {
+	cell
 	it   postingIter
 	head gocql.UUID
 	ok   bool
 	st   SearchStats
 }
 
-// searchMonth finds up to n matches of q in one month, newest first: every
-// conversation's newest match is found at once, then they are merged, and
-// each candidate checked against its stored message, a batch at a time.
-func (s *Store) searchMonth(ctx context.Context, mc monthConvs, q SearchQuery, top bound, n int, st *SearchStats) ([]Message, error) {
-	cursors := make([]*convCursor, len(mc.convs))
-	err := s.eachConcurrently(ctx, len(mc.convs), searchReaders, func(ctx context.Context, i int) error {
-		c := &convCursor{conv: mc.convs[i]}
+// searchCells finds up to n matches of q in cells, newest first: every
+// cell's newest match is found at once (searchReaders at a time), then
+// they are merged, and each candidate checked against its stored message,
+// a batch at a time.
+func (s *Store) searchCells(ctx context.Context, cells []cell, q SearchQuery, top bound, n int, st *SearchStats) ([]Message, error) {
+	cursors := make([]*cellCursor, len(cells))
+	err := s.eachConcurrently(ctx, len(cells), searchReaders, func(ctx context.Context, i int) error {
+		c := &cellCursor{cell: cells[i]}
 		cursors[i] = c
-		it, err := s.matcher(ctx, c, mc.month, q)
+		it, err := s.matcher(ctx, c, q)
 		if err != nil || it == nil {
 			return err
 		}
@@ -410,10 +610,10 @@ func (s *Store) searchMonth(ctx context.Context, mc monthConvs, q SearchQuery, t
 	}
 	var out []Message
 	for len(out) < n {
-		// The next batch of candidates, newest first across conversations.
+		// The next batch of candidates, newest first across the cells.
 		var batch []candidate
 		for len(batch) < n-len(out) {
-			var best *convCursor
+			var best *cellCursor
 			for _, c := range cursors {
 				if c.ok && (best == nil || idBefore(best.head, c.head)) {
 					best = c
@@ -453,11 +653,12 @@ type candidate struct {
 	id   gocql.UUID
 }
 
-// matcher builds c's iterator over the month's matches of q: the AND of
+// matcher builds c's iterator over its matches of q: the AND of
 // its terms' postings, the author's, and for each prefix the union of the
 // postings of the words it begins. It is nil when a prefix begins no word
 // of the month.
-func (s *Store) matcher(ctx context.Context, c *convCursor, month int, q SearchQuery) (postingIter, error) {
+func (s *Store) matcher(ctx context.Context, c *cellCursor, q SearchQuery) (postingIter, error) {
+	month := c.month
 	floor := floorOf(c.conv)
 	post := func(term string) *postings {
 		return &postings{s: s, conv: c.conv.ID, term: term, month: month, floor: floor,

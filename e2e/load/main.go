@@ -34,15 +34,16 @@ import (
 )
 
 type common struct {
-	url      string
-	keyspace string
-	child    bool
-	cluster  bool
-	cost     int
-	replays  int
-	window   time.Duration
-	verbose  bool
-	noIndex  bool
+	url       string
+	keyspace  string
+	child     bool
+	cluster   bool
+	cost      int
+	replays   int
+	window    time.Duration
+	verbose   bool
+	noIndex   bool
+	indexRate float64
 }
 
 func (c *common) register(fs *flag.FlagSet) {
@@ -55,6 +56,7 @@ func (c *common) register(fs *flag.FlagSet) {
 	fs.DurationVar(&c.window, "resume-window", 0, "with -cluster: the app's resume window (0: its default; negative: none, to see what a resume across instances loses without it)")
 	fs.BoolVar(&c.verbose, "v", false, "log the app's warnings to stderr")
 	fs.BoolVar(&c.noIndex, "no-index", false, "the app started here does not index posted messages for search")
+	fs.Float64Var(&c.indexRate, "index-rate", 0, "the app's --search-index-rate for an app started here (0: its default; negative: unpaced)")
 }
 
 func usage() {

@@ -386,9 +386,14 @@ func seedSearch(ctx context.Context, sess *gocql.Session, convs []store.Conversa
 // SaveMessage alone (the post's own writes) against IndexMessage alone,
 // at the same concurrency, on messages drawn like the seeded ones.
 func indexCost(ctx context.Context, keyspace string, words []string, d time.Duration) error {
-	var statements atomic.Int64
+	var statements, requests atomic.Int64
 	st := store.New(store.Config{Hosts: storetest.Hosts(), Keyspace: keyspace, Timeout: 10 * time.Second,
-		Observe: func(store.ObservedQuery) { statements.Add(1) }})
+		Observe: func(q store.ObservedQuery) {
+			statements.Add(1)
+			if q.BatchIndex == 0 {
+				requests.Add(1)
+			}
+		}})
 	cctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	if err := st.Connect(cctx); err != nil {
@@ -430,10 +435,11 @@ func indexCost(ctx context.Context, keyspace string, words []string, d time.Dura
 			return 0, ph.op(m)
 		}
 		drive(ctx, ph.name, 16, 2*time.Second, op)
-		before := statements.Load()
+		before, beforeReq := statements.Load(), requests.Load()
 		p := drive(ctx, ph.name, 16, d, op)
 		p.print()
-		fmt.Printf("      statements per message: %.2f\n", float64(statements.Load()-before)/float64(max(p.ok, 1)))
+		fmt.Printf("      per message: %.2f rows written in %.2f requests (statements and batches)\n",
+			float64(statements.Load()-before)/float64(max(p.ok, 1)), float64(requests.Load()-beforeReq)/float64(max(p.ok, 1)))
 	}
 	_ = os.Stdout.Sync()
 	return nil
