@@ -286,6 +286,9 @@ func (b bound) admits(id gocql.UUID) bool {
 type postingIter interface {
 	// seek returns the newest id within b, or false if none is left.
 	seek(ctx context.Context, b bound) (gocql.UUID, bool, error)
+	// density is how many ids a tick of time the last read found: after
+	// a first seek, it tells a rare term from a common one.
+	density() float64
 }
 
 // postings reads a (conversation, term, month) partition a page at a time.
@@ -331,6 +334,18 @@ func (p *postings) seek(ctx context.Context, b bound) (gocql.UUID, bool, error) 
 	}
 }
 
+func (p *postings) density() float64 {
+	n := len(p.buf)
+	if n == 0 {
+		return 0
+	}
+	low := p.buf[n-1]
+	if p.exhausted {
+		low = p.floor // nothing more down to the floor
+	}
+	return float64(n) / float64(max(p.buf[0].Timestamp()-low.Timestamp(), 1))
+}
+
 // read replaces the buffer with the newest page within b.
 func (p *postings) read(ctx context.Context, b bound) error {
 	stmt := selectPostingsBelow
@@ -374,19 +389,43 @@ func (u unionIter) seek(ctx context.Context, b bound) (gocql.UUID, bool, error) 
 	return best, found, nil
 }
 
-// andIter is the ids every part has: each part seeks to the newest id of
-// the others in turn (a zig-zag join), so a rare term leads and a common
-// one is read only around the rare one's ids.
-type andIter []postingIter
+func (u unionIter) density() float64 {
+	d := 0.0
+	for _, it := range u {
+		d += it.density()
+	}
+	return d
+}
 
-func (a andIter) seek(ctx context.Context, b bound) (gocql.UUID, bool, error) {
+// andIter is the ids every part has: each part seeks to the newest id of
+// the others in turn (a zig-zag join). On its first seek it reads the top
+// of every part and puts the rarest first, whatever the query's order, so
+// a rare term leads and a common one is read only around the rare one's
+// ids; a part with nothing ends it at once.
+type andIter struct {
+	parts   []postingIter
+	ordered bool
+}
+
+func (a *andIter) density() float64 { return a.parts[0].density() }
+
+func (a *andIter) seek(ctx context.Context, b bound) (gocql.UUID, bool, error) {
+	if !a.ordered {
+		a.ordered = true
+		for _, it := range a.parts {
+			if _, ok, err := it.seek(ctx, b); err != nil || !ok {
+				return gocql.UUID{}, false, err
+			}
+		}
+		sort.SliceStable(a.parts, func(i, j int) bool { return a.parts[i].density() < a.parts[j].density() })
+	}
 	for {
-		cand, ok, err := a[0].seek(ctx, b)
+		cand, ok, err := a.parts[0].seek(ctx, b)
 		if err != nil || !ok {
 			return gocql.UUID{}, false, err
 		}
 		agreed := true
-		for _, it := range a[1:] {
+		for _, it := range a.parts[1:] {
 			id, ok, err := it.seek(ctx, bound{id: cand, inclusive: true})
 			if err != nil || !ok {
 				return gocql.UUID{}, false, err
@@ -664,7 +703,7 @@ func (s *Store) matcher(ctx context.Context, c *cellCursor, q SearchQuery) (post
 		return &postings{s: s, conv: c.conv.ID, term: term, month: month, floor: floor,
 			statements: &c.st.Statements, fetched: &c.st.Postings}
 	}
-	var parts andIter
+	var parts []postingIter
 	for _, t := range q.Terms {
 		parts = append(parts, post(t))
 	}
@@ -689,7 +728,7 @@ func (s *Store) matcher(ctx context.Context, c *cellCursor, q SearchQuery) (post
 	if len(parts) == 1 {
 		return parts[0], nil
 	}
-	return parts, nil
+	return &andIter{parts: parts}, nil
 }
 
 // prefixTerms are the distinct terms of the words of conv's month that
