@@ -7,6 +7,7 @@
 package handlers
 
 import (
+	"cmp"
 	"context"
 	"encoding/hex"
 	"errors"
@@ -15,6 +16,9 @@ import (
 	"mime"
 	"mime/multipart"
 	"net/http"
+	"net/textproto"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -86,7 +90,8 @@ func (s *Server) postFiles(c echo.Context, in store.Place, composer func(views.F
 	rc := http.NewResponseController(c.Response())
 	_ = rc.SetReadDeadline(time.Now().Add(s.cfg.UploadTimeout))
 	_ = rc.SetWriteDeadline(time.Now().Add(s.cfg.UploadTimeout + time.Minute))
-	req.Body = http.MaxBytesReader(c.Response(), req.Body, maxBody)
+	body := &recordingBody{ReadCloser: http.MaxBytesReader(c.Response(), req.Body, maxBody)}
+	req.Body = body
 	mr, err := req.MultipartReader()
 	if err != nil {
 		return echo.NewHTTPError(http.StatusBadRequest, "The upload could not be read.")
@@ -104,6 +109,10 @@ func (s *Server) postFiles(c echo.Context, in store.Place, composer func(views.F
 			break
 		}
 		if err != nil {
+			if body.err == nil {
+				// The bytes arrived; they are not a multipart form.
+				err = fmt.Errorf("%w: %w", errMalformed, err)
+			}
 			return s.uploadError(err)
 		}
 		name := part.FormName()
@@ -138,6 +147,14 @@ func (s *Server) postFiles(c echo.Context, in store.Place, composer func(views.F
 			if files > maxFilesPerPost {
 				return echo.NewHTTPError(http.StatusRequestEntityTooLarge,
 					fmt.Sprintf("Send at most %d files at once.", maxFilesPerPost))
+			}
+			// Each file is a message: the request paid for the first,
+			// every other one takes a token of its own before it is stored.
+			if files > 1 {
+				if ok, wait := s.limits.messages.allow(me.Login); !ok {
+					s.metrics.countUpload("rate_limited", 0)
+					return tooMany(c, wait, "sending messages")
+				}
 			}
 			var body io.Reader = part
 			if !budgeted {
@@ -201,6 +218,11 @@ func (s *Server) uploadError(err error) error {
 	case errors.As(err, &invalid):
 		s.metrics.countUpload("refused", 0)
 		return echo.NewHTTPError(http.StatusUnprocessableEntity, invalid["file"])
+	case errors.Is(err, errMalformed):
+		s.metrics.countUpload("refused", 0)
+		s.log.Info("malformed upload", "err", err)
+		return echo.NewHTTPError(http.StatusBadRequest,
+			"The upload could not be read: its form is malformed. Files before the fault were sent; nothing after it was stored.")
 	case errors.Is(err, store.ErrNotParticipant), errors.Is(err, store.ErrUnavailable):
 		return err
 	}
@@ -211,7 +233,26 @@ func (s *Server) uploadError(err error) error {
 	return fmt.Errorf("upload: %w", err)
 }
 
-var errOverBudget = errors.New("over the hourly upload budget")
+var (
+	errOverBudget = errors.New("over the hourly upload budget")
+	errMalformed  = errors.New("malformed multipart body")
+)
+
+// recordingBody keeps the error of reading the request body itself (the
+// client went away, the body is too long), to tell it from a body that
+// arrived whole but does not parse.
+type recordingBody struct {
+	io.ReadCloser
+	err error
+}
+
+func (b *recordingBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil && !errors.Is(err, io.EOF) {
+		b.err = err
+	}
+	return n, err
+}
 
 // budgetReader takes a token per byte read from the uploader's hourly
 // budget, for a request whose length was not known in advance.
@@ -271,8 +312,97 @@ func (s *Server) downloadFile(c echo.Context) error {
 	}
 	h.Set("Content-Disposition", mime.FormatMediaType(disposition, map[string]string{"filename": a.Name}))
 	_ = http.NewResponseController(c.Response()).SetWriteDeadline(time.Now().Add(s.cfg.UploadTimeout))
+	if rng := c.Request().Header.Get("Range"); rng != "" {
+		if merged, ok := mergeRanges(rng, a.Size); !ok {
+			c.Request().Header.Del("Range") // too many: the whole file, as a plain GET
+		} else {
+			c.Request().Header.Set("Range", merged)
+		}
+	}
 	http.ServeContent(c.Response(), c.Request(), "", time.Time{}, s.db.OpenAttachment(ctx, a))
 	return nil
+}
+
+const (
+	// maxRanges is the most byte ranges one download serves; a request for
+	// more gets the whole file (RFC 9110 lets a server ignore Range).
+	maxRanges = 8
+	// rangeGap is the gap under which two ranges are served as one: less
+	// than a multipart part's own headers.
+	rangeGap = 80
+)
+
+// mergeRanges rewrites a Range header for a file of size bytes so that
+// http.ServeContent reads each chunk at most once: its ranges sorted,
+// overlapping and nearly adjacent ones merged (RFC 9110 §14.2 allows
+// both, whatever order the client gave). It answers ok=false for more
+// than maxRanges ranges left after merging, and the header unchanged when
+// it does not parse or nothing in it is satisfiable, for ServeContent to
+// answer (416 or the whole file).
+func mergeRanges(header string, size int64) (string, bool) {
+	specs, found := strings.CutPrefix(header, "bytes=")
+	if !found {
+		return header, true
+	}
+	type span struct{ start, end int64 } // end exclusive
+	var spans []span
+	for _, spec := range strings.Split(specs, ",") {
+		spec = textproto.TrimString(spec)
+		if spec == "" {
+			continue
+		}
+		first, last, ok := strings.Cut(spec, "-")
+		if !ok {
+			return header, true
+		}
+		first, last = textproto.TrimString(first), textproto.TrimString(last)
+		var sp span
+		if first == "" { // a suffix: the last N bytes
+			n, err := strconv.ParseInt(last, 10, 64)
+			if err != nil || n < 0 {
+				return header, true
+			}
+			sp = span{max(size-n, 0), size}
+		} else {
+			start, err := strconv.ParseInt(first, 10, 64)
+			if err != nil || start < 0 {
+				return header, true
+			}
+			end := size
+			if last != "" {
+				e, err := strconv.ParseInt(last, 10, 64)
+				if err != nil || e < start {
+					return header, true
+				}
+				end = min(e+1, size)
+			}
+			sp = span{start, end}
+		}
+		if sp.start < sp.end { // unsatisfiable ranges are dropped, as ServeContent does
+			spans = append(spans, sp)
+		}
+	}
+	if len(spans) == 0 {
+		return header, true
+	}
+	slices.SortFunc(spans, func(a, b span) int { return cmp.Compare(a.start, b.start) })
+	merged := spans[:1]
+	for _, sp := range spans[1:] {
+		last := &merged[len(merged)-1]
+		if sp.start <= last.end+rangeGap {
+			last.end = max(last.end, sp.end)
+			continue
+		}
+		merged = append(merged, sp)
+	}
+	if len(merged) > maxRanges {
+		return "", false
+	}
+	parts := make([]string, len(merged))
+	for i, sp := range merged {
+		parts[i] = fmt.Sprintf("%d-%d", sp.start, sp.end-1)
+	}
+	return "bytes=" + strings.Join(parts, ","), true
 }
 
 func cmpErr(err, otherwise error) error {

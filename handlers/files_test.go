@@ -10,11 +10,14 @@ import (
 	"image/png"
 	"io"
 	"math/rand/v2"
+	"mime"
 	"mime/multipart"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/PuerkitoBio/goquery"
 
 	"github.com/killrchat/killrchat/handlers"
 	"github.com/killrchat/killrchat/store"
@@ -520,5 +523,152 @@ func TestFilesInDMs(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusNotFound {
 		t.Errorf("an outsider's upload: %d", resp.StatusCode)
+	}
+}
+
+// TestDownloadManyRanges: however many ranges a request asks for, and in
+// whatever order, a download reads each chunk once at most; more than 8
+// ranges get the whole file, overlapping ones are merged.
+func TestDownloadManyRanges(t *testing.T) {
+	a := newApp(t, nil, nil)
+	ada := a.signedUp(t, unique("ada"))
+	room := createRoom(t, ada)
+	const size = store.ChunkSize * 3 / 2
+	href := postFile(t, ada, room, "ranges.bin", sized(size, 11))
+	all, _ := io.ReadAll(randomBytes(size, 11))
+	alternating := func(n int) string {
+		specs := make([]string, n)
+		for i := range specs {
+			at := int64(i/2) * 100
+			if i%2 == 1 {
+				at += store.ChunkSize
+			}
+			specs[i] = fmt.Sprintf("%d-%d", at, at)
+		}
+		return "bytes=" + strings.Join(specs, ",")
+	}
+	get := func(rng string) (*http.Response, []byte, int64) {
+		before := db.Store.ChunkReads()
+		req, _ := http.NewRequest(http.MethodGet, ada.base+href, nil)
+		req.Header.Set("Range", rng)
+		resp, err := ada.http.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp, b, db.Store.ChunkReads() - before
+	}
+	t.Run("400 alternating ranges", func(t *testing.T) {
+		resp, b, reads := get(alternating(400))
+		if resp.StatusCode != http.StatusOK || !bytes.Equal(b, all) {
+			t.Errorf("status %d, %d bytes", resp.StatusCode, len(b))
+		}
+		if reads > 2 {
+			t.Errorf("%d chunk reads for a file of 2 chunks", reads)
+		}
+	})
+	t.Run("8 alternating ranges", func(t *testing.T) {
+		resp, b, reads := get(alternating(8))
+		if resp.StatusCode != http.StatusPartialContent || !strings.HasPrefix(resp.Header.Get("Content-Type"), "multipart/byteranges") {
+			t.Fatalf("status %d, %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+		}
+		if reads > 2 {
+			t.Errorf("%d chunk reads for a file of 2 chunks", reads)
+		}
+		_, params, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+		mr := multipart.NewReader(bytes.NewReader(b), params["boundary"])
+		parts := 0
+		for {
+			p, err := mr.NextPart()
+			if err != nil {
+				break
+			}
+			var start, end, total int64
+			if _, err := fmt.Sscanf(p.Header.Get("Content-Range"), "bytes %d-%d/%d", &start, &end, &total); err != nil {
+				t.Fatal(err)
+			}
+			got, _ := io.ReadAll(p)
+			if !bytes.Equal(got, all[start:end+1]) {
+				t.Errorf("part %d-%d: wrong bytes", start, end)
+			}
+			parts++
+		}
+		if parts != 8 {
+			t.Errorf("%d parts", parts)
+		}
+	})
+	t.Run("overlapping ranges are merged", func(t *testing.T) {
+		resp, b, _ := get("bytes=500-900,0-10,5-600")
+		if resp.StatusCode != http.StatusPartialContent || resp.Header.Get("Content-Range") != fmt.Sprintf("bytes 0-900/%d", size) ||
+			!bytes.Equal(b, all[:901]) {
+			t.Errorf("status %d, Content-Range %q", resp.StatusCode, resp.Header.Get("Content-Range"))
+		}
+	})
+	t.Run("metrics", func(t *testing.T) {
+		if p := ada.get("/metrics"); !strings.Contains(p.body, "killrchat_attachment_chunk_reads_total") {
+			t.Error("/metrics has no chunk read counter")
+		}
+	})
+}
+
+// TestMalformedMultipart: a multipart body that does not parse gets a 400
+// with a sentence, stores nothing, and is not logged as an error.
+func TestMalformedMultipart(t *testing.T) {
+	a := newApp(t, nil, nil)
+	ada := a.signedUp(t, unique("ada"))
+	room := createRoom(t, ada)
+	csrf := ada.ensureCSRF()
+	const boundary = "killrchat-test-boundary"
+	head := "--" + boundary + "\r\nContent-Disposition: form-data; name=\"_csrf\"\r\n\r\n" + csrf + "\r\n"
+	for _, tc := range []struct{ name, part string }{
+		{"NUL in a file name", "--" + boundary + "\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a\x00b.txt\"\r\n\r\nhello\r\n"},
+		{"a header line without a colon", "--" + boundary + "\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.txt\"\r\nno colon here\r\n\r\nhello\r\n"},
+		{"oversized part headers", "--" + boundary + "\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.txt\"\r\nX-Big: " + strings.Repeat("x", 11<<20) + "\r\n\r\nhello\r\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			body := head + tc.part + "--" + boundary + "--\r\n"
+			req, _ := http.NewRequest(http.MethodPost, ada.base+"/rooms/"+room+"/messages", strings.NewReader(body))
+			req.Header.Set("Content-Type", "multipart/form-data; boundary="+boundary)
+			resp, err := ada.http.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := page{Response: resp}
+			p.doc, _ = goquery.NewDocumentFromReader(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusBadRequest || !strings.Contains(p.doc.Find("main").Text(), "malformed") {
+				t.Errorf("status %d: %.300s", resp.StatusCode, p.doc.Find("main").Text())
+			}
+			if n := listed(t, room); n != 0 {
+				t.Errorf("%d attachments stored", n)
+			}
+		})
+	}
+}
+
+// TestFilesTakeATokenEach: a post of several files is as many messages,
+// and takes as many tokens of the message limit.
+func TestFilesTakeATokenEach(t *testing.T) {
+	a := newApp(t, nil, nil, func(c *handlers.Config) {
+		c.Limits.Messages = handlers.Rate{Burst: 3, Per: time.Hour}
+	})
+	ada := a.signedUp(t, unique("ada"))
+	room := createRoom(t, ada)
+	files, order := map[string]io.Reader{}, []string{}
+	for i := range 10 {
+		name := fmt.Sprintf("f%d.txt", i)
+		files[name], order = bytesFile([]byte(name)), append(order, name)
+	}
+	resp, err := ada.upload("/rooms/"+room+"/messages", upload{csrf: ada.ensureCSRF(), files: files, order: order})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" {
+		t.Errorf("status %d, Retry-After %q", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+	if n := ada.get("/rooms/" + room).doc.Find("li.message:has(.attachment)").Length(); n != 3 {
+		t.Errorf("%d file messages posted with 3 tokens", n)
 	}
 }

@@ -59,6 +59,14 @@ func NewMetrics() *Metrics {
 	return m
 }
 
+// WatchStore exports the store's counters: the attachment chunks read.
+// A registry watches one store; a second call is a no-op.
+func (m *Metrics) WatchStore(db *store.Store) {
+	_ = m.registry.Register(prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "killrchat_attachment_chunk_reads_total", Help: "Attachment chunks (1000 KB each) read from Cassandra, by downloads and preview decodes.",
+	}, func() float64 { return float64(db.ChunkReads()) }))
+}
+
 // countUpload counts one upload by its result, and the bytes stored.
 func (m *Metrics) countUpload(result string, bytes int64) {
 	m.uploads.WithLabelValues(result).Inc()

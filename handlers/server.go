@@ -142,6 +142,7 @@ func New(db *store.Store, metrics *Metrics, hub Hub, cfg Config, log *slog.Logge
 		closing:  make(chan struct{}),
 	}
 	s.hangups = newHangups(s.closing)
+	metrics.WatchStore(db)
 	if cfg.SessionCacheTTL == 0 {
 		cfg.SessionCacheTTL = defaultSessionCacheTTL
 	}

@@ -100,6 +100,9 @@ type Attachment struct {
 	// enough); zero when there is none.
 	PreviewID                   gocql.UUID
 	PreviewWidth, PreviewHeight int
+	// decodeBytes is what decoding the image takes (see decodedBytes),
+	// known only during its upload.
+	decodeBytes int64
 }
 
 // Inline reports whether the file may be shown by a browser in our
@@ -216,7 +219,9 @@ func (s *Store) StoreAttachment(ctx context.Context, in Place, uploader UserRef,
 		return Attachment{}, err
 	}
 	if a.Width > 0 {
-		if err := s.addPreview(ctx, &a); err != nil {
+		if err := s.addPreview(ctx, &a); errors.Is(err, errNoPreview) {
+			s.log.Info("store: no preview", "attachment", a.ID, "err", err)
+		} else if err != nil {
 			// A header that decoded but a body that does not: the file
 			// is kept, for download, without a preview.
 			s.log.Warn("store: no preview", "attachment", a.ID, "err", err)
@@ -351,7 +356,7 @@ func inspect(a *Attachment, first []byte) error {
 		return ValidationError{"file": fmt.Sprintf("This image is %d×%d pixels; images of more than %d megapixels are refused.",
 			cfg.Width, cfg.Height, MaxImagePixels/1_000_000)}
 	}
-	a.Width, a.Height = cfg.Width, cfg.Height
+	a.Width, a.Height, a.decodeBytes = cfg.Width, cfg.Height, decodedBytes(cfg)
 	return nil
 }
 
@@ -425,8 +430,13 @@ func (s *Store) Attachment(ctx context.Context, id gocql.UUID) (Attachment, erro
 	return a, nil
 }
 
+// ChunkReads is how many attachment chunks this store has read since it
+// was created: downloads and preview decodes together.
+func (s *Store) ChunkReads() int64 { return s.chunkReads.Load() }
+
 // Chunk reads chunk no of attachment id.
 func (s *Store) Chunk(ctx context.Context, id gocql.UUID, no int) ([]byte, error) {
+	s.chunkReads.Add(1)
 	q, err := s.query(ctx, selectChunk, id, no)
 	if err != nil {
 		return nil, err

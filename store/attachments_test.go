@@ -480,3 +480,59 @@ func TestCleanFileName(t *testing.T) {
 		}
 	}
 }
+
+// png16 is a w×h PNG of 16-bit RGBA: decoded, 8 bytes a pixel.
+func png16(w, h int) []byte {
+	img := image.NewNRGBA64(image.Rect(0, 0, w, h))
+	for y := range h {
+		for x := range w {
+			img.SetNRGBA64(x, y, color.NRGBA64{uint16(x * 61), uint16(y * 59), 100, 0xffff})
+		}
+	}
+	var b bytes.Buffer
+	_ = png.Encode(&b, img)
+	return b.Bytes()
+}
+
+// TestPreviewDecodeBudget: an image is decoded for its preview only when
+// its decoded bytes (pixels × bytes per pixel of its model, not its
+// pixels alone) fit the process's decode budget; one that does not is
+// kept, without a preview, and decoded by no one.
+func TestPreviewDecodeBudget(t *testing.T) {
+	ctx := context.Background()
+	st, err := db.AnotherWith(func(c *store.Config) { c.DecodeBudget = 5 << 20 })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ada := newUser(t, unique("ada"))
+	conv := conversationOf(ada)
+	for _, tc := range []struct {
+		name    string
+		data    []byte
+		preview bool
+	}{
+		{"8-bit 1000x1000 (4 MB decoded) fits", pngOf(1000, 1000, 255), true},
+		{"16-bit 1000x1000 (8 MB decoded) does not", png16(1000, 1000), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			reads := st.ChunkReads()
+			a, err := st.StoreAttachment(ctx, conv, ada.Ref(), "big.png", bytes.NewReader(tc.data), 25<<20)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if a.Width != 1000 || a.Height != 1000 {
+				t.Fatalf("got %+v", a)
+			}
+			if got := a.Ref().HasPreview(); got != tc.preview {
+				t.Errorf("preview %v, want %v", got, tc.preview)
+			}
+			if !tc.preview && st.ChunkReads() != reads {
+				t.Errorf("an image over the budget was read back for decoding (%d chunk reads)", st.ChunkReads()-reads)
+			}
+			if _, err := st.Attachment(ctx, a.ID); err != nil {
+				t.Errorf("the file was not kept: %v", err)
+			}
+		})
+	}
+}
