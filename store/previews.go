@@ -13,8 +13,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"fmt"
 	"errors"
+	"fmt"
 	"image"
 	"image/color"
 	_ "image/gif" // registers the GIF decoder for image.Decode
