@@ -15,8 +15,10 @@ import (
 
 // TestStatementBudget is issue 13's budget, counted with the store's
 // query observer on warm caches, for a person in 12 rooms and 3 DMs who
-// has read everything: a post in a room runs no read and at most 2
-// statements (the message and the conversation's head), the home page and
+// has read everything: a post in a room runs at most 3 statements (the
+// message, the conversation's head, and one read: the room's row, read
+// after the insert, so a post in a room deleted meanwhile is refused; see
+// store.SaveMessage), the home page and
 // a room page at most 4. Then, with k conversations unread since their
 // last visit, each costs one statement more (its bounded count).
 func TestStatementBudget(t *testing.T) {
@@ -41,11 +43,11 @@ func TestStatementBudget(t *testing.T) {
 		postMessage(t, person, room, "counted")
 		got := rec.Stop()
 		t.Logf("a post: %d statements\n%s", len(got), kinds(got))
-		if len(got) > 2 {
-			t.Errorf("a post ran %d statements, budget 2:\n%s", len(got), kinds(got))
+		if len(got) > 3 {
+			t.Errorf("a post ran %d statements, budget 3:\n%s", len(got), kinds(got))
 		}
 		for _, q := range got {
-			if strings.HasPrefix(strings.TrimSpace(q.Statement), "SELECT") {
+			if st := strings.TrimSpace(q.Statement); strings.HasPrefix(st, "SELECT") && !strings.Contains(st, "FROM chat_rooms WHERE") {
 				t.Errorf("a post read: %s", q.Statement)
 			}
 		}

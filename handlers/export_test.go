@@ -8,3 +8,7 @@ func (s *Server) EndStreams(ctx context.Context, end StreamEnd) { s.endStreams(c
 
 // Frame is the stream bytes the hub encoded for ev.
 func Frame(ev *RoomEvent) []byte { return ev.frame }
+
+// OnFileStored calls f with the request's context each time an upload's
+// file is stored, before its message is posted.
+func (s *Server) OnFileStored(f func(context.Context)) { s.fileStored = f }

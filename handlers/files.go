@@ -97,7 +97,9 @@ func (s *Server) postFiles(c echo.Context, in store.Place, composer func(views.F
 		return echo.NewHTTPError(http.StatusBadRequest, "The upload could not be read.")
 	}
 	var (
+		conv     = in.Conversation().ID
 		content  string
+		clientID string
 		sawCSRF  bool
 		posted   []store.Message
 		files    int
@@ -133,13 +135,20 @@ func (s *Server) postFiles(c echo.Context, in store.Place, composer func(views.F
 			continue
 		}
 		switch {
+		case name == "client_id":
+			if clientID, err = readField(part, 64); err != nil {
+				return s.uploadError(err)
+			}
+			if !validClientID(clientID) {
+				return echo.NewHTTPError(http.StatusBadRequest, "This message form is broken. Reload the page and send again.")
+			}
 		case name == "content":
 			if content, err = readField(part, 4*store.MaxContent+1024); err != nil {
 				return s.uploadError(err)
 			}
 			if strings.TrimSpace(content) != "" {
 				if _, err := store.CheckContent(content); err != nil {
-					return composer(withErrors(views.Form{Values: map[string]string{"content": content}, Errors: map[string]string{}}, err))
+					return composer(withErrors(views.Form{Values: map[string]string{"content": content, "client_id": clientID}, Errors: map[string]string{}}, err))
 				}
 			}
 		case name == "file" && part.FileName() != "":
@@ -156,25 +165,30 @@ func (s *Server) postFiles(c echo.Context, in store.Place, composer func(views.F
 					return tooMany(c, wait, "sending messages")
 				}
 			}
-			var body io.Reader = part
+			var file io.Reader = part
 			if !budgeted {
-				body = &budgetReader{r: part, take: func(n int) bool {
+				file = &budgetReader{r: part, take: func(n int) bool {
 					ok, _ := s.limits.uploadBytes.allowN(me.Login, n)
 					return ok
 				}}
 			}
-			a, err := s.db.StoreAttachment(req.Context(), in, me, part.FileName(), body, s.cfg.MaxUpload)
-			if err != nil {
-				return s.uploadError(err)
-			}
-			s.metrics.countUpload("stored", a.Size)
 			text := content
 			content = "" // the text goes with the first file only
-			m, err := s.post(req.Context(), in, func() (store.Message, error) {
-				return s.db.DraftAttachmentMessage(in, me, text, a.Ref())
-			})
+			stored := false
+			m, err := s.recent.post(req.Context(), postKey{author: me.Login, room: conv, clientID: fileKey(clientID, files)},
+				func(ctx context.Context) (store.Message, error) {
+					stored = true
+					return s.postFile(ctx, in, me, part.FileName(), file, text)
+				})
 			if err != nil {
 				return err
+			}
+			if !stored {
+				// A repeat of a send already done: its message is the
+				// first one's, and its bytes are read past.
+				if _, err := io.Copy(io.Discard, part); err != nil {
+					return s.uploadError(err)
+				}
 			}
 			posted = append(posted, m)
 		default:
@@ -188,9 +202,11 @@ func (s *Server) postFiles(c echo.Context, in store.Place, composer func(views.F
 		return errCSRF // an empty body: still no token
 	}
 	if len(posted) == 0 {
-		m, err := s.post(req.Context(), in, func() (store.Message, error) { return s.db.DraftMessage(in, me, content) })
+		m, err := s.recent.post(req.Context(), postKey{author: me.Login, room: conv, clientID: clientID}, func(ctx context.Context) (store.Message, error) {
+			return s.post(ctx, in, func() (store.Message, error) { return s.db.DraftMessage(in, me, content) })
+		})
 		if errors.Is(err, store.ErrInvalid) {
-			return composer(withErrors(views.Form{Values: map[string]string{"content": content}, Errors: map[string]string{}}, err))
+			return composer(withErrors(views.Form{Values: map[string]string{"content": content, "client_id": clientID}, Errors: map[string]string{}}, err))
 		}
 		if err != nil {
 			return err
@@ -201,6 +217,47 @@ func (s *Server) postFiles(c echo.Context, in store.Place, composer func(views.F
 		return s.renderRaw(c, http.StatusOK, views.PostedFiles(posted, newClientID()))
 	}
 	return c.Redirect(http.StatusSeeOther, back)
+}
+
+// postTimeout bounds posting a stored file's message, which no longer
+// depends on the client: its bytes are all in.
+const postTimeout = 30 * time.Second
+
+// postFile stores one file of an upload and posts its message (with text,
+// if any). Once the file is stored it is posted under a context of its
+// own: a client that hangs up after its last byte still gets its message.
+// A file whose message cannot be posted (the room was deleted meanwhile,
+// Cassandra failed) is deleted, so no file is ever left without one.
+func (s *Server) postFile(ctx context.Context, in store.Place, me store.UserRef, name string, body io.Reader, text string) (store.Message, error) {
+	a, err := s.db.StoreAttachment(ctx, in, me, name, body, s.cfg.MaxUpload)
+	if err != nil {
+		return store.Message{}, s.uploadError(err)
+	}
+	s.metrics.countUpload("stored", a.Size)
+	if s.fileStored != nil {
+		s.fileStored(ctx)
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), postTimeout)
+	defer cancel()
+	m, err := s.post(ctx, in, func() (store.Message, error) {
+		return s.db.DraftAttachmentMessage(in, me, text, a.Ref())
+	})
+	if err != nil {
+		if derr := s.db.DiscardAttachment(ctx, a); derr != nil {
+			s.log.Warn("discard the file of a message not posted", "attachment", a.ID, "err", derr)
+		}
+		return store.Message{}, err
+	}
+	return m, nil
+}
+
+// fileKey is the recent-posts key of the n-th file of a post whose
+// composer sent clientID: one post of several files is several messages.
+func fileKey(clientID string, n int) string {
+	if clientID == "" {
+		return "" // no client_id: no protection against a repeat
+	}
+	return clientID + "/" + strconv.Itoa(n)
 }
 
 // uploadError maps what can end an upload to what a person reads.

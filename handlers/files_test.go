@@ -2,6 +2,7 @@ package handlers_test
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -46,6 +47,8 @@ type upload struct {
 	csrfLast bool // the token after the files
 	chunked  bool // no Content-Length
 	cutAfter int64
+	clientID string          // the composer's client_id ("" leaves it out)
+	ctx      context.Context // the request's, if not nil
 }
 
 // upload streams u to path (the body is never built in memory) and
@@ -56,6 +59,11 @@ func (c *client) upload(path string, u upload) (*http.Response, error) {
 		_ = mw.SetBoundary("killrchat-test-boundary")
 		if u.csrf != "" && !u.header && !u.csrfLast {
 			if err := mw.WriteField("_csrf", u.csrf); err != nil {
+				return err
+			}
+		}
+		if u.clientID != "" {
+			if err := mw.WriteField("client_id", u.clientID); err != nil {
 				return err
 			}
 		}
@@ -100,6 +108,9 @@ func (c *client) upload(path string, u upload) (*http.Response, error) {
 	req, _ := http.NewRequest(http.MethodPost, c.base+path, pr)
 	req.Header.Set("Content-Type", "multipart/form-data; boundary=killrchat-test-boundary")
 	req.ContentLength = length
+	if u.ctx != nil {
+		req = req.WithContext(u.ctx)
+	}
 	if u.header {
 		req.Header.Set("X-CSRF-Token", u.csrf)
 	}
@@ -670,5 +681,73 @@ func TestFilesTakeATokenEach(t *testing.T) {
 	}
 	if n := ada.get("/rooms/" + room).doc.Find("li.message:has(.attachment)").Length(); n != 3 {
 		t.Errorf("%d file messages posted with 3 tokens", n)
+	}
+}
+
+// TestUploadHangUpAfterLastByte: a client that hangs up once its file is
+// stored still gets its message: no file is left without one.
+func TestUploadHangUpAfterLastByte(t *testing.T) {
+	a := newApp(t, nil, nil)
+	ada := a.signedUp(t, unique("ada"))
+	room := createRoom(t, ada)
+	ctx, hangUp := context.WithCancel(context.Background())
+	defer hangUp()
+	a.srv.OnFileStored(func(req context.Context) {
+		hangUp()
+		select { // the server sees the connection close
+		case <-req.Done():
+		case <-time.After(5 * time.Second):
+			t.Error("the request's context outlived the client")
+		}
+	})
+	resp, err := ada.upload("/rooms/"+room+"/messages", upload{ctx: ctx, csrf: ada.ensureCSRF(),
+		files: map[string]io.Reader{"last.txt": bytesFile([]byte("the last byte"))}, order: []string{"last.txt"}})
+	if err == nil {
+		resp.Body.Close()
+		t.Fatalf("the client hung up, yet got %d", resp.StatusCode)
+	}
+	a.srv.OnFileStored(nil)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		files, msgs := listed(t, room), ada.get("/rooms/"+room).doc.Find("li.message:has(.attachment)").Length()
+		if files == 1 && msgs == 1 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d files stored, %d file messages", files, msgs)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestUploadRepeatedClientID: an upload sent again with the same
+// client_id (a retry after a lost answer) stores nothing more and answers
+// with the first one's message.
+func TestUploadRepeatedClientID(t *testing.T) {
+	a := newApp(t, nil, nil)
+	ada := a.signedUp(t, unique("ada"))
+	room := createRoom(t, ada)
+	ada.htmx = true
+	send := func() string {
+		resp, err := ada.upload("/rooms/"+room+"/messages", upload{csrf: ada.ensureCSRF(), clientID: "retry-me-123",
+			files: map[string]io.Reader{"a.txt": bytesFile([]byte("a")), "b.txt": bytesFile([]byte("b"))}, order: []string{"a.txt", "b.txt"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		doc, _ := goquery.NewDocumentFromReader(resp.Body)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("status %d", resp.StatusCode)
+		}
+		var ids []string
+		doc.Find("li.message").Each(func(_ int, s *goquery.Selection) { id, _ := s.Attr("id"); ids = append(ids, id) })
+		return strings.Join(ids, " ")
+	}
+	first, again := send(), send()
+	if first == "" || first != again {
+		t.Errorf("first answer %q, the repeat's %q", first, again)
+	}
+	if n := listed(t, room); n != 2 {
+		t.Errorf("%d files stored for two files sent twice", n)
 	}
 }

@@ -97,7 +97,10 @@ type Server struct {
 	recent   *recentPosts
 	closing  chan struct{}
 	hangups  *hangups
-	limits   struct {
+	// fileStored, when set (by tests), is called with the request's
+	// context once an upload's file is stored, before its message.
+	fileStored func(context.Context)
+	limits     struct {
 		messages, rooms, membership, passwordUser, passwordIP, uploadBytes *keyedLimiter
 	}
 }

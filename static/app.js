@@ -1074,6 +1074,10 @@
     var token = form.elements.namedItem("_csrf");
     // The token first: the server checks it before it stores anything.
     data.append("_csrf", token ? token.value : "");
+    // The composer's one-time id: a retry of this upload stores nothing
+    // more (each answer brings the next id, see appendPosted).
+    var clientID = document.getElementById("client_id");
+    if (clientID) data.append("client_id", clientID.value);
     data.append("content", text);
     data.append("file", file, file.name || "pasted.png");
     var xhr = new XMLHttpRequest();

@@ -411,6 +411,24 @@ func (s *Store) deleteAttachment(ctx context.Context, conv string, id gocql.UUID
 	return s.exec(ctx, "unlist attachment", deleteConversationAttachment, conv, id)
 }
 
+// DiscardAttachment deletes a stored attachment and its preview: the
+// file of a message that could not be posted. Deleting what is already
+// gone is no error.
+func (s *Store) DiscardAttachment(ctx context.Context, a Attachment) error {
+	if a.PreviewID != (gocql.UUID{}) && a.PreviewID != a.ID {
+		p, err := s.Attachment(ctx, a.PreviewID)
+		switch {
+		case err == nil:
+			if err := s.deleteAttachment(ctx, p.Conversation, p.ID, p.Chunks); err != nil {
+				return err
+			}
+		case !errors.Is(err, ErrNotFound):
+			return err
+		}
+	}
+	return s.deleteAttachment(ctx, a.Conversation, a.ID, a.Chunks)
+}
+
 // Attachment returns the ready attachment id, or ErrNotFound (also while
 // it is still being uploaded).
 func (s *Store) Attachment(ctx context.Context, id gocql.UUID) (Attachment, error) {
