@@ -751,3 +751,29 @@ func TestUploadRepeatedClientID(t *testing.T) {
 		t.Errorf("%d files stored for two files sent twice", n)
 	}
 }
+
+// TestRoomDeletedMidUpload: a room deleted while a file is uploaded to it
+// keeps none of the file.
+func TestRoomDeletedMidUpload(t *testing.T) {
+	a := newApp(t, nil, nil)
+	ada := a.signedUp(t, unique("ada"))
+	room := createRoom(t, ada)
+	a.srv.OnFileStored(func(context.Context) {
+		if p := ada.post("/rooms/"+room+"/delete", nil); p.StatusCode != http.StatusSeeOther {
+			t.Errorf("delete: %d", p.StatusCode)
+		}
+	})
+	defer a.srv.OnFileStored(nil)
+	resp, err := ada.upload("/rooms/"+room+"/messages", upload{csrf: ada.ensureCSRF(),
+		files: map[string]io.Reader{"pic.png": bytesFile(pngImage(800, 600))}, order: []string{"pic.png"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Errorf("status %d", resp.StatusCode)
+	}
+	if n := listed(t, room); n != 0 {
+		t.Errorf("%d files (with previews) outlive the room", n)
+	}
+}
