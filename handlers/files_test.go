@@ -753,19 +753,23 @@ func TestUploadRepeatedClientID(t *testing.T) {
 }
 
 // TestRoomDeletedMidUpload: a room deleted while a file is uploaded to it
-// keeps none of the file.
+// (its clean-up runs between two chunks) keeps none of the file.
 func TestRoomDeletedMidUpload(t *testing.T) {
 	a := newApp(t, nil, nil)
 	ada := a.signedUp(t, unique("ada"))
 	room := createRoom(t, ada)
-	a.srv.OnFileStored(func(context.Context) {
+	csrf := ada.ensureCSRF()
+	const size = 3 * store.ChunkSize
+	file := &midway{r: randomBytes(size, 5), at: store.ChunkSize + 10, f: func() {
+		for deadline := time.Now().Add(5 * time.Second); listed(t, room) == 0 && time.Now().Before(deadline); {
+			time.Sleep(10 * time.Millisecond) // the upload is under way
+		}
 		if p := ada.post("/rooms/"+room+"/delete", nil); p.StatusCode != http.StatusSeeOther {
 			t.Errorf("delete: %d", p.StatusCode)
 		}
-	})
-	defer a.srv.OnFileStored(nil)
-	resp, err := ada.upload("/rooms/"+room+"/messages", upload{csrf: ada.ensureCSRF(),
-		files: map[string]io.Reader{"pic.png": bytesFile(pngImage(800, 600))}, order: []string{"pic.png"}})
+	}}
+	resp, err := ada.upload("/rooms/"+room+"/messages", upload{csrf: csrf,
+		files: map[string]io.Reader{"big.bin": sizedReader{file, size}}, order: []string{"big.bin"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -774,6 +778,28 @@ func TestRoomDeletedMidUpload(t *testing.T) {
 		t.Errorf("status %d", resp.StatusCode)
 	}
 	if n := listed(t, room); n != 0 {
-		t.Errorf("%d files (with previews) outlive the room", n)
+		t.Errorf("%d files outlive the room", n)
 	}
+}
+
+// midway is a reader that calls f once, when at bytes have been read.
+type midway struct {
+	r    io.Reader
+	at   int64
+	read int64
+	f    func()
+}
+
+func (m *midway) Read(p []byte) (int, error) {
+	if m.f != nil && m.read+int64(len(p)) > m.at {
+		if m.read < m.at {
+			p = p[:m.at-m.read]
+		} else {
+			m.f()
+			m.f = nil
+		}
+	}
+	n, err := m.r.Read(p)
+	m.read += int64(n)
+	return n, err
 }
