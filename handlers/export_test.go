@@ -1,6 +1,9 @@
 package handlers
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // EndStreams lets the tests call endStreams, the contract that handlers
 // which revoke sessions (a password change) use.
@@ -12,3 +15,7 @@ func Frame(ev *RoomEvent) []byte { return ev.frame }
 // OnFileStored calls f with the request's context each time an upload's
 // file is stored, before its message is posted.
 func (s *Server) OnFileStored(f func(context.Context)) { s.fileStored = f }
+
+// SetUploadGrace sets how long an upload runs before the minimum rate
+// applies (10 s in production).
+func (s *Server) SetUploadGrace(d time.Duration) { s.uploadGrace = d }

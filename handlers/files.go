@@ -17,9 +17,11 @@ import (
 	"mime/multipart"
 	"net/http"
 	"net/textproto"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gocql/gocql"
@@ -41,6 +43,13 @@ const (
 	maxFilesPerPost = 10
 	// sweepEvery is how often an instance sweeps dead uploads.
 	sweepEvery = 10 * time.Minute
+	// DefaultMaxUploadsPerUser is the default of Config.MaxUploadsPerUser.
+	DefaultMaxUploadsPerUser = 4
+	// DefaultUploadMinRate is the default of Config.UploadMinRate.
+	DefaultUploadMinRate = 16 << 10
+	// uploadGrace is how long an upload may take before the minimum
+	// rate applies to what it has sent.
+	uploadGrace = 10 * time.Second
 )
 
 // streamedForms are the routes whose multipart bodies are read as a
@@ -85,12 +94,20 @@ func (s *Server) postFiles(c echo.Context, in store.Place, composer func(views.F
 			return tooMany(c, wait, "uploading")
 		}
 	}
+	if !s.uploads.take(me.Login) {
+		s.metrics.countUpload("rate_limited", 0)
+		return tooMany(c, 5*time.Second, "uploading several files at once")
+	}
+	defer s.uploads.give(me.Login)
 	// The server's read timeout is sized for forms; an upload gets a
-	// deadline of its own instead, generous but not unbounded.
+	// deadline of its own instead, generous but not unbounded, and must
+	// keep up a minimum rate (a stalled upload holds a connection, and
+	// perhaps a chunk buffer, for nothing).
 	rc := http.NewResponseController(c.Response())
-	_ = rc.SetReadDeadline(time.Now().Add(s.cfg.UploadTimeout))
 	_ = rc.SetWriteDeadline(time.Now().Add(s.cfg.UploadTimeout + time.Minute))
-	body := &recordingBody{ReadCloser: http.MaxBytesReader(c.Response(), req.Body, maxBody)}
+	paced := &pacedBody{ReadCloser: req.Body, rc: rc, grace: s.uploadGrace,
+		rate: float64(s.cfg.UploadMinRate), end: time.Now().Add(s.cfg.UploadTimeout)}
+	body := &recordingBody{ReadCloser: http.MaxBytesReader(c.Response(), paced, maxBody)}
 	req.Body = body
 	mr, err := req.MultipartReader()
 	if err != nil {
@@ -275,6 +292,11 @@ func (s *Server) uploadError(err error) error {
 	case errors.As(err, &invalid):
 		s.metrics.countUpload("refused", 0)
 		return echo.NewHTTPError(http.StatusUnprocessableEntity, invalid["file"])
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		s.metrics.countUpload("too_slow", 0)
+		return echo.NewHTTPError(http.StatusRequestTimeout,
+			fmt.Sprintf("The upload was too slow (under %s a second, or longer than %s) and was stopped. Nothing of the file was kept.",
+				humanSize(s.cfg.UploadMinRate), s.cfg.UploadTimeout))
 	case errors.Is(err, errMalformed):
 		s.metrics.countUpload("refused", 0)
 		s.log.Info("malformed upload", "err", err)
@@ -294,6 +316,71 @@ var (
 	errOverBudget = errors.New("over the hourly upload budget")
 	errMalformed  = errors.New("malformed multipart body")
 )
+
+// pacedBody is an upload's body that must arrive at rate bytes a second
+// on average after a grace period, and whole before end. Only the time
+// spent waiting for the client counts (not the server's own work between
+// reads): before each read the connection's read deadline moves to when
+// the client's waiting time would pass grace plus the bytes so far at
+// rate. A read past it fails with os.ErrDeadlineExceeded. At the body's
+// end the deadline goes back to end, for the server's background read
+// while the handler works.
+type pacedBody struct {
+	io.ReadCloser
+	rc     *http.ResponseController
+	grace  time.Duration
+	rate   float64
+	end    time.Time
+	read   int64
+	waited time.Duration
+}
+
+func (b *pacedBody) Read(p []byte) (int, error) {
+	now := time.Now()
+	due := now.Add(b.grace + time.Duration(float64(b.read)/b.rate*float64(time.Second)) - b.waited)
+	if due.After(b.end) {
+		due = b.end
+	}
+	_ = b.rc.SetReadDeadline(due)
+	n, err := b.ReadCloser.Read(p)
+	b.read += int64(n)
+	b.waited += time.Since(now)
+	if errors.Is(err, io.EOF) {
+		_ = b.rc.SetReadDeadline(b.end)
+	}
+	return n, err
+}
+
+// uploadCounts caps the uploads one person has under way on this
+// instance at once.
+type uploadCounts struct {
+	mu     sync.Mutex
+	max    int
+	byUser map[string]int
+}
+
+func newUploadCounts(max int) *uploadCounts {
+	return &uploadCounts{max: max, byUser: map[string]int{}}
+}
+
+// take counts one more upload of login, or answers false at the cap.
+func (u *uploadCounts) take(login string) bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.byUser[login] >= u.max {
+		return false
+	}
+	u.byUser[login]++
+	return true
+}
+
+func (u *uploadCounts) give(login string) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.byUser[login]--; u.byUser[login] <= 0 {
+		delete(u.byUser, login)
+	}
+}
 
 // recordingBody keeps the error of reading the request body itself (the
 // client went away, the body is too long), to tell it from a body that

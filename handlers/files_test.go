@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"image"
 	"image/color"
@@ -802,4 +803,77 @@ func (m *midway) Read(p []byte) (int, error) {
 	n, err := m.r.Read(p)
 	m.read += int64(n)
 	return n, err
+}
+
+// stallAfter is a file of n bytes that sends some and then stalls until
+// release is closed (then fails, as a client that gives up).
+type stallAfter struct {
+	r       io.Reader
+	n       int64
+	release chan struct{}
+}
+
+func (s *stallAfter) Read(p []byte) (int, error) {
+	n, err := s.r.Read(p)
+	if errors.Is(err, io.EOF) {
+		<-s.release
+		return n, io.ErrClosedPipe
+	}
+	return n, err
+}
+
+func (s *stallAfter) Size() int64 { return s.n }
+
+// TestStalledUploads: a person has at most MaxUploadsPerUser uploads
+// under way; an upload slower than the minimum rate is stopped (408, and
+// too_slow on /metrics) and leaves nothing.
+func TestStalledUploads(t *testing.T) {
+	a := newApp(t, nil, nil, func(c *handlers.Config) { c.MaxUploadsPerUser = 2 })
+	a.srv.SetUploadGrace(time.Second)
+	ada := a.signedUp(t, unique("ada"))
+	room := createRoom(t, ada)
+	csrf := ada.ensureCSRF()
+	release := make(chan struct{})
+	defer close(release) // the stalled clients give up
+	for range 2 {
+		f := &stallAfter{r: randomBytes(40<<10, 3), n: 1 << 20, release: release}
+		go func() {
+			// The server stops reading; this client, stuck in its body,
+			// sees the answer only once it gives up.
+			resp, err := ada.upload("/rooms/"+room+"/messages", upload{csrf: csrf, files: map[string]io.Reader{"slow.bin": f}, order: []string{"slow.bin"}})
+			if err == nil {
+				resp.Body.Close()
+			}
+		}()
+	}
+	time.Sleep(300 * time.Millisecond) // both are under way
+	resp, err := ada.upload("/rooms/"+room+"/messages", upload{csrf: csrf,
+		files: map[string]io.Reader{"third.txt": bytesFile([]byte("x"))}, order: []string{"third.txt"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" {
+		t.Errorf("a third upload at once: %d", resp.StatusCode)
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for !strings.Contains(ada.get("/metrics").body, `killrchat_uploads_total{result="too_slow"} 2`) {
+		if time.Now().After(deadline) {
+			t.Fatal("the stalled uploads were not stopped")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if n := listed(t, room); n != 0 {
+		t.Errorf("stalled uploads left %d files", n)
+	}
+	// Their places are free again.
+	resp, err = ada.upload("/rooms/"+room+"/messages", upload{csrf: csrf,
+		files: map[string]io.Reader{"after.txt": bytesFile([]byte("x"))}, order: []string{"after.txt"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusSeeOther {
+		t.Errorf("an upload after the stalled ones: %d", resp.StatusCode)
+	}
 }

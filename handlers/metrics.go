@@ -49,7 +49,7 @@ func NewMetrics() *Metrics {
 		}),
 	}
 	m.uploads = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "killrchat_uploads_total", Help: "Uploaded files by result: stored, too_large, refused, rate_limited, failed.",
+		Name: "killrchat_uploads_total", Help: "Uploaded files by result: stored, too_large, refused, rate_limited, too_slow, failed.",
 	}, []string{"result"})
 	m.uploadBytes = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "killrchat_upload_bytes_total", Help: "Bytes of the files stored.",

@@ -2,7 +2,8 @@
 // 1000 KB, one partition per chunk (the email data model's attachments
 // table). An upload is written chunk by chunk while it streams in, with
 // bounded parallelism and a bounded number of chunk buffers per process,
-// so the server never holds a whole file; a download reads back only the
+// taken only once a chunk's first bytes have arrived (so a stalled upload
+// holds none), and the server never holds a whole file; a download reads back only the
 // chunks its range needs. The metadata row turns 'ready' only after every
 // chunk is stored; an upload that fails deletes what it wrote, and one
 // whose process died is swept (see SweepUploads).
@@ -67,6 +68,9 @@ const (
 	// this many chunks, however many people upload at once; an upload
 	// that finds none free waits, and its client's TCP window fills.
 	defaultChunkBuffers = 8
+	// chunkHead is how much of a chunk an upload reads into its own
+	// buffer before it takes one of the process's chunk buffers.
+	chunkHead = 32 << 10
 	// maxFileName is the longest stored file name, in characters.
 	maxFileName = 200
 	// sweepDays is how many days of pending_uploads a sweep reads.
@@ -270,13 +274,29 @@ func (s *Store) storeChunks(ctx context.Context, conv string, uploader UserRef, 
 		return failed
 	}
 	chunks := 0
+	// Each chunk's first bytes are read into this upload's own small
+	// buffer, and a chunk buffer of the process is taken only once they
+	// are at hand: an upload that stalls before a chunk holds none.
+	head := make([]byte, chunkHead)
 	for failure() == nil {
-		buf, err := s.chunkBuffer(ctx)
-		if err != nil {
-			fail(err)
-			break
+		h, rerr := fill(body, head)
+		var (
+			buf []byte
+			n   = h
+		)
+		if h > 0 {
+			var err error
+			if buf, err = s.chunkBuffer(ctx); err != nil {
+				fail(err)
+				break
+			}
+			copy(buf, head[:h])
+			if rerr == nil {
+				var m int
+				m, rerr = fill(body, buf[h:])
+				n += m
+			}
 		}
-		n, rerr := fill(body, buf)
 		a.Size += int64(n)
 		last := errors.Is(rerr, io.EOF)
 		switch {
@@ -291,7 +311,9 @@ func (s *Store) storeChunks(ctx context.Context, conv string, uploader UserRef, 
 			rerr = inspect(&a, buf[:n])
 		}
 		if rerr != nil || n == 0 {
-			s.releaseChunkBuffer(buf)
+			if buf != nil {
+				s.releaseChunkBuffer(buf)
+			}
 			if rerr != nil {
 				fail(rerr)
 			}

@@ -15,6 +15,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -534,5 +535,53 @@ func TestPreviewDecodeBudget(t *testing.T) {
 				t.Errorf("the file was not kept: %v", err)
 			}
 		})
+	}
+}
+
+// blockedReader gives its bytes, then blocks until release is closed.
+type blockedReader struct {
+	r       io.Reader
+	release chan struct{}
+}
+
+func (b *blockedReader) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if errors.Is(err, io.EOF) {
+		<-b.release
+		return n, io.ErrUnexpectedEOF
+	}
+	return n, err
+}
+
+// TestStalledUploadsHoldNoBuffers: uploads that send a little and then
+// stall hold none of the process's chunk buffers, so the next upload is
+// not stuck behind them.
+func TestStalledUploadsHoldNoBuffers(t *testing.T) {
+	st, err := db.AnotherWith(func(c *store.Config) { c.ChunkBuffers = 2 })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ada := newUser(t, unique("ada"))
+	conv := conversationOf(ada)
+	release := make(chan struct{})
+	var stalled sync.WaitGroup
+	for i := range 4 {
+		stalled.Add(1)
+		go func() {
+			defer stalled.Done()
+			body := &blockedReader{r: randomBytes(1024, uint64(i)), release: release}
+			_, _ = st.StoreAttachment(context.Background(), conv, ada.Ref(), "stalled.bin", body, 25<<20)
+		}()
+	}
+	defer func() {
+		close(release)
+		stalled.Wait()
+	}()
+	time.Sleep(200 * time.Millisecond) // the stalled uploads are under way
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	if _, err := st.StoreAttachment(ctx, conv, ada.Ref(), "next.bin", randomBytes(3*store.ChunkSize, 9), 25<<20); err != nil {
+		t.Errorf("an upload behind 4 stalled ones: %v", err)
 	}
 }
