@@ -463,7 +463,9 @@ func (s *Server) downloadFile(c echo.Context) error {
 			c.Request().Header.Set("Range", merged)
 		}
 	}
-	http.ServeContent(c.Response(), c.Request(), "", time.Time{}, s.db.OpenAttachment(ctx, a))
+	r := s.db.OpenAttachment(ctx, a)
+	defer r.Close()
+	http.ServeContent(c.Response(), c.Request(), "", time.Time{}, r)
 	return nil
 }
 

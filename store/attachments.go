@@ -61,6 +61,8 @@ const (
 	StatusPending = "pending"
 	StatusReady   = "ready"
 
+	// DefaultReadBudget is the default of Config.ReadBudget.
+	DefaultReadBudget = 32 << 20
 	// uploadParallelism bounds the chunk inserts one upload has in flight.
 	uploadParallelism = 4
 	// defaultChunkBuffers bounds the chunk buffers of all uploads of this
@@ -493,7 +495,10 @@ func (s *Store) Chunk(ctx context.Context, id gocql.UUID, no int) ([]byte, error
 
 // OpenAttachment reads a ready attachment's bytes: an io.ReadSeeker that
 // holds one chunk at a time and reads a chunk only when a read reaches it,
-// so a range reads only the chunks it covers. ctx bounds every read.
+// so a range reads only the chunks it covers. The chunks that all open
+// readers of the process hold together stay within Config.ReadBudget: a
+// reader waits for room before it loads one. ctx bounds every read and
+// every wait; Close lets the chunk go.
 func (s *Store) OpenAttachment(ctx context.Context, a Attachment) *AttachmentReader {
 	return &AttachmentReader{s: s, ctx: ctx, a: a, loaded: -1}
 }
@@ -506,6 +511,7 @@ type AttachmentReader struct {
 	pos    int64
 	loaded int
 	chunk  []byte
+	held   int64 // of the read budget
 }
 
 // Read reads from the current position, loading its chunk if needed.
@@ -515,9 +521,15 @@ func (r *AttachmentReader) Read(p []byte) (int, error) {
 	}
 	no := int(r.pos / int64(r.a.ChunkSize))
 	if no != r.loaded {
-		r.chunk = nil // let the old chunk go before the next arrives
+		r.Close() // let the old chunk go before the next arrives
+		need := min(int64(r.a.ChunkSize), r.s.readBudgetSize)
+		if err := r.s.readBudget.Acquire(r.ctx, need); err != nil {
+			return 0, err
+		}
+		r.held = need
 		data, err := r.s.Chunk(r.ctx, r.a.ID, no)
 		if err != nil {
+			r.Close()
 			return 0, err
 		}
 		r.chunk, r.loaded = data, no
@@ -529,6 +541,17 @@ func (r *AttachmentReader) Read(p []byte) (int, error) {
 	n := copy(p, r.chunk[off:])
 	r.pos += int64(n)
 	return n, nil
+}
+
+// Close lets the chunk the reader holds go; a later Read loads it again.
+// It never fails.
+func (r *AttachmentReader) Close() error {
+	r.chunk, r.loaded = nil, -1
+	if r.held > 0 {
+		r.s.readBudget.Release(r.held)
+		r.held = 0
+	}
+	return nil
 }
 
 // Seek moves the position; it reads nothing.

@@ -585,3 +585,34 @@ func TestStalledUploadsHoldNoBuffers(t *testing.T) {
 		t.Errorf("an upload behind 4 stalled ones: %v", err)
 	}
 }
+
+// TestReadBudget: the chunks that open readers hold stay within the
+// process's read budget; a reader waits for room, and Close makes it.
+func TestReadBudget(t *testing.T) {
+	ctx := context.Background()
+	st, err := db.AnotherWith(func(c *store.Config) { c.ReadBudget = store.ChunkSize })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ada := newUser(t, unique("ada"))
+	a, err := st.StoreAttachment(ctx, conversationOf(ada), ada.Ref(), "two.bin", randomBytes(2*store.ChunkSize, 4), 25<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := st.OpenAttachment(ctx, a)
+	if _, err := first.Read(make([]byte, 1)); err != nil {
+		t.Fatal(err)
+	}
+	waiting, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	if _, err := st.OpenAttachment(waiting, a).Read(make([]byte, 1)); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("a second reader over the budget: %v, want it to wait", err)
+	}
+	first.Close()
+	second := st.OpenAttachment(ctx, a)
+	defer second.Close()
+	if _, err := io.Copy(io.Discard, second); err != nil {
+		t.Errorf("once the first is closed: %v", err)
+	}
+}

@@ -97,7 +97,9 @@ func (s *Store) addPreview(ctx context.Context, a *Attachment) error {
 	}
 	small, err := func() ([]byte, error) {
 		defer func() { <-decodeSlots }()
-		src, _, err := image.Decode(bufio.NewReaderSize(s.OpenAttachment(ctx, *a), 64<<10))
+		r := s.OpenAttachment(ctx, *a)
+		defer r.Close()
+		src, _, err := image.Decode(bufio.NewReaderSize(r, 64<<10))
 		if err != nil {
 			return nil, fmt.Errorf("decode: %w", err)
 		}

@@ -90,6 +90,10 @@ type Config struct {
 	// this process (for previews) take together (default 256 MiB); an
 	// image whose decode alone needs more gets no preview.
 	DecodeBudget int64
+	// ReadBudget bounds the memory, in bytes, of the attachment chunks
+	// that the downloads and decodes of this process hold at once
+	// (default 32 MiB: 32 chunks); a reader waits for room.
+	ReadBudget int64
 }
 
 // Store is the application's handle on Cassandra. It can be created before
@@ -114,6 +118,10 @@ type Store struct {
 	// Config.DecodeBudget).
 	decodeBudget     *semaphore.Weighted
 	decodeBudgetSize int64
+	// readBudget holds the bytes of the chunks open readers hold (see
+	// Config.ReadBudget).
+	readBudget     *semaphore.Weighted
+	readBudgetSize int64
 	// chunkReads counts the attachment chunks read (see ChunkReads).
 	chunkReads atomic.Int64
 }
@@ -138,8 +146,12 @@ func New(cfg Config) *Store {
 	if cfg.DecodeBudget <= 0 {
 		cfg.DecodeBudget = DefaultDecodeBudget
 	}
+	if cfg.ReadBudget <= 0 {
+		cfg.ReadBudget = DefaultReadBudget
+	}
 	return &Store{cfg: cfg, log: cfg.Log, Now: time.Now,
-		decodeBudget: semaphore.NewWeighted(cfg.DecodeBudget), decodeBudgetSize: cfg.DecodeBudget}
+		decodeBudget: semaphore.NewWeighted(cfg.DecodeBudget), decodeBudgetSize: cfg.DecodeBudget,
+		readBudget: semaphore.NewWeighted(cfg.ReadBudget), readBudgetSize: cfg.ReadBudget}
 }
 
 func (s *Store) cluster() gocql.ClusterConfig {
