@@ -170,3 +170,24 @@ func logOverlap(t testing.TB, got []store.ObservedQuery) {
 	t.Logf("%d statements sent within %v of each other; the first answer after %v; %v of statement time in all",
 		len(got), lastStart.Sub(first), firstEnd.Sub(first), total)
 }
+
+// TestDMListReadOnce: GET /dm reads the person's DM list once, for the
+// page and its sidebar together.
+func TestDMListReadOnce(t *testing.T) {
+	st, rec := countingStore(t)
+	a := newApp(t, st, nil, func(c *handlers.Config) { c.SessionCacheTTL, c.CacheTTL = time.Hour, time.Hour })
+	person, _ := busyPerson(t, a, 1, 3, 0)
+	_, k, got := statements(t, person, rec, "/dm")
+	lists := 0
+	for _, q := range got {
+		if strings.Contains(q.Statement, "FROM dm_lists") {
+			lists++
+		}
+	}
+	if lists != 1 {
+		t.Errorf("GET /dm read the DM list %d times:\n%s", lists, k)
+	}
+	if n := person.get("/dm").doc.Find("#dms ul.dm-list > li").Length(); n != 3 {
+		t.Errorf("GET /dm shows %d DMs, want 3", n)
+	}
+}
