@@ -23,6 +23,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -112,6 +113,7 @@ func (s *Server) roomEvents(c echo.Context) error {
 	// instance's messages below it are in Cassandra, the ones above will
 	// arrive live.
 	who := Subscriber{Login: me.Login, Session: streamSession(session(c).ID)}
+	ends.add(s.endAtExpiry(me.Login, session(c).ID))
 	subscribe := func(room string) (*Subscription, int64) {
 		return s.seq.subscribe(room, func() *Subscription { return s.hub.Subscribe(room, who) })
 	}
@@ -235,6 +237,50 @@ func (s *Server) liveEvents(out *eventWriter, sub *Subscription, watch *Conversa
 		if err != nil {
 			return // the client is gone or stalled past writeTimeout
 		}
+	}
+}
+
+// endAtExpiry ends the streams of session id when its row expires by its
+// TTL: logout and revocations end them through the hub at once, but
+// nothing tells of an expiry. It reads the session's TTL off the
+// request's path, and again once that has passed (a session extended by
+// another tab meanwhile is waited for again). It returns the func that
+// stops it.
+func (s *Server) endAtExpiry(login, id string) (stop func()) {
+	if id == "" {
+		return func() {}
+	}
+	var (
+		mu      sync.Mutex
+		timer   *time.Timer
+		stopped bool
+		check   func()
+	)
+	check = func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ttl, err := s.db.SessionTTL(ctx, id)
+		cancel()
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case stopped:
+			return
+		case errors.Is(err, store.ErrNotFound):
+			go s.endStreams(context.Background(), StreamEnd{Login: login, Sessions: []string{id}})
+			return
+		case err != nil:
+			ttl = time.Minute // Cassandra is away: ask again later
+		}
+		timer = time.AfterFunc(ttl+time.Second, check)
+	}
+	mu.Lock()
+	timer = time.AfterFunc(0, check)
+	mu.Unlock()
+	return func() {
+		mu.Lock()
+		stopped = true
+		timer.Stop()
+		mu.Unlock()
 	}
 }
 
