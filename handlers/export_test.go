@@ -3,14 +3,13 @@ package handlers
 import (
 	"context"
 	"time"
+
+	"github.com/killrchat/killrchat/live"
 )
 
 // EndStreams lets the tests call endStreams, the contract that handlers
 // which revoke sessions (a password change) use.
-func (s *Server) EndStreams(ctx context.Context, end StreamEnd) { s.endStreams(ctx, end) }
-
-// Frame is the stream bytes the hub encoded for ev.
-func Frame(ev *RoomEvent) []byte { return ev.frame }
+func (s *Server) EndStreams(ctx context.Context, end live.StreamEnd) { s.endStreams(ctx, end) }
 
 // OnFileStored calls f with the request's context each time an upload's
 // file is stored, before its message is posted.

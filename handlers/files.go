@@ -29,6 +29,7 @@ import (
 
 	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/views"
+	"github.com/killrchat/killrchat/web"
 )
 
 const (
@@ -63,7 +64,7 @@ var streamedForms = map[string]bool{
 // skipBodyLimit exempts streamed uploads from the global 64 KB body limit:
 // they have their own, --max-upload.
 func skipBodyLimit(c echo.Context) bool {
-	return streamedForms[c.Path()] && isMultipart(c.Request())
+	return streamedForms[c.Path()] && web.IsMultipart(c.Request())
 }
 
 // errTooLarge is the 413 a person reads.
@@ -83,20 +84,20 @@ func (s *Server) postFiles(c echo.Context, in store.Place, composer func(views.F
 	me := mustUser(c)
 	maxBody := s.cfg.MaxUpload + formSlack
 	if req.ContentLength > maxBody {
-		s.metrics.countUpload("too_large", 0)
+		s.metrics.CountUpload("too_large", 0)
 		return s.errTooLarge()
 	}
 	// The hourly byte budget: all at once when the length is known,
 	// chunk by chunk as they arrive otherwise (a chunked request).
 	if req.ContentLength > 0 {
-		if ok, wait := s.limits.uploadBytes.allowN(me.Login, int(req.ContentLength)); !ok {
-			s.metrics.countUpload("rate_limited", 0)
-			return tooMany(c, wait, "uploading")
+		if ok, wait := s.limits.uploadBytes.AllowN(me.Login, int(req.ContentLength)); !ok {
+			s.metrics.CountUpload("rate_limited", 0)
+			return web.TooMany(c, wait, "uploading")
 		}
 	}
 	if !s.uploads.take(me.Login) {
-		s.metrics.countUpload("rate_limited", 0)
-		return tooMany(c, 5*time.Second, "uploading several files at once")
+		s.metrics.CountUpload("rate_limited", 0)
+		return web.TooMany(c, 5*time.Second, "uploading several files at once")
 	}
 	defer s.uploads.give(me.Login)
 	// The server's read timeout is sized for forms; an upload gets a
@@ -135,17 +136,17 @@ func (s *Server) postFiles(c echo.Context, in store.Place, composer func(views.F
 			return s.uploadError(err)
 		}
 		name := part.FormName()
-		if !sawCSRF && needsStreamedCSRF(c) {
+		if !sawCSRF && web.NeedsStreamed(c) {
 			// The token must come first, so nothing is stored for a
 			// forged form.
-			if name != csrfField {
-				return errCSRF
+			if name != web.CSRFField {
+				return web.ErrCSRF
 			}
 			token, err := readField(part, 256)
 			if err != nil {
 				return s.uploadError(err)
 			}
-			if err := s.checkStreamedCSRF(c, token); err != nil {
+			if err := s.csrf.CheckStreamed(c, token); err != nil {
 				return err
 			}
 			sawCSRF = true
@@ -177,15 +178,15 @@ func (s *Server) postFiles(c echo.Context, in store.Place, composer func(views.F
 			// Each file is a message: the request paid for the first,
 			// every other one takes a token of its own before it is stored.
 			if files > 1 {
-				if ok, wait := s.limits.messages.allow(me.Login); !ok {
-					s.metrics.countUpload("rate_limited", 0)
-					return tooMany(c, wait, "sending messages")
+				if ok, wait := s.limits.messages.Allow(me.Login); !ok {
+					s.metrics.CountUpload("rate_limited", 0)
+					return web.TooMany(c, wait, "sending messages")
 				}
 			}
 			var file io.Reader = part
 			if !budgeted {
 				file = &budgetReader{r: part, take: func(n int) bool {
-					ok, _ := s.limits.uploadBytes.allowN(me.Login, n)
+					ok, _ := s.limits.uploadBytes.AllowN(me.Login, n)
 					return ok
 				}}
 			}
@@ -215,8 +216,8 @@ func (s *Server) postFiles(c echo.Context, in store.Place, composer func(views.F
 			}
 		}
 	}
-	if needsStreamedCSRF(c) && !sawCSRF {
-		return errCSRF // an empty body: still no token
+	if web.NeedsStreamed(c) && !sawCSRF {
+		return web.ErrCSRF // an empty body: still no token
 	}
 	if len(posted) == 0 {
 		m, err := s.recent.post(req.Context(), postKey{author: me.Login, room: conv, clientID: clientID}, func(ctx context.Context) (store.Message, error) {
@@ -250,7 +251,7 @@ func (s *Server) postFile(ctx context.Context, in store.Place, me store.UserRef,
 	if err != nil {
 		return store.Message{}, s.uploadError(err)
 	}
-	s.metrics.countUpload("stored", a.Size)
+	s.metrics.CountUpload("stored", a.Size)
 	if s.fileStored != nil {
 		s.fileStored(ctx)
 	}
@@ -283,29 +284,29 @@ func (s *Server) uploadError(err error) error {
 	var invalid store.ValidationError
 	switch {
 	case errors.As(err, &tooBig), errors.Is(err, store.ErrTooLarge):
-		s.metrics.countUpload("too_large", 0)
+		s.metrics.CountUpload("too_large", 0)
 		return s.errTooLarge()
 	case errors.Is(err, errOverBudget):
-		s.metrics.countUpload("rate_limited", 0)
+		s.metrics.CountUpload("rate_limited", 0)
 		return echo.NewHTTPError(http.StatusTooManyRequests,
 			"You are uploading too fast. Please wait a while and try again. Nothing was stored.")
 	case errors.As(err, &invalid):
-		s.metrics.countUpload("refused", 0)
+		s.metrics.CountUpload("refused", 0)
 		return echo.NewHTTPError(http.StatusUnprocessableEntity, invalid["file"])
 	case errors.Is(err, os.ErrDeadlineExceeded):
-		s.metrics.countUpload("too_slow", 0)
+		s.metrics.CountUpload("too_slow", 0)
 		return echo.NewHTTPError(http.StatusRequestTimeout,
 			fmt.Sprintf("The upload was too slow (under %s a second, or longer than %s) and was stopped. Nothing of the file was kept.",
 				humanSize(s.cfg.UploadMinRate), s.cfg.UploadTimeout))
 	case errors.Is(err, errMalformed):
-		s.metrics.countUpload("refused", 0)
+		s.metrics.CountUpload("refused", 0)
 		s.log.Info("malformed upload", "err", err)
 		return echo.NewHTTPError(http.StatusBadRequest,
 			"The upload could not be read: its form is malformed. Files before the fault were sent; nothing after it was stored.")
 	case errors.Is(err, store.ErrNotParticipant), errors.Is(err, store.ErrUnavailable):
 		return err
 	}
-	s.metrics.countUpload("failed", 0)
+	s.metrics.CountUpload("failed", 0)
 	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, context.Canceled) {
 		return fmt.Errorf("upload cut off: %w", context.Canceled)
 	}
