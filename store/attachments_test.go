@@ -501,7 +501,8 @@ func png16(w, h int) []byte {
 // kept, without a preview, and decoded by no one.
 func TestPreviewDecodeBudget(t *testing.T) {
 	ctx := context.Background()
-	st, err := db.AnotherWith(func(c *store.Config) { c.DecodeBudget = 5 << 20 })
+	// A decode is charged twice its decoded bytes.
+	st, err := db.AnotherWith(func(c *store.Config) { c.DecodeBudget = 9 << 20 })
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,8 +5,9 @@
 // own. A decoded image takes its pixels times the bytes a pixel of its
 // decoded model holds (8 for 16-bit RGBA), whatever its file size: decodes
 // run at most two at a time, and all of them together within the
-// process's decode budget (Config.DecodeBudget). An image whose decode
-// alone would not fit is kept without a preview.
+// process's decode budget (Config.DecodeBudget), each charged twice its
+// decoded bytes (the collector's headroom). An image whose decode alone
+// would not fit is kept without a preview.
 package store
 
 import (
@@ -20,6 +21,7 @@ import (
 	_ "image/gif" // registers the GIF decoder for image.Decode
 	"image/jpeg"
 	"image/png"
+	"runtime"
 
 	"golang.org/x/image/draw"
 	_ "golang.org/x/image/webp" // registers the WebP decoder
@@ -34,6 +36,9 @@ const (
 	MaxImagePixels = 40_000_000
 	// previewDecodes bounds the decodes running at once in this process.
 	previewDecodes = 2
+	// bigDecode is the size of a decode after which the garbage is
+	// collected at once.
+	bigDecode = 16 << 20
 	// DefaultDecodeBudget is the default of Config.DecodeBudget.
 	DefaultDecodeBudget = 256 << 20
 )
@@ -79,12 +84,16 @@ func (s *Store) addPreview(ctx context.Context, a *Attachment) error {
 		a.PreviewID, a.PreviewWidth, a.PreviewHeight = a.ID, w, h
 		return nil
 	}
-	need := a.decodeBytes
-	if need <= 0 {
-		need = int64(a.Width) * int64(a.Height) * bytesPerPixel(nil)
+	decoded := a.decodeBytes
+	if decoded <= 0 {
+		decoded = int64(a.Width) * int64(a.Height) * bytesPerPixel(nil)
 	}
+	// Twice the decoded bytes: the collector lets the heap grow to about
+	// twice what is live, and scaling an image of a model draw has no
+	// fast path for (16-bit) makes garbage by the pixel.
+	need := 2 * decoded
 	if need > s.decodeBudgetSize {
-		return fmt.Errorf("store: preview of %s (%d×%d, %d MiB decoded): %w", a.ID, a.Width, a.Height, need>>20, errNoPreview)
+		return fmt.Errorf("store: preview of %s (%d×%d, %d MiB decoded): %w", a.ID, a.Width, a.Height, decoded>>20, errNoPreview)
 	}
 	if err := s.decodeBudget.Acquire(ctx, need); err != nil {
 		return err
@@ -116,6 +125,13 @@ func (s *Store) addPreview(ctx context.Context, a *Attachment) error {
 		}
 		return out.Bytes(), err
 	}()
+	if need >= bigDecode {
+		// The decoded image is garbage now, but the collector would let
+		// the heap grow to twice what is live before freeing it: the
+		// next decode reuses its memory instead, so the process holds
+		// about the budget, not twice it.
+		runtime.GC()
+	}
 	if err != nil {
 		return fmt.Errorf("store: preview of %s: %w", a.ID, err)
 	}

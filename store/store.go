@@ -87,8 +87,9 @@ type Config struct {
 	// process hold at once (default 8, of 1000 KB each).
 	ChunkBuffers int
 	// DecodeBudget bounds the memory, in bytes, that the image decodes of
-	// this process (for previews) take together (default 256 MiB); an
-	// image whose decode alone needs more gets no preview.
+	// this process (for previews) take together (default 256 MiB), each
+	// counted as twice its decoded bytes; an image whose decode alone
+	// needs more gets no preview.
 	DecodeBudget int64
 	// ReadBudget bounds the memory, in bytes, of the attachment chunks
 	// that the downloads and decodes of this process hold at once
