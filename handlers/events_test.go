@@ -429,4 +429,3 @@ func older0(t *testing.T, c *client, room string) string {
 	}
 	return href
 }
-
