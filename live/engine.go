@@ -132,6 +132,17 @@ func (e *Engine) BeforeBound(id gocql.UUID, bound int64) bool {
 	return id.Timestamp() < bound || !e.src.MadeHere(id)
 }
 
+// mark is the lowest watermark now, this instance's and the others':
+// every message below it is stored and has been handed to this instance's
+// streams (watermarks.go).
+func (e *Engine) mark() int64 {
+	m := e.seq.watermark()
+	if r, ok := e.hub.(interface{ RemoteMark() int64 }); ok {
+		m = min(m, r.RemoteMark())
+	}
+	return m
+}
+
 // Shutdown ends every live stream so the HTTP server can stop.
 func (e *Engine) Shutdown() {
 	select {

@@ -304,9 +304,13 @@ func (s *Engine) replayStart(since gocql.UUID) gocql.UUID { return since }
 // counts towards the replay's limit.
 func (s *Engine) replay(ctx context.Context, out *eventWriter, in store.Place, start, since gocql.UUID, bound int64, sent map[gocql.UUID]struct{}) bool {
 	deadline := time.Now().Add(replayTimeout)
-	cursor, replayed := start, 0
+	after, replayed := start, 0
 	for first := true; ; first = false {
-		page, more, err := s.src.MessagesAfter(ctx, in, cursor, replayPage)
+		// Every message below mark is stored and published, so the page
+		// read next holds all of them past the last one written: a replayed
+		// message's id is a cursor no higher than mark (watermarks.go).
+		mark := s.mark()
+		page, more, err := s.src.MessagesAfter(ctx, in, after, replayPage)
 		if err == nil && first && more {
 			// More than a page missed: find out, by ids alone, whether it
 			// is too much to replay before sending any of it.
@@ -323,7 +327,7 @@ func (s *Engine) replay(ctx context.Context, out *eventWriter, in store.Place, s
 			return false
 		}
 		for _, m := range page {
-			cursor = m.ID
+			after = m.ID
 			if !s.BeforeBound(m.ID, bound) {
 				continue // published after we subscribed: it comes live
 			}
@@ -331,7 +335,7 @@ func (s *Engine) replay(ctx context.Context, out *eventWriter, in store.Place, s
 			if err != nil {
 				return false
 			}
-			if out.message(m.ID, html) != nil {
+			if out.message(cursor(m.ID, mark), html) != nil {
 				return false
 			}
 			if !s.src.MadeHere(m.ID) {
