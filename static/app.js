@@ -1388,7 +1388,6 @@
   }
 
   function onReady() {
-    document.documentElement.classList.add("js");
     localTimes(document);
     watchMessages();
     enhanceFiles();

@@ -238,6 +238,9 @@ func TestTimesAreLocalOutsideRooms(t *testing.T) {
 		t.Errorf("the excerpt links to %q, want the message %s", href, msgID)
 	}
 	o.screenshot("mentions")
+	o.darkMode(true)
+	o.screenshot("mentions-dark")
+	o.darkMode(false)
 
 	address, err := store.DMAddress([]string{ada, bob})
 	if err != nil {
@@ -260,6 +263,11 @@ func TestTimesAreLocalOutsideRooms(t *testing.T) {
 		t.Errorf("creator line %q, want \"Created by Ada Lovelace on …\" with single spaces", creator)
 	}
 	o.screenshot("room-menu")
+	o.darkMode(true)
+	o.hover(`#room .creator a.user-link`)
+	o.waitJS("the creator's card", `(() => { const c = document.querySelector("#room .creator .hovercard"); return c && getComputedStyle(c).visibility === "visible"; })()`)
+	o.screenshot("room-menu-dark")
+	o.darkMode(false)
 }
 
 // TestUnreadDividerStartsAuthorGroup (defect 7): the first message after
@@ -462,7 +470,7 @@ const newestInViewOrClose = `(() => { const l = document.getElementById("message
 func TestSidebarNamesFit(t *testing.T) {
 	b := begin(t)
 	a, o, room := pair(t, b, desktop, "Badges")
-	there := "design-reviews" + unique("")
+	there := fmt.Sprintf("design-rev%04d", seq.Add(1)) // 15 characters with its "#", always
 	a.createRoom(there, "Where Ada writes")
 	o.joinFromRoomPage(there)
 	o.open("/rooms/" + room) // a page with a live stream, which refreshes the sidebar
