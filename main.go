@@ -25,9 +25,11 @@ import (
 	natsserver "github.com/nats-io/nats-server/v2/server"
 
 	"github.com/killrchat/killrchat/handlers"
+	"github.com/killrchat/killrchat/live"
 	"github.com/killrchat/killrchat/schema"
 	"github.com/killrchat/killrchat/static"
 	"github.com/killrchat/killrchat/store"
+	"github.com/killrchat/killrchat/web"
 )
 
 type config struct {
@@ -61,7 +63,7 @@ type config struct {
 	natsEmbed        string
 	logLevel         string
 	metricsAddr      string
-	http             handlers.HTTPLimits
+	http             web.HTTPLimits
 }
 
 func env(name, def string) string {
@@ -93,14 +95,14 @@ func envDuration(name string, def time.Duration) time.Duration {
 }
 
 // limits are the per-user write limits the flags ask for.
-func (c config) limits() handlers.Limits {
+func (c config) limits() web.Limits {
 	every := func(perSecond float64) time.Duration { return time.Duration(float64(time.Second) / perSecond) }
-	return handlers.Limits{
-		Messages:   handlers.Rate{Burst: c.messageBurst, Per: every(c.messageRate)},
-		Rooms:      handlers.Rate{Burst: c.roomsPerHour, Per: time.Hour / time.Duration(c.roomsPerHour)},
-		Membership: handlers.Rate{Burst: c.joinBurst, Per: every(c.joinRate)},
+	return web.Limits{
+		Messages:   web.Rate{Burst: c.messageBurst, Per: every(c.messageRate)},
+		Rooms:      web.Rate{Burst: c.roomsPerHour, Per: time.Hour / time.Duration(c.roomsPerHour)},
+		Membership: web.Rate{Burst: c.joinBurst, Per: every(c.joinRate)},
 		// One token a byte: the hour's budget may be spent at once.
-		UploadBytes: handlers.Rate{Burst: int(c.uploadPerHour), Per: time.Hour / time.Duration(c.uploadPerHour)},
+		UploadBytes: web.Rate{Burst: int(c.uploadPerHour), Per: time.Hour / time.Duration(c.uploadPerHour)},
 	}
 }
 
@@ -136,13 +138,13 @@ func parseFlags(args []string) (config, error) {
 	fs.DurationVar(&c.resumeWindow, "resume-window", envDuration("RESUME_WINDOW", 5*time.Second), "with --nats-url: how far before its Last-Event-ID, in message time, a resumed stream replays, so that a message another instance published late is not skipped; the page drops what it has by id (env RESUME_WINDOW)")
 	fs.IntVar(&c.maxReplays, "max-replays", envInt("MAX_REPLAYS", 32), "live streams catching up on missed messages at once, per instance; others wait briefly, then get 503 (env MAX_REPLAYS)")
 	fs.Int64Var(&c.maxUpload, "max-upload", int64(envInt("MAX_UPLOAD", handlers.DefaultMaxUpload)), "largest upload, in bytes (the files of one post together); larger ones get 413 and nothing is stored (env MAX_UPLOAD)")
-	fs.Int64Var(&c.uploadPerHour, "upload-bytes-per-hour", int64(envInt("UPLOAD_BYTES_PER_HOUR", handlers.DefaultUploadBytesPerHour)), "bytes one person may upload per hour, per instance (env UPLOAD_BYTES_PER_HOUR)")
+	fs.Int64Var(&c.uploadPerHour, "upload-bytes-per-hour", int64(envInt("UPLOAD_BYTES_PER_HOUR", web.DefaultUploadBytesPerHour)), "bytes one person may upload per hour, per instance (env UPLOAD_BYTES_PER_HOUR)")
 	fs.DurationVar(&c.uploadTimeout, "upload-timeout", envDuration("UPLOAD_TIMEOUT", handlers.DefaultUploadTimeout), "time one upload or download may take, in place of --read-timeout and --write-timeout; a dead upload is swept after twice this (env UPLOAD_TIMEOUT)")
 	fs.StringVar(&c.natsURL, "nats-url", env("NATS_URL", ""), "NATS server for live events across instances; in-process hub if empty (env NATS_URL)")
 	fs.StringVar(&c.natsEmbed, "nats-embed", env("NATS_EMBED", ""), "run a NATS server inside this instance on host:port, for trying several instances (env NATS_EMBED)")
 	fs.StringVar(&c.logLevel, "log-level", env("LOG_LEVEL", "info"), "debug, info, warn or error (env LOG_LEVEL)")
 	fs.StringVar(&c.metricsAddr, "metrics-addr", env("METRICS_ADDR", ""), "serve /metrics on this address only (e.g. 127.0.0.1:9091), not on --addr (env METRICS_ADDR)")
-	lim := handlers.DefaultHTTPLimits()
+	lim := web.DefaultHTTPLimits()
 	fs.IntVar(&c.http.MaxConns, "max-conns", envInt("MAX_CONNS", lim.MaxConns), "open HTTP connections at most; at the cap the longest-idle one is closed (env MAX_CONNS; default: the open-file limit less a tenth)")
 	fs.DurationVar(&c.http.ReadTimeout, "read-timeout", envDuration("READ_TIMEOUT", lim.ReadTimeout), "time to read a whole request, body included (env READ_TIMEOUT)")
 	fs.DurationVar(&c.http.WriteTimeout, "write-timeout", envDuration("WRITE_TIMEOUT", lim.WriteTimeout), "time from a request's headers to the end of its response; live streams are exempt (env WRITE_TIMEOUT)")
@@ -207,7 +209,7 @@ func run(cfg config) error {
 		return err
 	}
 
-	metrics := handlers.NewMetrics()
+	metrics := web.NewMetrics()
 	db := store.New(store.Config{
 		Hosts: strings.Split(cfg.hosts, ","), Keyspace: cfg.keyspace, Replication: cfg.replication,
 		Consistency: consistency, SerialConsistency: serial, Observe: metrics.ObserveQuery, Log: log,
@@ -248,8 +250,8 @@ func run(cfg config) error {
 	if err != nil {
 		return err
 	}
-	httpSrv, ln := handlers.NewHTTPServer(ln, e, cfg.http)
-	if cl, ok := ln.(*handlers.ConnLimiter); ok {
+	httpSrv, ln := web.NewHTTPServer(ln, e, cfg.http)
+	if cl, ok := ln.(*web.ConnLimiter); ok {
 		metrics.WatchConns(cl)
 	}
 	serveErr := make(chan error, 2)
@@ -340,7 +342,7 @@ func setIPExtractor(e *echo.Echo, cidrs string) ([]*net.IPNet, error) {
 
 // newHub picks the in-process hub, or NATS when a URL is configured;
 // with --nats-embed this instance also runs the NATS server itself.
-func newHub(cfg config, log *slog.Logger) (handlers.Hub, func(), error) {
+func newHub(cfg config, log *slog.Logger) (live.Hub, func(), error) {
 	stop := func() {}
 	if cfg.natsEmbed != "" {
 		host, portStr, err := net.SplitHostPort(cfg.natsEmbed)
@@ -363,9 +365,9 @@ func newHub(cfg config, log *slog.Logger) (handlers.Hub, func(), error) {
 		}
 	}
 	if cfg.natsURL == "" {
-		return handlers.NewLocalHub(), stop, nil
+		return live.NewLocalHub(), stop, nil
 	}
-	hub, err := handlers.NewNATSHub(cfg.natsURL, log)
+	hub, err := live.NewNATSHub(cfg.natsURL, log)
 	if err != nil {
 		stop()
 		return nil, nil, err

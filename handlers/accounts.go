@@ -7,6 +7,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/killrchat/killrchat/live"
 	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/views"
 )
@@ -119,7 +120,7 @@ func (s *Server) logout(c echo.Context) error {
 		// The streams this session opened stop too, on every instance;
 		// the person's other sessions keep theirs.
 		if u, ok := currentUser(c); ok {
-			s.endStreams(c.Request().Context(), StreamEnd{Login: u.Login, Sessions: []string{sess.ID}})
+			s.endStreams(c.Request().Context(), live.StreamEnd{Login: u.Login, Sessions: []string{sess.ID}})
 		}
 	}
 	return redirect(c, "/login?notice=logged-out")

@@ -1,13 +1,14 @@
 package handlers_test
 
 import (
-	"github.com/killrchat/killrchat/handlers"
 	"net/http"
 	"net/url"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/killrchat/killrchat/handlers"
 )
 
 func TestSignupRace(t *testing.T) {

@@ -4,10 +4,6 @@
 package handlers
 
 import (
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/base64"
-	"mime"
 	"net/http"
 	"net/url"
 	"strings"
@@ -18,38 +14,23 @@ import (
 	"github.com/labstack/echo/v4/middleware"
 	"golang.org/x/time/rate"
 
+	"github.com/killrchat/killrchat/live"
 	"github.com/killrchat/killrchat/store"
+	"github.com/killrchat/killrchat/web"
 )
 
-const (
-	sessionCookie = "killrchat_session"
-	csrfCookie    = "killrchat_csrf"
-	csrfField     = "_csrf"
-	csrfHeader    = "X-CSRF-Token"
-
-	ctxSession = "session"
-	ctxCSRF    = "csrf"
-	// ctxCSRFSubject holds the session whose token a streamed multipart
-	// body must still show (see checkCSRF).
-	ctxCSRFSubject = "csrf-subject"
-
-	keyLogin     = "login"
-	keyFirstname = "firstname"
-	keyLastname  = "lastname"
-	keyRemember  = "remember"
-	keySaved     = "saved"
-)
+const ctxSession = "session"
 
 // loadSession puts the request's session in the context, and extends an
 // idle session's lifetime now and then.
 func (s *Server) loadSession(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		sess, err := s.sessions.Get(c.Request(), sessionCookie)
+		sess, err := s.sessions.Get(c.Request(), web.SessionCookie)
 		if err != nil {
 			return err // the database is down: 503, not "logged out"
 		}
 		c.Set(ctxSession, sess)
-		if _, ok := currentUser(c); ok && stale(sess) {
+		if _, ok := currentUser(c); ok && web.Stale(sess) {
 			if err := sess.Save(c.Request(), c.Response()); err != nil {
 				s.log.Warn("session: extend", "err", err)
 			}
@@ -69,12 +50,12 @@ func currentUser(c echo.Context) (store.UserRef, bool) {
 	if sess == nil {
 		return store.UserRef{}, false
 	}
-	login, _ := sess.Values[keyLogin].(string)
+	login, _ := sess.Values[web.KeyLogin].(string)
 	if login == "" {
 		return store.UserRef{}, false
 	}
-	first, _ := sess.Values[keyFirstname].(string)
-	last, _ := sess.Values[keyLastname].(string)
+	first, _ := sess.Values[web.KeyFirstname].(string)
+	last, _ := sess.Values[web.KeyLastname].(string)
 	return store.UserRef{Login: login, Firstname: first, Lastname: last}, true
 }
 
@@ -112,25 +93,25 @@ func (s *Server) requireUser(next echo.HandlerFunc) echo.HandlerFunc {
 func (s *Server) logIn(c echo.Context, u store.User, remember bool) error {
 	old := session(c)
 	if old != nil && old.ID != "" {
-		login, _ := old.Values[keyLogin].(string)
+		login, _ := old.Values[web.KeyLogin].(string)
 		if err := s.db.DeleteSession(c.Request().Context(), login, old.ID); err != nil {
 			return err
 		}
 		if oldUser, ok := currentUser(c); ok {
-			s.endStreams(c.Request().Context(), StreamEnd{Login: oldUser.Login, Sessions: []string{old.ID}})
+			s.endStreams(c.Request().Context(), live.StreamEnd{Login: oldUser.Login, Sessions: []string{old.ID}})
 		}
 	}
-	sess := sessions.NewSession(s.sessions, sessionCookie)
+	sess := sessions.NewSession(s.sessions, web.SessionCookie)
 	opts := s.sessions.Options
 	sess.Options = &opts
 	sess.IsNew = true
 	if remember {
-		sess.Options.MaxAge = int(RememberFor / time.Second)
+		sess.Options.MaxAge = int(web.RememberFor / time.Second)
 	}
-	sess.Values[keyLogin] = u.Login
-	sess.Values[keyFirstname] = u.Firstname
-	sess.Values[keyLastname] = u.Lastname
-	sess.Values[keyRemember] = remember
+	sess.Values[web.KeyLogin] = u.Login
+	sess.Values[web.KeyFirstname] = u.Firstname
+	sess.Values[web.KeyLastname] = u.Lastname
+	sess.Values[web.KeyRemember] = remember
 	if err := s.sessions.Save(c.Request(), c.Response(), sess); err != nil {
 		return err
 	}
@@ -150,103 +131,6 @@ func safeNext(next string) string {
 		return "/"
 	}
 	return next
-}
-
-// checkCSRF requires a token on every state-changing request, in the form
-// body field _csrf or the header X-CSRF-Token (never the URL, which leaks
-// into logs and Referer). The token is an HMAC, under the server key, of
-// the session id, so it is good for this session only: a cookie planted by
-// someone else cannot go with a token of their choosing. Before login the
-// session is the random id in the csrf cookie, which GET requests set. A
-// missing or wrong token is a 403 and changes nothing.
-func (s *Server) checkCSRF(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		subject := ""
-		if sess := session(c); sess != nil && sess.ID != "" {
-			subject = "session:" + sess.ID
-		} else if ck, err := c.Cookie(csrfCookie); err == nil && len(ck.Value) >= 32 {
-			subject = "visitor:" + ck.Value
-		}
-		req := c.Request()
-		switch req.Method {
-		case http.MethodGet, http.MethodHead, http.MethodOptions:
-			if subject == "" {
-				id, err := randomToken(32)
-				if err != nil {
-					return err
-				}
-				subject = "visitor:" + id
-				c.SetCookie(&http.Cookie{Name: csrfCookie, Value: id, Path: "/", HttpOnly: true,
-					Secure: s.secureRequest(c), SameSite: http.SameSiteLaxMode})
-			}
-		default:
-			sent := req.Header.Get(csrfHeader)
-			if sent == "" && isMultipart(req) {
-				// Parsing a multipart body here would read whole files
-				// into memory or temporary files. Only routes that read
-				// the body as a stream take it, and they check the
-				// _csrf part (sent first) with checkStreamedCSRF before
-				// they store anything.
-				if subject == "" || !streamedForms[c.Path()] {
-					return errCSRF
-				}
-				c.Set(ctxCSRFSubject, subject)
-				break
-			}
-			if sent == "" {
-				sent = req.PostFormValue(csrfField)
-			}
-			if !s.csrfMatches(subject, sent) {
-				return errCSRF
-			}
-		}
-		c.Set(ctxCSRF, s.csrfFor(subject))
-		return next(c)
-	}
-}
-
-var errCSRF = echo.NewHTTPError(http.StatusForbidden,
-	"This form has expired or did not come from KillrChat. Reload the page and try again.")
-
-// csrfMatches reports whether sent is the token of subject.
-func (s *Server) csrfMatches(subject, sent string) bool {
-	return subject != "" && hmac.Equal([]byte(sent), []byte(s.csrfFor(subject)))
-}
-
-// checkStreamedCSRF checks the _csrf field that a streamed multipart form
-// sent in its body, for a request whose header carried no token; a
-// request whose header token checkCSRF accepted passes.
-func (s *Server) checkStreamedCSRF(c echo.Context, sent string) error {
-	subject, pending := c.Get(ctxCSRFSubject).(string)
-	if pending && !s.csrfMatches(subject, sent) {
-		return errCSRF
-	}
-	return nil
-}
-
-// needsStreamedCSRF reports whether the token is still to be read from
-// the body (see checkCSRF).
-func needsStreamedCSRF(c echo.Context) bool {
-	_, pending := c.Get(ctxCSRFSubject).(string)
-	return pending
-}
-
-// isMultipart reports whether a request's body is multipart/form-data.
-func isMultipart(r *http.Request) bool {
-	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	return mt == "multipart/form-data"
-}
-
-// csrfFor is the token of a session or visitor id.
-func (s *Server) csrfFor(subject string) string {
-	m := hmac.New(sha256.New, s.cfg.SessionKey)
-	m.Write([]byte("killrchat csrf\x00" + subject))
-	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
-}
-
-func csrfToken(c echo.Context) string {
-	t, _ := c.Get(ctxCSRF).(string)
-	return t
 }
 
 // rateLimit limits login and sign-up attempts per client IP, per instance.

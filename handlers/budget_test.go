@@ -17,8 +17,10 @@ import (
 // query observer on warm caches, for a person in 12 rooms and 3 DMs who
 // has read everything: a post in a room runs no read and at most 2
 // statements (the message and the conversation's head), the home page and
-// a room page at most 4. Then, with k conversations unread since their
-// last visit, each costs one statement more (its bounded count).
+// a room page at most 4 (the page's 50 messages are one statement when
+// today's bucket holds them). Then, with k conversations unread since
+// their last visit, each costs one statement more (its bounded count, of
+// the bucket of the conversation's head).
 func TestStatementBudget(t *testing.T) {
 	st, rec := countingStore(t)
 	// Warm caches stay warm however slow the machine: only the hub
@@ -61,10 +63,20 @@ func TestStatementBudget(t *testing.T) {
 		logOverlap(t, got)
 	})
 	t.Run("RoomPage", func(t *testing.T) {
+		// The page's messages are one single-partition read of today's
+		// bucket, which holds the whole page here (issue 22: never an IN
+		// over days). In the last hour of a UTC day the newest page reads
+		// an hour ahead of the clock, so tomorrow's bucket too, at once:
+		// one statement more.
+		budget := 4
+		lastHour := time.Now().UTC().Hour() == 23
 		n, k, got := statements(t, person, rec, "/rooms/"+room)
+		if lastHour || time.Now().UTC().Hour() == 23 {
+			budget++
+		}
 		t.Logf("room page: %d statements\n%s", n, k)
-		if n > 4 {
-			t.Errorf("room page ran %d statements, budget 4:\n%s", n, k)
+		if n > budget {
+			t.Errorf("room page ran %d statements, budget %d:\n%s", n, budget, k)
 		}
 		logOverlap(t, got)
 	})

@@ -15,13 +15,13 @@
 package handlers
 
 import (
-	"container/list"
 	"context"
 	"errors"
-	"sync"
 	"time"
 
+	"github.com/killrchat/killrchat/live"
 	"github.com/killrchat/killrchat/store"
+	"github.com/killrchat/killrchat/web"
 )
 
 // Defaults of the room and user caches (see Config).
@@ -30,156 +30,32 @@ const (
 	defaultCacheSize = 100_000
 )
 
-// rowCache is a bounded, least recently used map of rows read from
-// Cassandra, each trusted for at most ttl. A read that was in flight when
-// an invalidation came is not cached (version), so an invalidation can
-// never be undone by the read it raced.
-type rowCache[V any] struct {
-	mu      sync.Mutex
-	ttl     time.Duration
-	max     int
-	byKey   map[string]*list.Element
-	lru     *list.List // front: most recently used
-	version uint64     // bumped by every forget and reset
-	now     func() time.Time
-}
-
-type cachedRow[V any] struct {
-	key     string
-	value   V
-	expires time.Time
-}
-
-func newRowCache[V any](ttl time.Duration, max int) *rowCache[V] {
-	return &rowCache[V]{ttl: ttl, max: max, byKey: map[string]*list.Element{}, lru: list.New(), now: time.Now}
-}
-
-func (c *rowCache[V]) enabled() bool { return c.ttl > 0 && c.max > 0 }
-
-// load returns key's row from the cache, or reads it and caches it. Errors
-// are not cached.
-func (c *rowCache[V]) load(key string, read func() (V, error)) (v V, cached bool, err error) {
-	if !c.enabled() {
-		v, err = read()
-		return v, false, err
-	}
-	c.mu.Lock()
-	if el, ok := c.byKey[key]; ok {
-		e := el.Value.(*cachedRow[V])
-		if c.now().Before(e.expires) {
-			c.lru.MoveToFront(el)
-			c.mu.Unlock()
-			return e.value, true, nil
-		}
-		c.removeLocked(el)
-	}
-	version := c.version
-	c.mu.Unlock()
-	if v, err = read(); err != nil {
-		return v, false, err
-	}
-	c.put(key, v, version)
-	return v, false, nil
-}
-
-// put caches v under key, unless an invalidation came since version was
-// taken.
-func (c *rowCache[V]) put(key string, v V, version uint64) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.version != version {
-		return
-	}
-	if el, ok := c.byKey[key]; ok {
-		c.removeLocked(el)
-	}
-	c.byKey[key] = c.lru.PushFront(&cachedRow[V]{key: key, value: v, expires: c.now().Add(c.ttl)})
-	for c.lru.Len() > c.max {
-		c.removeLocked(c.lru.Back())
-	}
-}
-
-// peek returns key's row if it is cached and fresh, without reading.
-func (c *rowCache[V]) peek(key string) (V, bool) {
-	var zero V
-	if !c.enabled() {
-		return zero, false
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	el, ok := c.byKey[key]
-	if !ok {
-		return zero, false
-	}
-	e := el.Value.(*cachedRow[V])
-	if !c.now().Before(e.expires) {
-		c.removeLocked(el)
-		return zero, false
-	}
-	c.lru.MoveToFront(el)
-	return e.value, true
-}
-
-// snapshot is the cache's version, for a caller that reads several rows
-// itself and puts them afterwards (see Server.myRooms).
-func (c *rowCache[V]) snapshot() uint64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.version
-}
-
-// forget drops keys' entries.
-func (c *rowCache[V]) forget(keys ...string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.version++
-	for _, k := range keys {
-		if el, ok := c.byKey[k]; ok {
-			c.removeLocked(el)
-		}
-	}
-}
-
-// reset drops every entry.
-func (c *rowCache[V]) reset() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.version++
-	c.byKey = map[string]*list.Element{}
-	c.lru.Init()
-}
-
-func (c *rowCache[V]) removeLocked(el *list.Element) {
-	delete(c.byKey, el.Value.(*cachedRow[V]).key)
-	c.lru.Remove(el)
-}
-
 // caches are the server's room, DM and user caches.
 type caches struct {
-	rooms *rowCache[store.Room]
-	dms   *rowCache[store.DM]
-	users *rowCache[store.User]
+	rooms *web.RowCache[store.Room]
+	dms   *web.RowCache[store.DM]
+	users *web.RowCache[store.User]
 }
 
 func newCaches(ttl time.Duration, max int) *caches {
-	return &caches{rooms: newRowCache[store.Room](ttl, max), dms: newRowCache[store.DM](ttl, max), users: newRowCache[store.User](ttl, max)}
+	return &caches{rooms: web.NewRowCache[store.Room](ttl, max), dms: web.NewRowCache[store.DM](ttl, max), users: web.NewRowCache[store.User](ttl, max)}
 }
 
 // apply drops what inv names. A DM's members never change (they are its
 // address), so DMs are only dropped by a reset or their TTL.
-func (cs *caches) apply(inv Invalidation) {
+func (cs *caches) apply(inv live.Invalidation) {
 	if len(inv.Rooms) > 0 {
-		cs.rooms.forget(inv.Rooms...)
+		cs.rooms.Forget(inv.Rooms...)
 	}
 	if len(inv.Users) > 0 {
-		cs.users.forget(inv.Users...)
+		cs.users.Forget(inv.Users...)
 	}
 }
 
 func (cs *caches) reset() {
-	cs.rooms.reset()
-	cs.dms.reset()
-	cs.users.reset()
+	cs.rooms.Reset()
+	cs.dms.Reset()
+	cs.users.Reset()
 }
 
 // room reads the room named name (in any case) through the cache, with
@@ -189,7 +65,7 @@ func (s *Server) room(ctx context.Context, name string) (store.Room, bool, error
 		r, err := s.db.Room(ctx, name) // its ErrNotFound, without a cache entry
 		return r, false, err
 	}
-	return s.caches.rooms.load(store.NameKey(name), func() (store.Room, error) { return s.db.Room(ctx, name) })
+	return s.caches.rooms.Load(store.NameKey(name), func() (store.Room, error) { return s.db.Room(ctx, name) })
 }
 
 // roomFor reads the room named name for login through the cache; if the
@@ -201,14 +77,14 @@ func (s *Server) roomFor(ctx context.Context, name, login string) (store.Room, e
 	if err != nil || !cached || r.HasParticipant(login) {
 		return r, err
 	}
-	s.caches.rooms.forget(store.NameKey(name))
+	s.caches.rooms.Forget(store.NameKey(name))
 	r, _, err = s.room(ctx, name)
 	return r, err
 }
 
 // user reads login's row through the cache.
 func (s *Server) user(ctx context.Context, login string) (store.User, error) {
-	u, _, err := s.caches.users.load(login, func() (store.User, error) { return s.db.User(ctx, login) })
+	u, _, err := s.caches.users.Load(login, func() (store.User, error) { return s.db.User(ctx, login) })
 	return u, err
 }
 
@@ -218,7 +94,7 @@ func (s *Server) dm(ctx context.Context, address string) (store.DM, error) {
 	if err != nil {
 		return s.db.DM(ctx, address) // its ErrNotFound
 	}
-	d, _, err := s.caches.dms.load(canonical, func() (store.DM, error) { return s.db.DM(ctx, canonical) })
+	d, _, err := s.caches.dms.Load(canonical, func() (store.DM, error) { return s.db.DM(ctx, canonical) })
 	return d, err
 }
 
@@ -234,21 +110,21 @@ func (s *Server) myRooms(ctx context.Context, login string) ([]store.Room, error
 	known := make(map[string]store.Room, len(u.ChatRooms))
 	var missing []string
 	for _, name := range u.ChatRooms {
-		if r, ok := s.caches.rooms.peek(name); ok {
+		if r, ok := s.caches.rooms.Peek(name); ok {
 			known[name] = r
 		} else {
 			missing = append(missing, name)
 		}
 	}
 	if len(missing) > 0 {
-		version := s.caches.rooms.snapshot()
+		version := s.caches.rooms.Snapshot()
 		found, err := s.db.RoomsNamed(ctx, missing)
 		if err != nil {
 			return nil, err
 		}
 		for name, r := range found {
 			known[name] = r
-			s.caches.rooms.put(name, r, version)
+			s.caches.rooms.Put(name, r, version)
 		}
 	}
 	rooms := make([]store.Room, 0, len(u.ChatRooms))
@@ -258,7 +134,7 @@ func (s *Server) myRooms(ctx context.Context, login string) ([]store.Room, error
 			if err := s.db.ForgetRoom(ctx, login, name); err != nil && !errors.Is(err, store.ErrNotFound) {
 				return nil, err
 			}
-			s.invalidate(ctx, Invalidation{Users: []string{login}})
+			s.invalidate(ctx, live.Invalidation{Users: []string{login}})
 			continue
 		}
 		rooms = append(rooms, r)

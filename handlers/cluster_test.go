@@ -13,6 +13,7 @@ import (
 	natsserver "github.com/nats-io/nats-server/v2/server"
 
 	"github.com/killrchat/killrchat/handlers"
+	"github.com/killrchat/killrchat/live"
 	"github.com/killrchat/killrchat/store"
 )
 
@@ -56,7 +57,7 @@ func instance(t *testing.T, natsURL string, logs *syncBuffer, opts ...appOption)
 		t.Fatal(err)
 	}
 	t.Cleanup(st.Close)
-	hub, err := handlers.NewNATSHub(natsURL, slog.New(slog.NewTextHandler(logs, nil)))
+	hub, err := live.NewNATSHub(natsURL, slog.New(slog.NewTextHandler(logs, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,9 +136,9 @@ func TestTwoInstancesOverNATS(t *testing.T) {
 		defer ns2.Shutdown()
 		waitLog(t, &logsA, "nats: reconnected")
 		waitLog(t, &logsB, "nats: reconnected")
-		live := readerB.subscribe(t, room, "")
+		liveStream := readerB.subscribe(t, room, "")
 		postMessage(t, posterA, room, "after the broker came back")
-		live.messageWith(t, "after the broker came back", 5*time.Second)
+		liveStream.messageWith(t, "after the broker came back", 5*time.Second)
 	})
 }
 
@@ -255,7 +256,7 @@ func TestResumeWindowCoversLateMessages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	live := poster.subscribe(t, room, "")
+	liveStream := poster.subscribe(t, room, "")
 
 	// Instance B drafted a message lateBy ago and publishes it only now.
 	storeB, err := db.Another()
@@ -271,20 +272,20 @@ func TestResumeWindowCoversLateMessages(t *testing.T) {
 	if err := storeB.SaveMessage(ctxT(t), r, late); err != nil {
 		t.Fatal(err)
 	}
-	hubB, err := handlers.NewNATSHub(ns.ClientURL(), slog.New(slog.NewTextHandler(&logs, nil)))
+	hubB, err := live.NewNATSHub(ns.ClientURL(), slog.New(slog.NewTextHandler(&logs, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer hubB.Close()
-	if err := hubB.Publish(ctxT(t), handlers.RoomEvent{Kind: handlers.EventMessage, Room: late.Room, Message: &late,
+	if err := hubB.Publish(ctxT(t), live.Event{Kind: live.KindMessage, Conversation: late.Room, Message: &late,
 		HTML: []byte(`<li id="msg-` + late.ID.String() + `">late from B</li>`)}); err != nil {
 		t.Fatal(err)
 	}
-	if id, _ := live.messageWith(t, "late from B", 5*time.Second); id != late.ID.String() {
+	if id, _ := liveStream.messageWith(t, "late from B", 5*time.Second); id != late.ID.String() {
 		t.Fatalf("A's stream got %s, want the late message %s", id, late.ID)
 	}
 
-	if l := a.hub.(*handlers.NATSHub).Lateness(); l < lateBy {
+	if l := a.hub.(*live.NATSHub).Lateness(); l < lateBy {
 		t.Fatalf("A's lateness %v, after a message %v late", l, lateBy)
 	}
 	// A page that saw a newer message, and missed the late one between two

@@ -10,8 +10,8 @@ import (
 
 	"github.com/gocql/gocql"
 
-	"github.com/killrchat/killrchat/handlers"
 	"github.com/killrchat/killrchat/store"
+	"github.com/killrchat/killrchat/web"
 )
 
 // dmMessages are the messages stored in the DM at address, oldest first.
@@ -402,7 +402,7 @@ func TestStartDM(t *testing.T) {
 // TestDMPostsShareTheMessageLimit: the per-user message limit counts room
 // and DM posts together.
 func TestDMPostsShareTheMessageLimit(t *testing.T) {
-	a := newApp(t, nil, nil, limited(handlers.Limits{Messages: slow(2)}))
+	a := newApp(t, nil, nil, limited(web.Limits{Messages: slow(2)}))
 	adaLogin, bobLogin := unique("dla"), unique("dlb")
 	ada := a.signedUp(t, adaLogin)
 	a.signedUp(t, bobLogin)

@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"github.com/PuerkitoBio/goquery"
-	"github.com/r3labs/sse/v2"
 	"net"
 	"net/http"
 	"net/url"
@@ -14,6 +12,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/PuerkitoBio/goquery"
+	"github.com/r3labs/sse/v2"
 
 	"github.com/gocql/gocql"
 
@@ -46,7 +47,7 @@ func (c *client) subscribePath(t testing.TB, path, lastID string) *stream {
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, c.base+path, nil)
 	req.Header.Set("HX-Request", "true")
 	if lastID != "" {
-		req.Header.Set("Last-Event-ID", lastID)
+		req.Header.Set("Last-live.Event-ID", lastID)
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
@@ -244,7 +245,7 @@ func TestEventsSecurity(t *testing.T) {
 		t.Errorf("non-participant post: %d", p.StatusCode)
 	}
 	if s := owner.subscribe(t, room, "not-a-uuid"); s.status != http.StatusBadRequest {
-		t.Errorf("bad Last-Event-ID: %d", s.status)
+		t.Errorf("bad Last-live.Event-ID: %d", s.status)
 	}
 }
 

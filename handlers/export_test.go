@@ -1,10 +1,11 @@
 package handlers
 
-import "context"
+import (
+	"context"
+
+	"github.com/killrchat/killrchat/live"
+)
 
 // EndStreams lets the tests call endStreams, the contract that handlers
 // which revoke sessions (a password change) use.
-func (s *Server) EndStreams(ctx context.Context, end StreamEnd) { s.endStreams(ctx, end) }
-
-// Frame is the stream bytes the hub encoded for ev.
-func Frame(ev *RoomEvent) []byte { return ev.frame }
+func (s *Server) EndStreams(ctx context.Context, end live.StreamEnd) { s.endStreams(ctx, end) }

@@ -1,41 +1,10 @@
 package handlers_test
 
 import (
-	"bytes"
-	"context"
-	"fmt"
 	"runtime"
-	"sync"
 	"testing"
 	"time"
-
-	"github.com/killrchat/killrchat/handlers"
-	"github.com/killrchat/killrchat/store"
 )
-
-// TestHubEncodesAnEventOnce: every subscriber of a room gets the same
-// event, encoded once as stream bytes (id line, data lines), not a copy
-// to encode per connection.
-func TestHubEncodesAnEventOnce(t *testing.T) {
-	hub := handlers.NewLocalHub()
-	a := hub.Subscribe("r", handlers.Subscriber{Login: "a"})
-	b := hub.Subscribe("r", handlers.Subscriber{Login: "b"})
-	defer a.Close()
-	defer b.Close()
-	id, _ := store.ParseMessageID(firstTimeUUID)
-	m := store.Message{ID: id, Room: "r"}
-	if err := hub.Publish(context.Background(), handlers.RoomEvent{Kind: handlers.EventMessage, Room: "r", Message: &m, HTML: []byte("<li>x\ny</li>")}); err != nil {
-		t.Fatal(err)
-	}
-	evA, evB := <-a.C, <-b.C
-	if evA != evB {
-		t.Fatal("the subscribers got two copies of the event")
-	}
-	want := "id: " + firstTimeUUID + "\ndata: <li>x\ndata: y</li>\n\n"
-	if got := handlers.Frame(evA); !bytes.Equal(got, []byte(want)) {
-		t.Fatalf("frame %q, want %q", got, want)
-	}
-}
 
 // TestIdleStreamTakesOneGoroutine: an open, idle stream costs the server
 // one goroutine (before: two, the handler's and net/http's background
@@ -61,60 +30,5 @@ func TestIdleStreamTakesOneGoroutine(t *testing.T) {
 	t.Logf("goroutines per open stream, client and server: %.2f", per)
 	if per > 4.5 {
 		t.Fatalf("%.2f goroutines per stream (client 3 + server): the server holds more than one", per)
-	}
-}
-
-// TestFanOutKeepsOrderOnEveryShard: the fan-out runs on several
-// goroutines; each subscriber, whichever runs it, gets every event
-// published after it subscribed, in publication order.
-func TestFanOutKeepsOrderOnEveryShard(t *testing.T) {
-	hub := handlers.NewLocalHub()
-	defer hub.Close()
-	const subs, events, batch = 40, 320, 32 // a batch fits a queue (64)
-	var done sync.WaitGroup
-	errs := make(chan string, subs)
-	read := make(chan struct{}, subs*events/batch)
-	for i := 0; i < subs; i++ {
-		sub := hub.Subscribe("r", handlers.Subscriber{Login: fmt.Sprint("u", i)})
-		done.Add(1)
-		go func() {
-			defer done.Done()
-			defer sub.Close()
-			for want := 0; want < events; want++ {
-				select {
-				case ev := <-sub.C:
-					if got := string(ev.HTML); got != fmt.Sprint(want) {
-						errs <- fmt.Sprintf("subscriber %d: event %s where %d was due", i, got, want)
-						return
-					}
-					if want%batch == batch-1 {
-						read <- struct{}{}
-					}
-				case <-sub.Dropped:
-					errs <- fmt.Sprintf("subscriber %d dropped at event %d", i, want)
-					return
-				case <-time.After(10 * time.Second):
-					errs <- fmt.Sprintf("subscriber %d: event %d never came", i, want)
-					return
-				}
-			}
-		}()
-	}
-	for n := 0; n < events; n++ {
-		_ = hub.Publish(context.Background(), handlers.RoomEvent{Kind: handlers.EventParticipants, Room: "r", HTML: []byte(fmt.Sprint(n))})
-		if n%batch == batch-1 { // every subscriber read the batch, or failed
-			for k := 0; k < subs; k++ {
-				select {
-				case <-read:
-				case <-time.After(10 * time.Second):
-					t.Fatal("the subscribers did not read a batch in 10 s")
-				}
-			}
-		}
-	}
-	done.Wait()
-	close(errs)
-	for e := range errs {
-		t.Error(e)
 	}
 }

@@ -23,6 +23,7 @@ import (
 
 	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/views"
+	"github.com/killrchat/killrchat/web"
 )
 
 const (
@@ -50,7 +51,7 @@ var streamedForms = map[string]bool{
 // skipBodyLimit exempts streamed uploads from the global 64 KB body limit:
 // they have their own, --max-upload.
 func skipBodyLimit(c echo.Context) bool {
-	return streamedForms[c.Path()] && isMultipart(c.Request())
+	return streamedForms[c.Path()] && web.IsMultipart(c.Request())
 }
 
 // errTooLarge is the 413 a person reads.
@@ -70,15 +71,15 @@ func (s *Server) postFiles(c echo.Context, in store.Place, composer func(views.F
 	me := mustUser(c)
 	maxBody := s.cfg.MaxUpload + formSlack
 	if req.ContentLength > maxBody {
-		s.metrics.countUpload("too_large", 0)
+		s.metrics.CountUpload("too_large", 0)
 		return s.errTooLarge()
 	}
 	// The hourly byte budget: all at once when the length is known,
 	// chunk by chunk as they arrive otherwise (a chunked request).
 	if req.ContentLength > 0 {
-		if ok, wait := s.limits.uploadBytes.allowN(me.Login, int(req.ContentLength)); !ok {
-			s.metrics.countUpload("rate_limited", 0)
-			return tooMany(c, wait, "uploading")
+		if ok, wait := s.limits.uploadBytes.AllowN(me.Login, int(req.ContentLength)); !ok {
+			s.metrics.CountUpload("rate_limited", 0)
+			return web.TooMany(c, wait, "uploading")
 		}
 	}
 	// The server's read timeout is sized for forms; an upload gets a
@@ -107,17 +108,17 @@ func (s *Server) postFiles(c echo.Context, in store.Place, composer func(views.F
 			return s.uploadError(err)
 		}
 		name := part.FormName()
-		if !sawCSRF && needsStreamedCSRF(c) {
+		if !sawCSRF && web.NeedsStreamed(c) {
 			// The token must come first, so nothing is stored for a
 			// forged form.
-			if name != csrfField {
-				return errCSRF
+			if name != web.CSRFField {
+				return web.ErrCSRF
 			}
 			token, err := readField(part, 256)
 			if err != nil {
 				return s.uploadError(err)
 			}
-			if err := s.checkStreamedCSRF(c, token); err != nil {
+			if err := s.csrf.CheckStreamed(c, token); err != nil {
 				return err
 			}
 			sawCSRF = true
@@ -142,7 +143,7 @@ func (s *Server) postFiles(c echo.Context, in store.Place, composer func(views.F
 			var body io.Reader = part
 			if !budgeted {
 				body = &budgetReader{r: part, take: func(n int) bool {
-					ok, _ := s.limits.uploadBytes.allowN(me.Login, n)
+					ok, _ := s.limits.uploadBytes.AllowN(me.Login, n)
 					return ok
 				}}
 			}
@@ -150,7 +151,7 @@ func (s *Server) postFiles(c echo.Context, in store.Place, composer func(views.F
 			if err != nil {
 				return s.uploadError(err)
 			}
-			s.metrics.countUpload("stored", a.Size)
+			s.metrics.CountUpload("stored", a.Size)
 			text := content
 			content = "" // the text goes with the first file only
 			m, err := s.post(req.Context(), in, func() (store.Message, error) {
@@ -167,8 +168,8 @@ func (s *Server) postFiles(c echo.Context, in store.Place, composer func(views.F
 			}
 		}
 	}
-	if needsStreamedCSRF(c) && !sawCSRF {
-		return errCSRF // an empty body: still no token
+	if web.NeedsStreamed(c) && !sawCSRF {
+		return web.ErrCSRF // an empty body: still no token
 	}
 	if len(posted) == 0 {
 		m, err := s.post(req.Context(), in, func() (store.Message, error) { return s.db.DraftMessage(in, me, content) })
@@ -192,19 +193,19 @@ func (s *Server) uploadError(err error) error {
 	var invalid store.ValidationError
 	switch {
 	case errors.As(err, &tooBig), errors.Is(err, store.ErrTooLarge):
-		s.metrics.countUpload("too_large", 0)
+		s.metrics.CountUpload("too_large", 0)
 		return s.errTooLarge()
 	case errors.Is(err, errOverBudget):
-		s.metrics.countUpload("rate_limited", 0)
+		s.metrics.CountUpload("rate_limited", 0)
 		return echo.NewHTTPError(http.StatusTooManyRequests,
 			"You are uploading too fast. Please wait a while and try again. Nothing was stored.")
 	case errors.As(err, &invalid):
-		s.metrics.countUpload("refused", 0)
+		s.metrics.CountUpload("refused", 0)
 		return echo.NewHTTPError(http.StatusUnprocessableEntity, invalid["file"])
 	case errors.Is(err, store.ErrNotParticipant), errors.Is(err, store.ErrUnavailable):
 		return err
 	}
-	s.metrics.countUpload("failed", 0)
+	s.metrics.CountUpload("failed", 0)
 	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, context.Canceled) {
 		return fmt.Errorf("upload cut off: %w", context.Canceled)
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/killrchat/killrchat/handlers"
 	"github.com/killrchat/killrchat/store"
+	"github.com/killrchat/killrchat/web"
 )
 
 // randomBytes is a reader of n seeded pseudo-random bytes.
@@ -462,7 +463,7 @@ func TestUploadTextAndSeveralFiles(t *testing.T) {
 
 func TestUploadBudget(t *testing.T) {
 	a := newApp(t, nil, nil, func(c *handlers.Config) {
-		c.Limits.UploadBytes = handlers.Rate{Burst: 3 << 20, Per: time.Hour / (3 << 20)}
+		c.Limits.UploadBytes = web.Rate{Burst: 3 << 20, Per: time.Hour / (3 << 20)}
 	})
 	ada := a.signedUp(t, unique("ada"))
 	room := createRoom(t, ada)

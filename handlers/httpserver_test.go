@@ -18,19 +18,21 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/killrchat/killrchat/handlers"
+	"github.com/killrchat/killrchat/live"
 	"github.com/killrchat/killrchat/static"
+	"github.com/killrchat/killrchat/web"
 )
 
 // servedApp is an app instance behind the server main.go runs: its
 // timeouts and connection cap, on a real listener.
 type servedApp struct {
 	*app
-	limiter *handlers.ConnLimiter
+	limiter *web.ConnLimiter
 }
 
 // newServedApp starts the app with lim; log receives the app's records
 // (discarded when nil).
-func newServedApp(t *testing.T, lim handlers.HTTPLimits, log *slog.Logger, tls bool, opts ...appOption) *servedApp {
+func newServedApp(t *testing.T, lim web.HTTPLimits, log *slog.Logger, tls bool, opts ...appOption) *servedApp {
 	t.Helper()
 	cfg := handlers.Config{SessionKey: testKey, AuthRate: 1000, Static: static.Files, RoomsPerPage: 10}
 	for _, o := range opts {
@@ -39,17 +41,17 @@ func newServedApp(t *testing.T, lim handlers.HTTPLimits, log *slog.Logger, tls b
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	hub := handlers.NewLocalHub()
+	hub := live.NewLocalHub()
 	e := echo.New()
 	e.IPExtractor = echo.ExtractIPDirect()
-	srv := handlers.New(db.Store, handlers.NewMetrics(), hub, cfg, log)
+	srv := handlers.New(db.Store, web.NewMetrics(), hub, cfg, log)
 	srv.Register(e)
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs, limited := handlers.NewHTTPServer(ln, e, lim)
+	hs, limited := web.NewHTTPServer(ln, e, lim)
 	ts := httptest.NewUnstartedServer(e)
 	ts.Listener.Close()
 	ts.Listener = limited
@@ -63,7 +65,7 @@ func newServedApp(t *testing.T, lim handlers.HTTPLimits, log *slog.Logger, tls b
 		srv.Shutdown()
 		ts.Close()
 	})
-	cl, _ := limited.(*handlers.ConnLimiter)
+	cl, _ := limited.(*web.ConnLimiter)
 	return &servedApp{app: &app{Server: ts, srv: srv, hub: hub}, limiter: cl}
 }
 
@@ -109,7 +111,7 @@ func closedWithin(conn net.Conn, d time.Duration, write func() error) bool {
 // is closed by the server once ReadTimeout passes, however long the
 // client keeps sending.
 func TestSlowBodyIsCutOff(t *testing.T) {
-	lim := handlers.HTTPLimits{ReadHeaderTimeout: 500 * time.Millisecond, ReadTimeout: time.Second,
+	lim := web.HTTPLimits{ReadHeaderTimeout: 500 * time.Millisecond, ReadTimeout: time.Second,
 		WriteTimeout: 2 * time.Second, IdleTimeout: 5 * time.Second, MaxConns: 100}
 	a := newServedApp(t, lim, nil, false)
 	conn, err := net.Dial("tcp", a.host())
@@ -126,7 +128,7 @@ func TestSlowBodyIsCutOff(t *testing.T) {
 // TestIdleKeepAliveIsClosed: a keep-alive connection with no further
 // request is closed after IdleTimeout.
 func TestIdleKeepAliveIsClosed(t *testing.T) {
-	lim := handlers.HTTPLimits{ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
+	lim := web.HTTPLimits{ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
 		WriteTimeout: 10 * time.Second, IdleTimeout: 500 * time.Millisecond, MaxConns: 100}
 	a := newServedApp(t, lim, nil, false)
 	conn, err := net.Dial("tcp", a.host())
@@ -178,7 +180,7 @@ func healthz(a *servedApp, within time.Duration) error {
 // connections, and ten times N more idle connections leave it so.
 func TestConnCapEvictsIdle(t *testing.T) {
 	const capN = 20
-	lim := handlers.HTTPLimits{ReadHeaderTimeout: 30 * time.Second, ReadTimeout: 30 * time.Second,
+	lim := web.HTTPLimits{ReadHeaderTimeout: 30 * time.Second, ReadTimeout: 30 * time.Second,
 		WriteTimeout: 30 * time.Second, IdleTimeout: time.Minute, MaxConns: capN}
 	a := newServedApp(t, lim, nil, false)
 	before := openFDs(t)
@@ -247,7 +249,7 @@ func waitOpen(t *testing.T, a *servedApp, n int) {
 // over its cap, and is answered once a slot frees.
 func TestConnCapWaitsForBusy(t *testing.T) {
 	const capN = 5
-	lim := handlers.HTTPLimits{ReadHeaderTimeout: time.Second, ReadTimeout: 2 * time.Second,
+	lim := web.HTTPLimits{ReadHeaderTimeout: time.Second, ReadTimeout: 2 * time.Second,
 		WriteTimeout: 5 * time.Second, IdleTimeout: time.Minute, MaxConns: capN}
 	a := newServedApp(t, lim, nil, false)
 	var wg sync.WaitGroup
@@ -277,7 +279,7 @@ func TestConnCapWaitsForBusy(t *testing.T) {
 // TestLiveStreamOutlivesTimeouts: a live stream lifts the server's read
 // and write deadlines, so it still delivers after both have passed.
 func TestLiveStreamOutlivesTimeouts(t *testing.T) {
-	lim := handlers.HTTPLimits{ReadHeaderTimeout: time.Second, ReadTimeout: time.Second,
+	lim := web.HTTPLimits{ReadHeaderTimeout: time.Second, ReadTimeout: time.Second,
 		WriteTimeout: time.Second, IdleTimeout: time.Minute, MaxConns: 100}
 	streams := newServedApp(t, lim, nil, false)
 	// Sign-up (bcrypt, under -race) may take longer than these timeouts:

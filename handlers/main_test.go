@@ -20,9 +20,11 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/killrchat/killrchat/handlers"
+	"github.com/killrchat/killrchat/live"
 	"github.com/killrchat/killrchat/static"
 	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/store/storetest"
+	"github.com/killrchat/killrchat/web"
 )
 
 var db *storetest.DB
@@ -47,20 +49,20 @@ var testKey = bytes.Repeat([]byte("k"), 32)
 type app struct {
 	*httptest.Server
 	srv *handlers.Server
-	hub handlers.Hub
+	hub live.Hub
 }
 
 type appOption func(*handlers.Config)
 
-func newApp(t testing.TB, st *store.Store, hub handlers.Hub, opts ...appOption) *app {
+func newApp(t testing.TB, st *store.Store, hub live.Hub, opts ...appOption) *app {
 	t.Helper()
 	if st == nil {
 		st = db.Store
 	}
 	if hub == nil {
-		hub = handlers.NewLocalHub()
+		hub = live.NewLocalHub()
 	}
-	cfg := handlers.Config{SessionKey: testKey, AuthRate: 1000, Limits: handlers.Unlimited, Static: static.Files, RoomsPerPage: 10}
+	cfg := handlers.Config{SessionKey: testKey, AuthRate: 1000, Limits: web.Unlimited, Static: static.Files, RoomsPerPage: 10}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -70,7 +72,7 @@ func newApp(t testing.TB, st *store.Store, hub handlers.Hub, opts ...appOption) 
 	if testing.Verbose() {
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
-	srv := handlers.New(st, handlers.NewMetrics(), hub, cfg, log)
+	srv := handlers.New(st, web.NewMetrics(), hub, cfg, log)
 	srv.Register(e)
 	ts := httptest.NewServer(e)
 	t.Cleanup(func() {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/views"
+	"github.com/killrchat/killrchat/web"
 )
 
 var zeroID gocql.UUID
@@ -37,7 +38,7 @@ func (s *Server) postMessage(c echo.Context) error {
 	}
 	me := mustUser(c)
 	inConversation(c, cv.Place.Conversation())
-	if isMultipart(c.Request()) {
+	if web.IsMultipart(c.Request()) {
 		return s.postFiles(c, cv.Place,
 			func(f views.Form) error { return s.composerError(c, cv, f) },
 			cv.URL+"#latest")
@@ -226,12 +227,12 @@ func (s *Server) post(ctx context.Context, in store.Place, draft func() (store.M
 // postRendered is post, also returning the message rendered for the live
 // streams (nil if rendering failed), which the poster's own answer reuses.
 func (s *Server) postRendered(ctx context.Context, in store.Place, draft func() (store.Message, error)) (store.Message, []byte, error) {
-	sl, err := s.seq.reserve(in.Conversation().ID, draft)
+	sl, err := s.live.Reserve(in.Conversation().ID, draft)
 	if err != nil {
 		return store.Message{}, nil, err
 	}
-	if err := s.db.SaveMessage(ctx, in, sl.msg); err != nil {
-		s.seq.finish(sl, false)
+	if err := s.db.SaveMessage(ctx, in, sl.Msg); err != nil {
+		s.live.Finish(sl, false)
 		return store.Message{}, nil, err
 	}
 	// What other people's sidebars read when this message's event reaches
@@ -241,15 +242,15 @@ func (s *Server) postRendered(ctx context.Context, in store.Place, draft func() 
 	// one sets the list right.
 	conv := in.Conversation()
 	if d, ok := in.(store.DM); ok {
-		if err := s.db.RecordDMMessage(ctx, d, sl.msg); err != nil {
+		if err := s.db.RecordDMMessage(ctx, d, sl.Msg); err != nil {
 			s.log.Warn("dm list", "dm", conv.ID, "err", err)
 		}
 	}
-	s.recordMentions(ctx, conv, sl.msg)
-	sl.html, _ = renderString(views.WithMembers(ctx, conv.Members), views.MessageItem(sl.msg)) // publish renders again (and logs) if this failed
-	html := sl.html
-	s.seq.finish(sl, true)
-	return sl.msg, html, nil
+	s.recordMentions(ctx, conv, sl.Msg)
+	sl.HTML, _ = renderString(views.WithMembers(ctx, conv.Members), views.MessageItem(sl.Msg)) // publish renders again (and logs) if this failed
+	html := sl.HTML
+	s.live.Finish(sl, true)
+	return sl.Msg, html, nil
 }
 
 // latest is the newest page of a conversation, the link to the page before, and
@@ -258,7 +259,7 @@ func (s *Server) postRendered(ctx context.Context, in store.Place, draft func() 
 // bound, so a message still being written when the page was read is
 // neither lost nor shown twice.
 func (s *Server) latest(c echo.Context, cv conversation) (msgs []store.Message, older, after string, err error) {
-	bound := s.seq.bound(cv.ID)
+	bound := s.live.Bound(cv.ID)
 	msgs, more, err := s.db.MessagesBefore(c.Request().Context(), cv.Place, zeroID, messagesPerPage)
 	if err != nil {
 		return nil, "", "", err
@@ -266,18 +267,11 @@ func (s *Server) latest(c echo.Context, cv conversation) (msgs []store.Message, 
 	older = olderLink(cv.URL, msgs, more)
 	shown := msgs[:0]
 	for _, m := range msgs {
-		if s.beforeBound(m.ID, bound) {
+		if s.live.BeforeBound(m.ID, bound) {
 			shown = append(shown, m)
 		}
 	}
 	return shown, older, gocql.MaxTimeUUID(store.TimeOfTicks(bound - 1)).String(), nil
-}
-
-// beforeBound says whether a stored message lies on the "already
-// published" side of bound. Messages of other instances are not ordered by
-// this instance's bound, so they always count as published.
-func (s *Server) beforeBound(id gocql.UUID, bound int64) bool {
-	return id.Timestamp() < bound || !s.db.MadeHere(id)
 }
 
 func (s *Server) olderMessages(c echo.Context) error {
@@ -302,88 +296,4 @@ func (s *Server) olderMessages(c echo.Context) error {
 		return s.renderRaw(c, http.StatusOK, views.OlderPage(v))
 	}
 	return s.render(c, http.StatusOK, views.Page{Title: cv.Title + ": older messages", Room: cv.ID}, views.OlderView(v))
-}
-
-// sequencer publishes each room's messages in the order of their ids, even
-// though their inserts run concurrently and finish in any order. A client
-// that resumes after the id it saw last therefore never misses a message
-// of this instance that was still being written.
-//
-// It also gives live streams and pages their bound: every id this instance
-// has drafted for a room but not yet published, and every id it drafts
-// later, has a timestamp at or above the bound; everything below it is
-// published (or failed) and so is in Cassandra.
-type sequencer struct {
-	mu      sync.Mutex
-	pending map[string][]*slot
-	publish func(RoomEvent)
-	floor   func() int64
-}
-
-type slot struct {
-	msg  store.Message
-	html []byte
-	done bool
-	ok   bool
-}
-
-func newSequencer(publish func(RoomEvent), floor func() int64) *sequencer {
-	return &sequencer{pending: map[string][]*slot{}, publish: publish, floor: floor}
-}
-
-// bound is the room's bound now (see sequencer).
-func (q *sequencer) bound(room string) int64 {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return q.boundLocked(room)
-}
-
-func (q *sequencer) boundLocked(room string) int64 {
-	if p := q.pending[room]; len(p) > 0 {
-		return p[0].msg.ID.Timestamp()
-	}
-	return q.floor()
-}
-
-// subscribe subscribes to the room's events and takes its bound at the
-// same instant: local messages below the bound were published before the
-// subscription (read them from Cassandra), the others will be delivered.
-func (q *sequencer) subscribe(room string, subscribe func() *Subscription) (*Subscription, int64) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return subscribe(), q.boundLocked(room)
-}
-
-// reserve drafts a message (giving it its id) and queues it for publication.
-func (q *sequencer) reserve(room string, draft func() (store.Message, error)) (*slot, error) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	m, err := draft()
-	if err != nil {
-		return nil, err
-	}
-	sl := &slot{msg: m}
-	q.pending[room] = append(q.pending[room], sl)
-	return sl, nil
-}
-
-// finish marks a message stored (ok) or failed, and publishes every stored
-// message at the head of the room's queue.
-func (q *sequencer) finish(sl *slot, ok bool) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	sl.done, sl.ok = true, ok
-	queue := q.pending[sl.msg.Room]
-	i := 0
-	for ; i < len(queue) && queue[i].done; i++ {
-		if queue[i].ok {
-			m := queue[i].msg
-			q.publish(RoomEvent{Kind: EventMessage, Room: m.Room, Message: &m, HTML: queue[i].html})
-		}
-	}
-	if i == len(queue) {
-		delete(q.pending, sl.msg.Room)
-	} else {
-		q.pending[sl.msg.Room] = queue[i:]
-	}
 }

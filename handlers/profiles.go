@@ -7,8 +7,10 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/killrchat/killrchat/live"
 	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/views"
+	"github.com/killrchat/killrchat/web"
 )
 
 func (s *Server) showUser(c echo.Context) error {
@@ -59,7 +61,7 @@ func (s *Server) updateProfile(c echo.Context) error {
 	}
 	p.Form = formOf(c, "email", "bio")
 	err = s.db.UpdateProfile(c.Request().Context(), p.User.Login, p.Form.Value("email"), p.Form.Value("bio"))
-	s.invalidate(c.Request().Context(), Invalidation{Users: []string{p.User.Login}})
+	s.invalidate(c.Request().Context(), live.Invalidation{Users: []string{p.User.Login}})
 	if err != nil {
 		if !formError(err) {
 			return err
@@ -100,11 +102,11 @@ func (s *Server) endOtherSessions(c echo.Context, u store.User) error {
 	if err != nil {
 		return err
 	}
-	remember, _ := current.Values[keyRemember].(bool)
+	remember, _ := current.Values[web.KeyRemember].(bool)
 	ended = append(ended, current.ID)
 	if err := s.logIn(c, u, remember); err != nil {
 		return err
 	}
-	s.endStreams(ctx, StreamEnd{Login: u.Login, Sessions: ended})
+	s.endStreams(ctx, live.StreamEnd{Login: u.Login, Sessions: ended})
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/killrchat/killrchat/live"
 	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/views"
 )
@@ -81,7 +82,7 @@ func (s *Server) createRoom(c echo.Context) error {
 	me := mustUser(c)
 	r, err := s.db.CreateRoom(c.Request().Context(), me, store.NewRoom{Name: f.Value("room_name"), Banner: f.Value("banner")})
 	// The creator's list of rooms changed (or may have, on an error).
-	s.invalidate(c.Request().Context(), Invalidation{Users: []string{me.Login}})
+	s.invalidate(c.Request().Context(), live.Invalidation{Users: []string{me.Login}})
 	if err != nil {
 		if !formError(err) {
 			return err
@@ -110,7 +111,7 @@ func (s *Server) roomOr404(c echo.Context) (store.Room, error) {
 			if ferr := s.db.ForgetRoom(c.Request().Context(), login, name); ferr != nil && !errors.Is(ferr, store.ErrNotFound) {
 				s.log.Warn("repair my rooms", "room", name, "err", ferr)
 			}
-			s.invalidate(c.Request().Context(), Invalidation{Users: []string{login}})
+			s.invalidate(c.Request().Context(), live.Invalidation{Users: []string{login}})
 		}
 	}
 	return r, err
@@ -178,7 +179,7 @@ func (s *Server) joinRoom(c echo.Context) error {
 	r, err := s.db.JoinRoom(c.Request().Context(), me, c.Param("room"))
 	// The room's participants and the person's list changed, or may have
 	// on an error: both are read again.
-	s.invalidate(c.Request().Context(), Invalidation{Rooms: []string{store.NameKey(c.Param("room"))}, Users: []string{me.Login}})
+	s.invalidate(c.Request().Context(), live.Invalidation{Rooms: []string{store.NameKey(c.Param("room"))}, Users: []string{me.Login}})
 	if err != nil {
 		return err
 	}
@@ -201,12 +202,12 @@ func (s *Server) leaveRoom(c echo.Context) error {
 	me := mustUser(c)
 	name := c.Param("room")
 	err := s.db.LeaveRoom(c.Request().Context(), me, name)
-	s.invalidate(c.Request().Context(), Invalidation{Rooms: []string{store.NameKey(name)}, Users: []string{me.Login}})
+	s.invalidate(c.Request().Context(), live.Invalidation{Rooms: []string{store.NameKey(name)}, Users: []string{me.Login}})
 	if err != nil {
 		return err
 	}
 	// Every stream of this person in the room stops, on every instance.
-	s.endStreams(c.Request().Context(), StreamEnd{Login: me.Login, Room: name})
+	s.endStreams(c.Request().Context(), live.StreamEnd{Login: me.Login, Room: name})
 	if r, _, err := s.room(c.Request().Context(), name); err == nil {
 		s.announce(c.Request().Context(), r, me, me.Name()+" leaves the room")
 	}
@@ -221,7 +222,7 @@ func (s *Server) deleteRoom(c echo.Context) error {
 	if r.Name != "" {
 		// Deleted (perhaps with its clean-up failing): the room and every
 		// participant's list changed, and the creator's, who may have left.
-		inv := Invalidation{Rooms: []string{r.Name}, Users: []string{me}}
+		inv := live.Invalidation{Rooms: []string{r.Name}, Users: []string{me}}
 		for login := range r.Participants {
 			inv.Users = append(inv.Users, login)
 		}
@@ -230,7 +231,7 @@ func (s *Server) deleteRoom(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	s.publish(c.Request().Context(), RoomEvent{Kind: EventRoomDeleted, Room: r.Name})
+	s.publish(c.Request().Context(), live.Event{Kind: live.KindRoomDeleted, Conversation: r.Name})
 	return redirect(c, "/?notice=you-deleted")
 }
 
@@ -243,6 +244,6 @@ func (s *Server) announce(ctx context.Context, r store.Room, about store.UserRef
 	if err != nil {
 		s.log.Warn("system message", "room", r.Name, "err", err)
 	}
-	s.publish(ctx, RoomEvent{Kind: EventParticipants, Room: r.Name, Participants: r.ParticipantList()})
+	s.publish(ctx, live.Event{Kind: live.KindParticipants, Conversation: r.Name, Participants: r.ParticipantList()})
 	return m, err == nil
 }

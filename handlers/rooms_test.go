@@ -1,12 +1,13 @@
 package handlers_test
 
 import (
-	"github.com/PuerkitoBio/goquery"
-	"github.com/killrchat/killrchat/store"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/PuerkitoBio/goquery"
+	"github.com/killrchat/killrchat/store"
 )
 
 // createRoom makes a room through the form and returns its name.

@@ -20,8 +20,10 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 
+	"github.com/killrchat/killrchat/live"
 	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/views"
+	"github.com/killrchat/killrchat/web"
 )
 
 // Config is what the handlers need to know about their deployment.
@@ -55,7 +57,7 @@ type Config struct {
 	CacheTTL  time.Duration
 	CacheSize int
 	// Limits are the per-user write limits (zero values take defaults).
-	Limits Limits
+	Limits web.Limits
 	// RoomsPerPage is the page size of the list of all rooms.
 	RoomsPerPage int
 	// MaxStreamsPerUser and MaxStreamsPerIP cap the live streams one user
@@ -84,73 +86,58 @@ type Config struct {
 // Server holds what the handlers share.
 type Server struct {
 	db       *store.Store
-	sessions *SessionStore
+	sessions *web.SessionStore
 	caches   *caches
-	metrics  *Metrics
-	hub      Hub
+	metrics  *web.Metrics
+	hub      live.Hub
 	cfg      Config
 	log      *slog.Logger
 	pages    securecookie.Codec
-	seq      *sequencer
-	streams  *streamCounts
-	replays  *replaySlots
+	live     *live.Engine
 	recent   *recentPosts
-	closing  chan struct{}
-	hangups  *hangups
+	closing  chan struct{} // closed by Shutdown
+	csrf     *web.CSRF
 	limits   struct {
-		messages, rooms, membership, passwordUser, passwordIP, uploadBytes *keyedLimiter
+		messages, rooms, membership, passwordUser, passwordIP, uploadBytes *web.KeyedLimiter
 	}
 }
 
 // New returns the handlers' server. hub carries room events to live pages.
-func New(db *store.Store, metrics *Metrics, hub Hub, cfg Config, log *slog.Logger) *Server {
+func New(db *store.Store, metrics *web.Metrics, hub live.Hub, cfg Config, log *slog.Logger) *Server {
 	if cfg.AuthRate == 0 {
 		cfg.AuthRate = 10
 	}
 	if cfg.RoomsPerPage == 0 {
 		cfg.RoomsPerPage = 25
 	}
-	cfg.Limits = cfg.Limits.withDefaults()
-	if cfg.MaxStreamsPerUser == 0 {
-		cfg.MaxStreamsPerUser = defaultMaxStreamsPerUser
-	}
-	if cfg.MaxStreamsPerIP == 0 {
-		cfg.MaxStreamsPerIP = defaultMaxStreamsPerIP
-	}
-	if cfg.MaxReplays == 0 {
-		cfg.MaxReplays = defaultMaxReplays
-	}
-	if cfg.ReplayWait == 0 {
-		cfg.ReplayWait = defaultReplayWait
-	}
+	cfg.Limits = cfg.Limits.WithDefaults()
 	if cfg.MaxUpload <= 0 {
 		cfg.MaxUpload = DefaultMaxUpload
 	}
 	if cfg.UploadTimeout <= 0 {
 		cfg.UploadTimeout = DefaultUploadTimeout
 	}
-	if cfg.ResumeWindow == 0 {
-		cfg.ResumeWindow = defaultResumeWindow
-	}
 	pages := securecookie.New(cfg.SessionKey, nil)
 	pages.MaxAge(int((6 * time.Hour) / time.Second))
 	s := &Server{
 		db: db, metrics: metrics, hub: hub, cfg: cfg, log: log, pages: pages,
-		sessions: NewSessionStore(db, cfg.SessionKey, cfg.SecureCookies),
-		streams:  newStreamCounts(cfg.MaxStreamsPerUser, cfg.MaxStreamsPerIP),
-		replays:  newReplaySlots(cfg.MaxReplays, cfg.ReplayWait),
-		closing:  make(chan struct{}),
+		closing: make(chan struct{}),
 	}
-	s.hangups = newHangups(s.closing)
 	if cfg.SessionCacheTTL == 0 {
-		cfg.SessionCacheTTL = defaultSessionCacheTTL
+		cfg.SessionCacheTTL = web.DefaultSessionCacheTTL
 	}
 	if cfg.SessionCacheSize == 0 {
-		cfg.SessionCacheSize = defaultSessionCacheSize
+		cfg.SessionCacheSize = web.DefaultSessionCacheSize
 	}
-	s.sessions.cache = newSessionCache(cfg.SessionCacheTTL, cfg.SessionCacheSize)
-	s.sessions.cookies = newRowCache[verifiedCookie](cfg.SessionCacheTTL, cfg.SessionCacheSize)
-	hub.Watch(s.sessions.cache.forget, s.sessions.cache.reset)
+	s.sessions = web.NewSessionStore(db, cfg.SessionKey, cfg.SecureCookies, cfg.SessionCacheTTL, cfg.SessionCacheSize)
+	hub.Watch(func(end live.StreamEnd) { s.sessions.Forget(end.Login, end.Room, end.Sessions, end.Except) }, s.sessions.Reset)
+	s.csrf = &web.CSRF{Key: cfg.SessionKey, Secure: s.secureRequest, Streamed: streamedForms,
+		Session: func(c echo.Context) string {
+			if sess := session(c); sess != nil {
+				return sess.ID
+			}
+			return ""
+		}}
 	if cfg.CacheTTL == 0 {
 		cfg.CacheTTL = defaultCacheTTL
 	}
@@ -158,20 +145,27 @@ func New(db *store.Store, metrics *Metrics, hub Hub, cfg Config, log *slog.Logge
 		cfg.CacheSize = defaultCacheSize
 	}
 	s.caches = newCaches(cfg.CacheTTL, cfg.CacheSize)
-	hub.Watch(func(StreamEnd) {}, s.caches.reset)
+	hub.Watch(func(live.StreamEnd) {}, s.caches.reset)
 	hub.WatchInvalidations(s.caches.apply)
-	s.limits.messages = newKeyedLimiter(cfg.Limits.Messages)
-	s.limits.rooms = newKeyedLimiter(cfg.Limits.Rooms)
-	s.limits.membership = newKeyedLimiter(cfg.Limits.Membership)
-	s.limits.uploadBytes = newKeyedLimiter(cfg.Limits.UploadBytes)
+	s.limits.messages = web.NewKeyedLimiter(cfg.Limits.Messages)
+	s.limits.rooms = web.NewKeyedLimiter(cfg.Limits.Rooms)
+	s.limits.membership = web.NewKeyedLimiter(cfg.Limits.Membership)
+	s.limits.uploadBytes = web.NewKeyedLimiter(cfg.Limits.UploadBytes)
 	// Password changes are guessed like logins: the login rate, per
 	// person and per address, unless Limits.Passwords says otherwise.
 	auth := cfg.Limits.Passwords
 	if auth.Burst <= 0 || auth.Per <= 0 {
-		auth = Rate{Burst: cfg.AuthRate, Per: time.Minute / time.Duration(cfg.AuthRate)}
+		auth = web.Rate{Burst: cfg.AuthRate, Per: time.Minute / time.Duration(cfg.AuthRate)}
 	}
-	s.limits.passwordUser, s.limits.passwordIP = newKeyedLimiter(auth), newKeyedLimiter(auth)
-	s.seq = newSequencer(func(ev RoomEvent) { s.publish(context.Background(), ev) }, db.IDFloor)
+	s.limits.passwordUser, s.limits.passwordIP = web.NewKeyedLimiter(auth), web.NewKeyedLimiter(auth)
+	s.live = live.New(hub, db, live.Config{
+		MaxStreamsPerUser: cfg.MaxStreamsPerUser, MaxStreamsPerIP: cfg.MaxStreamsPerIP,
+		MaxReplays: cfg.MaxReplays, ReplayWait: cfg.ReplayWait, ResumeWindow: cfg.ResumeWindow,
+	}, log, metrics.SSEConnections,
+		func(ctx context.Context, m store.Message) ([]byte, error) {
+			return renderString(ctx, views.MessageItem(m))
+		},
+		func(ev live.Event) { s.publish(context.Background(), ev) })
 	s.recent = newRecentPosts(recentPostsMax, recentPostTTL, time.Now)
 	go s.sweepUploads()
 	return s
@@ -183,7 +177,7 @@ func (s *Server) Register(e *echo.Echo) {
 	e.HTTPErrorHandler = s.handleError
 	e.Use(middleware.Recover())
 	e.Use(s.logRequests())
-	e.Use(s.metrics.measure)
+	e.Use(s.metrics.Measure(responseStatus))
 	e.Use(s.transportHeaders)
 	e.Use(middleware.SecureWithConfig(middleware.SecureConfig{
 		XSSProtection:      "0",
@@ -204,11 +198,11 @@ func (s *Server) Register(e *echo.Echo) {
 	e.GET("/healthz", s.healthz)
 	e.GET("/readyz", s.readyz)
 	if !s.cfg.PrivateMetrics {
-		e.GET("/metrics", s.metrics.handler())
+		e.GET("/metrics", echo.WrapHandler(s.metrics.Handler()))
 	}
 	e.GET("/static/*", s.staticFiles())
 
-	app := e.Group("", s.loadSession, s.checkCSRF)
+	app := e.Group("", s.loadSession, s.csrf.Check)
 	limited := s.rateLimit()
 	app.GET("/signup", s.showSignup)
 	app.POST("/signup", s.signup, limited)
@@ -254,22 +248,18 @@ func (s *Server) Register(e *echo.Echo) {
 	auth.GET("/dm/:logins/members", s.roomMembers, canonicalDM)
 }
 
-// secureKey marks, in a request's context, a request that came over TLS.
-type secureKey struct{}
-
 // transportHeaders sets what depends on the transport and on the page
 // being personal: every response is Cache-Control: no-store (pages show a
 // person's rooms and messages; the static files and the live stream set
 // their own caching), and a request that came over TLS gets HSTS and is
-// marked so its cookies are Secure (secureCookie).
+// marked so its cookies are Secure (web.SecureCookie).
 func (s *Server) transportHeaders(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		h := c.Response().Header()
 		h.Set("Cache-Control", "no-store")
 		if s.secureRequest(c) {
 			h.Set("Strict-Transport-Security", "max-age=31536000; includeSubDomains")
-			r := c.Request()
-			c.SetRequest(r.WithContext(context.WithValue(r.Context(), secureKey{}, true)))
+			c.SetRequest(web.MarkSecure(c.Request()))
 		}
 		return next(c)
 	}
@@ -308,13 +298,6 @@ func (s *Server) secureRequest(c echo.Context) bool {
 	return false
 }
 
-// secureCookie is secureRequest for code that has only the request (the
-// session store): transportHeaders marked the request's context.
-func secureCookie(r *http.Request) bool {
-	secure, _ := r.Context().Value(secureKey{}).(bool)
-	return secure || r.TLS != nil
-}
-
 // isHTMX reports whether htmx made the request, so a fragment is wanted.
 // Boosted and history-restore requests want the whole page.
 func isHTMX(c echo.Context) bool {
@@ -339,7 +322,7 @@ func (s *Server) render(c echo.Context, status int, page views.Page, body templ.
 func (s *Server) renderRaw(c echo.Context, status int, comp templ.Component) error {
 	var buf bytes.Buffer
 	c.Response().Header().Add("Vary", "HX-Request")
-	ctx := views.WithCSRF(c.Request().Context(), csrfToken(c))
+	ctx := views.WithCSRF(c.Request().Context(), web.Token(c))
 	if u, ok := currentUser(c); ok {
 		// Rendered for this person alone: their mentions are highlighted.
 		ctx = views.WithViewer(ctx, u.Login)
@@ -352,7 +335,7 @@ func (s *Server) renderRaw(c echo.Context, status int, comp templ.Component) err
 
 // fillPage adds what the layout needs: the user, the sidebar and the token.
 func (s *Server) fillPage(c echo.Context, page views.Page) views.Page {
-	page.CSRF = csrfToken(c)
+	page.CSRF = web.Token(c)
 	if u, ok := currentUser(c); ok {
 		page.User = &u
 		if page.Unread == nil {
@@ -550,4 +533,40 @@ func (s *Server) staticFiles() echo.HandlerFunc {
 		files.ServeHTTP(c.Response(), c.Request())
 		return nil
 	}
+}
+
+// limitUser is middleware that takes a token of l for the logged-in user
+// before the handler runs, so a refused request stores nothing.
+func (s *Server) limitUser(l *web.KeyedLimiter, what string) echo.MiddlewareFunc {
+	return web.LimitBy(l, what, func(c echo.Context) string { return mustUser(c).Login })
+}
+
+// limitIP is limitUser keyed by the client address (echo's RealIP, which
+// believes X-Forwarded-For only from --trusted-proxies).
+func (s *Server) limitIP(l *web.KeyedLimiter, what string) echo.MiddlewareFunc {
+	return web.LimitBy(l, what, func(c echo.Context) string { return c.RealIP() })
+}
+
+// SessionIDFromCookie returns the session id inside a signed cookie value;
+// tests use it to look at the stored row.
+func (s *Server) SessionIDFromCookie(value string) (string, error) {
+	return s.sessions.IDFromCookie(web.SessionCookie, value)
+}
+
+// Shutdown ends every live stream, so the HTTP server can stop, and the
+// upload sweeper.
+func (s *Server) Shutdown() {
+	s.live.Shutdown()
+	select {
+	case <-s.closing:
+	default:
+		close(s.closing)
+	}
+}
+
+// renderString renders comp into bytes.
+func renderString(ctx context.Context, comp templ.Component) ([]byte, error) {
+	var buf bytes.Buffer
+	err := comp.Render(ctx, &buf)
+	return buf.Bytes(), err
 }

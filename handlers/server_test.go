@@ -16,6 +16,7 @@ import (
 	"github.com/PuerkitoBio/goquery"
 
 	"github.com/killrchat/killrchat/handlers"
+	"github.com/killrchat/killrchat/web"
 )
 
 func metricsText(t *testing.T, base string) string {
@@ -95,7 +96,7 @@ func TestMetricsPrivate(t *testing.T) {
 		}
 	}
 	rec := httptest.NewRecorder()
-	handlers.NewMetrics().Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	web.NewMetrics().Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
 	if !strings.Contains(rec.Body.String(), "killrchat_sse_connections") {
 		t.Fatal("Metrics.Handler does not serve the registry")
 	}
@@ -107,7 +108,7 @@ func TestMetricsPrivate(t *testing.T) {
 func TestClientGoneMidBody(t *testing.T) {
 	var logs syncBuffer
 	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	a := newServedApp(t, handlers.DefaultHTTPLimits(), log, false)
+	a := newServedApp(t, web.DefaultHTTPLimits(), log, false)
 	c := a.signedUp(t, unique("gone"))
 	room := createRoom(t, c)
 	u, _ := url.Parse(a.URL)
@@ -251,23 +252,23 @@ func TestSecureBehindTLS(t *testing.T) {
 		}
 	}
 	t.Run("TrustedProxy", func(t *testing.T) {
-		a := newServedApp(t, handlers.DefaultHTTPLimits(), nil, false, trust("127.0.0.0/8"))
+		a := newServedApp(t, web.DefaultHTTPLimits(), nil, false, trust("127.0.0.0/8"))
 		visit(t, &http.Client{}, a.URL, https).check(t, true)
 	})
 	t.Run("TrustedProxyPlainHTTP", func(t *testing.T) {
-		a := newServedApp(t, handlers.DefaultHTTPLimits(), nil, false, trust("127.0.0.0/8"))
+		a := newServedApp(t, web.DefaultHTTPLimits(), nil, false, trust("127.0.0.0/8"))
 		visit(t, &http.Client{}, a.URL, http.Header{"X-Forwarded-Proto": {"http"}}).check(t, false)
 	})
 	t.Run("UntrustedClient", func(t *testing.T) {
-		a := newServedApp(t, handlers.DefaultHTTPLimits(), nil, false, trust("10.0.0.0/8"))
+		a := newServedApp(t, web.DefaultHTTPLimits(), nil, false, trust("10.0.0.0/8"))
 		visit(t, &http.Client{}, a.URL, https).check(t, false)
 	})
 	t.Run("DirectTLS", func(t *testing.T) {
-		a := newServedApp(t, handlers.DefaultHTTPLimits(), nil, true)
+		a := newServedApp(t, web.DefaultHTTPLimits(), nil, true)
 		visit(t, a.Client(), a.URL, http.Header{}).check(t, true)
 	})
 	t.Run("SecureCookiesFlag", func(t *testing.T) {
-		a := newServedApp(t, handlers.DefaultHTTPLimits(), nil, false, func(c *handlers.Config) { c.SecureCookies = true })
+		a := newServedApp(t, web.DefaultHTTPLimits(), nil, false, func(c *handlers.Config) { c.SecureCookies = true })
 		visit(t, &http.Client{}, a.URL, http.Header{}).check(t, true)
 	})
 }

@@ -18,13 +18,15 @@ import (
 	"github.com/gorilla/securecookie"
 
 	"github.com/killrchat/killrchat/handlers"
+	"github.com/killrchat/killrchat/live"
+	"github.com/killrchat/killrchat/live/ssetest"
 	"github.com/killrchat/killrchat/store"
 )
 
 // specStream is a room stream read with the HTML standard's parser, which
 // ends lines at "\r" as browsers do.
 type specStream struct {
-	records chan handlers.SpecRecord
+	records chan ssetest.SpecRecord
 	status  int
 	cancel  context.CancelFunc
 	done    chan struct{}
@@ -39,12 +41,12 @@ func (c *client) specSubscribe(t *testing.T, room string) *specStream {
 		cancel()
 		t.Fatal(err)
 	}
-	s := &specStream{records: make(chan handlers.SpecRecord, 1000), status: resp.StatusCode, cancel: cancel, done: make(chan struct{})}
+	s := &specStream{records: make(chan ssetest.SpecRecord, 1000), status: resp.StatusCode, cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(s.done)
 		defer close(s.records)
 		defer resp.Body.Close()
-		_ = handlers.ParseSpecStream(resp.Body, func(r handlers.SpecRecord) bool {
+		_ = ssetest.ParseSpecStream(resp.Body, func(r ssetest.SpecRecord) bool {
 			s.records <- r
 			return true
 		})
@@ -81,7 +83,7 @@ func TestStreamDataCannotForgeEvents(t *testing.T) {
 			postMessage(t, poster, room, "sentinel")
 			sentinel := lastStored(t, room)
 
-			var got []handlers.SpecRecord
+			var got []ssetest.SpecRecord
 			timeout := time.After(5 * time.Second)
 			for len(got) == 0 || got[len(got)-1].LastID != sentinel {
 				select {
@@ -94,7 +96,7 @@ func TestStreamDataCannotForgeEvents(t *testing.T) {
 					t.Fatalf("no sentinel within 5s; read %+v", got)
 				}
 			}
-			var events []handlers.SpecRecord
+			var events []ssetest.SpecRecord
 			for _, r := range got {
 				if r.LastID != "" && r.LastID != id && r.LastID != sentinel {
 					t.Errorf("the stream set the last event id to %q", r.LastID)
@@ -330,7 +332,7 @@ func TestReplaySlots(t *testing.T) {
 	// replay to a client that does not read stalls, holding its slot.
 	stored := seed(t, room, 2000, 4000)
 
-	stalled := openStalled(t, a, alice, room, "Last-Event-ID: "+firstTimeUUID)
+	stalled := openStalled(t, a, alice, room, "Last-live.Event-ID: "+firstTimeUUID)
 	defer stalled.Close()
 	_ = stalled.SetReadDeadline(time.Now().Add(10 * time.Second))
 	// The status line is written once the replay holds its slot.
@@ -502,14 +504,14 @@ func TestStreamEndsAcrossInstances(t *testing.T) {
 		first := openStreams(t, bob.on(b), other, 1)
 		others := openStreams(t, second.on(b), other, 1)
 		// Nothing to end: an empty list of sessions is not "every session".
-		a.srv.EndStreams(ctxT(t), handlers.StreamEnd{Login: bobLogin, Sessions: []string{}})
+		a.srv.EndStreams(ctxT(t), live.StreamEnd{Login: bobLogin, Sessions: []string{}})
 		// Every session but the first, as a password change does.
-		a.srv.EndStreams(ctxT(t), handlers.StreamEnd{Login: bobLogin, Except: bob.sessionID(t)})
+		a.srv.EndStreams(ctxT(t), live.StreamEnd{Login: bobLogin, Except: bob.sessionID(t)})
 		others[0].ended(t, 5*time.Second)
 		postMessage(t, alice, other, "first session only")
 		allReceive(t, first, "first session only")
 		// The listed sessions only.
-		a.srv.EndStreams(ctxT(t), handlers.StreamEnd{Login: bobLogin, Sessions: []string{bob.sessionID(t)}})
+		a.srv.EndStreams(ctxT(t), live.StreamEnd{Login: bobLogin, Sessions: []string{bob.sessionID(t)}})
 		first[0].ended(t, 5*time.Second)
 	})
 
@@ -532,8 +534,8 @@ func TestStreamEndsAcrossInstances(t *testing.T) {
 		}
 		select {
 		case ev := <-s[0].events:
-			if ev.name != handlers.EventRoomDeleted {
-				t.Fatalf("event %+v, want %s", ev, handlers.EventRoomDeleted)
+			if ev.name != live.KindRoomDeleted {
+				t.Fatalf("event %+v, want %s", ev, live.KindRoomDeleted)
 			}
 		case <-time.After(5 * time.Second):
 			t.Fatal("no room-deleted event within 5s")

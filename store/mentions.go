@@ -18,7 +18,7 @@ const (
 	selectMentions = `SELECT message_id, conversation, author, excerpt FROM mentions
 		WHERE login = ? AND month = ? AND message_id < ? LIMIT ?`
 	selectMentionsSince = `SELECT conversation, message_id FROM mentions
-		WHERE login = ? AND month IN ? AND message_id > ? LIMIT ?`
+		WHERE login = ? AND month = ? AND message_id > ? LIMIT ?`
 
 	// mentionMonths is how far back the list of mentions reaches.
 	mentionMonths = 12
@@ -149,26 +149,43 @@ type mentionRef struct {
 	id           gocql.UUID
 }
 
-// recentMentions reads the mentions of login from this month and the last:
-// one bounded statement over the two partitions, whatever the number of
-// conversations.
-func (s *Store) recentMentions(ctx context.Context, login string) ([]mentionRef, error) {
+// recentMentions reads the mentions of login after the message id after,
+// from this month and the last at most: one single-partition statement per
+// month, both at once (an IN over the months with a LIMIT would read the
+// rows in the order of the months, not the newest first). Each stops at
+// mentionScan rows; with after the oldest marker of a conversation with an
+// unread mention, it reads little more than the unread mentions.
+func (s *Store) recentMentions(ctx context.Context, login string, after gocql.UUID) ([]mentionRef, error) {
 	now := s.Now().UTC()
 	since := gocql.MinTimeUUID(time.Date(now.Year(), now.Month()-1, 1, 0, 0, 0, 0, time.UTC))
-	q, err := s.query(ctx, selectMentionsSince, login, []int{monthOf(now), monthOf(since.Time())}, since, mentionScan)
-	if err != nil {
-		return nil, err
+	if Later(after, since) {
+		since = after
+	}
+	months := []int{monthOf(now)}
+	if m := monthOf(since.Time()); m < months[0] {
+		months = append(months, m)
 	}
 	var out []mentionRef
-	iter := q.Iter()
-	var m mentionRef
-	for iter.Scan(&m.conversation, &m.id) {
-		out = append(out, m)
-	}
-	if err := iter.Close(); err != nil {
-		return nil, s.fail("count mentions of "+login, err)
-	}
-	return out, nil
+	err := walkBuckets(s, login, months, nil,
+		func() int { return mentionScan - len(out) },
+		func(month, limit int) ([]mentionRef, error) {
+			q, err := s.query(ctx, selectMentionsSince, login, month, since, limit)
+			if err != nil {
+				return nil, err
+			}
+			var got []mentionRef
+			iter := q.PageSize(limit).Iter()
+			var m mentionRef
+			for iter.Scan(&m.conversation, &m.id) {
+				got = append(got, m)
+			}
+			if err := iter.Close(); err != nil {
+				return nil, s.fail("count mentions of "+login, err)
+			}
+			return got, nil
+		},
+		func(got []mentionRef) { out = append(out, got...) })
+	return out, err
 }
 
 // countMentions counts the mentions newer than the marker of their

@@ -7,8 +7,10 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gocql/gocql"
@@ -19,12 +21,11 @@ const (
 		VALUES (?, ?, ?, ?, ?, ?, ?)`
 	insertBucket = `INSERT INTO messages_bucket (room_name, time_bucket) VALUES (?, ?)`
 	// Buckets between the room's creation and the cursor, newest first.
+	// Every read of messages names one bucket: never IN over buckets.
 	selectBucketsDown = `SELECT time_bucket FROM messages_bucket
 		WHERE room_name = ? AND time_bucket <= ? AND time_bucket >= ?`
 	selectBucketsUp = `SELECT time_bucket FROM messages_bucket
 		WHERE room_name = ? AND time_bucket >= ? ORDER BY time_bucket ASC`
-	selectMessagesDownIn = `SELECT message_id, author, content, system_message, attachment FROM chat_room_messages
-		WHERE room_name = ? AND time_bucket IN ? AND message_id < ? AND message_id > ? ORDER BY message_id DESC LIMIT ?`
 	selectMessagesDown = `SELECT message_id, author, content, system_message, attachment FROM chat_room_messages
 		WHERE room_name = ? AND time_bucket = ? AND message_id < ? AND message_id > ? LIMIT ?`
 	// The LIMIT keeps one replay page to one round trip: with only a page
@@ -173,58 +174,46 @@ func floorOf(conv Conversation) gocql.UUID {
 
 // MessagesBefore returns up to n messages of room posted before the
 // message id before (the newest ones if before is the zero UUID), oldest
-// first, ready to display, and whether older ones exist. The days of the
-// last bucketSpan buckets up to before are read in one statement (the
-// whole conversation, if it started within them); only if they hold fewer
-// than n+1 messages does it walk the older buckets, newest first: one
-// query lists them, then one query per bucket.
+// first, ready to display, and whether older ones exist. It reads the day
+// bucket of before with one single-partition query of at most n+1 rows,
+// which is the whole page whenever that day holds a page; only a short day
+// walks the older buckets listed in messages_bucket (see walkBuckets). A
+// page therefore reads about the rows it returns, however many messages
+// its day holds: never an IN over days with ORDER BY, which Cassandra
+// answers by reading every row of those days (DESIGN.md rule 14).
 func (s *Store) MessagesBefore(ctx context.Context, in Place, before gocql.UUID, n int) ([]Message, bool, error) {
 	conv := in.Conversation()
+	now := s.Now()
 	if before == (gocql.UUID{}) {
-		before = gocql.MaxTimeUUID(s.Now().Add(time.Hour))
+		// An hour ahead, for messages of an instance whose clock is ahead.
+		before = gocql.MaxTimeUUID(now.Add(time.Hour))
 	}
 	floor := floorOf(conv)
+	start := timeBucket(conv.Since)
+	to := before.Time()
+	if now.Before(to) {
+		to = now
+	}
+	first := daysDown(before.Time(), to, start)
 	newestFirst := make([]Message, 0, n+1)
-	recent := recentBuckets(conv.Since, before.Time())
-	q, err := s.query(ctx, selectMessagesDownIn, conv.ID, recent, before, floor, n+1)
+	var list func() (*gocql.Query, error)
+	if len(first) > 0 && first[len(first)-1] > start {
+		list = func() (*gocql.Query, error) {
+			return s.query(ctx, selectBucketsDown, conv.ID, first[len(first)-1]-1, start)
+		}
+	}
+	err := walkBuckets(s, conv.ID, first, list,
+		func() int { return n + 1 - len(newestFirst) },
+		func(bucket, limit int) ([]Message, error) {
+			q, err := s.query(ctx, selectMessagesDown, conv.ID, bucket, before, floor, limit)
+			if err != nil {
+				return nil, err
+			}
+			return s.scanMessages(q.PageSize(limit).Iter(), conv.ID, "read messages of ")
+		},
+		func(ms []Message) { newestFirst = append(newestFirst, ms...) })
 	if err != nil {
 		return nil, false, err
-	}
-	// ORDER BY across partitions is only allowed without paging; the LIMIT
-	// bounds the rows.
-	iter := q.PageSize(0).Iter()
-	for m, ok := scanMessage(iter, conv.ID); ok; m, ok = scanMessage(iter, conv.ID) {
-		newestFirst = append(newestFirst, m)
-	}
-	if err := iter.Close(); err != nil {
-		return nil, false, s.fail("read messages of "+conv.ID, err)
-	}
-	if oldest := recent[len(recent)-1]; len(newestFirst) <= n && oldest > timeBucket(conv.Since) {
-		// Older days may hold more: walk their buckets.
-		bq, err := s.query(ctx, selectBucketsDown, conv.ID, oldest-1, timeBucket(conv.Since))
-		if err != nil {
-			return nil, false, err
-		}
-		buckets := bq.PageSize(32).Iter()
-		var bucket int
-		for len(newestFirst) <= n && buckets.Scan(&bucket) {
-			q, err := s.query(ctx, selectMessagesDown, conv.ID, bucket, before, floor, n+1-len(newestFirst))
-			if err != nil {
-				buckets.Close()
-				return nil, false, err
-			}
-			iter := q.Iter()
-			for m, ok := scanMessage(iter, conv.ID); ok; m, ok = scanMessage(iter, conv.ID) {
-				newestFirst = append(newestFirst, m)
-			}
-			if err := iter.Close(); err != nil {
-				buckets.Close()
-				return nil, false, s.fail("read messages of "+conv.ID, err)
-			}
-		}
-		if err := buckets.Close(); err != nil {
-			return nil, false, s.fail("list buckets of "+conv.ID, err)
-		}
 	}
 	more := len(newestFirst) > n
 	if more {
@@ -233,27 +222,91 @@ func (s *Store) MessagesBefore(ctx context.Context, in Place, before gocql.UUID,
 	return oldestFirst(newestFirst), more, nil
 }
 
-// bucketSpan is how many day buckets one statement names with IN: a read
-// of the last few days is one round trip instead of a bucket list and a
-// query per day.
+// bucketSpan is the most buckets a walk reads at once.
 const bucketSpan = 8
 
-// recentBuckets are the day buckets from the day of upTo back, newest
-// first: bucketSpan of them, or fewer if since (the conversation's start)
-// is nearer. A bucket number only compares as a day (YYYYMMDD), so the
-// older buckets are walked from oldest-1 downwards: no day is skipped.
-func recentBuckets(since, upTo time.Time) []int {
-	day := upTo.UTC()
-	day = time.Date(day.Year(), day.Month(), day.Day(), 0, 0, 0, 0, time.UTC)
-	first := timeBucket(since)
-	out := make([]int, 0, bucketSpan)
-	for len(out) < bucketSpan {
-		b := timeBucket(day)
-		out = append(out, b)
-		if b <= first {
-			break
+// walkBuckets reads a conversation's day buckets in the order of a walk
+// (newest first for pages and counts, oldest first for replay) until it
+// has what it wants, one single-partition query per bucket. It reads the
+// buckets of first at once (usually one: the day a page starts on); then,
+// only while want() is above zero, the buckets that list names (nil: none
+// further), in waves of 2, 4 and then bucketSpan buckets read
+// concurrently, so a quiet conversation with a few messages a day takes a
+// few round trips, not one per day. Every read of a wave asks for at most
+// want() rows, as it stood when the wave began: a walk reads at most
+// bucketSpan times the rows it still wants, whatever the size of the
+// buckets. keep gets each bucket's result in the order of the walk.
+func walkBuckets[T any](s *Store, conv string, first []int, list func() (*gocql.Query, error),
+	want func() int, read func(bucket, limit int) (T, error), keep func(T)) (err error) {
+	var buckets *gocql.Iter
+	defer func() {
+		if buckets == nil {
+			return
 		}
-		day = day.AddDate(0, 0, -1)
+		if cerr := buckets.Close(); cerr != nil && err == nil {
+			err = s.fail("list buckets of "+conv, cerr)
+		}
+	}()
+	wave, size := first, 2
+	for {
+		limit := want()
+		if limit <= 0 {
+			return nil
+		}
+		if len(wave) > 0 {
+			results, errs := make([]T, len(wave)), make([]error, len(wave))
+			if len(wave) == 1 {
+				results[0], errs[0] = read(wave[0], limit)
+			} else {
+				var wg sync.WaitGroup
+				for i, bucket := range wave {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						results[i], errs[i] = read(bucket, limit)
+					}()
+				}
+				wg.Wait()
+			}
+			if err := errors.Join(errs...); err != nil {
+				return err
+			}
+			for _, r := range results {
+				keep(r)
+			}
+		}
+		if list == nil || want() <= 0 {
+			return nil
+		}
+		if buckets == nil {
+			q, err := list()
+			if err != nil {
+				return err
+			}
+			buckets = q.PageSize(32).Iter()
+		}
+		wave = make([]int, 0, size)
+		var bucket int
+		for len(wave) < size && buckets.Scan(&bucket) {
+			wave = append(wave, bucket)
+		}
+		if len(wave) == 0 {
+			return nil
+		}
+		size = min(2*size, bucketSpan)
+	}
+}
+
+// daysDown are the day buckets from the day of from down to the day of
+// to, newest first, none before the bucket start: what a walk down from
+// from reads first. That is one day, or two when the newest page is read
+// in the last hour of a day (it reads an hour ahead of the clock), or
+// none when from is before start.
+func daysDown(from, to time.Time, start int) []int {
+	var out []int
+	last := max(timeBucket(to), start)
+	for day := from.UTC(); timeBucket(day) >= last; day = day.AddDate(0, 0, -1) {
+		out = append(out, timeBucket(day))
 	}
 	return out
 }
@@ -262,36 +315,23 @@ func recentBuckets(since, upTo time.Time) []int {
 // after, oldest first, at most limit of them, and whether more follow. The
 // live stream replays a backlog with it one page at a time (the next page
 // starts after the last id of this one), so a replay never holds more
-// than a page in memory.
+// than a page in memory. It reads the day of after first, and lists the
+// later days only if that one is short (see walkBuckets).
 func (s *Store) MessagesAfter(ctx context.Context, in Place, after gocql.UUID, limit int) ([]Message, bool, error) {
 	conv := in.Conversation()
-	if floor := floorOf(conv); after.Time().Before(floor.Time()) {
-		after = floor
-	}
-	bq, err := s.query(ctx, selectBucketsUp, conv.ID, bucketOf(after))
+	after = fromStart(conv, after)
+	out := make([]Message, 0, min(limit+1, 1000))
+	err := walkUp(ctx, s, conv, after, func() int { return limit + 1 - len(out) },
+		func(bucket, want int) ([]Message, error) {
+			q, err := s.query(ctx, selectMessagesUp, conv.ID, bucket, after, want)
+			if err != nil {
+				return nil, err
+			}
+			return s.scanMessages(q.PageSize(min(want, 1000)).Iter(), conv.ID, "replay messages of ")
+		},
+		func(ms []Message) { out = append(out, ms...) })
 	if err != nil {
 		return nil, false, err
-	}
-	buckets := bq.PageSize(32).Iter()
-	out := make([]Message, 0, min(limit+1, 1000))
-	var bucket int
-	for len(out) <= limit && buckets.Scan(&bucket) {
-		q, err := s.query(ctx, selectMessagesUp, conv.ID, bucket, after, limit+1-len(out))
-		if err != nil {
-			buckets.Close()
-			return nil, false, err
-		}
-		iter := q.PageSize(min(limit+1, 1000)).Iter()
-		for m, ok := scanMessage(iter, conv.ID); ok; m, ok = scanMessage(iter, conv.ID) {
-			out = append(out, m)
-		}
-		if err := iter.Close(); err != nil {
-			buckets.Close()
-			return nil, false, s.fail("replay messages of "+conv.ID, err)
-		}
-	}
-	if err := buckets.Close(); err != nil {
-		return nil, false, s.fail("list buckets of "+conv.ID, err)
 	}
 	if len(out) > limit {
 		return out[:limit], true, nil
@@ -304,35 +344,61 @@ func (s *Store) MessagesAfter(ctx context.Context, in Place, after gocql.UUID, l
 // small enough to replay before it sends any of it. It reads ids only.
 func (s *Store) CountMessagesAfter(ctx context.Context, in Place, after gocql.UUID, limit int) (int, error) {
 	conv := in.Conversation()
+	after = fromStart(conv, after)
+	n := 0
+	err := walkUp(ctx, s, conv, after, func() int { return limit - n },
+		func(bucket, want int) (int, error) {
+			q, err := s.query(ctx, selectMessageIDsUp, conv.ID, bucket, after, want)
+			if err != nil {
+				return 0, err
+			}
+			iter := q.PageSize(min(want, 1000)).Iter()
+			got := 0
+			var id gocql.UUID
+			for iter.Scan(&id) {
+				got++
+			}
+			if err := iter.Close(); err != nil {
+				return 0, s.fail("count messages of "+conv.ID, err)
+			}
+			return got, nil
+		},
+		func(got int) { n += got })
+	return min(n, limit), err
+}
+
+// fromStart is after, or the conversation's floor if after is older.
+func fromStart(conv Conversation, after gocql.UUID) gocql.UUID {
 	if floor := floorOf(conv); after.Time().Before(floor.Time()) {
-		after = floor
+		return floor
 	}
-	bq, err := s.query(ctx, selectBucketsUp, conv.ID, bucketOf(after))
-	if err != nil {
-		return 0, err
+	return after
+}
+
+// walkUp walks conv's buckets oldest first from the day of after: that day
+// first, and the later listed days only if it is short. No day after the
+// clock's next hour can hold a message, so from that day on nothing is
+// listed.
+func walkUp[T any](ctx context.Context, s *Store, conv Conversation, after gocql.UUID,
+	want func() int, read func(bucket, limit int) (T, error), keep func(T)) error {
+	from := bucketOf(after)
+	var list func() (*gocql.Query, error)
+	if from < timeBucket(s.Now().Add(time.Hour)) {
+		list = func() (*gocql.Query, error) { return s.query(ctx, selectBucketsUp, conv.ID, from+1) }
 	}
-	buckets := bq.PageSize(32).Iter()
-	n, bucket := 0, 0
-	for n < limit && buckets.Scan(&bucket) {
-		q, err := s.query(ctx, selectMessageIDsUp, conv.ID, bucket, after, limit-n)
-		if err != nil {
-			buckets.Close()
-			return 0, err
-		}
-		iter := q.PageSize(1000).Iter()
-		var id gocql.UUID
-		for iter.Scan(&id) {
-			n++
-		}
-		if err := iter.Close(); err != nil {
-			buckets.Close()
-			return 0, s.fail("count messages of "+conv.ID, err)
-		}
+	return walkBuckets(s, conv.ID, []int{from}, list, want, read, keep)
+}
+
+// scanMessages reads every message of iter; op names the read in errors.
+func (s *Store) scanMessages(iter *gocql.Iter, conv, op string) ([]Message, error) {
+	var out []Message
+	for m, ok := scanMessage(iter, conv); ok; m, ok = scanMessage(iter, conv) {
+		out = append(out, m)
 	}
-	if err := buckets.Close(); err != nil {
-		return 0, s.fail("list buckets of "+conv.ID, err)
+	if err := iter.Close(); err != nil {
+		return nil, s.fail(op+conv, err)
 	}
-	return n, nil
+	return out, nil
 }
 
 func scanMessage(iter *gocql.Iter, room string) (Message, bool) {

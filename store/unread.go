@@ -31,13 +31,13 @@ const (
 		WHERE room_name = ? AND time_bucket = ? AND message_id > ? LIMIT ?`
 	selectBucketsBetween = `SELECT time_bucket FROM messages_bucket
 		WHERE room_name = ? AND time_bucket >= ? AND time_bucket <= ?`
-	selectUnreadIn = `SELECT author, system_message FROM chat_room_messages
-		WHERE room_name = ? AND time_bucket IN ? AND message_id > ? LIMIT ?`
 
 	// MaxUnread is where a count stops: more is shown as "99+".
 	MaxUnread = 100
 	// unreadScan bounds the rows one count reads; own and system messages
-	// are read and skipped, so it is larger than MaxUnread.
+	// are read and skipped, so it is larger than MaxUnread. A count fetches
+	// them a page at a time and stops at MaxUnread, so it reads about
+	// MaxUnread rows when the messages are others'.
 	unreadScan = 1000
 )
 
@@ -159,10 +159,14 @@ func (s *Store) Heads(ctx context.Context, conversations []string) (map[string]g
 // than login and are not system messages; it stops at MaxUnread. A zero
 // since means the start is not known: the marker alone bounds the count
 // (a deleted room's messages are deleted with it). With the
-// conversation's head known (non-zero), the last bucketSpan days up to it
-// are counted in one statement, which is the whole count when the marker
-// is within them or the count is full; otherwise (and with no head) the
-// older buckets are listed and counted one by one.
+// conversation's head known (non-zero), the day of the head is counted
+// first, with one single-partition query, which is the whole count when
+// the marker is on that day or the count is full; otherwise (and with no
+// head) the older buckets down to the marker's day are listed and counted
+// (see walkBuckets). Rows are fetched a page of the count still wanted at
+// a time, so a count reads about MaxUnread rows at most (more only where
+// login's own or system messages are skipped, at most unreadScan per
+// bucket), however many messages follow the marker.
 func (s *Store) UnreadCount(ctx context.Context, login, conversation string, since time.Time, marker, head gocql.UUID) (int, error) {
 	if since.IsZero() {
 		since = unknownStart
@@ -171,65 +175,62 @@ func (s *Store) UnreadCount(ctx context.Context, login, conversation string, sin
 	if floor := gocql.MinTimeUUID(since.Add(-time.Millisecond)); marker == (gocql.UUID{}) || Later(floor, marker) {
 		after = floor
 	}
-	count, scanned := 0, 0
-	upTo := math.MaxInt32 // the newest bucket the walk below counts
+	from, upTo := bucketOf(after), math.MaxInt32 // the buckets the listing names
+	var first []int
 	if head != (gocql.UUID{}) {
-		days := recentBuckets(after.Time(), head.Time())
-		q, err := s.query(ctx, selectUnreadIn, conversation, days, after, unreadScan)
-		if err != nil {
-			return 0, err
+		if !Later(head, after) {
+			return 0, nil
 		}
-		if count, scanned, err = s.countUnread(q.PageSize(unreadScan).Iter(), login, conversation); err != nil {
-			return 0, err
-		}
-		upTo = days[len(days)-1] - 1
-		if days[len(days)-1] <= bucketOf(after) {
-			return count, nil // every day since the marker is counted
-		}
+		first, upTo = []int{bucketOf(head)}, bucketOf(head)-1
 	}
-	bq, err := s.query(ctx, selectBucketsBetween, conversation, bucketOf(after), upTo)
-	if err != nil {
-		return 0, err
+	var list func() (*gocql.Query, error)
+	if from <= upTo {
+		list = func() (*gocql.Query, error) { return s.query(ctx, selectBucketsBetween, conversation, from, upTo) }
 	}
-	buckets := bq.PageSize(32).Iter()
-	var bucket int
-	for count < MaxUnread && scanned < unreadScan && buckets.Scan(&bucket) {
-		q, err := s.query(ctx, selectUnread, conversation, bucket, after, unreadScan-scanned)
-		if err != nil {
-			buckets.Close()
-			return 0, err
-		}
-		n, read, err := s.countUnread(q.PageSize(unreadScan).Iter(), login, conversation)
-		if err != nil {
-			buckets.Close()
-			return 0, err
-		}
-		count, scanned = min(count+n, MaxUnread), scanned+read
-	}
-	if err := buckets.Close(); err != nil {
-		return 0, s.fail("list buckets of "+conversation, err)
-	}
-	return count, nil
+	count, scanned := 0, 0
+	err := walkBuckets(s, conversation, first, list,
+		func() int {
+			if scanned >= unreadScan {
+				return 0
+			}
+			return MaxUnread - count
+		},
+		func(bucket, want int) (tally, error) {
+			q, err := s.query(ctx, selectUnread, conversation, bucket, after, unreadScan-scanned)
+			if err != nil {
+				return tally{}, err
+			}
+			// Pages of the count still wanted, each fetched only when the
+			// one before is used up: rows of login's own or of system
+			// messages cost a page more, not a scan of the bucket.
+			return s.countUnread(q.PageSize(want).Prefetch(0).Iter(), login, conversation, want)
+		},
+		func(t tally) { count, scanned = min(count+t.count, MaxUnread), scanned+t.scanned })
+	return count, err
 }
 
+// tally is what countUnread found in one bucket.
+type tally struct{ count, scanned int }
+
 // countUnread counts the rows of iter (author, system_message) that are
-// neither login's nor system messages, stopping at MaxUnread; it also
-// returns how many rows it read.
-func (s *Store) countUnread(iter *gocql.Iter, login, conversation string) (count, scanned int, err error) {
+// neither login's nor system messages, stopping at limit; it also returns
+// how many rows it read.
+func (s *Store) countUnread(iter *gocql.Iter, login, conversation string, limit int) (tally, error) {
 	var (
+		t      tally
 		author UserRef
 		system bool
 	)
-	for count < MaxUnread && iter.Scan(&author, &system) {
-		scanned++
+	for t.count < limit && iter.Scan(&author, &system) {
+		t.scanned++
 		if !system && author.Login != login {
-			count++
+			t.count++
 		}
 	}
 	if err := iter.Close(); err != nil {
-		return 0, 0, s.fail("count unread in "+conversation, err)
+		return tally{}, s.fail("count unread in "+conversation, err)
 	}
-	return count, scanned, nil
+	return t, nil
 }
 
 // Unread returns login's unread count in each of conversations (mapped to
@@ -275,8 +276,8 @@ func (s *Store) UnreadState(ctx context.Context, login string, conversations map
 // when each started) from their markers and the conversations' heads,
 // read by the caller (a DM's head is its list entry's last message). Only
 // a conversation whose head is past its marker is counted, concurrently,
-// each bounded; the mentions are read (one statement) only if a mention
-// head is past its marker. open, if set, is the conversation the page
+// each bounded; the mentions are read only if a mention head is past its
+// marker, and only those after the oldest such marker. open, if set, is the conversation the page
 // shows and marks read: it is not counted, and shows 0.
 func (s *Store) CountUnread(ctx context.Context, login string, markers Markers, heads map[string]gocql.UUID, conversations map[string]time.Time, open string) (UnreadState, error) {
 	out := make(map[string]int, len(conversations))
@@ -285,6 +286,9 @@ func (s *Store) CountUnread(ctx context.Context, login string, markers Markers, 
 		mu       sync.Mutex
 		first    error
 		mentions bool
+		// The oldest marker of a conversation with an unread mention: the
+		// mentions read below are those after it.
+		mentionsAfter gocql.UUID
 	)
 	for c := range conversations {
 		out[c] = 0 // before any count runs: the goroutines below write it too
@@ -293,7 +297,12 @@ func (s *Store) CountUnread(ctx context.Context, login string, markers Markers, 
 		if c == open {
 			continue
 		}
-		mentions = mentions || markers.unreadMention(c)
+		if markers.unreadMention(c) {
+			if m := markers.Read[c]; !mentions || Later(mentionsAfter, m) {
+				mentionsAfter = m
+			}
+			mentions = true
+		}
 		head, ok := heads[c]
 		marker := markers.Read[c]
 		if !ok || (marker != gocql.UUID{} && !Later(head, marker)) {
@@ -315,7 +324,7 @@ func (s *Store) CountUnread(ctx context.Context, login string, markers Markers, 
 	var recent []mentionRef
 	if mentions {
 		var err error
-		if recent, err = s.recentMentions(ctx, login); err != nil {
+		if recent, err = s.recentMentions(ctx, login, mentionsAfter); err != nil {
 			wg.Wait()
 			return UnreadState{}, err
 		}

@@ -19,8 +19,10 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/killrchat/killrchat/handlers"
+	"github.com/killrchat/killrchat/live"
 	"github.com/killrchat/killrchat/static"
 	"github.com/killrchat/killrchat/store/storetest"
+	"github.com/killrchat/killrchat/web"
 )
 
 // testTimeout bounds every test: its tabs and every wait in them.
@@ -103,10 +105,10 @@ func startEnv() (*env, error) {
 	if testing.Verbose() {
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
-	srv := handlers.New(db.Store, handlers.NewMetrics(), handlers.NewLocalHub(), handlers.Config{
+	srv := handlers.New(db.Store, web.NewMetrics(), live.NewLocalHub(), handlers.Config{
 		SessionKey: bytes.Repeat([]byte("b"), 32),
 		AuthRate:   1000,
-		Limits:     handlers.Unlimited,
+		Limits:     web.Unlimited,
 		Static:     static.Files,
 	}, log)
 	srv.Register(e)

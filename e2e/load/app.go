@@ -29,9 +29,11 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/killrchat/killrchat/handlers"
+	"github.com/killrchat/killrchat/live"
 	"github.com/killrchat/killrchat/static"
 	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/store/storetest"
+	"github.com/killrchat/killrchat/web"
 )
 
 // target is the app being measured.
@@ -227,7 +229,7 @@ var resumeWindow time.Duration
 // address: the limits on those are lifted; the replay limit is the app's
 // unless -max-replays says otherwise.
 func appConfig(key []byte) handlers.Config {
-	return handlers.Config{SessionKey: key, AuthRate: 1 << 30, Limits: handlers.Unlimited, Static: static.Files, RoomsPerPage: 25,
+	return handlers.Config{SessionKey: key, AuthRate: 1 << 30, Limits: web.Unlimited, Static: static.Files, RoomsPerPage: 25,
 		MaxStreamsPerUser: 1 << 30, MaxStreamsPerIP: 1 << 30, MaxReplays: maxReplays, ResumeWindow: resumeWindow}
 }
 
@@ -246,7 +248,7 @@ func startApp(verbose bool) (*app, error) {
 		fwd = slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})
 	}
 	log := slog.New(&countingHandler{counts: appLogCounts, fwd: fwd})
-	srv := handlers.New(db.Store, handlers.NewMetrics(), handlers.NewLocalHub(), appConfig(key), log)
+	srv := handlers.New(db.Store, web.NewMetrics(), live.NewLocalHub(), appConfig(key), log)
 	e := echo.New()
 	e.IPExtractor = echo.ExtractIPDirect()
 	srv.Register(e)

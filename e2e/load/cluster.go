@@ -18,8 +18,10 @@ import (
 	natsserver "github.com/nats-io/nats-server/v2/server"
 
 	"github.com/killrchat/killrchat/handlers"
+	"github.com/killrchat/killrchat/live"
 	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/store/storetest"
+	"github.com/killrchat/killrchat/web"
 )
 
 // startCluster starts instance A (posts) and B (subscribers) in this
@@ -53,11 +55,11 @@ func startCluster(c common) (*target, error) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	var stops []func()
 	serve := func(st *store.Store) (string, error) {
-		hub, err := handlers.NewNATSHub(ns.ClientURL(), log)
+		hub, err := live.NewNATSHub(ns.ClientURL(), log)
 		if err != nil {
 			return "", err
 		}
-		srv := handlers.New(st, handlers.NewMetrics(), hub, appConfig(key), log)
+		srv := handlers.New(st, web.NewMetrics(), hub, appConfig(key), log)
 		e := echo.New()
 		srv.Register(e)
 		ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -3,18 +3,30 @@ package main
 // roompage: the latency of a room page as a person sees it, one request
 // after another: a page of 50 messages, with a sidebar of 12 rooms and 3
 // DMs, everything read (issue 13's "room page p50/p99"). Its figure is
-// mostly waiting on Cassandra: the statements the page runs, and whether
-// they run one after another or at once.
+// mostly waiting on Cassandra: the statements the page runs, whether they
+// run one after another or at once, and the rows they read. -messages puts
+// that many messages in the room's newest day bucket (issue 22: a page
+// must cost the same in a bucket of 50 messages and one of 20,000).
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"net/http"
 	"net/url"
 	"sort"
+	"sync"
 	"time"
+
+	"github.com/killrchat/killrchat/store"
 )
+
+// pagePosts are the messages of a room page posted through HTTP, as a
+// person would; any more that -messages asks for are written straight to
+// the store, which takes seconds instead of minutes.
+const pagePosts = 50
 
 func runRoomPage(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("roompage", flag.ExitOnError)
@@ -23,9 +35,10 @@ func runRoomPage(ctx context.Context, args []string) error {
 	n := fs.Int("n", 1000, "room pages to load, one after another")
 	rooms := fs.Int("rooms", 12, "rooms of the reader (the page's room is one of them)")
 	dms := fs.Int("dms", 3, "DMs of the reader")
+	messages := fs.Int("messages", pagePosts, "messages in the room's newest day bucket (the page shows the newest 50)")
 	_ = fs.Parse(args)
-	if *n > 100_000 || *rooms > 500 || *dms > 100 {
-		return fmt.Errorf("keep -n <= 100000, -rooms <= 500, -dms <= 100")
+	if *n > 100_000 || *rooms > 500 || *dms > 100 || *messages < 1 || *messages > 1_000_000 {
+		return fmt.Errorf("keep -n <= 100000, -rooms <= 500, -dms <= 100, 1 <= -messages <= 1000000")
 	}
 	t, err := startTarget(ctx, c)
 	if err != nil {
@@ -47,7 +60,17 @@ func runRoomPage(ctx context.Context, args []string) error {
 			return err
 		}
 	}
-	for i := 0; i < 50; i++ {
+	if *messages > pagePosts {
+		if t.Store == nil {
+			return errors.New("-messages over 50 writes to the app's keyspace: give -keyspace with -url")
+		}
+		t0 := time.Now()
+		if err := fillRoom(ctx, t.Store, room, reader.login, *messages-pagePosts); err != nil {
+			return err
+		}
+		logf("%d messages written to %s in %v", *messages-pagePosts, room, time.Since(t0).Round(time.Millisecond))
+	}
+	for i := 0; i < min(*messages, pagePosts); i++ {
 		if code, _, err := reader.post(ctx, "/rooms/"+room+"/messages", url.Values{"content": {fmt.Sprintf("message %d of the page", i)}}, true); err != nil || code != http.StatusOK {
 			return fmt.Errorf("post %d: %d %v", i, code, err)
 		}
@@ -74,6 +97,46 @@ func runRoomPage(ctx context.Context, args []string) error {
 		}
 		lat = append(lat, time.Since(t0))
 	}
-	fmt.Printf("room page (50 messages; %d rooms, %d DMs in the sidebar), sequential: %s (failed %d)\n", *rooms, *dms, lat.summary(), failed)
+	fmt.Printf("room page (%d messages in its newest bucket; %d rooms, %d DMs in the sidebar), sequential: %s (failed %d)\n",
+		*messages, *rooms, *dms, lat.summary(), failed)
 	return nil
+}
+
+// fillRoom writes n messages by author into room through the store, 32 at
+// a time: all in today's bucket, like a busy day's.
+func fillRoom(ctx context.Context, st *store.Store, room, author string, n int) error {
+	r, err := st.Room(ctx, room)
+	if err != nil {
+		return err
+	}
+	u, err := st.User(ctx, author)
+	if err != nil {
+		return err
+	}
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		first error
+		next  = make(chan int)
+	)
+	for range 32 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				_, err := st.PostMessage(ctx, r, u.Ref(), fmt.Sprintf("message %d of a busy day", i))
+				if err != nil {
+					mu.Lock()
+					first = cmp.Or(first, err)
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	for i := 0; i < n && ctx.Err() == nil; i++ {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return cmp.Or(first, ctx.Err())
 }

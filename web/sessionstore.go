@@ -1,11 +1,14 @@
 // This file owns the gorilla/sessions Store backed by Cassandra: the cookie
 // holds only a signed random id; the values live in the sessions table, in a
 // row with a TTL, so any instance can serve any session and logout revokes.
-package handlers
+package web
 
 import (
+	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -35,20 +38,22 @@ type SessionStore struct {
 	// cookies remembers cookie values whose signature was verified, for
 	// as long as a session is cached: checking the HMAC and decoding the
 	// id is most of what a cached session costs.
-	cookies *rowCache[verifiedCookie]
+	cookies *RowCache[verifiedCookie]
 	codecs  []securecookie.Codec
 	// Options are the cookie options new sessions start with.
 	Options sessions.Options
 }
 
-// NewSessionStore signs session cookies with key (32 bytes or more).
-func NewSessionStore(db *store.Store, key []byte, secure bool) *SessionStore {
+// NewSessionStore signs session cookies with key (32 bytes or more). It
+// trusts a session it read for cacheTTL (negative or zero: no cache), and
+// keeps at most cacheSize of them.
+func NewSessionStore(db *store.Store, key []byte, secure bool, cacheTTL time.Duration, cacheSize int) *SessionStore {
 	codec := securecookie.New(key, nil)
 	codec.MaxAge(int(RememberFor / time.Second))
 	return &SessionStore{
 		db:      db,
-		cache:   newSessionCache(0, 0),
-		cookies: newRowCache[verifiedCookie](0, 0),
+		cache:   newSessionCache(cacheTTL, cacheSize),
+		cookies: NewRowCache[verifiedCookie](cacheTTL, cacheSize),
 		codecs:  []securecookie.Codec{codec},
 		Options: sessions.Options{
 			Path: "/", HttpOnly: true, Secure: secure, SameSite: http.SameSiteLaxMode,
@@ -57,7 +62,7 @@ func NewSessionStore(db *store.Store, key []byte, secure bool) *SessionStore {
 }
 
 // verifiedCookie is a session cookie's id, its signature checked, and the
-// id's digest (see streamSession).
+// id's digest (see SessionDigest).
 type verifiedCookie struct {
 	id, digest string
 }
@@ -80,12 +85,12 @@ func (s *SessionStore) New(r *http.Request, name string) (*sessions.Session, err
 	if err != nil {
 		return sess, nil
 	}
-	vc, _, err := s.cookies.load(name+"\x00"+c.Value, func() (verifiedCookie, error) {
+	vc, _, err := s.cookies.Load(name+"\x00"+c.Value, func() (verifiedCookie, error) {
 		var id string
 		if err := securecookie.DecodeMulti(name, c.Value, &id, s.codecs...); err != nil {
 			return verifiedCookie{}, err
 		}
-		return verifiedCookie{id: id, digest: streamSession(id)}, nil
+		return verifiedCookie{id: id, digest: SessionDigest(id)}, nil
 	})
 	if err != nil {
 		return sess, nil
@@ -108,7 +113,7 @@ func (s *SessionStore) New(r *http.Request, name string) (*sessions.Session, err
 	v.into(sess.Values)
 	sess.ID = id
 	sess.IsNew = false
-	if remember, _ := sess.Values[keyRemember].(bool); remember {
+	if remember, _ := sess.Values[KeyRemember].(bool); remember {
 		sess.Options.MaxAge = int(RememberFor / time.Second)
 	}
 	return sess, nil
@@ -119,19 +124,19 @@ func (s *SessionStore) New(r *http.Request, name string) (*sessions.Session, err
 func (s *SessionStore) Save(r *http.Request, w http.ResponseWriter, sess *sessions.Session) error {
 	if sess.Options.MaxAge < 0 {
 		if sess.ID != "" {
-			login, _ := sess.Values[keyLogin].(string)
+			login, _ := sess.Values[KeyLogin].(string)
 			if err := s.db.DeleteSession(r.Context(), login, sess.ID); err != nil {
 				return err
 			}
 			// This instance forgets it now; the others through the hub
 			// (logout ends the session's streams, which says so).
-			s.cache.forget(StreamEnd{Login: login, Sessions: []string{streamSession(sess.ID)}})
+			s.cache.forget(login, "", []string{SessionDigest(sess.ID)}, "")
 		}
 		http.SetCookie(w, sessions.NewCookie(sess.Name(), "", sess.Options))
 		return nil
 	}
 	if sess.ID == "" {
-		id, err := randomToken(32)
+		id, err := RandomToken(32)
 		if err != nil {
 			return err
 		}
@@ -141,7 +146,7 @@ func (s *SessionStore) Save(r *http.Request, w http.ResponseWriter, sess *sessio
 	if sess.Options.MaxAge > 0 {
 		life = time.Duration(sess.Options.MaxAge) * time.Second
 	}
-	sess.Values[keySaved] = time.Now().Unix()
+	sess.Values[KeySaved] = time.Now().Unix()
 	v, err := valuesOf(sess.Values)
 	if err != nil {
 		return err
@@ -153,13 +158,13 @@ func (s *SessionStore) Save(r *http.Request, w http.ResponseWriter, sess *sessio
 	if err := s.db.SaveSession(r.Context(), sess.ID, store.SessionRow{Login: v.Login, Data: data}, life); err != nil {
 		return err
 	}
-	s.cache.put(streamSession(sess.ID), v)
+	s.cache.put(SessionDigest(sess.ID), v)
 	encoded, err := securecookie.EncodeMulti(sess.Name(), sess.ID, s.codecs...)
 	if err != nil {
 		return fmt.Errorf("session: sign cookie: %w", err)
 	}
 	opts := *sess.Options
-	opts.Secure = opts.Secure || secureCookie(r)
+	opts.Secure = opts.Secure || SecureCookie(r)
 	http.SetCookie(w, sessions.NewCookie(sess.Name(), encoded, &opts))
 	return nil
 }
@@ -182,15 +187,15 @@ func valuesOf(values map[any]any) (sessionValues, error) {
 	for key, val := range values {
 		ok := true
 		switch key {
-		case keyLogin:
+		case KeyLogin:
 			v.Login, ok = val.(string)
-		case keyFirstname:
+		case KeyFirstname:
 			v.Firstname, ok = val.(string)
-		case keyLastname:
+		case KeyLastname:
 			v.Lastname, ok = val.(string)
-		case keyRemember:
+		case KeyRemember:
 			v.Remember, ok = val.(bool)
-		case keySaved:
+		case KeySaved:
 			v.Saved, ok = val.(int64)
 		default:
 			ok = false
@@ -204,18 +209,18 @@ func valuesOf(values map[any]any) (sessionValues, error) {
 
 // into puts the values in a session's map.
 func (v sessionValues) into(values map[any]any) {
-	values[keyLogin], values[keyFirstname], values[keyLastname] = v.Login, v.Firstname, v.Lastname
-	values[keyRemember], values[keySaved] = v.Remember, v.Saved
+	values[KeyLogin], values[KeyFirstname], values[KeyLastname] = v.Login, v.Firstname, v.Lastname
+	values[KeyRemember], values[KeySaved] = v.Remember, v.Saved
 }
 
-// stale reports whether the session row should be rewritten to extend it.
-func stale(sess *sessions.Session) bool {
-	saved, _ := sess.Values[keySaved].(int64)
+// Stale reports whether the session row should be rewritten to extend it.
+func Stale(sess *sessions.Session) bool {
+	saved, _ := sess.Values[KeySaved].(int64)
 	return time.Since(time.Unix(saved, 0)) > refreshAfter
 }
 
-// randomToken is n random bytes, base64url-encoded.
-func randomToken(n int) (string, error) {
+// RandomToken is n random bytes, base64url-encoded.
+func RandomToken(n int) (string, error) {
 	b := make([]byte, n)
 	if _, err := rand.Read(b); err != nil {
 		return "", fmt.Errorf("random token: %w", err)
@@ -223,10 +228,57 @@ func randomToken(n int) (string, error) {
 	return base64.RawURLEncoding.EncodeToString(b), nil
 }
 
-// SessionIDFromCookie returns the session id inside a signed cookie value;
-// tests use it to look at the stored row.
-func (s *Server) SessionIDFromCookie(value string) (string, error) {
+// IDFromCookie returns the session id inside a signed cookie value of
+// the cookie name; tests use it to look at the stored row.
+func (s *SessionStore) IDFromCookie(name, value string) (string, error) {
 	var id string
-	err := securecookie.DecodeMulti(sessionCookie, value, &id, s.sessions.codecs...)
+	err := securecookie.DecodeMulti(name, value, &id, s.codecs...)
 	return id, err
+}
+
+// Forget removes, on this instance, the cached sessions of login that a
+// stream end names (see sessionCache.forget); the hub calls it for every
+// instance's ends.
+func (s *SessionStore) Forget(login, room string, digests []string, except string) {
+	s.cache.forget(login, room, digests, except)
+}
+
+// Reset drops every cached session: events may have been missed.
+func (s *SessionStore) Reset() { s.cache.reset() }
+
+// Session value keys, and the session cookie's name.
+const (
+	SessionCookie = "killrchat_session"
+	KeyLogin      = "login"
+	KeyFirstname  = "firstname"
+	KeyLastname   = "lastname"
+	KeyRemember   = "remember"
+	KeySaved      = "saved"
+)
+
+// SessionDigest is how a session is named in the hub and on the broker
+// (stream ends, the session cache): a digest, since the session id itself
+// is the key to the session and must not travel.
+func SessionDigest(id string) string {
+	if id == "" {
+		return ""
+	}
+	sum := sha256.Sum256([]byte("killrchat stream session\x00" + id))
+	return hex.EncodeToString(sum[:16])
+}
+
+// secureKey marks, in a request's context, a request that came over TLS.
+type secureKey struct{}
+
+// MarkSecure returns r marked as having come over TLS (directly or from a
+// trusted proxy), so cookies set for it are Secure.
+func MarkSecure(r *http.Request) *http.Request {
+	return r.WithContext(context.WithValue(r.Context(), secureKey{}, true))
+}
+
+// SecureCookie says whether cookies set for r must be Secure: r came over
+// TLS, or MarkSecure marked it.
+func SecureCookie(r *http.Request) bool {
+	secure, _ := r.Context().Value(secureKey{}).(bool)
+	return secure || r.TLS != nil
 }

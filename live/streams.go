@@ -2,28 +2,21 @@
 // client IP may hold open on this instance, how many replays run at once,
 // and ending streams whose reader may no longer read them (left the room,
 // logged out, lost the session).
-package handlers
+package live
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"sync"
 	"time"
 )
 
 // Defaults of the stream limits (see Config).
 const (
-	defaultMaxStreamsPerUser = 20
-	defaultMaxStreamsPerIP   = 200
-	defaultMaxReplays        = 32
-	defaultReplayWait        = 2 * time.Second
-	defaultResumeWindow      = 5 * time.Second
-	// streamRetryAfter is the Retry-After, in seconds, of a refused stream.
-	streamRetryAfter = "10"
-	// replayRetryAfter is the Retry-After, in seconds, of a replay refused
-	// because too many run at once.
-	replayRetryAfter = "2"
+	DefaultMaxStreamsPerUser = 20
+	DefaultMaxStreamsPerIP   = 200
+	DefaultMaxReplays        = 32
+	DefaultReplayWait        = 2 * time.Second
+	DefaultResumeWindow      = 5 * time.Second
 )
 
 // streamCounts counts the open streams of each user and each client IP.
@@ -103,40 +96,6 @@ func (r *replaySlots) take(ctx context.Context) bool {
 }
 
 func (r *replaySlots) give() { <-r.slots }
-
-// streamSession is how a stream names the session that opened it, in the
-// hub and on the broker: a digest, since the session id itself is the key
-// to the session and must not travel.
-func streamSession(id string) string {
-	if id == "" {
-		return ""
-	}
-	sum := sha256.Sum256([]byte("killrchat stream session\x00" + id))
-	return hex.EncodeToString(sum[:16])
-}
-
-// endStreams ends, on every instance, the open streams that end matches
-// (see StreamEnd; its Sessions and Except are session ids here). Leave,
-// logout and revoking sessions call it after their write succeeded, so a
-// stream opened meanwhile is refused by its own check instead. A failure
-// to reach the other instances is logged: the write it follows stands, and
-// a stream there that keeps running is refused when it reconnects.
-func (s *Server) endStreams(ctx context.Context, end StreamEnd) {
-	if end.Login == "" || (end.Sessions != nil && len(end.Sessions) == 0) {
-		return // nobody's streams, or none of the sessions
-	}
-	if end.Sessions != nil {
-		digests := make([]string, len(end.Sessions))
-		for i, id := range end.Sessions {
-			digests[i] = streamSession(id)
-		}
-		end.Sessions = digests
-	}
-	end.Except = streamSession(end.Except)
-	if err := s.hub.EndStreams(ctx, end); err != nil {
-		s.log.Warn("end streams on other instances", "login", end.Login, "room", end.Room, "err", err)
-	}
-}
 
 // hangupCheck is how often hangups looks for streams whose client closed
 // the connection.

@@ -2,7 +2,7 @@
 // Cassandra statement latency, open live-stream connections and open
 // HTTP connections. Every label takes a bounded set of values, so no
 // request can grow the registry.
-package handlers
+package web
 
 import (
 	"errors"
@@ -59,8 +59,8 @@ func NewMetrics() *Metrics {
 	return m
 }
 
-// countUpload counts one upload by its result, and the bytes stored.
-func (m *Metrics) countUpload(result string, bytes int64) {
+// CountUpload counts one upload by its result, and the bytes stored.
+func (m *Metrics) CountUpload(result string, bytes int64) {
 	m.uploads.WithLabelValues(result).Inc()
 	m.uploadBytes.Add(float64(bytes))
 }
@@ -104,14 +104,18 @@ func (m *Metrics) WatchConns(l *ConnLimiter) {
 		}, func() float64 { return float64(l.Evicted()) }))
 }
 
-func (m *Metrics) measure(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		start := time.Now()
-		err := next(c)
-		code := responseStatus(c, err)
-		m.requests.WithLabelValues(methodLabel(c.Request().Method), routeLabel(c, err), strconv.Itoa(code)).
-			Observe(time.Since(start).Seconds())
-		return err
+// Measure is middleware that records each request's latency by method,
+// route and status; status says what status an error ends a request with.
+func (m *Metrics) Measure(status func(echo.Context, error) int) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			start := time.Now()
+			err := next(c)
+			code := status(c, err)
+			m.requests.WithLabelValues(methodLabel(c.Request().Method), routeLabel(c, err), strconv.Itoa(code)).
+				Observe(time.Since(start).Seconds())
+			return err
+		}
 	}
 }
 
@@ -149,5 +153,3 @@ func routeLabel(c echo.Context, err error) string {
 func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{})
 }
-
-func (m *Metrics) handler() echo.HandlerFunc { return echo.WrapHandler(m.Handler()) }

@@ -5,7 +5,7 @@
 // slowly), for heartbeats and the person's other conversations, and for
 // the stream's end. A room of 10,000 streams thus costs a message one
 // write per stream and no goroutine switch.
-package handlers
+package live
 
 import (
 	"errors"
@@ -65,7 +65,7 @@ func newDirectWriter(out *eventWriter, sent map[gocql.UUID]struct{}) (*directWri
 
 // Deliver writes ev now if it can, or queues it for the stream's goroutine
 // (see Sink).
-func (w *directWriter) Deliver(ev *RoomEvent) bool {
+func (w *directWriter) Deliver(ev *Event) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed || w.failed || w.last {
@@ -74,7 +74,7 @@ func (w *directWriter) Deliver(ev *RoomEvent) bool {
 	if _, dup := w.sent[idOf(ev)]; dup {
 		return true
 	}
-	w.last = ev.Kind == EventRoomDeleted
+	w.last = ev.Kind == KindRoomDeleted
 	w.events++
 	if w.busy || len(w.pending) > 0 {
 		if len(w.pending) >= subscriberQueue {
@@ -196,7 +196,7 @@ func (w *directWriter) close() {
 
 // liveDirect is liveEvents for a hijacked stream: the fan-out writes the
 // subscription's events through w, and this goroutine writes the rest.
-func (s *Server) liveDirect(out *eventWriter, sub *Subscription, watch *ConversationWatch, conv string, sent map[gocql.UUID]struct{}) {
+func (s *Engine) liveDirect(out *eventWriter, sub *Subscription, watch *ConversationWatch, conv string, sent map[gocql.UUID]struct{}) {
 	w, err := newDirectWriter(out, sent)
 	if err != nil {
 		s.liveEvents(out, sub, watch, conv, sent, nil)
@@ -222,7 +222,12 @@ func (s *Server) liveDirect(out *eventWriter, sub *Subscription, watch *Conversa
 		case <-s.closing:
 			return
 		case <-sub.Ended:
-			return // left the room, logged out, or lost the session
+			// Left the room, logged out, or lost the session: the page is
+			// told why its stream ends (the fan-out writes nothing more).
+			out.buf.Reset()
+			appendEvent(&out.buf, zeroID, KindStreamEnd, nil)
+			_ = w.flush(out.buf.Bytes())
+			return
 		case <-sub.Dropped:
 			s.log.Info("sse: dropped a subscriber that fell behind", "room", conv)
 			return
@@ -241,7 +246,7 @@ func (s *Server) liveDirect(out *eventWriter, sub *Subscription, watch *Conversa
 		case other := <-watch.C:
 			if other != conv {
 				out.buf.Reset()
-				appendEvent(&out.buf, zeroID, "unread", []byte(other))
+				appendEvent(&out.buf, zeroID, KindUnread, []byte(other))
 				frame = out.buf.Bytes()
 			}
 		}

@@ -1,10 +1,10 @@
 // This file owns the in-process session cache: a verified session id's
 // values, so a request does not read the sessions table. An entry is
 // trusted for at most its TTL; logout, password changes and revocations
-// remove it on every instance through the hub (the same StreamEnd event
+// remove it on every instance through the hub (the same stream-end event
 // that closes the session's live streams), and the whole cache is dropped
 // when the broker reconnects, since events may have been missed meanwhile.
-package handlers
+package web
 
 import (
 	"container/list"
@@ -12,13 +12,13 @@ import (
 	"time"
 )
 
-// Defaults of the session cache (see Config).
+// Defaults of the session cache.
 const (
-	defaultSessionCacheTTL  = 10 * time.Second
-	defaultSessionCacheSize = 100_000
+	DefaultSessionCacheTTL  = 10 * time.Second
+	DefaultSessionCacheSize = 100_000
 )
 
-// sessionCache maps a session's digest (streamSession of its id, as the hub
+// sessionCache maps a session's digest (SessionDigest of its id, as the hub
 // events name sessions) to its values, least recently used first out.
 type sessionCache struct {
 	mu      sync.Mutex
@@ -77,17 +77,17 @@ func (c *sessionCache) put(digest string, v sessionValues) {
 	}
 }
 
-// forget removes the sessions a StreamEnd names: the listed digests, or
-// every session of its login when it lists none. The room does not
+// forget removes the sessions a stream end names: the listed digests, or
+// every session of login but except when digests is nil. The room does not
 // matter: leaving a room ends no session.
-func (c *sessionCache) forget(end StreamEnd) {
-	if !c.enabled || end.Room != "" {
+func (c *sessionCache) forget(login, room string, digests []string, except string) {
+	if !c.enabled || room != "" {
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if end.Sessions != nil {
-		for _, d := range end.Sessions {
+	if digests != nil {
+		for _, d := range digests {
 			if el, ok := c.byKey[d]; ok {
 				c.removeLocked(el)
 			}
@@ -97,7 +97,7 @@ func (c *sessionCache) forget(end StreamEnd) {
 	// Every session of a login: rare (logout everywhere), so a scan.
 	for el := c.lru.Front(); el != nil; {
 		next := el.Next()
-		if e := el.Value.(*cachedSession); e.values.Login == end.Login && e.digest != end.Except {
+		if e := el.Value.(*cachedSession); e.values.Login == login && e.digest != except {
 			c.removeLocked(el)
 		}
 		el = next

@@ -2,7 +2,7 @@
 // buckets keyed by login (or client IP), kept in this instance's memory. A
 // cluster of N instances therefore allows up to N times each rate; the
 // limits are there to stop one client from flooding, not to meter fairly.
-package handlers
+package web
 
 import (
 	"fmt"
@@ -39,7 +39,8 @@ type Limits struct {
 	UploadBytes Rate
 }
 
-func (l Limits) withDefaults() Limits {
+// WithDefaults fills each zero Rate with its default.
+func (l Limits) WithDefaults() Limits {
 	def := func(r *Rate, burst int, per time.Duration) {
 		if r.Burst <= 0 {
 			r.Burst = burst
@@ -55,29 +56,26 @@ func (l Limits) withDefaults() Limits {
 	return l
 }
 
-// keyedLimiter is one token bucket per key. Buckets that have refilled
+// KeyedLimiter is one token bucket per key. Buckets that have refilled
 // completely are forgotten, so memory follows the number of active keys.
-type keyedLimiter struct {
+type KeyedLimiter struct {
 	rate    Rate
 	mu      sync.Mutex
 	buckets map[string]*rate.Limiter
 	swept   time.Time
 }
 
-func newKeyedLimiter(r Rate) *keyedLimiter {
-	return &keyedLimiter{rate: r, buckets: map[string]*rate.Limiter{}, swept: time.Now()}
+func NewKeyedLimiter(r Rate) *KeyedLimiter {
+	return &KeyedLimiter{rate: r, buckets: map[string]*rate.Limiter{}, swept: time.Now()}
 }
-
-// DefaultUploadBytesPerHour is the default of Limits.UploadBytes.
-const DefaultUploadBytesPerHour = 500 << 20
 
 // allow takes one token for key. If none is left it takes nothing and
 // says how long until one is.
-func (l *keyedLimiter) allow(key string) (bool, time.Duration) { return l.allowN(key, 1) }
+func (l *KeyedLimiter) Allow(key string) (bool, time.Duration) { return l.AllowN(key, 1) }
 
 // allowN takes n tokens for key, or none and says how long until n are
 // there (a very long time if n is more than the burst).
-func (l *keyedLimiter) allowN(key string, n int) (bool, time.Duration) {
+func (l *KeyedLimiter) AllowN(key string, n int) (bool, time.Duration) {
 	now := time.Now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -99,7 +97,7 @@ func (l *keyedLimiter) allowN(key string, n int) (bool, time.Duration) {
 }
 
 // sweep drops full buckets, at most once per refill period of a bucket.
-func (l *keyedLimiter) sweep(now time.Time) {
+func (l *KeyedLimiter) sweep(now time.Time) {
 	full := time.Duration(l.rate.Burst) * l.rate.Per
 	if now.Sub(l.swept) < max(full, time.Minute) {
 		return
@@ -112,32 +110,22 @@ func (l *keyedLimiter) sweep(now time.Time) {
 	}
 }
 
-// limitUser is middleware that takes a token of l for the logged-in user
+// LimitBy is middleware that takes a token of l for the request's key
 // before the handler runs, so a refused request stores nothing.
-func (s *Server) limitUser(l *keyedLimiter, what string) echo.MiddlewareFunc {
-	return limitBy(l, what, func(c echo.Context) string { return mustUser(c).Login })
-}
-
-// limitIP is limitUser keyed by the client address (echo's RealIP, which
-// believes X-Forwarded-For only from --trusted-proxies).
-func (s *Server) limitIP(l *keyedLimiter, what string) echo.MiddlewareFunc {
-	return limitBy(l, what, func(c echo.Context) string { return c.RealIP() })
-}
-
-func limitBy(l *keyedLimiter, what string, key func(echo.Context) string) echo.MiddlewareFunc {
+func LimitBy(l *KeyedLimiter, what string, key func(echo.Context) string) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
-			if ok, wait := l.allow(key(c)); !ok {
-				return tooMany(c, wait, what)
+			if ok, wait := l.Allow(key(c)); !ok {
+				return TooMany(c, wait, what)
 			}
 			return next(c)
 		}
 	}
 }
 
-// tooMany is the 429 a person reads: what they did too often and when to
+// TooMany is the 429 a person reads: what they did too often and when to
 // try again, also as Retry-After (whole seconds, at least one).
-func tooMany(c echo.Context, wait time.Duration, what string) error {
+func TooMany(c echo.Context, wait time.Duration, what string) error {
 	secs := int(math.Ceil(wait.Seconds()))
 	secs = max(secs, 1)
 	c.Response().Header().Set("Retry-After", strconv.Itoa(secs))
@@ -155,6 +143,9 @@ func seconds(n int) string {
 		return strconv.Itoa((n+59)/60) + " minutes"
 	}
 }
+
+// DefaultUploadBytesPerHour is the default of Limits.UploadBytes.
+const DefaultUploadBytesPerHour = 500 << 20
 
 // Unlimited lifts the per-user write limits, for load tests and test
 // suites that write far faster than any person.

@@ -1,4 +1,4 @@
-package handlers
+package live
 
 // The event stream parser of the HTML standard ("Interpreting an event
 // stream"), which browsers' EventSource and htmx's hx-sse follow: a line
@@ -7,8 +7,6 @@ package handlers
 // and so cannot see an event forged with lone carriage returns).
 
 import (
-	"bufio"
-	"bytes"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -16,87 +14,8 @@ import (
 	"testing"
 
 	"github.com/gocql/gocql"
+	"github.com/killrchat/killrchat/live/ssetest"
 )
-
-// SpecRecord is what the parser holds at a blank line, the end of an
-// event: the last event ID buffer (which an "id:" line sets even when no
-// event follows: it is what a reconnect sends), the event type and data,
-// and whether an event is dispatched (the data buffer is not empty).
-type SpecRecord struct {
-	LastID     string
-	Name       string
-	Data       string
-	Dispatched bool
-}
-
-// ParseSpecStream reads r as the standard's parser does and calls each at
-// every blank line until each returns false or r ends.
-func ParseSpecStream(r io.Reader, each func(SpecRecord) bool) error {
-	br := bufio.NewReader(r)
-	var (
-		line, data    []byte
-		lastID, name  string
-		afterCR, more = false, true
-		start         = true
-	)
-	endLine := func() {
-		switch i := bytes.IndexByte(line, ':'); {
-		case len(line) == 0:
-			rec := SpecRecord{LastID: lastID, Name: name, Dispatched: len(data) > 0}
-			rec.Data = strings.TrimSuffix(string(data), "\n")
-			data, name = data[:0], ""
-			more = each(rec)
-		case i == 0: // a comment
-		default:
-			field, value := string(line), ""
-			if i > 0 {
-				field, value = string(line[:i]), strings.TrimPrefix(string(line[i+1:]), " ")
-			}
-			switch field {
-			case "event":
-				name = value
-			case "data":
-				data = append(append(data, value...), '\n')
-			case "id":
-				if !strings.Contains(value, "\x00") {
-					lastID = value
-				}
-			}
-		}
-		line = line[:0]
-	}
-	for more {
-		b, err := br.ReadByte()
-		if err != nil {
-			return err
-		}
-		if start {
-			start = false
-			if b == 0xEF { // a byte order mark opens the stream at most
-				if bom, _ := br.Peek(2); string(bom) == "\xBB\xBF" {
-					_, _ = br.Discard(2)
-					continue
-				}
-			}
-		}
-		if afterCR {
-			afterCR = false
-			if b == '\n' {
-				continue // the "\n" of a "\r\n"
-			}
-		}
-		switch b {
-		case '\r':
-			afterCR = true
-			endLine()
-		case '\n':
-			endLine()
-		default:
-			line = append(line, b)
-		}
-	}
-	return nil
-}
 
 // specLineBreaks is what a line break in event data comes out as from the
 // standard's parser: "\n", whether it went in as "\r\n", "\r" or "\n".
@@ -114,7 +33,7 @@ var testEventID = func() gocql.UUID {
 
 // writtenEvents writes a message event with data, then a named event, the
 // way a stream does, and parses what was written.
-func writtenEvents(t *testing.T, data string) []SpecRecord {
+func writtenEvents(t *testing.T, data string) []ssetest.SpecRecord {
 	t.Helper()
 	rec := httptest.NewRecorder()
 	out := &eventWriter{w: rec, rc: http.NewResponseController(rec)}
@@ -124,8 +43,8 @@ func writtenEvents(t *testing.T, data string) []SpecRecord {
 	if err := out.event("reload", []byte("after")); err != nil {
 		t.Fatal(err)
 	}
-	var got []SpecRecord
-	if err := ParseSpecStream(rec.Body, func(r SpecRecord) bool { got = append(got, r); return true }); err != io.EOF {
+	var got []ssetest.SpecRecord
+	if err := ssetest.ParseSpecStream(rec.Body, func(r ssetest.SpecRecord) bool { got = append(got, r); return true }); err != io.EOF {
 		t.Fatal(err)
 	}
 	return got
@@ -137,7 +56,7 @@ func writtenEvents(t *testing.T, data string) []SpecRecord {
 func checkWritten(t *testing.T, data string) {
 	t.Helper()
 	got := writtenEvents(t, data)
-	want := []SpecRecord{
+	want := []ssetest.SpecRecord{
 		// Even empty data is one "data:" line, and so one event.
 		{LastID: testEventID.String(), Data: specLineBreaks(data), Dispatched: true},
 		{LastID: testEventID.String(), Name: "reload", Data: "after", Dispatched: true},

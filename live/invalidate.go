@@ -5,7 +5,7 @@
 // caches.go). Like a stream end, it is at-most-once through the broker: a
 // broker reconnect resets every cache (Hub.Watch), and each entry lives at
 // most its TTL, which bounds what a partition can leave stale.
-package handlers
+package live
 
 import (
 	"context"
@@ -72,13 +72,4 @@ func (h *NATSHub) deliverInvalidation(m *nats.Msg) {
 		return // already told locally
 	}
 	_ = h.local.Invalidate(context.Background(), env.Invalidation)
-}
-
-// invalidate tells every instance's caches that inv's rows changed,
-// logging (not returning) a failure: the write is done, and the other
-// instances' entries expire with their TTL.
-func (s *Server) invalidate(ctx context.Context, inv Invalidation) {
-	if err := s.hub.Invalidate(ctx, inv); err != nil {
-		s.log.Warn("invalidate caches", "rooms", inv.Rooms, "users", inv.Users, "err", err)
-	}
 }

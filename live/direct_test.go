@@ -1,4 +1,4 @@
-package handlers
+package live
 
 import (
 	"bufio"
@@ -52,9 +52,9 @@ func streamPair(t *testing.T) (server, client net.Conn) {
 }
 
 // testEvent is a message event of about size bytes, numbered i.
-func testEvent(i, size int) *RoomEvent {
+func testEvent(i, size int) *Event {
 	id := gocql.UUIDFromTime(time.Unix(1700000000, int64(i)*1000))
-	ev := RoomEvent{Kind: EventMessage, Message: &store.Message{ID: id}, HTML: []byte(fmt.Sprintf("<li>%d %s</li>", i, strings.Repeat("x", size)))}
+	ev := Event{Kind: KindMessage, ID: id, Message: &store.Message{ID: id}, HTML: []byte(fmt.Sprintf("<li>%d %s</li>", i, strings.Repeat("x", size)))}
 	ev.frame = encodeEvent(ev)
 	return &ev
 }

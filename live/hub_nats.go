@@ -3,7 +3,7 @@
 // NATS for the others. Core NATS is at-most-once; a page that missed an
 // event while the broker was away catches up by its Last-Event-ID replay
 // from Cassandra, so nothing acknowledged is lost.
-package handlers
+package live
 
 import (
 	"context"
@@ -36,8 +36,8 @@ type NATSHub struct {
 }
 
 type natsEnvelope struct {
-	Origin string    `json:"origin"`
-	Event  RoomEvent `json:"event"`
+	Origin string `json:"origin"`
+	Event  Event  `json:"event"`
 }
 
 type natsEndEnvelope struct {
@@ -117,7 +117,7 @@ func (h *NATSHub) deliverEnd(m *nats.Msg) {
 // Publish delivers ev to this instance's subscribers and hands it to NATS
 // for the others; while the broker is away NATS buffers it (up to its
 // reconnect buffer) and an error only means the others may miss it live.
-func (h *NATSHub) Publish(ctx context.Context, ev RoomEvent) error {
+func (h *NATSHub) Publish(ctx context.Context, ev Event) error {
 	_ = h.local.Publish(ctx, ev)
 	data, err := json.Marshal(natsEnvelope{Origin: h.origin, Event: ev})
 	if err != nil {

@@ -1,7 +1,7 @@
 // This file owns the HTTP server's connection limits: the read, write and
 // idle timeouts, and the cap on open connections that keeps the process
 // below its file-descriptor limit.
-package handlers
+package web
 
 import (
 	"container/list"
@@ -74,13 +74,13 @@ func NewHTTPServer(ln net.Listener, h http.Handler, lim HTTPLimits) (*http.Serve
 	return hs, cl
 }
 
-// liftDeadlines removes the server's read and write deadlines from this
+// LiftDeadlines removes the server's read and write deadlines from this
 // request's connection: for a live stream, which lasts as long as the
 // page is open and sets its own deadline on every write. Call it after the
 // request's checks, before the long part starts. It can only fail for a
 // ResponseWriter without deadlines (a test recorder), which has none to
 // lift, so errors are ignored.
-func liftDeadlines(c echo.Context) {
+func LiftDeadlines(c echo.Context) {
 	rc := http.NewResponseController(c.Response())
 	_ = rc.SetReadDeadline(time.Time{})
 	_ = rc.SetWriteDeadline(time.Time{})

@@ -6,7 +6,7 @@
 // live stream, write it to the connection at once (see Sink).
 // It also ends subscriptions on request (a user left a room, logged out, or
 // lost a session), so that a stream stops delivering on every instance.
-package handlers
+package live
 
 import (
 	"context"
@@ -19,20 +19,28 @@ import (
 	"github.com/gocql/gocql"
 
 	"github.com/killrchat/killrchat/store"
-	"github.com/killrchat/killrchat/views"
 )
 
-// Kinds of room events.
+// Kinds of events. The SSE event name of an event is its kind; message
+// and participants go as SSE's default event ("message"), whose data is
+// HTML the page swaps in. Edits, deletes, reactions, typing and presence
+// are kinds to come: each is a constant here and a case in encode, and
+// the writers, the fan-out and the hubs carry them as they are.
 const (
-	EventMessage      = "message"
-	EventParticipants = "participants"
-	EventRoomDeleted  = "room-deleted"
+	KindMessage      = "message"
+	KindParticipants = "participants"
+	KindUnread       = "unread"
+	KindRoomDeleted  = "room-deleted"
+	KindStreamEnd    = "stream-end"
+	KindReload       = "reload"
 )
 
-// RoomEvent is something open pages of a room must learn.
-type RoomEvent struct {
+// Event is something open pages of a conversation must learn: a kind, the
+// conversation, and the id of the message it concerns (zero if none).
+type Event struct {
 	Kind         string          `json:"kind"`
-	Room         string          `json:"room"`
+	Conversation string          `json:"conversation"`
+	ID           gocql.UUID      `json:"id"`
 	Message      *store.Message  `json:"message,omitempty"`
 	Participants []store.UserRef `json:"participants,omitempty"`
 	// HTML is the event rendered once, by the instance that published it,
@@ -49,7 +57,7 @@ type RoomEvent struct {
 type Hub interface {
 	// Publish hands ev to the subscribers of its room without waiting for
 	// any of them.
-	Publish(ctx context.Context, ev RoomEvent) error
+	Publish(ctx context.Context, ev Event) error
 	// Subscribe starts receiving the events of room, for who.
 	Subscribe(room string, who Subscriber) *Subscription
 	// WatchConversations starts hearing which of conversations, and of
@@ -78,7 +86,7 @@ type Hub interface {
 type Subscriber struct {
 	Login string
 	// Session stands for the login session that opened the stream. It is
-	// a digest of the session id (see streamSession), never the id itself,
+	// a digest of the session id (see web.SessionDigest), never the id itself,
 	// which must not travel to the broker.
 	Session string
 }
@@ -120,14 +128,14 @@ const subscriberQueue = 64
 type Subscription struct {
 	// C delivers the events, in publication order. The events are shared
 	// by every subscriber of the room: read them, never change them.
-	C <-chan *RoomEvent
+	C <-chan *Event
 	// Dropped is closed when the subscriber fell behind and was dropped.
 	Dropped <-chan struct{}
 	// Ended is closed when an EndStreams matched the subscriber: it must
 	// stop delivering at once.
 	Ended <-chan struct{}
 
-	c        chan *RoomEvent
+	c        chan *Event
 	dropped  chan struct{}
 	ended    chan struct{}
 	dropOnce sync.Once
@@ -152,7 +160,7 @@ type Sink interface {
 	// Deliver takes the next event, in publication order, without
 	// blocking; false means the subscriber cannot keep up, and it is
 	// dropped as one whose queue is full.
-	Deliver(ev *RoomEvent) bool
+	Deliver(ev *Event) bool
 }
 
 // Attach sends the subscription's events to sink from now on: first those
@@ -175,7 +183,7 @@ func (s *Subscription) Attach(sink Sink) {
 }
 
 // deliver hands ev to the subscriber, dropping it when it cannot keep up.
-func (s *Subscription) deliver(ev *RoomEvent) {
+func (s *Subscription) deliver(ev *Event) {
 	if s.stopped.Load() {
 		return
 	}
@@ -303,30 +311,33 @@ func NewLocalHub() *LocalHub {
 // subscribers; a full queue drops its subscriber instead of waiting. The
 // event is encoded as stream bytes once here, and all the subscribers
 // share it.
-func (h *LocalHub) Publish(_ context.Context, ev RoomEvent) error {
-	if ev.Kind == EventMessage && ev.Message != nil {
+func (h *LocalHub) Publish(_ context.Context, ev Event) error {
+	if ev.ID == zeroID && ev.Message != nil {
+		ev.ID = ev.Message.ID
+	}
+	if ev.Kind == KindMessage && ev.Message != nil {
 		// Before any stream has it: a resume that follows sees it.
 		h.late.observe(ev.Message.ID, time.Now())
 	}
 	h.mu.RLock()
 	defer h.mu.RUnlock()
-	if subs := h.rooms[ev.Room]; len(subs) > 0 {
+	if subs := h.rooms[ev.Conversation]; len(subs) > 0 {
 		shared := &ev
 		shared.frame = encodeEvent(ev)
 		for _, sh := range h.shards {
 			sh.publish(shared)
 		}
 	}
-	if ev.Kind == EventMessage && ev.Message != nil && !ev.Message.System {
-		for w := range h.watches[ev.Room] {
-			w.notify(ev.Room, ev.Message.Author.Login)
+	if ev.Kind == KindMessage && ev.Message != nil && !ev.Message.System {
+		for w := range h.watches[ev.Conversation] {
+			w.notify(ev.Conversation, ev.Message.Author.Login)
 		}
-		if address, ok := strings.CutPrefix(ev.Room, "dm:"); ok {
+		if address, ok := strings.CutPrefix(ev.Conversation, "dm:"); ok {
 			// A DM's members are in its id: each member's own key hears
 			// it, so a DM that starts after the watch did is heard too.
 			for _, login := range strings.Split(address, "+") {
 				for w := range h.watches[userKey(login)] {
-					w.notify(ev.Room, ev.Message.Author.Login)
+					w.notify(ev.Conversation, ev.Message.Author.Login)
 				}
 			}
 		}
@@ -354,7 +365,7 @@ type fanShard struct {
 // shardOp is one of: an event to deliver, a subscription to add or
 // remove, or a room whose subscribers to drop.
 type shardOp struct {
-	ev          *RoomEvent
+	ev          *Event
 	add, remove *Subscription
 	drop        string
 }
@@ -380,15 +391,15 @@ func (sh *fanShard) signal() {
 	}
 }
 
-func (sh *fanShard) publish(ev *RoomEvent) {
+func (sh *fanShard) publish(ev *Event) {
 	sh.mu.Lock()
 	if sh.events >= shardBacklog {
-		if !sh.overrun[ev.Room] {
+		if !sh.overrun[ev.Conversation] {
 			if sh.overrun == nil {
 				sh.overrun = map[string]bool{}
 			}
-			sh.overrun[ev.Room] = true
-			sh.ops = append(sh.ops, shardOp{drop: ev.Room})
+			sh.overrun[ev.Conversation] = true
+			sh.ops = append(sh.ops, shardOp{drop: ev.Conversation})
 		}
 	} else {
 		sh.events++
@@ -425,7 +436,7 @@ func (sh *fanShard) run(stop <-chan struct{}) {
 func (sh *fanShard) apply(op shardOp) {
 	switch {
 	case op.ev != nil:
-		for sub := range sh.rooms[op.ev.Room] {
+		for sub := range sh.rooms[op.ev.Conversation] {
 			sub.deliver(op.ev)
 		}
 	case op.add != nil:
@@ -531,7 +542,7 @@ func (h *LocalHub) unwatch(w *ConversationWatch) {
 
 // Subscribe starts receiving the events of room, for who.
 func (h *LocalHub) Subscribe(room string, who Subscriber) *Subscription {
-	sub := &Subscription{c: make(chan *RoomEvent, subscriberQueue), dropped: make(chan struct{}),
+	sub := &Subscription{c: make(chan *Event, subscriberQueue), dropped: make(chan struct{}),
 		ended: make(chan struct{}), hub: h, room: room, who: who}
 	sub.C, sub.Dropped, sub.Ended = sub.c, sub.dropped, sub.ended
 	sub.shard = h.shards[int(h.next.Add(1))%len(h.shards)]
@@ -582,24 +593,4 @@ func (h *LocalHub) EndStreams(_ context.Context, end StreamEnd) error {
 func (h *LocalHub) Close() error {
 	h.closed.Do(func() { close(h.stop) })
 	return nil
-}
-
-// publish hands ev to the hub, logging (not returning) a failure: the
-// write it reports is already stored, and pages catch up by replay.
-func (s *Server) publish(ctx context.Context, ev RoomEvent) {
-	var err error
-	switch {
-	case ev.HTML != nil:
-	case ev.Kind == EventMessage:
-		ev.HTML, err = renderString(ctx, views.MessageItem(*ev.Message))
-	case ev.Kind == EventParticipants:
-		ev.HTML, err = renderString(ctx, views.Participants(ev.Room, ev.Participants, true))
-	}
-	if err != nil {
-		s.log.Error("render room event", "room", ev.Room, "kind", ev.Kind, "err", err)
-		return
-	}
-	if err := s.hub.Publish(ctx, ev); err != nil {
-		s.log.Warn("publish room event", "room", ev.Room, "kind", ev.Kind, "err", err)
-	}
 }

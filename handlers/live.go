@@ -1,0 +1,64 @@
+// This file owns what the handlers hand to the live engine (package
+// live): publishing a conversation's events rendered once, ending
+// streams on every instance, and invalidating caches through the hub.
+package handlers
+
+import (
+	"context"
+
+	"github.com/killrchat/killrchat/live"
+	"github.com/killrchat/killrchat/views"
+	"github.com/killrchat/killrchat/web"
+)
+
+// publish hands ev to the hub, logging (not returning) a failure: the
+// write it reports is already stored, and pages catch up by replay.
+func (s *Server) publish(ctx context.Context, ev live.Event) {
+	var err error
+	switch {
+	case ev.HTML != nil:
+	case ev.Kind == live.KindMessage:
+		ev.HTML, err = renderString(ctx, views.MessageItem(*ev.Message))
+	case ev.Kind == live.KindParticipants:
+		ev.HTML, err = renderString(ctx, views.Participants(ev.Conversation, ev.Participants, true))
+	}
+	if err != nil {
+		s.log.Error("render room event", "room", ev.Conversation, "kind", ev.Kind, "err", err)
+		return
+	}
+	if err := s.hub.Publish(ctx, ev); err != nil {
+		s.log.Warn("publish room event", "room", ev.Conversation, "kind", ev.Kind, "err", err)
+	}
+}
+
+// endStreams ends, on every instance, the open streams that end matches
+// (see StreamEnd; its Sessions and Except are session ids here). Leave,
+// logout and revoking sessions call it after their write succeeded, so a
+// stream opened meanwhile is refused by its own check instead. A failure
+// to reach the other instances is logged: the write it follows stands, and
+// a stream there that keeps running is refused when it reconnects.
+func (s *Server) endStreams(ctx context.Context, end live.StreamEnd) {
+	if end.Login == "" || (end.Sessions != nil && len(end.Sessions) == 0) {
+		return // nobody's streams, or none of the sessions
+	}
+	if end.Sessions != nil {
+		digests := make([]string, len(end.Sessions))
+		for i, id := range end.Sessions {
+			digests[i] = web.SessionDigest(id)
+		}
+		end.Sessions = digests
+	}
+	end.Except = web.SessionDigest(end.Except)
+	if err := s.hub.EndStreams(ctx, end); err != nil {
+		s.log.Warn("end streams on other instances", "login", end.Login, "room", end.Room, "err", err)
+	}
+}
+
+// invalidate tells every instance's caches that inv's rows changed,
+// logging (not returning) a failure: the write is done, and the other
+// instances' entries expire with their TTL.
+func (s *Server) invalidate(ctx context.Context, inv live.Invalidation) {
+	if err := s.hub.Invalidate(ctx, inv); err != nil {
+		s.log.Warn("invalidate caches", "rooms", inv.Rooms, "users", inv.Users, "err", err)
+	}
+}

@@ -1,0 +1,129 @@
+// Package live carries events between instances and to browsers: the hub
+// (in-process, or over NATS between instances) and its fan-out, the
+// server-sent-event writer and stream loop, the sequencer that publishes
+// an instance's messages in id order, resuming a stream by replay, the
+// limits on streams and replays, stream ends and cache invalidations. It
+// knows nothing of HTTP routing or of templates: the handlers give it a
+// Source to read what a stream missed and a Render for each message.
+package live
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/gocql/gocql"
+
+	"github.com/killrchat/killrchat/store"
+)
+
+// Source is what a resumed stream reads from the database (a *store.Store).
+type Source interface {
+	// MessagesAfter is up to n messages of in after after, oldest first,
+	// and whether more follow.
+	MessagesAfter(ctx context.Context, in store.Place, after gocql.UUID, n int) ([]store.Message, bool, error)
+	// CountMessagesAfter counts in's messages after after, up to limit.
+	CountMessagesAfter(ctx context.Context, in store.Place, after gocql.UUID, limit int) (int, error)
+	// MadeHere says whether this instance made the message id.
+	MadeHere(id gocql.UUID) bool
+	// IDFloor is a timestamp below every id this instance will make.
+	IDFloor() int64
+}
+
+// Gauge counts open streams (a prometheus.Gauge).
+type Gauge interface {
+	Inc()
+	Dec()
+}
+
+// Config are the engine's limits; zero values take defaults.
+type Config struct {
+	// MaxStreamsPerUser and MaxStreamsPerIP cap the live streams one user
+	// and one client IP may hold open on this instance (default 20, 200).
+	MaxStreamsPerUser int
+	MaxStreamsPerIP   int
+	// MaxReplays caps the catch-up replays running at once on this
+	// instance (default 32); a replay waits up to ReplayWait (default 2s)
+	// for its turn, then is refused.
+	MaxReplays int
+	ReplayWait time.Duration
+	// ResumeWindow is how far before its Last-Event-ID, in message time,
+	// a resumed stream replays when several instances publish (default
+	// 5s; see Engine.replayStart).
+	ResumeWindow time.Duration
+}
+
+// Engine is an instance's live side: its hub, its sequencer, and the
+// streams it serves.
+type Engine struct {
+	hub     Hub
+	src     Source
+	render  func(context.Context, store.Message) ([]byte, error)
+	cfg     Config
+	log     *slog.Logger
+	open    Gauge
+	seq     *sequencer
+	streams *streamCounts
+	replays *replaySlots
+	hangups *hangups
+	closing chan struct{}
+}
+
+// New returns the engine. publish takes each message the sequencer
+// releases to the hub (rendering it if need be); render renders a
+// replayed message; open counts the open streams.
+func New(hub Hub, src Source, cfg Config, log *slog.Logger, open Gauge,
+	render func(context.Context, store.Message) ([]byte, error), publish func(Event)) *Engine {
+	if cfg.MaxStreamsPerUser == 0 {
+		cfg.MaxStreamsPerUser = DefaultMaxStreamsPerUser
+	}
+	if cfg.MaxStreamsPerIP == 0 {
+		cfg.MaxStreamsPerIP = DefaultMaxStreamsPerIP
+	}
+	if cfg.MaxReplays == 0 {
+		cfg.MaxReplays = DefaultMaxReplays
+	}
+	if cfg.ReplayWait == 0 {
+		cfg.ReplayWait = DefaultReplayWait
+	}
+	if cfg.ResumeWindow == 0 {
+		cfg.ResumeWindow = DefaultResumeWindow
+	}
+	e := &Engine{hub: hub, src: src, render: render, cfg: cfg, log: log, open: open,
+		streams: newStreamCounts(cfg.MaxStreamsPerUser, cfg.MaxStreamsPerIP),
+		replays: newReplaySlots(cfg.MaxReplays, cfg.ReplayWait),
+		closing: make(chan struct{}),
+	}
+	e.hangups = newHangups(e.closing)
+	e.seq = newSequencer(publish, src.IDFloor)
+	return e
+}
+
+// Reserve drafts a message of conversation (draft gives it its id, in
+// order) and queues it for publication; Finish settles it.
+func (e *Engine) Reserve(conversation string, draft func() (store.Message, error)) (*Slot, error) {
+	return e.seq.reserve(conversation, draft)
+}
+
+// Finish marks a reserved message stored (ok) or failed, and publishes
+// every stored message at the head of its conversation's queue.
+func (e *Engine) Finish(sl *Slot, ok bool) { e.seq.finish(sl, ok) }
+
+// Bound is the conversation's bound now (see sequencer).
+func (e *Engine) Bound(conversation string) int64 { return e.seq.bound(conversation) }
+
+// BeforeBound says whether a stored message lies on the "already
+// published" side of bound. Messages of other instances are not ordered by
+// this instance's bound, so they always count as published.
+func (e *Engine) BeforeBound(id gocql.UUID, bound int64) bool {
+	return id.Timestamp() < bound || !e.src.MadeHere(id)
+}
+
+// Shutdown ends every live stream so the HTTP server can stop.
+func (e *Engine) Shutdown() {
+	select {
+	case <-e.closing:
+	default:
+		close(e.closing)
+	}
+}

@@ -1,0 +1,98 @@
+// This file owns the order in which an instance publishes a
+// conversation's messages, and the bound that tells a page or a stream
+// which of this instance's messages it reads from Cassandra and which
+// will reach it live.
+package live
+
+import (
+	"sync"
+
+	"github.com/killrchat/killrchat/store"
+)
+
+// sequencer publishes each room's messages in the order of their ids, even
+// though their inserts run concurrently and finish in any order. A client
+// that resumes after the id it saw last therefore never misses a message
+// of this instance that was still being written.
+//
+// It also gives live streams and pages their bound: every id this instance
+// has drafted for a room but not yet published, and every id it drafts
+// later, has a timestamp at or above the bound; everything below it is
+// published (or failed) and so is in Cassandra.
+type sequencer struct {
+	mu      sync.Mutex
+	pending map[string][]*Slot
+	publish func(Event)
+	floor   func() int64
+}
+
+// Slot is one message between its draft and its publication; the
+// poster sets HTML (the message rendered for the live streams) before
+// Finish.
+type Slot struct {
+	Msg  store.Message
+	HTML []byte
+	done bool
+	ok   bool
+}
+
+func newSequencer(publish func(Event), floor func() int64) *sequencer {
+	return &sequencer{pending: map[string][]*Slot{}, publish: publish, floor: floor}
+}
+
+// bound is the room's bound now (see sequencer).
+func (q *sequencer) bound(room string) int64 {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.boundLocked(room)
+}
+
+func (q *sequencer) boundLocked(room string) int64 {
+	if p := q.pending[room]; len(p) > 0 {
+		return p[0].Msg.ID.Timestamp()
+	}
+	return q.floor()
+}
+
+// subscribe subscribes to the room's events and takes its bound at the
+// same instant: local messages below the bound were published before the
+// subscription (read them from Cassandra), the others will be delivered.
+func (q *sequencer) subscribe(room string, subscribe func() *Subscription) (*Subscription, int64) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return subscribe(), q.boundLocked(room)
+}
+
+// reserve drafts a message (giving it its id) and queues it for publication.
+func (q *sequencer) reserve(room string, draft func() (store.Message, error)) (*Slot, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	m, err := draft()
+	if err != nil {
+		return nil, err
+	}
+	sl := &Slot{Msg: m}
+	q.pending[room] = append(q.pending[room], sl)
+	return sl, nil
+}
+
+// finish marks a message stored (ok) or failed, and publishes every stored
+// message at the head of the room's queue.
+func (q *sequencer) finish(sl *Slot, ok bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	sl.done, sl.ok = true, ok
+	queue := q.pending[sl.Msg.Room]
+	i := 0
+	for ; i < len(queue) && queue[i].done; i++ {
+		if queue[i].ok {
+			m := queue[i].Msg
+			q.publish(Event{Kind: KindMessage, Conversation: m.Room, ID: m.ID, Message: &m, HTML: queue[i].HTML})
+		}
+	}
+	if i == len(queue) {
+		delete(q.pending, sl.Msg.Room)
+	} else {
+		q.pending[sl.Msg.Room] = queue[i:]
+	}
+}

@@ -1,0 +1,634 @@
+// This file owns the live room stream (server-sent events). A connection
+// first receives, from Cassandra and a page at a time, every message after
+// the id it saw last (Last-Event-ID, or ?after= on a page's first
+// connect), then the live ones: each exactly once and, for this instance's
+// messages, in id order. It ends when its reader leaves the room, logs out
+// or loses the session (see streams.go for that and for the limits).
+//
+// The stream is written here rather than by r3labs/sse's server: that
+// server parses Last-Event-ID as a number (ours are timeuuids), fans out
+// with blocking sends (one stalled client holds up the rest of its
+// stream), and drops events published before its subscriber registers.
+// The tests read our streams with r3labs/sse's own event reader, and with
+// the HTML standard's parser, which ends lines at a lone "\r" too.
+package live
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/gocql/gocql"
+
+	"github.com/killrchat/killrchat/store"
+)
+
+const (
+	// heartbeat is how often an idle stream gets a comment line, so
+	// proxies keep it open and dead connections are noticed.
+	heartbeat = 15 * time.Second
+	// writeTimeout bounds one write to a client; a client that reads
+	// nothing for this long is disconnected (it reconnects and replays).
+	writeTimeout = 10 * time.Second
+	// replayLimit bounds one catch-up; a client that missed more is told
+	// to reload the page instead.
+	replayLimit = 5000
+	// replayPage is how many messages a replay reads from Cassandra at a
+	// time; each page is written out before the next is read, so a replay
+	// holds one page in memory, whatever its client's reading speed.
+	replayPage = 50
+	// replayTimeout bounds how long one replay keeps its slot (see
+	// replaySlots): a client that reads too slowly to finish in time is
+	// disconnected and resumes, by its Last-Event-ID, where it got to.
+	replayTimeout = 30 * time.Second
+)
+
+// zeroID is the zero message id: no id.
+var zeroID gocql.UUID
+
+// Errors of Engine.Open.
+var (
+	// ErrTooManyForUser: the person holds the most streams allowed.
+	ErrTooManyForUser = errors.New("live: too many streams for this person")
+	// ErrTooManyForIP: the client address holds the most streams allowed.
+	ErrTooManyForIP = errors.New("live: too many streams from this address")
+	// ErrReplaysBusy: no replay slot came free in time.
+	ErrReplaysBusy = errors.New("live: every replay slot is busy")
+)
+
+// Stream is one live stream of a conversation, from its request's checks
+// to its end. What it takes (its place under the caps, a replay slot, a
+// subscription, a watch) is given back by Close, or, once Run has handed
+// the connection to a goroutine of the stream's own, when that ends.
+type Stream struct {
+	e     *Engine
+	who   Subscriber
+	since gocql.UUID
+	ends  streamEnds
+	sub   *Subscription
+	bound int64
+	watch *ConversationWatch
+	// replaying is set while the stream holds a replay slot.
+	replaying bool
+}
+
+// Open counts a new stream of login (whose session's digest is session)
+// from ip, which resumes after since (zero: a fresh page). It is refused
+// with ErrTooManyForUser or ErrTooManyForIP, the streams already open
+// left alone.
+func (e *Engine) Open(login, ip, session string, since gocql.UUID) (*Stream, error) {
+	closeStream, byUser, ok := e.streams.open(login, ip)
+	if !ok {
+		if byUser {
+			return nil, ErrTooManyForUser
+		}
+		return nil, ErrTooManyForIP
+	}
+	st := &Stream{e: e, who: Subscriber{Login: login, Session: session}, since: since}
+	st.ends.add(closeStream)
+	return st, nil
+}
+
+// TakeReplay takes a replay slot for a resuming stream, waiting a little
+// for one: ErrReplaysBusy when none came free, ctx's error when it ended
+// first. A fresh stream needs none.
+func (st *Stream) TakeReplay(ctx context.Context) error {
+	if st.since == zeroID {
+		return nil
+	}
+	if !st.e.replays.take(ctx) {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return ErrReplaysBusy
+	}
+	st.replaying = true
+	st.ends.add(st.endReplay)
+	return nil
+}
+
+func (st *Stream) endReplay() {
+	if st.replaying {
+		st.replaying = false
+		st.e.replays.give()
+	}
+}
+
+// Subscribe subscribes the stream to conversation's events, in place of
+// any it had. Subscribe before the conversation is read: a leave or a
+// delete that the read does not see yet is published later, and ends
+// this subscription. Subscribing takes the conversation's bound at the
+// same instant: this instance's messages below it are in Cassandra, the
+// ones above will arrive live.
+func (st *Stream) Subscribe(conversation string) {
+	if st.sub != nil {
+		st.sub.Close()
+	} else {
+		st.ends.add(func() { st.sub.Close() })
+	}
+	st.sub, st.bound = st.e.seq.subscribe(conversation, func() *Subscription { return st.e.hub.Subscribe(conversation, st.who) })
+}
+
+// Watch has the stream tell its page when another of the person's
+// conversations gets a message (see ConversationWatch): one stream per tab.
+func (st *Stream) Watch(w *ConversationWatch) {
+	st.watch = w
+	st.ends.add(w.Close)
+}
+
+// Close gives back what the stream holds, unless Run handed it over.
+func (st *Stream) Close() { st.ends.run() }
+
+// Run writes the stream to w: its head, the replay of what it missed in
+// in, then its live events, until it ends. committed is called once the
+// connection is taken over from net/http (for the request's logs). Run
+// returns once the connection is handed to the stream's own goroutine,
+// or the stream has ended.
+func (st *Stream) Run(ctx context.Context, w http.ResponseWriter, committed func(), in store.Place) {
+	e, conv := st.e, in.Conversation().ID
+	e.open.Inc()
+	st.ends.add(e.open.Dec)
+
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	out, err := e.startStream(w, committed)
+	if err != nil {
+		return // the client is gone
+	}
+	st.ends.add(func() { e.endStream(out) })
+
+	// sent holds the replayed ids that may come live as well: other
+	// instances' only, since this instance's below the bound were
+	// published before the subscription.
+	var sent map[gocql.UUID]struct{}
+	if st.since != zeroID {
+		sent = map[gocql.UUID]struct{}{}
+		if !e.replay(ctx, out, in, e.replayStart(st.since), st.since, st.bound, sent) {
+			return
+		}
+		st.endReplay()
+		if len(sent) == 0 {
+			sent = nil
+		}
+	}
+
+	if out.conn == nil {
+		e.liveEvents(out, st.sub, st.watch, conv, sent, ctx.Done())
+		return
+	}
+	// The connection is hijacked: the stream needs nothing more of the
+	// request, so the handler returns and a goroutine of the stream's own
+	// carries on, while the hub's fan-out writes the room's events (see
+	// liveDirect). Its stack starts small, and the request's objects (and
+	// net/http's and echo's for it) go, which roughly halves what an idle
+	// stream holds.
+	live := st.ends.handOver()
+	sub, watch := st.sub, st.watch
+	go func() {
+		defer live.run()
+		e.liveDirect(out, sub, watch, conv, sent)
+	}()
+}
+
+// liveEvents writes the subscription's events, and the watch's news of
+// the person's other conversations, to out until the stream ends; done is
+// the request's end while the handler still runs (nil once the connection
+// is hijacked: out.gone tells of a hang-up then).
+func (s *Engine) liveEvents(out *eventWriter, sub *Subscription, watch *ConversationWatch, conv string, sent map[gocql.UUID]struct{}, done <-chan struct{}) {
+	tick := time.NewTicker(heartbeat)
+	defer tick.Stop()
+	for {
+		var err error
+		select {
+		case <-done:
+			return
+		case <-s.closing:
+			return
+		case <-sub.Ended:
+			// Left the room, logged out, or lost the session: the page is
+			// told why its stream ends, then it ends.
+			_ = out.event(KindStreamEnd, nil)
+			return
+		case <-sub.Dropped:
+			s.log.Info("sse: dropped a subscriber that fell behind", "room", conv)
+			return
+		case <-out.gone:
+			return // the client closed the connection
+		case <-tick.C:
+			err = out.comment("keep-alive")
+		case other := <-watch.C:
+			if other != conv {
+				err = out.event(KindUnread, []byte(other))
+			}
+		case ev := <-sub.C:
+			// Whatever else is queued goes out in the same write.
+			var end bool
+			for {
+				if _, dup := sent[idOf(ev)]; !dup {
+					out.queue(ev.frame)
+				}
+				if end = ev.Kind == KindRoomDeleted; end {
+					break
+				}
+				select {
+				case ev = <-sub.C:
+					continue
+				default:
+				}
+				break
+			}
+			err = out.send()
+			if end {
+				return
+			}
+		}
+		if err != nil {
+			return // the client is gone or stalled past writeTimeout
+		}
+	}
+}
+
+// streamEnds is what a stream undoes when it ends, last first.
+type streamEnds []func()
+
+func (e *streamEnds) add(f func()) { *e = append(*e, f) }
+
+// run undoes them all, once.
+func (e *streamEnds) run() {
+	for i := len(*e) - 1; i >= 0; i-- {
+		(*e)[i]()
+	}
+	*e = nil
+}
+
+// handOver moves them to the stream's own goroutine.
+func (e *streamEnds) handOver() streamEnds {
+	h := *e
+	*e = nil
+	return h
+}
+
+// idOf is the message id of a message event, or the zero id.
+func idOf(ev *Event) gocql.UUID {
+	if ev.Kind == KindMessage {
+		return ev.ID
+	}
+	return zeroID
+}
+
+// replayStart is where a resume from since starts. With one instance it
+// is since itself: this instance publishes its messages in id order, so a
+// client that saw since has every message before it. Across instances a
+// message of another instance may be published after a newer one of this
+// instance (it was stored a moment later, or that instance's clock is
+// behind), so the replay starts the skew window earlier; what the client
+// has already it drops by id (static/app.js), and places what it lacked
+// in id order.
+//
+// The window is at least how late messages have lately reached this
+// instance (Hub.Lateness), up to four times the flag's: a message held up
+// longer than the flag's window (a slow insert holds its instance's later
+// messages back too, see sequencer) reaches every instance that late, so
+// a page that missed it between two connections resumes from before it.
+func (s *Engine) replayStart(since gocql.UUID) gocql.UUID {
+	if !s.hubSpansInstances() || s.cfg.ResumeWindow <= 0 {
+		return since
+	}
+	window := s.cfg.ResumeWindow
+	if l, ok := s.hub.(interface{ Lateness() time.Duration }); ok {
+		// A quarter more, for what is still on its way while this reads;
+		// at most four windows, for an instance so overloaded that its
+		// messages come later still would make every resume replay more
+		// and more.
+		window = min(max(window, l.Lateness()*5/4), 4*window)
+	}
+	return gocql.MinTimeUUID(since.Time().Add(-window))
+}
+
+// hubSpansInstances says whether events reach this instance from others.
+func (s *Engine) hubSpansInstances() bool {
+	_, local := s.hub.(*LocalHub)
+	return !local
+}
+
+// replay writes the messages of in after since that lie below bound (see
+// sequencer), page by page: a page is read, written, and only then is the
+// next one read. It returns false when the stream must end: the client is
+// gone or too slow, the database failed (the client reconnects with the
+// same id and tries again), or more was missed than a replay gives, and
+// the client was told to reload the page.
+//
+// It reads from start, which is since or, across instances, the resume
+// window before it (see replayStart); only what comes after since counts
+// towards the replay's limit, as the client has most of the window.
+func (s *Engine) replay(ctx context.Context, out *eventWriter, in store.Place, start, since gocql.UUID, bound int64, sent map[gocql.UUID]struct{}) bool {
+	deadline := time.Now().Add(replayTimeout)
+	cursor, replayed := start, 0
+	for first := true; ; first = false {
+		page, more, err := s.src.MessagesAfter(ctx, in, cursor, replayPage)
+		if err == nil && first && more {
+			// More than a page missed: find out, by ids alone, whether it
+			// is too much to replay before sending any of it.
+			var n int
+			if n, err = s.src.CountMessagesAfter(ctx, in, since, replayLimit+1); err == nil && n > replayLimit {
+				_ = out.event(KindReload, []byte("too many messages missed"))
+				return false
+			}
+		}
+		if err != nil {
+			if ctx.Err() == nil {
+				s.log.Warn("sse: replay", "room", in.Conversation().ID, "err", err)
+			}
+			return false
+		}
+		for _, m := range page {
+			cursor = m.ID
+			if !s.BeforeBound(m.ID, bound) {
+				continue // published after we subscribed: it comes live
+			}
+			html, err := s.render(ctx, m)
+			if err != nil {
+				return false
+			}
+			if out.message(m.ID, html) != nil {
+				return false
+			}
+			if !s.src.MadeHere(m.ID) {
+				sent[m.ID] = struct{}{}
+			}
+			if store.Later(m.ID, since) {
+				replayed++
+			}
+		}
+		switch {
+		case !more:
+			return true
+		case replayed > replayLimit:
+			// The room gains messages faster than this client reads them.
+			_ = out.event(KindReload, []byte("too many messages missed"))
+			return false
+		case time.Now().After(deadline):
+			return false
+		}
+	}
+}
+
+// eventWriter writes one stream's server-sent events. Once the stream's
+// response head is out it owns the connection (hijacked from net/http,
+// see startStream): net/http's background reader is stopped, the stream's
+// goroutine writes the replay, and then the hub's fan-out writes the
+// room's events while that goroutine writes the rest (see direct.go); the
+// events shared by the room's streams go out as they are, and each
+// waiting write is bounded by writeTimeout. Where hijacking is not
+// possible (HTTP/2, a test recorder) it writes through the ResponseWriter
+// and flushes, from the stream's goroutine.
+type eventWriter struct {
+	conn net.Conn // the hijacked connection, or nil
+	// gone is closed when the client closed the hijacked connection (see
+	// hangups); nil otherwise, as net/http then cancels the request.
+	gone chan struct{}
+	// wrote is set by each write of the fan-out and cleared by hangups,
+	// which does not look at a stream written since its last look: the
+	// next write to a closed connection fails, and ends the stream.
+	wrote atomic.Bool
+	w     io.Writer
+	rc    *http.ResponseController
+	bufs  net.Buffers // frames queued for the next send
+	buf   bytes.Buffer
+}
+
+// startStream writes the stream's response head (status 200 and the
+// headers set so far) and returns the writer of its events; endStream
+// ends it.
+func (s *Engine) startStream(res http.ResponseWriter, committed func()) (*eventWriter, error) {
+	if conn, rw, err := http.NewResponseController(res).Hijack(); err == nil {
+		committed() // for the logs and metrics
+		// net/http keeps the connection's read and write buffers (8 KiB)
+		// until the handler returns, and never uses them again once
+		// hijacked; the stream writes to the connection itself.
+		*rw.Reader, *rw.Writer = bufio.Reader{}, bufio.Writer{}
+		e := &eventWriter{conn: conn, gone: make(chan struct{})}
+		e.buf.WriteString("HTTP/1.1 200 OK\r\n")
+		h := res.Header().Clone()
+		// No length and no chunking: the body ends when the connection
+		// closes, which for a stream is the only end there is.
+		h.Set("Connection", "close")
+		_ = h.Write(&e.buf)
+		e.buf.WriteString("\r\n: connected\n\n")
+		e.queue(e.buf.Bytes())
+		if err := e.send(); err != nil {
+			conn.Close()
+			return nil, err
+		}
+		s.hangups.add(e)
+		return e, nil
+	}
+	res.WriteHeader(http.StatusOK)
+	e := &eventWriter{w: res, rc: http.NewResponseController(res)}
+	if err := e.comment("connected"); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// endStream closes a hijacked connection (net/http closes the others).
+func (s *Engine) endStream(e *eventWriter) {
+	if e.conn != nil {
+		s.hangups.remove(e)
+		e.conn.Close()
+	}
+}
+
+// queue adds a frame to the next send; the frame may be shared with other
+// streams, so it is written as it is and never changed.
+func (e *eventWriter) queue(frame []byte) {
+	if len(frame) > 0 {
+		e.bufs = append(e.bufs, frame)
+	}
+}
+
+// send writes the queued frames.
+func (e *eventWriter) send() error {
+	if len(e.bufs) == 0 {
+		return nil
+	}
+	defer func() {
+		clear(e.bufs[:cap(e.bufs)])
+		e.bufs = e.bufs[:0]
+	}()
+	if e.conn != nil {
+		if err := e.conn.SetWriteDeadline(time.Now().Add(writeTimeout)); err != nil {
+			return err
+		}
+		bufs := e.bufs // WriteTo consumes its receiver
+		_, err := bufs.WriteTo(e.conn)
+		return err
+	}
+	if err := e.rc.SetWriteDeadline(time.Now().Add(writeTimeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		return err
+	}
+	for _, b := range e.bufs {
+		if _, err := e.w.Write(b); err != nil {
+			return err
+		}
+	}
+	return e.rc.Flush()
+}
+
+// peerClosed says whether the client has closed a hijacked connection:
+// nothing reads it (a read would take a goroutine per connection), so
+// hangups looks, without waiting, whether the end of the stream from the
+// client has arrived. Anything else (data, or nothing) counts as open.
+func (e *eventWriter) peerClosed() bool {
+	if e.conn == nil {
+		return false
+	}
+	nc := e.conn
+	for {
+		u, ok := nc.(interface{ NetConn() net.Conn })
+		if !ok {
+			break
+		}
+		nc = u.NetConn()
+	}
+	sc, ok := nc.(syscall.Conn)
+	if !ok {
+		return false
+	}
+	raw, err := sc.SyscallConn()
+	if err != nil {
+		return false
+	}
+	closed := false
+	_ = raw.Read(func(fd uintptr) bool {
+		var b [1]byte
+		n, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+		closed = n == 0 && err == nil
+		return true // never wait for readiness
+	})
+	return closed
+}
+
+// message writes one replayed message, encoded for this stream alone.
+func (e *eventWriter) message(id gocql.UUID, html []byte) error {
+	e.buf.Reset()
+	appendEvent(&e.buf, id, "", html)
+	e.queue(e.buf.Bytes())
+	return e.send()
+}
+
+// errFieldBreak refuses an event name or comment that would end its line.
+var errFieldBreak = errors.New("sse: event name or comment contains a line break")
+
+// event writes one event without an id (the client keeps the last one).
+func (e *eventWriter) event(name string, data []byte) error {
+	if strings.ContainsAny(name, "\r\n") {
+		return errFieldBreak
+	}
+	e.buf.Reset()
+	appendEvent(&e.buf, zeroID, name, data)
+	e.queue(e.buf.Bytes())
+	return e.send()
+}
+
+// encodeEvent is ev as the bytes every stream of its conversation
+// writes: a message carries its own id (a message's id is where a resume
+// starts); the other events carry none, so the client keeps the id it has.
+func encodeEvent(ev Event) []byte {
+	var buf bytes.Buffer
+	switch ev.Kind {
+	case KindRoomDeleted:
+		appendEvent(&buf, zeroID, wireName(ev.Kind), []byte("/?notice=room-deleted"))
+	default:
+		appendEvent(&buf, idOf(&ev), wireName(ev.Kind), ev.HTML)
+	}
+	return buf.Bytes()
+}
+
+// wireName is the SSE event name of kind: the kind itself, but for the
+// kinds whose data the page swaps in as it is, which go as SSE's default
+// event (no event: line; a browser names it "message").
+func wireName(kind string) string {
+	switch kind {
+	case KindMessage, KindParticipants:
+		return ""
+	}
+	return kind
+}
+
+// appendEvent writes one event. Its id is a timeuuid and its name one of
+// ours (checked by the callers that take a name from elsewhere), so
+// neither can hold a line break; data is any text, written as data lines
+// split wherever a parser ends a line.
+func appendEvent(buf *bytes.Buffer, id gocql.UUID, name string, data []byte) {
+	if id != zeroID {
+		buf.WriteString("id: ")
+		buf.WriteString(id.String())
+		buf.WriteByte('\n')
+	}
+	if name != "" {
+		buf.WriteString("event: ")
+		buf.WriteString(name)
+		buf.WriteByte('\n')
+	}
+	writeData(buf, data)
+	buf.WriteByte('\n')
+}
+
+// writeData writes data as "data:" lines. The SSE parsers of browsers and
+// of htmx end a line at "\r\n", at a lone "\r" and at "\n", so the data is
+// split at each of the three: a "\r" left inside a line would end it
+// there, and the rest of a message (say "\r\revent: room-deleted") would
+// be read as fields of the stream. The reader joins the lines with "\n",
+// which is all a line break in the data can come out as.
+func writeData(buf *bytes.Buffer, data []byte) {
+	for {
+		buf.WriteString("data: ")
+		i := bytes.IndexAny(data, "\r\n")
+		if i < 0 {
+			buf.Write(data)
+			buf.WriteByte('\n')
+			return
+		}
+		buf.Write(data[:i])
+		buf.WriteByte('\n')
+		if data[i] == '\r' && i+1 < len(data) && data[i+1] == '\n' {
+			i++
+		}
+		data = data[i+1:]
+	}
+}
+
+func (e *eventWriter) comment(text string) error {
+	if strings.ContainsAny(text, "\r\n") {
+		return errFieldBreak
+	}
+	e.queue(commentFrame(&e.buf, text))
+	return e.send()
+}
+
+// commentFrame is a comment line in buf, for text of ours (no line break).
+func commentFrame(buf *bytes.Buffer, text string) []byte {
+	buf.Reset()
+	fmt.Fprintf(buf, ": %s\n\n", text)
+	return buf.Bytes()
+}
+
+func renderString(ctx context.Context, comp interface {
+	Render(context.Context, io.Writer) error
+}) ([]byte, error) {
+	var buf bytes.Buffer
+	err := comp.Render(ctx, &buf)
+	return buf.Bytes(), err
+}
