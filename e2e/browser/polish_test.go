@@ -155,6 +155,9 @@ func TestSidebarOffersDirectMessages(t *testing.T) {
 				t.Error("the New message link is not visible")
 			}
 			a.screenshot("sidebar")
+			a.darkMode(true)
+			a.screenshot("sidebar-dark")
+			a.darkMode(false)
 			a.click(newDM)
 			a.waitJS("the new DM form", atPath("/dm/new")+` && document.querySelector("#new-dm #to")`)
 		})
