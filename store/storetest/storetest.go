@@ -96,10 +96,11 @@ func (db *DB) Another() (*store.Store, error) {
 	return st, st.Connect(ctx)
 }
 
-// AnotherWith is Another with its configuration changed by edit.
-func (db *DB) AnotherWith(edit func(*store.Config)) (*store.Store, error) {
+// AnotherWith is Another with its config changed by change first (a test
+// that slows a statement down, say).
+func (db *DB) AnotherWith(change func(*store.Config)) (*store.Store, error) {
 	cfg := db.cfg
-	edit(&cfg)
+	change(&cfg)
 	st := store.New(cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
