@@ -155,6 +155,9 @@ func (st *Stream) Close() { st.ends.run() }
 // or the stream has ended.
 func (st *Stream) Run(ctx context.Context, w http.ResponseWriter, committed func(), in store.Place) {
 	e, conv := st.e, in.Conversation().ID
+	if st.watch == nil {
+		st.watch = &ConversationWatch{} // hears nothing
+	}
 	e.open.Inc()
 	st.ends.add(e.open.Dec)
 
