@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/killrchat/killrchat/live"
 	"github.com/killrchat/killrchat/store"
@@ -37,3 +38,11 @@ func (i Indexer) CatchUp() { i.ix.catchUp(make(chan struct{})) }
 
 // Behind is how many buckets wait.
 func (i Indexer) Behind() int { return i.ix.behindCount() }
+
+// OnFileStored calls f with the request's context each time an upload's
+// file is stored, before its message is posted.
+func (s *Server) OnFileStored(f func(context.Context)) { s.fileStored = f }
+
+// SetUploadGrace sets how long an upload runs before the minimum rate
+// applies (10 s in production).
+func (s *Server) SetUploadGrace(d time.Duration) { s.uploadGrace = d }

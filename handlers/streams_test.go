@@ -332,7 +332,7 @@ func TestReplaySlots(t *testing.T) {
 	// replay to a client that does not read stalls, holding its slot.
 	stored := seed(t, room, 2000, 4000)
 
-	stalled := openStalled(t, a, alice, room, "Last-live.Event-ID: "+firstTimeUUID)
+	stalled := openStalled(t, a, alice, room, "Last-Event-ID: "+firstTimeUUID)
 	defer stalled.Close()
 	_ = stalled.SetReadDeadline(time.Now().Add(10 * time.Second))
 	// The status line is written once the replay holds its slot.
@@ -542,4 +542,29 @@ func TestStreamEndsAcrossInstances(t *testing.T) {
 		}
 		s[0].ended(t, 5*time.Second)
 	})
+}
+
+// TestSessionExpiryEndsStreams: a session whose row expires by its TTL
+// (no logout, nothing published) ends its open streams.
+func TestSessionExpiryEndsStreams(t *testing.T) {
+	a := newApp(t, nil, nil)
+	ada := a.signedUp(t, unique("ada"))
+	room := createRoom(t, ada)
+	id, err := a.srv.SessionIDFromCookie(ada.cookie("killrchat_session"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	row, err := db.Store.Session(ctxT(t), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The same session, with 3 seconds left.
+	if err := db.SaveSession(ctxT(t), id, row, 3*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	s := ada.subscribe(t, room, "")
+	if s.status != http.StatusOK {
+		t.Fatalf("events: %d", s.status)
+	}
+	s.ended(t, 10*time.Second)
 }
