@@ -243,6 +243,7 @@ func (s *Server) Register(e *echo.Echo) {
 	auth.POST("/rooms/:room/read", s.markRoomRead)
 	auth.GET("/rooms/:room/members", s.roomMembers)
 	auth.GET("/sidebar", s.showSidebar)
+	auth.GET("/events", s.personalEvents)
 	auth.GET("/mentions", s.listMentions)
 	auth.POST("/dm/:logins/read", s.markRoomRead, canonicalDM)
 	auth.GET("/dm/:logins/members", s.roomMembers, canonicalDM)
