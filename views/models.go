@@ -69,6 +69,36 @@ func (p Page) UnreadConversations() int {
 	return n
 }
 
+// MentionConversations is how many conversations have unread mentions.
+func (p Page) MentionConversations() int {
+	n := 0
+	for _, c := range p.Mentions {
+		if c > 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// MenuLabel is the accessible name of the phone's Menu button: "Menu",
+// and what is unread ("Menu, 3 unread, 1 with mentions").
+func (p Page) MenuLabel() string {
+	return MenuLabel(p.UnreadConversations(), p.MentionConversations())
+}
+
+// MenuLabel is the Menu button's name for unread conversations, of
+// which mentions mention the reader (app.js says the same).
+func MenuLabel(unread, mentions int) string {
+	l := "Menu"
+	if unread > 0 {
+		l += ", " + strconv.Itoa(unread) + " unread"
+	}
+	if mentions > 0 {
+		l += ", " + strconv.Itoa(mentions) + " with mentions"
+	}
+	return l
+}
+
 // DocumentTitle is the page title, with "(N) " first when N
 // conversations have unread messages.
 func (p Page) DocumentTitle() string {

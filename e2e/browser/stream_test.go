@@ -56,13 +56,14 @@ func TestForgedStreamEvent(t *testing.T) {
 	}
 
 	// The stream still delivers, with real ids.
+	o.recordLive()
 	text := "after the forgery " + unique("#")
 	a.send(text)
 	o.waitJSFor(5*time.Second, "ada's next message at bob's", messagesWith(text)+`.length > 0`)
 	if !o.marked() || o.path() != "/rooms/"+room {
 		t.Fatal("bob's page left the room")
 	}
-	lastID := eval[string](o, `document.getElementById("room-stream")._htmx.sse.lastEventId`)
+	lastID := eval[string](o, `window.__cursor`)
 	if want := eval[string](o, messagesWith(text)+`[0].id.replace(/^msg-/, "")`); lastID != want {
 		t.Errorf("bob's stream resumes from %q, want the last message's id %q", lastID, want)
 	}
