@@ -822,7 +822,7 @@
     if (!button) return;
     var dot = button.querySelector(".menu-dot"), at = button.querySelector(".menu-mention");
     if (dot) {
-      dot.textContent = String(unread);
+      dot.setAttribute("data-count", String(unread));
       dot.hidden = unread === 0;
     }
     if (at) at.hidden = mentions === 0;
@@ -1301,19 +1301,41 @@
         onLive(d.msg);
       }
     };
-    navigator.locks.request("killrchat-live", function () {
-      // This tab leads until it closes: the lock is held as long as the
-      // promise is pending.
-      manager = new window.KillrLive.Manager(function (msg) {
-        onLive(msg);
-        chan.postMessage({ from: "leader", msg: msg });
-      });
-      manager.adopt(cursors);
-      window.KillrLive.current = manager;
-      document.documentElement.setAttribute("data-live-leader", "");
-      if (liveShown) manager.receive(liveShown);
-      chan.postMessage({ from: "leader", msg: { t: "hello" } });
-      return new Promise(function () {});
+    var abort = null, release = null;
+    function lead() {
+      abort = new AbortController();
+      navigator.locks.request("killrchat-live", { signal: abort.signal }, function () {
+        // This tab leads until it goes: the lock is held as long as the
+        // promise is pending.
+        abort = null;
+        manager = new window.KillrLive.Manager(function (msg) {
+          onLive(msg);
+          chan.postMessage({ from: "leader", msg: msg });
+        });
+        manager.adopt(cursors);
+        window.KillrLive.current = manager;
+        document.documentElement.setAttribute("data-live-leader", "");
+        if (liveShown) manager.receive(liveShown);
+        chan.postMessage({ from: "leader", msg: { t: "hello" } });
+        return new Promise(function (resolve) { release = resolve; });
+      }).catch(function () {});
+    }
+    lead();
+    // A page kept in the back-forward cache keeps its locks: give the lead
+    // (or the place in line) up when the page is hidden, take it again if
+    // it comes back.
+    window.addEventListener("pagehide", function () {
+      if (abort) abort.abort();
+      if (manager) {
+        manager.close();
+        manager = null;
+        document.documentElement.removeAttribute("data-live-leader");
+      }
+      if (release) release();
+      abort = release = null;
+    });
+    window.addEventListener("pageshow", function (e) {
+      if (e.persisted) lead();
     });
     return "leader";
   }
