@@ -444,40 +444,11 @@ func idOf(ev *Event) gocql.UUID {
 	return zeroID
 }
 
-// replayStart is where a resume from since starts. With one instance it
-// is since itself: this instance publishes its messages in id order, so a
-// client that saw since has every message before it. Across instances a
-// message of another instance may be published after a newer one of this
-// instance (it was stored a moment later, or that instance's clock is
-// behind), so the replay starts the skew window earlier; what the client
-// has already it drops by id (static/app.js), and places what it lacked
-// in id order.
-//
-// The window is at least how late messages have lately reached this
-// instance (Hub.Lateness), up to four times the flag's: a message held up
-// longer than the flag's window (a slow insert holds its instance's later
-// messages back too, see sequencer) reaches every instance that late, so
-// a page that missed it between two connections resumes from before it.
-func (s *Engine) replayStart(since gocql.UUID) gocql.UUID {
-	if !s.hubSpansInstances() || s.cfg.ResumeWindow <= 0 {
-		return since
-	}
-	window := s.cfg.ResumeWindow
-	if l, ok := s.hub.(interface{ Lateness() time.Duration }); ok {
-		// A quarter more, for what is still on its way while this reads;
-		// at most four windows, for an instance so overloaded that its
-		// messages come later still would make every resume replay more
-		// and more.
-		window = min(max(window, l.Lateness()*5/4), 4*window)
-	}
-	return gocql.MinTimeUUID(since.Time().Add(-window))
-}
-
-// hubSpansInstances says whether events reach this instance from others.
-func (s *Engine) hubSpansInstances() bool {
-	_, local := s.hub.(*LocalHub)
-	return !local
-}
+// replayStart is where a resume from since starts: since itself. The
+// client's id is a cursor (see watermarks.go): the page has every message
+// below it, from this instance and from every other, so the replay needs
+// nothing before it, however late messages travel.
+func (s *Engine) replayStart(since gocql.UUID) gocql.UUID { return since }
 
 // replay writes the messages of in after since that lie below bound (see
 // sequencer), page by page: a page is read, written, and only then is the
@@ -486,14 +457,19 @@ func (s *Engine) hubSpansInstances() bool {
 // same id and tries again), or more was missed than a replay gives, and
 // the client was told to reload the page.
 //
-// It reads from start, which is since or, across instances, the resume
-// window before it (see replayStart); only what comes after since counts
-// towards the replay's limit, as the client has most of the window.
+// It reads from start (see replayStart); only what comes after since
+// counts towards the replay's limit.
 func (s *Engine) replay(ctx context.Context, out *eventWriter, in store.Place, start, since gocql.UUID, bound int64, sent map[gocql.UUID]struct{}) bool {
 	deadline := time.Now().Add(replayTimeout)
-	cursor, replayed := start, 0
+	after, replayed := start, 0
 	for first := true; ; first = false {
-		page, more, err := s.src.MessagesAfter(ctx, in, cursor, replayPage)
+		// Every message below mark is stored and published, so the page
+		// read next holds all of them past the last one written: a replayed
+		// message's id is a cursor no higher than mark (watermarks.go).
+		// This instance's messages at or above bound are not written here
+		// but come live after the replay: the cursor stays below them too.
+		mark := min(s.mark(), bound)
+		page, more, err := s.src.MessagesAfter(ctx, in, after, replayPage)
 		if err == nil && first && more {
 			// More than a page missed: find out, by ids alone, whether it
 			// is too much to replay before sending any of it.
@@ -510,7 +486,7 @@ func (s *Engine) replay(ctx context.Context, out *eventWriter, in store.Place, s
 			return false
 		}
 		for _, m := range page {
-			cursor = m.ID
+			after = m.ID
 			if !s.BeforeBound(m.ID, bound) {
 				continue // published after we subscribed: it comes live
 			}
@@ -518,7 +494,7 @@ func (s *Engine) replay(ctx context.Context, out *eventWriter, in store.Place, s
 			if err != nil {
 				return false
 			}
-			if out.message(in.Conversation().ID, m.ID, html) != nil {
+			if out.message(in.Conversation().ID, cursor(m.ID, mark), html) != nil {
 				return false
 			}
 			if !s.src.MadeHere(m.ID) {
@@ -721,12 +697,24 @@ func (e *eventWriter) event(conv, name string, data []byte) error {
 }
 
 // encodeEvent is ev as the bytes every stream of its conversation
-// writes: a message carries its own id (a message's id is where a resume
-// starts); the other events carry none, so the client keeps the id it has.
+// writes: a message carries its cursor (see watermarks.go: where a resume
+// starts, the message's own id unless an instance may still deliver a
+// lower one); the other events carry none, so the client keeps the id it
+// has.
 func encodeEvent(ev Event) []byte {
 	var buf bytes.Buffer
-	appendEvent(&buf, idOf(&ev), wireName(ev.Kind), payloadOf(&ev))
+	appendEvent(&buf, frameID(&ev), wireName(ev.Kind), payloadOf(&ev))
 	return buf.Bytes()
+}
+
+// frameID is the SSE id an event carries: a message's cursor (its own id
+// when it has none), or none.
+func frameID(ev *Event) gocql.UUID {
+	id := idOf(ev)
+	if id != zeroID && ev.cursor != zeroID {
+		id = ev.cursor
+	}
+	return id
 }
 
 // encodeWide is ev as a personal stream writes it: the same id as
@@ -736,7 +724,7 @@ func encodeEvent(ev Event) []byte {
 // conversation from these.
 func encodeWide(ev *Event) []byte {
 	var buf bytes.Buffer
-	appendWide(&buf, idOf(ev), ev.Kind, ev.Conversation, payloadOf(ev))
+	appendWide(&buf, frameID(ev), ev.Kind, ev.Conversation, payloadOf(ev))
 	return buf.Bytes()
 }
 
