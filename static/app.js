@@ -1381,6 +1381,7 @@
   var TAB = Math.random().toString(36).slice(2) + Date.now().toString(36);
   var livePost = function () {};
   var liveShown = null; // the "show" message this tab sent last
+  var liveWasUp = false; // the stream carried this tab's conversation once
 
   function liveScriptURL() {
     var s = document.querySelector('script[src*="/static/live.js"]');
@@ -1435,7 +1436,9 @@
       var conv = liveShown && liveShown.conv;
       var up = !!msg.up && (!conv || (msg.carried || []).indexOf(conv) >= 0);
       document.documentElement.setAttribute("data-live", up ? "up" : "down");
-      if (streamElement()) setStreamDown(!up);
+      // The bar says a stream was lost, not that it is still on its way.
+      if (up) liveWasUp = true;
+      if (streamElement() && liveWasUp) setStreamDown(!up);
       return;
     }
     if (msg.t !== "event") return;
