@@ -59,20 +59,15 @@ func UnreadLabel(n int) string {
 
 // UnreadConversations is how many conversations have unread messages, for
 // the "(N) " that starts the page title.
-func (p Page) UnreadConversations() int {
-	n := 0
-	for _, c := range p.Unread {
-		if c > 0 {
-			n++
-		}
-	}
-	return n
-}
+func (p Page) UnreadConversations() int { return positives(p.Unread) }
 
 // MentionConversations is how many conversations have unread mentions.
-func (p Page) MentionConversations() int {
+func (p Page) MentionConversations() int { return positives(p.Mentions) }
+
+// positives is how many counts of counts are above zero.
+func positives(counts map[string]int) int {
 	n := 0
-	for _, c := range p.Mentions {
+	for _, c := range counts {
 		if c > 0 {
 			n++
 		}
