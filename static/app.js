@@ -1388,13 +1388,34 @@
     return s ? s.getAttribute("src") : null;
   }
 
-  function showMessage() {
+  function showMessage(shared) {
     var el = streamElement();
     return {
       t: "show", tab: TAB,
       conv: el ? el.getAttribute("data-conversation") || "" : "",
-      cursor: el ? el.getAttribute("data-after") || "" : ""
+      cursor: el ? el.getAttribute("data-after") || "" : "",
+      browser: shared ? browserKey() : ""
     };
+  }
+
+  // browserKey names the browser's shared stream to the server, which
+  // ends the stream of the same key when a new one opens. It is kept in
+  // localStorage so that a Manager started anew (the worker after its last
+  // tab navigated, a new leader tab) replaces the old stream at once; it
+  // holds the scripts' version, so two versions' workers (old tabs, new
+  // tabs) do not replace each other's streams.
+  function browserKey() {
+    var version = (liveScriptURL() || "").replace(/^[^?]*\??/, "");
+    try {
+      var key = window.localStorage.getItem("killrchat-browser");
+      if (!key) {
+        key = Math.random().toString(36).slice(2) + Math.random().toString(36).slice(2);
+        window.localStorage.setItem("killrchat-browser", key);
+      }
+      return (key + "-" + version).replace(/[^A-Za-z0-9_-]/g, "_").slice(0, 64);
+    } catch (e) {
+      return ""; // no storage: the Manager's own key
+    }
   }
 
   // swapLive puts an event's HTML into the page: elements marked
@@ -1559,7 +1580,7 @@
       mode = useOwn();
     }
     document.documentElement.setAttribute("data-live-mode", mode);
-    liveShown = showMessage();
+    liveShown = showMessage(mode !== "tab");
     livePost(liveShown);
     window.addEventListener("pagehide", function () {
       livePost({ t: "bye", tab: TAB });

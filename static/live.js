@@ -22,8 +22,10 @@
 //   - otherwise (neither mechanism) in each tab, with a stream per tab.
 //
 // Tabs say (messages to the Manager):
-//   {t: "show", tab, conv, cursor}  the tab shows conv (or none: conv ""),
-//                                   and its page holds conv up to cursor
+//   {t: "show", tab, conv, cursor, browser}
+//                                   the tab shows conv (or none: conv ""),
+//                                   and its page holds conv up to cursor;
+//                                   browser is the browser's key
 //   {t: "bye", tab}                 the tab goes away
 //   {t: "pong", tab}                an answer to "ping"
 // The Manager says (to every tab):
@@ -115,6 +117,13 @@
       return;
     }
     if (msg.t !== "show") return;
+    // The browser's key outlives the Manager (tabs keep it in
+    // localStorage): a Manager started anew replaces the stream of the
+    // one before at once, rather than when its socket is seen closed.
+    if (msg.browser && !this.es && !this.named) {
+      this.browser = msg.browser;
+      this.named = true;
+    }
     var conv = msg.conv || "";
     if (tab && tab.conv === conv) return;
     this.tabs[msg.tab] = { conv: conv, missed: 0 };
