@@ -1369,8 +1369,9 @@
   //     - in a SharedWorker when the browser has them;
   //     - else the tab holding the Web Lock "killrchat-live" runs the
   //       Manager and relays over the BroadcastChannel "killrchat-live";
-  //       when it closes, the next tab in line for the lock takes over, from
-  //       the resume points broadcast with each event;
+  //       when it closes, the next tab in line for the lock takes over, and
+  //       every tab tells it again what it shows, up to its own last
+  //       message's resume point;
   //     - else each tab runs a Manager of its own (a stream per tab).
   //     A message of the tab's conversation goes into #messages (6. keeps
   //     one element per id, in id order); "live:message" (detail.id, the
@@ -1464,6 +1465,8 @@
     }
     if (msg.t !== "event") return;
     var mine = liveShown && liveShown.conv && msg.conv === liveShown.conv;
+    // The tab's own resume point: what it says when a new Manager asks.
+    if (mine && msg.id) liveShown.cursor = msg.id;
     switch (msg.kind) {
       case "message":
       case "participants":
@@ -1507,7 +1510,7 @@
 
   function useLeader() {
     var chan = new BroadcastChannel("killrchat-live");
-    var manager = null, cursors = {};
+    var manager = null;
     livePost = function (msg) {
       if (manager) manager.receive(msg);
       else chan.postMessage({ to: "leader", msg: msg });
@@ -1517,7 +1520,6 @@
       if (d.to === "leader") {
         if (manager) manager.receive(d.msg);
       } else if (d.from === "leader") {
-        if (d.msg && d.msg.cursors) cursors = d.msg.cursors;
         onLive(d.msg);
       }
     };
@@ -1532,7 +1534,6 @@
           onLive(msg);
           chan.postMessage({ from: "leader", msg: msg });
         });
-        manager.adopt(cursors);
         window.KillrLive.current = manager;
         document.documentElement.setAttribute("data-live-leader", "");
         if (liveShown) manager.receive(liveShown);

@@ -29,7 +29,8 @@
 //   {t: "bye", tab}                 the tab goes away
 //   {t: "pong", tab}                an answer to "ping"
 // The Manager says (to every tab):
-//   {t: "event", kind, conv, id, data, cursors}  an event of the stream
+//   {t: "event", kind, conv, id, data}  an event of the stream (id: the
+//                                   resume point after it, for a message)
 //   {t: "status", up, carried}      the stream is up, or down, and the
 //                                   conversations it carries
 //   {t: "ping"}                     tabs that do not answer twice are gone
@@ -133,17 +134,27 @@
       return;
     }
     delete this.refused[conv];
-    var cursor = msg.cursor || "";
-    if (!(conv in this.cursors)) {
+    var cursor = msg.cursor || "", shared = false;
+    for (var id in this.tabs) {
+      if (id !== msg.tab && this.tabs[id].conv === conv) shared = true;
+    }
+    if (!shared || !(conv in this.cursors)) {
+      // No other tab shows conv: the point is this tab's own.
+      if (conv in this.cursors && this.cursors[conv] !== cursor) this.stale = true;
       this.cursors[conv] = cursor;
+      delete this.newest[conv];
     } else {
       // The page holds conv up to cursor; what the stream delivered after
       // that before the tab came is replayed to it (the other tabs drop
       // what they have by id).
       var newest = this.newest[conv], at = stamp(cursor);
+      var back = earlier(this.cursors[conv], cursor);
       if (newest !== undefined && (at === null || newest > at)) {
-        this.cursors[conv] = earlier(this.cursors[conv], cursor);
+        this.cursors[conv] = back;
         this.stale = true; // reconnect even if the set is the same
+      } else if (newest === undefined && back !== this.cursors[conv]) {
+        this.cursors[conv] = back; // nothing came yet: start at the earlier
+        this.stale = true;
       }
     }
     this.later();
@@ -179,6 +190,14 @@
     var want = this.wanted();
     this.carried = want.join(" ");
     this.stale = false;
+    // A conversation no tab shows any more is forgotten: the next tab to
+    // show it brings its own resume point.
+    for (var c in this.cursors) {
+      if (want.indexOf(c) < 0) {
+        delete this.cursors[c];
+        delete this.newest[c];
+      }
+    }
     var q = ["b=" + this.browser];
     for (var i = 0; i < want.length; i++) {
       q.push("c=" + encodeURIComponent(want[i] + "@" + (this.cursors[want[i]] || "")));
@@ -250,15 +269,7 @@
       this.refused[conv] = true;
       delete this.cursors[conv];
     }
-    this.send({ t: "event", kind: kind, conv: conv, id: id, data: payload, cursors: this.cursors });
-  };
-
-  // adopt takes the resume points a former leader broadcast, so the new
-  // leader carries on where it stopped.
-  Manager.prototype.adopt = function (cursors) {
-    for (var c in cursors) {
-      if (!(c in this.cursors)) this.cursors[c] = cursors[c];
-    }
+    this.send({ t: "event", kind: kind, conv: conv, id: id, data: payload });
   };
 
   Manager.prototype.close = function () {

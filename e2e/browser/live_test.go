@@ -267,7 +267,8 @@ func TestPersonalStreamEverywhere(t *testing.T) {
 	start := time.Now()
 	ada.post("/dm/"+address, text)
 	entry := fmt.Sprintf(`document.querySelector('#my-dms a[href="/dm/%s#latest"]')`, address)
-	badge := entry + ` && ` + entry + `.getAttribute("data-unread") === "1" && ` + entry + `.querySelector(".badge.unread")`
+	// One pill: a mention's, which says the unread count too.
+	badge := entry + ` && ` + entry + `.getAttribute("data-unread") === "1" && ` + entry + `.querySelector(".badge.mention")`
 	title := `document.title.startsWith("(1) ")`
 	var wg sync.WaitGroup
 	for _, c := range []struct {
