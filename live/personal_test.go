@@ -19,15 +19,15 @@ import (
 	"github.com/killrchat/killrchat/store"
 )
 
-// memSource is a Source of messages held in memory, as if another
+// convSource is a Source of several conversations' messages in memory, as if another
 // instance had made them all (so a replay sends each, and a live copy of
 // one is dropped by id).
-type memSource struct {
+type convSource struct {
 	mu   sync.Mutex
 	msgs map[string][]store.Message
 }
 
-func (m *memSource) add(conv string, at time.Time, text string) store.Message {
+func (m *convSource) add(conv string, at time.Time, text string) store.Message {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.msgs == nil {
@@ -38,7 +38,7 @@ func (m *memSource) add(conv string, at time.Time, text string) store.Message {
 	return msg
 }
 
-func (m *memSource) MessagesAfter(_ context.Context, in store.Place, after gocql.UUID, n int) ([]store.Message, bool, error) {
+func (m *convSource) MessagesAfter(_ context.Context, in store.Place, after gocql.UUID, n int) ([]store.Message, bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var out []store.Message
@@ -53,13 +53,13 @@ func (m *memSource) MessagesAfter(_ context.Context, in store.Place, after gocql
 	return out, false, nil
 }
 
-func (m *memSource) CountMessagesAfter(ctx context.Context, in store.Place, after gocql.UUID, limit int) (int, error) {
+func (m *convSource) CountMessagesAfter(ctx context.Context, in store.Place, after gocql.UUID, limit int) (int, error) {
 	out, _, err := m.MessagesAfter(ctx, in, after, limit)
 	return len(out), err
 }
 
-func (m *memSource) MadeHere(gocql.UUID) bool { return false }
-func (m *memSource) IDFloor() int64           { return gocql.UUIDFromTime(time.Now()).Timestamp() }
+func (m *convSource) MadeHere(gocql.UUID) bool { return false }
+func (m *convSource) IDFloor() int64           { return gocql.UUIDFromTime(time.Now()).Timestamp() }
 
 type countGauge struct{ n atomic.Int64 }
 
@@ -145,7 +145,7 @@ func next(t *testing.T, events <-chan ssetest.SpecRecord) ssetest.SpecRecord {
 func TestPersonalStreamCarriesSeveralConversations(t *testing.T) {
 	hub := NewLocalHub()
 	defer hub.Close()
-	src := &memSource{}
+	src := &convSource{}
 	base := time.Now().Add(-time.Minute)
 	var a, b []store.Message
 	for i := 0; i < 3; i++ {
@@ -224,7 +224,7 @@ func TestPersonalStreamOfABrowserReplacesItsOlder(t *testing.T) {
 	hub := NewLocalHub()
 	defer hub.Close()
 	gauge := &countGauge{}
-	e := New(hub, &memSource{}, Config{MaxStreamsPerUser: 2}, slog.New(slog.DiscardHandler), gauge, renderTest, func(Event) {})
+	e := New(hub, &convSource{}, Config{MaxStreamsPerUser: 2}, slog.New(slog.DiscardHandler), gauge, renderTest, func(Event) {})
 	defer e.Shutdown()
 	ts := personalServer(t, e, nil)
 

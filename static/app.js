@@ -1235,6 +1235,10 @@
     var token = form.elements.namedItem("_csrf");
     // The token first: the server checks it before it stores anything.
     data.append("_csrf", token ? token.value : "");
+    // The composer's one-time id: a retry of this upload stores nothing
+    // more (each answer brings the next id, see appendPosted).
+    var clientID = document.getElementById("client_id");
+    if (clientID) data.append("client_id", clientID.value);
     data.append("content", text);
     data.append("file", file, file.name || "pasted.png");
     var xhr = new XMLHttpRequest();
@@ -1458,9 +1462,10 @@
       var conv = liveShown && liveShown.conv;
       var up = !!msg.up && (!conv || (msg.carried || []).indexOf(conv) >= 0);
       document.documentElement.setAttribute("data-live", up ? "up" : "down");
-      // The bar says a stream was lost, not that it is still on its way.
+      // The bar says a stream was lost or refused, not that it is still on
+      // its way.
       if (up) liveWasUp = true;
-      if (streamElement() && liveWasUp) setStreamDown(!up);
+      if (streamElement() && (liveWasUp || msg.refused)) setStreamDown(!up);
       return;
     }
     if (msg.t !== "event") return;

@@ -31,8 +31,10 @@
 // The Manager says (to every tab):
 //   {t: "event", kind, conv, id, data}  an event of the stream (id: the
 //                                   resume point after it, for a message)
-//   {t: "status", up, carried}      the stream is up, or down, and the
-//                                   conversations it carries
+//   {t: "status", up, refused, carried}
+//                                   the stream is up, or down (refused: it
+//                                   never opened), and the conversations it
+//                                   carries
 //   {t: "ping"}                     tabs that do not answer twice are gone
 //
 // CSP-safe: no eval, no inline script. Plain ES5 but BigInt, which every
@@ -44,7 +46,7 @@
     "edit", "delete", "reaction", "typing", "presence"];
   var PING_MS = 10000;       // how often tabs are asked whether they are there
   var CHANGE_DELAY_MS = 30;  // changes of the set within this go in one reconnect
-  var RETRY_MIN_MS = 250, RETRY_MAX_MS = 5000;
+  var RETRY_MIN_MS = 250, RETRY_MAX_MS = 60000;
 
   function randomKey() {
     var a = new Uint8Array(12);
@@ -86,7 +88,7 @@
     this.carried = "";   // the sorted list the open stream carries
     this.stale = false;  // a resume point moved back: open the stream anew
     this.timer = null;
-    this.retry = 0;
+    this.refusals = 0;   // connects in a row that never opened
     this.up = false;
     var self = this;
     this.pinger = setInterval(function () { self.ping(); }, PING_MS);
@@ -204,20 +206,30 @@
     }
     var es = new EventSource("/events?" + q.join("&"));
     this.es = es;
+    var opened = false;
     es.onopen = function () {
       if (self.es !== es) return;
-      self.retry = 0;
+      opened = true;
+      self.refusals = 0;
       self.setUp(true);
     };
     es.onerror = function () {
       if (self.es !== es) return;
       // EventSource would reconnect by itself, but to the same URL: the
-      // resume points in it are old. Reconnect with the current ones.
+      // resume points in it are old. Reconnect with the current ones: at
+      // once after a stream that was up, and after a refusal (429 over the
+      // caps, 503 busy: EventSource does not say which, nor Retry-After)
+      // after a delay that doubles from 1 s to 60 s, with some jitter.
       es.close();
       self.es = null;
-      self.setUp(false);
-      self.retry = Math.min(RETRY_MAX_MS, self.retry ? self.retry * 2 : RETRY_MIN_MS);
-      setTimeout(function () { if (!self.es) self.connect(); }, self.retry);
+      self.up = false;
+      var delay = RETRY_MIN_MS;
+      if (!opened) {
+        delay = Math.min(RETRY_MIN_MS * 4 * Math.pow(2, self.refusals), RETRY_MAX_MS) * (0.85 + Math.random() * 0.3);
+        self.refusals++;
+      }
+      self.status();
+      setTimeout(function () { if (!self.es) self.connect(); }, delay);
     };
     KINDS.forEach(function (kind) {
       es.addEventListener(kind, function (e) {
@@ -229,7 +241,7 @@
   // reconnectNow ends a wait before a reconnect (the network is back).
   Manager.prototype.reconnectNow = function () {
     if (!this.es) {
-      this.retry = 0;
+      this.refusals = 0;
       this.connect();
     }
   };
@@ -241,7 +253,8 @@
 
   // status tells the tabs whether the stream is up, and what it carries.
   Manager.prototype.status = function () {
-    this.send({ t: "status", up: this.up && !!this.es, carried: this.carried ? this.carried.split(" ") : [] });
+    this.send({ t: "status", up: this.up && !!this.es, refused: this.refusals > 0,
+      carried: this.carried ? this.carried.split(" ") : [] });
   };
 
   Manager.prototype.event = function (kind, e) {
