@@ -215,6 +215,22 @@ func (s *Server) personalEvents(c echo.Context) error {
 	return nil
 }
 
+// endPersonalEvents answers POST /events/end (b=<browser key>): the
+// browser's last page goes away, so its personal stream ends now rather
+// than when its socket closes. A page that goes into the back-forward
+// cache freezes a SharedWorker with its connection still open; the page
+// sends this as a beacon. On this instance only: a stream held by another
+// ends when the browser's next stream (same key) replaces it, or its
+// socket closes.
+func (s *Server) endPersonalEvents(c echo.Context) error {
+	browser := c.FormValue("b")
+	if browser == "" || !validBrowserKey(browser) {
+		return errBadCarried
+	}
+	s.live.EndBrowser(mustUser(c).Login, browser)
+	return c.NoContent(http.StatusNoContent)
+}
+
 // refuseReplay answers a replay that found no free slot in time: 503 with
 // Retry-After. It renders the page itself rather than through
 // handleError, which would log each refusal of an overload as an error.

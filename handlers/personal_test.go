@@ -15,7 +15,7 @@ import (
 // for, each replayed from its own resume point and named on every event,
 // tells which ones it may not carry (a room the reader is not in, a room
 // that does not exist), says when another conversation got a message,
-// and refuses malformed requests with 400.
+// ends on POST /events/end, and refuses malformed requests with 400.
 func TestPersonalEvents(t *testing.T) {
 	a := newApp(t, nil, nil)
 	ada, bob := a.signedUp(t, unique("ada")), a.signedUp(t, unique("bob"))
@@ -69,6 +69,22 @@ func TestPersonalEvents(t *testing.T) {
 		case <-time.After(5 * time.Second):
 			t.Fatalf("got %v, want the live message of %s and the unread of %s", seen, two, quiet)
 		}
+	}
+
+	// The browser's last page went away: its stream ends at once.
+	if p := bob.post("/events/end", url.Values{"b": {"browser1"}}); p.StatusCode != http.StatusNoContent {
+		t.Fatalf("POST /events/end: %d", p.StatusCode)
+	}
+	for ended := time.After(5 * time.Second); ; {
+		select {
+		case _, ok := <-s.events:
+			if ok {
+				continue
+			}
+		case <-ended:
+			t.Fatal("the stream did not end")
+		}
+		break
 	}
 
 	for name, query := range map[string]string{

@@ -265,6 +265,7 @@ func (s *Server) Register(e *echo.Echo) {
 	auth.GET("/rooms/:room/members", s.roomMembers)
 	auth.GET("/sidebar", s.showSidebar)
 	auth.GET("/events", s.personalEvents)
+	auth.POST("/events/end", s.endPersonalEvents)
 	auth.GET("/mentions", s.listMentions)
 	auth.POST("/dm/:logins/read", s.markRoomRead, canonicalDM)
 	auth.GET("/dm/:logins/members", s.roomMembers, canonicalDM)

@@ -53,6 +53,15 @@ func (st *Stream) Refuse(conversation, kind string) {
 	st.notices = append(st.notices, encodeWide(&Event{Kind: kind, Conversation: conversation}))
 }
 
+// EndBrowser ends login's personal stream of browser on this instance, if
+// one is open: its last page went away (into the back-forward cache, which
+// freezes a SharedWorker with its connection open).
+func (e *Engine) EndBrowser(login, browser string) {
+	if browser != "" {
+		e.browsers.end(login + "\x00" + browser)
+	}
+}
+
 // browsers are the open personal streams by login and browser key: a
 // newer stream of the same browser ends the older one.
 type browsers struct {
@@ -74,6 +83,16 @@ func (b *browsers) replace(key string, replaced chan struct{}) bool {
 	}
 	b.open[key] = replaced
 	return ok
+}
+
+// end ends key's stream, if one is open.
+func (b *browsers) end(key string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if c, ok := b.open[key]; ok {
+		close(c)
+		delete(b.open, key)
+	}
 }
 
 // forget removes key's stream, unless a newer one took its place.

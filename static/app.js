@@ -1387,6 +1387,7 @@
   var livePost = function () {};
   var liveShown = null; // the "show" message this tab sent last
   var liveWasUp = false; // the stream carried this tab's conversation once
+  var liveTabs = 0, liveBrowser = ""; // the Manager's tabs, and its key
 
   function liveScriptURL() {
     var s = document.querySelector('script[src*="/static/live.js"]');
@@ -1458,6 +1459,8 @@
       return;
     }
     if (msg.t === "status") {
+      liveTabs = msg.tabs || 0;
+      liveBrowser = msg.browser || "";
       // Up for this tab once the stream carries its conversation.
       var conv = liveShown && liveShown.conv;
       var up = !!msg.up && (!conv || (msg.carried || []).indexOf(conv) >= 0);
@@ -1588,11 +1591,29 @@
     document.documentElement.setAttribute("data-live-mode", mode);
     liveShown = showMessage(mode !== "tab");
     livePost(liveShown);
-    window.addEventListener("pagehide", function () {
+    window.addEventListener("pagehide", function (e) {
       livePost({ t: "bye", tab: TAB });
+      // The browser's last page going into the back-forward cache freezes
+      // the SharedWorker, its stream open and its "bye" unread: the
+      // server ends that stream (a page that comes back says "show" again,
+      // and the Manager, unfrozen, opens a new one).
+      if (mode === "worker" && e.persisted && liveTabs <= 1 && liveBrowser && navigator.sendBeacon) {
+        var body = new URLSearchParams();
+        body.set("b", liveBrowser);
+        body.set("_csrf", metaCSRF());
+        navigator.sendBeacon("/events/end", body);
+      }
     });
+    // Back from the back-forward cache, unfrozen, or shown again: the
+    // Manager may have dropped this tab meanwhile (it did not answer).
     window.addEventListener("pageshow", function (e) {
-      if (e.persisted && liveShown) livePost(liveShown); // back from the back-forward cache
+      if (e.persisted) livePost(liveShown);
+    });
+    document.addEventListener("resume", function () {
+      livePost(liveShown);
+    });
+    document.addEventListener("visibilitychange", function () {
+      if (!document.hidden) livePost(liveShown);
     });
   }
 

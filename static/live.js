@@ -31,10 +31,11 @@
 // The Manager says (to every tab):
 //   {t: "event", kind, conv, id, data}  an event of the stream (id: the
 //                                   resume point after it, for a message)
-//   {t: "status", up, refused, carried}
+//   {t: "status", up, refused, carried, tabs, browser}
 //                                   the stream is up, or down (refused: it
-//                                   never opened), and the conversations it
-//                                   carries
+//                                   never opened), the conversations it
+//                                   carries, how many tabs it serves, and
+//                                   the browser's key
 //   {t: "ping"}                     tabs that do not answer twice are gone
 //
 // CSP-safe: no eval, no inline script. Plain ES5 but BigInt, which every
@@ -44,7 +45,13 @@
 
   var KINDS = ["message", "participants", "unread", "room-deleted", "stream-end", "reload",
     "edit", "delete", "reaction", "typing", "presence"];
-  var PING_MS = 10000;       // how often tabs are asked whether they are there
+  // How often tabs are asked whether they are there; one that missed two
+  // asks is gone. A page that goes into the back-forward cache cannot
+  // always say "bye" (its message waits, frozen with it), and a frozen or
+  // crashed tab never does: within 4 to 6 s its conversation is dropped,
+  // and with no tab left, the stream. A tab that wakes up says again what
+  // it shows, from its own last point.
+  var PING_MS = 2000;
   var CHANGE_DELAY_MS = 30;  // changes of the set within this go in one reconnect
   var RETRY_MIN_MS = 250, RETRY_MAX_MS = 60000;
 
@@ -112,13 +119,12 @@
     if (msg.t === "bye") {
       delete this.tabs[msg.tab];
       this.later();
+      this.status();
       return;
     }
     var tab = this.tabs[msg.tab];
-    if (msg.t === "pong") {
-      if (tab) tab.missed = 0;
-      return;
-    }
+    if (tab) tab.missed = 0; // it is there
+    if (msg.t === "pong") return;
     if (msg.t !== "show") return;
     // The browser's key outlives the Manager (tabs keep it in
     // localStorage): a Manager started anew replaces the stream of the
@@ -166,7 +172,7 @@
   Manager.prototype.ping = function () {
     var gone = false;
     for (var id in this.tabs) {
-      if (++this.tabs[id].missed > 2) {
+      if (++this.tabs[id].missed > 2) { // asked twice before this, no answer
         delete this.tabs[id];
         gone = true;
       }
@@ -181,9 +187,22 @@
     if (this.timer) return;
     this.timer = setTimeout(function () {
       self.timer = null;
+      if (!self.hasTabs()) {
+        // No tab left (the last one went, or into the back-forward cache,
+        // which keeps the worker): no stream either.
+        if (self.es) self.es.close();
+        self.es = null;
+        self.up = false;
+        return;
+      }
       var want = self.wanted().join(" ");
       if (!self.es || self.stale || want !== self.carried) self.connect();
     }, CHANGE_DELAY_MS);
+  };
+
+  Manager.prototype.hasTabs = function () {
+    for (var id in this.tabs) return true;
+    return false;
   };
 
   Manager.prototype.connect = function () {
@@ -229,7 +248,7 @@
         self.refusals++;
       }
       self.status();
-      setTimeout(function () { if (!self.es) self.connect(); }, delay);
+      setTimeout(function () { if (!self.es && self.hasTabs()) self.connect(); }, delay);
     };
     KINDS.forEach(function (kind) {
       es.addEventListener(kind, function (e) {
@@ -240,7 +259,7 @@
 
   // reconnectNow ends a wait before a reconnect (the network is back).
   Manager.prototype.reconnectNow = function () {
-    if (!this.es) {
+    if (!this.es && this.hasTabs()) {
       this.refusals = 0;
       this.connect();
     }
@@ -254,7 +273,8 @@
   // status tells the tabs whether the stream is up, and what it carries.
   Manager.prototype.status = function () {
     this.send({ t: "status", up: this.up && !!this.es, refused: this.refusals > 0,
-      carried: this.carried ? this.carried.split(" ") : [] });
+      carried: this.carried ? this.carried.split(" ") : [], tabs: Object.keys(this.tabs).length,
+      browser: this.browser });
   };
 
   Manager.prototype.event = function (kind, e) {
@@ -274,7 +294,7 @@
       this.es = null;
       this.setUp(false);
       var self = this;
-      setTimeout(function () { if (!self.es) self.connect(); }, 1000);
+      setTimeout(function () { if (!self.es && self.hasTabs()) self.connect(); }, 1000);
       return;
     } else if (kind === "reload" && conv) {
       this.cursors[conv] = ""; // its pages load anew, with their own point
