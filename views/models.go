@@ -158,6 +158,8 @@ type RoomRow struct {
 
 // RoomList is a page of all rooms.
 type RoomList struct {
+	// Name is the filter: rooms whose name starts with it ("" for all).
+	Name string
 	Rows []RoomRow
 	// Next is the link to the next page, "" on the last page.
 	Next string

@@ -578,6 +578,7 @@ func TestAccessibility(t *testing.T) {
 	pages := []struct{ name, path string }{
 		{"home", "/"}, {"all-rooms", "/rooms"}, {"room", "/rooms/" + room}, {"new-room", "/rooms/new"},
 		{"profile", "/profile"}, {"user", "/users/" + ada.login}, {"error", "/rooms/" + unique("missing")},
+		{"search", "/search?q=link+docs"}, {"rooms-filter", "/rooms?name=a11"},
 	}
 	for _, s := range sizes {
 		a.resize(s)
