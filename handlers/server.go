@@ -278,6 +278,8 @@ func (s *Server) Register(e *echo.Echo) {
 	auth.POST("/rooms/:room/read", s.markRoomRead)
 	auth.GET("/rooms/:room/members", s.roomMembers)
 	auth.GET("/sidebar", s.showSidebar)
+	auth.GET("/events", s.personalEvents)
+	auth.POST("/events/end", s.endPersonalEvents)
 	auth.GET("/mentions", s.listMentions)
 	auth.GET("/search", s.search)
 	auth.POST("/dm/:logins/read", s.markRoomRead, canonicalDM)
