@@ -77,7 +77,7 @@ type DB struct {
 // Open connects a store to a fresh keyspace for pkg, applying the schema.
 func Open(pkg string) (*DB, error) {
 	rec := &Recorder{}
-	cfg := store.Config{Hosts: Hosts(), Keyspace: Keyspace(pkg), Observe: rec.Observe, Timeout: 10 * time.Second}
+	cfg := store.Config{Hosts: Hosts(), Keyspace: Keyspace(pkg), Observe: rec.Observe, Timeout: 30 * time.Second}
 	st := store.New(cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
