@@ -7,6 +7,8 @@ package live
 import (
 	"sync"
 
+	"github.com/gocql/gocql"
+
 	"github.com/killrchat/killrchat/store"
 )
 
@@ -30,10 +32,15 @@ type sequencer struct {
 // poster sets HTML (the message rendered for the live streams) before
 // Finish.
 type Slot struct {
-	Msg  store.Message
-	HTML []byte
-	done bool
-	ok   bool
+	Msg store.Message
+	// Kind is the event's kind: KindMessage if unset, or a change (see
+	// IsChange), whose Msg holds only its id and conversation.
+	Kind string
+	// Target is the message a change is about.
+	Target gocql.UUID
+	HTML   []byte
+	done   bool
+	ok     bool
 }
 
 func newSequencer(publish func(Event), floor func() int64) *sequencer {
@@ -85,9 +92,11 @@ func (q *sequencer) finish(sl *Slot, ok bool) {
 	queue := q.pending[sl.Msg.Room]
 	i := 0
 	for ; i < len(queue) && queue[i].done; i++ {
-		if queue[i].ok {
-			m := queue[i].Msg
-			q.publish(Event{Kind: KindMessage, Conversation: m.Room, ID: m.ID, Message: &m, HTML: queue[i].HTML})
+		if sl := queue[i]; sl.ok && sl.Kind != "" {
+			q.publish(Event{Kind: sl.Kind, Conversation: sl.Msg.Room, ID: sl.Msg.ID, Target: sl.Target, HTML: sl.HTML})
+		} else if sl.ok {
+			m := sl.Msg
+			q.publish(Event{Kind: KindMessage, Conversation: m.Room, ID: m.ID, Message: &m, HTML: sl.HTML})
 		}
 	}
 	if i == len(queue) {

@@ -279,9 +279,9 @@ func (e *streamEnds) handOver() streamEnds {
 	return h
 }
 
-// idOf is the message id of a message event, or the zero id.
+// idOf is the id of a message event or a change, or the zero id.
 func idOf(ev *Event) gocql.UUID {
-	if ev.Kind == KindMessage {
+	if ev.Kind == KindMessage || IsChange(ev.Kind) {
 		return ev.ID
 	}
 	return zeroID
@@ -334,6 +334,10 @@ func (s *Engine) hubSpansInstances() bool {
 // towards the replay's limit, as the client has most of the window.
 func (s *Engine) replay(ctx context.Context, out *eventWriter, in store.Place, start, since gocql.UUID, bound int64, sent map[gocql.UUID]struct{}) bool {
 	deadline := time.Now().Add(replayTimeout)
+	changes, ok := s.replayChanges(ctx, out, in, start)
+	if !ok {
+		return false
+	}
 	cursor, replayed := start, 0
 	for first := true; ; first = false {
 		page, more, err := s.src.MessagesAfter(ctx, in, cursor, replayPage)
@@ -357,6 +361,9 @@ func (s *Engine) replay(ctx context.Context, out *eventWriter, in store.Place, s
 			if !s.BeforeBound(m.ID, bound) {
 				continue // published after we subscribed: it comes live
 			}
+			if !s.sendChanges(ctx, out, in, &changes, m.ID, bound, sent) {
+				return false
+			}
 			html, err := s.render(ctx, m)
 			if err != nil {
 				return false
@@ -373,7 +380,7 @@ func (s *Engine) replay(ctx context.Context, out *eventWriter, in store.Place, s
 		}
 		switch {
 		case !more:
-			return true
+			return s.sendChanges(ctx, out, in, &changes, zeroID, bound, sent)
 		case replayed > replayLimit:
 			// The room gains messages faster than this client reads them.
 			_ = out.event(KindReload, []byte("too many messages missed"))
@@ -382,6 +389,58 @@ func (s *Engine) replay(ctx context.Context, out *eventWriter, in store.Place, s
 			return false
 		}
 	}
+}
+
+// replayChanges reads the changes (edits, deletes, reactions) that a
+// replay from start sends between its messages, in id order. It returns
+// false when the stream must end: the database failed, or more changes
+// were missed than a replay gives, or older ones than the change log
+// keeps, and the client was told to reload the page.
+func (s *Engine) replayChanges(ctx context.Context, out *eventWriter, in store.Place, start gocql.UUID) ([]store.Change, bool) {
+	if s.renderChange == nil {
+		return nil, true
+	}
+	changes, more, err := s.src.ChangesAfter(ctx, in, start, replayLimit)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && more) {
+		_ = out.event(KindReload, []byte("too many changes missed"))
+		return nil, false
+	}
+	if err != nil {
+		if ctx.Err() == nil {
+			s.log.Warn("sse: replay changes", "room", in.Conversation().ID, "err", err)
+		}
+		return nil, false
+	}
+	return changes, true
+}
+
+// sendChanges writes the changes at the head of *changes whose ids come
+// before upTo (all of them when upTo is zero), taking them off the list.
+// Like a message, a change of this instance above bound comes live.
+func (s *Engine) sendChanges(ctx context.Context, out *eventWriter, in store.Place, changes *[]store.Change,
+	upTo gocql.UUID, bound int64, sent map[gocql.UUID]struct{}) bool {
+	for len(*changes) > 0 {
+		ch := (*changes)[0]
+		if upTo != zeroID && !store.Later(upTo, ch.ID) {
+			return true
+		}
+		*changes = (*changes)[1:]
+		if !s.BeforeBound(ch.ID, bound) {
+			continue
+		}
+		html, err := s.renderChange(ctx, in, ch)
+		if err != nil {
+			s.log.Error("sse: render a replayed change", "room", in.Conversation().ID, "err", err)
+			return false
+		}
+		if out.replayed(ch.ID, ch.Kind, html) != nil {
+			return false
+		}
+		if !s.src.MadeHere(ch.ID) {
+			sent[ch.ID] = struct{}{}
+		}
+	}
+	return true
 }
 
 // eventWriter writes one stream's server-sent events. Once the stream's
@@ -522,8 +581,14 @@ func (e *eventWriter) peerClosed() bool {
 
 // message writes one replayed message, encoded for this stream alone.
 func (e *eventWriter) message(id gocql.UUID, html []byte) error {
+	return e.replayed(id, "", html)
+}
+
+// replayed writes one replayed event of kind (wireName's) with its id,
+// encoded for this stream alone.
+func (e *eventWriter) replayed(id gocql.UUID, kind string, html []byte) error {
 	e.buf.Reset()
-	appendEvent(&e.buf, id, "", html)
+	appendEvent(&e.buf, id, wireName(kind), html)
 	e.queue(e.buf.Bytes())
 	return e.send()
 }
@@ -543,13 +608,19 @@ func (e *eventWriter) event(name string, data []byte) error {
 }
 
 // encodeEvent is ev as the bytes every stream of its conversation
-// writes: a message carries its own id (a message's id is where a resume
-// starts); the other events carry none, so the client keeps the id it has.
+// writes: a message and a change (edit, delete, reaction) carry their own
+// id (where a resume starts); the other events carry none, so the client
+// keeps the id it has.
 func encodeEvent(ev Event) []byte {
 	var buf bytes.Buffer
 	switch ev.Kind {
 	case KindRoomDeleted:
 		appendEvent(&buf, zeroID, wireName(ev.Kind), []byte("/?notice=room-deleted"))
+	case KindEdit, KindDelete, KindReaction:
+		// Named events, handled by static/app.js: an edit's HTML replaces
+		// the message's text, a delete's names the message to take away,
+		// and a reaction's is the one reaction added or taken back.
+		appendEvent(&buf, ev.ID, wireName(ev.Kind), ev.HTML)
 	default:
 		appendEvent(&buf, idOf(&ev), wireName(ev.Kind), ev.HTML)
 	}
