@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/gocql/gocql"
@@ -252,4 +253,21 @@ func renderChange(ctx context.Context, in store.Place, ch store.Change) ([]byte,
 		return []byte(views.MessageID(store.Message{ID: ch.Message})), nil
 	}
 	return reactionJSON(ch)
+}
+
+// quoted is what "Reply with quote" puts in the composer without
+// JavaScript (?quote=<id>): the message quoted, its author and a link to
+// it; "" when the page was opened without one, or for a message that is
+// not there.
+func (s *Server) quoted(c echo.Context, cv conversation) string {
+	id, err := store.ParseMessageID(c.QueryParam("quote"))
+	if err != nil {
+		return ""
+	}
+	m, err := s.db.Message(c.Request().Context(), cv.Place, id)
+	if err != nil {
+		return ""
+	}
+	link := c.Scheme() + "://" + c.Request().Host + views.Permalink(m)
+	return "> " + strings.ReplaceAll(m.Content, "\n", "\n> ") + "\n\n— " + m.Author.Name() + " " + link + "\n\n"
 }

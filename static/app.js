@@ -1240,17 +1240,44 @@
   }
 
   // markMine marks the reader's own messages and reactions in root (a
-  // message rendered once for every stream cannot know its reader).
+  // message rendered once for every stream cannot know its reader), and
+  // gives each code block a copy button.
   function markMine(root) {
-    var me = viewer();
-    if (!me || !root) return;
+    if (!root) return;
     var msgs = root.matches && root.matches("li.message") ? [root] : root.querySelectorAll("li.message");
+    for (var k = 0; k < msgs.length; k++) addCopyButtons(msgs[k]);
+    var me = viewer();
+    if (!me) return;
     for (var i = 0; i < msgs.length; i++) {
       if (msgs[i].getAttribute("data-author") === me) msgs[i].classList.add("mine");
       var forms = msgs[i].querySelectorAll(".reactions form.reaction");
       for (var j = 0; j < forms.length; j++) paintReaction(forms[j]);
     }
   }
+
+  function addCopyButtons(li) {
+    var blocks = li.querySelectorAll(".text pre");
+    for (var i = 0; i < blocks.length; i++) {
+      if (blocks[i].querySelector(".copy-code")) continue;
+      var b = document.createElement("button");
+      b.type = "button";
+      b.className = "copy-code";
+      b.textContent = "Copy";
+      blocks[i].insertBefore(b, blocks[i].firstChild);
+    }
+  }
+
+  document.addEventListener("click", function (evt) {
+    var b = evt.target && evt.target.closest && evt.target.closest("button.copy-code");
+    if (!b || !navigator.clipboard) return;
+    var code = b.parentNode.querySelector("code");
+    navigator.clipboard.writeText(code ? code.textContent : "").then(function () {
+      b.textContent = "Copied";
+      setTimeout(function () {
+        b.textContent = "Copy";
+      }, 2000);
+    });
+  });
 
   function onEdit(evt) {
     var tpl = document.createElement("template");
@@ -1265,6 +1292,7 @@
           var old = li.querySelector("#" + CSS.escape(fresh.id));
           if (old) old.replaceWith(fresh);
           highlightMyMentions(li);
+          addCopyButtons(li);
         });
       })(fresh);
     }
@@ -1454,7 +1482,9 @@
   function quoteOf(li, permalink) {
     var author = li.querySelector(".author");
     var text = li.querySelector(".text");
-    var lines = ((text && text.innerText) || "").trim().split("\n");
+    var copy = text ? text.cloneNode(true) : null;
+    if (copy) copy.querySelectorAll(".copy-code").forEach(function (b) { b.remove(); });
+    var lines = ((copy && copy.textContent) || "").trim().split("\n");
     var name = author ? author.textContent.trim() : "";
     return "> " + lines.join("\n> ") + "\n\n— " + name + " " + permalink + "\n\n";
   }

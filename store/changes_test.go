@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 
@@ -162,6 +163,28 @@ func TestCheckReaction(t *testing.T) {
 		got, err := store.CheckReaction(tt.in)
 		if (err == nil) != tt.ok || got != tt.want {
 			t.Errorf("CheckReaction(%q) = %q, %v", tt.in, got, err)
+		}
+	}
+}
+
+func TestMentionedNotInCode(t *testing.T) {
+	members := map[string]store.UserRef{"ada": {Login: "ada"}, "bob": {Login: "bob"}, "cy": {Login: "cy"}}
+	for _, tt := range []struct {
+		in   string
+		want []string
+	}{
+		{"hi @ada", []string{"ada"}},
+		{"`@ada` and @bob", []string{"bob"}},
+		{"``x ` @ada`` @cy", []string{"cy"}},
+		{"```\n@ada\n```\n@bob", []string{"bob"}},
+		{"~~~~\n@ada\n~~~\n@bob\n~~~~\n@cy", []string{"cy"}},
+		{"```\n@ada never closed", nil},
+		{"**@ada** and ~~@bob~~", []string{"ada", "bob"}},
+		{"an odd ` @ada", []string{"ada"}},
+	} {
+		got := store.Mentioned(tt.in, members)
+		if strings.Join(got, ",") != strings.Join(tt.want, ",") {
+			t.Errorf("Mentioned(%q) = %v, want %v", tt.in, got, tt.want)
 		}
 	}
 }
