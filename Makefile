@@ -4,7 +4,8 @@ SHELL := /bin/bash
 CASSANDRA := scripts/cassandra.sh
 GO_TEST_FLAGS ?= -race -count=1 -timeout 25m
 
-.PHONY: help run run-cluster test check generate cassandra-start cassandra-stop cassandra-status bench load
+# `make test` installs what it lacks when it can (scripts/test-deps.sh).
+.PHONY: help run run-cluster test test-deps check generate cassandra-start cassandra-stop cassandra-status bench load
 
 help:
 	@echo "make run              start Cassandra (unless CASSANDRA_HOSTS is set) and the app on :8080"
@@ -33,9 +34,14 @@ run-cluster: .session-key
 	sleep 2; SESSION_KEY=$$(cat .session-key) NATS_URL=nats://127.0.0.1:4222 .bin/killrchat --addr :8081 & \
 	wait
 
-test: check
+test: test-deps check
 	@if [ -z "$$CASSANDRA_HOSTS" ]; then $(CASSANDRA) start; fi
 	go test $(GO_TEST_FLAGS) ./...
+
+# JDK 17, Maven, Chromium, Node.js: installed when run as root with apt-get,
+# else a list of what to install.
+test-deps:
+	@scripts/test-deps.sh
 
 # Fast checks that CI would otherwise only find by reading the diff.
 check:

@@ -28,7 +28,7 @@ const (
 // roomEvents is the live stream of a room or a DM.
 func (s *Server) roomEvents(c echo.Context) error {
 	me := mustUser(c)
-	after := c.Request().Header.Get("Last-live.Event-ID")
+	after := c.Request().Header.Get("Last-Event-ID")
 	if after == "" {
 		after = c.QueryParam("after")
 	}
@@ -36,7 +36,7 @@ func (s *Server) roomEvents(c echo.Context) error {
 	if after != "" {
 		var err error
 		if since, err = store.ParseMessageID(after); err != nil {
-			return echo.NewHTTPError(http.StatusBadRequest, "Last-live.Event-ID must be a message id.")
+			return echo.NewHTTPError(http.StatusBadRequest, "Last-Event-ID must be a message id.")
 		}
 	}
 	web.LiftDeadlines(c) // a stream outlives the server's read and write timeouts

@@ -332,7 +332,7 @@ func TestReplaySlots(t *testing.T) {
 	// replay to a client that does not read stalls, holding its slot.
 	stored := seed(t, room, 2000, 4000)
 
-	stalled := openStalled(t, a, alice, room, "Last-live.Event-ID: "+firstTimeUUID)
+	stalled := openStalled(t, a, alice, room, "Last-Event-ID: "+firstTimeUUID)
 	defer stalled.Close()
 	_ = stalled.SetReadDeadline(time.Now().Add(10 * time.Second))
 	// The status line is written once the replay holds its slot.

@@ -51,9 +51,9 @@ type Config struct {
 	// for its turn, then is refused.
 	MaxReplays int
 	ReplayWait time.Duration
-	// ResumeWindow is how far before its Last-Event-ID, in message time,
-	// a resumed stream replays when several instances publish (default
-	// 5s; see Engine.replayStart).
+	// ResumeWindow is how far behind the clock cursors stay while an
+	// instance has not yet heard the others (its first second on the
+	// broker; default 5s; see watermarks.go).
 	ResumeWindow time.Duration
 }
 
@@ -102,6 +102,11 @@ func New(hub Hub, src Source, cfg Config, log *slog.Logger, open Gauge,
 	}
 	e.hangups = newHangups(e.closing)
 	e.seq = newSequencer(publish, src.IDFloor)
+	if w, ok := hub.(interface {
+		SetWatermark(func() int64, time.Duration)
+	}); ok {
+		w.SetWatermark(e.seq.watermark, cfg.ResumeWindow)
+	}
 	return e
 }
 
@@ -122,14 +127,33 @@ func (e *Engine) Reserve(conversation string, draft func() (store.Message, error
 // every stored message at the head of its conversation's queue.
 func (e *Engine) Finish(sl *Slot, ok bool) { e.seq.finish(sl, ok) }
 
-// Bound is the conversation's bound now (see sequencer).
-func (e *Engine) Bound(conversation string) int64 { return e.seq.bound(conversation) }
+// Bound is the conversation's bound now (see sequencer), lowered to the
+// other instances' watermarks: a page read now has every message below
+// it, and its stream starts there (see watermarks.go).
+func (e *Engine) Bound(conversation string) int64 {
+	b := e.seq.bound(conversation)
+	if r, ok := e.hub.(interface{ RemoteMark() int64 }); ok {
+		b = min(b, r.RemoteMark())
+	}
+	return b
+}
 
 // BeforeBound says whether a stored message lies on the "already
 // published" side of bound. Messages of other instances are not ordered by
 // this instance's bound, so they always count as published.
 func (e *Engine) BeforeBound(id gocql.UUID, bound int64) bool {
 	return id.Timestamp() < bound || !e.src.MadeHere(id)
+}
+
+// mark is the lowest watermark now, this instance's and the others':
+// every message below it is stored and has been handed to this instance's
+// streams (watermarks.go).
+func (e *Engine) mark() int64 {
+	m := e.seq.watermark()
+	if r, ok := e.hub.(interface{ RemoteMark() int64 }); ok {
+		m = min(m, r.RemoteMark())
+	}
+	return m
 }
 
 // Shutdown ends every live stream so the HTTP server can stop.

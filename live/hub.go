@@ -59,6 +59,9 @@ type Event struct {
 	// change's own id.
 	Target       gocql.UUID      `json:"target,omitempty"`
 	Participants []store.UserRef `json:"participants,omitempty"`
+	// Watermark is, for a message its instance's sequencer published, that
+	// instance's watermark as of its publication (see watermarks.go).
+	Watermark int64 `json:"watermark,omitempty"`
 	// HTML is the event rendered once, by the instance that published it,
 	// so that a thousand streams do not render it a thousand times.
 	HTML []byte `json:"html,omitempty"`
@@ -66,6 +69,8 @@ type Event struct {
 	// hub of each instance (see LocalHub.Publish): every stream of the
 	// room writes these very bytes.
 	frame []byte
+	// cursor is the SSE id the frame carries (see cursor).
+	cursor gocql.UUID
 }
 
 // Hub carries room events to every subscriber, on this instance and, for a
@@ -247,46 +252,11 @@ type LocalHub struct {
 	watchers []watcher
 	// invalidated are told of every Invalidation (see Hub.Invalidate).
 	invalidated []func(Invalidation)
-	late        lateness
+	// marks are the other instances' watermarks, and local this one's
+	// (see watermarks.go); nil local: an in-process hub with no engine.
+	marks *watermarks
+	local func() int64
 }
-
-// lateness is how late, at most, messages reached this hub lately: the
-// time from a message's id (when it was drafted) to its publication here.
-// Across instances a resume must reach back at least that far (see
-// Server.replayStart): a message that came this late after newer ones
-// may have found a page between two connections.
-type lateness struct {
-	mu   sync.Mutex
-	max  time.Duration
-	seen time.Time // when max was seen
-}
-
-// lateMemory is how long a lateness is remembered: a page that resumes
-// after a longer absence than this is rare, and each resume replays (and
-// its page drops by id) the window's worth of messages.
-const lateMemory = 10 * time.Minute
-
-func (l *lateness) observe(id gocql.UUID, now time.Time) {
-	d := now.Sub(id.Time())
-	l.mu.Lock()
-	if d > l.max || now.Sub(l.seen) > lateMemory {
-		l.max, l.seen = max(d, 0), now
-	}
-	l.mu.Unlock()
-}
-
-func (l *lateness) get(now time.Time) time.Duration {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if now.Sub(l.seen) > lateMemory {
-		return 0
-	}
-	return l.max
-}
-
-// Lateness is how late, at most, messages reached this hub in the last
-// ten minutes, from their ids' time to their publication here.
-func (h *LocalHub) Lateness() time.Duration { return h.late.get(time.Now()) }
 
 type watcher struct {
 	onEnd   func(StreamEnd)
@@ -314,7 +284,7 @@ func (h *LocalHub) resetWatchers() {
 // per processor (Close stops them).
 func NewLocalHub() *LocalHub {
 	h := &LocalHub{rooms: map[string]map[*Subscription]struct{}{}, watches: map[string]map[*ConversationWatch]struct{}{},
-		stop: make(chan struct{})}
+		stop: make(chan struct{}), marks: newWatermarks()}
 	for range runtime.GOMAXPROCS(0) {
 		sh := &fanShard{wake: make(chan struct{}, 1), rooms: map[string]map[*Subscription]struct{}{}}
 		h.shards = append(h.shards, sh)
@@ -323,20 +293,77 @@ func NewLocalHub() *LocalHub {
 	return h
 }
 
-// Publish hands ev to the fan-out, which delivers it to the room's
-// subscribers; a full queue drops its subscriber instead of waiting. The
-// event is encoded as stream bytes once here, and all the subscribers
-// share it.
+// Publish hands ev, an event of this instance, to the fan-out, which
+// delivers it to the conversation's subscribers; a full queue drops its
+// subscriber instead of waiting. The event is encoded as stream bytes once
+// here, and all the subscribers share it.
 func (h *LocalHub) Publish(_ context.Context, ev Event) error {
 	if ev.ID == zeroID && ev.Message != nil {
 		ev.ID = ev.Message.ID
 	}
-	if ev.Kind == KindMessage && ev.Message != nil {
-		// Before any stream has it: a resume that follows sees it.
-		h.late.observe(ev.Message.ID, time.Now())
+	if ev.ID != zeroID {
+		mark := int64(noMark)
+		if ev.Watermark > 0 {
+			mark = ev.Watermark
+		}
+		ev.cursor = cursor(ev.ID, min(mark, h.marks.min()))
 	}
+	h.fanOut(ev)
+	return nil
+}
+
+// publishRemote hands ev, an event of instance from, to the fan-out, then
+// takes note of the watermark it came with.
+func (h *LocalHub) publishRemote(ev Event, from string) {
+	if ev.ID != zeroID {
+		mark := int64(noMark)
+		if h.local != nil {
+			mark = h.local()
+		}
+		ev.cursor = cursor(ev.ID, min(mark, h.marks.min()))
+	}
+	h.fanOut(ev)
+	if ev.Watermark > 0 {
+		h.heardMark(from, ev.Watermark)
+	}
+}
+
+// heardMark takes note of instance from's watermark.
+func (h *LocalHub) heardMark(from string, mark int64) {
+	if h.marks.heard(from, mark) {
+		// It was forgotten, and may bring messages below cursors given
+		// meanwhile: open pages resume, and get them (watermarks.go).
+		h.dropAll()
+	}
+}
+
+// SetWatermark gives the hub this instance's watermark (the sequencer's);
+// window is how far behind the clock cursors stay while other instances
+// are not heard yet (see watermarks.go), unused in process.
+func (h *LocalHub) SetWatermark(local func() int64, _ time.Duration) { h.local = local }
+
+// RemoteMark is the lowest watermark heard from other instances, or the
+// highest timestamp when there are none.
+func (h *LocalHub) RemoteMark() int64 { return h.marks.min() }
+
+// dropAll drops every subscription here: each page resumes by replay.
+func (h *LocalHub) dropAll() {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
+	for _, subs := range h.rooms {
+		for sub := range subs {
+			sub.drop()
+		}
+	}
+}
+
+// fanOut queues ev on every shard. It holds the hub's lock alone, so
+// every shard, and so every subscriber, gets events in one order: the
+// order their cursors were made in (an event of another instance whose
+// cursor counts a message of this one must reach every stream after it).
+func (h *LocalHub) fanOut(ev Event) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	if subs := h.rooms[ev.Conversation]; len(subs) > 0 {
 		shared := &ev
 		shared.frame = encodeEvent(ev)
@@ -358,7 +385,6 @@ func (h *LocalHub) Publish(_ context.Context, ev Event) error {
 			}
 		}
 	}
-	return nil
 }
 
 // fanShard is one goroutine of the fan-out and the subscriptions it

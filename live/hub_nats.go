@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -33,11 +34,16 @@ type NATSHub struct {
 	nc     *nats.Conn
 	origin string
 	log    *slog.Logger
+	beats  sync.Once
+	stop   chan struct{}
 }
 
+// natsEnvelope is an event of instance Origin, or, with no event, its
+// watermark alone (a heartbeat, see watermarks.go).
 type natsEnvelope struct {
 	Origin string `json:"origin"`
-	Event  Event  `json:"event"`
+	Event  *Event `json:"event,omitempty"`
+	Mark   int64  `json:"mark,omitempty"`
 }
 
 type natsEndEnvelope struct {
@@ -53,19 +59,27 @@ func NewNATSHub(url string, log *slog.Logger) (*NATSHub, error) {
 	if _, err := rand.Read(b); err != nil {
 		return nil, err
 	}
-	h := &NATSHub{local: NewLocalHub(), origin: hex.EncodeToString(b), log: log}
+	h := &NATSHub{local: NewLocalHub(), origin: hex.EncodeToString(b), log: log, stop: make(chan struct{})}
+	h.local.marks.discover(DefaultResumeWindow)
 	nc, err := nats.Connect(url,
 		nats.Name("killrchat-"+h.origin),
 		nats.RetryOnFailedConnect(true),
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(500*time.Millisecond),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			// Events of other instances may be missed from now on: their
+			// watermarks must not move on past them (watermarks.go).
+			h.local.marks.freeze()
 			log.Warn("nats: lost the broker; live events reach other instances again once it is back", "url", url, "err", err)
 		}),
 		nats.ReconnectHandler(func(nc *nats.Conn) {
 			log.Info("nats: reconnected to the broker", "url", nc.ConnectedUrl())
-			// Revocations may have been missed while away: caches start over.
+			// Revocations may have been missed while away: caches start
+			// over. Events too: every page here resumes from its cursor,
+			// which did not move past them, and only then do marks move.
 			h.local.resetWatchers()
+			h.local.dropAll()
+			h.local.marks.thaw()
 		}),
 		nats.ConnectHandler(func(nc *nats.Conn) {
 			log.Info("nats: connected", "url", nc.ConnectedUrl())
@@ -99,7 +113,11 @@ func (h *NATSHub) deliver(m *nats.Msg) {
 	if env.Origin == h.origin {
 		return // already delivered locally
 	}
-	_ = h.local.Publish(context.Background(), env.Event)
+	if env.Event == nil {
+		h.local.heardMark(env.Origin, env.Mark)
+		return
+	}
+	h.local.publishRemote(*env.Event, env.Origin)
 }
 
 func (h *NATSHub) deliverEnd(m *nats.Msg) {
@@ -119,7 +137,7 @@ func (h *NATSHub) deliverEnd(m *nats.Msg) {
 // reconnect buffer) and an error only means the others may miss it live.
 func (h *NATSHub) Publish(ctx context.Context, ev Event) error {
 	_ = h.local.Publish(ctx, ev)
-	data, err := json.Marshal(natsEnvelope{Origin: h.origin, Event: ev})
+	data, err := json.Marshal(natsEnvelope{Origin: h.origin, Event: &ev})
 	if err != nil {
 		return fmt.Errorf("nats: encode event: %w", err)
 	}
@@ -160,12 +178,44 @@ func (h *NATSHub) EndStreams(ctx context.Context, end StreamEnd) error {
 // arrive through the local hub, and a reconnect to the broker resets.
 func (h *NATSHub) Watch(onEnd func(StreamEnd), onReset func()) { h.local.Watch(onEnd, onReset) }
 
-// Lateness is how late, at most, messages of every instance reached this
-// one lately (see LocalHub.Lateness).
-func (h *NATSHub) Lateness() time.Duration { return h.local.Lateness() }
+// SetWatermark gives the hub this instance's watermark and starts
+// sending it to the others every heartbeatEvery; until they are heard,
+// cursors stay window behind the clock (see watermarks.go).
+func (h *NATSHub) SetWatermark(local func() int64, window time.Duration) {
+	h.local.SetWatermark(local, window)
+	h.local.marks.discover(window)
+	h.beats.Do(func() { go h.heartbeat(local) })
+}
+
+// heartbeat sends the watermark until the hub closes. The mark is read
+// before it is sent, so every message below it went out before it, on
+// the same connection and subject (watermarks.go).
+func (h *NATSHub) heartbeat(local func() int64) {
+	t := time.NewTicker(heartbeatEvery)
+	defer t.Stop()
+	for {
+		data, err := json.Marshal(natsEnvelope{Origin: h.origin, Mark: local()})
+		if err == nil {
+			_ = h.nc.Publish(natsSubject, data)
+		}
+		select {
+		case <-h.stop:
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// RemoteMark is the lowest watermark heard from the other instances.
+func (h *NATSHub) RemoteMark() int64 { return h.local.RemoteMark() }
 
 // Close leaves the broker.
 func (h *NATSHub) Close() error {
+	select {
+	case <-h.stop:
+	default:
+		close(h.stop)
+	}
 	h.nc.Close()
 	return h.local.Close()
 }

@@ -84,19 +84,32 @@ func (q *sequencer) reserve(room string, draft func() (store.Message, error)) (*
 }
 
 // finish marks a message stored (ok) or failed, and publishes every stored
-// message at the head of the room's queue.
+// message at the head of the room's queue. Each event carries the
+// instance's watermark as of its publication (see watermark).
 func (q *sequencer) finish(sl *Slot, ok bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	sl.done, sl.ok = true, ok
 	queue := q.pending[sl.Msg.Room]
+	others := int64(-1) // the other rooms' mark, read once if needed
 	i := 0
 	for ; i < len(queue) && queue[i].done; i++ {
-		if sl := queue[i]; sl.ok && sl.Kind != "" {
-			q.publish(Event{Kind: sl.Kind, Conversation: sl.Msg.Room, ID: sl.Msg.ID, Target: sl.Target, HTML: sl.HTML})
-		} else if sl.ok {
-			m := sl.Msg
-			q.publish(Event{Kind: KindMessage, Conversation: m.Room, ID: m.ID, Message: &m, HTML: sl.HTML})
+		if queue[i].ok {
+			if others < 0 {
+				others = q.markLocked(sl.Msg.Room)
+			}
+			mark := others
+			if i+1 < len(queue) {
+				mark = min(mark, queue[i+1].Msg.ID.Timestamp())
+			}
+			if c := queue[i]; c.Kind != "" {
+				// A change (edit, delete, reaction): ordered and marked as
+				// a message is; Target is the message it changes.
+				q.publish(Event{Kind: c.Kind, Conversation: c.Msg.Room, ID: c.Msg.ID, Target: c.Target, HTML: c.HTML, Watermark: mark})
+				continue
+			}
+			m := queue[i].Msg
+			q.publish(Event{Kind: KindMessage, Conversation: m.Room, ID: m.ID, Message: &m, HTML: queue[i].HTML, Watermark: mark})
 		}
 	}
 	if i == len(queue) {
@@ -104,4 +117,26 @@ func (q *sequencer) finish(sl *Slot, ok bool) {
 	} else {
 		q.pending[sl.Msg.Room] = queue[i:]
 	}
+}
+
+// watermark is the instance's watermark: a timestamp such that every id
+// this instance drafted below it, in any conversation, has been published
+// (or failed), and every id it drafts later lies at or above it. Other
+// instances learn it through the hub (see watermarks), which is how a
+// resume across instances knows where to start.
+func (q *sequencer) watermark() int64 {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.markLocked("")
+}
+
+// markLocked is the watermark leaving out the queue of room ("": none).
+func (q *sequencer) markLocked(room string) int64 {
+	mark := q.floor()
+	for r, p := range q.pending {
+		if r != room && len(p) > 0 {
+			mark = min(mark, p[0].Msg.ID.Timestamp())
+		}
+	}
+	return mark
 }

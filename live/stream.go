@@ -155,6 +155,9 @@ func (st *Stream) Close() { st.ends.run() }
 // or the stream has ended.
 func (st *Stream) Run(ctx context.Context, w http.ResponseWriter, committed func(), in store.Place) {
 	e, conv := st.e, in.Conversation().ID
+	if st.watch == nil {
+		st.watch = &ConversationWatch{} // hears nothing
+	}
 	e.open.Inc()
 	st.ends.add(e.open.Dec)
 
@@ -287,40 +290,11 @@ func idOf(ev *Event) gocql.UUID {
 	return zeroID
 }
 
-// replayStart is where a resume from since starts. With one instance it
-// is since itself: this instance publishes its messages in id order, so a
-// client that saw since has every message before it. Across instances a
-// message of another instance may be published after a newer one of this
-// instance (it was stored a moment later, or that instance's clock is
-// behind), so the replay starts the skew window earlier; what the client
-// has already it drops by id (static/app.js), and places what it lacked
-// in id order.
-//
-// The window is at least how late messages have lately reached this
-// instance (Hub.Lateness), up to four times the flag's: a message held up
-// longer than the flag's window (a slow insert holds its instance's later
-// messages back too, see sequencer) reaches every instance that late, so
-// a page that missed it between two connections resumes from before it.
-func (s *Engine) replayStart(since gocql.UUID) gocql.UUID {
-	if !s.hubSpansInstances() || s.cfg.ResumeWindow <= 0 {
-		return since
-	}
-	window := s.cfg.ResumeWindow
-	if l, ok := s.hub.(interface{ Lateness() time.Duration }); ok {
-		// A quarter more, for what is still on its way while this reads;
-		// at most four windows, for an instance so overloaded that its
-		// messages come later still would make every resume replay more
-		// and more.
-		window = min(max(window, l.Lateness()*5/4), 4*window)
-	}
-	return gocql.MinTimeUUID(since.Time().Add(-window))
-}
-
-// hubSpansInstances says whether events reach this instance from others.
-func (s *Engine) hubSpansInstances() bool {
-	_, local := s.hub.(*LocalHub)
-	return !local
-}
+// replayStart is where a resume from since starts: since itself. The
+// client's id is a cursor (see watermarks.go): the page has every message
+// below it, from this instance and from every other, so the replay needs
+// nothing before it, however late messages travel.
+func (s *Engine) replayStart(since gocql.UUID) gocql.UUID { return since }
 
 // replay writes the messages of in after since that lie below bound (see
 // sequencer), page by page: a page is read, written, and only then is the
@@ -329,18 +303,28 @@ func (s *Engine) hubSpansInstances() bool {
 // same id and tries again), or more was missed than a replay gives, and
 // the client was told to reload the page.
 //
-// It reads from start, which is since or, across instances, the resume
-// window before it (see replayStart); only what comes after since counts
-// towards the replay's limit, as the client has most of the window.
+// It reads from start (see replayStart); only what comes after since
+// counts towards the replay's limit.
 func (s *Engine) replay(ctx context.Context, out *eventWriter, in store.Place, start, since gocql.UUID, bound int64, sent map[gocql.UUID]struct{}) bool {
 	deadline := time.Now().Add(replayTimeout)
+	// The changes (edits, deletes, reactions) go between the messages, in
+	// id order. They are read once, first: every change below mark0 is
+	// stored by then, so a change's cursor, as a message's, is at most
+	// mark0 (changes are published in order with messages, sequencer.go).
+	mark0 := min(s.mark(), bound)
 	changes, ok := s.replayChanges(ctx, out, in, start)
 	if !ok {
 		return false
 	}
-	cursor, replayed := start, 0
+	after, replayed := start, 0
 	for first := true; ; first = false {
-		page, more, err := s.src.MessagesAfter(ctx, in, cursor, replayPage)
+		// Every message below mark is stored and published, so the page
+		// read next holds all of them past the last one written: a replayed
+		// message's id is a cursor no higher than mark (watermarks.go).
+		// This instance's messages at or above bound are not written here
+		// but come live after the replay: the cursor stays below them too.
+		mark := min(s.mark(), bound)
+		page, more, err := s.src.MessagesAfter(ctx, in, after, replayPage)
 		if err == nil && first && more {
 			// More than a page missed: find out, by ids alone, whether it
 			// is too much to replay before sending any of it.
@@ -357,18 +341,18 @@ func (s *Engine) replay(ctx context.Context, out *eventWriter, in store.Place, s
 			return false
 		}
 		for _, m := range page {
-			cursor = m.ID
+			after = m.ID
 			if !s.BeforeBound(m.ID, bound) {
 				continue // published after we subscribed: it comes live
 			}
-			if !s.sendChanges(ctx, out, in, &changes, m.ID, bound, sent) {
+			if !s.sendChanges(ctx, out, in, &changes, m.ID, min(mark, mark0), bound, sent) {
 				return false
 			}
 			html, err := s.render(ctx, m)
 			if err != nil {
 				return false
 			}
-			if out.message(m.ID, html) != nil {
+			if out.message(cursor(m.ID, mark), html) != nil {
 				return false
 			}
 			if !s.src.MadeHere(m.ID) {
@@ -380,7 +364,7 @@ func (s *Engine) replay(ctx context.Context, out *eventWriter, in store.Place, s
 		}
 		switch {
 		case !more:
-			return s.sendChanges(ctx, out, in, &changes, zeroID, bound, sent)
+			return s.sendChanges(ctx, out, in, &changes, zeroID, mark0, bound, sent)
 		case replayed > replayLimit:
 			// The room gains messages faster than this client reads them.
 			_ = out.event(KindReload, []byte("too many messages missed"))
@@ -415,10 +399,11 @@ func (s *Engine) replayChanges(ctx context.Context, out *eventWriter, in store.P
 }
 
 // sendChanges writes the changes at the head of *changes whose ids come
-// before upTo (all of them when upTo is zero), taking them off the list.
-// Like a message, a change of this instance above bound comes live.
+// before upTo (all of them when upTo is zero), taking them off the list,
+// each with its cursor at most mark. Like a message, a change of this
+// instance above bound comes live.
 func (s *Engine) sendChanges(ctx context.Context, out *eventWriter, in store.Place, changes *[]store.Change,
-	upTo gocql.UUID, bound int64, sent map[gocql.UUID]struct{}) bool {
+	upTo gocql.UUID, mark, bound int64, sent map[gocql.UUID]struct{}) bool {
 	for len(*changes) > 0 {
 		ch := (*changes)[0]
 		if upTo != zeroID && !store.Later(upTo, ch.ID) {
@@ -433,7 +418,7 @@ func (s *Engine) sendChanges(ctx context.Context, out *eventWriter, in store.Pla
 			s.log.Error("sse: render a replayed change", "room", in.Conversation().ID, "err", err)
 			return false
 		}
-		if out.replayed(ch.ID, ch.Kind, html) != nil {
+		if out.replayed(cursor(ch.ID, mark), ch.Kind, html) != nil {
 			return false
 		}
 		if !s.src.MadeHere(ch.ID) {
@@ -581,10 +566,10 @@ func (e *eventWriter) peerClosed() bool {
 
 // message writes one replayed message, encoded for this stream alone.
 func (e *eventWriter) message(id gocql.UUID, html []byte) error {
-	return e.replayed(id, "", html)
+	return e.replayed(id, KindMessage, html)
 }
 
-// replayed writes one replayed event of kind (wireName's) with its id,
+// replayed writes one replayed event of kind with its id (a cursor),
 // encoded for this stream alone.
 func (e *eventWriter) replayed(id gocql.UUID, kind string, html []byte) error {
 	e.buf.Reset()
@@ -608,21 +593,22 @@ func (e *eventWriter) event(name string, data []byte) error {
 }
 
 // encodeEvent is ev as the bytes every stream of its conversation
-// writes: a message and a change (edit, delete, reaction) carry their own
-// id (where a resume starts); the other events carry none, so the client
-// keeps the id it has.
+// writes: a message, and a change (edit, delete, reaction; a named event
+// that static/app.js applies), carries its cursor (see watermarks.go:
+// where a resume starts, its own id unless an instance may still deliver
+// a lower one); the other events carry none, so the client keeps the id
+// it has.
 func encodeEvent(ev Event) []byte {
 	var buf bytes.Buffer
 	switch ev.Kind {
 	case KindRoomDeleted:
 		appendEvent(&buf, zeroID, wireName(ev.Kind), []byte("/?notice=room-deleted"))
-	case KindEdit, KindDelete, KindReaction:
-		// Named events, handled by static/app.js: an edit's HTML replaces
-		// the message's text, a delete's names the message to take away,
-		// and a reaction's is the one reaction added or taken back.
-		appendEvent(&buf, ev.ID, wireName(ev.Kind), ev.HTML)
 	default:
-		appendEvent(&buf, idOf(&ev), wireName(ev.Kind), ev.HTML)
+		id := idOf(&ev)
+		if id != zeroID && ev.cursor != zeroID {
+			id = ev.cursor
+		}
+		appendEvent(&buf, id, wireName(ev.Kind), ev.HTML)
 	}
 	return buf.Bytes()
 }

@@ -94,6 +94,10 @@
   //    d) "Load older messages": content inserted above must not move what
   //       the reader sees; the first message wholly in view keeps its place
   //       across the swap and the regrouping after it.
+  //    e) Scrolling up to within OLDER_MARGIN_PX of that link loads the older
+  //       page by itself. The link stays (keyboards, pages without scripts);
+  //       when it had the focus, its successor gets it (or, at the start of
+  //       the conversation, the list), so the focus never falls to <body>.
   // ---------------------------------------------------------------------------
   var NEAR_BOTTOM_PX = 40;
   var stuck = true;      // the reader is at the bottom of #messages
@@ -134,9 +138,34 @@
     pill.textContent = n === 1 ? "1 new message ↓" : n + " new messages ↓";
   }
 
+  var OLDER_MARGIN_PX = 300;
+  var olderLoading = null; // the "Load older messages" link being followed
+
+  function olderLink(list) {
+    return list.querySelector(":scope > li.load-older-row > a.load-older");
+  }
+
+  function loadOlderAtTop(list) {
+    var link = olderLink(list);
+    if (!link || (olderLoading && olderLoading.isConnected)) return;
+    var box = scrollBox(list);
+    var top = box === list ? list.getBoundingClientRect().top : 0;
+    if (link.getBoundingClientRect().bottom < top - OLDER_MARGIN_PX) return;
+    olderLoading = link;
+    link.click();
+  }
+
+  function olderFailed(evt) {
+    var ctx = evt.detail && evt.detail.ctx;
+    if (ctx && ctx.sourceElement && ctx.sourceElement === olderLoading) olderLoading = null;
+  }
+  document.addEventListener("htmx:response:error", olderFailed);
+  document.addEventListener("htmx:error", olderFailed);
+
   function onListScroll() {
     var list = messagesList();
     if (!list) return;
+    loadOlderAtTop(list);
     var was = stuck;
     stuck = gapBelow(scrollBox(list)) <= NEAR_BOTTOM_PX;
     if (stuck && unseen) setUnseen(0);
@@ -203,9 +232,11 @@
     if (isOlderPageSwap(detail.ctx, detail.tasks || [], list)) {
       var box = scrollBox(list);
       var anchor = box === list ? firstMessageInView(list) : null;
+      var row = list.querySelector(":scope > li.load-older-row");
       pending = {
         box: box, fromBottom: box.scrollHeight - box.scrollTop,
-        anchor: anchor, anchorTop: anchor ? anchor.getBoundingClientRect().top : 0
+        anchor: anchor, anchorTop: anchor ? anchor.getBoundingClientRect().top : 0,
+        refocus: !!(row && row.contains(document.activeElement))
       };
     }
   });
@@ -213,6 +244,13 @@
   // once more when every task of the response is done; both are idempotent.
   document.addEventListener("htmx:before:settle", applyPending);
   document.addEventListener("htmx:after:swap", applyPending);
+  document.addEventListener("htmx:after:swap", function () {
+    var list = messagesList();
+    if (!pending || !pending.refocus || !list) return;
+    var active = document.activeElement;
+    if (active && active !== document.body && active.isConnected) return;
+    (olderLink(list) || list).focus({ preventScroll: true });
+  });
   document.addEventListener("htmx:finally:swap", function () {
     pending = null;
   });
@@ -460,6 +498,8 @@
     return d && !isNaN(d.getTime()) ? d : null;
   }
 
+  // A <time data-format="datetime"> (lists of mentions and DMs, a room's
+  // creation) shows the date too, and gets the full date as its title.
   function localTimes(root) {
     var times = root.querySelectorAll("time[datetime]:not([data-local])");
     for (var i = 0; i < times.length; i++) {
@@ -467,12 +507,22 @@
       var d = new Date(t.getAttribute("datetime"));
       if (isNaN(d.getTime())) continue;
       t.setAttribute("data-local", "");
-      t.textContent = d.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
       var full = d.toLocaleString([], { dateStyle: "full", timeStyle: "short" });
+      if (t.getAttribute("data-format") === "datetime") {
+        t.textContent = d.toLocaleString([], { dateStyle: "medium", timeStyle: "short" });
+        t.title = full;
+        continue;
+      }
+      t.textContent = d.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
       var li = t.closest("li.message");
       if (li) li.title = full;
     }
   }
+
+  // Times outside the message list (pages swapped in by htmx too).
+  document.addEventListener("htmx:after:swap", function () {
+    localTimes(document);
+  });
 
   function dayKey(d) {
     return d.getFullYear() + "-" + (d.getMonth() + 1) + "-" + d.getDate();
@@ -505,6 +555,10 @@
       if (row.classList.contains("day-sep")) {
         if (sep) list.removeChild(sep);
         sep = row;
+        continue;
+      }
+      if (row.classList.contains("unread-sep")) {
+        prev = null; // "New since your last visit" starts a new group
         continue;
       }
       if (!row.classList.contains("message")) continue;
@@ -647,6 +701,7 @@
         box.value = "";
         grow(box);
       }
+      ownPostShown();
     } else if (status === 422) {
       if (box) box.setAttribute("aria-invalid", "true");
     } else if (status >= 500 || status === 429) {
@@ -849,6 +904,15 @@
     if (!document.hidden) messagesSeen();
   });
 
+  // ownPostShown: a post of ours was stored. The first message of a DM
+  // one just started makes it a conversation, which the sidebar does not
+  // list yet (nobody's stream tells the sender about it).
+  function ownPostShown() {
+    var f = composer();
+    var url = f && (f.getAttribute("action") || "").replace(/\/messages$/, "");
+    if (url && !sidebarEntry(url)) refreshSidebar();
+  }
+
   var refreshSidebar = throttled(function () {
     fetch("/sidebar", { credentials: "same-origin", headers: { "HX-Request": "true" } }).then(function (resp) {
       return resp.ok ? resp.text() : null;
@@ -1020,27 +1084,132 @@
     return true;
   }
 
-  // 14. Attachments: files with a progress bar, drag-and-drop, paste.
+  // 14. Attachments: staged files, a progress bar, drag-and-drop, paste.
   //     The composer works without JavaScript (a multipart form: the server
   //     reads _csrf, then the text, then the files, as a stream). With it,
-  //     a submit that carries files goes by XMLHttpRequest instead of htmx:
-  //     htmx 4 sends with fetch(), which reports no upload progress. Each
-  //     file is its own request (and message, the text going with the
-  //     first), one after the other, so each has its own progress and one
-  //     too large does not sink the others. Dropped files and pasted images
-  //     go the same way. The answer is the same fragment as an htmx post's;
-  //     its messages are appended to #messages (6. drops the copy the live
-  //     stream brings) and the server's error text shows under the box.
+  //     the browser's file input hides behind an "Attach" button, and files
+  //     chosen there, dropped on the composer or pasted into the text box
+  //     are staged: listed under the box (name, size, a thumbnail for an
+  //     image, a remove button) and sent with the next Send. A Send with
+  //     staged files goes by XMLHttpRequest instead of htmx: htmx 4 sends
+  //     with fetch(), which reports no upload progress. Each file is its own
+  //     request (and message, the text going with the first), one after the
+  //     other, so each has its own progress and one too large does not sink
+  //     the others; Cancel stops the upload under way and leaves it, and
+  //     the files after it, staged. The answer is the same fragment as an
+  //     htmx post's; its messages are appended to #messages (6. drops the
+  //     copy the live stream brings) and the server's error text shows
+  //     under the box.
   // ---------------------------------------------------------------------------
-  var uploading = false;
+  var THUMB_MAX_BYTES = 10 * 1024 * 1024; // larger images get no thumbnail
+  var staged = [];     // File objects, in the order they go
+  var thumbs = typeof WeakMap === "function" ? new WeakMap() : null;
+  var uploading = null; // the XMLHttpRequest under way
 
   function fileInput() {
     return document.getElementById("file");
   }
 
-  function progressBar() {
-    return document.getElementById("upload-progress");
+  function byId(id) {
+    return document.getElementById(id);
   }
+
+  // humanSize is views.HumanSize: "512 B", "999.9 KiB", "25 MiB".
+  function humanSize(n) {
+    function one(x) {
+      return x.toFixed(1).replace(/\.0$/, "");
+    }
+    if (n < 1024) return n + " B";
+    if (n < 1024 * 1024) return one(n / 1024) + " KiB";
+    return one(n / (1024 * 1024)) + " MiB";
+  }
+
+  function el(tag, className, text) {
+    var e = document.createElement(tag);
+    if (className) e.className = className;
+    if (text !== undefined) e.textContent = text;
+    return e;
+  }
+
+  // thumbnail is an image's preview as a data: URL (the page's CSP allows
+  // data: images, not blob:), read once per file.
+  function thumbnail(file, img) {
+    var known = thumbs && thumbs.get(file);
+    if (known) {
+      img.src = known;
+      return;
+    }
+    var reader = new FileReader();
+    reader.addEventListener("load", function () {
+      if (thumbs) thumbs.set(file, reader.result);
+      img.src = reader.result;
+    });
+    reader.readAsDataURL(file);
+  }
+
+  function renderStaged() {
+    var list = byId("staged-files");
+    if (!list) return;
+    var items = [];
+    for (var i = 0; i < staged.length; i++) {
+      var f = staged[i];
+      var li = el("li", "staged-file");
+      if (/^image\//.test(f.type) && f.size <= THUMB_MAX_BYTES) {
+        var img = el("img", "staged-thumb");
+        img.alt = "";
+        img.width = 40;
+        img.height = 40;
+        thumbnail(f, img);
+        li.appendChild(img);
+      } else {
+        li.appendChild(el("span", "staged-thumb staged-icon", (f.name.split(".").pop() || "file").slice(0, 4)));
+      }
+      li.appendChild(el("span", "staged-name", f.name));
+      li.appendChild(el("span", "staged-size muted", humanSize(f.size)));
+      var remove = el("button", "staged-remove btn-link", "Remove");
+      remove.type = "button";
+      remove.setAttribute("data-index", String(i));
+      remove.setAttribute("aria-label", "Remove " + f.name);
+      remove.disabled = !!uploading;
+      li.appendChild(remove);
+      items.push(li);
+    }
+    list.replaceChildren.apply(list, items);
+    list.hidden = staged.length === 0;
+  }
+
+  function stageFiles(files) {
+    if (!composer() || !files.length) return;
+    for (var i = 0; i < files.length; i++) staged.push(files[i]);
+    renderStaged();
+    clearComposerError();
+  }
+
+  document.addEventListener("click", function (evt) {
+    var t = evt.target && evt.target.closest && evt.target.closest("#attach, #staged-files .staged-remove, #upload-cancel");
+    if (!t) return;
+    if (t.id === "attach") {
+      var input = fileInput();
+      if (input) input.click();
+    } else if (t.id === "upload-cancel") {
+      if (uploading) uploading.abort();
+    } else if (!uploading) {
+      var i = parseInt(t.getAttribute("data-index"), 10);
+      staged.splice(i, 1);
+      renderStaged();
+      // The focus goes to the entry that took its place, else the box.
+      var next = document.querySelectorAll("#staged-files .staged-remove");
+      var to = next[Math.min(i, next.length - 1)] || composerBox();
+      if (to) to.focus();
+    }
+  });
+
+  document.addEventListener("change", function (evt) {
+    var input = fileInput();
+    if (!input || evt.target !== input || !input.files || !input.files.length) return;
+    stageFiles(Array.prototype.slice.call(input.files));
+    input.value = ""; // the same file can be chosen again; staged holds them
+  });
 
   // errorText is the sentence of an error answer (the error fragment's
   // paragraph), or a fallback.
@@ -1069,7 +1238,17 @@
     if (next && mine) mine.value = next.value;
   }
 
-  // uploadOne posts one file (and text) and calls done(ok) when it ends.
+  function showProgress(file, percent) {
+    var status = byId("upload-status"), bar = byId("upload-progress");
+    if (!status) return;
+    byId("upload-name").textContent = file ? "Uploading " + file.name : "";
+    bar.value = percent;
+    byId("upload-percent").textContent = percent + "%";
+    status.hidden = !file;
+  }
+
+  // uploadOne posts one file (and text) and calls done(result) when it
+  // ends: "ok", "failed" or "cancelled".
   function uploadOne(form, file, text, done) {
     var data = new FormData();
     var token = form.elements.namedItem("_csrf");
@@ -1078,64 +1257,72 @@
     data.append("content", text);
     data.append("file", file, file.name || "pasted.png");
     var xhr = new XMLHttpRequest();
-    var bar = progressBar();
+    uploading = xhr;
     xhr.open("POST", form.getAttribute("action"));
     xhr.setRequestHeader("X-CSRF-Token", token ? token.value : "");
     xhr.setRequestHeader("HX-Request", "true");
-    if (bar) {
-      bar.value = 0;
-      bar.hidden = false;
-    }
+    showProgress(file, 0);
     xhr.upload.addEventListener("progress", function (evt) {
-      if (bar && evt.lengthComputable) bar.value = Math.round((evt.loaded / evt.total) * 100);
+      if (evt.lengthComputable) showProgress(file, Math.round((evt.loaded / evt.total) * 100));
     });
     xhr.addEventListener("load", function () {
       if (xhr.status >= 200 && xhr.status < 300) {
         ownPost = true;
         appendPosted(xhr.responseText);
         ownPost = false;
-        done(true);
+        ownPostShown();
+        done("ok");
       } else {
         showComposerError(file.name + ": " + errorText(xhr), false);
-        done(false);
+        done("failed");
       }
     });
     xhr.addEventListener("error", function () {
       showComposerError(file.name + ": couldn't upload — the server did not answer.", false);
-      done(false);
+      done("failed");
+    });
+    xhr.addEventListener("abort", function () {
+      done("cancelled");
     });
     xhr.send(data);
   }
 
-  // uploadFiles sends files one by one; the text goes with the first.
-  function uploadFiles(files) {
+  // uploadStaged sends the staged files one by one, the text with the
+  // first; each leaves the list once it is stored. A file the server
+  // refused leaves it too (its error shows); Cancel stops the rest.
+  function uploadStaged() {
     var form = composer();
-    if (!form || uploading || !files.length) return;
+    if (!form || uploading || !staged.length) return;
     var box = composerBox();
     var text = box ? box.value : "";
     var btn = sendButton();
-    uploading = true;
     if (btn) btn.disabled = true;
     clearComposerError();
-    var i = 0;
-    (function next(ok) {
-      if (ok && i === 1 && box && box.value === text) {
-        box.value = "";
-        grow(box);
-      }
-      if (i >= files.length) {
-        uploading = false;
-        if (btn) btn.disabled = false;
-        var bar = progressBar();
-        if (bar) bar.hidden = true;
-        var input = fileInput();
-        if (input) input.value = "";
-        if (box) box.focus();
-        return;
-      }
-      var file = files[i++];
-      uploadOne(form, file, i === 1 ? text : "", next);
-    })(true);
+    var first = true;
+    (function next() {
+      if (!staged.length) return finish();
+      var file = staged[0];
+      uploadOne(form, file, first ? text : "", function (result) {
+        uploading = null;
+        if (result === "cancelled") return finish();
+        if (staged[0] === file) staged.shift();
+        if (result === "ok" && first && box && box.value === text) {
+          box.value = "";
+          grow(box);
+        }
+        if (result === "ok") first = false;
+        next();
+      });
+      renderStaged(); // its remove buttons off while uploadOne runs
+    })();
+
+    function finish() {
+      uploading = null;
+      if (btn) btn.disabled = false;
+      showProgress(null, 0);
+      renderStaged();
+      if (box) box.focus();
+    }
   }
 
   // Capture phase: this runs before htmx's own submit listener on the form,
@@ -1144,17 +1331,26 @@
     "submit",
     function (evt) {
       var form = composer(), input = fileInput();
-      if (!form || evt.target !== form || !input || !input.files || !input.files.length) return;
+      if (!form || evt.target !== form) return;
+      if (input && input.files && input.files.length) {
+        stageFiles(Array.prototype.slice.call(input.files));
+        input.value = "";
+      }
+      if (!staged.length && !uploading) return;
       evt.preventDefault();
       evt.stopImmediatePropagation();
-      uploadFiles(Array.prototype.slice.call(input.files));
+      uploadStaged();
     },
     true
   );
 
+  function hasFiles(evt) {
+    return evt.dataTransfer && Array.prototype.indexOf.call(evt.dataTransfer.types, "Files") >= 0;
+  }
+
   document.addEventListener("dragover", function (evt) {
     var form = composer();
-    if (!form || !evt.dataTransfer || Array.prototype.indexOf.call(evt.dataTransfer.types, "Files") < 0) return;
+    if (!form || !hasFiles(evt)) return;
     evt.preventDefault(); // allows the drop
     form.classList.add("dropping");
   });
@@ -1169,10 +1365,10 @@
     if (!form || !evt.dataTransfer || !evt.dataTransfer.files.length) return;
     evt.preventDefault(); // the browser would open the file instead
     form.classList.remove("dropping");
-    uploadFiles(Array.prototype.slice.call(evt.dataTransfer.files));
+    stageFiles(Array.prototype.slice.call(evt.dataTransfer.files));
   });
 
-  // Pasting an image (a screenshot) into the text box uploads it; pasted
+  // Pasting an image (a screenshot) into the text box stages it; pasted
   // text is left to the browser.
   document.addEventListener("paste", function (evt) {
     if (!evt.target || evt.target.id !== "content" || !evt.clipboardData) return;
@@ -1181,7 +1377,7 @@
     });
     if (!files.length) return;
     evt.preventDefault();
-    uploadFiles(files);
+    stageFiles(files);
   });
 
   // ---------------------------------------------------------------------------
@@ -1489,8 +1685,18 @@
     return "> " + lines.join("\n> ") + "\n\n— " + name + " " + permalink + "\n\n";
   }
 
+  // With scripts, the Attach button stands for the browser's file input.
+  function enhanceFiles() {
+    var attach = byId("attach"), row = byId("file-row");
+    if (!attach || !row) return;
+    attach.hidden = false;
+    row.hidden = true;
+  }
+
   function onReady() {
+    localTimes(document);
     watchMessages();
+    enhanceFiles();
     checkDeletedNotice();
     highlightMyMentions(document);
     markMine(document);

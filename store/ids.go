@@ -99,6 +99,9 @@ func (g *idGenerator) floor(now time.Time) int64 {
 	return g.last + 1
 }
 
+// TicksOf is t in the 100 ns ticks of a timeuuid's timestamp.
+func TicksOf(t time.Time) int64 { return ticksOf(t) }
+
 // ticksOf is t in timeuuid ticks; from seconds, not a Duration, which would
 // overflow since 1582.
 func ticksOf(t time.Time) int64 {

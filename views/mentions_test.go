@@ -46,3 +46,29 @@ func TestMessageTextMentions(t *testing.T) {
 		}
 	})
 }
+
+func TestMentionExcerpt(t *testing.T) {
+	for _, tt := range []struct {
+		name, in, viewer, want string
+	}{
+		{"Viewer", "hey @ada, look", "ada", `hey <mark class="mention-me">@ada</mark>, look`},
+		{"CaseKept", "@ADA!", "ada", `<mark class="mention-me">@ADA</mark>!`},
+		{"OthersPlain", "@bob and @ada", "ada", `@bob and <mark class="mention-me">@ada</mark>`},
+		{"Escaped", "<i>@ada</i>", "ada", `&lt;i&gt;<mark class="mention-me">@ada</mark>&lt;/i&gt;`},
+		{"NoViewer", "hey @ada", "", "hey @ada"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			if tt.viewer != "" {
+				ctx = WithViewer(ctx, tt.viewer)
+			}
+			var b strings.Builder
+			if err := mentionExcerpt(tt.in).Render(ctx, &b); err != nil {
+				t.Fatal(err)
+			}
+			if b.String() != tt.want {
+				t.Fatalf("mentionExcerpt(%q)\n got %s\nwant %s", tt.in, b.String(), tt.want)
+			}
+		})
+	}
+}

@@ -101,7 +101,19 @@ func messageText(s string) templ.Component {
 // class "mention-me"; a message rendered once for every live stream knows
 // no viewer, and app.js adds the class from <body data-viewer>.
 func mentionHTML(text string, members map[string]store.UserRef, viewer string) string {
-	spans := store.MentionSpans(text, members)
+	return markSpans(text, store.MentionSpans(text, members), func(m store.MentionSpan, said string) string {
+		class := "mention"
+		if m.Login == viewer {
+			class += " mention-me"
+		}
+		return `<a href="/users/` + templ.EscapeString(m.Login) + `" class="` + class + `" data-login="` +
+			templ.EscapeString(m.Login) + `">` + said + `</a>`
+	})
+}
+
+// markSpans is text escaped, each span (in order, not overlapping) replaced
+// by mark of the span and its escaped text.
+func markSpans(text string, spans []store.MentionSpan, mark func(m store.MentionSpan, said string) string) string {
 	if len(spans) == 0 {
 		return templ.EscapeString(text)
 	}
@@ -109,16 +121,28 @@ func mentionHTML(text string, members map[string]store.UserRef, viewer string) s
 	last := 0
 	for _, m := range spans {
 		b.WriteString(templ.EscapeString(text[last:m.Start]))
-		class := "mention"
-		if m.Login == viewer {
-			class += " mention-me"
-		}
-		b.WriteString(`<a href="/users/` + templ.EscapeString(m.Login) + `" class="` + class + `" data-login="` +
-			templ.EscapeString(m.Login) + `">` + templ.EscapeString(text[m.Start:m.End]) + `</a>`)
+		b.WriteString(mark(m, templ.EscapeString(text[m.Start:m.End])))
 		last = m.End
 	}
 	b.WriteString(templ.EscapeString(text[last:]))
 	return b.String()
+}
+
+// mentionExcerpt writes a mention's excerpt (on /mentions, inside the link
+// to the message) escaped, with the viewer's own "@login" marked.
+func mentionExcerpt(text string) templ.Component {
+	return templ.ComponentFunc(func(ctx context.Context, w io.Writer) error {
+		viewer := viewerOf(ctx)
+		var spans []store.MentionSpan
+		if viewer != "" {
+			spans = store.MentionSpans(text, map[string]store.UserRef{viewer: {Login: viewer}})
+		}
+		html := markSpans(text, spans, func(_ store.MentionSpan, said string) string {
+			return `<mark class="mention-me">` + said + `</mark>`
+		})
+		_, err := io.WriteString(w, html)
+		return err
+	})
 }
 
 type membersKey struct{}

@@ -35,8 +35,8 @@ func (p *tab) downloadSize(sel string) int {
 
 // TestFileUploads: a file picked in the composer goes up with a progress
 // bar and shows in the room with its name, size and link, and the link
-// downloads it; a pasted image shows a sized preview; several files are
-// several messages.
+// downloads it; a pasted image, once sent, shows a sized preview; several
+// files are several messages.
 func TestFileUploads(t *testing.T) {
 	b := begin(t)
 	ada := newPerson("Ada", "Lovelace")
@@ -48,7 +48,7 @@ func TestFileUploads(t *testing.T) {
 
 	// Watch the progress bar: each value it shows, and whether it showed.
 	eval[bool](a, `(() => { window.__progress = []; const bar = document.getElementById("upload-progress");
-		new MutationObserver(() => { if (!bar.hidden) window.__progress.push(Number(bar.value)); })
+		new MutationObserver(() => { if (!bar.parentNode.hidden) window.__progress.push(Number(bar.value)); })
 			.observe(bar, {attributes: true});
 		return true; })()`)
 	const size = 6 << 20
@@ -70,7 +70,7 @@ func TestFileUploads(t *testing.T) {
 	if len(progress) == 0 || progress[len(progress)-1] < 100 {
 		t.Errorf("progress bar values %v, want some, ending at 100", progress)
 	}
-	a.waitJS("the progress bar to hide", `document.getElementById("upload-progress").hidden`)
+	a.waitJS("the progress bar to hide", `document.getElementById("upload-status").hidden`)
 	if got := a.downloadSize("#messages li.message:last-child .attachment-name"); got != size {
 		t.Errorf("downloaded %d bytes, want %d", got, size)
 	}
@@ -86,6 +86,8 @@ func TestFileUploads(t *testing.T) {
 		const dt = new DataTransfer(); dt.items.add(new File([bytes], "shot.png", {type: "image/png"}));
 		document.getElementById("content").dispatchEvent(new ClipboardEvent("paste", {clipboardData: dt, bubbles: true, cancelable: true}));
 		return true; })()`)
+	a.waitJS("the pasted image staged", `document.querySelectorAll("#staged-files .staged-file").length === 1`)
+	a.click("#composer button[type=submit]")
 	a.waitJS("the pasted image's preview", `(() => { const i = document.querySelector("#messages .attachment-preview img");
 		return i && i.complete && i.naturalWidth > 0; })()`)
 	img := `document.querySelector("#messages .attachment-preview img")`

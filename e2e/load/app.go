@@ -52,6 +52,9 @@ type target struct {
 	// inProcess: stats come from this process's runtime.
 	inProcess bool
 	close     func()
+	// restartBroker stops the NATS server and starts it again on the same
+	// port after down (-cluster only).
+	restartBroker func(down time.Duration) error
 }
 
 // serverStats is the app process's memory and goroutines.

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -44,6 +45,26 @@ func startCluster(c common) (*target, error) {
 		_ = db.Drop()
 		return nil, fmt.Errorf("nats did not start")
 	}
+	natsURL := ns.ClientURL()
+	port := ns.Addr().(*net.TCPAddr).Port
+	var nsMu sync.Mutex
+	restart := func(down time.Duration) error {
+		nsMu.Lock()
+		defer nsMu.Unlock()
+		ns.Shutdown()
+		ns.WaitForShutdown()
+		time.Sleep(down)
+		fresh, err := natsserver.NewServer(&natsserver.Options{Host: "127.0.0.1", Port: port, NoSigs: true, NoLog: true})
+		if err != nil {
+			return err
+		}
+		go fresh.Start()
+		if !fresh.ReadyForConnections(10 * time.Second) {
+			return fmt.Errorf("nats did not start again")
+		}
+		ns = fresh
+		return nil
+	}
 	storeB, err := db.Another()
 	if err != nil {
 		ns.Shutdown()
@@ -55,7 +76,7 @@ func startCluster(c common) (*target, error) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	var stops []func()
 	serve := func(st *store.Store) (string, error) {
-		hub, err := live.NewNATSHub(ns.ClientURL(), log)
+		hub, err := live.NewNATSHub(natsURL, log)
 		if err != nil {
 			return "", err
 		}
@@ -82,7 +103,9 @@ func startCluster(c common) (*target, error) {
 			s()
 		}
 		storeB.Close()
+		nsMu.Lock()
 		ns.Shutdown()
+		nsMu.Unlock()
 		if err := db.Drop(); err != nil {
 			logf("drop keyspace %s: %v", db.Keyspace, err)
 		}
@@ -98,7 +121,8 @@ func startCluster(c common) (*target, error) {
 		return nil, err
 	}
 	return &target{URL: urlA, SubURL: urlB, Keyspace: db.Keyspace, Store: db.Store, Recorder: db.Recorder,
-		Where: "in-process, two instances over NATS (post on A, subscribe on B)", inProcess: true, close: stop}, nil
+		Where: "in-process, two instances over NATS (post on A, subscribe on B)", inProcess: true, close: stop,
+		restartBroker: restart}, nil
 }
 
 // subURL is where subscribers connect.

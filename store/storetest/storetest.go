@@ -96,6 +96,17 @@ func (db *DB) Another() (*store.Store, error) {
 	return st, st.Connect(ctx)
 }
 
+// AnotherWith is Another with its config changed by change first (a test
+// that slows a statement down, say).
+func (db *DB) AnotherWith(change func(*store.Config)) (*store.Store, error) {
+	cfg := db.cfg
+	change(&cfg)
+	st := store.New(cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	return st, st.Connect(ctx)
+}
+
 // Session is a raw gocql session on the test keyspace, for checks that go
 // around the store.
 func (db *DB) Session() (*gocql.Session, error) {
