@@ -1475,10 +1475,17 @@
     });
   });
 
+  // editOf is the id key of the edit a message's text shows ("" if never
+  // edited): of two edits, the later one stays, whatever order they came in.
+  function editOf(el) {
+    var body = el && (el.hasAttribute("data-edit") ? el : el.closest && el.closest("li.message") && el.closest("li.message").querySelector(".text"));
+    return body ? uuidKey(body.getAttribute("data-edit") || "") : "";
+  }
+
   function onEdit(evt) {
     var tpl = document.createElement("template");
     tpl.innerHTML = (evt.detail && evt.detail.data) || "";
-    var parts = tpl.content.children;
+    var parts = Array.prototype.slice.call(tpl.content.children);
     for (var i = parts.length - 1; i >= 0; i--) {
       var fresh = parts[i];
       var msgId = fresh.id.replace(/^(body|edited)-/, "");
@@ -1486,7 +1493,8 @@
       (function (fresh) {
         whenMessage(msgId, function (li) {
           var old = li.querySelector("#" + CSS.escape(fresh.id));
-          if (old) old.replaceWith(fresh);
+          if (!old || editOf(old) > editOf(parts[0] || fresh)) return; // a newer edit is shown
+          old.replaceWith(fresh);
           highlightMyMentions(li);
           addCopyButtons(li);
         });
