@@ -287,14 +287,17 @@ func (s *Store) recordChange(ctx context.Context, conv Conversation, ch Change) 
 // oldest first, and whether more follow. It reads the day of after and
 // the days after it up to the clock's next hour, one single-partition
 // query each, until it has limit+1. It returns ErrNotFound when after is
-// older than the log keeps (ChangeRetention): the caller cannot resume.
+// older than the log keeps (ChangeRetention) and than the conversation:
+// the caller cannot resume.
 func (s *Store) ChangesAfter(ctx context.Context, in Place, after gocql.UUID, limit int) ([]Change, bool, error) {
 	conv := in.Conversation()
 	now := s.Now()
+	// From the conversation's start at the earliest: only a cursor past
+	// both the log's reach and the start may have lost changes.
+	after = fromStart(conv, after)
 	if after.Time().Before(now.Add(-ChangeRetention + time.Hour)) {
 		return nil, false, fmt.Errorf("store: changes of %q since %s: %w", conv.ID, after.Time(), ErrNotFound)
 	}
-	after = fromStart(conv, after)
 	var out []Change
 	for day := after.Time().UTC(); timeBucket(day) <= timeBucket(now.Add(time.Hour)) && len(out) <= limit; day = day.AddDate(0, 0, 1) {
 		q, err := s.query(ctx, selectChangesUp, conv.ID, timeBucket(day), after, limit+1-len(out))
