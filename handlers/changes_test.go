@@ -1,6 +1,8 @@
 package handlers_test
 
 import (
+	"errors"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -10,6 +12,7 @@ import (
 	"github.com/gocql/gocql"
 
 	"github.com/killrchat/killrchat/store"
+	"github.com/killrchat/killrchat/views"
 )
 
 // latestID is the id of the newest message of room whose text is content.
@@ -314,4 +317,67 @@ func mustUUID(t *testing.T, s string) gocql.UUID {
 		t.Fatal(err)
 	}
 	return id
+}
+
+// TestEditMentionsAndDeleteFiles: mentions an edit adds are recorded, and
+// those it takes away stop counting; deleting a message with a file
+// deletes the file, its chunks and its mentions.
+func TestEditMentionsAndDeleteFiles(t *testing.T) {
+	a := newApp(t, nil, nil)
+	ada, bob := a.signedUp(t, unique("ada")), a.signedUp(t, unique("bob"))
+	bobLogin := loginOf(t, bob)
+	room := roomWith(t, ada, bob)
+	postMessage(t, ada, room, "hello there")
+	id := latestID(t, room, "hello there")
+	base := "/rooms/" + room + "/messages/" + id
+
+	mentions := func() int { return bob.get("/mentions").doc.Find(".mention-item").Length() }
+	if p := ada.post(base+"/edit", url.Values{"content": {"hello there @" + bobLogin}}); p.StatusCode != http.StatusSeeOther {
+		t.Fatalf("edit: %d", p.StatusCode)
+	}
+	if n := mentions(); n != 1 {
+		t.Errorf("after an edit that mentions bob: %d mentions, want 1", n)
+	}
+	if p := ada.post(base+"/edit", url.Values{"content": {"hello there, nobody"}}); p.StatusCode != http.StatusSeeOther {
+		t.Fatalf("edit: %d", p.StatusCode)
+	}
+	if n := mentions(); n != 0 {
+		t.Errorf("after an edit that takes the mention away: %d mentions, want 0", n)
+	}
+
+	// A file, with a mention in its text, then deleted.
+	ada.htmx = true
+	resp, err := ada.upload("/rooms/"+room+"/messages", upload{csrf: ada.ensureCSRF(), content: "a file for @" + bobLogin,
+		files: map[string]io.Reader{"f.txt": bytesFile([]byte("the file's bytes"))}, order: []string{"f.txt"}})
+	ada.htmx = false
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("upload: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	fileMsg := latestID(t, room, "a file for @"+bobLogin)
+	m, err := storedMessage(t, roomPlace(t, room), fileMsg)
+	if err != nil || m.Attachment == nil {
+		t.Fatalf("the file's message: %+v %v", m, err)
+	}
+	if n := mentions(); n != 1 {
+		t.Fatalf("the file's mention: %d", n)
+	}
+	if _, err := db.Chunk(ctxT(t), m.Attachment.ID, 0); err != nil {
+		t.Fatalf("the file's chunk: %v", err)
+	}
+	if p := ada.post("/rooms/"+room+"/messages/"+fileMsg+"/delete", nil); p.StatusCode != http.StatusSeeOther {
+		t.Fatalf("delete: %d", p.StatusCode)
+	}
+	if _, err := db.Attachment(ctxT(t), m.Attachment.ID); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("the deleted message's file: %v", err)
+	}
+	if _, err := db.Chunk(ctxT(t), m.Attachment.ID, 0); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("the deleted message's chunk: %v", err)
+	}
+	if p := bob.get(views.FileURL(m.Attachment.ID.String(), m.Attachment.Name)); p.StatusCode != http.StatusNotFound {
+		t.Errorf("GET the deleted file: %d", p.StatusCode)
+	}
+	if n := mentions(); n != 0 {
+		t.Errorf("the deleted message still mentions bob: %d", n)
+	}
 }
