@@ -22,7 +22,6 @@ const (
 		WHERE room_name = ? AND time_bucket = ? AND message_id = ?`
 	updateContent = `UPDATE chat_room_messages USING TIMESTAMP ? SET content = ?, edited = ?
 		WHERE room_name = ? AND time_bucket = ? AND message_id = ?`
-	deleteMessage          = `DELETE FROM chat_room_messages WHERE room_name = ? AND time_bucket = ? AND message_id = ?`
 	deleteMessageReactions = `DELETE FROM message_reactions WHERE room_name = ? AND time_bucket = ? AND message_id = ?`
 	deleteMention          = `DELETE FROM mentions WHERE login = ? AND month = ? AND message_id = ?`
 	insertReaction         = `INSERT INTO message_reactions (room_name, time_bucket, message_id, emoji, login, reactor, change_id)
