@@ -2,6 +2,7 @@ package handlers_test
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -379,5 +380,28 @@ func TestEditMentionsAndDeleteFiles(t *testing.T) {
 	}
 	if n := mentions(); n != 0 {
 		t.Errorf("the deleted message still mentions bob: %d", n)
+	}
+}
+
+// TestDeletedMessageLeavesUnread: a message deleted before its reader saw
+// it stops counting as unread.
+func TestDeletedMessageLeavesUnread(t *testing.T) {
+	a := newApp(t, nil, nil)
+	ada, bob := a.signedUp(t, unique("ada")), a.signedUp(t, unique("bob"))
+	room := roomWith(t, ada, bob)
+	bob.get("/rooms/" + room) // bob has read everything
+	postMessage(t, ada, room, "oops, wrong room")
+	id := latestID(t, room, "oops, wrong room")
+	unread := func() string {
+		return bob.get("/").doc.Find(fmt.Sprintf("#my-rooms a[href='/rooms/%s#latest']", room)).AttrOr("data-unread", "?")
+	}
+	if got := unread(); got != "1" {
+		t.Fatalf("before the delete bob has %q unread, want 1", got)
+	}
+	if p := ada.post("/rooms/"+room+"/messages/"+id+"/delete", nil); p.StatusCode != http.StatusSeeOther {
+		t.Fatalf("delete: %d", p.StatusCode)
+	}
+	if got := unread(); got != "0" {
+		t.Errorf("after the delete bob has %q unread, want 0", got)
 	}
 }
