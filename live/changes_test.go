@@ -66,7 +66,8 @@ func TestReplayInterleavesChanges(t *testing.T) {
 	rec := httptest.NewRecorder()
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
-	st.Run(ctx, rec, func() {}, store.Conversation{ID: "r"})
+	st.Resume("r", store.Conversation{ID: "r"}, idAt(base+5), ctx)
+	st.Run(ctx, rec, func() {})
 	st.Close()
 
 	var got []string
