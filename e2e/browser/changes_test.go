@@ -38,7 +38,9 @@ func reactionCount(id, emoji string) string {
 // accessibility check with reactions and the menu and edit form open.
 func TestMessageChangesLive(t *testing.T) {
 	b := begin(t)
-	a, o, room := pair(t, b, desktop, "Typos happen")
+	// Ada's browser has a stream per tab: the network's emulation reaches
+	// a page's own connections only (see TestFailuresShow).
+	a, o, room := pairWith(t, b, desktop, "Typos happen", withStreamPerTab)
 
 	typo := "teh typo " + unique("#")
 	id := a.send(typo)
@@ -104,15 +106,16 @@ func TestMessageChangesLive(t *testing.T) {
 	})
 
 	t.Run("WhileOffline", func(t *testing.T) {
+		// Bob posts two messages; Ada's page goes offline; Bob edits one,
+		// reacts to it and deletes the other; Ada's page reconnects.
 		first, second := "offline one "+unique("#"), "offline two "+unique("#")
-		one, two := a.send(first), a.send(second)
-		o.waitJSFor(5*time.Second, "both at bob's", messagesWith(second)+`.length === 1`)
-		o.mark()
-		o.offline(true)
-		eval[bool](o, `(() => { const c = document.getElementById("room-stream")._htmx.sse; c.reader && c.reader.cancel(); return true; })()`)
-		o.waitJSFor(5*time.Second, "the Reconnecting… bar", `!document.getElementById("stream-status").hidden`)
+		one, two := o.send(first), o.send(second)
+		a.waitJSFor(5*time.Second, "both at ada's", messagesWith(second)+`.length === 1`)
+		a.mark()
+		a.offline(true)
+		eval[bool](a, `(() => { const m = window.KillrLive.current; m.es.onerror(); return true; })()`)
+		a.waitJSFor(5*time.Second, "the Reconnecting… bar", `!document.getElementById("stream-status").hidden`)
 
-		// Meanwhile, by fetch from Ada's page: an edit, a reaction, a delete.
 		edited := "offline one, edited " + unique("#")
 		for i, req := range []struct{ path, body string }{
 			{one + "/edit", "content=" + edited},
@@ -120,20 +123,20 @@ func TestMessageChangesLive(t *testing.T) {
 			{two + "/delete", ""},
 		} {
 			path := "/rooms/" + room + "/messages/" + strings.TrimPrefix(req.path, "msg-")
-			eval[bool](a, fmt.Sprintf(`(() => { window.__change%d = 0; fetch(%s, {method: "POST",
+			eval[bool](o, fmt.Sprintf(`(() => { window.__change%d = 0; fetch(%s, {method: "POST",
 				headers: {"Content-Type": "application/x-www-form-urlencoded", "X-CSRF-Token": document.querySelector('meta[name="csrf-token"]').content, "HX-Request": "true"},
 				body: %s}).then(r => { window.__change%d = r.status; }); return true; })()`, i, js(path), js(req.body), i))
-			a.waitJS("POST "+path, fmt.Sprintf(`window.__change%d !== 0`, i))
-			if status := eval[int](a, fmt.Sprintf(`window.__change%d`, i)); status != 204 {
+			o.waitJS("POST "+path, fmt.Sprintf(`window.__change%d !== 0`, i))
+			if status := eval[int](o, fmt.Sprintf(`window.__change%d`, i)); status != 204 {
 				t.Fatalf("POST %s: %v", path, status)
 			}
 		}
-		o.offline(false)
-		o.waitJSFor(10*time.Second, "the edit made while bob was away", bodyOf(one)+` === `+js(edited))
-		o.waitJSFor(5*time.Second, "the reaction made while bob was away", reactionCount(one, "🎉")+` === "1"`)
-		o.waitJSFor(5*time.Second, "the delete made while bob was away", messagesWith(second)+`.length === 0`)
-		if !o.marked() {
-			t.Error("bob's page was reloaded to catch up")
+		a.offline(false)
+		a.waitJSFor(10*time.Second, "the edit made while ada was away", bodyOf(one)+` === `+js(edited))
+		a.waitJSFor(5*time.Second, "the reaction made while ada was away", reactionCount(one, "🎉")+` === "1"`)
+		a.waitJSFor(5*time.Second, "the delete made while ada was away", messagesWith(second)+`.length === 0`)
+		if !a.marked() {
+			t.Error("ada's page was reloaded to catch up")
 		}
 	})
 
