@@ -442,7 +442,9 @@ func (s *Store) scanMessages(iter *gocql.Iter, conv, op string) ([]Message, erro
 	return out, nil
 }
 
-// scanMessage reads the next message of iter. It passes over a row with
+// scanMessage reads the next message of iter, from a SELECT of
+// message_id, author, content, system_message, attachment, edited. It
+// passes over a row with
 // no author: what an edit that raced the message's delete leaves behind
 // (its update wrote the content alone).
 func scanMessage(iter *gocql.Iter, room string) (Message, bool) {
