@@ -171,7 +171,7 @@ func (s *Server) showRoom(c echo.Context) error {
 	}
 	s.markShown(ctx, me.Login, cv.Place.Conversation(), v.Messages, marker)
 	v.FirstUnread = firstUnread(v.Messages, marker, me.Login)
-	v.Composer = views.Form{Values: map[string]string{"client_id": newClientID()}}
+	v.Composer = views.Form{Values: map[string]string{"client_id": newClientID(), "content": s.quoted(c, cv)}}
 	if sidebarRead != nil {
 		sb.fill(&page)
 	}

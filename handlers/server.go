@@ -196,6 +196,7 @@ func New(db *store.Store, metrics *web.Metrics, hub live.Hub, cfg Config, log *s
 			return renderString(ctx, views.MessageItem(m))
 		},
 		func(ev live.Event) { s.publish(context.Background(), ev) })
+	s.live.RenderChanges(renderChange)
 	s.recent = newRecentPosts(recentPostsMax, recentPostTTL, time.Now)
 	if cfg.SearchIndexRate == 0 {
 		cfg.SearchIndexRate = DefaultSearchIndexRate
@@ -264,6 +265,14 @@ func (s *Server) Register(e *echo.Echo) {
 	auth.POST("/rooms/:room/messages", s.postMessage, sending)
 	auth.GET("/rooms/:room/messages", s.olderMessages)
 	auth.GET("/rooms/:room/events", s.roomEvents)
+	auth.GET("/rooms/:room/messages/:id", s.showMessage)
+	auth.POST("/rooms/:room/messages/:id/edit", s.editMessage, sending)
+	auth.POST("/rooms/:room/messages/:id/delete", s.deleteMessage)
+	auth.POST("/rooms/:room/messages/:id/reactions", s.react, sending)
+	auth.GET("/dm/:logins/messages/:id", s.showMessage, canonicalDM)
+	auth.POST("/dm/:logins/messages/:id/edit", s.editMessage, canonicalDM, sending)
+	auth.POST("/dm/:logins/messages/:id/delete", s.deleteMessage, canonicalDM)
+	auth.POST("/dm/:logins/messages/:id/reactions", s.react, canonicalDM, sending)
 	auth.GET("/files/:id/:name", s.downloadFile)
 	// A DM is served by the room handlers (see conversationOf); its
 	// address has one spelling, to which the others redirect.
@@ -455,6 +464,8 @@ func statusOf(err error) (int, string) {
 		return http.StatusConflict, "Too many people changed this at once. Please try again."
 	case errors.Is(err, store.ErrNotCreator):
 		return http.StatusForbidden, "Only the creator of a room can delete it."
+	case errors.Is(err, store.ErrNotAuthor):
+		return http.StatusForbidden, "Only the author of a message can change it."
 	case errors.Is(err, store.ErrNotParticipant):
 		return http.StatusForbidden, "Join the room first."
 	case errors.Is(err, store.ErrBadCredentials):

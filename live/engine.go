@@ -24,6 +24,10 @@ type Source interface {
 	MessagesAfter(ctx context.Context, in store.Place, after gocql.UUID, n int) ([]store.Message, bool, error)
 	// CountMessagesAfter counts in's messages after after, up to limit.
 	CountMessagesAfter(ctx context.Context, in store.Place, after gocql.UUID, limit int) (int, error)
+	// ChangesAfter is up to n changes (edits, deletes, reactions) of in
+	// after after, oldest first, and whether more follow; store.ErrNotFound
+	// when after is older than the change log keeps.
+	ChangesAfter(ctx context.Context, in store.Place, after gocql.UUID, n int) ([]store.Change, bool, error)
 	// MadeHere says whether this instance made the message id.
 	MadeHere(id gocql.UUID) bool
 	// IDFloor is a timestamp below every id this instance will make.
@@ -56,16 +60,18 @@ type Config struct {
 // Engine is an instance's live side: its hub, its sequencer, and the
 // streams it serves.
 type Engine struct {
-	hub     Hub
-	src     Source
-	render  func(context.Context, store.Message) ([]byte, error)
-	cfg     Config
-	log     *slog.Logger
-	open    Gauge
-	seq     *sequencer
-	streams *streamCounts
-	replays *replaySlots
-	hangups *hangups
+	hub    Hub
+	src    Source
+	render func(context.Context, store.Message) ([]byte, error)
+	// renderChange renders a replayed change (see RenderChanges).
+	renderChange func(context.Context, store.Place, store.Change) ([]byte, error)
+	cfg          Config
+	log          *slog.Logger
+	open         Gauge
+	seq          *sequencer
+	streams      *streamCounts
+	replays      *replaySlots
+	hangups      *hangups
 	// browsers are the open personal streams (see OpenPersonal).
 	browsers browsers
 	closing  chan struct{}
@@ -104,6 +110,13 @@ func New(hub Hub, src Source, cfg Config, log *slog.Logger, open Gauge,
 		w.SetWatermark(e.seq.watermark, cfg.ResumeWindow)
 	}
 	return e
+}
+
+// RenderChanges sets how a replayed change (an edit, a delete, a
+// reaction) is rendered: the same HTML its live event carried. Without
+// it, a replay sends messages only.
+func (e *Engine) RenderChanges(render func(context.Context, store.Place, store.Change) ([]byte, error)) {
+	e.renderChange = render
 }
 
 // Reserve drafts a message of conversation (draft gives it its id, in

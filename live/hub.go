@@ -23,9 +23,9 @@ import (
 
 // Kinds of events. The SSE event name of an event is its kind; message
 // and participants go as SSE's default event ("message"), whose data is
-// HTML the page swaps in. Edits, deletes, reactions, typing and presence
-// are kinds to come: each is a constant here and a case in encode, and
-// the writers, the fan-out and the hubs carry them as they are.
+// HTML the page swaps in. Typing and presence are kinds to come: each is
+// a constant here and a case in encode, and the writers, the fan-out and
+// the hubs carry them as they are.
 const (
 	KindMessage      = "message"
 	KindParticipants = "participants"
@@ -33,15 +33,31 @@ const (
 	KindRoomDeleted  = "room-deleted"
 	KindStreamEnd    = "stream-end"
 	KindReload       = "reload"
+	// KindEdit, KindDelete and KindReaction are changes of a message: each
+	// has an id of its own (a timeuuid, ordered with the messages, see
+	// IsChange), and its HTML says what the page changes.
+	KindEdit     = "edit"
+	KindDelete   = "delete"
+	KindReaction = "reaction"
 )
+
+// IsChange says whether kind is a change of a message (an edit, a delete
+// or a reaction): such an event carries its own id, as a message does, so
+// a resumed stream replays it (see Source.ChangesAfter).
+func IsChange(kind string) bool {
+	return kind == KindEdit || kind == KindDelete || kind == KindReaction
+}
 
 // Event is something open pages of a conversation must learn: a kind, the
 // conversation, and the id of the message it concerns (zero if none).
 type Event struct {
-	Kind         string          `json:"kind"`
-	Conversation string          `json:"conversation"`
-	ID           gocql.UUID      `json:"id"`
-	Message      *store.Message  `json:"message,omitempty"`
+	Kind         string         `json:"kind"`
+	Conversation string         `json:"conversation"`
+	ID           gocql.UUID     `json:"id"`
+	Message      *store.Message `json:"message,omitempty"`
+	// Target is the message a change (see IsChange) is about; ID is the
+	// change's own id.
+	Target       gocql.UUID      `json:"target,omitempty"`
 	Participants []store.UserRef `json:"participants,omitempty"`
 	// Watermark is, for a message its instance's sequencer published, that
 	// instance's watermark as of its publication (see watermarks.go).

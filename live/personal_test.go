@@ -53,6 +53,11 @@ func (m *convSource) MessagesAfter(_ context.Context, in store.Place, after gocq
 	return out, false, nil
 }
 
+// ChangesAfter: these conversations have no edits, deletes or reactions.
+func (m *convSource) ChangesAfter(context.Context, store.Place, gocql.UUID, int) ([]store.Change, bool, error) {
+	return nil, false, nil
+}
+
 func (m *convSource) CountMessagesAfter(ctx context.Context, in store.Place, after gocql.UUID, limit int) (int, error) {
 	out, _, err := m.MessagesAfter(ctx, in, after, limit)
 	return len(out), err

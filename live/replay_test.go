@@ -19,10 +19,11 @@ import (
 // memSource is a conversation's stored messages in memory, for the
 // engine's tests (the handlers' tests run it on Cassandra).
 type memSource struct {
-	mu    sync.Mutex
-	msgs  []store.Message // in id order
-	local map[gocql.UUID]bool
-	floor int64
+	mu      sync.Mutex
+	msgs    []store.Message // in id order
+	changes []store.Change  // in id order
+	local   map[gocql.UUID]bool
+	floor   int64
 }
 
 func (m *memSource) MessagesAfter(_ context.Context, _ store.Place, after gocql.UUID, n int) ([]store.Message, bool, error) {
@@ -32,6 +33,21 @@ func (m *memSource) MessagesAfter(_ context.Context, _ store.Place, after gocql.
 	for _, msg := range m.msgs {
 		if store.Later(msg.ID, after) {
 			out = append(out, msg)
+		}
+	}
+	if len(out) > n {
+		return out[:n], true, nil
+	}
+	return out, false, nil
+}
+
+func (m *memSource) ChangesAfter(_ context.Context, _ store.Place, after gocql.UUID, n int) ([]store.Change, bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []store.Change
+	for _, ch := range m.changes {
+		if store.Later(ch.ID, after) {
+			out = append(out, ch)
 		}
 	}
 	if len(out) > n {

@@ -7,6 +7,8 @@ package live
 import (
 	"sync"
 
+	"github.com/gocql/gocql"
+
 	"github.com/killrchat/killrchat/store"
 )
 
@@ -30,10 +32,15 @@ type sequencer struct {
 // poster sets HTML (the message rendered for the live streams) before
 // Finish.
 type Slot struct {
-	Msg  store.Message
-	HTML []byte
-	done bool
-	ok   bool
+	Msg store.Message
+	// Kind is the event's kind: KindMessage if unset, or a change (see
+	// IsChange), whose Msg holds only its id and conversation.
+	Kind string
+	// Target is the message a change is about.
+	Target gocql.UUID
+	HTML   []byte
+	done   bool
+	ok     bool
 }
 
 func newSequencer(publish func(Event), floor func() int64) *sequencer {
@@ -94,6 +101,12 @@ func (q *sequencer) finish(sl *Slot, ok bool) {
 			mark := others
 			if i+1 < len(queue) {
 				mark = min(mark, queue[i+1].Msg.ID.Timestamp())
+			}
+			if c := queue[i]; c.Kind != "" {
+				// A change (edit, delete, reaction): ordered and marked as
+				// a message is; Target is the message it changes.
+				q.publish(Event{Kind: c.Kind, Conversation: c.Msg.Room, ID: c.Msg.ID, Target: c.Target, HTML: c.HTML, Watermark: mark})
+				continue
 			}
 			m := queue[i].Msg
 			q.publish(Event{Kind: KindMessage, Conversation: m.Room, ID: m.ID, Message: &m, HTML: queue[i].HTML, Watermark: mark})

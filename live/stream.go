@@ -439,9 +439,9 @@ func (e *streamEnds) handOver() streamEnds {
 	return h
 }
 
-// idOf is the message id of a message event, or the zero id.
+// idOf is the id of a message event or a change, or the zero id.
 func idOf(ev *Event) gocql.UUID {
-	if ev.Kind == KindMessage {
+	if ev.Kind == KindMessage || IsChange(ev.Kind) {
 		return ev.ID
 	}
 	return zeroID
@@ -464,6 +464,15 @@ func (s *Engine) replayStart(since gocql.UUID) gocql.UUID { return since }
 // counts towards the replay's limit.
 func (s *Engine) replay(ctx context.Context, out *eventWriter, in store.Place, start, since gocql.UUID, bound int64, sent map[gocql.UUID]struct{}) bool {
 	deadline := time.Now().Add(replayTimeout)
+	// The changes (edits, deletes, reactions) go between the messages, in
+	// id order. They are read once, first: every change below mark0 is
+	// stored by then, so a change's cursor, as a message's, is at most
+	// mark0 (changes are published in order with messages, sequencer.go).
+	mark0 := min(s.mark(), bound)
+	changes, ok := s.replayChanges(ctx, out, in, start)
+	if !ok {
+		return false
+	}
 	after, replayed := start, 0
 	for first := true; ; first = false {
 		// Every message below mark is stored and published, so the page
@@ -493,6 +502,9 @@ func (s *Engine) replay(ctx context.Context, out *eventWriter, in store.Place, s
 			if !s.BeforeBound(m.ID, bound) {
 				continue // published after we subscribed: it comes live
 			}
+			if !s.sendChanges(ctx, out, in, &changes, m.ID, min(mark, mark0), bound, sent) {
+				return false
+			}
 			html, err := s.render(ctx, m)
 			if err != nil {
 				return false
@@ -509,7 +521,7 @@ func (s *Engine) replay(ctx context.Context, out *eventWriter, in store.Place, s
 		}
 		switch {
 		case !more:
-			return true
+			return s.sendChanges(ctx, out, in, &changes, zeroID, mark0, bound, sent)
 		case replayed > replayLimit:
 			// The room gains messages faster than this client reads them.
 			_ = out.event(in.Conversation().ID, KindReload, []byte("too many messages missed"))
@@ -518,6 +530,59 @@ func (s *Engine) replay(ctx context.Context, out *eventWriter, in store.Place, s
 			return false
 		}
 	}
+}
+
+// replayChanges reads the changes (edits, deletes, reactions) that a
+// replay from start sends between its messages, in id order. It returns
+// false when the stream must end: the database failed, or more changes
+// were missed than a replay gives, or older ones than the change log
+// keeps, and the client was told to reload the page.
+func (s *Engine) replayChanges(ctx context.Context, out *eventWriter, in store.Place, start gocql.UUID) ([]store.Change, bool) {
+	if s.renderChange == nil {
+		return nil, true
+	}
+	changes, more, err := s.src.ChangesAfter(ctx, in, start, replayLimit)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && more) {
+		_ = out.event(in.Conversation().ID, KindReload, []byte("too many changes missed"))
+		return nil, false
+	}
+	if err != nil {
+		if ctx.Err() == nil {
+			s.log.Warn("sse: replay changes", "room", in.Conversation().ID, "err", err)
+		}
+		return nil, false
+	}
+	return changes, true
+}
+
+// sendChanges writes the changes at the head of *changes whose ids come
+// before upTo (all of them when upTo is zero), taking them off the list,
+// each with its cursor at most mark. Like a message, a change of this
+// instance above bound comes live.
+func (s *Engine) sendChanges(ctx context.Context, out *eventWriter, in store.Place, changes *[]store.Change,
+	upTo gocql.UUID, mark, bound int64, sent map[gocql.UUID]struct{}) bool {
+	for len(*changes) > 0 {
+		ch := (*changes)[0]
+		if upTo != zeroID && !store.Later(upTo, ch.ID) {
+			return true
+		}
+		*changes = (*changes)[1:]
+		if !s.BeforeBound(ch.ID, bound) {
+			continue
+		}
+		html, err := s.renderChange(ctx, in, ch)
+		if err != nil {
+			s.log.Error("sse: render a replayed change", "room", in.Conversation().ID, "err", err)
+			return false
+		}
+		if out.replayed(in.Conversation().ID, cursor(ch.ID, mark), ch.Kind, html) != nil {
+			return false
+		}
+		if !s.src.MadeHere(ch.ID) {
+			sent[ch.ID] = struct{}{}
+		}
+	}
+	return true
 }
 
 // eventWriter writes one stream's server-sent events. Once the stream's
@@ -662,11 +727,17 @@ func (e *eventWriter) peerClosed() bool {
 // message writes one replayed message of conv, encoded for this stream
 // alone.
 func (e *eventWriter) message(conv string, id gocql.UUID, html []byte) error {
+	return e.replayed(conv, id, KindMessage, html)
+}
+
+// replayed writes one replayed event of conv and kind with its id (a
+// cursor), encoded for this stream alone.
+func (e *eventWriter) replayed(conv string, id gocql.UUID, kind string, html []byte) error {
 	e.buf.Reset()
 	if e.wide {
-		appendWide(&e.buf, id, KindMessage, conv, html)
+		appendWide(&e.buf, id, kind, conv, html)
 	} else {
-		appendEvent(&e.buf, id, "", html)
+		appendEvent(&e.buf, id, wireName(kind), html)
 	}
 	e.queue(e.buf.Bytes())
 	return e.send()
@@ -700,10 +771,11 @@ func (e *eventWriter) event(conv, name string, data []byte) error {
 }
 
 // encodeEvent is ev as the bytes every stream of its conversation
-// writes: a message carries its cursor (see watermarks.go: where a resume
-// starts, the message's own id unless an instance may still deliver a
-// lower one); the other events carry none, so the client keeps the id it
-// has.
+// writes: a message, and a change (edit, delete, reaction; a named event
+// that static/app.js applies), carries its cursor (see watermarks.go:
+// where a resume starts, its own id unless an instance may still deliver
+// a lower one); the other events carry none, so the client keeps the id
+// it has.
 func encodeEvent(ev Event) []byte {
 	var buf bytes.Buffer
 	appendEvent(&buf, frameID(&ev), wireName(ev.Kind), payloadOf(&ev))

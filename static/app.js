@@ -396,6 +396,7 @@
           list.removeChild(el);
           continue;
         }
+        if (el.classList.contains("message") && !messageArrived(el)) continue;
         if (el.classList.contains("message")) placeInOrder(list, el);
         // Only messages after every earlier row count as arrivals: an
         // older page goes in above.
@@ -1617,6 +1618,319 @@
     });
   }
 
+  // ---------------------------------------------------------------------------
+  // 16. Changes of messages: edits, deletes and reactions (the live
+  //     events "live:edit", "live:delete", "live:reaction", see 15), the message menu's
+  //     actions, and what is the reader's own.
+  //     - edit: HTML whose elements (the text, "(edited)") replace the
+  //       elements of the same id.
+  //     - delete: the id of the message element to take away. Its id is
+  //       remembered, so a copy that arrives late (a replay, another
+  //       instance) is dropped too.
+  //     - reaction: JSON {message, emoji, login, name, added, change}: one
+  //       person's action. Each (message, emoji, person) keeps the action
+  //       with the newest change id, as Cassandra does (the rows are written
+  //       USING TIMESTAMP the change's time), so the page ends as the store
+  //       whatever order the actions arrive in.
+  //     A change for a message that is not on the page yet waits for it.
+  //     Reaction and delete forms in #messages are sent by fetch (the live
+  //     event shows the result); without JavaScript they post and come back.
+  // ---------------------------------------------------------------------------
+  var deletedMessages = {};
+  var waitingChanges = {}; // message element id -> [function (li)]
+  var reactionClock = {}; // "message|emoji|login" -> id key of the newest action
+
+  function viewer() {
+    return (document.body && document.body.getAttribute("data-viewer")) || "";
+  }
+
+  function uuidKey(uuid) {
+    return idKey("msg-" + uuid) || "";
+  }
+
+  function whenMessage(msgId, apply) {
+    var li = document.getElementById("msg-" + msgId);
+    if (li) {
+      apply(li);
+      return;
+    }
+    (waitingChanges["msg-" + msgId] = waitingChanges["msg-" + msgId] || []).push(apply);
+  }
+
+  // messageArrived runs what waited for a message element, or drops it
+  // when it was deleted; it returns false when it dropped it.
+  function messageArrived(el) {
+    if (deletedMessages[el.id]) {
+      el.remove();
+      return false;
+    }
+    var waiting = waitingChanges[el.id];
+    if (waiting) {
+      delete waitingChanges[el.id];
+      for (var i = 0; i < waiting.length; i++) waiting[i](el);
+    }
+    markMine(el);
+    return true;
+  }
+
+  // markMine marks the reader's own messages and reactions in root (a
+  // message rendered once for every stream cannot know its reader), and
+  // gives each code block a copy button.
+  function markMine(root) {
+    if (!root) return;
+    var msgs = root.matches && root.matches("li.message") ? [root] : root.querySelectorAll("li.message");
+    for (var k = 0; k < msgs.length; k++) addCopyButtons(msgs[k]);
+    var me = viewer();
+    if (!me) return;
+    for (var i = 0; i < msgs.length; i++) {
+      if (msgs[i].getAttribute("data-author") === me) msgs[i].classList.add("mine");
+      var forms = msgs[i].querySelectorAll(".reactions form.reaction");
+      for (var j = 0; j < forms.length; j++) paintReaction(forms[j]);
+    }
+  }
+
+  function addCopyButtons(li) {
+    var blocks = li.querySelectorAll(".text pre");
+    for (var i = 0; i < blocks.length; i++) {
+      if (blocks[i].querySelector(".copy-code")) continue;
+      var b = document.createElement("button");
+      b.type = "button";
+      b.className = "copy-code";
+      b.textContent = "Copy";
+      blocks[i].insertBefore(b, blocks[i].firstChild);
+    }
+  }
+
+  document.addEventListener("click", function (evt) {
+    var b = evt.target && evt.target.closest && evt.target.closest("button.copy-code");
+    if (!b || !navigator.clipboard) return;
+    var code = b.parentNode.querySelector("code");
+    navigator.clipboard.writeText(code ? code.textContent : "").then(function () {
+      b.textContent = "Copied";
+      setTimeout(function () {
+        b.textContent = "Copy";
+      }, 2000);
+    });
+  });
+
+  // editOf is the id key of the edit a message's text shows ("" if never
+  // edited): of two edits, the later one stays, whatever order they came in.
+  function editOf(el) {
+    var body = el && (el.hasAttribute("data-edit") ? el : el.closest && el.closest("li.message") && el.closest("li.message").querySelector(".text"));
+    return body ? uuidKey(body.getAttribute("data-edit") || "") : "";
+  }
+
+  function onEdit(evt) {
+    var tpl = document.createElement("template");
+    tpl.innerHTML = (evt.detail && evt.detail.data) || "";
+    var parts = Array.prototype.slice.call(tpl.content.children);
+    for (var i = parts.length - 1; i >= 0; i--) {
+      var fresh = parts[i];
+      var msgId = fresh.id.replace(/^(body|edited)-/, "");
+      if (!fresh.id || msgId === fresh.id) continue;
+      (function (fresh) {
+        whenMessage(msgId, function (li) {
+          var old = li.querySelector("#" + CSS.escape(fresh.id));
+          if (!old || editOf(old) > editOf(parts[0] || fresh)) return; // a newer edit is shown
+          old.replaceWith(fresh);
+          highlightMyMentions(li);
+          addCopyButtons(li);
+        });
+      })(fresh);
+    }
+  }
+
+  function onDelete(evt) {
+    var id = ((evt.detail && evt.detail.data) || "").trim();
+    if (!/^msg-[0-9a-f-]{36}$/.test(id)) return;
+    deletedMessages[id] = true;
+    delete waitingChanges[id];
+    var li = document.getElementById(id);
+    if (li) li.remove();
+    var list = messagesList();
+    if (list) regroup(list);
+  }
+
+  function onReaction(evt) {
+    var r;
+    try {
+      r = JSON.parse((evt.detail && evt.detail.data) || "");
+    } catch (e) {
+      return;
+    }
+    if (!r || !r.message || !r.emoji || !r.login || !r.change) return;
+    whenMessage(r.message, function (li) {
+      applyReaction(li, r);
+    });
+  }
+
+  function reactionGroup(block, emoji) {
+    var forms = block.querySelectorAll("form.reaction");
+    for (var i = 0; i < forms.length; i++) {
+      if (forms[i].getAttribute("data-emoji") === emoji) return forms[i];
+    }
+    return null;
+  }
+
+  function reactionEntry(form, login) {
+    var entries = form.querySelectorAll(".reactors data");
+    for (var i = 0; i < entries.length; i++) {
+      if (entries[i].value === login) return entries[i];
+    }
+    return null;
+  }
+
+  function newReactionGroup(li, block, emoji) {
+    var picker = li.querySelector("form.react-picker");
+    if (!picker || block.querySelectorAll("form.reaction").length >= MAX_REACTIONS) return null;
+    var form = document.createElement("form");
+    form.method = "post";
+    form.action = picker.getAttribute("action");
+    form.className = "reaction";
+    form.setAttribute("data-emoji", emoji);
+    form.innerHTML = '<input type="hidden" name="emoji"><input type="hidden" name="add" value="1">' +
+      '<button type="submit" class="reaction-btn" aria-pressed="false"><span class="emoji"></span> <span class="count">0</span></button>' +
+      '<span class="reactors" hidden></span>';
+    form.querySelector('input[name="emoji"]').value = emoji;
+    form.querySelector(".emoji").textContent = emoji;
+    block.appendChild(form);
+    return form;
+  }
+
+  var MAX_REACTIONS = 20;
+
+  function applyReaction(li, r) {
+    var block = li.querySelector(".reactions");
+    if (!block) return;
+    var key = r.message + "|" + r.emoji + "|" + r.login;
+    var at = uuidKey(r.change);
+    var form = reactionGroup(block, r.emoji);
+    var entry = form && reactionEntry(form, r.login);
+    var seen = reactionClock[key] || (entry ? uuidKey(entry.getAttribute("data-change")) : "");
+    if (seen && seen >= at) return; // a newer action of this person is shown
+    reactionClock[key] = at;
+    if (r.added) {
+      form = form || newReactionGroup(li, block, r.emoji);
+      if (!form) return;
+      if (!entry) {
+        entry = document.createElement("data");
+        entry.value = r.login;
+        form.querySelector(".reactors").appendChild(entry);
+      }
+      entry.textContent = r.name;
+      entry.setAttribute("data-change", r.change);
+    } else if (entry) {
+      entry.remove();
+    }
+    if (form) paintReaction(form);
+  }
+
+  // paintReaction shows a group as its entries say: the count, who in the
+  // title, and whether it is the reader's own (then its button takes it
+  // back). A group with nobody left goes.
+  function paintReaction(form) {
+    var entries = form.querySelectorAll(".reactors data");
+    if (!entries.length) {
+      form.remove();
+      return;
+    }
+    var me = viewer(), mine = false, names = [];
+    for (var i = 0; i < entries.length; i++) {
+      names.push(entries[i].textContent);
+      if (entries[i].value === me) mine = true;
+    }
+    var count = form.querySelector(".count"), button = form.querySelector("button");
+    if (count) count.textContent = String(entries.length);
+    if (button) {
+      button.title = names.join(", ");
+      button.setAttribute("aria-pressed", mine ? "true" : "false");
+    }
+    form.classList.toggle("mine", mine);
+    var add = form.querySelector('input[name="add"]');
+    if (add) add.value = mine ? "0" : "1";
+  }
+
+  document.addEventListener("live:edit", onEdit);
+  document.addEventListener("live:delete", onDelete);
+  document.addEventListener("live:reaction", onReaction);
+
+  // The menu's reaction and delete forms, and the reaction buttons, on a
+  // live page: sent without leaving it; the stream brings the change.
+  document.addEventListener("submit", function (evt) {
+    var form = evt.target;
+    if (!form || !form.matches || !document.getElementById("room-stream")) return;
+    if (!form.matches("#messages form.reaction, #messages form.react-picker, #messages form.delete-message")) return;
+    evt.preventDefault();
+    var body = new URLSearchParams(new FormData(form, evt.submitter || undefined));
+    var menu = form.closest("details");
+    if (menu) menu.open = false;
+    fetch(form.getAttribute("action"), {
+      method: "POST",
+      body: body,
+      credentials: "same-origin",
+      headers: { "X-CSRF-Token": metaCSRF(), "HX-Request": "true" },
+    }).then(function (resp) {
+      if (!resp.ok) return resp.text().then(showFlashHTML);
+    }, function () {
+      showFlashHTML("<p>Not sent: the connection failed. Try again.</p>");
+    });
+  });
+
+  function showFlashHTML(html) {
+    var flash = document.getElementById("flash");
+    if (!flash) return;
+    var tpl = document.createElement("template");
+    tpl.innerHTML = html;
+    var text = (tpl.content.textContent || "").trim() || "That did not work.";
+    var p = document.createElement("p");
+    p.className = "flash-error";
+    p.textContent = text;
+    flash.replaceChildren(p);
+  }
+
+  // "Copy link" puts the message's permalink on the clipboard; "Reply
+  // with quote" puts a quote of it and the link in the composer. Without
+  // JavaScript both are plain links (the second opens the page with the
+  // quote in the composer).
+  document.addEventListener("click", function (evt) {
+    var link = evt.target && evt.target.closest && evt.target.closest("li.message a.copy-link, li.message a.quote");
+    if (!link) return;
+    var li = link.closest("li.message");
+    var permalink = new URL(li.querySelector("a.copy-link").getAttribute("href"), window.location.href).href;
+    if (link.classList.contains("copy-link")) {
+      if (!navigator.clipboard) return; // the link still opens the message
+      evt.preventDefault();
+      navigator.clipboard.writeText(permalink).then(function () {
+        link.textContent = "Link copied";
+        setTimeout(function () {
+          link.textContent = "Copy link";
+        }, 2000);
+      }, function () {
+        window.location.href = permalink;
+      });
+      return;
+    }
+    var box = composerBox();
+    if (!box) return;
+    evt.preventDefault();
+    box.value = quoteOf(li, permalink) + box.value;
+    var menu = link.closest("details");
+    if (menu) menu.open = false;
+    box.focus();
+    box.setSelectionRange(box.value.length, box.value.length);
+    grow(box);
+  });
+
+  function quoteOf(li, permalink) {
+    var author = li.querySelector(".author");
+    var text = li.querySelector(".text");
+    var copy = text ? text.cloneNode(true) : null;
+    if (copy) copy.querySelectorAll(".copy-code").forEach(function (b) { b.remove(); });
+    var lines = ((copy && copy.textContent) || "").trim().split("\n");
+    var name = author ? author.textContent.trim() : "";
+    return "> " + lines.join("\n> ") + "\n\n— " + name + " " + permalink + "\n\n";
+  }
+
   // With scripts, the Attach button stands for the browser's file input.
   function enhanceFiles() {
     var attach = byId("attach"), row = byId("file-row");
@@ -1632,6 +1946,7 @@
     enhanceFiles();
     checkDeletedNotice();
     highlightMyMentions(document);
+    markMine(document);
     if (!openAtMessage()) toBottom();
     var box = composerBox();
     if (box && box.value) grow(box);

@@ -12,7 +12,7 @@ import (
 const (
 	selectAllRooms      = `SELECT room_name, display_name, creation_date FROM chat_rooms`
 	selectAllDMs        = `SELECT conversation FROM dm_lists`
-	selectBucketMsgs    = `SELECT message_id, author, content, system_message, attachment FROM chat_room_messages WHERE room_name = ? AND time_bucket = ?`
+	selectBucketMsgs    = `SELECT message_id, author, content, system_message, attachment, edited FROM chat_room_messages WHERE room_name = ? AND time_bucket = ?`
 	selectBackfillDone  = `SELECT conversation, done_bucket FROM index_backfill WHERE job = ?`
 	insertBackfillDone  = `INSERT INTO index_backfill (job, conversation, done_bucket) VALUES (?, ?, ?)`
 	selectBucketsUpTo   = `SELECT time_bucket FROM messages_bucket WHERE room_name = ? AND time_bucket > ? AND time_bucket <= ? ORDER BY time_bucket ASC`

@@ -57,11 +57,12 @@ func MentionSpans(content string, members map[string]UserRef) []MentionSpan {
 
 // Mentioned returns the logins of members that content mentions, each
 // once, in order of first mention (author included if they mention
-// themselves).
+// themselves). An "@login" in Markdown code (a fenced block or a `span`)
+// is not a mention: the page shows it as code.
 func Mentioned(content string, members map[string]UserRef) []string {
 	var out []string
 	seen := map[string]bool{}
-	for _, m := range MentionSpans(content, members) {
+	for _, m := range MentionSpans(withoutCode(content), members) {
 		if !seen[m.Login] {
 			seen[m.Login] = true
 			out = append(out, m.Login)
@@ -204,4 +205,76 @@ func countMentions(recent []mentionRef, markers map[string]gocql.UUID, only map[
 		}
 	}
 	return out
+}
+
+// withoutCode is content with its Markdown code (fenced blocks and code
+// spans) blanked out, byte for byte, as the page's renderer reads them in
+// the common cases.
+func withoutCode(content string) string {
+	if !strings.ContainsAny(content, "`~") {
+		return content
+	}
+	b := []byte(content)
+	blank := func(from, to int) {
+		for i := from; i < to; i++ {
+			if b[i] != '\n' {
+				b[i] = ' '
+			}
+		}
+	}
+	// Fenced blocks: from a line opening with ``` or ~~~ to the line that
+	// closes it with at least as many of the same, or the end.
+	var fence string
+	start := 0
+	for lineStart := 0; lineStart < len(b); {
+		end := strings.IndexByte(content[lineStart:], '\n')
+		if end < 0 {
+			end = len(content)
+		} else {
+			end += lineStart + 1
+		}
+		line := strings.TrimLeft(content[lineStart:end], " ")
+		switch {
+		case fence == "" && (strings.HasPrefix(line, "```") || strings.HasPrefix(line, "~~~")):
+			n := len(line) - len(strings.TrimLeft(line, line[:1]))
+			fence, start = strings.Repeat(line[:1], n), lineStart
+		case fence != "" && strings.HasPrefix(strings.TrimSpace(line), fence):
+			blank(start, end)
+			fence = ""
+		}
+		lineStart = end
+	}
+	if fence != "" {
+		blank(start, len(b))
+	}
+	// Code spans: a run of backticks up to the next run of the same length.
+	s := string(b)
+	for i := 0; i < len(s); {
+		if s[i] != '`' {
+			i++
+			continue
+		}
+		n := len(s[i:]) - len(strings.TrimLeft(s[i:], "`"))
+		closing := -1
+		for j := i + n; j < len(s); {
+			k := strings.IndexByte(s[j:], '`')
+			if k < 0 {
+				break
+			}
+			k += j
+			m := len(s[k:]) - len(strings.TrimLeft(s[k:], "`"))
+			if m == n {
+				closing = k
+				break
+			}
+			j = k + m
+		}
+		if closing < 0 {
+			i += n
+			continue
+		}
+		blank(i, closing+n)
+		i = closing + n
+	}
+	return string(b)
 }

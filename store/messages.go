@@ -27,11 +27,11 @@ const (
 		WHERE room_name = ? AND time_bucket <= ? AND time_bucket >= ?`
 	selectBucketsUp = `SELECT time_bucket FROM messages_bucket
 		WHERE room_name = ? AND time_bucket >= ? ORDER BY time_bucket ASC`
-	selectMessagesDown = `SELECT message_id, author, content, system_message, attachment FROM chat_room_messages
+	selectMessagesDown = `SELECT message_id, author, content, system_message, attachment, edited FROM chat_room_messages
 		WHERE room_name = ? AND time_bucket = ? AND message_id < ? AND message_id > ? LIMIT ?`
 	// The LIMIT keeps one replay page to one round trip: with only a page
 	// size, the driver would prefetch the next page as this one is read.
-	selectMessagesUp = `SELECT message_id, author, content, system_message, attachment FROM chat_room_messages
+	selectMessagesUp = `SELECT message_id, author, content, system_message, attachment, edited FROM chat_room_messages
 		WHERE room_name = ? AND time_bucket = ? AND message_id > ? ORDER BY message_id ASC LIMIT ?`
 	selectMessageIDsUp = `SELECT message_id FROM chat_room_messages
 		WHERE room_name = ? AND time_bucket = ? AND message_id > ? ORDER BY message_id ASC LIMIT ?`
@@ -52,6 +52,11 @@ type Message struct {
 	System bool
 	// Attachment is the file the message carries, if any.
 	Attachment *AttachmentRef
+	// Edited is the id of the message's last edit (zero if never edited):
+	// when it was edited, too.
+	Edited gocql.UUID
+	// Reactions are people's reactions, on pages (see MessagesBefore).
+	Reactions []Reaction
 }
 
 // Time is when the message was posted.
@@ -205,7 +210,8 @@ func floorOf(conv Conversation) gocql.UUID {
 
 // MessagesBefore returns up to n messages of room posted before the
 // message id before (the newest ones if before is the zero UUID), oldest
-// first, ready to display, and whether older ones exist. It reads the day
+// first, ready to display with their reactions (one more statement per
+// day the page spans, see addReactions), and whether older ones exist. It reads the day
 // bucket of before with one single-partition query of at most n+1 rows,
 // which is the whole page whenever that day holds a page; only a short day
 // walks the older buckets listed in messages_bucket (see walkBuckets). A
@@ -250,7 +256,11 @@ func (s *Store) MessagesBefore(ctx context.Context, in Place, before gocql.UUID,
 	if more {
 		newestFirst = newestFirst[:n]
 	}
-	return oldestFirst(newestFirst), more, nil
+	page := oldestFirst(newestFirst)
+	if err := s.addReactions(ctx, conv, page); err != nil {
+		return nil, false, err
+	}
+	return page, more, nil
 }
 
 // bucketSpan is the most buckets a walk reads at once.
@@ -432,10 +442,24 @@ func (s *Store) scanMessages(iter *gocql.Iter, conv, op string) ([]Message, erro
 	return out, nil
 }
 
+// scanMessage reads the next message of iter, from a SELECT of
+// message_id, author, content, system_message, attachment, edited. It
+// passes over a row with
+// no author: what an edit that raced the message's delete leaves behind
+// (its update wrote the content alone).
 func scanMessage(iter *gocql.Iter, room string) (Message, bool) {
-	m := Message{Room: room}
-	ok := iter.Scan(&m.ID, &m.Author, &m.Content, &m.System, &m.Attachment)
-	return m, ok
+	for {
+		m := Message{Room: room}
+		var edited *gocql.UUID
+		if !iter.Scan(&m.ID, &m.Author, &m.Content, &m.System, &m.Attachment, &edited) {
+			return m, false
+		}
+		if m.Author.Login == "" {
+			continue
+		}
+		m.Edited = deref(edited)
+		return m, true
+	}
 }
 
 // oldestFirst reverses a newest-first slice in place: the one place where

@@ -425,6 +425,7 @@ func (s *Store) cleanUpRoom(ctx context.Context, r Room) error {
 	var bucket int
 	for iter.Scan(&bucket) {
 		stmts = append(stmts, batchStmt{deleteBucketMessages, []any{r.Name, bucket}})
+		stmts = append(stmts, batchStmt{deleteBucketReactions, []any{r.Name, bucket}})
 	}
 	if err := iter.Close(); err != nil {
 		return s.fail("list buckets of "+r.Name, err)

@@ -25,7 +25,7 @@ const (
 		WHERE conversation = ? AND term = ? AND month = ? AND message_id < ? AND message_id > ? LIMIT ?`
 	selectWordTerms = `SELECT term FROM conversation_words
 		WHERE conversation = ? AND month = ? AND word >= ? AND word < ? LIMIT ?`
-	selectMessagesByID = `SELECT message_id, author, content, system_message, attachment FROM chat_room_messages
+	selectMessagesByID = `SELECT message_id, author, content, system_message, attachment, edited FROM chat_room_messages
 		WHERE room_name = ? AND time_bucket = ? AND message_id IN ?`
 	selectBucketsAll = `SELECT time_bucket FROM messages_bucket WHERE room_name = ? AND time_bucket <= ? AND time_bucket >= ?`
 

@@ -81,25 +81,17 @@ func splitLinks(s string) []textPart {
 // they get no referrer, no opener and no ranking credit.
 const linkRel = "noopener noreferrer nofollow ugc"
 
-// messageText writes a message's text escaped, with its web addresses as
+// messageText writes a message's Markdown as HTML (see markdown.go), with its web addresses as
 // links that open in a new tab and "@login" of a member of the
 // conversation (see WithMembers) as a link to that person's profile.
 func messageText(s string) templ.Component {
 	return templ.ComponentFunc(func(ctx context.Context, w io.Writer) error {
-		members, viewer := membersOf(ctx), viewerOf(ctx)
-		for _, p := range splitLinks(s) {
-			if p.href == "" {
-				if _, err := io.WriteString(w, mentionHTML(p.text, members, viewer)); err != nil {
-					return err
-				}
-				continue
-			}
-			if _, err := io.WriteString(w, `<a href="`+templ.EscapeString(p.href)+`" rel="`+linkRel+`" target="_blank">`+
-				templ.EscapeString(p.text)+`</a>`); err != nil {
-				return err
-			}
+		html, err := markdownHTML(s, membersOf(ctx), viewerOf(ctx))
+		if err != nil {
+			return err
 		}
-		return nil
+		_, err = io.WriteString(w, html)
+		return err
 	})
 }
 

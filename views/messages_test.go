@@ -40,7 +40,7 @@ func TestMessageText(t *testing.T) {
 		{"QueryWithAmpersand", "https://example.com/s?q=a&b=c&amp;d", `<a href="https://example.com/s?q=a&amp;b=c&amp;amp;d" rel="noopener noreferrer nofollow ugc" target="_blank">https://example.com/s?q=a&amp;b=c&amp;amp;d</a>`},
 		{"Fragment", "https://example.com/#top", a("https://example.com/#top")},
 		{"Quoted", `"https://example.com/q"`, "&#34;" + a("https://example.com/q") + "&#34;"},
-		{"AngleBrackets", "<https://example.com/x>", "&lt;" + a("https://example.com/x") + "&gt;"},
+		{"AngleBrackets", "<https://example.com/x>", a("https://example.com/x")}, // a Markdown autolink
 		{"JavaScriptNotLinked", "javascript:alert(1)", "javascript:alert(1)"},
 		{"JavaScriptInsideText", "x javascript://example.com/%0aalert(1)", "x javascript://example.com/%0aalert(1)"},
 		{"DataNotLinked", "data:text/html,<b>x</b>", "data:text/html,&lt;b&gt;x&lt;/b&gt;"},

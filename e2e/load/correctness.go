@@ -14,6 +14,10 @@ package main
 // unless its id is already there, placed in id order. That list must hold
 // every stored message from the page's oldest on, in id order; no
 // connection may carry a message twice.
+//
+// With -changes, posters also edit and delete their messages and react to
+// anyone's (see changes.go): each subscriber's view of the messages it
+// holds must then equal what Cassandra holds.
 
 import (
 	"context"
@@ -80,6 +84,7 @@ type subscriber struct {
 	connErrs int
 	anomaly  []string // named events, id/data mismatches
 	done     bool
+	view     *changeView
 }
 
 func runCorrectness(ctx context.Context, args []string) error {
@@ -98,6 +103,8 @@ func runCorrectness(ctx context.Context, args []string) error {
 	limit := fs.Duration("limit", 5*time.Minute, "longest the run may take: posting, then every subscriber catching up (the defaults take about 2 minutes with -cluster on 2 cores, which post about 80 messages a second)")
 	brokerRestart := fs.Duration("broker-restart", 0, "with -cluster: this long after posting starts, stop the NATS broker for a second and start it again (0: never)")
 	seed := fs.Uint64("seed", uint64(time.Now().UnixNano()), "random seed")
+	changes := fs.Float64("changes", 0.3, "edits, deletes and reactions per post (0: none)")
+	grace := fs.Duration("grace", 2*time.Second, "how long a subscriber keeps reading after the final message, for changes still on their way")
 	_ = fs.Parse(args)
 	if *nPosters**nMsgs > 50000 || *nSubs > 1000 {
 		return fmt.Errorf("keep posters*messages <= 50000 and -subs <= 1000")
@@ -168,7 +175,7 @@ func runCorrectness(ctx context.Context, args []string) error {
 	subs := make([]*subscriber, *nSubs)
 	var swg sync.WaitGroup
 	for i := range subs {
-		sub := &subscriber{}
+		sub := &subscriber{view: newChangeView()}
 		subs[i] = sub
 		rng := rand.New(rand.NewPCG(*seed, uint64(i)))
 		hc := &http.Client{Transport: sseTr, Jar: users[i%len(users)].jar}
@@ -189,6 +196,16 @@ func runCorrectness(ctx context.Context, args []string) error {
 				return f != "" && seen[f]
 			}
 			lastEventID := ""
+			var graceUntil time.Time
+			reading := func() bool {
+				if !finished() {
+					return true
+				}
+				if graceUntil.IsZero() {
+					graceUntil = time.Now().Add(*grace)
+				}
+				return time.Now().Before(graceUntil)
+			}
 			for k := 0; k < 100000 && subCtx.Err() == nil && !finished(); k++ {
 				life := *minConn + time.Duration(rng.Int64N(int64(*maxConn-*minConn)+1))
 				select {
@@ -216,6 +233,12 @@ func runCorrectness(ctx context.Context, args []string) error {
 					if ev.Event == "reload" {
 						reloads.Add(1)
 					}
+					if ev.Event == "edit" || ev.Event == "delete" || ev.Event == "reaction" {
+						if err := sub.view.event(ev.Event, ev.Data); err != nil {
+							sub.anomaly = append(sub.anomaly, fmt.Sprintf("conn %d: %v", sub.conns, err))
+						}
+						return reading()
+					}
 					if ev.Event != "" {
 						sub.anomaly = append(sub.anomaly, fmt.Sprintf("conn %d: named event %q data %.80q", sub.conns, ev.Event, ev.Data))
 						return ev.Event != "room-deleted"
@@ -230,9 +253,10 @@ func runCorrectness(ctx context.Context, args []string) error {
 						sub.anomaly = append(sub.anomaly, fmt.Sprintf("conn %d: event id %q is no cursor for message %s", sub.conns, ev.ID, mid))
 					}
 					sub.got = append(sub.got, received{id: mid, conn: sub.conns, nth: nth, lastID: opened, since: ev.At.Sub(openedAt)})
+					sub.view.message(mid, ev.Data)
 					nth++
 					seen[mid] = true
-					return !finished()
+					return reading()
 				})
 				resp.Body.Close()
 				ci := connInfo{opened: openedAt, closed: time.Now(), events: nth, cut: cctx.Err() != nil}
@@ -266,7 +290,8 @@ func runCorrectness(ctx context.Context, args []string) error {
 	}
 
 	// Posters.
-	var posted, postFail atomic.Int64
+	var posted, postFail, changeFail atomic.Int64
+	ch := &changer{rate: *changes}
 	var pwg sync.WaitGroup
 	postStart := time.Now()
 	for p, u := range users {
@@ -278,6 +303,8 @@ func runCorrectness(ctx context.Context, args []string) error {
 		}
 		go func() {
 			defer pwg.Done()
+			rng := rand.New(rand.NewPCG(*seed, uint64(1000+p)))
+			mine := &own{edits: map[string]int{}, reacts: map[string]bool{}}
 			var tick *time.Ticker
 			if *rate > 0 {
 				tick = time.NewTicker(time.Duration(float64(time.Second) / *rate))
@@ -301,10 +328,20 @@ func runCorrectness(ctx context.Context, args []string) error {
 					continue
 				}
 				posted.Add(1)
+				if *changes > 0 {
+					changeFail.Add(int64(ch.after(subCtx, p, u, mine, body, roomName, rng)))
+				}
 			}
 		}()
 	}
 	pwg.Wait()
+	if *changes > 0 {
+		// A last message after every change: a subscriber that has it has
+		// been sent every change too (and reads on for -grace).
+		if code, body, err := users[0].post(ctx, "/rooms/"+roomName+"/messages", url.Values{"content": {"the end"}}, true); err != nil || code != http.StatusOK {
+			return fmt.Errorf("final message: %d %v %.100s", code, err, body)
+		}
+	}
 	postTime := time.Since(postStart)
 	// Every post has returned, so the newest stored message is the last one.
 	last, _, err := t.Store.MessagesBefore(ctx, room, gocql.UUID{}, 1)
@@ -395,8 +432,11 @@ func runCorrectness(ctx context.Context, args []string) error {
 				continue
 			}
 			first[r.id] = r
-			firstOcc = append(firstOcc, r.id)
 			p, ok := pos[r.id]
+			if !ok && sub.view.deleted[r.id] {
+				continue // deleted since: the page took it away
+			}
+			firstOcc = append(firstOcc, r.id)
 			if !ok {
 				totUnexpected++
 				bad = true
@@ -499,8 +539,27 @@ func runCorrectness(ctx context.Context, args []string) error {
 	for _, e := range examples {
 		fmt.Println("  ", e)
 	}
+	changeBad := 0
+	if *changes > 0 {
+		var examples []string
+		changeBad, err = checkChanges(ctx, t, room, subs, func(format string, args ...any) {
+			if len(examples) < *nExamples {
+				examples = append(examples, fmt.Sprintf(format, args...))
+			}
+		})
+		if err != nil {
+			return err
+		}
+		ch.mu.Lock()
+		fmt.Printf("changes: %d edits, %d deletes, %d reactions (%d failed); views that differ from the store: %d\n",
+			ch.made["edit"], ch.made["delete"], ch.made["reactions"], changeFail.Load(), changeBad)
+		ch.mu.Unlock()
+		for _, e := range examples {
+			fmt.Println("  ", e)
+		}
+	}
 	t.printLogCounts(ctx)
-	if totMissing+totDup+totUnexpected+totOrder+totAnomaly+badSubs+unfinished > 0 || postFail.Load() > 0 {
+	if totMissing+totDup+totUnexpected+totOrder+totAnomaly+badSubs+unfinished+changeBad > 0 || postFail.Load()+changeFail.Load() > 0 {
 		return fmt.Errorf("received sequences differ from the stored one")
 	}
 	if c.cluster {
@@ -630,7 +689,7 @@ func checkAsBrowser(ctx context.Context, t *target, room store.Room, i int, sub 
 		}
 	}
 	for u := range in {
-		if !want[u] {
+		if !want[u] && !sub.view.deleted[u.String()] {
 			tot.unexpected++
 			bad = true
 			example("sub %d: unexpected %s, not stored from the page's oldest on", i, u)

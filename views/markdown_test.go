@@ -1,0 +1,155 @@
+package views
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+
+	"golang.org/x/net/html"
+
+	"github.com/killrchat/killrchat/store"
+)
+
+func TestMarkdown(t *testing.T) {
+	members := map[string]store.UserRef{"ada": {Login: "ada"}}
+	mention := `<a href="/users/ada" class="mention" data-login="ada">@ada</a>`
+	for _, tt := range []struct {
+		name, in, want string
+	}{
+		{"Bold", "**bold** and __bold__", "<strong>bold</strong> and <strong>bold</strong>"},
+		{"Italic", "_it_ and *it*", "<em>it</em> and <em>it</em>"},
+		{"Strike", "~~gone~~", "<del>gone</del>"},
+		{"InlineCode", "run `rm -rf /tmp/x` now", "run <code>rm -rf /tmp/x</code> now"},
+		{"FencedKeepsSpaces", "```go\nfunc main() {\n\tfmt.Println(\"<hi>\")\n}\n```",
+			"<pre><code>func main() {\n\tfmt.Println(&#34;&lt;hi&gt;&#34;)\n}\n</code></pre>"},
+		{"Quote", "> quoted\n\nreply", "<blockquote><p>quoted</p></blockquote><p>reply</p>"},
+		{"List", "- one\n- two", "<ul><li>one</li><li>two</li></ul>"},
+		{"Ordered", "1. one\n2. two", "<ol><li>one</li><li>two</li></ol>"},
+		{"MarkdownLink", "[docs](https://example.com/d)", `<a href="https://example.com/d" rel="noopener noreferrer nofollow ugc" target="_blank">docs</a>`},
+		{"JavaScriptLinkIsText", "[click](javascript:alert(1))", "click"},
+		{"DataLinkIsText", "[x](data:text/html,hi)", "x"},
+		{"ImageIsALink", "![cat](https://example.com/cat.png)", `<a href="https://example.com/cat.png" rel="noopener noreferrer nofollow ugc" target="_blank">cat</a>`},
+		{"NoHeading", "# not a heading", "# not a heading"},
+		{"NoRule", "a\n---", "a\n---"},
+		{"IndentedCode", "    indented", "<pre><code>indented\n</code></pre>"},
+		{"RawHTMLIsText", "<b>x</b> <script>alert(1)</script>", "&lt;b&gt;x&lt;/b&gt; &lt;script&gt;alert(1)&lt;/script&gt;"},
+		{"HTMLBlockIsText", "<div onclick=x>\nhi\n</div>", "&lt;div onclick=x&gt;\nhi\n&lt;/div&gt;"},
+		{"MentionInBold", "**hi @ada**", "<strong>hi " + mention + "</strong>"},
+		{"NoMentionInCode", "`@ada` and\n```\n@ada\n```", "<p><code>@ada</code> and</p><pre><code>@ada\n</code></pre>"},
+		{"NoLinkInCode", "`https://example.com`", "<code>https://example.com</code>"},
+		{"URLWithUnderscores", "see https://example.com/a_b_c_d here", `see <a href="https://example.com/a_b_c_d" rel="noopener noreferrer nofollow ugc" target="_blank">https://example.com/a_b_c_d</a> here`},
+		{"EmailAutolinkIsText", "<ada@example.com>", "&lt;ada@example.com&gt;"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var b strings.Builder
+			if err := messageText(tt.in).Render(WithMembers(context.Background(), members), &b); err != nil {
+				t.Fatal(err)
+			}
+			if b.String() != tt.want {
+				t.Errorf("messageText(%q)\n got  %q\n want %q", tt.in, b.String(), tt.want)
+			}
+		})
+	}
+}
+
+// allowed are the elements a message's HTML may hold, and their attributes.
+var allowed = map[string]map[string]bool{
+	"a":          {"href": true, "rel": true, "target": true, "class": true, "data-login": true},
+	"p":          {},
+	"br":         {},
+	"strong":     {},
+	"em":         {},
+	"del":        {},
+	"code":       {},
+	"pre":        {},
+	"blockquote": {},
+	"ul":         {},
+	"ol":         {"start": true},
+	"li":         {},
+}
+
+// checkHTML returns why out is not well-formed HTML made of allowed
+// elements and attributes only, or "".
+func checkHTML(out string) string {
+	z := html.NewTokenizer(strings.NewReader(out))
+	var open []string
+	for {
+		switch z.Next() {
+		case html.ErrorToken:
+			if z.Err() != io.EOF {
+				return z.Err().Error()
+			}
+			if len(open) > 0 {
+				return fmt.Sprintf("unclosed %v", open)
+			}
+			return ""
+		case html.StartTagToken, html.SelfClosingTagToken:
+			tok := z.Token()
+			attrs, ok := allowed[tok.Data]
+			if !ok {
+				return "element " + tok.Data
+			}
+			for _, a := range tok.Attr {
+				if !attrs[a.Key] {
+					return fmt.Sprintf("attribute %s of %s", a.Key, tok.Data)
+				}
+				if a.Key == "href" && !(strings.HasPrefix(a.Val, "/users/") || safeHref(a.Val) != "") {
+					return "href " + a.Val
+				}
+			}
+			if tok.Data != "br" {
+				open = append(open, tok.Data)
+			}
+		case html.EndTagToken:
+			tok := z.Token()
+			if len(open) == 0 || open[len(open)-1] != tok.Data {
+				return fmt.Sprintf("</%s> closes %v", tok.Data, open)
+			}
+			open = open[:len(open)-1]
+		case html.CommentToken, html.DoctypeToken:
+			return "markup " + string(z.Raw())
+		}
+	}
+}
+
+// xssPayloads are the attacks the other tests of message text try.
+var xssPayloads = []string{
+	"<script>alert('x')</script>",
+	"<img src=x onerror=alert(1)> https://example.com",
+	`https://example.com/"onmouseover="x`,
+	"javascript:alert(1)",
+	"[x](javascript:alert(1))",
+	"[x](JAVASCRIPT:alert(1))",
+	"[x](  javascript:alert(1) )",
+	"![x](javascript:alert(1))",
+	"<javascript:alert(1)>",
+	"[x](https://example.com \"title\" onclick=x)",
+	"```\"><script>x</script>\n<script>\n```",
+	"<!-- comment --> <![CDATA[x]]> <?php x ?>",
+	"<a href=\"https://evil\">x</a>",
+	"`<code>`",
+	"> <svg onload=alert(1)>",
+	"- <iframe src=x>",
+	"**<b>**</b>",
+	"@ada <@ada> [@ada](https://example.com)",
+	"\x00\u202e",
+}
+
+func FuzzMessageText(f *testing.F) {
+	for _, s := range xssPayloads {
+		f.Add(s)
+	}
+	f.Add("**bold** _it_ ~~s~~ `c`\n```\ncode\n```\n> q\n- a\n1. b\n[l](https://x.example)")
+	members := map[string]store.UserRef{"ada": {Login: "ada"}}
+	f.Fuzz(func(t *testing.T, in string) {
+		var b strings.Builder
+		if err := messageText(in).Render(WithMembers(WithViewer(context.Background(), "ada"), members), &b); err != nil {
+			t.Fatal(err)
+		}
+		if why := checkHTML(b.String()); why != "" {
+			t.Fatalf("messageText(%q) = %q: %s", in, b.String(), why)
+		}
+	})
+}
