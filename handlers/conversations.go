@@ -38,8 +38,9 @@ func (cv conversation) member(login string) bool { return cv.Place.Conversation(
 // conversationOf reads the room (/rooms/:room...) or DM (/dm/:logins...)
 // the request names. A DM is its members' only: it returns ErrNotFound
 // for an address that is malformed, names someone without an account, or
-// does not include the current user, so an outsider learns nothing. A
-// room is returned to anyone; callers check membership (ErrNotParticipant).
+// does not include the current user, so an outsider learns nothing; so
+// does a closed room. An open room is returned to anyone; callers check
+// membership (ErrNotParticipant).
 func (s *Server) conversationOf(c echo.Context) (conversation, error) {
 	if addr := c.Param("logins"); addr != "" {
 		me := mustUser(c)
@@ -56,6 +57,10 @@ func (s *Server) conversationOf(c echo.Context) (conversation, error) {
 	r, err := s.roomOr404(c)
 	if err != nil {
 		return conversation{}, err
+	}
+	if !r.VisibleTo(mustUser(c).Login) {
+		// A closed room is its members' only, like a DM.
+		return conversation{}, fmt.Errorf("closed room %q seen by %q: %w", r.Name, mustUser(c).Login, store.ErrNotFound)
 	}
 	return conversation{Place: r, ID: r.Name, URL: roomURL(r.Name), Title: r.DisplayName, Room: &r}, nil
 }

@@ -21,7 +21,7 @@ import (
 const (
 	insertRoom = `INSERT INTO chat_rooms (room_name, display_name, creation_date, banner, creator, creator_login, participants, kind, admins)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS`
-	roomColumns = `room_name, display_name, creation_date, banner, creator, creator_login, participants, kind, admins, invite_uses`
+	roomColumns   = `room_name, display_name, creation_date, banner, creator, creator_login, participants, kind, admins, invite_uses`
 	selectRoom    = `SELECT ` + roomColumns + ` FROM chat_rooms WHERE room_name = ?`
 	selectRooms   = `SELECT ` + roomColumns + ` FROM chat_rooms`
 	selectRoomsIn = `SELECT ` + roomColumns + ` FROM chat_rooms WHERE room_name IN ?`

@@ -289,3 +289,11 @@ type Suggestion struct {
 	Person store.UserRef
 	URL    string
 }
+
+// orDefault is s, or def when s is empty.
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
