@@ -341,9 +341,13 @@ func (h *LocalHub) dropAll() {
 	}
 }
 
+// fanOut queues ev on every shard. It holds the hub's lock alone, so
+// every shard, and so every subscriber, gets events in one order: the
+// order their cursors were made in (an event of another instance whose
+// cursor counts a message of this one must reach every stream after it).
 func (h *LocalHub) fanOut(ev Event) {
-	h.mu.RLock()
-	defer h.mu.RUnlock()
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	if subs := h.rooms[ev.Conversation]; len(subs) > 0 {
 		shared := &ev
 		shared.frame = encodeEvent(ev)

@@ -155,6 +155,9 @@ func (st *Stream) Close() { st.ends.run() }
 // or the stream has ended.
 func (st *Stream) Run(ctx context.Context, w http.ResponseWriter, committed func(), in store.Place) {
 	e, conv := st.e, in.Conversation().ID
+	if st.watch == nil {
+		st.watch = &ConversationWatch{} // hears nothing
+	}
 	e.open.Inc()
 	st.ends.add(e.open.Dec)
 
@@ -309,7 +312,9 @@ func (s *Engine) replay(ctx context.Context, out *eventWriter, in store.Place, s
 		// Every message below mark is stored and published, so the page
 		// read next holds all of them past the last one written: a replayed
 		// message's id is a cursor no higher than mark (watermarks.go).
-		mark := s.mark()
+		// This instance's messages at or above bound are not written here
+		// but come live after the replay: the cursor stays below them too.
+		mark := min(s.mark(), bound)
 		page, more, err := s.src.MessagesAfter(ctx, in, after, replayPage)
 		if err == nil && first && more {
 			// More than a page missed: find out, by ids alone, whether it
