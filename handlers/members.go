@@ -85,6 +85,7 @@ func (s *Server) renderMembers(c echo.Context, status int, r store.Room, add, in
 		if token := c.QueryParam("invite"); token != "" {
 			if inv, err := s.db.Invite(ctx, token); err == nil && inv.Room == r.Name {
 				v.NewLink = inviteURL(token)
+				v.LinkBase = c.Scheme() + "://" + c.Request().Host
 			}
 		}
 	}
