@@ -57,6 +57,16 @@ func (s *Server) renderMembers(c echo.Context, status int, r store.Room, add, in
 	me := mustUser(c)
 	v := views.Members{Room: r, Viewer: me, Admin: r.IsAdmin(me.Login), Add: add, Invite: invite,
 		CanAdd: r.IsAdmin(me.Login) || (!r.Closed() && r.HasParticipant(me.Login))}
+	people := r.ParticipantList()
+	page, _ := strconv.Atoi(c.QueryParam("page"))
+	page = max(0, min(page, (len(people)-1)/views.MembersPerPage))
+	v.People = people[page*views.MembersPerPage : min(len(people), (page+1)*views.MembersPerPage)]
+	if page > 0 {
+		v.Prev = membersURL(r.Name) + "?page=" + strconv.Itoa(page-1)
+	}
+	if (page+1)*views.MembersPerPage < len(people) {
+		v.Next = membersURL(r.Name) + "?page=" + strconv.Itoa(page+1)
+	}
 	if v.CanAdd {
 		people, err := s.memberCandidates(ctx, me.Login, r, "")
 		if err != nil {

@@ -285,3 +285,29 @@ func TestRemovedMemberStreamEndsAcrossInstances(t *testing.T) {
 		t.Errorf("a new stream after the removal: %d, want 404", s.status)
 	}
 }
+
+// TestBigRoomHeaderListsFifty: a room's header lists 50 people and links
+// the rest to the members page, which pages them 100 at a time.
+func TestBigRoomHeaderListsFifty(t *testing.T) {
+	a := newApp(t, nil, nil)
+	owner := a.signedUp(t, unique("owner"))
+	room := createRoom(t, owner)
+	for i := 0; i < 120; i++ {
+		login := unique("m")
+		if _, err := db.Store.JoinRoom(ctxT(t), store.UserRef{Login: login, Firstname: "M", Lastname: login}, room); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := owner.get("/rooms/" + room)
+	if n := p.doc.Find("#participants li").Length(); n != 51 || !strings.Contains(text(p, "#participants .more-participants"), "and 71 others") {
+		t.Errorf("header: %d items, %q", n, text(p, "#participants .more-participants"))
+	}
+	p = owner.get("/rooms/" + room + "/members")
+	if n := p.doc.Find("#member-list li").Length(); n != 100 || p.doc.Find("a[rel=next]").Length() != 1 {
+		t.Errorf("members page 1: %d people", n)
+	}
+	p = owner.get("/rooms/" + room + "/members?page=1")
+	if n := p.doc.Find("#member-list li").Length(); n != 21 || p.doc.Find("a[rel=prev]").Length() != 1 {
+		t.Errorf("members page 2: %d people", n)
+	}
+}

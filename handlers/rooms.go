@@ -257,6 +257,8 @@ func (s *Server) announce(ctx context.Context, r store.Room, about store.UserRef
 	if err != nil {
 		s.log.Warn("system message", "room", r.Name, "err", err)
 	}
-	s.publish(ctx, live.Event{Kind: live.KindParticipants, Conversation: r.Name, Participants: r.ParticipantList()})
+	people := r.ParticipantList()
+	s.publish(ctx, live.Event{Kind: live.KindParticipants, Conversation: r.Name,
+		Participants: people[:min(len(people), views.ShownParticipants)], Total: len(people)})
 	return m, err == nil
 }

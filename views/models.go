@@ -297,3 +297,10 @@ func orDefault(s, def string) string {
 	}
 	return s
 }
+
+// ShownParticipants is how many people a room's header lists, and
+// MembersPerPage how many the members page does.
+const (
+	ShownParticipants = 50
+	MembersPerPage    = 100
+)
