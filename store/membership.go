@@ -183,14 +183,20 @@ func (s *Store) RemoveMember(ctx context.Context, actor, room, who string) (Room
 	return r, s.removeUserRoom(ctx, who, r.Name)
 }
 
-// handOver is a creator's leave while others remain: in one LWT the
-// creator leaves and an admin who is still a member becomes the creator,
-// so a room always has exactly one creator. It returns ErrHandOver if no
-// member is an admin.
+// handOver is a creator's leave: alone in the room, they just leave (the
+// condition checks they still are alone); while others remain, in one LWT
+// the creator leaves and an admin who is still a member becomes the
+// creator, so a room always has exactly one creator. It returns
+// ErrHandOver if no other member is an admin.
 func (s *Store) handOver(ctx context.Context, creator UserRef, room string) error {
 	_, err := s.changeRoom(ctx, "hand over", room, func(r Room) (string, []any, error) {
-		if r.CreatorLogin != creator.Login || !r.HasParticipant(creator.Login) {
+		switch {
+		case !r.HasParticipant(creator.Login):
+			return "", nil, nil // left already
+		case r.CreatorLogin != creator.Login:
 			return "", nil, fmt.Errorf("store: hand over %q: %w", r.Name, ErrConflict)
+		case len(r.Participants) == 1:
+			return leaveAlone, []any{[]string{creator.Login}, r.Name, creator.Login, r.Participants}, nil
 		}
 		var heirs []string
 		for _, a := range r.Admins {
@@ -205,7 +211,7 @@ func (s *Store) handOver(ctx context.Context, creator UserRef, room string) erro
 		heir := heirs[0]
 		return handOverRoom, []any{[]string{creator.Login}, []string{heir}, r.Participants[heir], heir,
 			r.Name, creator.Login, heir, heir}, nil
-	}, func(r Room) bool { return !r.HasParticipant(creator.Login) && r.CreatorLogin != creator.Login })
+	}, func(r Room) bool { return !r.HasParticipant(creator.Login) })
 	if err != nil {
 		return err
 	}

@@ -27,10 +27,14 @@ const (
 	// Joining without an invitation: "creator_login != null" is IF EXISTS
 	// (every room has a creator; a deleted row has none), so no join
 	// resurrects a deleted room, and a closed room refuses it.
-	joinRoom  = `UPDATE chat_rooms SET participants = participants + ? WHERE room_name = ? IF creator_login != null AND kind != 'closed'`
-	leaveRoom = `UPDATE chat_rooms SET participants = participants - ?, admins = admins - ? WHERE room_name = ? IF EXISTS`
-	// A creator who leaves a room with other members hands the creator
-	// role to an admin who is still a member, in the same statement.
+	joinRoom = `UPDATE chat_rooms SET participants = participants + ? WHERE room_name = ? IF creator_login != null AND kind != 'closed'`
+	// Anyone's leave but the creator's: "creator_login != null" is IF EXISTS.
+	leaveRoom = `UPDATE chat_rooms SET participants = participants - ?, admins = admins - ? WHERE room_name = ?
+		IF creator_login != null AND creator_login != ?`
+	// The creator's leave: alone in the room (the participants are the
+	// snapshot read, just the creator), or handing the creator role to an
+	// admin who is still a member, in the same statement.
+	leaveAlone   = `UPDATE chat_rooms SET participants = participants - ? WHERE room_name = ? IF creator_login = ? AND participants = ?`
 	handOverRoom = `UPDATE chat_rooms SET participants = participants - ?, admins = admins - ?, creator = ?, creator_login = ?
 		WHERE room_name = ? IF creator_login = ? AND admins CONTAINS ? AND participants[?] != null`
 	deleteRoom = `DELETE FROM chat_rooms WHERE room_name = ? IF creator_login = ? AND participants = ?`
@@ -394,12 +398,11 @@ func (s *Store) LeaveRoom(ctx context.Context, user UserRef, room string) error 
 		return fmt.Errorf("store: leave room %q: %w", room, ErrNotFound)
 	}
 	room = NameKey(room)
-	r, err := s.room(ctx, room, true)
-	if err == nil && r.CreatorLogin == user.Login && r.HasParticipant(user.Login) && len(r.Participants) > 1 {
-		return s.handOver(ctx, user, room)
-	}
+	// Not the creator's leave (decided inside the LWT, so no read of the
+	// participants comes first): a creator's fails, and hands over.
+	prev := map[string]any{}
 	applied, err := s.lwt(ctx, "leave room "+room, leaveRoom,
-		[]any{[]string{user.Login}, []string{user.Login}, room}, nil,
+		[]any{[]string{user.Login}, []string{user.Login}, room, user.Login}, prev,
 		func(ctx context.Context) (bool, error) {
 			r, err := s.room(ctx, room, true)
 			if errors.Is(err, ErrNotFound) {
@@ -409,6 +412,14 @@ func (s *Store) LeaveRoom(ctx context.Context, user UserRef, room string) error 
 		})
 	if err != nil {
 		return err
+	}
+	if c, _ := prev["creator_login"].(string); !applied && (c == user.Login || len(prev) == 0) {
+		// The creator, or an outcome resolved as not applied: the creator's
+		// way, which reads the room first.
+		if r, err := s.room(ctx, room, true); err == nil && r.CreatorLogin == user.Login {
+			return s.handOver(ctx, user, room)
+		}
+		applied = len(prev) > 0
 	}
 	if err := s.removeUserRoom(ctx, user.Login, room); err != nil {
 		return err
