@@ -58,6 +58,10 @@ type config struct {
 	maxUpload        int64
 	uploadPerHour    int64
 	uploadTimeout    time.Duration
+	uploadsPerUser   int
+	uploadMinRate    int64
+	decodeBudget     int64
+	downloadMemory   int64
 	resumeWindow     time.Duration
 	natsURL          string
 	natsEmbed        string
@@ -139,6 +143,10 @@ func parseFlags(args []string) (config, error) {
 	fs.IntVar(&c.maxReplays, "max-replays", envInt("MAX_REPLAYS", 32), "live streams catching up on missed messages at once, per instance; others wait briefly, then get 503 (env MAX_REPLAYS)")
 	fs.Int64Var(&c.maxUpload, "max-upload", int64(envInt("MAX_UPLOAD", handlers.DefaultMaxUpload)), "largest upload, in bytes (the files of one post together); larger ones get 413 and nothing is stored (env MAX_UPLOAD)")
 	fs.Int64Var(&c.uploadPerHour, "upload-bytes-per-hour", int64(envInt("UPLOAD_BYTES_PER_HOUR", web.DefaultUploadBytesPerHour)), "bytes one person may upload per hour, per instance (env UPLOAD_BYTES_PER_HOUR)")
+	fs.IntVar(&c.uploadsPerUser, "max-uploads-per-user", envInt("MAX_UPLOADS_PER_USER", handlers.DefaultMaxUploadsPerUser), "uploads one person may have under way at once, per instance; more get 429 (env MAX_UPLOADS_PER_USER)")
+	fs.Int64Var(&c.uploadMinRate, "upload-min-rate", int64(envInt("UPLOAD_MIN_RATE", handlers.DefaultUploadMinRate)), "bytes a second an upload must send on average, counted after its first 10 s; a slower one is stopped with 408 and nothing of its file is kept (env UPLOAD_MIN_RATE)")
+	fs.Int64Var(&c.decodeBudget, "decode-budget", int64(envInt("DECODE_BUDGET", store.DefaultDecodeBudget)), "bytes that the image decodes for previews may take at once, each counted as twice width × height × bytes per pixel of the decoded image (the garbage collector's headroom); an image whose decode alone needs more gets no preview (env DECODE_BUDGET)")
+	fs.Int64Var(&c.downloadMemory, "download-memory", int64(envInt("DOWNLOAD_MEMORY", store.DefaultReadBudget)), "bytes of file chunks (1000 KB each) that downloads and preview decodes may hold at once; more wait their turn (env DOWNLOAD_MEMORY)")
 	fs.DurationVar(&c.uploadTimeout, "upload-timeout", envDuration("UPLOAD_TIMEOUT", handlers.DefaultUploadTimeout), "time one upload or download may take, in place of --read-timeout and --write-timeout; a dead upload is swept after twice this (env UPLOAD_TIMEOUT)")
 	fs.StringVar(&c.natsURL, "nats-url", env("NATS_URL", ""), "NATS server for live events across instances; in-process hub if empty (env NATS_URL)")
 	fs.StringVar(&c.natsEmbed, "nats-embed", env("NATS_EMBED", ""), "run a NATS server inside this instance on host:port, for trying several instances (env NATS_EMBED)")
@@ -154,6 +162,9 @@ func parseFlags(args []string) (config, error) {
 	}
 	if c.maxUpload < 1 || c.uploadPerHour < c.maxUpload || c.uploadTimeout <= 0 {
 		return c, fmt.Errorf("--max-upload and --upload-timeout must be positive, and --upload-bytes-per-hour at least --max-upload")
+	}
+	if c.uploadsPerUser < 1 || c.uploadMinRate < 1 || c.decodeBudget < 1 || c.downloadMemory < store.ChunkSize {
+		return c, fmt.Errorf("--max-uploads-per-user, --upload-min-rate and --decode-budget must be positive, and --download-memory at least one chunk (%d bytes)", store.ChunkSize)
 	}
 	if c.messageRate <= 0 || c.joinRate <= 0 || c.messageBurst < 1 || c.joinBurst < 1 || c.roomsPerHour < 1 {
 		return c, fmt.Errorf("rates and bursts must be positive")
@@ -213,6 +224,7 @@ func run(cfg config) error {
 	db := store.New(store.Config{
 		Hosts: strings.Split(cfg.hosts, ","), Keyspace: cfg.keyspace, Replication: cfg.replication,
 		Consistency: consistency, SerialConsistency: serial, Observe: metrics.ObserveQuery, Log: log,
+		DecodeBudget: cfg.decodeBudget, ReadBudget: cfg.downloadMemory,
 	})
 	defer db.Close()
 
@@ -235,6 +247,7 @@ func run(cfg config) error {
 		CacheTTL: cfg.cacheTTL, CacheSize: cfg.cacheSize,
 		MaxStreamsPerUser: cfg.streamsPerUser, MaxStreamsPerIP: cfg.streamsPerIP, MaxReplays: cfg.maxReplays, ResumeWindow: cfg.resumeWindow,
 		MaxUpload: cfg.maxUpload, UploadTimeout: cfg.uploadTimeout,
+		MaxUploadsPerUser: cfg.uploadsPerUser, UploadMinRate: cfg.uploadMinRate,
 	}, log)
 	srv.Register(e)
 

@@ -29,13 +29,23 @@ const (
 // listDMs is the person's direct messages, most recent activity first.
 func (s *Server) listDMs(c echo.Context) error {
 	me := mustUser(c)
-	entries, err := s.db.DMList(c.Request().Context(), me.Login)
-	if err != nil {
-		return err
-	}
-	// The layout is filled first: its unread counts serve the rows too.
+	ctx := c.Request().Context()
 	page := views.Page{Title: "Direct messages"}
-	if !isHTMX(c) {
+	var entries []store.DMEntry
+	if isHTMX(c) {
+		var err error
+		if entries, err = s.db.DMList(ctx, me.Login); err != nil {
+			return err
+		}
+	} else {
+		// The sidebar's reads serve the page: its DM list is the rows,
+		// its unread counts their badges. The list is read once.
+		sb := s.readSidebar(ctx, me.Login, "")
+		if sb.dmErr != nil {
+			return sb.dmErr
+		}
+		entries = sb.entries
+		sb.fill(&page)
 		page = s.fillPage(c, page)
 	}
 	l := views.DMList{Now: time.Now()}

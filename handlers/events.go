@@ -5,8 +5,11 @@
 package handlers
 
 import (
+	"context"
 	"errors"
 	"net/http"
+	"sync"
+	"time"
 
 	"github.com/gocql/gocql"
 	"github.com/labstack/echo/v4"
@@ -54,6 +57,7 @@ func (s *Server) roomEvents(c echo.Context) error {
 			"Too many live pages are open from your address. Close some tabs, then reload this page.")
 	}
 	defer st.Close()
+	st.OnEnd(s.endAtExpiry(me.Login, session(c).ID))
 	if err := st.TakeReplay(c.Request().Context()); err != nil {
 		if errors.Is(err, live.ErrReplaysBusy) {
 			return s.refuseReplay(c)
@@ -94,4 +98,48 @@ func (s *Server) refuseReplay(c echo.Context) error {
 		Status: status, Title: http.StatusText(status),
 		Message: "Too many pages are catching up at this moment. Please try again in a few seconds.",
 	}))
+}
+
+// endAtExpiry ends the streams of session id when its row expires by its
+// TTL: logout and revocations end them through the hub at once, but
+// nothing tells of an expiry. It reads the session's TTL off the
+// request's path, and again once that has passed (a session extended by
+// another tab meanwhile is waited for again). It returns the func that
+// stops it.
+func (s *Server) endAtExpiry(login, id string) (stop func()) {
+	if id == "" {
+		return func() {}
+	}
+	var (
+		mu      sync.Mutex
+		timer   *time.Timer
+		stopped bool
+		check   func()
+	)
+	check = func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ttl, err := s.db.SessionTTL(ctx, id)
+		cancel()
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case stopped:
+			return
+		case errors.Is(err, store.ErrNotFound):
+			go s.endStreams(context.Background(), live.StreamEnd{Login: login, Sessions: []string{id}})
+			return
+		case err != nil:
+			ttl = time.Minute // Cassandra is away: ask again later
+		}
+		timer = time.AfterFunc(ttl+time.Second, check)
+	}
+	mu.Lock()
+	timer = time.AfterFunc(0, check)
+	mu.Unlock()
+	return func() {
+		mu.Lock()
+		stopped = true
+		timer.Stop()
+		mu.Unlock()
+	}
 }

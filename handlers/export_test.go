@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"context"
+	"time"
 
 	"github.com/killrchat/killrchat/live"
 )
@@ -9,3 +10,11 @@ import (
 // EndStreams lets the tests call endStreams, the contract that handlers
 // which revoke sessions (a password change) use.
 func (s *Server) EndStreams(ctx context.Context, end live.StreamEnd) { s.endStreams(ctx, end) }
+
+// OnFileStored calls f with the request's context each time an upload's
+// file is stored, before its message is posted.
+func (s *Server) OnFileStored(f func(context.Context)) { s.fileStored = f }
+
+// SetUploadGrace sets how long an upload runs before the minimum rate
+// applies (10 s in production).
+func (s *Server) SetUploadGrace(d time.Duration) { s.uploadGrace = d }

@@ -2,19 +2,24 @@ package handlers_test
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"image"
 	"image/color"
 	"image/png"
 	"io"
 	"math/rand/v2"
+	"mime"
 	"mime/multipart"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/PuerkitoBio/goquery"
 
 	"github.com/killrchat/killrchat/handlers"
 	"github.com/killrchat/killrchat/store"
@@ -44,6 +49,8 @@ type upload struct {
 	csrfLast bool // the token after the files
 	chunked  bool // no Content-Length
 	cutAfter int64
+	clientID string          // the composer's client_id ("" leaves it out)
+	ctx      context.Context // the request's, if not nil
 }
 
 // upload streams u to path (the body is never built in memory) and
@@ -54,6 +61,11 @@ func (c *client) upload(path string, u upload) (*http.Response, error) {
 		_ = mw.SetBoundary("killrchat-test-boundary")
 		if u.csrf != "" && !u.header && !u.csrfLast {
 			if err := mw.WriteField("_csrf", u.csrf); err != nil {
+				return err
+			}
+		}
+		if u.clientID != "" {
+			if err := mw.WriteField("client_id", u.clientID); err != nil {
 				return err
 			}
 		}
@@ -98,6 +110,9 @@ func (c *client) upload(path string, u upload) (*http.Response, error) {
 	req, _ := http.NewRequest(http.MethodPost, c.base+path, pr)
 	req.Header.Set("Content-Type", "multipart/form-data; boundary=killrchat-test-boundary")
 	req.ContentLength = length
+	if u.ctx != nil {
+		req = req.WithContext(u.ctx)
+	}
 	if u.header {
 		req.Header.Set("X-CSRF-Token", u.csrf)
 	}
@@ -521,5 +536,345 @@ func TestFilesInDMs(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusNotFound {
 		t.Errorf("an outsider's upload: %d", resp.StatusCode)
+	}
+}
+
+// TestDownloadManyRanges: however many ranges a request asks for, and in
+// whatever order, a download reads each chunk once at most; more than 8
+// ranges get the whole file, overlapping ones are merged.
+func TestDownloadManyRanges(t *testing.T) {
+	a := newApp(t, nil, nil)
+	ada := a.signedUp(t, unique("ada"))
+	room := createRoom(t, ada)
+	const size = store.ChunkSize * 3 / 2
+	href := postFile(t, ada, room, "ranges.bin", sized(size, 11))
+	all, _ := io.ReadAll(randomBytes(size, 11))
+	alternating := func(n int) string {
+		specs := make([]string, n)
+		for i := range specs {
+			at := int64(i/2) * 100
+			if i%2 == 1 {
+				at += store.ChunkSize
+			}
+			specs[i] = fmt.Sprintf("%d-%d", at, at)
+		}
+		return "bytes=" + strings.Join(specs, ",")
+	}
+	get := func(rng string) (*http.Response, []byte, int64) {
+		before := db.Store.ChunkReads()
+		req, _ := http.NewRequest(http.MethodGet, ada.base+href, nil)
+		req.Header.Set("Range", rng)
+		resp, err := ada.http.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp, b, db.Store.ChunkReads() - before
+	}
+	t.Run("400 alternating ranges", func(t *testing.T) {
+		resp, b, reads := get(alternating(400))
+		if resp.StatusCode != http.StatusOK || !bytes.Equal(b, all) {
+			t.Errorf("status %d, %d bytes", resp.StatusCode, len(b))
+		}
+		if reads > 2 {
+			t.Errorf("%d chunk reads for a file of 2 chunks", reads)
+		}
+	})
+	t.Run("8 alternating ranges", func(t *testing.T) {
+		resp, b, reads := get(alternating(8))
+		if resp.StatusCode != http.StatusPartialContent || !strings.HasPrefix(resp.Header.Get("Content-Type"), "multipart/byteranges") {
+			t.Fatalf("status %d, %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+		}
+		if reads > 2 {
+			t.Errorf("%d chunk reads for a file of 2 chunks", reads)
+		}
+		_, params, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+		mr := multipart.NewReader(bytes.NewReader(b), params["boundary"])
+		parts := 0
+		for {
+			p, err := mr.NextPart()
+			if err != nil {
+				break
+			}
+			var start, end, total int64
+			if _, err := fmt.Sscanf(p.Header.Get("Content-Range"), "bytes %d-%d/%d", &start, &end, &total); err != nil {
+				t.Fatal(err)
+			}
+			got, _ := io.ReadAll(p)
+			if !bytes.Equal(got, all[start:end+1]) {
+				t.Errorf("part %d-%d: wrong bytes", start, end)
+			}
+			parts++
+		}
+		if parts != 8 {
+			t.Errorf("%d parts", parts)
+		}
+	})
+	t.Run("overlapping ranges are merged", func(t *testing.T) {
+		resp, b, _ := get("bytes=500-900,0-10,5-600")
+		if resp.StatusCode != http.StatusPartialContent || resp.Header.Get("Content-Range") != fmt.Sprintf("bytes 0-900/%d", size) ||
+			!bytes.Equal(b, all[:901]) {
+			t.Errorf("status %d, Content-Range %q", resp.StatusCode, resp.Header.Get("Content-Range"))
+		}
+	})
+	t.Run("metrics", func(t *testing.T) {
+		if p := ada.get("/metrics"); !strings.Contains(p.body, "killrchat_attachment_chunk_reads_total") {
+			t.Error("/metrics has no chunk read counter")
+		}
+	})
+}
+
+// TestMalformedMultipart: a multipart body that does not parse gets a 400
+// with a sentence, stores nothing, and is not logged as an error.
+func TestMalformedMultipart(t *testing.T) {
+	a := newApp(t, nil, nil)
+	ada := a.signedUp(t, unique("ada"))
+	room := createRoom(t, ada)
+	csrf := ada.ensureCSRF()
+	const boundary = "killrchat-test-boundary"
+	head := "--" + boundary + "\r\nContent-Disposition: form-data; name=\"_csrf\"\r\n\r\n" + csrf + "\r\n"
+	for _, tc := range []struct{ name, part string }{
+		{"NUL in a file name", "--" + boundary + "\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a\x00b.txt\"\r\n\r\nhello\r\n"},
+		{"a header line without a colon", "--" + boundary + "\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.txt\"\r\nno colon here\r\n\r\nhello\r\n"},
+		{"oversized part headers", "--" + boundary + "\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.txt\"\r\nX-Big: " + strings.Repeat("x", 11<<20) + "\r\n\r\nhello\r\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			body := head + tc.part + "--" + boundary + "--\r\n"
+			req, _ := http.NewRequest(http.MethodPost, ada.base+"/rooms/"+room+"/messages", strings.NewReader(body))
+			req.Header.Set("Content-Type", "multipart/form-data; boundary="+boundary)
+			resp, err := ada.http.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := page{Response: resp}
+			p.doc, _ = goquery.NewDocumentFromReader(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusBadRequest || !strings.Contains(p.doc.Find("main").Text(), "malformed") {
+				t.Errorf("status %d: %.300s", resp.StatusCode, p.doc.Find("main").Text())
+			}
+			if n := listed(t, room); n != 0 {
+				t.Errorf("%d attachments stored", n)
+			}
+		})
+	}
+}
+
+// TestFilesTakeATokenEach: a post of several files is as many messages,
+// and takes as many tokens of the message limit.
+func TestFilesTakeATokenEach(t *testing.T) {
+	a := newApp(t, nil, nil, func(c *handlers.Config) {
+		c.Limits.Messages = web.Rate{Burst: 3, Per: time.Hour}
+	})
+	ada := a.signedUp(t, unique("ada"))
+	room := createRoom(t, ada)
+	files, order := map[string]io.Reader{}, []string{}
+	for i := range 10 {
+		name := fmt.Sprintf("f%d.txt", i)
+		files[name], order = bytesFile([]byte(name)), append(order, name)
+	}
+	resp, err := ada.upload("/rooms/"+room+"/messages", upload{csrf: ada.ensureCSRF(), files: files, order: order})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" {
+		t.Errorf("status %d, Retry-After %q", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+	if n := ada.get("/rooms/" + room).doc.Find("li.message:has(.attachment)").Length(); n != 3 {
+		t.Errorf("%d file messages posted with 3 tokens", n)
+	}
+}
+
+// TestUploadHangUpAfterLastByte: a client that hangs up once its file is
+// stored still gets its message: no file is left without one.
+func TestUploadHangUpAfterLastByte(t *testing.T) {
+	a := newApp(t, nil, nil)
+	ada := a.signedUp(t, unique("ada"))
+	room := createRoom(t, ada)
+	ctx, hangUp := context.WithCancel(context.Background())
+	defer hangUp()
+	a.srv.OnFileStored(func(req context.Context) {
+		hangUp()
+		select { // the server sees the connection close
+		case <-req.Done():
+		case <-time.After(5 * time.Second):
+			t.Error("the request's context outlived the client")
+		}
+	})
+	resp, err := ada.upload("/rooms/"+room+"/messages", upload{ctx: ctx, csrf: ada.ensureCSRF(),
+		files: map[string]io.Reader{"last.txt": bytesFile([]byte("the last byte"))}, order: []string{"last.txt"}})
+	if err == nil {
+		resp.Body.Close()
+		t.Fatalf("the client hung up, yet got %d", resp.StatusCode)
+	}
+	a.srv.OnFileStored(nil)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		files, msgs := listed(t, room), ada.get("/rooms/"+room).doc.Find("li.message:has(.attachment)").Length()
+		if files == 1 && msgs == 1 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d files stored, %d file messages", files, msgs)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestUploadRepeatedClientID: an upload sent again with the same
+// client_id (a retry after a lost answer) stores nothing more and answers
+// with the first one's message.
+func TestUploadRepeatedClientID(t *testing.T) {
+	a := newApp(t, nil, nil)
+	ada := a.signedUp(t, unique("ada"))
+	room := createRoom(t, ada)
+	ada.htmx = true
+	send := func() string {
+		resp, err := ada.upload("/rooms/"+room+"/messages", upload{csrf: ada.ensureCSRF(), clientID: "retry-me-123",
+			files: map[string]io.Reader{"a.txt": bytesFile([]byte("a")), "b.txt": bytesFile([]byte("b"))}, order: []string{"a.txt", "b.txt"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		doc, _ := goquery.NewDocumentFromReader(resp.Body)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("status %d", resp.StatusCode)
+		}
+		var ids []string
+		doc.Find("li.message").Each(func(_ int, s *goquery.Selection) { id, _ := s.Attr("id"); ids = append(ids, id) })
+		return strings.Join(ids, " ")
+	}
+	first, again := send(), send()
+	if first == "" || first != again {
+		t.Errorf("first answer %q, the repeat's %q", first, again)
+	}
+	if n := listed(t, room); n != 2 {
+		t.Errorf("%d files stored for two files sent twice", n)
+	}
+}
+
+// TestRoomDeletedMidUpload: a room deleted while a file is uploaded to it
+// (its clean-up runs between two chunks) keeps none of the file.
+func TestRoomDeletedMidUpload(t *testing.T) {
+	a := newApp(t, nil, nil)
+	ada := a.signedUp(t, unique("ada"))
+	room := createRoom(t, ada)
+	csrf := ada.ensureCSRF()
+	const size = 3 * store.ChunkSize
+	file := &midway{r: randomBytes(size, 5), at: store.ChunkSize + 10, f: func() {
+		for deadline := time.Now().Add(5 * time.Second); listed(t, room) == 0 && time.Now().Before(deadline); {
+			time.Sleep(10 * time.Millisecond) // the upload is under way
+		}
+		if p := ada.post("/rooms/"+room+"/delete", nil); p.StatusCode != http.StatusSeeOther {
+			t.Errorf("delete: %d", p.StatusCode)
+		}
+	}}
+	resp, err := ada.upload("/rooms/"+room+"/messages", upload{csrf: csrf,
+		files: map[string]io.Reader{"big.bin": sizedReader{file, size}}, order: []string{"big.bin"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Errorf("status %d", resp.StatusCode)
+	}
+	if n := listed(t, room); n != 0 {
+		t.Errorf("%d files outlive the room", n)
+	}
+}
+
+// midway is a reader that calls f once, when at bytes have been read.
+type midway struct {
+	r    io.Reader
+	at   int64
+	read int64
+	f    func()
+}
+
+func (m *midway) Read(p []byte) (int, error) {
+	if m.f != nil && m.read+int64(len(p)) > m.at {
+		if m.read < m.at {
+			p = p[:m.at-m.read]
+		} else {
+			m.f()
+			m.f = nil
+		}
+	}
+	n, err := m.r.Read(p)
+	m.read += int64(n)
+	return n, err
+}
+
+// stallAfter is a file of n bytes that sends some and then stalls until
+// release is closed (then fails, as a client that gives up).
+type stallAfter struct {
+	r       io.Reader
+	n       int64
+	release chan struct{}
+}
+
+func (s *stallAfter) Read(p []byte) (int, error) {
+	n, err := s.r.Read(p)
+	if errors.Is(err, io.EOF) {
+		<-s.release
+		return n, io.ErrClosedPipe
+	}
+	return n, err
+}
+
+func (s *stallAfter) Size() int64 { return s.n }
+
+// TestStalledUploads: a person has at most MaxUploadsPerUser uploads
+// under way; an upload slower than the minimum rate is stopped (408, and
+// too_slow on /metrics) and leaves nothing.
+func TestStalledUploads(t *testing.T) {
+	a := newApp(t, nil, nil, func(c *handlers.Config) { c.MaxUploadsPerUser = 2 })
+	a.srv.SetUploadGrace(time.Second)
+	ada := a.signedUp(t, unique("ada"))
+	room := createRoom(t, ada)
+	csrf := ada.ensureCSRF()
+	release := make(chan struct{})
+	defer close(release) // the stalled clients give up
+	for range 2 {
+		f := &stallAfter{r: randomBytes(40<<10, 3), n: 1 << 20, release: release}
+		go func() {
+			// The server stops reading; this client, stuck in its body,
+			// sees the answer only once it gives up.
+			resp, err := ada.upload("/rooms/"+room+"/messages", upload{csrf: csrf, files: map[string]io.Reader{"slow.bin": f}, order: []string{"slow.bin"}})
+			if err == nil {
+				resp.Body.Close()
+			}
+		}()
+	}
+	time.Sleep(300 * time.Millisecond) // both are under way
+	resp, err := ada.upload("/rooms/"+room+"/messages", upload{csrf: csrf,
+		files: map[string]io.Reader{"third.txt": bytesFile([]byte("x"))}, order: []string{"third.txt"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" {
+		t.Errorf("a third upload at once: %d", resp.StatusCode)
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for !strings.Contains(ada.get("/metrics").body, `killrchat_uploads_total{result="too_slow"} 2`) {
+		if time.Now().After(deadline) {
+			t.Fatal("the stalled uploads were not stopped")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if n := listed(t, room); n != 0 {
+		t.Errorf("stalled uploads left %d files", n)
+	}
+	// Their places are free again.
+	resp, err = ada.upload("/rooms/"+room+"/messages", upload{csrf: csrf,
+		files: map[string]io.Reader{"after.txt": bytesFile([]byte("x"))}, order: []string{"after.txt"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusSeeOther {
+		t.Errorf("an upload after the stalled ones: %d", resp.StatusCode)
 	}
 }

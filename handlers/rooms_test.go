@@ -1,12 +1,16 @@
 package handlers_test
 
 import (
+	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/PuerkitoBio/goquery"
+
 	"github.com/killrchat/killrchat/store"
 )
 
@@ -160,4 +164,56 @@ func TestRoomListPaging(t *testing.T) {
 			t.Errorf("forged page token: %d", p.StatusCode)
 		}
 	}
+}
+
+// TestPostInRoomDeletedOnAnotherInstance: instance B still has the room
+// in its cache (no invalidation reached it: separate hubs) when A deletes
+// it; a post on B, text or file, is refused and leaves nothing stored.
+func TestPostInRoomDeletedOnAnotherInstance(t *testing.T) {
+	a := newApp(t, nil, nil)
+	b := newApp(t, nil, nil)
+	ada := a.signedUp(t, unique("ada"))
+	onB := ada.on(b)
+	room := createRoom(t, ada)
+	if p := onB.get("/rooms/" + room); p.StatusCode != http.StatusOK { // B caches the room
+		t.Fatalf("room on B: %d", p.StatusCode)
+	}
+	onB.ensureCSRF()
+	if p := ada.post("/rooms/"+room+"/delete", nil); p.StatusCode != http.StatusSeeOther {
+		t.Fatalf("delete: %d", p.StatusCode)
+	}
+	if p := onB.post("/rooms/"+room+"/messages", url.Values{"content": {"into the void"}}); p.StatusCode != http.StatusNotFound {
+		t.Errorf("text post on B: %d", p.StatusCode)
+	}
+	resp, err := onB.upload("/rooms/"+room+"/messages", upload{csrf: onB.ensureCSRF(),
+		files: map[string]io.Reader{"void.txt": bytesFile([]byte("into the void"))}, order: []string{"void.txt"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Errorf("file post on B: %d", resp.StatusCode)
+	}
+	sess, err := db.Session()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	var n int
+	if err := sess.Query(`SELECT count(*) FROM chat_room_messages WHERE room_name = ? AND time_bucket = ?`,
+		room, todayBucket()).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 0 {
+		t.Errorf("%d messages stored in the deleted room", n)
+	}
+	if n := listed(t, room); n != 0 {
+		t.Errorf("%d files stored in the deleted room", n)
+	}
+}
+
+// todayBucket is today's day bucket (yyyyMMdd, UTC).
+func todayBucket() int {
+	n, _ := strconv.Atoi(time.Now().UTC().Format("20060102"))
+	return n
 }

@@ -74,6 +74,12 @@ type Config struct {
 	// minutes), in place of the server's read and write timeouts.
 	MaxUpload     int64
 	UploadTimeout time.Duration
+	// MaxUploadsPerUser caps the uploads one person has under way at once
+	// on this instance (default 4; over it, 429). UploadMinRate is the
+	// least an upload must send, in bytes a second on average once it has
+	// run 10 seconds (default 16 KiB); a slower one is stopped with 408.
+	MaxUploadsPerUser int
+	UploadMinRate     int64
 	// ResumeWindow is how far before its Last-Event-ID, in message time,
 	// a resumed stream replays when several instances publish (default
 	// 5s; see Server.replayStart): it must cover how late another
@@ -97,7 +103,14 @@ type Server struct {
 	recent   *recentPosts
 	closing  chan struct{} // closed by Shutdown
 	csrf     *web.CSRF
-	limits   struct {
+	// fileStored, when set (by tests), is called with the request's
+	// context once an upload's file is stored, before its message.
+	fileStored func(context.Context)
+	// uploads caps each person's uploads under way; uploadGrace is how
+	// long an upload runs before Config.UploadMinRate applies.
+	uploads     *uploadCounts
+	uploadGrace time.Duration
+	limits      struct {
 		messages, rooms, membership, passwordUser, passwordIP, uploadBytes *web.KeyedLimiter
 	}
 }
@@ -117,12 +130,20 @@ func New(db *store.Store, metrics *web.Metrics, hub live.Hub, cfg Config, log *s
 	if cfg.UploadTimeout <= 0 {
 		cfg.UploadTimeout = DefaultUploadTimeout
 	}
+	if cfg.MaxUploadsPerUser <= 0 {
+		cfg.MaxUploadsPerUser = DefaultMaxUploadsPerUser
+	}
+	if cfg.UploadMinRate <= 0 {
+		cfg.UploadMinRate = DefaultUploadMinRate
+	}
 	pages := securecookie.New(cfg.SessionKey, nil)
 	pages.MaxAge(int((6 * time.Hour) / time.Second))
 	s := &Server{
 		db: db, metrics: metrics, hub: hub, cfg: cfg, log: log, pages: pages,
 		closing: make(chan struct{}),
 	}
+	s.uploads, s.uploadGrace = newUploadCounts(cfg.MaxUploadsPerUser), uploadGrace
+	metrics.WatchStore(db)
 	if cfg.SessionCacheTTL == 0 {
 		cfg.SessionCacheTTL = web.DefaultSessionCacheTTL
 	}

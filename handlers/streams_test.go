@@ -543,3 +543,28 @@ func TestStreamEndsAcrossInstances(t *testing.T) {
 		s[0].ended(t, 5*time.Second)
 	})
 }
+
+// TestSessionExpiryEndsStreams: a session whose row expires by its TTL
+// (no logout, nothing published) ends its open streams.
+func TestSessionExpiryEndsStreams(t *testing.T) {
+	a := newApp(t, nil, nil)
+	ada := a.signedUp(t, unique("ada"))
+	room := createRoom(t, ada)
+	id, err := a.srv.SessionIDFromCookie(ada.cookie("killrchat_session"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	row, err := db.Store.Session(ctxT(t), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The same session, with 3 seconds left.
+	if err := db.SaveSession(ctxT(t), id, row, 3*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	s := ada.subscribe(t, room, "")
+	if s.status != http.StatusOK {
+		t.Fatalf("events: %d", s.status)
+	}
+	s.ended(t, 10*time.Second)
+}

@@ -47,6 +47,10 @@ type sidebar struct {
 	markers  store.Markers
 	// read says the markers were read (a failure leaves them empty).
 	read bool
+	// entries is the whole DM list as read, or dmErr why it was not:
+	// GET /dm shows it without reading it again.
+	entries []store.DMEntry
+	dmErr   error
 }
 
 // readSidebar reads login's sidebar. Its statements do not depend on how
@@ -77,6 +81,7 @@ func (s *Server) readSidebar(ctx context.Context, login, open string) sidebar {
 	go func() { defer wg.Done(); sb.markers, merr = s.db.ReadMarkers(ctx, login) }()
 	go func() { defer wg.Done(); heads, herr = s.db.Heads(ctx, sb.rooms) }()
 	wg.Wait()
+	sb.entries, sb.dmErr = entries, derr
 	if derr != nil {
 		s.log.Warn("sidebar: read my dms", "login", login, "err", derr)
 	}

@@ -145,6 +145,9 @@ func (st *Stream) Watch(w *ConversationWatch) {
 	st.ends.add(w.Close)
 }
 
+// OnEnd has f run when the stream ends (with what Close gives back).
+func (st *Stream) OnEnd(f func()) { st.ends.add(f) }
+
 // Close gives back what the stream holds, unless Run handed it over.
 func (st *Stream) Close() { st.ends.run() }
 

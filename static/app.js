@@ -337,14 +337,40 @@
   });
 
   // The first connect of hx-sse:connect is an ordinary htmx GET: a 404/410
-  // (not an event stream) arrives as a normal response.
+  // (not an event stream) arrives as a normal response, and so does a
+  // 429 (too many live pages) or 503 (the server is busy), which the
+  // extension never retries (it retries only a stream that was once up).
   document.addEventListener("htmx:response:error", function (evt) {
     var ctx = evt.detail && evt.detail.ctx;
-    if (!ctx || !ctx.response) return;
+    if (!ctx || !ctx.response || !isStreamElement(ctx.sourceElement)) return;
     var status = ctx.response.status;
-    if ((status === 404 || status === 410) && isStreamElement(ctx.sourceElement)) {
+    if (status === 404 || status === 410) {
       leaveDeletedRoom();
+    } else if (status === 429 || status === 503) {
+      var headers = ctx.response.headers;
+      retryStream(ctx.sourceElement, headers && typeof headers.get === "function" ? headers.get("Retry-After") : null);
     }
+  });
+
+  // retryStream connects a refused first stream again: after Retry-After
+  // (in seconds) and a delay that doubles from 1 s to 60 s with some
+  // jitter, a fresh copy of the stream element takes its place, and htmx
+  // connects it as it did the first.
+  var streamRetries = 0;
+  function retryStream(el, retryAfter) {
+    var backoff = Math.min(1000 * Math.pow(2, streamRetries), 60000) * (0.85 + Math.random() * 0.3);
+    var asked = parseInt(retryAfter, 10) * 1000;
+    streamRetries++;
+    setStreamDown(true);
+    setTimeout(function () {
+      if (leaving || !el.isConnected) return;
+      var fresh = el.cloneNode(true);
+      el.replaceWith(fresh);
+      if (window.htmx && typeof window.htmx.process === "function") window.htmx.process(fresh);
+    }, Math.max(backoff, asked > 0 ? asked : 0));
+  }
+  document.addEventListener("htmx:sse:after:connection", function () {
+    streamRetries = 0;
   });
 
   // ---------------------------------------------------------------------------
@@ -1253,6 +1279,10 @@
     var token = form.elements.namedItem("_csrf");
     // The token first: the server checks it before it stores anything.
     data.append("_csrf", token ? token.value : "");
+    // The composer's one-time id: a retry of this upload stores nothing
+    // more (each answer brings the next id, see appendPosted).
+    var clientID = document.getElementById("client_id");
+    if (clientID) data.append("client_id", clientID.value);
     data.append("content", text);
     data.append("file", file, file.name || "pasted.png");
     var xhr = new XMLHttpRequest();

@@ -2,7 +2,8 @@
 // 1000 KB, one partition per chunk (the email data model's attachments
 // table). An upload is written chunk by chunk while it streams in, with
 // bounded parallelism and a bounded number of chunk buffers per process,
-// so the server never holds a whole file; a download reads back only the
+// taken only once a chunk's first bytes have arrived (so a stalled upload
+// holds none), and the server never holds a whole file; a download reads back only the
 // chunks its range needs. The metadata row turns 'ready' only after every
 // chunk is stored; an upload that fails deletes what it wrote, and one
 // whose process died is swept (see SweepUploads).
@@ -60,6 +61,8 @@ const (
 	StatusPending = "pending"
 	StatusReady   = "ready"
 
+	// DefaultReadBudget is the default of Config.ReadBudget.
+	DefaultReadBudget = 32 << 20
 	// uploadParallelism bounds the chunk inserts one upload has in flight.
 	uploadParallelism = 4
 	// defaultChunkBuffers bounds the chunk buffers of all uploads of this
@@ -67,6 +70,9 @@ const (
 	// this many chunks, however many people upload at once; an upload
 	// that finds none free waits, and its client's TCP window fills.
 	defaultChunkBuffers = 8
+	// chunkHead is how much of a chunk an upload reads into its own
+	// buffer before it takes one of the process's chunk buffers.
+	chunkHead = 32 << 10
 	// maxFileName is the longest stored file name, in characters.
 	maxFileName = 200
 	// sweepDays is how many days of pending_uploads a sweep reads.
@@ -100,6 +106,9 @@ type Attachment struct {
 	// enough); zero when there is none.
 	PreviewID                   gocql.UUID
 	PreviewWidth, PreviewHeight int
+	// decodeBytes is what decoding the image takes (see decodedBytes),
+	// known only during its upload.
+	decodeBytes int64
 }
 
 // Inline reports whether the file may be shown by a browser in our
@@ -216,7 +225,9 @@ func (s *Store) StoreAttachment(ctx context.Context, in Place, uploader UserRef,
 		return Attachment{}, err
 	}
 	if a.Width > 0 {
-		if err := s.addPreview(ctx, &a); err != nil {
+		if err := s.addPreview(ctx, &a); errors.Is(err, errNoPreview) {
+			s.log.Info("store: no preview", "attachment", a.ID, "err", err)
+		} else if err != nil {
 			// A header that decoded but a body that does not: the file
 			// is kept, for download, without a preview.
 			s.log.Warn("store: no preview", "attachment", a.ID, "err", err)
@@ -265,13 +276,29 @@ func (s *Store) storeChunks(ctx context.Context, conv string, uploader UserRef, 
 		return failed
 	}
 	chunks := 0
+	// Each chunk's first bytes are read into this upload's own small
+	// buffer, and a chunk buffer of the process is taken only once they
+	// are at hand: an upload that stalls before a chunk holds none.
+	head := make([]byte, chunkHead)
 	for failure() == nil {
-		buf, err := s.chunkBuffer(ctx)
-		if err != nil {
-			fail(err)
-			break
+		h, rerr := fill(body, head)
+		var (
+			buf []byte
+			n   = h
+		)
+		if h > 0 {
+			var err error
+			if buf, err = s.chunkBuffer(ctx); err != nil {
+				fail(err)
+				break
+			}
+			copy(buf, head[:h])
+			if rerr == nil {
+				var m int
+				m, rerr = fill(body, buf[h:])
+				n += m
+			}
 		}
-		n, rerr := fill(body, buf)
 		a.Size += int64(n)
 		last := errors.Is(rerr, io.EOF)
 		switch {
@@ -286,7 +313,9 @@ func (s *Store) storeChunks(ctx context.Context, conv string, uploader UserRef, 
 			rerr = inspect(&a, buf[:n])
 		}
 		if rerr != nil || n == 0 {
-			s.releaseChunkBuffer(buf)
+			if buf != nil {
+				s.releaseChunkBuffer(buf)
+			}
 			if rerr != nil {
 				fail(rerr)
 			}
@@ -351,7 +380,7 @@ func inspect(a *Attachment, first []byte) error {
 		return ValidationError{"file": fmt.Sprintf("This image is %d×%d pixels; images of more than %d megapixels are refused.",
 			cfg.Width, cfg.Height, MaxImagePixels/1_000_000)}
 	}
-	a.Width, a.Height = cfg.Width, cfg.Height
+	a.Width, a.Height, a.decodeBytes = cfg.Width, cfg.Height, decodedBytes(cfg)
 	return nil
 }
 
@@ -406,6 +435,24 @@ func (s *Store) deleteAttachment(ctx context.Context, conv string, id gocql.UUID
 	return s.exec(ctx, "unlist attachment", deleteConversationAttachment, conv, id)
 }
 
+// DiscardAttachment deletes a stored attachment and its preview: the
+// file of a message that could not be posted. Deleting what is already
+// gone is no error.
+func (s *Store) DiscardAttachment(ctx context.Context, a Attachment) error {
+	if a.PreviewID != (gocql.UUID{}) && a.PreviewID != a.ID {
+		p, err := s.Attachment(ctx, a.PreviewID)
+		switch {
+		case err == nil:
+			if err := s.deleteAttachment(ctx, p.Conversation, p.ID, p.Chunks); err != nil {
+				return err
+			}
+		case !errors.Is(err, ErrNotFound):
+			return err
+		}
+	}
+	return s.deleteAttachment(ctx, a.Conversation, a.ID, a.Chunks)
+}
+
 // Attachment returns the ready attachment id, or ErrNotFound (also while
 // it is still being uploaded).
 func (s *Store) Attachment(ctx context.Context, id gocql.UUID) (Attachment, error) {
@@ -425,8 +472,13 @@ func (s *Store) Attachment(ctx context.Context, id gocql.UUID) (Attachment, erro
 	return a, nil
 }
 
+// ChunkReads is how many attachment chunks this store has read since it
+// was created: downloads and preview decodes together.
+func (s *Store) ChunkReads() int64 { return s.chunkReads.Load() }
+
 // Chunk reads chunk no of attachment id.
 func (s *Store) Chunk(ctx context.Context, id gocql.UUID, no int) ([]byte, error) {
+	s.chunkReads.Add(1)
 	q, err := s.query(ctx, selectChunk, id, no)
 	if err != nil {
 		return nil, err
@@ -443,7 +495,10 @@ func (s *Store) Chunk(ctx context.Context, id gocql.UUID, no int) ([]byte, error
 
 // OpenAttachment reads a ready attachment's bytes: an io.ReadSeeker that
 // holds one chunk at a time and reads a chunk only when a read reaches it,
-// so a range reads only the chunks it covers. ctx bounds every read.
+// so a range reads only the chunks it covers. The chunks that all open
+// readers of the process hold together stay within Config.ReadBudget: a
+// reader waits for room before it loads one. ctx bounds every read and
+// every wait; Close lets the chunk go.
 func (s *Store) OpenAttachment(ctx context.Context, a Attachment) *AttachmentReader {
 	return &AttachmentReader{s: s, ctx: ctx, a: a, loaded: -1}
 }
@@ -456,6 +511,7 @@ type AttachmentReader struct {
 	pos    int64
 	loaded int
 	chunk  []byte
+	held   int64 // of the read budget
 }
 
 // Read reads from the current position, loading its chunk if needed.
@@ -465,9 +521,15 @@ func (r *AttachmentReader) Read(p []byte) (int, error) {
 	}
 	no := int(r.pos / int64(r.a.ChunkSize))
 	if no != r.loaded {
-		r.chunk = nil // let the old chunk go before the next arrives
+		r.Close() // let the old chunk go before the next arrives
+		need := min(int64(r.a.ChunkSize), r.s.readBudgetSize)
+		if err := r.s.readBudget.Acquire(r.ctx, need); err != nil {
+			return 0, err
+		}
+		r.held = need
 		data, err := r.s.Chunk(r.ctx, r.a.ID, no)
 		if err != nil {
+			r.Close()
 			return 0, err
 		}
 		r.chunk, r.loaded = data, no
@@ -479,6 +541,17 @@ func (r *AttachmentReader) Read(p []byte) (int, error) {
 	n := copy(p, r.chunk[off:])
 	r.pos += int64(n)
 	return n, nil
+}
+
+// Close lets the chunk the reader holds go; a later Read loads it again.
+// It never fails.
+func (r *AttachmentReader) Close() error {
+	r.chunk, r.loaded = nil, -1
+	if r.held > 0 {
+		r.s.readBudget.Release(r.held)
+		r.held = 0
+	}
+	return nil
 }
 
 // Seek moves the position; it reads nothing.

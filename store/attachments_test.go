@@ -15,6 +15,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -478,5 +479,141 @@ func TestCleanFileName(t *testing.T) {
 		if got := store.CleanFileName(in); got != want {
 			t.Errorf("CleanFileName(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// png16 is a w×h PNG of 16-bit RGBA: decoded, 8 bytes a pixel.
+func png16(w, h int) []byte {
+	img := image.NewNRGBA64(image.Rect(0, 0, w, h))
+	for y := range h {
+		for x := range w {
+			img.SetNRGBA64(x, y, color.NRGBA64{uint16(x * 61), uint16(y * 59), 100, 0xffff})
+		}
+	}
+	var b bytes.Buffer
+	_ = png.Encode(&b, img)
+	return b.Bytes()
+}
+
+// TestPreviewDecodeBudget: an image is decoded for its preview only when
+// its decoded bytes (pixels × bytes per pixel of its model, not its
+// pixels alone) fit the process's decode budget; one that does not is
+// kept, without a preview, and decoded by no one.
+func TestPreviewDecodeBudget(t *testing.T) {
+	ctx := context.Background()
+	// A decode is charged twice its decoded bytes.
+	st, err := db.AnotherWith(func(c *store.Config) { c.DecodeBudget = 9 << 20 })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ada := newUser(t, unique("ada"))
+	conv := conversationOf(ada)
+	for _, tc := range []struct {
+		name    string
+		data    []byte
+		preview bool
+	}{
+		{"8-bit 1000x1000 (4 MB decoded) fits", pngOf(1000, 1000, 255), true},
+		{"16-bit 1000x1000 (8 MB decoded) does not", png16(1000, 1000), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			reads := st.ChunkReads()
+			a, err := st.StoreAttachment(ctx, conv, ada.Ref(), "big.png", bytes.NewReader(tc.data), 25<<20)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if a.Width != 1000 || a.Height != 1000 {
+				t.Fatalf("got %+v", a)
+			}
+			if got := a.Ref().HasPreview(); got != tc.preview {
+				t.Errorf("preview %v, want %v", got, tc.preview)
+			}
+			if !tc.preview && st.ChunkReads() != reads {
+				t.Errorf("an image over the budget was read back for decoding (%d chunk reads)", st.ChunkReads()-reads)
+			}
+			if _, err := st.Attachment(ctx, a.ID); err != nil {
+				t.Errorf("the file was not kept: %v", err)
+			}
+		})
+	}
+}
+
+// blockedReader gives its bytes, then blocks until release is closed.
+type blockedReader struct {
+	r       io.Reader
+	release chan struct{}
+}
+
+func (b *blockedReader) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if errors.Is(err, io.EOF) {
+		<-b.release
+		return n, io.ErrUnexpectedEOF
+	}
+	return n, err
+}
+
+// TestStalledUploadsHoldNoBuffers: uploads that send a little and then
+// stall hold none of the process's chunk buffers, so the next upload is
+// not stuck behind them.
+func TestStalledUploadsHoldNoBuffers(t *testing.T) {
+	st, err := db.AnotherWith(func(c *store.Config) { c.ChunkBuffers = 2 })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ada := newUser(t, unique("ada"))
+	conv := conversationOf(ada)
+	release := make(chan struct{})
+	var stalled sync.WaitGroup
+	for i := range 4 {
+		stalled.Add(1)
+		go func() {
+			defer stalled.Done()
+			body := &blockedReader{r: randomBytes(1024, uint64(i)), release: release}
+			_, _ = st.StoreAttachment(context.Background(), conv, ada.Ref(), "stalled.bin", body, 25<<20)
+		}()
+	}
+	defer func() {
+		close(release)
+		stalled.Wait()
+	}()
+	time.Sleep(200 * time.Millisecond) // the stalled uploads are under way
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	if _, err := st.StoreAttachment(ctx, conv, ada.Ref(), "next.bin", randomBytes(3*store.ChunkSize, 9), 25<<20); err != nil {
+		t.Errorf("an upload behind 4 stalled ones: %v", err)
+	}
+}
+
+// TestReadBudget: the chunks that open readers hold stay within the
+// process's read budget; a reader waits for room, and Close makes it.
+func TestReadBudget(t *testing.T) {
+	ctx := context.Background()
+	st, err := db.AnotherWith(func(c *store.Config) { c.ReadBudget = store.ChunkSize })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ada := newUser(t, unique("ada"))
+	a, err := st.StoreAttachment(ctx, conversationOf(ada), ada.Ref(), "two.bin", randomBytes(2*store.ChunkSize, 4), 25<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := st.OpenAttachment(ctx, a)
+	if _, err := first.Read(make([]byte, 1)); err != nil {
+		t.Fatal(err)
+	}
+	waiting, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	if _, err := st.OpenAttachment(waiting, a).Read(make([]byte, 1)); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("a second reader over the budget: %v, want it to wait", err)
+	}
+	first.Close()
+	second := st.OpenAttachment(ctx, a)
+	defer second.Close()
+	if _, err := io.Copy(io.Discard, second); err != nil {
+		t.Errorf("once the first is closed: %v", err)
 	}
 }

@@ -19,7 +19,8 @@ import (
 const (
 	insertMessage = `INSERT INTO chat_room_messages (room_name, time_bucket, message_id, author, content, system_message, attachment)
 		VALUES (?, ?, ?, ?, ?, ?, ?)`
-	insertBucket = `INSERT INTO messages_bucket (room_name, time_bucket) VALUES (?, ?)`
+	deleteMessage = `DELETE FROM chat_room_messages WHERE room_name = ? AND time_bucket = ? AND message_id = ?`
+	insertBucket  = `INSERT INTO messages_bucket (room_name, time_bucket) VALUES (?, ?)`
 	// Buckets between the room's creation and the cursor, newest first.
 	// Every read of messages names one bucket: never IN over buckets.
 	selectBucketsDown = `SELECT time_bucket FROM messages_bucket
@@ -125,6 +126,15 @@ func (s *Store) DraftSystemMessage(in Place, about UserRef, text string) Message
 // SaveMessage stores a drafted message in its day bucket, recording the
 // bucket first so paging can always reach the message, and then moves the
 // conversation's head to it.
+//
+// In a room it then reads the room's row (beside the head's write, so the
+// post waits for one round trip more, not two): a room deleted, or
+// deleted and created again, since the caller read it loses the message
+// again, and SaveMessage returns ErrNotFound. The read comes after the
+// insert, so it holds whatever instance deleted the room and whatever its
+// caches knew: either the read sees the delete's LWT, or that LWT
+// finished after the insert and the delete's clean-up, which runs after
+// its LWT, deletes the message with its bucket.
 func (s *Store) SaveMessage(ctx context.Context, in Place, m Message) error {
 	bucket := bucketOf(m.ID)
 	if err := s.recordBucket(ctx, in.Conversation(), bucket); err != nil {
@@ -142,8 +152,28 @@ func (s *Store) SaveMessage(ctx context.Context, in Place, m Message) error {
 	if err := q.Exec(); err != nil {
 		return s.fail("post message in "+m.Room, err)
 	}
-	// After the message, so a head never names a message that is not stored.
-	return s.setHead(ctx, m.Room, m.ID)
+	r, isRoom := in.(Room)
+	if !isRoom {
+		// After the message, so a head never names a message that is not stored.
+		return s.setHead(ctx, m.Room, m.ID)
+	}
+	headSet := make(chan error, 1)
+	go func() { headSet <- s.setHead(ctx, m.Room, m.ID) }()
+	now, err := s.room(ctx, r.Name, false)
+	if err == nil && !now.CreatedAt.Equal(r.CreatedAt) {
+		err = fmt.Errorf("store: room %q was deleted and created again: %w", r.Name, ErrNotFound)
+	}
+	headErr := <-headSet
+	if errors.Is(err, ErrNotFound) {
+		if derr := s.exec(context.WithoutCancel(ctx), "unpost message in "+m.Room, deleteMessage, m.Room, bucket, m.ID); derr != nil {
+			s.log.Warn("store: a message posted in a deleted room is left", "room", m.Room, "id", m.ID, "err", derr)
+		}
+		return fmt.Errorf("store: post in %q: %w", m.Room, err)
+	}
+	if err != nil {
+		return err
+	}
+	return headErr
 }
 
 // recordBucket writes (conversation, bucket) to messages_bucket before the

@@ -3,6 +3,8 @@ package store_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -266,4 +268,54 @@ func TestParseMessageID(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestPostInDeletedRoom: a post by someone whose copy of the room is
+// stale (another instance's cache) is refused once the room is deleted,
+// or deleted and created again, and leaves no message behind.
+func TestPostInDeletedRoom(t *testing.T) {
+	ctx := context.Background()
+	author := newUser(t, unique("poster"))
+	stored := func(t *testing.T, name string) int {
+		t.Helper()
+		sess, err := db.Session()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sess.Close()
+		var n int
+		if err := sess.Query(`SELECT count(*) FROM chat_room_messages WHERE room_name = ? AND time_bucket = ?`,
+			name, bucketNow()).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	for _, recreate := range []bool{false, true} {
+		t.Run(fmt.Sprintf("recreated=%v", recreate), func(t *testing.T) {
+			stale, err := db.CreateRoom(ctx, author.Ref(), store.NewRoom{Name: unique("gone")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := db.DeleteRoom(ctx, author.Login, stale.Name); err != nil {
+				t.Fatal(err)
+			}
+			if recreate {
+				if _, err := db.CreateRoom(ctx, author.Ref(), store.NewRoom{Name: stale.Name}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := db.PostMessage(ctx, stale, author.Ref(), "into the void"); !errors.Is(err, store.ErrNotFound) {
+				t.Errorf("post in a deleted room: %v, want ErrNotFound", err)
+			}
+			if n := stored(t, stale.Name); n != 0 {
+				t.Errorf("%d messages stored in the deleted room's bucket", n)
+			}
+		})
+	}
+}
+
+// bucketNow is today's day bucket (yyyyMMdd, UTC).
+func bucketNow() int {
+	n, _ := strconv.Atoi(time.Now().UTC().Format("20060102"))
+	return n
 }

@@ -2,19 +2,26 @@
 // stored image (the standard library's PNG, JPEG and GIF decoders and
 // golang.org/x/image's WebP one), scaling it to fit 480×360 with
 // golang.org/x/image/draw, and storing the result as an attachment of its
-// own. Decodes run one or two at a time per process, since a decoded
-// image takes 4 bytes a pixel whatever its file size.
+// own. A decoded image takes its pixels times the bytes a pixel of its
+// decoded model holds (8 for 16-bit RGBA), whatever its file size: decodes
+// run at most two at a time, and all of them together within the
+// process's decode budget (Config.DecodeBudget), each charged twice its
+// decoded bytes (the collector's headroom). An image whose decode alone
+// would not fit is kept without a preview.
 package store
 
 import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"image"
+	"image/color"
 	_ "image/gif" // registers the GIF decoder for image.Decode
 	"image/jpeg"
 	"image/png"
+	"runtime"
 
 	"golang.org/x/image/draw"
 	_ "golang.org/x/image/webp" // registers the WebP decoder
@@ -29,7 +36,41 @@ const (
 	MaxImagePixels = 40_000_000
 	// previewDecodes bounds the decodes running at once in this process.
 	previewDecodes = 2
+	// bigDecode is the size of a decode after which the garbage is
+	// collected at once.
+	bigDecode = 16 << 20
+	// DefaultDecodeBudget is the default of Config.DecodeBudget.
+	DefaultDecodeBudget = 256 << 20
 )
+
+// errNoPreview is why an image gets no preview: decoding it would take
+// more than the whole decode budget.
+var errNoPreview = errors.New("decoding it would take more memory than the decode budget")
+
+// decodedBytes is the memory that decoding an image of cfg takes: its
+// pixels times the bytes a pixel of the decoder's model holds.
+func decodedBytes(cfg image.Config) int64 {
+	return int64(cfg.Width) * int64(cfg.Height) * bytesPerPixel(cfg.ColorModel)
+}
+
+func bytesPerPixel(m color.Model) int64 {
+	switch m {
+	case color.GrayModel, color.AlphaModel:
+		return 1
+	case color.Gray16Model, color.Alpha16Model:
+		return 2
+	case color.YCbCrModel:
+		return 3 // 4:4:4 at most; subsampled JPEGs take less
+	case color.RGBAModel, color.NRGBAModel, color.CMYKModel, color.NYCbCrAModel:
+		return 4
+	case color.RGBA64Model, color.NRGBA64Model:
+		return 8
+	}
+	if _, ok := m.(color.Palette); ok {
+		return 1
+	}
+	return 8 // a model we do not know: the widest
+}
 
 var decodeSlots = make(chan struct{}, previewDecodes)
 
@@ -43,6 +84,21 @@ func (s *Store) addPreview(ctx context.Context, a *Attachment) error {
 		a.PreviewID, a.PreviewWidth, a.PreviewHeight = a.ID, w, h
 		return nil
 	}
+	decoded := a.decodeBytes
+	if decoded <= 0 {
+		decoded = int64(a.Width) * int64(a.Height) * bytesPerPixel(nil)
+	}
+	// Twice the decoded bytes: the collector lets the heap grow to about
+	// twice what is live, and scaling an image of a model draw has no
+	// fast path for (16-bit) makes garbage by the pixel.
+	need := 2 * decoded
+	if need > s.decodeBudgetSize {
+		return fmt.Errorf("store: preview of %s (%d×%d, %d MiB decoded): %w", a.ID, a.Width, a.Height, decoded>>20, errNoPreview)
+	}
+	if err := s.decodeBudget.Acquire(ctx, need); err != nil {
+		return err
+	}
+	defer s.decodeBudget.Release(need)
 	select {
 	case decodeSlots <- struct{}{}:
 	case <-ctx.Done():
@@ -50,7 +106,9 @@ func (s *Store) addPreview(ctx context.Context, a *Attachment) error {
 	}
 	small, err := func() ([]byte, error) {
 		defer func() { <-decodeSlots }()
-		src, _, err := image.Decode(bufio.NewReaderSize(s.OpenAttachment(ctx, *a), 64<<10))
+		r := s.OpenAttachment(ctx, *a)
+		defer r.Close()
+		src, _, err := image.Decode(bufio.NewReaderSize(r, 64<<10))
 		if err != nil {
 			return nil, fmt.Errorf("decode: %w", err)
 		}
@@ -67,6 +125,13 @@ func (s *Store) addPreview(ctx context.Context, a *Attachment) error {
 		}
 		return out.Bytes(), err
 	}()
+	if need >= bigDecode {
+		// The decoded image is garbage now, but the collector would let
+		// the heap grow to twice what is live before freeing it: the
+		// next decode reuses its memory instead, so the process holds
+		// about the budget, not twice it.
+		runtime.GC()
+	}
 	if err != nil {
 		return fmt.Errorf("store: preview of %s: %w", a.ID, err)
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gocql/gocql"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/killrchat/killrchat/schema"
 )
@@ -94,6 +95,15 @@ type Config struct {
 	// ChunkBuffers bounds the attachment chunks that all uploads of this
 	// process hold at once (default 8, of 1000 KB each).
 	ChunkBuffers int
+	// DecodeBudget bounds the memory, in bytes, that the image decodes of
+	// this process (for previews) take together (default 256 MiB), each
+	// counted as twice its decoded bytes; an image whose decode alone
+	// needs more gets no preview.
+	DecodeBudget int64
+	// ReadBudget bounds the memory, in bytes, of the attachment chunks
+	// that the downloads and decodes of this process hold at once
+	// (default 32 MiB: 32 chunks); a reader waits for room.
+	ReadBudget int64
 }
 
 // Store is the application's handle on Cassandra. It can be created before
@@ -114,6 +124,16 @@ type Store struct {
 	// chunkBufs is the pool of upload chunk buffers (see chunkBuffer).
 	chunkBufs     chan []byte
 	chunkBufsOnce sync.Once
+	// decodeBudget holds the bytes of the decodes under way (see
+	// Config.DecodeBudget).
+	decodeBudget     *semaphore.Weighted
+	decodeBudgetSize int64
+	// readBudget holds the bytes of the chunks open readers hold (see
+	// Config.ReadBudget).
+	readBudget     *semaphore.Weighted
+	readBudgetSize int64
+	// chunkReads counts the attachment chunks read (see ChunkReads).
+	chunkReads atomic.Int64
 }
 
 // New returns a Store that is not yet connected.
@@ -133,7 +153,15 @@ func New(cfg Config) *Store {
 	if cfg.Replication == "" {
 		cfg.Replication = "SimpleStrategy:1"
 	}
-	return &Store{cfg: cfg, log: cfg.Log, Now: time.Now}
+	if cfg.DecodeBudget <= 0 {
+		cfg.DecodeBudget = DefaultDecodeBudget
+	}
+	if cfg.ReadBudget <= 0 {
+		cfg.ReadBudget = DefaultReadBudget
+	}
+	return &Store{cfg: cfg, log: cfg.Log, Now: time.Now,
+		decodeBudget: semaphore.NewWeighted(cfg.DecodeBudget), decodeBudgetSize: cfg.DecodeBudget,
+		readBudget: semaphore.NewWeighted(cfg.ReadBudget), readBudgetSize: cfg.ReadBudget}
 }
 
 func (s *Store) cluster() gocql.ClusterConfig {

@@ -49,7 +49,7 @@ func NewMetrics() *Metrics {
 		}),
 	}
 	m.uploads = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "killrchat_uploads_total", Help: "Uploaded files by result: stored, too_large, refused, rate_limited, failed.",
+		Name: "killrchat_uploads_total", Help: "Uploaded files by result: stored, too_large, refused, rate_limited, too_slow, failed.",
 	}, []string{"result"})
 	m.uploadBytes = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "killrchat_upload_bytes_total", Help: "Bytes of the files stored.",
@@ -57,6 +57,14 @@ func NewMetrics() *Metrics {
 	m.registry.MustRegister(m.requests, m.queries, m.SSEConnections, m.uploads, m.uploadBytes,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
+}
+
+// WatchStore exports the store's counters: the attachment chunks read.
+// A registry watches one store; a second call is a no-op.
+func (m *Metrics) WatchStore(db *store.Store) {
+	_ = m.registry.Register(prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "killrchat_attachment_chunk_reads_total", Help: "Attachment chunks (1000 KB each) read from Cassandra, by downloads and preview decodes.",
+	}, func() float64 { return float64(db.ChunkReads()) }))
 }
 
 // CountUpload counts one upload by its result, and the bytes stored.

@@ -2,8 +2,13 @@ package browser
 
 import (
 	"fmt"
+	"net/http"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/chromedp"
 )
 
 // TestForgedStreamEvent: a message whose lone carriage returns, read by a
@@ -67,4 +72,61 @@ func TestForgedStreamEvent(t *testing.T) {
 		t.Errorf("bob's stream resumes from %q, want the last message's id %q", lastID, want)
 	}
 	o.screenshot("forged-event-shown-as-text")
+}
+
+// TestRefusedStreamIsRetried: a room page whose first stream is refused
+// (429: the person has 20 live pages open elsewhere) connects once one of
+// them closes, after the Retry-After the server gave, without a reload.
+func TestRefusedStreamIsRetried(t *testing.T) {
+	b := begin(t)
+	ada := newPerson("Ada", "Lovelace")
+	room := unique("busy")
+	a := b.newTab("ada")
+	a.signUp(ada)
+	a.createRoom(room, "Too many tabs")
+	a.waitStream()
+
+	// Ada's other 19 pages, opened outside this tab, with her cookie: the
+	// 20 streams allowed to one person.
+	got, err := chromedp.Call(a.ctx, network.GetCookies, network.GetCookiesParams{URLs: []string{a.base}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var header []string
+	for _, c := range got.Cookies {
+		header = append(header, c.Name+"="+c.Value)
+	}
+	var others []*http.Response
+	defer func() {
+		for _, r := range others {
+			r.Body.Close()
+		}
+	}()
+	for range 19 {
+		req, _ := http.NewRequest(http.MethodGet, a.base+"/rooms/"+room+"/events", nil)
+		req.Header.Set("Cookie", strings.Join(header, "; "))
+		req.Header.Set("HX-Request", "true")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		others = append(others, resp)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("another page's stream: %d", resp.StatusCode)
+		}
+	}
+	a.open("/rooms/" + room) // the 21st stream: refused
+	a.waitRoomPage(room)
+	a.waitJS("the refusal", `(() => { const s = document.getElementById("stream-status"); return s && !s.hidden })()`)
+	others[0].Body.Close() // one page closes
+	others = others[1:]
+	a.waitJSFor(40*time.Second, "the live stream to connect after its refusal", `(() => { const s = document.getElementById("room-stream");
+		return s && s._htmx && s._htmx.sse && s._htmx.sse.status === 200 })()`)
+	if !strings.HasSuffix(a.path(), "/rooms/"+room) {
+		t.Errorf("the page went to %s", a.path())
+	}
+	// And it is live.
+	text := "live after all " + unique("#")
+	a.send(text)
+	a.waitJS("the message", messagesWith(text)+`.length == 1`)
 }

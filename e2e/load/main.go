@@ -10,6 +10,7 @@
 //	go run ./e2e/load replaymem    server memory while many replays go to clients that never read
 //	go run ./e2e/load bigroom      join, leave, post (cold and warm caches) and room page in a 10,000-member room vs a 10-member one
 //	go run ./e2e/load upload       attachment MB/s through HTTP vs raw gocql chunks; server RSS while 20 upload and 50 download 25 MiB
+//	go run ./e2e/load hostile      chunk reads of a 400-range download; server RSS and CPU for two decompression-bomb PNGs at once
 //
 // Unless -url is given it starts its own app instance (handlers.New, as the
 // handler tests do) on a fresh keyspace that it drops at the end: in this
@@ -56,7 +57,7 @@ func (c *common) register(fs *flag.FlagSet) {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, `usage: go run ./e2e/load <post|sse|floor|correctness|replay|flood|roompage|conns|replaymem|upload|bigroom> [flags]
+	fmt.Fprintln(os.Stderr, `usage: go run ./e2e/load <post|sse|floor|correctness|replay|flood|roompage|conns|replaymem|upload|hostile|bigroom> [flags]
        go run ./e2e/load <subcommand> -h   for its flags`)
 	os.Exit(2)
 }
@@ -86,6 +87,8 @@ func main() {
 		err = runConns(ctx, os.Args[2:])
 	case "upload":
 		err = runUpload(ctx, os.Args[2:])
+	case "hostile":
+		err = runHostile(ctx, os.Args[2:])
 	case "bigroom":
 		err = runBigRoom(ctx, os.Args[2:])
 	case "hold": // internal: a worker process of conns
