@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gocql/gocql"
+
 	"github.com/killrchat/killrchat/store"
 )
 
@@ -341,4 +343,55 @@ func TestInviteRace(t *testing.T) {
 			t.Fatalf("round %d: %d joins succeeded, %d participants; want 5 and 6", round, joined, len(got.Participants))
 		}
 	}
+}
+
+// TestRemoveRacingPost races an admin's removal of a member against the
+// member's post, from a room read before either: whatever the order, the
+// member's message is stored if and only if the post said so, and once
+// the removal is acknowledged a post (still from the old read, as a stale
+// cache would have it) is refused and stores nothing.
+func TestRemoveRacingPost(t *testing.T) {
+	ctx := context.Background()
+	creator, member := newUser(t, unique("own")), newUser(t, unique("mem"))
+	rounds := 1000
+	if testing.Short() {
+		rounds = 50
+	}
+	kept := 0
+	for round := 0; round < rounds; round++ {
+		r := closedRoom(t, creator, member)
+		var wg sync.WaitGroup
+		var postErr, removeErr error
+		wg.Add(2)
+		go func() { defer wg.Done(); _, postErr = db.PostMessage(ctx, r, member.Ref(), "racing") }()
+		go func() { defer wg.Done(); _, removeErr = db.RemoveMember(ctx, creator.Login, r.Name, member.Login) }()
+		wg.Wait()
+		if removeErr != nil {
+			t.Fatalf("round %d: remove: %v", round, removeErr)
+		}
+		if postErr != nil && !errors.Is(postErr, store.ErrNotParticipant) {
+			t.Fatalf("round %d: post: %v", round, postErr)
+		}
+		if _, err := db.PostMessage(ctx, r, member.Ref(), "late"); !errors.Is(err, store.ErrNotParticipant) {
+			t.Fatalf("round %d: a post after the removal: %v", round, err)
+		}
+		msgs, _, err := db.MessagesBefore(ctx, r, gocql.UUID{}, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var stored []string
+		for _, m := range msgs {
+			if m.Author.Login == member.Login && !m.System {
+				stored = append(stored, m.Content)
+			}
+		}
+		want := 0
+		if postErr == nil {
+			want, kept = 1, kept+1
+		}
+		if len(stored) != want || (want == 1 && stored[0] != "racing") {
+			t.Fatalf("round %d: post said %v; the member's messages are %q", round, postErr, stored)
+		}
+	}
+	t.Logf("%d rounds: the racing post was kept %d times, taken back or refused %d times", rounds, kept, rounds-kept)
 }

@@ -20,10 +20,12 @@ import (
 const (
 	insertRoom = `INSERT INTO chat_rooms (room_name, display_name, creation_date, banner, creator, creator_login, participants, kind, admins)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS`
-	roomColumns   = `room_name, display_name, creation_date, banner, creator, creator_login, participants, kind, admins, invite_uses`
-	selectRoom    = `SELECT ` + roomColumns + ` FROM chat_rooms WHERE room_name = ?`
-	selectRooms   = `SELECT ` + roomColumns + ` FROM chat_rooms`
-	selectRoomsIn = `SELECT ` + roomColumns + ` FROM chat_rooms WHERE room_name IN ?`
+	roomColumns = `room_name, display_name, creation_date, banner, creator, creator_login, participants, kind, admins, invite_uses`
+	selectRoom  = `SELECT ` + roomColumns + ` FROM chat_rooms WHERE room_name = ?`
+	// One participant's entry, not the whole map (a room may have 10,000).
+	selectStanding = `SELECT creation_date, participants[?] FROM chat_rooms WHERE room_name = ?`
+	selectRooms    = `SELECT ` + roomColumns + ` FROM chat_rooms`
+	selectRoomsIn  = `SELECT ` + roomColumns + ` FROM chat_rooms WHERE room_name IN ?`
 	// Joining without an invitation: "creator_login != null" is IF EXISTS
 	// (every room has a creator; a deleted row has none), so no join
 	// resurrects a deleted room, and a closed room refuses it.
@@ -228,6 +230,26 @@ func (s *Store) room(ctx context.Context, name string, serial bool) (Room, error
 		return Room{}, s.fail("read room "+name, err)
 	}
 	return r, nil
+}
+
+// standing reads when the room was created and whether login takes part
+// in it, without the other participants. It returns ErrNotFound if there
+// is no such room.
+func (s *Store) standing(ctx context.Context, room, login string) (time.Time, bool, error) {
+	q, err := s.query(ctx, selectStanding, login, room)
+	if err != nil {
+		return time.Time{}, false, err
+	}
+	var created time.Time
+	var entry *UserRef
+	err = q.Scan(&created, &entry)
+	if errors.Is(err, gocql.ErrNotFound) {
+		return time.Time{}, false, fmt.Errorf("store: room %q: %w", room, ErrNotFound)
+	}
+	if err != nil {
+		return time.Time{}, false, s.fail("read room "+room, err)
+	}
+	return created, entry != nil, nil
 }
 
 // RoomPage is one page of the list of all rooms.
