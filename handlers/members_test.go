@@ -9,6 +9,7 @@ import (
 
 	"github.com/gocql/gocql"
 
+	"github.com/killrchat/killrchat/handlers"
 	"github.com/killrchat/killrchat/store"
 )
 
@@ -47,7 +48,9 @@ func participants(t *testing.T, room string) map[string]store.UserRef {
 // answers 404 to someone who is not in it, and the room is missing from
 // All rooms and from their mentions once they are out.
 func TestClosedRoomIsNotThereForOutsiders(t *testing.T) {
-	a := newApp(t, nil, nil)
+	// One page holds every room of the test keyspace, so "missing from All
+	// rooms" is not "on another page".
+	a := newApp(t, nil, nil, func(c *handlers.Config) { c.RoomsPerPage = 100_000 })
 	owner, member, outsider := a.signedUp(t, unique("owner")), a.signedUp(t, unique("member")), a.signedUp(t, unique("out"))
 	room := closedRoomBy(t, owner, member)
 	postMessage(t, owner, room, "hello @"+member.login)
