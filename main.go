@@ -34,6 +34,8 @@ import (
 
 type config struct {
 	addr             string
+	searchIndex      bool
+	searchIndexRate  float64
 	hosts            string
 	keyspace         string
 	replication      string
@@ -148,6 +150,8 @@ func parseFlags(args []string) (config, error) {
 	fs.Int64Var(&c.decodeBudget, "decode-budget", int64(envInt("DECODE_BUDGET", store.DefaultDecodeBudget)), "bytes that the image decodes for previews may take at once, each counted as twice width × height × bytes per pixel of the decoded image (the garbage collector's headroom); an image whose decode alone needs more gets no preview (env DECODE_BUDGET)")
 	fs.Int64Var(&c.downloadMemory, "download-memory", int64(envInt("DOWNLOAD_MEMORY", store.DefaultReadBudget)), "bytes of file chunks (1000 KB each) that downloads and preview decodes may hold at once; more wait their turn (env DOWNLOAD_MEMORY)")
 	fs.DurationVar(&c.uploadTimeout, "upload-timeout", envDuration("UPLOAD_TIMEOUT", handlers.DefaultUploadTimeout), "time one upload or download may take, in place of --read-timeout and --write-timeout; a dead upload is swept after twice this (env UPLOAD_TIMEOUT)")
+	fs.BoolVar(&c.searchIndex, "search-index", env("SEARCH_INDEX", "true") != "false", "index posted messages for search, after each post answers; false leaves them unfound until index-backfill (env SEARCH_INDEX=false)")
+	fs.Float64Var(&c.searchIndexRate, "search-index-rate", envFloat("SEARCH_INDEX_RATE", handlers.DefaultSearchIndexRate), "messages indexed a second at most, per instance; past it the index lags and catches up when posts slow down; negative: unpaced (env SEARCH_INDEX_RATE)")
 	fs.StringVar(&c.natsURL, "nats-url", env("NATS_URL", ""), "NATS server for live events across instances; in-process hub if empty (env NATS_URL)")
 	fs.StringVar(&c.natsEmbed, "nats-embed", env("NATS_EMBED", ""), "run a NATS server inside this instance on host:port, for trying several instances (env NATS_EMBED)")
 	fs.StringVar(&c.logLevel, "log-level", env("LOG_LEVEL", "info"), "debug, info, warn or error (env LOG_LEVEL)")
@@ -177,6 +181,9 @@ func parseFlags(args []string) (config, error) {
 }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "index-backfill" {
+		os.Exit(backfillMain(os.Args[2:]))
+	}
 	cfg, err := parseFlags(os.Args[1:])
 	if errors.Is(err, flag.ErrHelp) {
 		os.Exit(0)
@@ -246,7 +253,7 @@ func run(cfg config) error {
 		SessionCacheTTL: cfg.sessionCacheTTL, SessionCacheSize: cfg.sessionCacheSize,
 		CacheTTL: cfg.cacheTTL, CacheSize: cfg.cacheSize,
 		MaxStreamsPerUser: cfg.streamsPerUser, MaxStreamsPerIP: cfg.streamsPerIP, MaxReplays: cfg.maxReplays, ResumeWindow: cfg.resumeWindow,
-		MaxUpload: cfg.maxUpload, UploadTimeout: cfg.uploadTimeout,
+		MaxUpload: cfg.maxUpload, UploadTimeout: cfg.uploadTimeout, SearchIndexOff: !cfg.searchIndex, SearchIndexRate: cfg.searchIndexRate,
 		MaxUploadsPerUser: cfg.uploadsPerUser, UploadMinRate: cfg.uploadMinRate,
 	}, log)
 	srv.Register(e)

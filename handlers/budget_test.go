@@ -41,14 +41,26 @@ func TestStatementBudget(t *testing.T) {
 	person.get("/rooms/" + room)
 
 	t.Run("Post", func(t *testing.T) {
+		a.srv.FlushSearchIndex()
 		rec.Start()
 		postMessage(t, person, room, "counted")
-		got := rec.Stop()
-		t.Logf("a post: %d statements\n%s", len(got), kinds(got))
+		// The search index follows the post, off its path: waited for here
+		// so it is recorded, and counted apart.
+		a.srv.FlushSearchIndex()
+		all := rec.Stop()
+		var got, index []store.ObservedQuery
+		for _, q := range all {
+			if strings.Contains(q.Statement, "message_terms") || strings.Contains(q.Statement, "conversation_words") {
+				index = append(index, q)
+			} else {
+				got = append(got, q)
+			}
+		}
+		t.Logf("a post: %d statements\n%s\nthen, off its path, %d index writes\n%s", len(got), kinds(got), len(index), kinds(index))
 		if len(got) > 3 {
 			t.Errorf("a post ran %d statements, budget 3:\n%s", len(got), kinds(got))
 		}
-		for _, q := range got {
+		for _, q := range all {
 			if st := strings.TrimSpace(q.Statement); strings.HasPrefix(st, "SELECT") && !strings.Contains(st, "FROM chat_rooms WHERE") {
 				t.Errorf("a post read: %s", q.Statement)
 			}
@@ -56,6 +68,7 @@ func TestStatementBudget(t *testing.T) {
 	})
 	person.get("/rooms/" + room) // reads the post: all read again
 
+	a.srv.FlushSearchIndex()
 	t.Run("Home", func(t *testing.T) {
 		n, k, got := statements(t, person, rec, "/")
 		t.Logf("home page: %d statements\n%s", n, k)
@@ -113,6 +126,7 @@ func TestStatementBudget(t *testing.T) {
 		if err := db.RecordDMMessage(ctxT(t), d, m); err != nil {
 			t.Fatal(err)
 		}
+		a.srv.FlushSearchIndex()
 		n, k, _ := statements(t, person, rec, "/")
 		t.Logf("home page with 3 conversations unread: %d statements\n%s", n, k)
 		if n > 4+3 {

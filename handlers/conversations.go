@@ -5,6 +5,7 @@
 package handlers
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"strings"
@@ -43,26 +44,50 @@ func (cv conversation) member(login string) bool { return cv.Place.Conversation(
 // membership (ErrNotParticipant).
 func (s *Server) conversationOf(c echo.Context) (conversation, error) {
 	if addr := c.Param("logins"); addr != "" {
-		me := mustUser(c)
-		d, err := s.dm(c.Request().Context(), addr)
-		if err != nil {
-			return conversation{}, err
-		}
-		cv := dmConversation(d, me.Login)
-		if !cv.member(me.Login) {
-			return conversation{}, fmt.Errorf("dm %q seen by %q: %w", d.Address, me.Login, store.ErrNotFound)
-		}
-		return cv, nil
+		return s.dmFor(c.Request().Context(), addr, mustUser(c).Login)
 	}
 	r, err := s.roomOr404(c)
 	if err != nil {
 		return conversation{}, err
 	}
-	if !r.VisibleTo(mustUser(c).Login) {
-		// A closed room is its members' only, like a DM.
-		return conversation{}, fmt.Errorf("closed room %q seen by %q: %w", r.Name, mustUser(c).Login, store.ErrNotFound)
+	return roomConversation(r, mustUser(c).Login)
+}
+
+// dmFor reads the DM at address as login sees it: ErrNotFound for anyone
+// not in it.
+func (s *Server) dmFor(ctx context.Context, address, login string) (conversation, error) {
+	d, err := s.dm(ctx, address)
+	if err != nil {
+		return conversation{}, err
+	}
+	cv := dmConversation(d, login)
+	if !cv.member(login) {
+		return conversation{}, fmt.Errorf("dm %q seen by %q: %w", d.Address, login, store.ErrNotFound)
+	}
+	return cv, nil
+}
+
+// roomConversation is r as login sees it: ErrNotFound for a closed room
+// login is not in (it is its members' only, like a DM).
+func roomConversation(r store.Room, login string) (conversation, error) {
+	if !r.VisibleTo(login) {
+		return conversation{}, fmt.Errorf("closed room %q seen by %q: %w", r.Name, login, store.ErrNotFound)
 	}
 	return conversation{Place: r, ID: r.Name, URL: roomURL(r.Name), Title: r.DisplayName, Room: &r}, nil
+}
+
+// conversationByID reads the conversation whose id is id (a room's name
+// or a DM's "dm:" id), as login sees it: ErrNotFound for a room that does
+// not exist or is closed to login, or a DM login is not in.
+func (s *Server) conversationByID(ctx context.Context, login, id string) (conversation, error) {
+	if address, ok := strings.CutPrefix(id, "dm:"); ok {
+		return s.dmFor(ctx, address, login)
+	}
+	r, err := s.roomFor(ctx, id, login)
+	if err != nil {
+		return conversation{}, err
+	}
+	return roomConversation(r, login)
 }
 
 // conversationKey is the id of the conversation the path names, before

@@ -1,13 +1,17 @@
-// This file owns the route of a conversation's live stream: it parses the
-// request, checks who asks and what they may see, and hands the stream to
-// the live engine (package live), which replays what the page missed and
-// then writes the live events.
+// This file owns the routes of the live streams: a conversation's
+// (GET /rooms/:room/events, /dm/:logins/events), and a browser's personal
+// stream (GET /events), which carries the person's own events and the
+// conversations its tabs show. Each parses the request, checks who asks
+// and what they may see, and hands the stream to the live engine
+// (package live), which replays what the page missed and then writes the
+// live events.
 package handlers
 
 import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -48,13 +52,7 @@ func (s *Server) roomEvents(c echo.Context) error {
 	// the ones already open are left alone.
 	st, err := s.live.Open(me.Login, c.RealIP(), web.SessionDigest(session(c).ID), since)
 	if err != nil {
-		c.Response().Header().Set("Retry-After", streamRetryAfter)
-		if errors.Is(err, live.ErrTooManyForUser) {
-			return echo.NewHTTPError(http.StatusTooManyRequests,
-				"You have too many live pages open. Close some tabs, then reload this page.")
-		}
-		return echo.NewHTTPError(http.StatusTooManyRequests,
-			"Too many live pages are open from your address. Close some tabs, then reload this page.")
+		return refuseStream(c, err)
 	}
 	defer st.Close()
 	st.OnEnd(s.endAtExpiry(me.Login, session(c).ID))
@@ -81,10 +79,156 @@ func (s *Server) roomEvents(c echo.Context) error {
 	}
 	inConversation(c, cv.Place.Conversation())
 	ctx := c.Request().Context()
+	st.Resume(cv.ID, cv.Place, since, ctx)
 	st.Watch(s.watchOthers(ctx, me.Login, cv.ID))
 	res := c.Response()
-	st.Run(ctx, res, func() { res.Status, res.Committed = http.StatusOK, true }, cv.Place)
+	st.Run(ctx, res, func() { res.Status, res.Committed = http.StatusOK, true })
 	return nil
+}
+
+// refuseStream answers a stream over a cap: 429 with Retry-After.
+func refuseStream(c echo.Context, err error) error {
+	c.Response().Header().Set("Retry-After", streamRetryAfter)
+	if errors.Is(err, live.ErrTooManyForUser) {
+		return echo.NewHTTPError(http.StatusTooManyRequests,
+			"You have too many live pages open. Close some tabs, then reload this page.")
+	}
+	return echo.NewHTTPError(http.StatusTooManyRequests,
+		"Too many live pages are open from your address. Close some tabs, then reload this page.")
+}
+
+// carried is one conversation a personal stream is asked to carry, and
+// the id after which the browser's copy of it ends (zero: from now).
+type carried struct {
+	id    string
+	since gocql.UUID
+}
+
+// errBadCarried refuses a malformed ?c= or ?b= of GET /events.
+var errBadCarried = echo.NewHTTPError(http.StatusBadRequest,
+	"Each c= must be a conversation and the id it resumes after (id@cursor), and b= a short key.")
+
+// parseCarried reads the ?c= values of GET /events: "<conversation>@<id>",
+// or "<conversation>@" to start from now; each conversation once.
+func parseCarried(values []string) ([]carried, error) {
+	if len(values) > live.MaxPersonalConversations {
+		return nil, echo.NewHTTPError(http.StatusBadRequest, "Too many conversations for one stream.")
+	}
+	out := make([]carried, 0, len(values))
+	seen := map[string]bool{}
+	for _, v := range values {
+		id, after, ok := strings.Cut(v, "@")
+		if !ok || seen[id] || !validConversationID(id) {
+			return nil, errBadCarried
+		}
+		seen[id] = true
+		f := carried{id: id}
+		if after != "" {
+			var err error
+			if f.since, err = store.ParseMessageID(after); err != nil {
+				return nil, errBadCarried
+			}
+		}
+		out = append(out, f)
+	}
+	return out, nil
+}
+
+// validConversationID says whether id is a room's name or a DM's
+// canonical "dm:" id.
+func validConversationID(id string) bool {
+	if address, ok := strings.CutPrefix(id, "dm:"); ok {
+		canonical, _, err := store.ParseDMAddress(address)
+		return err == nil && canonical == address
+	}
+	return store.ValidName(id) && store.NameKey(id) == id
+}
+
+// validBrowserKey says whether b is a browser's key: up to 64 letters,
+// digits, '-' and '_' ("" for none).
+func validBrowserKey(b string) bool {
+	if len(b) > 64 {
+		return false
+	}
+	for _, r := range b {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// personalEvents is a browser's personal stream (GET /events): the
+// person's own events ("unread": another of their conversations got a
+// message), and the events of each conversation named by a ?c=, replayed
+// from its own resume point. ?b= is the browser's key: a newer stream of
+// the same browser replaces an older one on this instance, so the caps
+// count browsers, not tabs. A conversation the person may not read, or
+// that is gone, is refused on the stream itself (stream-end, or
+// room-deleted, for that conversation), and the others carried on.
+func (s *Server) personalEvents(c echo.Context) error {
+	me := mustUser(c)
+	want, err := parseCarried(c.QueryParams()["c"])
+	if err != nil {
+		return err
+	}
+	browser := c.QueryParam("b")
+	if !validBrowserKey(browser) {
+		return errBadCarried
+	}
+	web.LiftDeadlines(c) // a stream outlives the server's read and write timeouts
+	st, err := s.live.OpenPersonal(me.Login, c.RealIP(), web.SessionDigest(session(c).ID), browser)
+	if err != nil {
+		return refuseStream(c, err)
+	}
+	defer st.Close()
+	st.OnEnd(s.endAtExpiry(me.Login, session(c).ID))
+	// Subscribe first, then read, as for a conversation's stream.
+	for _, w := range want {
+		st.Subscribe(w.id)
+	}
+	ctx := c.Request().Context()
+	for _, w := range want {
+		cv, err := s.conversationByID(ctx, me.Login, w.id)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			st.Unsubscribe(w.id)
+			st.Refuse(w.id, live.KindRoomDeleted)
+		case err != nil:
+			return err
+		case !cv.member(me.Login):
+			st.Unsubscribe(w.id)
+			st.Refuse(w.id, live.KindStreamEnd)
+		default:
+			st.Resume(w.id, cv.Place, w.since, views.WithMembers(ctx, cv.Place.Conversation().Members))
+		}
+	}
+	if err := st.TakeReplay(ctx); err != nil {
+		if errors.Is(err, live.ErrReplaysBusy) {
+			return s.refuseReplay(c)
+		}
+		return err
+	}
+	st.Watch(s.watchOthers(ctx, me.Login, ""))
+	res := c.Response()
+	st.Run(ctx, res, func() { res.Status, res.Committed = http.StatusOK, true })
+	return nil
+}
+
+// endPersonalEvents answers POST /events/end (b=<browser key>): the
+// browser's last page goes away, so its personal stream ends now rather
+// than when its socket closes. A page that goes into the back-forward
+// cache freezes a SharedWorker with its connection still open; the page
+// sends this as a beacon. On this instance only: a stream held by another
+// ends when the browser's next stream (same key) replaces it, or its
+// socket closes.
+func (s *Server) endPersonalEvents(c echo.Context) error {
+	browser := c.FormValue("b")
+	if browser == "" || !validBrowserKey(browser) {
+		return errBadCarried
+	}
+	s.live.EndBrowser(mustUser(c).Login, browser)
+	return c.NoContent(http.StatusNoContent)
 }
 
 // refuseReplay answers a replay that found no free slot in time: 503 with

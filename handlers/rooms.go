@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -47,6 +48,9 @@ func (s *Server) pageState(token string) ([]byte, error) {
 }
 
 func (s *Server) listRooms(c echo.Context) error {
+	if name := strings.TrimSpace(c.QueryParam("name")); name != "" {
+		return s.roomsNamedLike(c, name)
+	}
 	state, err := s.pageState(c.QueryParam("page"))
 	if err != nil {
 		return err
@@ -261,4 +265,32 @@ func (s *Server) announce(ctx context.Context, r store.Room, about store.UserRef
 	s.publish(ctx, live.Event{Kind: live.KindParticipants, Conversation: r.Name,
 		Participants: people[:min(len(people), views.ShownParticipants)], Total: len(people)})
 	return m, err == nil
+}
+
+// roomsNamedLike answers GET /rooms?name=: the rooms whose name starts
+// with name, in any case, in name order, a page at a time (?after= the
+// last name shown). It reads one small partition of room_names and then
+// the page's rooms, never the whole table.
+func (s *Server) roomsNamedLike(c echo.Context, name string) error {
+	ctx := c.Request().Context()
+	after := c.QueryParam("after")
+	names, more, err := s.db.RoomNamesWithPrefix(ctx, name, after, s.cfg.RoomsPerPage)
+	if err != nil {
+		return err
+	}
+	found, err := s.db.RoomsNamed(ctx, names)
+	if err != nil {
+		return err
+	}
+	me := mustUser(c).Login
+	list := views.RoomList{Name: name}
+	for _, n := range names {
+		if r, ok := found[n]; ok {
+			list.Rows = append(list.Rows, views.RoomRow{Room: r, Joined: r.HasParticipant(me)})
+		}
+	}
+	if more && len(names) > 0 {
+		list.Next = "/rooms?name=" + url.QueryEscape(name) + "&after=" + url.QueryEscape(names[len(names)-1])
+	}
+	return s.render(c, http.StatusOK, views.Page{Title: "All rooms"}, views.RoomListView(list))
 }

@@ -85,6 +85,14 @@ type Config struct {
 	// 5s; see Server.replayStart): it must cover how late another
 	// instance's message can be published, storing time plus clock skew.
 	ResumeWindow time.Duration
+	// SearchIndexOff leaves posted messages out of the search index (they
+	// are not found until index-backfill runs): for measuring what the
+	// index costs, or to shed its writes when Cassandra is overloaded.
+	SearchIndexOff bool
+	// SearchIndexRate is how many messages a second this instance indexes
+	// at most (default DefaultSearchIndexRate; negative: unpaced). Past it
+	// the index lags and catches up when posts slow down.
+	SearchIndexRate float64
 	// Static holds the files served under /static/.
 	Static fs.FS
 }
@@ -101,6 +109,7 @@ type Server struct {
 	pages    securecookie.Codec
 	live     *live.Engine
 	recent   *recentPosts
+	indexer  *searchIndexer
 	closing  chan struct{} // closed by Shutdown
 	csrf     *web.CSRF
 	// fileStored, when set (by tests), is called with the request's
@@ -188,6 +197,11 @@ func New(db *store.Store, metrics *web.Metrics, hub live.Hub, cfg Config, log *s
 		},
 		func(ev live.Event) { s.publish(context.Background(), ev) })
 	s.recent = newRecentPosts(recentPostsMax, recentPostTTL, time.Now)
+	if cfg.SearchIndexRate == 0 {
+		cfg.SearchIndexRate = DefaultSearchIndexRate
+	}
+	s.indexer = newSearchIndexer(db, log, cfg.SearchIndexRate, s.closing)
+	s.indexer.off = cfg.SearchIndexOff
 	go s.sweepUploads()
 	return s
 }
@@ -273,7 +287,10 @@ func (s *Server) Register(e *echo.Echo) {
 	auth.GET("/invites/:token", s.showInvite)
 	auth.POST("/invites/:token", s.useInvite, membership)
 	auth.GET("/sidebar", s.showSidebar)
+	auth.GET("/events", s.personalEvents)
+	auth.POST("/events/end", s.endPersonalEvents)
 	auth.GET("/mentions", s.listMentions)
+	auth.GET("/search", s.search)
 	auth.POST("/dm/:logins/read", s.markRoomRead, canonicalDM)
 	auth.GET("/dm/:logins/members", s.roomMembers, canonicalDM)
 }

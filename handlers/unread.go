@@ -261,7 +261,7 @@ func (s *Server) visibleMentions(ctx context.Context, login string, found []stor
 // mentionPlace names a mention's conversation for login, and links to it
 // opened around the message.
 func mentionPlace(m store.Mention, login string) (place, link string) {
-	at := "?at=" + url.QueryEscape(m.MessageID.String()) + "#msg-" + m.MessageID.String()
+	link = messageLink(m.Conversation, m.MessageID)
 	if address, ok := strings.CutPrefix(m.Conversation, "dm:"); ok {
 		var others []string
 		for _, l := range strings.Split(address, "+") {
@@ -269,9 +269,9 @@ func mentionPlace(m store.Mention, login string) (place, link string) {
 				others = append(others, "@"+l)
 			}
 		}
-		return strings.Join(others, ", "), "/dm/" + address + at
+		return strings.Join(others, ", "), link
 	}
-	return "#" + m.Conversation, roomURL(m.Conversation) + at
+	return "#" + m.Conversation, link
 }
 
 // roomMembers answers GET /rooms/:room/members?q= and

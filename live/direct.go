@@ -74,18 +74,21 @@ func (w *directWriter) Deliver(ev *Event) bool {
 	if _, dup := w.sent[idOf(ev)]; dup {
 		return true
 	}
-	w.last = ev.Kind == KindRoomDeleted
+	// A personal stream carries other conversations on: its page leaves
+	// the deleted room.
+	w.last = ev.Kind == KindRoomDeleted && !w.out.wide
 	w.events++
+	frame := w.out.frameOf(ev)
 	if w.busy || len(w.pending) > 0 {
 		if len(w.pending) >= subscriberQueue {
 			w.failed = true
 			return false // stalled: the stream is dropped and resumes
 		}
-		w.pending = append(w.pending, ev.frame)
+		w.pending = append(w.pending, frame)
 		w.poke()
 		return true
 	}
-	n, err := w.tryWrite(ev.frame)
+	n, err := w.tryWrite(frame)
 	if n > 0 && !w.out.wrote.Load() {
 		w.out.wrote.Store(true)
 	}
@@ -93,8 +96,8 @@ func (w *directWriter) Deliver(ev *Event) bool {
 	case err != nil:
 		w.failed = true
 		w.poke()
-	case n < len(ev.frame):
-		w.pending = append(w.pending, ev.frame[n:])
+	case n < len(frame):
+		w.pending = append(w.pending, frame[n:])
 		w.poke()
 	case w.last:
 		w.poke()
@@ -195,11 +198,11 @@ func (w *directWriter) close() {
 }
 
 // liveDirect is liveEvents for a hijacked stream: the fan-out writes the
-// subscription's events through w, and this goroutine writes the rest.
-func (s *Engine) liveDirect(out *eventWriter, sub *Subscription, watch *ConversationWatch, conv string, sent map[gocql.UUID]struct{}) {
+// subscriptions' events through w, and this goroutine writes the rest.
+func (s *Engine) liveDirect(out *eventWriter, st *Stream, sent map[gocql.UUID]struct{}) {
 	w, err := newDirectWriter(out, sent)
 	if err != nil {
-		s.liveEvents(out, sub, watch, conv, sent, nil)
+		s.liveEvents(out, st, sent, nil)
 		return
 	}
 	defer w.close()
@@ -208,9 +211,14 @@ func (s *Engine) liveDirect(out *eventWriter, sub *Subscription, watch *Conversa
 	if out.conn.SetWriteDeadline(time.Time{}) != nil {
 		return
 	}
-	sub.Attach(w)
+	st.attach(w)
 	tick := time.NewTicker(heartbeat)
 	defer tick.Stop()
+	sig := st.who.signals
+	var watchC <-chan string
+	if st.watch != nil {
+		watchC = st.watch.C
+	}
 	var frame []byte
 	var seen uint64 // events by the last heartbeat
 	for {
@@ -221,15 +229,15 @@ func (s *Engine) liveDirect(out *eventWriter, sub *Subscription, watch *Conversa
 		select {
 		case <-s.closing:
 			return
-		case <-sub.Ended:
+		case <-st.replaced:
+			return
+		case <-sig.ended.c:
 			// Left the room, logged out, or lost the session: the page is
 			// told why its stream ends (the fan-out writes nothing more).
-			out.buf.Reset()
-			appendEvent(&out.buf, zeroID, KindStreamEnd, nil)
-			_ = w.flush(out.buf.Bytes())
+			_ = w.flush(st.endFrame(&out.buf))
 			return
-		case <-sub.Dropped:
-			s.log.Info("sse: dropped a subscriber that fell behind", "room", conv)
+		case <-sig.dropped.c:
+			s.log.Info("sse: dropped a subscriber that fell behind", "room", st.label())
 			return
 		case <-out.gone:
 			return // the client closed the connection
@@ -243,12 +251,8 @@ func (s *Engine) liveDirect(out *eventWriter, sub *Subscription, watch *Conversa
 				frame = commentFrame(&out.buf, "keep-alive")
 			}
 			seen = events
-		case other := <-watch.C:
-			if other != conv {
-				out.buf.Reset()
-				appendEvent(&out.buf, zeroID, KindUnread, []byte(other))
-				frame = out.buf.Bytes()
-			}
+		case other := <-watchC:
+			frame = st.unreadFrame(&out.buf, other)
 		}
 	}
 }

@@ -66,7 +66,9 @@ type Engine struct {
 	streams *streamCounts
 	replays *replaySlots
 	hangups *hangups
-	closing chan struct{}
+	// browsers are the open personal streams (see OpenPersonal).
+	browsers browsers
+	closing  chan struct{}
 }
 
 // New returns the engine. publish takes each message the sequencer

@@ -58,6 +58,26 @@ type Event struct {
 	frame []byte
 	// cursor is the SSE id the frame carries (see cursor).
 	cursor gocql.UUID
+	// wide is the event as a personal stream writes it (see encodeWide):
+	// made once, by the first personal stream that writes it, and shared
+	// by the rest. Nil for an event no hub published (a test's).
+	wide *wideFrame
+}
+
+// wideFrame is an event's second encoding, made at most once.
+type wideFrame struct {
+	once  sync.Once
+	frame []byte
+}
+
+// wideFrame is ev as every personal stream writes it, encoded the first
+// time one asks.
+func (ev *Event) wideFrame() []byte {
+	if ev.wide == nil {
+		return encodeWide(ev)
+	}
+	ev.wide.once.Do(func() { ev.wide.frame = encodeWide(ev) })
+	return ev.wide.frame
 }
 
 // Hub carries room events to every subscriber, on this instance and, for a
@@ -97,7 +117,30 @@ type Subscriber struct {
 	// a digest of the session id (see web.SessionDigest), never the id itself,
 	// which must not travel to the broker.
 	Session string
+	// signals, when set, are the stream's own: every subscription of a
+	// stream that carries several conversations shares them, so that the
+	// stream waits on two channels whatever their number.
+	signals *streamSignals
 }
+
+// streamSignals are what ends a stream from the hub's side: one of its
+// subscriptions fell behind (dropped), or an EndStreams matched one
+// (ended).
+type streamSignals struct {
+	dropped, ended signal
+}
+
+func newStreamSignals() *streamSignals {
+	return &streamSignals{dropped: signal{c: make(chan struct{})}, ended: signal{c: make(chan struct{})}}
+}
+
+// signal is a channel closed once.
+type signal struct {
+	c    chan struct{}
+	once sync.Once
+}
+
+func (s *signal) fire() { s.once.Do(func() { close(s.c) }) }
 
 // StreamEnd says which open streams must end: those of Login, in Room
 // ("" = every room), opened by one of Sessions (nil = by any session of
@@ -143,15 +186,12 @@ type Subscription struct {
 	// stop delivering at once.
 	Ended <-chan struct{}
 
-	c        chan *Event
-	dropped  chan struct{}
-	ended    chan struct{}
-	dropOnce sync.Once
-	endOnce  sync.Once
-	hub      *LocalHub
-	shard    *fanShard
-	room     string
-	who      Subscriber
+	c       chan *Event
+	signals *streamSignals
+	hub     *LocalHub
+	shard   *fanShard
+	room    string
+	who     Subscriber
 	// mu guards sink against the fan-out.
 	mu   sync.Mutex
 	sink Sink
@@ -215,12 +255,12 @@ func (s *Subscription) Close() { s.hub.remove(s) }
 
 func (s *Subscription) drop() {
 	s.stopped.Store(true)
-	s.dropOnce.Do(func() { close(s.dropped) })
+	s.signals.dropped.fire()
 }
 
 func (s *Subscription) end() {
 	s.stopped.Store(true)
-	s.endOnce.Do(func() { close(s.ended) })
+	s.signals.ended.fire()
 }
 
 // LocalHub is the in-process hub: the default when no broker is set up,
@@ -354,6 +394,7 @@ func (h *LocalHub) fanOut(ev Event) {
 	if subs := h.rooms[ev.Conversation]; len(subs) > 0 {
 		shared := &ev
 		shared.frame = encodeEvent(ev)
+		shared.wide = &wideFrame{}
 		for _, sh := range h.shards {
 			sh.publish(shared)
 		}
@@ -571,9 +612,12 @@ func (h *LocalHub) unwatch(w *ConversationWatch) {
 
 // Subscribe starts receiving the events of room, for who.
 func (h *LocalHub) Subscribe(room string, who Subscriber) *Subscription {
-	sub := &Subscription{c: make(chan *Event, subscriberQueue), dropped: make(chan struct{}),
-		ended: make(chan struct{}), hub: h, room: room, who: who}
-	sub.C, sub.Dropped, sub.Ended = sub.c, sub.dropped, sub.ended
+	signals := who.signals
+	if signals == nil {
+		signals = newStreamSignals()
+	}
+	sub := &Subscription{c: make(chan *Event, subscriberQueue), signals: signals, hub: h, room: room, who: who}
+	sub.C, sub.Dropped, sub.Ended = sub.c, signals.dropped.c, signals.ended.c
 	sub.shard = h.shards[int(h.next.Add(1))%len(h.shards)]
 	h.mu.Lock()
 	if h.rooms[room] == nil {

@@ -104,7 +104,8 @@ func TestReplayCursorStaysBelowWhatComesLive(t *testing.T) {
 	rec := httptest.NewRecorder()
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
-	st.Run(ctx, rec, func() {}, room)
+	st.Resume("r", room, since, ctx)
+	st.Run(ctx, rec, func() {})
 	st.Close()
 
 	var got []ssetest.SpecRecord

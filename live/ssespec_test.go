@@ -37,10 +37,10 @@ func writtenEvents(t *testing.T, data string) []ssetest.SpecRecord {
 	t.Helper()
 	rec := httptest.NewRecorder()
 	out := &eventWriter{w: rec, rc: http.NewResponseController(rec)}
-	if err := out.message(testEventID, []byte(data)); err != nil {
+	if err := out.message("r", testEventID, []byte(data)); err != nil {
 		t.Fatal(err)
 	}
-	if err := out.event("reload", []byte("after")); err != nil {
+	if err := out.event("r", "reload", []byte("after")); err != nil {
 		t.Fatal(err)
 	}
 	var got []ssetest.SpecRecord
@@ -90,7 +90,7 @@ func TestEventWriterLineBreaks(t *testing.T) {
 	t.Run("NameWithBreak", func(t *testing.T) {
 		rec := httptest.NewRecorder()
 		out := &eventWriter{w: rec, rc: http.NewResponseController(rec)}
-		if err := out.event("x\ry", []byte("z")); err == nil || rec.Body.Len() != 0 {
+		if err := out.event("r", "x\ry", []byte("z")); err == nil || rec.Body.Len() != 0 {
 			t.Fatalf("an event name with a line break was written: %v %q", err, rec.Body.String())
 		}
 		if err := out.comment("x\ny"); err == nil || rec.Body.Len() != 0 {

@@ -65,20 +65,42 @@ var (
 	ErrReplaysBusy = errors.New("live: every replay slot is busy")
 )
 
-// Stream is one live stream of a conversation, from its request's checks
-// to its end. What it takes (its place under the caps, a replay slot, a
-// subscription, a watch) is given back by Close, or, once Run has handed
-// the connection to a goroutine of the stream's own, when that ends.
+// Stream is one live stream, from its request's checks to its end: a
+// conversation's (a room page's), or a browser's personal stream, which
+// carries several conversations and the person's own events (see
+// personal.go). What it takes (its place under the caps, a replay slot,
+// its subscriptions, a watch) is given back by Close, or, once Run has
+// handed the connection to a goroutine of the stream's own, when that
+// ends.
 type Stream struct {
-	e     *Engine
-	who   Subscriber
+	e   *Engine
+	who Subscriber
+	// since is where a conversation's stream resumes (zero: a fresh page).
 	since gocql.UUID
 	ends  streamEnds
-	sub   *Subscription
-	bound int64
+	// feeds are the conversations it carries, in the order subscribed.
+	feeds []*feed
 	watch *ConversationWatch
+	// personal streams write every event wide (see encodeWide), so the
+	// browser knows each one's conversation; notices are what they say
+	// first, about conversations they were refused; replaced is closed
+	// when the same browser opened a newer personal stream.
+	personal bool
+	notices  [][]byte
+	replaced <-chan struct{}
 	// replaying is set while the stream holds a replay slot.
 	replaying bool
+}
+
+// feed is one conversation a stream carries: its subscription, the bound
+// taken with it (see sequencer), and where the client's copy of it ends.
+type feed struct {
+	conv  string
+	sub   *Subscription
+	bound int64
+	in    store.Place     // nil until Resume
+	since gocql.UUID      // zero: nothing to replay
+	ctx   context.Context // renders its replay (nil: Run's)
 }
 
 // Open counts a new stream of login (whose session's digest is session)
@@ -86,23 +108,32 @@ type Stream struct {
 // with ErrTooManyForUser or ErrTooManyForIP, the streams already open
 // left alone.
 func (e *Engine) Open(login, ip, session string, since gocql.UUID) (*Stream, error) {
-	closeStream, byUser, ok := e.streams.open(login, ip)
+	closeStream, byUser, ok := e.streams.open(login, ip, false)
 	if !ok {
 		if byUser {
 			return nil, ErrTooManyForUser
 		}
 		return nil, ErrTooManyForIP
 	}
-	st := &Stream{e: e, who: Subscriber{Login: login, Session: session}, since: since}
+	return e.newStream(login, session, since, closeStream), nil
+}
+
+func (e *Engine) newStream(login, session string, since gocql.UUID, closeStream func()) *Stream {
+	st := &Stream{e: e, who: Subscriber{Login: login, Session: session, signals: newStreamSignals()}, since: since}
 	st.ends.add(closeStream)
-	return st, nil
+	st.ends.add(func() {
+		for _, f := range st.feeds {
+			f.sub.Close()
+		}
+	})
+	return st
 }
 
 // TakeReplay takes a replay slot for a resuming stream, waiting a little
 // for one: ErrReplaysBusy when none came free, ctx's error when it ended
-// first. A fresh stream needs none.
+// first. A stream with nothing to replay needs none.
 func (st *Stream) TakeReplay(ctx context.Context) error {
-	if st.since == zeroID {
+	if !st.resumes() {
 		return nil
 	}
 	if !st.e.replays.take(ctx) {
@@ -116,6 +147,19 @@ func (st *Stream) TakeReplay(ctx context.Context) error {
 	return nil
 }
 
+// resumes says whether the stream replays anything when it starts.
+func (st *Stream) resumes() bool {
+	if !st.personal {
+		return st.since != zeroID
+	}
+	for _, f := range st.feeds {
+		if f.since != zeroID {
+			return true
+		}
+	}
+	return false
+}
+
 func (st *Stream) endReplay() {
 	if st.replaying {
 		st.replaying = false
@@ -123,23 +167,54 @@ func (st *Stream) endReplay() {
 	}
 }
 
-// Subscribe subscribes the stream to conversation's events, in place of
-// any it had. Subscribe before the conversation is read: a leave or a
+// Subscribe subscribes the stream to conversation's events: a
+// conversation's stream in place of the one it had, a personal stream in
+// addition to the others (in place of its own subscription to the same
+// conversation). Subscribe before the conversation is read: a leave or a
 // delete that the read does not see yet is published later, and ends
 // this subscription. Subscribing takes the conversation's bound at the
 // same instant: this instance's messages below it are in Cassandra, the
 // ones above will arrive live.
 func (st *Stream) Subscribe(conversation string) {
-	if st.sub != nil {
-		st.sub.Close()
-	} else {
-		st.ends.add(func() { st.sub.Close() })
+	f := &feed{conv: conversation, since: st.since}
+	if st.personal {
+		st.Unsubscribe(conversation)
+		f.since = zeroID
+	} else if len(st.feeds) > 0 {
+		st.feeds[0].sub.Close()
+		st.feeds = st.feeds[:0]
 	}
-	st.sub, st.bound = st.e.seq.subscribe(conversation, func() *Subscription { return st.e.hub.Subscribe(conversation, st.who) })
+	f.sub, f.bound = st.e.seq.subscribe(conversation, func() *Subscription { return st.e.hub.Subscribe(conversation, st.who) })
+	st.feeds = append(st.feeds, f)
+}
+
+// Unsubscribe stops carrying conversation.
+func (st *Stream) Unsubscribe(conversation string) {
+	for i, f := range st.feeds {
+		if f.conv == conversation {
+			f.sub.Close()
+			st.feeds = append(st.feeds[:i], st.feeds[i+1:]...)
+			return
+		}
+	}
+}
+
+// Resume says where conversation is (it is read, and the reader is a
+// member), and, for a personal stream, after which id its client's copy
+// ends (zero: replay nothing); ctx renders its replayed messages.
+func (st *Stream) Resume(conversation string, in store.Place, since gocql.UUID, ctx context.Context) {
+	for _, f := range st.feeds {
+		if f.conv == conversation {
+			f.in, f.ctx = in, ctx
+			if st.personal {
+				f.since = since
+			}
+		}
+	}
 }
 
 // Watch has the stream tell its page when another of the person's
-// conversations gets a message (see ConversationWatch): one stream per tab.
+// conversations gets a message (see ConversationWatch).
 func (st *Stream) Watch(w *ConversationWatch) {
 	st.watch = w
 	st.ends.add(w.Close)
@@ -152,15 +227,12 @@ func (st *Stream) OnEnd(f func()) { st.ends.add(f) }
 func (st *Stream) Close() { st.ends.run() }
 
 // Run writes the stream to w: its head, the replay of what it missed in
-// in, then its live events, until it ends. committed is called once the
-// connection is taken over from net/http (for the request's logs). Run
-// returns once the connection is handed to the stream's own goroutine,
-// or the stream has ended.
-func (st *Stream) Run(ctx context.Context, w http.ResponseWriter, committed func(), in store.Place) {
-	e, conv := st.e, in.Conversation().ID
-	if st.watch == nil {
-		st.watch = &ConversationWatch{} // hears nothing
-	}
+// each conversation it carries, then its live events, until it ends.
+// committed is called once the connection is taken over from net/http
+// (for the request's logs). Run returns once the connection is handed to
+// the stream's own goroutine, or the stream has ended.
+func (st *Stream) Run(ctx context.Context, w http.ResponseWriter, committed func()) {
+	e := st.e
 	e.open.Inc()
 	st.ends.add(e.open.Dec)
 
@@ -172,25 +244,41 @@ func (st *Stream) Run(ctx context.Context, w http.ResponseWriter, committed func
 	if err != nil {
 		return // the client is gone
 	}
+	out.wide = st.personal
 	st.ends.add(func() { e.endStream(out) })
+	for _, n := range st.notices {
+		out.queue(n)
+	}
+	if out.send() != nil {
+		return
+	}
 
 	// sent holds the replayed ids that may come live as well: other
 	// instances' only, since this instance's below the bound were
 	// published before the subscription.
 	var sent map[gocql.UUID]struct{}
-	if st.since != zeroID {
-		sent = map[gocql.UUID]struct{}{}
-		if !e.replay(ctx, out, in, e.replayStart(st.since), st.since, st.bound, sent) {
+	for _, f := range st.feeds {
+		if f.since == zeroID || f.in == nil {
+			continue
+		}
+		if sent == nil {
+			sent = map[gocql.UUID]struct{}{}
+		}
+		rctx := f.ctx
+		if rctx == nil {
+			rctx = ctx
+		}
+		if !e.replay(rctx, out, f.in, e.replayStart(f.since), f.since, f.bound, sent) {
 			return
 		}
-		st.endReplay()
-		if len(sent) == 0 {
-			sent = nil
-		}
+	}
+	st.endReplay()
+	if len(sent) == 0 {
+		sent = nil
 	}
 
 	if out.conn == nil {
-		e.liveEvents(out, st.sub, st.watch, conv, sent, ctx.Done())
+		e.liveEvents(out, st, sent, ctx.Done())
 		return
 	}
 	// The connection is hijacked: the stream needs nothing more of the
@@ -200,20 +288,82 @@ func (st *Stream) Run(ctx context.Context, w http.ResponseWriter, committed func
 	// net/http's and echo's for it) go, which roughly halves what an idle
 	// stream holds.
 	live := st.ends.handOver()
-	sub, watch := st.sub, st.watch
 	go func() {
 		defer live.run()
-		e.liveDirect(out, sub, watch, conv, sent)
+		e.liveDirect(out, st, sent)
 	}()
 }
 
-// liveEvents writes the subscription's events, and the watch's news of
-// the person's other conversations, to out until the stream ends; done is
+// label names the stream in logs: its conversation, or "personal".
+func (st *Stream) label() string {
+	if st.personal || len(st.feeds) == 0 {
+		return "personal"
+	}
+	return st.feeds[0].conv
+}
+
+// attach sends the events of every subscription of st to sink.
+func (st *Stream) attach(sink Sink) {
+	for _, f := range st.feeds {
+		f.sub.Attach(sink)
+	}
+}
+
+// unreadFrame is the frame that tells st's page that other got a
+// message from someone else, or nil when the page needs none (its own
+// conversation: the message comes on the stream).
+func (st *Stream) unreadFrame(buf *bytes.Buffer, other string) []byte {
+	buf.Reset()
+	if st.personal {
+		appendWide(buf, zeroID, KindUnread, other, nil)
+		return buf.Bytes()
+	}
+	if other == st.label() {
+		return nil
+	}
+	appendEvent(buf, zeroID, KindUnread, []byte(other))
+	return buf.Bytes()
+}
+
+// endFrame is the frame that tells st's page its stream ends: it left
+// the room, logged out or lost the session.
+func (st *Stream) endFrame(buf *bytes.Buffer) []byte {
+	buf.Reset()
+	if st.personal {
+		appendWide(buf, zeroID, KindStreamEnd, "", nil)
+	} else {
+		appendEvent(buf, zeroID, KindStreamEnd, nil)
+	}
+	return buf.Bytes()
+}
+
+// queueSink takes a stream's events for its own goroutine, when the
+// fan-out cannot write them itself (the connection is not hijacked).
+type queueSink chan *Event
+
+func (q queueSink) Deliver(ev *Event) bool {
+	select {
+	case q <- ev:
+		return true
+	default:
+		return false // the stream fell behind: it is dropped
+	}
+}
+
+// liveEvents writes the stream's events, and the watch's news of the
+// person's other conversations, to out until the stream ends; done is
 // the request's end while the handler still runs (nil once the connection
 // is hijacked: out.gone tells of a hang-up then).
-func (s *Engine) liveEvents(out *eventWriter, sub *Subscription, watch *ConversationWatch, conv string, sent map[gocql.UUID]struct{}, done <-chan struct{}) {
+func (s *Engine) liveEvents(out *eventWriter, st *Stream, sent map[gocql.UUID]struct{}, done <-chan struct{}) {
 	tick := time.NewTicker(heartbeat)
 	defer tick.Stop()
+	events := make(queueSink, subscriberQueue*max(1, len(st.feeds)))
+	st.attach(events)
+	sig := st.who.signals
+	var watchC <-chan string
+	if st.watch != nil {
+		watchC = st.watch.C
+	}
 	for {
 		var err error
 		select {
@@ -221,34 +371,38 @@ func (s *Engine) liveEvents(out *eventWriter, sub *Subscription, watch *Conversa
 			return
 		case <-s.closing:
 			return
-		case <-sub.Ended:
+		case <-st.replaced:
+			return
+		case <-sig.ended.c:
 			// Left the room, logged out, or lost the session: the page is
 			// told why its stream ends, then it ends.
-			_ = out.event(KindStreamEnd, nil)
+			out.queue(st.endFrame(&out.buf))
+			_ = out.send()
 			return
-		case <-sub.Dropped:
-			s.log.Info("sse: dropped a subscriber that fell behind", "room", conv)
+		case <-sig.dropped.c:
+			s.log.Info("sse: dropped a subscriber that fell behind", "room", st.label())
 			return
 		case <-out.gone:
 			return // the client closed the connection
 		case <-tick.C:
 			err = out.comment("keep-alive")
-		case other := <-watch.C:
-			if other != conv {
-				err = out.event(KindUnread, []byte(other))
+		case other := <-watchC:
+			if frame := st.unreadFrame(&out.buf, other); frame != nil {
+				out.queue(frame)
+				err = out.send()
 			}
-		case ev := <-sub.C:
+		case ev := <-events:
 			// Whatever else is queued goes out in the same write.
 			var end bool
 			for {
 				if _, dup := sent[idOf(ev)]; !dup {
-					out.queue(ev.frame)
+					out.queue(out.frameOf(ev))
 				}
-				if end = ev.Kind == KindRoomDeleted; end {
+				if end = ev.Kind == KindRoomDeleted && !st.personal; end {
 					break
 				}
 				select {
-				case ev = <-sub.C:
+				case ev = <-events:
 					continue
 				default:
 				}
@@ -324,7 +478,7 @@ func (s *Engine) replay(ctx context.Context, out *eventWriter, in store.Place, s
 			// is too much to replay before sending any of it.
 			var n int
 			if n, err = s.src.CountMessagesAfter(ctx, in, since, replayLimit+1); err == nil && n > replayLimit {
-				_ = out.event(KindReload, []byte("too many messages missed"))
+				_ = out.event(in.Conversation().ID, KindReload, []byte("too many messages missed"))
 				return false
 			}
 		}
@@ -343,7 +497,7 @@ func (s *Engine) replay(ctx context.Context, out *eventWriter, in store.Place, s
 			if err != nil {
 				return false
 			}
-			if out.message(cursor(m.ID, mark), html) != nil {
+			if out.message(in.Conversation().ID, cursor(m.ID, mark), html) != nil {
 				return false
 			}
 			if !s.src.MadeHere(m.ID) {
@@ -358,7 +512,7 @@ func (s *Engine) replay(ctx context.Context, out *eventWriter, in store.Place, s
 			return true
 		case replayed > replayLimit:
 			// The room gains messages faster than this client reads them.
-			_ = out.event(KindReload, []byte("too many messages missed"))
+			_ = out.event(in.Conversation().ID, KindReload, []byte("too many messages missed"))
 			return false
 		case time.Now().After(deadline):
 			return false
@@ -384,10 +538,13 @@ type eventWriter struct {
 	// which does not look at a stream written since its last look: the
 	// next write to a closed connection fails, and ends the stream.
 	wrote atomic.Bool
-	w     io.Writer
-	rc    *http.ResponseController
-	bufs  net.Buffers // frames queued for the next send
-	buf   bytes.Buffer
+	// wide is set for a personal stream: its events say their
+	// conversation (see encodeWide).
+	wide bool
+	w    io.Writer
+	rc   *http.ResponseController
+	bufs net.Buffers // frames queued for the next send
+	buf  bytes.Buffer
 }
 
 // startStream writes the stream's response head (status 200 and the
@@ -502,24 +659,42 @@ func (e *eventWriter) peerClosed() bool {
 	return closed
 }
 
-// message writes one replayed message, encoded for this stream alone.
-func (e *eventWriter) message(id gocql.UUID, html []byte) error {
+// message writes one replayed message of conv, encoded for this stream
+// alone.
+func (e *eventWriter) message(conv string, id gocql.UUID, html []byte) error {
 	e.buf.Reset()
-	appendEvent(&e.buf, id, "", html)
+	if e.wide {
+		appendWide(&e.buf, id, KindMessage, conv, html)
+	} else {
+		appendEvent(&e.buf, id, "", html)
+	}
 	e.queue(e.buf.Bytes())
 	return e.send()
+}
+
+// frameOf is the shared frame of ev that this stream writes.
+func (e *eventWriter) frameOf(ev *Event) []byte {
+	if e.wide {
+		return ev.wideFrame()
+	}
+	return ev.frame
 }
 
 // errFieldBreak refuses an event name or comment that would end its line.
 var errFieldBreak = errors.New("sse: event name or comment contains a line break")
 
-// event writes one event without an id (the client keeps the last one).
-func (e *eventWriter) event(name string, data []byte) error {
+// event writes one event of conv without an id (the client keeps the
+// last one).
+func (e *eventWriter) event(conv, name string, data []byte) error {
 	if strings.ContainsAny(name, "\r\n") {
 		return errFieldBreak
 	}
 	e.buf.Reset()
-	appendEvent(&e.buf, zeroID, name, data)
+	if e.wide {
+		appendWide(&e.buf, zeroID, name, conv, data)
+	} else {
+		appendEvent(&e.buf, zeroID, name, data)
+	}
 	e.queue(e.buf.Bytes())
 	return e.send()
 }
@@ -531,17 +706,55 @@ func (e *eventWriter) event(name string, data []byte) error {
 // has.
 func encodeEvent(ev Event) []byte {
 	var buf bytes.Buffer
-	switch ev.Kind {
-	case KindRoomDeleted:
-		appendEvent(&buf, zeroID, wireName(ev.Kind), []byte("/?notice=room-deleted"))
-	default:
-		id := idOf(&ev)
-		if id != zeroID && ev.cursor != zeroID {
-			id = ev.cursor
-		}
-		appendEvent(&buf, id, wireName(ev.Kind), ev.HTML)
-	}
+	appendEvent(&buf, frameID(&ev), wireName(ev.Kind), payloadOf(&ev))
 	return buf.Bytes()
+}
+
+// frameID is the SSE id an event carries: a message's cursor (its own id
+// when it has none), or none.
+func frameID(ev *Event) gocql.UUID {
+	id := idOf(ev)
+	if id != zeroID && ev.cursor != zeroID {
+		id = ev.cursor
+	}
+	return id
+}
+
+// encodeWide is ev as a personal stream writes it: the same id as
+// encodeEvent's, the kind always named, and the conversation as the
+// first line of the data, before the same payload. A personal stream
+// carries several conversations; its client keeps a resume point per
+// conversation from these.
+func encodeWide(ev *Event) []byte {
+	var buf bytes.Buffer
+	appendWide(&buf, frameID(ev), ev.Kind, ev.Conversation, payloadOf(ev))
+	return buf.Bytes()
+}
+
+// payloadOf is what an event's data says: its HTML, or, for a deleted
+// room, where its pages go.
+func payloadOf(ev *Event) []byte {
+	if ev.Kind == KindRoomDeleted {
+		return []byte("/?notice=room-deleted")
+	}
+	return ev.HTML
+}
+
+// appendWide writes one event of a personal stream (see encodeWide).
+// Conversation ids are names and logins, which hold no line break.
+func appendWide(buf *bytes.Buffer, id gocql.UUID, kind, conv string, data []byte) {
+	if id != zeroID {
+		buf.WriteString("id: ")
+		buf.WriteString(id.String())
+		buf.WriteByte('\n')
+	}
+	buf.WriteString("event: ")
+	buf.WriteString(kind)
+	buf.WriteString("\ndata: ")
+	buf.WriteString(conv)
+	buf.WriteByte('\n')
+	writeData(buf, data)
+	buf.WriteByte('\n')
 }
 
 // wireName is the SSE event name of kind: the kind itself, but for the

@@ -36,14 +36,16 @@ func newStreamCounts(perUser, perIP int) *streamCounts {
 
 // open counts a new stream of login from ip and returns the function that
 // uncounts it, or ok=false (nothing counted) when either is at its limit;
-// byUser says which limit it was.
-func (c *streamCounts) open(login, ip string) (closeStream func(), byUser, ok bool) {
+// byUser says which limit it was. A stream that replaces one being closed
+// (the same browser's personal stream) is counted whatever the limits:
+// the one it replaces is uncounted a moment later.
+func (c *streamCounts) open(login, ip string, replacing bool) (closeStream func(), byUser, ok bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.users[login] >= c.perUser {
+	if !replacing && c.users[login] >= c.perUser {
 		return nil, true, false
 	}
-	if c.ips[ip] >= c.perIP {
+	if !replacing && c.ips[ip] >= c.perIP {
 		return nil, false, false
 	}
 	c.users[login]++

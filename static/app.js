@@ -1,4 +1,5 @@
-// KillrChat browser glue for htmx 4.0.1 and its SSE extension (hx-sse).
+// KillrChat browser glue for htmx 4.0.1, and the tabs' side of the live
+// connection (static/live.js).
 //
 // CSP-safe: no eval / new Function, no inline script, no inline style.
 // Only plain DOM listeners for events that htmx 4.0.1 dispatches (checked
@@ -12,14 +13,7 @@
 //   htmx:after:swap      detail.ctx, after every task of the response was swapped
 //   htmx:finally:swap    always, after success or error
 //   htmx:error           the request failed on the network (or timed out)
-//   htmx:sse:error       detail.status is set when an SSE *reconnect* got a non-2xx answer
-//   htmx:sse:before:connection  before each (re)connect; detail.connection.attempt > 0 on a reconnect
-//   htmx:sse:after:connection   the stream is up (again)
-//   htmx:sse:close       the stream ended for good (room deleted, element removed)
-// The SSE extension keeps its connection on element._htmx.sse; while it
-// waits before a reconnect, connection.delayCanceller() ends the wait.
-// plus the DOM event that hx-sse dispatches for a named SSE event
-// ("event: room-deleted") on the element that carries hx-sse:connect; it bubbles.
+// Live events come from static/live.js (section 15), not from htmx.
 //
 // It needs neither the htmx global nor a load order: load it with
 // <script src="/static/app.js" defer></script>.
@@ -257,12 +251,9 @@
 
   // ---------------------------------------------------------------------------
   // 4. Room deleted -> leave the room page.
-  //    - named SSE event "room-deleted" (hx-sse dispatches it as a DOM event on
-  //      the hx-sse:connect element; it bubbles to document);
-  //    - or an element #room-deleted-notice swapped in by any response;
-  //    - or the room's event stream answering 404/410 (room is gone: e.g. it
-  //      was deleted while the tab was in the background and the stream was
-  //      paused, so the named event was never seen).
+  //    - the live event "room-deleted" of the page's conversation (the
+  //      stream sends it too when it is asked to carry a room that is gone);
+  //    - or an element #room-deleted-notice swapped in by any response.
   // ---------------------------------------------------------------------------
   var leaving = false;
 
@@ -274,11 +265,6 @@
 
   function checkDeletedNotice() {
     if (document.getElementById("room-deleted-notice")) leaveDeletedRoom();
-  }
-
-  function isStreamElement(elt) {
-    return !!(elt && elt.hasAttribute &&
-      (elt.hasAttribute("hx-sse:connect") || elt.hasAttribute("data-hx-sse:connect")));
   }
 
   // A response with HX-Redirect leaves the page already. The creator's own
@@ -318,60 +304,19 @@
     if (isDeleteRequest(evt.detail && evt.detail.ctx)) deletingOwnRoom = false;
   });
 
-  // The stream says the page missed more than it can replay: load it anew.
-  document.addEventListener("reload", function () {
+  // The stream says the page missed more than it can replay, or no
+  // longer carries its conversation (left, logged out): load it anew.
+  function reloadPage() {
     if (!leaving) {
       leaving = true;
       window.location.reload();
     }
-  });
-
-  document.addEventListener("room-deleted", function () {
-    if (!deletingOwnRoom) leaveDeletedRoom();
-  });
-  document.addEventListener("htmx:after:swap", checkDeletedNotice);
-
-  document.addEventListener("htmx:sse:error", function (evt) {
-    var status = evt.detail && evt.detail.status;
-    if (status === 404 || status === 410) leaveDeletedRoom();
-  });
-
-  // The first connect of hx-sse:connect is an ordinary htmx GET: a 404/410
-  // (not an event stream) arrives as a normal response, and so does a
-  // 429 (too many live pages) or 503 (the server is busy), which the
-  // extension never retries (it retries only a stream that was once up).
-  document.addEventListener("htmx:response:error", function (evt) {
-    var ctx = evt.detail && evt.detail.ctx;
-    if (!ctx || !ctx.response || !isStreamElement(ctx.sourceElement)) return;
-    var status = ctx.response.status;
-    if (status === 404 || status === 410) {
-      leaveDeletedRoom();
-    } else if (status === 429 || status === 503) {
-      var headers = ctx.response.headers;
-      retryStream(ctx.sourceElement, headers && typeof headers.get === "function" ? headers.get("Retry-After") : null);
-    }
-  });
-
-  // retryStream connects a refused first stream again: after Retry-After
-  // (in seconds) and a delay that doubles from 1 s to 60 s with some
-  // jitter, a fresh copy of the stream element takes its place, and htmx
-  // connects it as it did the first.
-  var streamRetries = 0;
-  function retryStream(el, retryAfter) {
-    var backoff = Math.min(1000 * Math.pow(2, streamRetries), 60000) * (0.85 + Math.random() * 0.3);
-    var asked = parseInt(retryAfter, 10) * 1000;
-    streamRetries++;
-    setStreamDown(true);
-    setTimeout(function () {
-      if (leaving || !el.isConnected) return;
-      var fresh = el.cloneNode(true);
-      el.replaceWith(fresh);
-      if (window.htmx && typeof window.htmx.process === "function") window.htmx.process(fresh);
-    }, Math.max(backoff, asked > 0 ? asked : 0));
   }
-  document.addEventListener("htmx:sse:after:connection", function () {
-    streamRetries = 0;
-  });
+
+  function roomDeleted() {
+    if (!deletingOwnRoom) leaveDeletedRoom();
+  }
+  document.addEventListener("htmx:after:swap", checkDeletedNotice);
 
   // ---------------------------------------------------------------------------
   // 5. #flash (the slot the server's error handler retargets htmx errors into):
@@ -762,9 +707,8 @@
   // 9. The live stream's state.
   //    While the stream is down, a "Reconnecting…" bar shows (after a short
   //    grace, so a routine reconnect does not flash it). The reconnect delay
-  //    is capped at 5 s by <meta name="htmx-config"> (sse.reconnectMaxDelay);
-  //    when the browser comes back online or the tab becomes visible, a
-  //    reconnect that is waiting goes at once.
+  //    is capped at 5 s (static/live.js); when the browser comes back online
+  //    or the tab becomes visible, a reconnect that is waiting goes at once.
   // ---------------------------------------------------------------------------
   var DOWN_GRACE_MS = 800;
   var downTimer = null;
@@ -789,33 +733,11 @@
     }, DOWN_GRACE_MS);
   }
 
-  document.addEventListener("htmx:sse:before:connection", function (evt) {
-    var c = evt.detail && evt.detail.connection;
-    if (c && c.attempt > 0) setStreamDown(true);
-  });
-  document.addEventListener("htmx:sse:error", function () {
-    setStreamDown(true);
-  });
-  document.addEventListener("htmx:sse:after:connection", function () {
-    setStreamDown(false);
-  });
-  document.addEventListener("htmx:sse:close", function () {
-    setStreamDown(false);
-  });
-
-  function reconnectNow() {
-    var el = streamElement();
-    var c = el && el._htmx && el._htmx.sse;
-    if (c && typeof c.delayCanceller === "function") c.delayCanceller();
-  }
-
-  // After the extension's own handlers ran (it resumes a paused stream on
-  // visibilitychange and then starts a delay): end that delay.
   window.addEventListener("online", function () {
-    setTimeout(reconnectNow, 0);
+    livePost({ t: "online" });
   });
   document.addEventListener("visibilitychange", function () {
-    if (!document.hidden) setTimeout(reconnectNow, 0);
+    if (!document.hidden) livePost({ t: "online" });
   });
 
   // ---------------------------------------------------------------------------
@@ -852,7 +774,7 @@
   // "/dm/a+b"), taken from its live stream's URL.
   function conversationURL() {
     var el = streamElement();
-    var src = el && (el.getAttribute("hx-sse:connect") || el.getAttribute("data-hx-sse:connect"));
+    var src = el && el.getAttribute("data-events");
     if (!src) return null;
     return src.replace(/\/events(\?.*)?$/, "");
   }
@@ -952,13 +874,47 @@
       var n = parseInt(fresh.getAttribute("data-unread-conversations") || "0", 10);
       var bare = document.title.replace(/^\(\d+\) /, "");
       document.title = n > 0 ? "(" + n + ") " + bare : bare;
+      menuMarks(n, parseInt(fresh.getAttribute("data-mention-conversations") || "0", 10));
     }, function () {});
   }, SIDEBAR_EVERY_MS);
 
-  // The stream's "event: unread": another conversation got a message.
-  document.addEventListener("unread", function () {
-    refreshSidebar();
-  });
+  // menuMarks shows, on the phone's closed Menu button, how many
+  // conversations are unread and whether one mentions the reader; its
+  // name says so (views.MenuLabel says the same on a page load).
+  function menuMarks(unread, mentions) {
+    var button = document.querySelector(".menu-button");
+    if (!button) return;
+    var dot = button.querySelector(".menu-dot"), at = button.querySelector(".menu-mention");
+    if (dot) {
+      dot.setAttribute("data-count", String(unread));
+      dot.hidden = unread === 0;
+    }
+    if (at) at.hidden = mentions === 0;
+    var label = "Menu";
+    if (unread > 0) label += ", " + unread + " unread";
+    if (mentions > 0) label += ", " + mentions + " with mentions";
+    button.setAttribute("aria-label", label);
+  }
+
+  // The lists of the page, when it is one of them (the DM list, the
+  // mentions' first page), follow the person's events too.
+  var refreshList = throttled(function () {
+    var path = window.location.pathname;
+    var id = { "/dm": "dms", "/mentions": "mentions" }[path];
+    if (!id || window.location.search) return;
+    fetch(path, { credentials: "same-origin", headers: { "HX-Request": "true" } }).then(function (resp) {
+      return resp.ok ? resp.text() : null;
+    }).then(function (html) {
+      if (!html) return;
+      var tpl = document.createElement("template");
+      tpl.innerHTML = html;
+      var fresh = tpl.content.getElementById(id);
+      var old = document.getElementById(id);
+      if (!fresh || !old) return;
+      old.replaceWith(fresh);
+      localTimes(fresh);
+    }, function () {});
+  }, SIDEBAR_EVERY_MS);
 
   // ---------------------------------------------------------------------------
   // 12. Mentions of the reader. A message is rendered once for every reader
@@ -1409,6 +1365,258 @@
     stageFiles(files);
   });
 
+  // ---------------------------------------------------------------------------
+  // 15. Live events: one connection per browser (static/live.js).
+  //     The tab tells the browser's Manager which conversation it shows
+  //     (#room-stream: data-conversation, and data-after, the page's resume
+  //     point) and gets the events of the person and of that conversation:
+  //     - in a SharedWorker when the browser has them;
+  //     - else the tab holding the Web Lock "killrchat-live" runs the
+  //       Manager and relays over the BroadcastChannel "killrchat-live";
+  //       when it closes, the next tab in line for the lock takes over, and
+  //       every tab tells it again what it shows, up to its own last
+  //       message's resume point;
+  //     - else each tab runs a Manager of its own (a stream per tab).
+  //     A message of the tab's conversation goes into #messages (6. keeps
+  //     one element per id, in id order); "live:message" (detail.id, the
+  //     message's id) tells who wants to know. <html data-live> is "up"
+  //     while the stream is up, and says which of the three runs it in
+  //     data-live-mode.
+  // ---------------------------------------------------------------------------
+  var TAB = Math.random().toString(36).slice(2) + Date.now().toString(36);
+  var livePost = function () {};
+  var liveShown = null; // the "show" message this tab sent last
+  var liveWasUp = false; // the stream carried this tab's conversation once
+  var liveTabs = 0, liveBrowser = ""; // the Manager's tabs, and its key
+
+  function liveScriptURL() {
+    var s = document.querySelector('script[src*="/static/live.js"]');
+    return s ? s.getAttribute("src") : null;
+  }
+
+  function showMessage(shared) {
+    var el = streamElement();
+    return {
+      t: "show", tab: TAB,
+      conv: el ? el.getAttribute("data-conversation") || "" : "",
+      cursor: el ? el.getAttribute("data-after") || "" : "",
+      browser: shared ? browserKey() : ""
+    };
+  }
+
+  // browserKey names the browser's shared stream to the server, which
+  // ends the stream of the same key when a new one opens. It is kept in
+  // localStorage so that a Manager started anew (the worker after its last
+  // tab navigated, a new leader tab) replaces the old stream at once; it
+  // holds the scripts' version, so two versions' workers (old tabs, new
+  // tabs) do not replace each other's streams.
+  function browserKey() {
+    var version = (liveScriptURL() || "").replace(/^[^?]*\??/, "");
+    try {
+      var key = window.localStorage.getItem("killrchat-browser");
+      if (!key) {
+        key = Math.random().toString(36).slice(2) + Math.random().toString(36).slice(2);
+        window.localStorage.setItem("killrchat-browser", key);
+      }
+      return (key + "-" + version).replace(/[^A-Za-z0-9_-]/g, "_").slice(0, 64);
+    } catch (e) {
+      return ""; // no storage: the Manager's own key
+    }
+  }
+
+  // swapLive puts an event's HTML into the page: elements marked
+  // hx-swap-oob="true" replace the element with their id, the rest go at
+  // the end of #messages.
+  function swapLive(html) {
+    var list = messagesList();
+    var tpl = document.createElement("template");
+    tpl.innerHTML = html;
+    var nodes = Array.prototype.slice.call(tpl.content.children);
+    for (var i = 0; i < nodes.length; i++) {
+      var node = nodes[i];
+      if (node.getAttribute("hx-swap-oob") === "true" && node.id) {
+        node.removeAttribute("hx-swap-oob");
+        var old = document.getElementById(node.id);
+        if (old) old.replaceWith(node);
+      } else if (list) {
+        list.appendChild(node);
+      } else {
+        continue;
+      }
+      if (window.htmx && typeof window.htmx.process === "function") window.htmx.process(node);
+    }
+  }
+
+  function onLive(msg) {
+    if (!msg) return;
+    if (msg.t === "ping") {
+      livePost({ t: "pong", tab: TAB });
+      return;
+    }
+    if (msg.t === "hello") {
+      // A new Manager (a tab took the lead): say what this tab shows.
+      if (liveShown) livePost(liveShown);
+      return;
+    }
+    if (msg.t === "status") {
+      liveTabs = msg.tabs || 0;
+      liveBrowser = msg.browser || "";
+      // Up for this tab once the stream carries its conversation.
+      var conv = liveShown && liveShown.conv;
+      var up = !!msg.up && (!conv || (msg.carried || []).indexOf(conv) >= 0);
+      document.documentElement.setAttribute("data-live", up ? "up" : "down");
+      // The bar says a stream was lost or refused, not that it is still on
+      // its way.
+      if (up) liveWasUp = true;
+      if (streamElement() && (liveWasUp || msg.refused)) setStreamDown(!up);
+      return;
+    }
+    if (msg.t !== "event") return;
+    var mine = liveShown && liveShown.conv && msg.conv === liveShown.conv;
+    // The tab's own resume point: what it says when a new Manager asks.
+    if (mine && msg.id) liveShown.cursor = msg.id;
+    switch (msg.kind) {
+      case "message":
+      case "participants":
+        if (!mine) return;
+        swapLive(msg.data);
+        if (msg.kind === "message") {
+          document.dispatchEvent(new CustomEvent("live:message", { detail: { id: messageIDOf(msg.data), cursor: msg.id } }));
+        }
+        return;
+      case "unread":
+        if (mine) return; // its messages come on the stream
+        refreshSidebar();
+        refreshList();
+        return;
+      case "room-deleted":
+        if (mine) roomDeleted();
+        return;
+      case "stream-end":
+      case "reload":
+        if (mine) reloadPage();
+        return;
+      default:
+        // Kinds to come (edit, delete, reaction, typing, presence) are
+        // dispatched for whoever handles them.
+        if (mine) document.dispatchEvent(new CustomEvent("live:" + msg.kind, { detail: msg }));
+    }
+  }
+
+  function messageIDOf(html) {
+    var m = /id="msg-([0-9a-f-]{36})"/.exec(html || "");
+    return m ? m[1] : "";
+  }
+
+  function useWorker(url) {
+    var worker = new SharedWorker(url, { name: "killrchat-live" });
+    worker.port.onmessage = function (e) { onLive(e.data); };
+    worker.port.start();
+    livePost = function (msg) { worker.port.postMessage(msg); };
+    return "worker";
+  }
+
+  function useLeader() {
+    var chan = new BroadcastChannel("killrchat-live");
+    var manager = null;
+    livePost = function (msg) {
+      if (manager) manager.receive(msg);
+      else chan.postMessage({ to: "leader", msg: msg });
+    };
+    chan.onmessage = function (e) {
+      var d = e.data || {};
+      if (d.to === "leader") {
+        if (manager) manager.receive(d.msg);
+      } else if (d.from === "leader") {
+        onLive(d.msg);
+      }
+    };
+    var abort = null, release = null;
+    function lead() {
+      abort = new AbortController();
+      navigator.locks.request("killrchat-live", { signal: abort.signal }, function () {
+        // This tab leads until it goes: the lock is held as long as the
+        // promise is pending.
+        abort = null;
+        manager = new window.KillrLive.Manager(function (msg) {
+          onLive(msg);
+          chan.postMessage({ from: "leader", msg: msg });
+        });
+        window.KillrLive.current = manager;
+        document.documentElement.setAttribute("data-live-leader", "");
+        if (liveShown) manager.receive(liveShown);
+        chan.postMessage({ from: "leader", msg: { t: "hello" } });
+        return new Promise(function (resolve) { release = resolve; });
+      }).catch(function () {});
+    }
+    lead();
+    // A page kept in the back-forward cache keeps its locks: give the lead
+    // (or the place in line) up when the page is hidden, take it again if
+    // it comes back.
+    window.addEventListener("pagehide", function () {
+      if (abort) abort.abort();
+      if (manager) {
+        manager.close();
+        manager = null;
+        document.documentElement.removeAttribute("data-live-leader");
+      }
+      if (release) release();
+      abort = release = null;
+    });
+    window.addEventListener("pageshow", function (e) {
+      if (e.persisted) lead();
+    });
+    return "leader";
+  }
+
+  function useOwn() {
+    var manager = new window.KillrLive.Manager(onLive);
+    window.KillrLive.current = manager;
+    livePost = function (msg) { manager.receive(msg); };
+    return "tab";
+  }
+
+  function startLive() {
+    if (!document.body || !document.body.getAttribute("data-viewer") || typeof EventSource !== "function") return;
+    var url = liveScriptURL(), mode;
+    if (typeof window.SharedWorker === "function" && url) {
+      mode = useWorker(url);
+    } else if (!window.KillrLive) {
+      return;
+    } else if (navigator.locks && typeof window.BroadcastChannel === "function") {
+      mode = useLeader();
+    } else {
+      mode = useOwn();
+    }
+    document.documentElement.setAttribute("data-live-mode", mode);
+    liveShown = showMessage(mode !== "tab");
+    livePost(liveShown);
+    window.addEventListener("pagehide", function (e) {
+      livePost({ t: "bye", tab: TAB });
+      // The browser's last page going into the back-forward cache freezes
+      // the SharedWorker, its stream open and its "bye" unread: the
+      // server ends that stream (a page that comes back says "show" again,
+      // and the Manager, unfrozen, opens a new one).
+      if (mode === "worker" && e.persisted && liveTabs <= 1 && liveBrowser && navigator.sendBeacon) {
+        var body = new URLSearchParams();
+        body.set("b", liveBrowser);
+        body.set("_csrf", metaCSRF());
+        navigator.sendBeacon("/events/end", body);
+      }
+    });
+    // Back from the back-forward cache, unfrozen, or shown again: the
+    // Manager may have dropped this tab meanwhile (it did not answer).
+    window.addEventListener("pageshow", function (e) {
+      if (e.persisted) livePost(liveShown);
+    });
+    document.addEventListener("resume", function () {
+      livePost(liveShown);
+    });
+    document.addEventListener("visibilitychange", function () {
+      if (!document.hidden) livePost(liveShown);
+    });
+  }
+
   // With scripts, the Attach button stands for the browser's file input.
   function enhanceFiles() {
     var attach = byId("attach"), row = byId("file-row");
@@ -1418,6 +1626,7 @@
   }
 
   function onReady() {
+    startLive();
     localTimes(document);
     watchMessages();
     enhanceFiles();

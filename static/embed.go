@@ -1,4 +1,4 @@
-// Package static holds the browser files (vendored htmx, CSS, app.js),
+// Package static holds the browser files (vendored htmx, CSS, app.js, live.js),
 // embedded in the binary.
 package static
 
@@ -6,5 +6,5 @@ import "embed"
 
 // Files are served under /static/.
 //
-//go:embed app.css app.js favicon.svg htmx
+//go:embed app.css app.js live.js favicon.svg htmx
 var Files embed.FS

@@ -22,6 +22,9 @@ func timeBucket(t time.Time) int {
 // bucketOf is the day bucket of a message id.
 func bucketOf(id gocql.UUID) int { return timeBucket(id.Time()) }
 
+// BucketOf is the day bucket (yyyyMMdd, UTC) of a message id.
+func BucketOf(id gocql.UUID) int { return bucketOf(id) }
+
 // uuidEpoch is the start of the timeuuid clock, 1582-10-15 UTC.
 var uuidEpoch = time.Date(1582, time.October, 15, 0, 0, 0, 0, time.UTC)
 

@@ -201,6 +201,7 @@ func (s *Store) recordBucket(ctx context.Context, conv Conversation, bucket int)
 		return s.fail("record bucket of "+conv.ID, err)
 	}
 	s.knownBuckets.Store(key, struct{}{})
+	s.months.forget(conv) // its search months may have one more
 	return nil
 }
 

@@ -200,6 +200,9 @@ func (s *Store) CreateRoom(ctx context.Context, creator UserRef, f NewRoom) (Roo
 	if err := s.addUserRoom(ctx, creator.Login, r); err != nil {
 		return Room{}, err
 	}
+	if err := s.recordRoomName(ctx, r); err != nil {
+		return Room{}, err
+	}
 	return r, nil
 }
 
@@ -526,7 +529,8 @@ func (s *Store) cleanUpRoom(ctx context.Context, r Room) error {
 	if err := iter.Close(); err != nil {
 		return s.fail("list buckets of "+r.Name, err)
 	}
-	stmts = append(stmts, batchStmt{deleteRoomBuckets, []any{r.Name}})
+	stmts = append(stmts, batchStmt{deleteRoomBuckets, []any{r.Name}},
+		batchStmt{deleteRoomName, []any{r.CreatedAt.UnixMicro(), initialOf(r.Name), r.Name}})
 	// Its files go with its messages: deletes only, so the batches stay
 	// small (a chunk is never written in a batch).
 	files, err := s.conversationAttachmentDeletes(ctx, r.Name)

@@ -76,6 +76,8 @@ type ObservedQuery struct {
 	Start time.Time
 	Err   error
 	Batch bool
+	// BatchIndex is the statement's place in its batch: 0 starts a batch.
+	BatchIndex int
 }
 
 // Config says how to reach Cassandra.
@@ -134,6 +136,12 @@ type Store struct {
 	readBudgetSize int64
 	// chunkReads counts the attachment chunks read (see ChunkReads).
 	chunkReads atomic.Int64
+
+	// words remembers the search index's words already written (see
+	// IndexMessage); it only saves writes.
+	words wordMemo
+	// months remembers conversations' months with messages (see Search).
+	months monthsMemo
 }
 
 // New returns a Store that is not yet connected.
@@ -324,6 +332,6 @@ func (o queryObserver) ObserveQuery(_ context.Context, q gocql.ObservedQuery) {
 
 func (o queryObserver) ObserveBatch(_ context.Context, b gocql.ObservedBatch) {
 	for i, st := range b.Statements {
-		o.fn(ObservedQuery{Statement: st, Values: b.Values[i], Duration: b.End.Sub(b.Start), Err: b.Err, Batch: true})
+		o.fn(ObservedQuery{Statement: st, Values: b.Values[i], Duration: b.End.Sub(b.Start), Start: b.Start, Err: b.Err, Batch: true, BatchIndex: i})
 	}
 }

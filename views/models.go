@@ -59,14 +59,39 @@ func UnreadLabel(n int) string {
 
 // UnreadConversations is how many conversations have unread messages, for
 // the "(N) " that starts the page title.
-func (p Page) UnreadConversations() int {
+func (p Page) UnreadConversations() int { return positives(p.Unread) }
+
+// MentionConversations is how many conversations have unread mentions.
+func (p Page) MentionConversations() int { return positives(p.Mentions) }
+
+// positives is how many counts of counts are above zero.
+func positives(counts map[string]int) int {
 	n := 0
-	for _, c := range p.Unread {
+	for _, c := range counts {
 		if c > 0 {
 			n++
 		}
 	}
 	return n
+}
+
+// MenuLabel is the accessible name of the phone's Menu button: "Menu",
+// and what is unread ("Menu, 3 unread, 1 with mentions").
+func (p Page) MenuLabel() string {
+	return MenuLabel(p.UnreadConversations(), p.MentionConversations())
+}
+
+// MenuLabel is the Menu button's name for unread conversations, of
+// which mentions mention the reader (app.js says the same).
+func MenuLabel(unread, mentions int) string {
+	l := "Menu"
+	if unread > 0 {
+		l += ", " + strconv.Itoa(unread) + " unread"
+	}
+	if mentions > 0 {
+		l += ", " + strconv.Itoa(mentions) + " with mentions"
+	}
+	return l
 }
 
 // DocumentTitle is the page title, with "(N) " first when N
@@ -133,6 +158,8 @@ type RoomRow struct {
 
 // RoomList is a page of all rooms.
 type RoomList struct {
+	// Name is the filter: rooms whose name starts with it ("" for all).
+	Name string
 	Rows []RoomRow
 	// Next is the link to the next page, "" on the last page.
 	Next string

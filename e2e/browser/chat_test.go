@@ -56,9 +56,15 @@ func (p *tab) post(text string) string {
 // pair is two people in a room, both on its page with the stream up.
 func pair(t *testing.T, b *bt, s size, banner string) (a, o *tab, room string) {
 	t.Helper()
+	return pairWith(t, b, s, banner)
+}
+
+// pairWith is pair with options for Ada's tab.
+func pairWith(t *testing.T, b *bt, s size, banner string, adaOpts ...tabOption) (a, o *tab, room string) {
+	t.Helper()
 	ada, bob := newPerson("Ada", "Lovelace"), newPerson("Bob", "Babbage")
 	room = unique("room")
-	a = b.newTab("ada")
+	a = b.newTab("ada", adaOpts...)
 	a.signUp(ada)
 	a.createRoom(room, banner)
 	o = b.newTab("bob")
@@ -367,16 +373,19 @@ func (p *tab) offline(off bool) {
 // TestFailuresShow (item 6): with the network down, the stream shows
 // "Reconnecting…" and a send shows "Couldn't send" with Retry, the text
 // kept; back online, the stream reconnects at once and Retry sends once.
+//
+// Ada's browser has a stream per tab (no SharedWorker, no Web Locks): the
+// network's emulation reaches a page's own connections only.
 func TestFailuresShow(t *testing.T) {
 	b := begin(t)
-	a, o, room := pair(t, b, desktop, "Flaky network")
-	if got := eval[int](a, `htmx.config.sse.reconnectMaxDelay`); got != 5000 {
-		t.Errorf("the stream's reconnect delay is capped at %dms, want 5000", got)
+	a, o, room := pairWith(t, b, desktop, "Flaky network", withStreamPerTab)
+	if got := eval[string](a, `document.documentElement.getAttribute("data-live-mode")`); got != "tab" {
+		t.Fatalf("ada's tab runs its stream as %q, want tab", got)
 	}
 	a.offline(true)
 	// The open stream does not notice a dead network by itself right away;
 	// end it as a dropped connection would.
-	eval[bool](a, `(() => { const c = document.getElementById("room-stream")._htmx.sse; c.reader && c.reader.cancel(); return true; })()`)
+	eval[bool](a, `(() => { const m = window.KillrLive.current; m.es.onerror(); return true; })()`)
 	a.waitJSFor(5*time.Second, "the Reconnecting… bar", `!document.getElementById("stream-status").hidden`)
 	if got := a.text("#stream-status"); got != "Reconnecting…" {
 		t.Errorf("the stream's bar says %q", got)
@@ -398,7 +407,7 @@ func TestFailuresShow(t *testing.T) {
 	start := time.Now()
 	a.offline(false)
 	took := a.waitJSFor(8*time.Second, "the stream back", `document.getElementById("stream-status").hidden && `+
-		`document.getElementById("room-stream")._htmx.sse.status === 200`)
+		`document.documentElement.getAttribute("data-live") === "up"`)
 	t.Logf("the stream was back %v after the network (reconnect at once on the online event)", took.Round(time.Millisecond))
 	a.waitJSFor(5*time.Second, "the message missed while offline", messagesWith(missed)+`.length === 1`)
 	_ = start
@@ -569,6 +578,7 @@ func TestAccessibility(t *testing.T) {
 	pages := []struct{ name, path string }{
 		{"home", "/"}, {"all-rooms", "/rooms"}, {"room", "/rooms/" + room}, {"new-room", "/rooms/new"},
 		{"profile", "/profile"}, {"user", "/users/" + ada.login}, {"error", "/rooms/" + unique("missing")},
+		{"search", "/search?q=link+docs"}, {"rooms-filter", "/rooms?name=a11"},
 	}
 	for _, s := range sizes {
 		a.resize(s)

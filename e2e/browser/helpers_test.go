@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 )
 
@@ -54,6 +55,9 @@ type tab struct {
 	ctx   context.Context
 	label string
 	base  string
+	cfg   tabConfig
+	// cancel closes a sibling tab (see close).
+	cancel context.CancelFunc
 
 	mu      sync.Mutex
 	console []chromedp.ConsoleMessage
@@ -61,10 +65,32 @@ type tab struct {
 
 type tabOption func(*tabConfig)
 
-type tabConfig struct{ noJS bool }
+type tabConfig struct{ noJS, noWorker, noLocks bool }
 
 // withoutJS turns script execution off in the tab before any page loads.
 func withoutJS(c *tabConfig) { c.noJS = true }
+
+// withLeaderTab makes the tab's pages a browser's without SharedWorker:
+// its live connection is held by a leader tab (Web Locks and
+// BroadcastChannel).
+func withLeaderTab(c *tabConfig) { c.noWorker = true }
+
+// withStreamPerTab makes the tab's pages a browser's with neither
+// SharedWorker nor Web Locks: each tab holds a stream of its own.
+func withStreamPerTab(c *tabConfig) { c.noWorker, c.noLocks = true, true }
+
+// hideFeatures is what the options above run in every new document
+// before its scripts.
+func (c tabConfig) hideFeatures() string {
+	var js string
+	if c.noWorker {
+		js += `delete window.SharedWorker;`
+	}
+	if c.noLocks {
+		js += `Object.defineProperty(Navigator.prototype, "locks", {get: () => undefined});`
+	}
+	return js
+}
 
 // newTab opens a tab in a fresh, incognito-like browser context, so no
 // cookie is shared with another tab. It closes when the test ends.
@@ -84,9 +110,47 @@ func (b *bt) newTab(label string, opts ...tabOption) *tab {
 	if err := chromedp.Do(ctx); err != nil { // opens the tab
 		b.t.Fatalf("%s: open a tab: %v", label, err)
 	}
+	p.configure(cfg)
+	return p
+}
+
+// sibling opens another tab in p's browser (its cookies, its storage, its
+// shared live connection), with the same options. It closes when the
+// test ends, or with close.
+func (p *tab) sibling(label string) *tab {
+	p.t.Helper()
+	ctx, cancel := chromedp.NewContext(p.ctx)
+	q := &tab{b: p.b, t: p.t, ctx: ctx, label: label, base: p.base, cfg: p.cfg, cancel: cancel}
+	p.t.Cleanup(cancel)
+	if err := chromedp.Do(ctx); err != nil {
+		p.t.Fatalf("%s: open a tab: %v", label, err)
+	}
+	q.configure(p.cfg)
+	return q
+}
+
+// close closes a tab that sibling opened, as a person closes it.
+func (p *tab) close() {
+	p.t.Helper()
+	if p.cancel == nil {
+		p.t.Fatalf("%s: only a sibling tab closes alone", p.label)
+	}
+	p.checkConsole()
+	p.cancel()
+}
+
+// configure applies the tab's options and records its console.
+func (p *tab) configure(cfg tabConfig) {
+	p.cfg = cfg
+	ctx, label := p.ctx, p.label
 	if cfg.noJS {
 		if _, err := chromedp.Call(ctx, emulation.SetScriptExecutionDisabled, emulation.SetScriptExecutionDisabledParams{Value: true}); err != nil {
-			b.t.Fatalf("%s: disable JavaScript: %v", label, err)
+			p.t.Fatalf("%s: disable JavaScript: %v", label, err)
+		}
+	}
+	if js := cfg.hideFeatures(); js != "" {
+		if _, err := chromedp.Call(ctx, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: js}); err != nil {
+			p.t.Fatalf("%s: hide browser features: %v", label, err)
 		}
 	}
 	msgs := chromedp.Console(ctx)
@@ -101,8 +165,7 @@ func (b *bt) newTab(label string, opts ...tabOption) *tab {
 		}
 	}()
 	// Runs before the tab closes (cleanups run last-in first-out).
-	b.t.Cleanup(p.checkConsole)
-	return p
+	p.t.Cleanup(p.checkConsole)
 }
 
 // checkConsole fails the test on an uncaught exception or a Content
@@ -401,13 +464,12 @@ func (p *tab) waitRoomPage(room string) {
 		` && document.querySelector("#composer")`)
 }
 
-// waitStream waits until the room page's live stream is connected (the
-// server subscribes before it answers, so nothing published later is
-// missed).
+// waitStream waits until the browser's live stream is connected and
+// carries the page's conversation (the server subscribes before it
+// answers, so nothing published later is missed).
 func (p *tab) waitStream() {
 	p.t.Helper()
-	p.waitJS("the live stream to connect", `(() => { const s = document.getElementById("room-stream");
-		return s && s._htmx && s._htmx.sse && s._htmx.sse.status === 200 })()`)
+	p.waitJS("the live stream to connect", `document.documentElement.getAttribute("data-live") === "up"`)
 }
 
 // sidebarRooms are the room links in the sidebar.

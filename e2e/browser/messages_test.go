@@ -24,14 +24,14 @@ func (p *tab) joinFromRoomPage(room string) {
 }
 
 // recordLive makes the page count what reaches it: the ids of the live
-// stream's events (window.__sse) and the htmx swaps of message posts
-// (window.__posts).
+// stream's messages (window.__sse), the resume point of the last one
+// (window.__cursor) and the htmx swaps of message posts (window.__posts).
 func (p *tab) recordLive() {
 	p.t.Helper()
 	eval[bool](p, `(() => {
 		window.__sse = [];
 		window.__posts = 0;
-		document.addEventListener("htmx:sse:after:message", e => window.__sse.push(e.detail.message.id));
+		document.addEventListener("live:message", e => { window.__sse.push(e.detail.id); window.__cursor = e.detail.cursor; });
 		document.addEventListener("htmx:after:swap", e => {
 			const r = e.detail && e.detail.ctx && e.detail.ctx.request;
 			if (r && String(r.method).toUpperCase() === "POST" && /\/messages$/.test(String(r.action))) window.__posts++;

@@ -33,7 +33,9 @@ func TestRoomPageWeight(t *testing.T) {
 	}
 	// The moment the live stream is open, from navigation start.
 	if _, err := chromedp.Call(ctx, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{
-		Source: `document.addEventListener("htmx:sse:after:connection", () => { window.__streamOpenAt = window.__streamOpenAt || performance.now(); });`,
+		Source: `document.addEventListener("DOMContentLoaded", () => new MutationObserver(() => {
+			if (document.documentElement.getAttribute("data-live") === "up") window.__streamOpenAt = window.__streamOpenAt || performance.now();
+		}).observe(document.documentElement, {attributes: true}));`,
 	}); err != nil {
 		t.Fatal(err)
 	}

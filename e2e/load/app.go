@@ -195,6 +195,7 @@ func startTarget(ctx context.Context, c common) (*target, error) {
 	default:
 		store.PasswordCost = c.cost
 		maxReplays = c.replays
+		searchIndexOff, searchIndexRate = c.noIndex, c.indexRate
 		a, err := startApp(c.verbose)
 		if err != nil {
 			return nil, err
@@ -227,13 +228,21 @@ var maxReplays int
 // resumeWindow is the app's Config.ResumeWindow (-resume-window).
 var resumeWindow time.Duration
 
+// searchIndexOff is the app's Config.SearchIndexOff (-no-index), and
+// searchIndexRate its Config.SearchIndexRate (-index-rate).
+var (
+	searchIndexOff  bool
+	searchIndexRate float64
+)
+
 // appConfig is the configuration of an app instance started here. Every
 // user signs up, and a few users open thousands of streams from one
 // address: the limits on those are lifted; the replay limit is the app's
 // unless -max-replays says otherwise.
 func appConfig(key []byte) handlers.Config {
 	return handlers.Config{SessionKey: key, AuthRate: 1 << 30, Limits: web.Unlimited, Static: static.Files, RoomsPerPage: 25,
-		MaxStreamsPerUser: 1 << 30, MaxStreamsPerIP: 1 << 30, MaxReplays: maxReplays, ResumeWindow: resumeWindow}
+		MaxStreamsPerUser: 1 << 30, MaxStreamsPerIP: 1 << 30, MaxReplays: maxReplays, ResumeWindow: resumeWindow,
+		SearchIndexOff: searchIndexOff, SearchIndexRate: searchIndexRate}
 }
 
 // startApp starts the application on 127.0.0.1 with a fresh keyspace, as
@@ -297,11 +306,14 @@ func runServe(ctx context.Context, args []string) error {
 	cost := fs.Int("bcrypt-cost", 4, "bcrypt cost")
 	replays := fs.Int("max-replays", 0, "the app's --max-replays (0: its default)")
 	verbose := fs.Bool("v", false, "log warnings")
+	noIndex := fs.Bool("no-index", false, "do not index posted messages for search")
+	indexRate := fs.Float64("index-rate", 0, "messages indexed a second at most (0: the app's default; negative: unpaced)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	store.PasswordCost = *cost
 	maxReplays = *replays
+	searchIndexOff, searchIndexRate = *noIndex, *indexRate
 	a, err := startApp(*verbose)
 	if err != nil {
 		return err
@@ -330,6 +342,10 @@ func startChild(ctx context.Context, c common) (*target, error) {
 	if c.verbose {
 		args = append(args, "-v")
 	}
+	if c.noIndex {
+		args = append(args, "-no-index")
+	}
+	args = append(args, "-index-rate", strconv.FormatFloat(c.indexRate, 'f', -1, 64))
 	cmd := exec.Command(exe, args...)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {

@@ -10,6 +10,7 @@
 //	go run ./e2e/load replaymem    server memory while many replays go to clients that never read
 //	go run ./e2e/load bigroom      join, leave, post (cold and warm caches) and room page in a 10,000-member room vs a 10-member one
 //	go run ./e2e/load upload       attachment MB/s through HTTP vs raw gocql chunks; server RSS while 20 upload and 50 download 25 MiB
+//	go run ./e2e/load search       search latency over 1,000,000 messages in 200 conversations; indexing cost; post ratio with and without the index
 //	go run ./e2e/load hostile      chunk reads of a 400-range download; server RSS and CPU for two decompression-bomb PNGs at once
 //
 // Unless -url is given it starts its own app instance (handlers.New, as the
@@ -35,14 +36,16 @@ import (
 )
 
 type common struct {
-	url      string
-	keyspace string
-	child    bool
-	cluster  bool
-	cost     int
-	replays  int
-	window   time.Duration
-	verbose  bool
+	url       string
+	keyspace  string
+	child     bool
+	cluster   bool
+	cost      int
+	replays   int
+	window    time.Duration
+	verbose   bool
+	noIndex   bool
+	indexRate float64
 }
 
 func (c *common) register(fs *flag.FlagSet) {
@@ -54,10 +57,12 @@ func (c *common) register(fs *flag.FlagSet) {
 	fs.IntVar(&c.replays, "max-replays", 0, "the app's --max-replays (0: its default) for an app instance started here")
 	fs.DurationVar(&c.window, "resume-window", 0, "with -cluster: the app's resume window (0: its default; negative: none, to see what a resume across instances loses without it)")
 	fs.BoolVar(&c.verbose, "v", false, "log the app's warnings to stderr")
+	fs.BoolVar(&c.noIndex, "no-index", false, "the app started here does not index posted messages for search")
+	fs.Float64Var(&c.indexRate, "index-rate", 0, "the app's --search-index-rate for an app started here (0: its default; negative: unpaced)")
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, `usage: go run ./e2e/load <post|sse|floor|correctness|replay|flood|roompage|conns|replaymem|upload|hostile|bigroom> [flags]
+	fmt.Fprintln(os.Stderr, `usage: go run ./e2e/load <post|sse|floor|correctness|replay|flood|roompage|conns|replaymem|upload|search|hostile|bigroom> [flags]
        go run ./e2e/load <subcommand> -h   for its flags`)
 	os.Exit(2)
 }
@@ -87,6 +92,8 @@ func main() {
 		err = runConns(ctx, os.Args[2:])
 	case "upload":
 		err = runUpload(ctx, os.Args[2:])
+	case "search":
+		err = runSearch(ctx, os.Args[2:])
 	case "hostile":
 		err = runHostile(ctx, os.Args[2:])
 	case "bigroom":

@@ -1,0 +1,280 @@
+// This file owns the search indexer: it writes each posted message's
+// terms after the post has answered, paced so that the index never takes
+// the post's share of Cassandra, and catches up from the day buckets on
+// what it could not queue.
+package handlers
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+
+	"github.com/killrchat/killrchat/store"
+)
+
+const (
+	// indexQueue bounds the posted messages waiting to be indexed; past
+	// it a message's day bucket is remembered and indexed again later
+	// (catchUp).
+	indexQueue = 10_000
+	// indexWorkers index messages at once.
+	indexWorkers = 4
+	// indexBatch is the most messages a worker indexes in one go: what the
+	// queue holds when the worker comes back to it, so a busy instance
+	// writes fewer, fuller batches (store.IndexMessages) and a quiet one
+	// writes each message at once.
+	indexBatch = 256
+	// indexTimeout bounds one batch's index writes.
+	indexTimeout = 10 * time.Second
+	// DefaultSearchIndexRate is how many messages an instance indexes a
+	// second at most (Config.SearchIndexRate).
+	DefaultSearchIndexRate = 200
+	// maxBehind bounds the day buckets remembered for catching up; past
+	// it they are logged for index-backfill.
+	maxBehind = 10_000
+	// catchUpEvery is how often an idle indexer looks for a bucket to
+	// catch up on.
+	catchUpEvery = 2 * time.Second
+	// catchUpTimeout bounds the indexing of one day bucket.
+	catchUpTimeout = 10 * time.Minute
+)
+
+// searchIndexer writes messages to the search index off the post's path:
+// a post stores the message and its head (2 statements) and answers; the
+// index rows follow from a queue, at most a rate a second, so a burst of
+// posts is not slowed by its index (on one Cassandra, indexing a message
+// costs several times what storing it does). The rows are idempotent, so
+// a message indexed twice is indexed once. When the queue is full, the
+// message's day bucket is remembered and the whole bucket is indexed
+// again once the queue is empty: the index lags behind a sustained
+// overload instead of slowing it, and catches up after. What a crash
+// loses (the queue, the buckets behind) index-backfill adds.
+//
+// The message lifecycle (edits, deletes) calls reindex: the old text
+// leaves the index, the new one enters it. Until then, every search
+// result is checked against the stored message (store.Search), so a
+// changed or deleted message never shows.
+type searchIndexer struct {
+	db    *store.Store
+	log   *slog.Logger
+	jobs  chan indexJob
+	off   bool          // index nothing (Config.SearchIndexOff)
+	limit *rate.Limiter // messages a second; nil: unpaced
+
+	mu      sync.Mutex
+	pending int
+	idle    *sync.Cond
+	behind  map[behindKey]store.Conversation
+}
+
+// behindKey is a day bucket of a conversation with messages not queued.
+type behindKey struct {
+	conv   string
+	since  int64
+	bucket int
+}
+
+// indexJob is a message of conv to index (add) or to take out (remove).
+type indexJob struct {
+	conv        store.Conversation
+	add, remove *store.Message
+}
+
+// newSearchIndexer starts the workers; perSecond <= 0 is unpaced.
+func newSearchIndexer(db *store.Store, log *slog.Logger, perSecond float64, closing <-chan struct{}) *searchIndexer {
+	ix := &searchIndexer{db: db, log: log, jobs: make(chan indexJob, indexQueue), behind: map[behindKey]store.Conversation{}}
+	if perSecond > 0 {
+		ix.limit = rate.NewLimiter(rate.Limit(perSecond), indexBatch)
+	}
+	ix.idle = sync.NewCond(&ix.mu)
+	for i := range indexWorkers {
+		go ix.work(closing, i == 0)
+	}
+	return ix
+}
+
+// index queues m, a message of conv, to be indexed; it never waits.
+func (ix *searchIndexer) index(conv store.Conversation, m store.Message) {
+	ix.queue(indexJob{conv: conv, add: &m})
+}
+
+// reindex is the message lifecycle's hook: old (nil for none) leaves the
+// index and updated (nil for a delete) enters it.
+func (ix *searchIndexer) reindex(conv store.Conversation, old, updated *store.Message) {
+	ix.queue(indexJob{conv: conv, add: updated, remove: old})
+}
+
+func (ix *searchIndexer) queue(j indexJob) {
+	if ix.off {
+		return
+	}
+	ix.mu.Lock()
+	ix.pending++
+	ix.mu.Unlock()
+	select {
+	case ix.jobs <- j:
+	default:
+		ix.done()
+		if j.add != nil {
+			ix.fallBehind(j.conv, *j.add)
+		}
+		if j.remove != nil {
+			ix.log.Warn("search index: queue full, not removed; the stored message is checked at search time", "message", j.remove.ID.String())
+		}
+	}
+}
+
+// fallBehind remembers m's day bucket, to index it whole later.
+func (ix *searchIndexer) fallBehind(conv store.Conversation, m store.Message) {
+	k := behindKey{conv: conv.ID, since: conv.Since.UnixMilli(), bucket: store.BucketOf(m.ID)}
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if _, ok := ix.behind[k]; ok {
+		return
+	}
+	if len(ix.behind) >= maxBehind {
+		ix.log.Warn("search index: too far behind; run index-backfill", "conversation", conv.ID, "bucket", k.bucket)
+		return
+	}
+	ix.behind[k] = conv
+	ix.log.Info("search index: queue full; the bucket will be indexed when it empties", "conversation", conv.ID, "bucket", k.bucket)
+}
+
+func (ix *searchIndexer) work(closing <-chan struct{}, catchUp bool) {
+	var tick <-chan time.Time
+	if catchUp {
+		t := time.NewTicker(catchUpEvery)
+		defer t.Stop()
+		tick = t.C
+	}
+	for {
+		var j indexJob
+		select {
+		case <-closing:
+			return
+		case <-tick:
+			ix.catchUp(closing)
+			continue
+		case j = <-ix.jobs:
+		}
+		jobs := []indexJob{j}
+	drain:
+		for len(jobs) < indexBatch {
+			select {
+			case j := <-ix.jobs:
+				jobs = append(jobs, j)
+			default:
+				break drain
+			}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), indexTimeout)
+		go func() {
+			select {
+			case <-closing:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		var adds []store.Message
+		flush := func() {
+			if len(adds) == 0 {
+				return
+			}
+			if ix.limit != nil {
+				_ = ix.limit.WaitN(context.Background(), len(adds))
+			}
+			if err := ix.db.IndexMessages(ctx, adds); err != nil {
+				ix.log.Warn("search index: not written; run index-backfill", "messages", len(adds), "first", adds[0].ID.String(), "err", err)
+			}
+			adds = nil
+		}
+		for _, j := range jobs {
+			if j.remove != nil {
+				// What came before is written first, then the old text
+				// goes out, then the new one comes in.
+				flush()
+				if err := ix.db.UnindexMessage(ctx, *j.remove); err != nil {
+					ix.log.Warn("search index: not removed; the stored message is checked at search time", "message", j.remove.ID.String(), "err", err)
+				}
+			}
+			if j.add != nil {
+				adds = append(adds, *j.add)
+			}
+		}
+		flush()
+		cancel()
+		for range jobs {
+			ix.done()
+		}
+	}
+}
+
+// catchUp indexes one day bucket the queue could not take, when the queue
+// is empty: every message in it, at the indexer's pace.
+func (ix *searchIndexer) catchUp(closing <-chan struct{}) {
+	if len(ix.jobs) > 0 {
+		return
+	}
+	ix.mu.Lock()
+	var k behindKey
+	var conv store.Conversation
+	found := false
+	for k, conv = range ix.behind {
+		delete(ix.behind, k)
+		found = true
+		break
+	}
+	ix.mu.Unlock()
+	if !found {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), catchUpTimeout)
+	defer cancel()
+	go func() {
+		select {
+		case <-closing:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	n, err := ix.db.IndexBucket(ctx, conv, k.bucket, func(ctx context.Context, n int) error {
+		if ix.limit == nil {
+			return nil
+		}
+		return ix.limit.WaitN(ctx, n)
+	})
+	if err != nil {
+		ix.log.Warn("search index: catching up failed; run index-backfill", "conversation", conv.ID, "bucket", k.bucket, "err", err)
+		return
+	}
+	ix.log.Info("search index: caught up", "conversation", conv.ID, "bucket", k.bucket, "messages", n)
+}
+
+func (ix *searchIndexer) done() {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	ix.pending--
+	if ix.pending == 0 {
+		ix.idle.Broadcast()
+	}
+}
+
+// flush waits until every message queued so far is indexed (tests search
+// right after posting).
+func (ix *searchIndexer) flush() {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	for ix.pending > 0 {
+		ix.idle.Wait()
+	}
+}
+
+// behindCount is how many day buckets wait to be caught up on.
+func (ix *searchIndexer) behindCount() int {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	return len(ix.behind)
+}

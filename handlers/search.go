@@ -1,0 +1,181 @@
+// This file owns search over HTTP: GET /search (the page, its live
+// results as one types, and their pages). indexer.go writes the index.
+package handlers
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+
+	"github.com/gocql/gocql"
+	"github.com/labstack/echo/v4"
+
+	"github.com/killrchat/killrchat/store"
+	"github.com/killrchat/killrchat/views"
+)
+
+const (
+	// searchPerPage is how many results a page of search shows.
+	searchPerPage = 20
+)
+
+// searchScope is what login may search now: the rooms they take part in
+// and their DMs, as conversations, with each one's place and link. Rooms
+// they left or were never in, and DMs they are not in, are not in it, so
+// they are never read, not even to count.
+func (s *Server) searchScope(ctx context.Context, login string) ([]store.Conversation, map[string]string, error) {
+	var (
+		rooms       []store.Room
+		dms         []store.DMEntry
+		rerr, derr  error
+		wg          sync.WaitGroup
+		convs       []store.Conversation
+		placeOfConv = map[string]string{}
+	)
+	wg.Add(2)
+	go func() { defer wg.Done(); rooms, rerr = s.myRooms(ctx, login) }()
+	go func() { defer wg.Done(); dms, derr = s.db.DMList(ctx, login) }()
+	wg.Wait()
+	if err := errors.Join(rerr, derr); err != nil {
+		return nil, nil, err
+	}
+	for _, r := range rooms {
+		if r.HasParticipant(login) {
+			convs = append(convs, r.Conversation())
+			placeOfConv[r.Name] = "#" + r.DisplayName
+		}
+	}
+	for _, e := range dms {
+		conv := e.DM.Conversation()
+		if conv.Has(login) {
+			convs = append(convs, conv)
+			placeOfConv[conv.ID] = dmTitle(e.DM, login)
+		}
+	}
+	return convs, placeOfConv, nil
+}
+
+// narrowTo keeps the conversations in: names, "#room" or "@login" (every
+// DM of the viewer's with that person).
+func narrowTo(convs []store.Conversation, in string) []store.Conversation {
+	if in == "" {
+		return convs
+	}
+	var out []store.Conversation
+	for _, c := range convs {
+		switch {
+		case in[0] == '#' && c.ID == in[1:],
+			in[0] == '@' && store.IsDM(c.ID) && c.Has(in[1:]):
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// searchCursor signs the id of the last result shown: the next page's
+// ?after=, opaque to the browser.
+func (s *Server) searchCursor(id gocql.UUID) (string, error) {
+	return s.pages.Encode("search", id.String())
+}
+
+func (s *Server) searchBefore(token string) (gocql.UUID, error) {
+	if token == "" {
+		return gocql.UUID{}, nil
+	}
+	var id string
+	if err := s.pages.Decode("search", token, &id); err != nil {
+		return gocql.UUID{}, echo.NewHTTPError(http.StatusBadRequest, "This link to more results is broken or has expired. Search again.")
+	}
+	return store.ParseMessageID(id)
+}
+
+// search answers GET /search?q=: the page with its form, the viewer's
+// recent searches and the results, 20 at a time (?after= for more). With
+// ?live=1 from htmx (the box as one types) it answers the results alone
+// and does not remember the search.
+func (s *Server) search(c echo.Context) error {
+	me := mustUser(c)
+	ctx := c.Request().Context()
+	raw := strings.TrimSpace(c.QueryParam("q"))
+	live := c.QueryParam("live") != "" && isHTMX(c)
+	v := views.SearchView{Query: raw}
+	status := http.StatusOK
+	if raw != "" {
+		if err := s.searchResults(c, me.Login, raw, &v); err != nil {
+			var ve store.ValidationError
+			if !errors.As(err, &ve) {
+				return err
+			}
+			v.Error, status = ve["q"], http.StatusUnprocessableEntity
+		} else if !live && c.QueryParam("after") == "" {
+			if err := s.db.RecordSearch(ctx, me.Login, raw); err != nil {
+				s.log.Warn("search: remember", "login", me.Login, "err", err)
+			}
+		}
+	}
+	if live {
+		return s.renderRaw(c, status, views.SearchResults(v))
+	}
+	recent, err := s.db.RecentSearches(ctx, me.Login)
+	if err != nil {
+		s.log.Warn("search: recent searches", "login", me.Login, "err", err)
+	}
+	v.Recent = recent
+	title := "Search"
+	if raw != "" {
+		title = "Search: " + raw
+	}
+	return s.render(c, status, views.Page{Title: title}, views.SearchPage(v))
+}
+
+// searchResults fills v with a page of the results of raw for login.
+func (s *Server) searchResults(c echo.Context, login, raw string, v *views.SearchView) error {
+	ctx := c.Request().Context()
+	q, err := store.ParseSearch(raw)
+	if err != nil {
+		return err
+	}
+	before, err := s.searchBefore(c.QueryParam("after"))
+	if err != nil {
+		return err
+	}
+	convs, places, err := s.searchScope(ctx, login)
+	if err != nil {
+		return err
+	}
+	found, more, _, err := s.db.Search(ctx, narrowTo(convs, q.In), q, before, searchPerPage)
+	if err != nil {
+		return err
+	}
+	v.Searched = true
+	for _, m := range found {
+		text := m.Content
+		if m.Attachment != nil {
+			text = strings.TrimSpace(text + "\n" + m.Attachment.Name)
+		}
+		v.Results = append(v.Results, views.SearchResult{
+			ID: m.ID, Author: m.Author, Place: places[m.Room], Link: messageLink(m.Room, m.ID),
+			Text: views.Highlight(text, q.Marks(text)),
+		})
+	}
+	if more && len(found) > 0 {
+		token, err := s.searchCursor(found[len(found)-1].ID)
+		if err != nil {
+			return err
+		}
+		v.More = "/search?q=" + url.QueryEscape(raw) + "&after=" + url.QueryEscape(token)
+	}
+	return nil
+}
+
+// messageLink opens conversation conv around message id (the permalink).
+func messageLink(conv string, id gocql.UUID) string {
+	at := "?at=" + url.QueryEscape(id.String()) + "#msg-" + id.String()
+	if address, ok := strings.CutPrefix(conv, "dm:"); ok {
+		return dmURL(address) + at
+	}
+	return roomURL(conv) + at
+}
