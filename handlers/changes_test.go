@@ -95,7 +95,7 @@ func TestEditAndDelete(t *testing.T) {
 			t.Fatalf("edit: %d %q %s", p.StatusCode, p.Header.Get("Location"), text(p, "main"))
 		}
 		m, err := storedMessage(t, roomPlace(t, room), id)
-		if err != nil || m.Content != "the typo, fixed" || m.Author.Login != ada.login(t) || m.Edited == (gocql.UUID{}) {
+		if err != nil || m.Content != "the typo, fixed" || m.Author.Login != ada.login || m.Edited == (gocql.UUID{}) {
 			t.Fatalf("stored after the edit: %+v %v", m, err)
 		}
 		page := bob.get("/rooms/" + room)
@@ -146,7 +146,7 @@ func TestEditAndDelete(t *testing.T) {
 		}
 	})
 	t.Run("DM", func(t *testing.T) {
-		address := dmAddress(t, ada.login(t), bob.login(t))
+		address := dmAddress(t, ada.login, bob.login)
 		postDM(t, ada, address, "dm typo")
 		msgs := dmMessages(t, address)
 		id := msgs[len(msgs)-1].ID.String()
@@ -175,15 +175,6 @@ func TestEditAndDelete(t *testing.T) {
 	})
 }
 
-// login is the client's login, as its pages say.
-func (c *client) login(t *testing.T) string {
-	t.Helper()
-	v, ok := c.get("/profile").doc.Find("body").Attr("data-viewer")
-	if !ok || v == "" {
-		t.Fatal("no data-viewer on the profile page")
-	}
-	return v
-}
 
 // TestReactionsOverHTTP: a reaction shows under its message with its
 // count and who reacted, the reader's own pressed; taking it back removes

@@ -39,8 +39,9 @@ func (cv conversation) member(login string) bool { return cv.Place.Conversation(
 // conversationOf reads the room (/rooms/:room...) or DM (/dm/:logins...)
 // the request names. A DM is its members' only: it returns ErrNotFound
 // for an address that is malformed, names someone without an account, or
-// does not include the current user, so an outsider learns nothing. A
-// room is returned to anyone; callers check membership (ErrNotParticipant).
+// does not include the current user, so an outsider learns nothing; so
+// does a closed room. An open room is returned to anyone; callers check
+// membership (ErrNotParticipant).
 func (s *Server) conversationOf(c echo.Context) (conversation, error) {
 	if addr := c.Param("logins"); addr != "" {
 		return s.dmFor(c.Request().Context(), addr, mustUser(c).Login)
@@ -49,7 +50,7 @@ func (s *Server) conversationOf(c echo.Context) (conversation, error) {
 	if err != nil {
 		return conversation{}, err
 	}
-	return roomConversation(r), nil
+	return roomConversation(r, mustUser(c).Login)
 }
 
 // dmFor reads the DM at address as login sees it: ErrNotFound for anyone
@@ -66,13 +67,18 @@ func (s *Server) dmFor(ctx context.Context, address, login string) (conversation
 	return cv, nil
 }
 
-func roomConversation(r store.Room) conversation {
-	return conversation{Place: r, ID: r.Name, URL: roomURL(r.Name), Title: r.DisplayName, Room: &r}
+// roomConversation is r as login sees it: ErrNotFound for a closed room
+// login is not in (it is its members' only, like a DM).
+func roomConversation(r store.Room, login string) (conversation, error) {
+	if !r.VisibleTo(login) {
+		return conversation{}, fmt.Errorf("closed room %q seen by %q: %w", r.Name, login, store.ErrNotFound)
+	}
+	return conversation{Place: r, ID: r.Name, URL: roomURL(r.Name), Title: r.DisplayName, Room: &r}, nil
 }
 
 // conversationByID reads the conversation whose id is id (a room's name
 // or a DM's "dm:" id), as login sees it: ErrNotFound for a room that does
-// not exist, or a DM login is not in.
+// not exist or is closed to login, or a DM login is not in.
 func (s *Server) conversationByID(ctx context.Context, login, id string) (conversation, error) {
 	if address, ok := strings.CutPrefix(id, "dm:"); ok {
 		return s.dmFor(ctx, address, login)
@@ -81,7 +87,7 @@ func (s *Server) conversationByID(ctx context.Context, login, id string) (conver
 	if err != nil {
 		return conversation{}, err
 	}
-	return roomConversation(r), nil
+	return roomConversation(r, login)
 }
 
 // conversationKey is the id of the conversation the path names, before

@@ -5,6 +5,7 @@
 package handlers
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -165,31 +166,9 @@ func (s *Server) suggestions(c echo.Context, typed string) ([]views.Suggestion, 
 	if len(words) > 0 && !strings.ContainsAny(typed[len(typed)-1:], " ,;\t") {
 		word, words = words[len(words)-1], words[:len(words)-1]
 	}
-	people := map[string]store.UserRef{}
-	rooms, err := s.myRooms(ctx, me.Login)
+	people, err := s.acquaintances(ctx, me.Login, word)
 	if err != nil {
 		return nil, err
-	}
-	for _, r := range rooms {
-		for login, p := range r.Participants {
-			people[login] = p
-		}
-	}
-	dms, err := s.db.DMList(ctx, me.Login)
-	if err != nil {
-		return nil, err
-	}
-	for _, e := range dms {
-		for _, p := range e.DM.Members {
-			people[p.Login] = p
-		}
-	}
-	if word != "" && store.ValidName(word) {
-		if u, err := s.db.User(ctx, word); err == nil {
-			people[u.Login] = u.Ref()
-		} else if !errors.Is(err, store.ErrNotFound) {
-			return nil, err
-		}
 	}
 	delete(people, me.Login)
 	for _, w := range words {
@@ -197,7 +176,7 @@ func (s *Server) suggestions(c echo.Context, typed string) ([]views.Suggestion, 
 	}
 	var out []views.Suggestion
 	for _, p := range people {
-		if word != "" && !strings.Contains(p.Login, word) && !strings.Contains(strings.ToLower(p.Name()), word) {
+		if !matches(p, word) {
 			continue
 		}
 		address, err := store.DMAddress(append([]string{me.Login, p.Login}, words...))
@@ -208,6 +187,45 @@ func (s *Server) suggestions(c echo.Context, typed string) ([]views.Suggestion, 
 	}
 	slices.SortFunc(out, func(a, b views.Suggestion) int { return strings.Compare(a.Person.Login, b.Person.Login) })
 	return out[:min(len(out), maxSuggestions)], nil
+}
+
+// acquaintances are the people login shares a room or a DM with (two
+// reads: the rooms in one IN query, the DM list in one partition), and
+// whoever has exactly the login word (one read by key), by login.
+func (s *Server) acquaintances(ctx context.Context, login, word string) (map[string]store.UserRef, error) {
+	people := map[string]store.UserRef{}
+	rooms, err := s.myRooms(ctx, login)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range rooms {
+		for l, p := range r.Participants {
+			people[l] = p
+		}
+	}
+	dms, err := s.db.DMList(ctx, login)
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range dms {
+		for _, p := range e.DM.Members {
+			people[p.Login] = p
+		}
+	}
+	if word != "" && store.ValidName(word) {
+		if u, err := s.user(ctx, word); err == nil {
+			people[u.Login] = u.Ref()
+		} else if !errors.Is(err, store.ErrNotFound) {
+			return nil, err
+		}
+	}
+	return people, nil
+}
+
+// matches reports whether p's login or name contains word (lower-case);
+// every one matches "".
+func matches(p store.UserRef, word string) bool {
+	return word == "" || strings.Contains(p.Login, word) || strings.Contains(strings.ToLower(p.Name()), word)
 }
 
 // recentOrUnread keeps the sidebarDMCount newest DMs and any older one

@@ -20,7 +20,7 @@ func (s *Server) publish(ctx context.Context, ev live.Event) {
 	case ev.Kind == live.KindMessage:
 		ev.HTML, err = renderString(ctx, views.MessageItem(*ev.Message))
 	case ev.Kind == live.KindParticipants:
-		ev.HTML, err = renderString(ctx, views.Participants(ev.Conversation, ev.Participants, true))
+		ev.HTML, err = renderString(ctx, views.Participants(ev.Conversation, ev.Participants, max(ev.Total, len(ev.Participants)), true))
 	}
 	if err != nil {
 		s.log.Error("render room event", "room", ev.Conversation, "kind", ev.Kind, "err", err)

@@ -88,6 +88,8 @@ type client struct {
 	base string
 	http *http.Client
 	htmx bool
+	// login is whom signedUp signed up ("" for other clients).
+	login string
 	// csrf is the token the pages gave, for the cookies in csrfFor.
 	csrf, csrfFor string
 }
@@ -201,6 +203,7 @@ func (a *app) signedUp(t testing.TB, login string) *client {
 	if p := c.post("/signup", signupForm(login, "password1")); p.StatusCode != http.StatusSeeOther {
 		t.Fatalf("sign up %s: %d %s", login, p.StatusCode, text(p, "main"))
 	}
+	c.login = store.NameKey(login)
 	return c
 }
 

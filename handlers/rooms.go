@@ -65,7 +65,9 @@ func (s *Server) listRooms(c echo.Context) error {
 	me := mustUser(c).Login
 	list := views.RoomList{}
 	for _, r := range page.Rooms {
-		list.Rows = append(list.Rows, views.RoomRow{Room: r, Joined: r.HasParticipant(me)})
+		if r.VisibleTo(me) {
+			list.Rows = append(list.Rows, views.RoomRow{Room: r, Joined: r.HasParticipant(me)})
+		}
 	}
 	if len(page.Next) > 0 {
 		token, err := s.pageToken(page.Next)
@@ -82,9 +84,9 @@ func (s *Server) newRoom(c echo.Context) error {
 }
 
 func (s *Server) createRoom(c echo.Context) error {
-	f := formOf(c, "room_name", "banner")
+	f := formOf(c, "room_name", "banner", "kind")
 	me := mustUser(c)
-	r, err := s.db.CreateRoom(c.Request().Context(), me, store.NewRoom{Name: f.Value("room_name"), Banner: f.Value("banner")})
+	r, err := s.db.CreateRoom(c.Request().Context(), me, store.NewRoom{Name: f.Value("room_name"), Banner: f.Value("banner"), Kind: f.Value("kind")})
 	// The creator's list of rooms changed (or may have, on an error).
 	s.invalidate(c.Request().Context(), live.Invalidation{Users: []string{me.Login}})
 	if err != nil {
@@ -187,13 +189,7 @@ func (s *Server) joinRoom(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if m, ok := s.announce(c.Request().Context(), r, me, me.Name()+" joins the room"); ok {
-		// A new member starts with everything before their arrival read,
-		// as in every chat: history is there to scroll, not to count.
-		if err := s.db.MarkRead(c.Request().Context(), me.Login, r.Name, m.ID); err != nil {
-			s.log.Warn("mark read on join", "room", r.Name, "err", err)
-		}
-	}
+	s.welcome(c.Request().Context(), r, me, me.Name()+" joins the room")
 	if isHTMX(c) {
 		// Not #latest: from the room page itself, htmx would only move to
 		// the anchor instead of loading the page (app.js scrolls anyway).
@@ -205,6 +201,9 @@ func (s *Server) joinRoom(c echo.Context) error {
 func (s *Server) leaveRoom(c echo.Context) error {
 	me := mustUser(c)
 	name := c.Param("room")
+	if _, err := s.visibleRoom(c); err != nil {
+		return err // a closed room is not there for outsiders
+	}
 	err := s.db.LeaveRoom(c.Request().Context(), me, name)
 	s.invalidate(c.Request().Context(), live.Invalidation{Rooms: []string{store.NameKey(name)}, Users: []string{me.Login}})
 	if err != nil {
@@ -222,6 +221,9 @@ func (s *Server) deleteRoom(c echo.Context) error {
 	// The creator condition uses the login from the session, never a form
 	// field, so a forged form cannot delete someone else's room.
 	me := mustUser(c).Login
+	if _, err := s.visibleRoom(c); err != nil {
+		return err // a closed room is not there for outsiders
+	}
 	r, err := s.db.DeleteRoom(c.Request().Context(), me, c.Param("room"))
 	if r.Name != "" {
 		// Deleted (perhaps with its clean-up failing): the room and every
@@ -239,6 +241,17 @@ func (s *Server) deleteRoom(c echo.Context) error {
 	return redirect(c, "/?notice=you-deleted")
 }
 
+// welcome announces a new member (joined, added, or in by a link); they
+// start with everything before their arrival read, as in every chat:
+// history is there to scroll, not to count.
+func (s *Server) welcome(ctx context.Context, r store.Room, who store.UserRef, text string) {
+	if m, ok := s.announce(ctx, r, who, text); ok {
+		if err := s.db.MarkRead(ctx, who.Login, r.Name, m.ID); err != nil {
+			s.log.Warn("mark read on arrival", "room", r.Name, "err", err)
+		}
+	}
+}
+
 // announce posts a system message about a join or leave and tells open
 // pages the new participants; it returns the message, if stored. A
 // failure here does not undo the join or leave, so it is logged, not
@@ -248,7 +261,9 @@ func (s *Server) announce(ctx context.Context, r store.Room, about store.UserRef
 	if err != nil {
 		s.log.Warn("system message", "room", r.Name, "err", err)
 	}
-	s.publish(ctx, live.Event{Kind: live.KindParticipants, Conversation: r.Name, Participants: r.ParticipantList()})
+	people := r.ParticipantList()
+	s.publish(ctx, live.Event{Kind: live.KindParticipants, Conversation: r.Name,
+		Participants: people[:min(len(people), views.ShownParticipants)], Total: len(people)})
 	return m, err == nil
 }
 

@@ -286,6 +286,15 @@ func (s *Server) Register(e *echo.Echo) {
 	auth.GET("/dm/:logins/events", s.roomEvents, canonicalDM)
 	auth.POST("/rooms/:room/read", s.markRoomRead)
 	auth.GET("/rooms/:room/members", s.roomMembers)
+	auth.GET("/rooms/:room/members/suggestions", s.memberSuggestions)
+	auth.POST("/rooms/:room/members", s.addMember, membership)
+	auth.POST("/rooms/:room/members/:login/admin", s.promoteMember)
+	auth.POST("/rooms/:room/members/:login/remove", s.removeMember)
+	auth.POST("/rooms/:room/kind", s.setRoomKind)
+	auth.POST("/rooms/:room/invites", s.createInvite, membership)
+	auth.POST("/rooms/:room/invites/:id/revoke", s.revokeInvite)
+	auth.GET("/invites/:token", s.showInvite)
+	auth.POST("/invites/:token", s.useInvite, membership)
 	auth.GET("/sidebar", s.showSidebar)
 	auth.GET("/events", s.personalEvents)
 	auth.POST("/events/end", s.endPersonalEvents)
@@ -463,9 +472,13 @@ func statusOf(err error) (int, string) {
 	case errors.Is(err, store.ErrConflict):
 		return http.StatusConflict, "Too many people changed this at once. Please try again."
 	case errors.Is(err, store.ErrNotCreator):
-		return http.StatusForbidden, "Only the creator of a room can delete it."
+		return http.StatusForbidden, "Only the creator of a room can do that."
 	case errors.Is(err, store.ErrNotAuthor):
 		return http.StatusForbidden, "Only the author of a message can change it."
+	case errors.Is(err, store.ErrNotAdmin):
+		return http.StatusForbidden, "Only an admin of the room can do that."
+	case errors.Is(err, store.ErrHandOver):
+		return http.StatusConflict, "You created this room: make another member an admin before you leave, and they become its creator."
 	case errors.Is(err, store.ErrNotParticipant):
 		return http.StatusForbidden, "Join the room first."
 	case errors.Is(err, store.ErrBadCredentials):

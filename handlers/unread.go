@@ -9,6 +9,7 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -222,6 +223,9 @@ func (s *Server) listMentions(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if found, err = s.visibleMentions(c.Request().Context(), me.Login, found); err != nil {
+		return err
+	}
 	v := views.MentionList{}
 	if len(found) > mentionsPerPage {
 		found = found[:mentionsPerPage]
@@ -232,6 +236,26 @@ func (s *Server) listMentions(c echo.Context) error {
 		v.Items = append(v.Items, views.MentionItem{Mention: m, Place: place, Link: link})
 	}
 	return s.render(c, http.StatusOK, views.Page{Title: "Mentions"}, views.MentionsView(v))
+}
+
+// visibleMentions drops the mentions in closed rooms that login is not
+// (any more) a member of: their rooms are not there for them. The rooms
+// are read in one query.
+func (s *Server) visibleMentions(ctx context.Context, login string, found []store.Mention) ([]store.Mention, error) {
+	var rooms []string
+	for _, m := range found {
+		if !strings.HasPrefix(m.Conversation, "dm:") && !slices.Contains(rooms, m.Conversation) {
+			rooms = append(rooms, m.Conversation)
+		}
+	}
+	named, err := s.db.RoomsNamed(ctx, rooms)
+	if err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(found, func(m store.Mention) bool {
+		r, ok := named[m.Conversation]
+		return !strings.HasPrefix(m.Conversation, "dm:") && ok && !r.VisibleTo(login)
+	}), nil
 }
 
 // mentionPlace names a mention's conversation for login, and links to it
@@ -251,8 +275,12 @@ func mentionPlace(m store.Mention, login string) (place, link string) {
 }
 
 // roomMembers answers GET /rooms/:room/members?q= and
-// /dm/:logins/members?q=: the composer's suggestions after "@".
+// /dm/:logins/members?q=: the composer's suggestions after "@"; without
+// q, and not from htmx, a room's members page.
 func (s *Server) roomMembers(c echo.Context) error {
+	if c.Param("room") != "" && !isHTMX(c) && !c.QueryParams().Has("q") {
+		return s.showMembers(c) // the page, not the composer's suggestions
+	}
 	cv, err := s.conversationOf(c)
 	if err != nil {
 		return err

@@ -59,6 +59,9 @@ type Event struct {
 	// change's own id.
 	Target       gocql.UUID      `json:"target,omitempty"`
 	Participants []store.UserRef `json:"participants,omitempty"`
+	// Total is how many participants the room has; Participants may be
+	// only the first of them.
+	Total int `json:"total,omitempty"`
 	// Watermark is, for a message its instance's sequencer published, that
 	// instance's watermark as of its publication (see watermarks.go).
 	Watermark int64 `json:"watermark,omitempty"`

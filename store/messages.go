@@ -132,10 +132,12 @@ func (s *Store) DraftSystemMessage(in Place, about UserRef, text string) Message
 // bucket first so paging can always reach the message, and then moves the
 // conversation's head to it.
 //
-// In a room it then reads the room's row (beside the head's write, so the
-// post waits for one round trip more, not two): a room deleted, or
-// deleted and created again, since the caller read it loses the message
-// again, and SaveMessage returns ErrNotFound. The read comes after the
+// In a room it then reads the room's creation time and the author's entry
+// (beside the head's write, so the post waits for one round trip more, not
+// two): a room deleted, or deleted and created again, since the caller
+// read it loses the message again, and SaveMessage returns ErrNotFound; an
+// author removed (or gone) since loses it too, with ErrNotParticipant, so
+// no message is stored after a removal is acknowledged. The read comes after the
 // insert, so it holds whatever instance deleted the room and whatever its
 // caches knew: either the read sees the delete's LWT, or that LWT
 // finished after the insert and the delete's clean-up, which runs after
@@ -164,12 +166,18 @@ func (s *Store) SaveMessage(ctx context.Context, in Place, m Message) error {
 	}
 	headSet := make(chan error, 1)
 	go func() { headSet <- s.setHead(ctx, m.Room, m.ID) }()
-	now, err := s.room(ctx, r.Name, false)
-	if err == nil && !now.CreatedAt.Equal(r.CreatedAt) {
+	created, member, err := s.standing(ctx, r.Name, m.Author.Login)
+	switch {
+	case err != nil:
+	case !created.Equal(r.CreatedAt):
 		err = fmt.Errorf("store: room %q was deleted and created again: %w", r.Name, ErrNotFound)
+	case !member && !m.System:
+		// Removed (or gone) since the caller's check: the removal's LWT
+		// applied before this read, so the message is taken back.
+		err = fmt.Errorf("store: post in %q by %q: %w", r.Name, m.Author.Login, ErrNotParticipant)
 	}
 	headErr := <-headSet
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, ErrNotFound) || errors.Is(err, ErrNotParticipant) {
 		if derr := s.exec(context.WithoutCancel(ctx), "unpost message in "+m.Room, deleteMessage, m.Room, bucket, m.ID); derr != nil {
 			s.log.Warn("store: a message posted in a deleted room is left", "room", m.Room, "id", m.ID, "err", derr)
 		}

@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -19,15 +18,27 @@ import (
 // room_name is the key: the lower-case form of the name (see NameKey), as
 // in every table keyed by room; display_name is the form the creator typed.
 const (
-	insertRoom = `INSERT INTO chat_rooms (room_name, display_name, creation_date, banner, creator, creator_login, participants)
-		VALUES (?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS`
-	selectRoom = `SELECT room_name, display_name, creation_date, banner, creator, creator_login, participants
-		FROM chat_rooms WHERE room_name = ?`
-	selectRooms   = `SELECT room_name, display_name, creation_date, banner, creator, creator_login, participants FROM chat_rooms`
-	selectRoomsIn = `SELECT room_name, display_name, creation_date, banner, creator, creator_login, participants
-		FROM chat_rooms WHERE room_name IN ?`
-	joinRoom   = `UPDATE chat_rooms SET participants = participants + ? WHERE room_name = ? IF EXISTS`
-	leaveRoom  = `UPDATE chat_rooms SET participants = participants - ? WHERE room_name = ? IF EXISTS`
+	insertRoom = `INSERT INTO chat_rooms (room_name, display_name, creation_date, banner, creator, creator_login, participants, kind, admins)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS`
+	roomColumns = `room_name, display_name, creation_date, banner, creator, creator_login, participants, kind, admins, invite_uses`
+	selectRoom  = `SELECT ` + roomColumns + ` FROM chat_rooms WHERE room_name = ?`
+	// One participant's entry, not the whole map (a room may have 10,000).
+	selectStanding = `SELECT creation_date, participants[?] FROM chat_rooms WHERE room_name = ?`
+	selectRooms    = `SELECT ` + roomColumns + ` FROM chat_rooms`
+	selectRoomsIn  = `SELECT ` + roomColumns + ` FROM chat_rooms WHERE room_name IN ?`
+	// Joining without an invitation: "creator_login != null" is IF EXISTS
+	// (every room has a creator; a deleted row has none), so no join
+	// resurrects a deleted room, and a closed room refuses it.
+	joinRoom = `UPDATE chat_rooms SET participants = participants + ? WHERE room_name = ? IF creator_login != null AND kind != 'closed'`
+	// Anyone's leave but the creator's: "creator_login != null" is IF EXISTS.
+	leaveRoom = `UPDATE chat_rooms SET participants = participants - ?, admins = admins - ? WHERE room_name = ?
+		IF creator_login != null AND creator_login != ?`
+	// The creator's leave: alone in the room (the participants are the
+	// snapshot read, just the creator), or handing the creator role to an
+	// admin who is still a member, in the same statement.
+	leaveAlone   = `UPDATE chat_rooms SET participants = participants - ? WHERE room_name = ? IF creator_login = ? AND participants = ?`
+	handOverRoom = `UPDATE chat_rooms SET participants = participants - ?, admins = admins - ?, creator = ?, creator_login = ?
+		WHERE room_name = ? IF creator_login = ? AND admins CONTAINS ? AND participants[?] != null`
 	deleteRoom = `DELETE FROM chat_rooms WHERE room_name = ? IF creator_login = ? AND participants = ?`
 
 	selectRoomBuckets    = `SELECT time_bucket FROM messages_bucket WHERE room_name = ?`
@@ -54,6 +65,33 @@ type Room struct {
 	CreatedAt    time.Time
 	// Participants by login.
 	Participants map[string]UserRef
+	// Kind is KindOpen or KindClosed.
+	Kind string
+	// Admins are the logins of the admins other than the creator.
+	Admins []string
+	// InviteUses counts the uses taken of each invitation link, by its id.
+	InviteUses map[string]int
+}
+
+// Room kinds: an open room is listed to everyone and anyone joins it; a
+// closed room is seen by its members only, who join by being added or by
+// an invitation link.
+const (
+	KindOpen   = "open"
+	KindClosed = "closed"
+)
+
+// Closed reports whether the room is closed.
+func (r Room) Closed() bool { return r.Kind == KindClosed }
+
+// VisibleTo reports whether login may see the room at all: an open room
+// is everyone's to see, a closed one its participants'.
+func (r Room) VisibleTo(login string) bool { return !r.Closed() || r.HasParticipant(login) }
+
+// IsAdmin reports whether login is a participant and an admin: the
+// creator or a promoted member.
+func (r Room) IsAdmin(login string) bool {
+	return r.HasParticipant(login) && (r.CreatorLogin == login || slices.Contains(r.Admins, login))
 }
 
 // HasParticipant reports whether login takes part in the room.
@@ -62,19 +100,27 @@ func (r Room) HasParticipant(login string) bool {
 	return ok
 }
 
-// ParticipantList is the participants sorted by name, then login.
+// ParticipantList is the participants sorted by name, then login. Each
+// name is lowered once (a room may have 10,000 participants).
 func (r Room) ParticipantList() []UserRef {
-	out := make([]UserRef, 0, len(r.Participants))
-	for _, p := range r.Participants {
-		out = append(out, p)
+	type keyed struct {
+		name string
+		ref  UserRef
 	}
-	sort.Slice(out, func(i, j int) bool {
-		a, b := strings.ToLower(out[i].Name()), strings.ToLower(out[j].Name())
-		if a != b {
-			return a < b
+	list := make([]keyed, 0, len(r.Participants))
+	for _, p := range r.Participants {
+		list = append(list, keyed{strings.ToLower(p.Name()), p})
+	}
+	slices.SortFunc(list, func(a, b keyed) int {
+		if c := strings.Compare(a.name, b.name); c != 0 {
+			return c
 		}
-		return out[i].Login < out[j].Login
+		return strings.Compare(a.ref.Login, b.ref.Login)
 	})
+	out := make([]UserRef, len(list))
+	for i, k := range list {
+		out[i] = k.ref
+	}
 	return out
 }
 
@@ -82,6 +128,8 @@ func (r Room) ParticipantList() []UserRef {
 type NewRoom struct {
 	Name   string
 	Banner string
+	// Kind is KindOpen (also for "") or KindClosed.
+	Kind string
 }
 
 // Validate returns a ValidationError naming each bad field, or nil. It
@@ -94,14 +142,25 @@ func (f *NewRoom) Validate() error {
 		v["room_name"] = nameProblem
 	}
 	checkField(v, "banner", &f.Banner, bannerRule)
+	switch f.Kind {
+	case "":
+		f.Kind = KindOpen
+	case KindOpen, KindClosed:
+	default:
+		v["kind"] = kindProblem
+	}
 	return v.orNil()
 }
 
 func scanRoom(scan func(...any) error) (Room, error) {
 	var r Room
-	err := scan(&r.Name, &r.DisplayName, &r.CreatedAt, &r.Banner, &r.Creator, &r.CreatorLogin, &r.Participants)
+	err := scan(&r.Name, &r.DisplayName, &r.CreatedAt, &r.Banner, &r.Creator, &r.CreatorLogin, &r.Participants,
+		&r.Kind, &r.Admins, &r.InviteUses)
 	if r.Participants == nil {
 		r.Participants = map[string]UserRef{}
+	}
+	if r.Kind == "" { // a room from before kinds existed
+		r.Kind = KindOpen
 	}
 	if r.DisplayName == "" { // a row from before display_name existed
 		r.DisplayName = r.Name
@@ -121,10 +180,10 @@ func (s *Store) CreateRoom(ctx context.Context, creator UserRef, f NewRoom) (Roo
 	r := Room{
 		Name: NameKey(f.Name), DisplayName: f.Name, Banner: f.Banner, Creator: creator, CreatorLogin: creator.Login,
 		CreatedAt:    s.Now().UTC().Truncate(time.Millisecond),
-		Participants: map[string]UserRef{creator.Login: creator},
+		Participants: map[string]UserRef{creator.Login: creator}, Kind: f.Kind,
 	}
 	applied, err := s.lwt(ctx, "create room "+r.Name, insertRoom,
-		[]any{r.Name, r.DisplayName, r.CreatedAt, r.Banner, r.Creator, r.CreatorLogin, r.Participants}, nil,
+		[]any{r.Name, r.DisplayName, r.CreatedAt, r.Banner, r.Creator, r.CreatorLogin, r.Participants, r.Kind, nil}, nil,
 		func(ctx context.Context) (bool, error) {
 			got, err := s.room(ctx, r.Name, true)
 			if err != nil {
@@ -174,6 +233,26 @@ func (s *Store) room(ctx context.Context, name string, serial bool) (Room, error
 		return Room{}, s.fail("read room "+name, err)
 	}
 	return r, nil
+}
+
+// standing reads when the room was created and whether login takes part
+// in it, without the other participants. It returns ErrNotFound if there
+// is no such room.
+func (s *Store) standing(ctx context.Context, room, login string) (time.Time, bool, error) {
+	q, err := s.query(ctx, selectStanding, login, room)
+	if err != nil {
+		return time.Time{}, false, err
+	}
+	var created time.Time
+	var entry *UserRef
+	err = q.Scan(&created, &entry)
+	if errors.Is(err, gocql.ErrNotFound) {
+		return time.Time{}, false, fmt.Errorf("store: room %q: %w", room, ErrNotFound)
+	}
+	if err != nil {
+		return time.Time{}, false, s.fail("read room "+room, err)
+	}
+	return created, entry != nil, nil
 }
 
 // RoomPage is one page of the list of all rooms.
@@ -307,35 +386,48 @@ func (s *Store) JoinRoom(ctx context.Context, user UserRef, room string) (Room, 
 	if !applied {
 		return Room{}, fmt.Errorf("store: join room %q: %w", room, ErrNotFound)
 	}
-	if err := s.addUserRoom(ctx, user.Login, before); err != nil {
+	return s.enlist(ctx, user.Login, before)
+}
+
+// enlist adds the room to login's list once login was added to its
+// participants (a join, an add, an invitation), and returns the room as
+// it is now. A delete may have applied between the LWT and the list
+// update, and its clean-up may have run before the update: it re-reads
+// (SERIAL) and undoes, with ErrNotFound.
+func (s *Store) enlist(ctx context.Context, login string, before Room) (Room, error) {
+	if err := s.addUserRoom(ctx, login, before); err != nil {
 		return Room{}, err
 	}
-	// A delete may have applied between our join and our list update, and
-	// its clean-up may have run before our update: re-read (SERIAL) and undo.
-	r, err := s.room(ctx, room, true)
+	r, err := s.room(ctx, before.Name, true)
 	if errors.Is(err, ErrNotFound) {
-		if err := s.removeUserRoom(ctx, user.Login, room); err != nil {
+		if err := s.removeUserRoom(ctx, login, before.Name); err != nil {
 			return Room{}, err
 		}
-		return Room{}, fmt.Errorf("store: join room %q: deleted meanwhile: %w", room, ErrNotFound)
+		return Room{}, fmt.Errorf("store: room %q: deleted meanwhile: %w", before.Name, ErrNotFound)
 	}
 	if err == nil && r.DisplayName != before.DisplayName {
 		// Deleted and created again, in another case, since the first read.
-		err = s.addUserRoom(ctx, user.Login, r)
+		err = s.addUserRoom(ctx, login, r)
 	}
 	return r, err
 }
 
 // LeaveRoom removes user from the room (an LWT, like every chat_rooms
-// write) and the room from the user's list. It returns ErrNotFound if the
-// room does not exist; the user's list is cleaned either way.
+// write) and the room from the user's list. A creator who leaves while
+// others remain hands the creator role to an admin in the same LWT (see
+// handOver). It returns ErrNotFound if the room does not exist (the
+// user's list is cleaned either way) and ErrHandOver if the creator has no
+// admin to hand over to.
 func (s *Store) LeaveRoom(ctx context.Context, user UserRef, room string) error {
 	if !ValidName(room) {
 		return fmt.Errorf("store: leave room %q: %w", room, ErrNotFound)
 	}
 	room = NameKey(room)
+	// Not the creator's leave (decided inside the LWT, so no read of the
+	// participants comes first): a creator's fails, and hands over.
+	prev := map[string]any{}
 	applied, err := s.lwt(ctx, "leave room "+room, leaveRoom,
-		[]any{[]string{user.Login}, room}, nil,
+		[]any{[]string{user.Login}, []string{user.Login}, room, user.Login}, prev,
 		func(ctx context.Context) (bool, error) {
 			r, err := s.room(ctx, room, true)
 			if errors.Is(err, ErrNotFound) {
@@ -345,6 +437,14 @@ func (s *Store) LeaveRoom(ctx context.Context, user UserRef, room string) error 
 		})
 	if err != nil {
 		return err
+	}
+	if c, _ := prev["creator_login"].(string); !applied && (c == user.Login || len(prev) == 0) {
+		// The creator, or an outcome resolved as not applied: the creator's
+		// way, which reads the room first.
+		if r, err := s.room(ctx, room, true); err == nil && r.CreatorLogin == user.Login {
+			return s.handOver(ctx, user, room)
+		}
+		applied = len(prev) > 0
 	}
 	if err := s.removeUserRoom(ctx, user.Login, room); err != nil {
 		return err

@@ -157,7 +157,14 @@ func raceDelete(t *testing.T, action string, rounds int) {
 	t.Logf("%d rounds: %s applied %d times, refused (404) %d times", rounds, action, joinsApplied, joinsRefused)
 }
 
-func TestJoinRacingDelete(t *testing.T)  { raceDelete(t, "join", 200) }
+// TestJoinRacingDelete: 1,000 rounds (issue 21's acceptance), 200 with -short.
+func TestJoinRacingDelete(t *testing.T) {
+	rounds := 1000
+	if testing.Short() {
+		rounds = 200
+	}
+	raceDelete(t, "join", rounds)
+}
 func TestLeaveRacingDelete(t *testing.T) { raceDelete(t, "leave", 200) }
 
 func TestDeleteRoom(t *testing.T) {

@@ -30,6 +30,15 @@ var (
 	ErrBadCredentials = errors.New("wrong login or password")
 	ErrInvalid        = errors.New("invalid input")
 	ErrConflict       = errors.New("too many concurrent changes; try again")
+	ErrNotAdmin       = errors.New("only an admin of the room can do that")
+	// ErrHandOver refuses a creator's leave while other members remain and
+	// none of them is an admin to take the creator role.
+	ErrHandOver = errors.New("make another member an admin before you leave")
+	// ErrInviteExpired, ErrInviteRevoked and ErrInviteUsedUp say why an
+	// invitation link no longer lets anyone in.
+	ErrInviteExpired = errors.New("this invitation link has expired")
+	ErrInviteRevoked = errors.New("this invitation link was revoked")
+	ErrInviteUsedUp  = errors.New("this invitation link has been used up")
 	// ErrUnavailable means Cassandra could not be reached or did not answer
 	// in time; the request may be retried later.
 	ErrUnavailable = errors.New("the database is unavailable")

@@ -96,6 +96,8 @@ var namePattern = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_.-]{2,30}$`)
 func ValidName(s string) bool { return namePattern.MatchString(s) }
 
 // nameProblem is the sentence for a login or room name that is not valid.
+const kindProblem = "Choose open or closed."
+
 const nameProblem = "3 to 31 letters, digits, '_', '.' or '-', starting with a letter or digit."
 
 // SignUp is the sign-up form.

@@ -316,3 +316,18 @@ type Suggestion struct {
 	Person store.UserRef
 	URL    string
 }
+
+// orDefault is s, or def when s is empty.
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// ShownParticipants is how many people a room's header lists, and
+// MembersPerPage how many the members page does.
+const (
+	ShownParticipants = 50
+	MembersPerPage    = 100
+)

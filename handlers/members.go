@@ -1,0 +1,349 @@
+// This file owns a room's people (issue 21): the members page, adding
+// someone, making an admin, removing a member, the room's kind, and
+// invitation links (making, revoking, opening and using one). The store
+// decides each change in an LWT; here every change drops the caches it
+// touched through the hub, and a removal ends the removed person's streams
+// of the room on every instance, as a leave does.
+package handlers
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/killrchat/killrchat/live"
+	"github.com/killrchat/killrchat/store"
+	"github.com/killrchat/killrchat/views"
+)
+
+// maxMemberCandidates bounds the suggestions of the add form.
+const maxMemberCandidates = 20
+
+// visibleRoom reads the room in the path for the current user: ErrNotFound
+// for a closed room they are not in (see conversationOf).
+func (s *Server) visibleRoom(c echo.Context) (store.Room, error) {
+	cv, err := s.conversationOf(c)
+	if err != nil {
+		return store.Room{}, err
+	}
+	if cv.Room == nil {
+		return store.Room{}, store.ErrNotFound
+	}
+	return *cv.Room, nil
+}
+
+func membersURL(room string) string { return roomURL(room) + "/members" }
+
+// showMembers is the members page.
+func (s *Server) showMembers(c echo.Context) error {
+	r, err := s.visibleRoom(c)
+	if err != nil {
+		return err
+	}
+	return s.renderMembers(c, http.StatusOK, r, views.Form{}, views.Form{})
+}
+
+// renderMembers renders the members page of r with the add and invite
+// forms as given.
+func (s *Server) renderMembers(c echo.Context, status int, r store.Room, add, invite views.Form) error {
+	ctx := c.Request().Context()
+	me := mustUser(c)
+	v := views.Members{Room: r, Viewer: me, Admin: r.IsAdmin(me.Login), Add: add, Invite: invite,
+		CanAdd: r.IsAdmin(me.Login) || (!r.Closed() && r.HasParticipant(me.Login))}
+	people := r.ParticipantList()
+	page, _ := strconv.Atoi(c.QueryParam("page"))
+	page = max(0, min(page, (len(people)-1)/views.MembersPerPage))
+	v.People = people[page*views.MembersPerPage : min(len(people), (page+1)*views.MembersPerPage)]
+	if page > 0 {
+		v.Prev = membersURL(r.Name) + "?page=" + strconv.Itoa(page-1)
+	}
+	if (page+1)*views.MembersPerPage < len(people) {
+		v.Next = membersURL(r.Name) + "?page=" + strconv.Itoa(page+1)
+	}
+	if v.CanAdd {
+		people, err := s.memberCandidates(ctx, me.Login, r, "")
+		if err != nil {
+			return err
+		}
+		v.Suggestions = people
+		invites, err := s.db.Invites(ctx, r.Name)
+		if err != nil {
+			return err
+		}
+		now := time.Now()
+		for _, inv := range invites {
+			used := r.InviteUses[inv.ID]
+			row := views.InviteRow{Invite: inv, Used: used, Status: "active"}
+			switch {
+			case errors.Is(inv.Problem(now, used), store.ErrInviteRevoked):
+				row.Status = "revoked"
+			case errors.Is(inv.Problem(now, used), store.ErrInviteExpired):
+				row.Status = "expired"
+			case errors.Is(inv.Problem(now, used), store.ErrInviteUsedUp):
+				row.Status = "used up"
+			}
+			v.Invites = append(v.Invites, row)
+		}
+		// A link just made: shown if its token is one of this room's.
+		if token := c.QueryParam("invite"); token != "" {
+			if inv, err := s.db.Invite(ctx, token); err == nil && inv.Room == r.Name {
+				v.NewLink = inviteURL(token)
+				v.LinkBase = c.Scheme() + "://" + c.Request().Host
+			}
+		}
+	}
+	return s.render(c, status, views.Page{Title: "Members of #" + r.DisplayName}, views.MembersView(v))
+}
+
+func inviteURL(token string) string { return "/invites/" + url.PathEscape(token) }
+
+// memberCandidates are people login shares a room or a DM with, or whose
+// login is typed, who are not in r and whose login or name contains typed.
+func (s *Server) memberCandidates(ctx context.Context, login string, r store.Room, typed string) ([]store.UserRef, error) {
+	typed = strings.ToLower(strings.TrimPrefix(strings.TrimSpace(typed), "@"))
+	people, err := s.acquaintances(ctx, login, typed)
+	if err != nil {
+		return nil, err
+	}
+	var out []store.UserRef
+	for l, p := range people {
+		if !r.HasParticipant(l) && matches(p, typed) {
+			out = append(out, p)
+		}
+	}
+	slices.SortFunc(out, func(a, b store.UserRef) int { return strings.Compare(a.Login, b.Login) })
+	return out[:min(len(out), maxMemberCandidates)], nil
+}
+
+// memberSuggestions is the htmx fragment of the add form's candidates.
+func (s *Server) memberSuggestions(c echo.Context) error {
+	r, err := s.visibleRoom(c)
+	if err != nil {
+		return err
+	}
+	people, err := s.memberCandidates(c.Request().Context(), mustUser(c).Login, r, c.QueryParam("login"))
+	if err != nil {
+		return err
+	}
+	return s.renderRaw(c, http.StatusOK, views.MemberCandidates(people))
+}
+
+// addMember adds the person named by the field login.
+func (s *Server) addMember(c echo.Context) error {
+	r, err := s.visibleRoom(c)
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	me := mustUser(c)
+	f := formOf(c, "login")
+	f.Values["login"] = strings.TrimPrefix(strings.TrimSpace(f.Value("login")), "@")
+	who, err := s.db.User(ctx, f.Value("login"))
+	if errors.Is(err, store.ErrNotFound) {
+		f.Errors["login"] = "No one has this login."
+		return s.renderMembers(c, http.StatusUnprocessableEntity, r, f, views.Form{})
+	}
+	if err != nil {
+		return err
+	}
+	after, err := s.db.AddMember(ctx, me.Login, r.Name, who.Ref())
+	s.invalidate(ctx, live.Invalidation{Rooms: []string{r.Name}, Users: []string{who.Login}})
+	if err != nil {
+		return err
+	}
+	if !r.HasParticipant(who.Login) {
+		s.welcome(ctx, after, who.Ref(), me.Name()+" added "+who.Name())
+	}
+	return redirect(c, membersURL(r.Name))
+}
+
+// promoteMember makes :login an admin.
+func (s *Server) promoteMember(c echo.Context) error {
+	r, err := s.visibleRoom(c)
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	_, err = s.db.MakeAdmin(ctx, mustUser(c).Login, r.Name, store.NameKey(c.Param("login")))
+	s.invalidate(ctx, live.Invalidation{Rooms: []string{r.Name}})
+	if err != nil {
+		return err
+	}
+	return redirect(c, membersURL(r.Name))
+}
+
+// removeMember removes :login from the room: their list and the room's
+// caches are dropped on every instance, and their open streams of the room
+// end at once, on every instance.
+func (s *Server) removeMember(c echo.Context) error {
+	r, err := s.visibleRoom(c)
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	me := mustUser(c)
+	who := store.NameKey(c.Param("login"))
+	before, err := s.db.RemoveMember(ctx, me.Login, r.Name, who)
+	s.invalidate(ctx, live.Invalidation{Rooms: []string{r.Name}, Users: []string{who}})
+	if err != nil {
+		return err
+	}
+	s.endStreams(ctx, live.StreamEnd{Login: who, Room: r.Name})
+	if after, _, err := s.room(ctx, r.Name); err == nil {
+		gone := before.Participants[who]
+		s.announce(ctx, after, gone, me.Name()+" removed "+gone.Name())
+	}
+	return redirect(c, membersURL(r.Name))
+}
+
+// setRoomKind makes the room open or closed (field kind).
+func (s *Server) setRoomKind(c echo.Context) error {
+	r, err := s.visibleRoom(c)
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	_, err = s.db.SetRoomKind(ctx, mustUser(c).Login, r.Name, c.FormValue("kind"))
+	s.invalidate(ctx, live.Invalidation{Rooms: []string{r.Name}})
+	if err != nil {
+		var v store.ValidationError
+		if errors.As(err, &v) {
+			return echo.NewHTTPError(http.StatusUnprocessableEntity, "A room is open or closed.")
+		}
+		return err
+	}
+	return redirect(c, membersURL(r.Name))
+}
+
+// createInvite makes a link (fields expires_days, max_uses) and shows it
+// once on the members page.
+func (s *Server) createInvite(c echo.Context) error {
+	r, err := s.visibleRoom(c)
+	if err != nil {
+		return err
+	}
+	f := formOf(c, "expires_days", "max_uses")
+	var form store.NewInvite
+	if d := strings.TrimSpace(f.Value("expires_days")); d != "" {
+		days, err := strconv.Atoi(d)
+		if err != nil || days < 1 || days > 90 {
+			f.Errors["expires_days"] = "Choose between 1 and 90 days."
+		}
+		form.TTL = time.Duration(days) * 24 * time.Hour
+	}
+	if u := strings.TrimSpace(f.Value("max_uses")); u != "" {
+		n, err := strconv.Atoi(u)
+		if err != nil || n < 1 {
+			f.Errors["max_uses"] = "Choose a number of uses from 1, or leave it empty."
+		}
+		form.MaxUses = n
+	}
+	if len(f.Errors) > 0 {
+		f.Error = "Please correct the fields marked below."
+		return s.renderMembers(c, http.StatusUnprocessableEntity, r, views.Form{}, f)
+	}
+	token, _, err := s.db.CreateInvite(c.Request().Context(), mustUser(c), r.Name, form)
+	if err != nil {
+		var v store.ValidationError
+		if errors.As(err, &v) {
+			return s.renderMembers(c, http.StatusUnprocessableEntity, r, views.Form{}, withErrors(f, err))
+		}
+		return err
+	}
+	return redirect(c, membersURL(r.Name)+"?invite="+url.QueryEscape(token)+"#invites")
+}
+
+// revokeInvite revokes the link :id.
+func (s *Server) revokeInvite(c echo.Context) error {
+	r, err := s.visibleRoom(c)
+	if err != nil {
+		return err
+	}
+	if err := s.db.RevokeInvite(c.Request().Context(), mustUser(c).Login, r.Name, c.Param("id")); err != nil {
+		return err
+	}
+	return redirect(c, membersURL(r.Name)+"#invites")
+}
+
+// invitation reads the link in the path and its room, with why it no
+// longer works, as the sentence the page shows ("" if it works).
+func (s *Server) invitation(c echo.Context) (store.Invite, store.Room, string, error) {
+	ctx := c.Request().Context()
+	inv, err := s.db.Invite(ctx, c.Param("token"))
+	if err != nil {
+		return inv, store.Room{}, "", err
+	}
+	r, err := s.db.Room(ctx, inv.Room)
+	if err != nil {
+		return inv, r, "", err
+	}
+	if problem := inv.Problem(time.Now(), r.InviteUses[inv.ID]); problem != nil {
+		return inv, r, inviteProblem(problem), nil
+	}
+	return inv, r, "", nil
+}
+
+// inviteProblem is the sentence for a link that no longer works.
+func inviteProblem(err error) string {
+	switch {
+	case errors.Is(err, store.ErrInviteExpired):
+		return "This invitation link has expired."
+	case errors.Is(err, store.ErrInviteRevoked):
+		return "This invitation link was revoked by an admin of the room."
+	case errors.Is(err, store.ErrInviteUsedUp):
+		return "This invitation link has been used as many times as it allows."
+	}
+	return ""
+}
+
+// showInvite is the page of an invitation link: the room and Join.
+func (s *Server) showInvite(c echo.Context) error {
+	_, r, problem, err := s.invitation(c)
+	if err != nil {
+		return err
+	}
+	return s.renderInvite(c, r, problem)
+}
+
+func (s *Server) renderInvite(c echo.Context, r store.Room, problem string) error {
+	status := http.StatusOK
+	if problem != "" {
+		status = http.StatusGone
+		r = store.Room{} // a dead link tells nothing about the room
+	}
+	v := views.InvitePage{Room: r, Action: c.Request().URL.Path, Problem: problem, Member: r.HasParticipant(mustUser(c).Login)}
+	title := "Invitation"
+	if problem == "" {
+		title = "Invitation to #" + r.DisplayName
+	}
+	return s.render(c, status, views.Page{Title: title}, views.InviteView(v))
+}
+
+// useInvite joins the link's room (POST /invites/:token).
+func (s *Server) useInvite(c echo.Context) error {
+	ctx := c.Request().Context()
+	me := mustUser(c)
+	_, before, _, err := s.invitation(c)
+	if err != nil {
+		return err
+	}
+	r, err := s.db.JoinByInvite(ctx, me, c.Param("token"))
+	s.invalidate(ctx, live.Invalidation{Rooms: []string{before.Name}, Users: []string{me.Login}})
+	if problem := inviteProblem(err); problem != "" {
+		return s.renderInvite(c, before, problem)
+	}
+	if err != nil {
+		return err
+	}
+	if !before.HasParticipant(me.Login) {
+		s.welcome(ctx, r, me, me.Name()+" joins the room")
+	}
+	return redirect(c, roomURL(r.Name)+"#latest")
+}

@@ -1,0 +1,282 @@
+// This file owns invitation links (issue 21): a random token of 256 bits,
+// given out once in the link and stored only as its sha256, with an expiry
+// and an optional number of uses. The uses taken live in the room's own
+// partition (chat_rooms.invite_uses), so joining by a link is one LWT that
+// adds the participant and takes a use together, conditioned on the count
+// just read: racing joiners can never take more uses than the link has.
+package store
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/gocql/gocql"
+)
+
+const (
+	insertInvite = `INSERT INTO room_invites (token_hash, invite_id, room_name, created_by, created_at, expires_at, max_uses, revoked)
+		VALUES (?, ?, ?, ?, ?, ?, ?, false) USING TTL ?`
+	insertRoomInvite = `INSERT INTO room_invites_by_room (room_name, invite_id, token_hash, created_by, created_at, expires_at, max_uses, revoked)
+		VALUES (?, ?, ?, ?, ?, ?, ?, false) USING TTL ?`
+	selectInvite = `SELECT invite_id, room_name, created_by, created_at, expires_at, max_uses, revoked
+		FROM room_invites WHERE token_hash = ?`
+	selectRoomInvites = `SELECT invite_id, room_name, created_by, created_at, expires_at, max_uses, revoked, token_hash
+		FROM room_invites_by_room WHERE room_name = ?`
+	selectRoomInvite = `SELECT invite_id, room_name, created_by, created_at, expires_at, max_uses, revoked, token_hash
+		FROM room_invites_by_room WHERE room_name = ? AND invite_id = ?`
+	revokeInvite     = `UPDATE room_invites USING TTL ? SET revoked = true WHERE token_hash = ?`
+	revokeRoomInvite = `UPDATE room_invites_by_room USING TTL ? SET revoked = true WHERE room_name = ? AND invite_id = ?`
+	// The join by link: "creator_login != null" is IF EXISTS (rule 2).
+	joinByInvite = `UPDATE chat_rooms SET participants = participants + ?, invite_uses = invite_uses + ?
+		WHERE room_name = ? IF creator_login != null AND invite_uses[?] = ?`
+
+	// DefaultInviteTTL is how long a link lets people in unless its maker
+	// says otherwise; MaxInviteTTL the longest allowed.
+	DefaultInviteTTL = 7 * 24 * time.Hour
+	MaxInviteTTL     = 90 * 24 * time.Hour
+	// inviteKept is how long a link's row outlives its expiry, so it still
+	// gets its own "expired" page.
+	inviteKept = 30 * 24 * time.Hour
+	// maxInviteUses bounds a link's uses; 0 is any number.
+	maxInviteUses = 10_000
+)
+
+// Invite is an invitation link, without its token.
+type Invite struct {
+	// ID names the link to its room's admins (for revoking): the first
+	// 8 bytes of the token's hash, in hex.
+	ID        string
+	Room      string
+	CreatedBy UserRef
+	CreatedAt time.Time
+	ExpiresAt time.Time
+	// MaxUses is how many people may join by it; 0 for any number.
+	MaxUses int
+	Revoked bool
+	hash    []byte
+}
+
+// Problem is why the link lets no one in at now, given the uses taken
+// (ErrInviteRevoked, ErrInviteExpired, ErrInviteUsedUp), or nil.
+func (i Invite) Problem(now time.Time, used int) error {
+	switch {
+	case i.Revoked:
+		return ErrInviteRevoked
+	case !now.Before(i.ExpiresAt):
+		return ErrInviteExpired
+	case i.MaxUses > 0 && used >= i.MaxUses:
+		return ErrInviteUsedUp
+	}
+	return nil
+}
+
+// NewInvite is the form that makes a link.
+type NewInvite struct {
+	// TTL is how long it works: DefaultInviteTTL when zero.
+	TTL time.Duration
+	// MaxUses is how many people may join by it; 0 for any number.
+	MaxUses int
+}
+
+// Validate returns a ValidationError for a TTL or a number of uses out of
+// range, or nil; it fills in the default TTL.
+func (f *NewInvite) Validate() error {
+	v := ValidationError{}
+	if f.TTL == 0 {
+		f.TTL = DefaultInviteTTL
+	}
+	if f.TTL < time.Minute || f.TTL > MaxInviteTTL {
+		v["expires"] = "Choose between a minute and 90 days."
+	}
+	if f.MaxUses < 0 || f.MaxUses > maxInviteUses {
+		v["max_uses"] = "Choose up to 10,000 uses, or leave it empty for any number."
+	}
+	return v.orNil()
+}
+
+func tokenHash(token string) []byte {
+	h := sha256.Sum256([]byte(token))
+	return h[:]
+}
+
+// CreateInvite makes a link to the room for actor: any member of an open
+// room, an admin of a closed one. It returns the token (the only time it
+// is known) and the link, or a ValidationError, ErrNotFound,
+// ErrNotParticipant or ErrNotAdmin.
+func (s *Store) CreateInvite(ctx context.Context, actor UserRef, room string, f NewInvite) (string, Invite, error) {
+	if err := f.Validate(); err != nil {
+		return "", Invite{}, err
+	}
+	r, err := s.Room(ctx, room)
+	if err != nil {
+		return "", Invite{}, err
+	}
+	if err := mayInvite(r, actor.Login); err != nil {
+		return "", Invite{}, err
+	}
+	raw := make([]byte, 32)
+	if _, err := rand.Read(raw); err != nil {
+		return "", Invite{}, fmt.Errorf("store: invite token: %w", err)
+	}
+	token := base64.RawURLEncoding.EncodeToString(raw)
+	hash := tokenHash(token)
+	now := s.Now().UTC().Truncate(time.Millisecond)
+	inv := Invite{ID: hex.EncodeToString(hash[:8]), Room: r.Name, CreatedBy: actor, CreatedAt: now,
+		ExpiresAt: now.Add(f.TTL), MaxUses: f.MaxUses, hash: hash}
+	ttl := int((f.TTL + inviteKept) / time.Second)
+	var uses any
+	if f.MaxUses > 0 {
+		uses = f.MaxUses
+	}
+	// The room's row first: a link that the list misses could not be revoked.
+	if err := s.exec(ctx, "list invite of "+r.Name, insertRoomInvite,
+		r.Name, inv.ID, hash, actor, now, inv.ExpiresAt, uses, ttl); err != nil {
+		return "", Invite{}, err
+	}
+	if err := s.exec(ctx, "create invite to "+r.Name, insertInvite,
+		hash, inv.ID, r.Name, actor, now, inv.ExpiresAt, uses, ttl); err != nil {
+		return "", Invite{}, err
+	}
+	return token, inv, nil
+}
+
+// mayInvite is nil if login may make links to r or add people to it.
+func mayInvite(r Room, login string) error {
+	switch {
+	case r.IsAdmin(login), !r.Closed() && r.HasParticipant(login):
+		return nil
+	case !r.Closed():
+		return fmt.Errorf("store: invite to %q by %q: %w", r.Name, login, ErrNotParticipant)
+	}
+	return refuse(r, login, "invite to")
+}
+
+func scanInvite(scan func(...any) error, hash *[]byte) (Invite, error) {
+	var inv Invite
+	dest := []any{&inv.ID, &inv.Room, &inv.CreatedBy, &inv.CreatedAt, &inv.ExpiresAt, &inv.MaxUses, &inv.Revoked}
+	if hash != nil {
+		dest = append(dest, hash)
+	}
+	err := scan(dest...)
+	return inv, err
+}
+
+// Invite returns the link with this token, or ErrNotFound (never made,
+// or so long expired that it is gone).
+func (s *Store) Invite(ctx context.Context, token string) (Invite, error) {
+	if len(token) == 0 || len(token) > 100 {
+		return Invite{}, fmt.Errorf("store: invite: %w", ErrNotFound)
+	}
+	hash := tokenHash(token)
+	q, err := s.query(ctx, selectInvite, hash)
+	if err != nil {
+		return Invite{}, err
+	}
+	inv, err := scanInvite(q.Scan, nil)
+	if errors.Is(err, gocql.ErrNotFound) {
+		return Invite{}, fmt.Errorf("store: invite: %w", ErrNotFound)
+	}
+	if err != nil {
+		return Invite{}, s.fail("read invite", err)
+	}
+	inv.hash = hash
+	return inv, nil
+}
+
+// Invites returns the room's links, for its admins, oldest first.
+func (s *Store) Invites(ctx context.Context, room string) ([]Invite, error) {
+	q, err := s.query(ctx, selectRoomInvites, NameKey(room))
+	if err != nil {
+		return nil, err
+	}
+	iter := q.Iter()
+	var out []Invite
+	scanner := iter.Scanner()
+	for scanner.Next() {
+		var hash []byte
+		inv, err := scanInvite(scanner.Scan, &hash)
+		if err != nil {
+			iter.Close()
+			return nil, s.fail("scan invites", err)
+		}
+		inv.hash = hash
+		out = append(out, inv)
+	}
+	if err := iter.Close(); err != nil {
+		return nil, s.fail("list invites of "+room, err)
+	}
+	slices.SortFunc(out, func(a, b Invite) int { return a.CreatedAt.Compare(b.CreatedAt) })
+	return out, nil
+}
+
+// RevokeInvite revokes the room's link id, if actor is an admin of the
+// room. It returns ErrNotFound (no such room or link, or the room is closed
+// to actor) or ErrNotAdmin.
+func (s *Store) RevokeInvite(ctx context.Context, actor, room, id string) error {
+	r, err := s.Room(ctx, room)
+	if err != nil {
+		return err
+	}
+	if !r.IsAdmin(actor) {
+		return refuse(r, actor, "revoke invite to")
+	}
+	q, err := s.query(ctx, selectRoomInvite, r.Name, id)
+	if err != nil {
+		return err
+	}
+	var hash []byte
+	inv, err := scanInvite(q.Scan, &hash)
+	if errors.Is(err, gocql.ErrNotFound) {
+		return fmt.Errorf("store: revoke invite %q: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return s.fail("read invite "+id, err)
+	}
+	// The revoked cell lives as long as the rest of the row.
+	ttl := int(time.Until(inv.ExpiresAt.Add(inviteKept)) / time.Second)
+	if ttl < 1 {
+		return nil
+	}
+	if err := s.exec(ctx, "revoke invite", revokeInvite, ttl, hash); err != nil {
+		return err
+	}
+	return s.exec(ctx, "revoke invite", revokeRoomInvite, ttl, r.Name, id)
+}
+
+// JoinByInvite adds user to the link's room and takes one of its uses, in
+// one LWT conditioned on the uses just read; a member already in the room
+// takes no use. It returns the room, or ErrNotFound (no such link or
+// room), ErrInviteRevoked, ErrInviteExpired, ErrInviteUsedUp, or
+// ErrConflict if others kept taking uses in between.
+func (s *Store) JoinByInvite(ctx context.Context, user UserRef, token string) (Room, error) {
+	inv, err := s.Invite(ctx, token)
+	if err != nil {
+		return Room{}, err
+	}
+	before, err := s.changeRoom(ctx, "join by invite", inv.Room, func(r Room) (string, []any, error) {
+		if r.HasParticipant(user.Login) {
+			return "", nil, nil
+		}
+		used, had := r.InviteUses[inv.ID]
+		if err := inv.Problem(s.Now(), used); err != nil {
+			return "", nil, fmt.Errorf("store: join %q by invite: %w", r.Name, err)
+		}
+		var was any // null: never used
+		if had {
+			was = used
+		}
+		return joinByInvite, []any{map[string]UserRef{user.Login: user}, map[string]int{inv.ID: used + 1},
+			r.Name, inv.ID, was}, nil
+	}, func(r Room) bool { return r.HasParticipant(user.Login) })
+	if err != nil {
+		return Room{}, err
+	}
+	return s.enlist(ctx, user.Login, before)
+}

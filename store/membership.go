@@ -1,0 +1,219 @@
+// This file owns who may do what in a room (issue 21): its kind (open or
+// closed), adding people, admins, removing members and the creator's
+// hand-over on leave. Each change is one LWT on the room's partition
+// (DESIGN rule 4) whose condition re-checks, inside Paxos, what the
+// decision was based on: that the actor is still an admin (or member) and
+// the target still a member. A room read from a cache never decides it:
+// the room is read at SERIAL before each attempt.
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+)
+
+const (
+	setRoomKind   = `UPDATE chat_rooms SET kind = ? WHERE room_name = ? IF `
+	addToRoom     = `UPDATE chat_rooms SET participants = participants + ? WHERE room_name = ? IF `
+	promoteMember = `UPDATE chat_rooms SET admins = admins + ? WHERE room_name = ? IF participants[?] != null AND `
+	removeMember  = `UPDATE chat_rooms SET participants = participants - ?, admins = admins - ? WHERE room_name = ?
+		IF participants[?] != null AND creator_login != ? AND `
+
+	// The actor's standing, checked in the LWT's condition: a member of
+	// an open room; the creator or an admin of any room, still a member.
+	asOpenMember = `kind != 'closed' AND participants[?] != null`
+	asCreator    = `creator_login = ? AND participants[?] != null`
+	asAdmin      = `admins CONTAINS ? AND participants[?] != null`
+
+	// changeAttempts bounds how often a change re-reads the room after
+	// its condition failed because the room changed in between (each
+	// failure means another change applied: a join by a link retries
+	// once for each other joiner).
+	changeAttempts = 50
+)
+
+// asAdminOf is the condition that login is still an admin of r, as it was
+// when r was read.
+func asAdminOf(r Room, login string) (string, []any) {
+	if r.CreatorLogin == login {
+		return asCreator, []any{login, login}
+	}
+	return asAdmin, []any{login, login}
+}
+
+// changeRoom runs one change of the room named name as an LWT planned from
+// the room read at SERIAL: plan returns the statement and its values, or
+// "" when there is nothing to do, or an error to refuse. If the condition
+// fails (the room changed in between), the room is read and planned again.
+// done tells, from a SERIAL read, whether a timed-out attempt applied. It
+// returns the room as read before the change that applied.
+func (s *Store) changeRoom(ctx context.Context, op, name string, plan func(Room) (string, []any, error), done func(Room) bool) (Room, error) {
+	if !ValidName(name) {
+		return Room{}, fmt.Errorf("store: %s %q: %w", op, name, ErrNotFound)
+	}
+	name = NameKey(name)
+	for attempt := 0; attempt < changeAttempts; attempt++ {
+		r, err := s.room(ctx, name, true)
+		if err != nil {
+			return Room{}, fmt.Errorf("store: %s: %w", op, err)
+		}
+		stmt, values, err := plan(r)
+		if err != nil || stmt == "" {
+			return r, err
+		}
+		applied, err := s.lwt(ctx, op+" "+name, stmt, values, nil, func(ctx context.Context) (bool, error) {
+			got, err := s.room(ctx, name, true)
+			if errors.Is(err, ErrNotFound) {
+				return false, nil
+			}
+			return err == nil && done(got), err
+		})
+		if err != nil || applied {
+			return r, err
+		}
+	}
+	return Room{}, fmt.Errorf("store: %s %q: %w", op, name, ErrConflict)
+}
+
+// refuse is the error for actor trying what only an admin may do in r:
+// ErrNotFound when the room is closed to them, so an outsider learns
+// nothing, else ErrNotAdmin.
+func refuse(r Room, actor, op string) error {
+	if !r.VisibleTo(actor) {
+		return fmt.Errorf("store: %s %q by %q: %w", op, r.Name, actor, ErrNotFound)
+	}
+	return fmt.Errorf("store: %s %q by %q: %w", op, r.Name, actor, ErrNotAdmin)
+}
+
+// SetRoomKind makes the room open or closed, if actor is one of its
+// admins. It returns a ValidationError for another kind, ErrNotFound,
+// or ErrNotAdmin.
+func (s *Store) SetRoomKind(ctx context.Context, actor, room, kind string) (Room, error) {
+	if kind != KindOpen && kind != KindClosed {
+		return Room{}, ValidationError{"kind": kindProblem}
+	}
+	r, err := s.changeRoom(ctx, "set kind of", room, func(r Room) (string, []any, error) {
+		if !r.IsAdmin(actor) {
+			return "", nil, refuse(r, actor, "set kind of")
+		}
+		if r.Kind == kind {
+			return "", nil, nil
+		}
+		cond, values := asAdminOf(r, actor)
+		return setRoomKind + cond, append([]any{kind, r.Name}, values...), nil
+	}, func(r Room) bool { return r.Kind == kind })
+	r.Kind = kind
+	return r, err
+}
+
+// AddMember adds who to the room on actor's word: any member of an open
+// room, an admin of a closed one. It is a no-op if who is a member
+// already. It returns ErrNotFound (no such room, or closed to actor),
+// ErrNotParticipant (actor is not a member of the open room) or
+// ErrNotAdmin; the room is returned as it is after the add.
+func (s *Store) AddMember(ctx context.Context, actor string, room string, who UserRef) (Room, error) {
+	before, err := s.changeRoom(ctx, "add to", room, func(r Room) (string, []any, error) {
+		if r.HasParticipant(who.Login) {
+			return "", nil, nil
+		}
+		added := map[string]UserRef{who.Login: who}
+		switch {
+		case !r.Closed() && r.HasParticipant(actor):
+			return addToRoom + asOpenMember, []any{added, r.Name, actor}, nil
+		case r.IsAdmin(actor):
+			cond, values := asAdminOf(r, actor)
+			return addToRoom + cond, append([]any{added, r.Name}, values...), nil
+		case !r.Closed():
+			return "", nil, fmt.Errorf("store: add to %q by %q: %w", r.Name, actor, ErrNotParticipant)
+		}
+		return "", nil, refuse(r, actor, "add to")
+	}, func(r Room) bool { return r.HasParticipant(who.Login) })
+	if err != nil {
+		return Room{}, err
+	}
+	return s.enlist(ctx, who.Login, before)
+}
+
+// MakeAdmin makes the member who an admin of the room, if actor is one.
+// It returns ErrNotFound (no such room or member, or closed to actor) or
+// ErrNotAdmin.
+func (s *Store) MakeAdmin(ctx context.Context, actor, room, who string) (Room, error) {
+	r, err := s.changeRoom(ctx, "promote in", room, func(r Room) (string, []any, error) {
+		if !r.IsAdmin(actor) {
+			return "", nil, refuse(r, actor, "promote in")
+		}
+		if !r.HasParticipant(who) {
+			return "", nil, fmt.Errorf("store: promote %q in %q: %w", who, r.Name, ErrNotFound)
+		}
+		if r.IsAdmin(who) {
+			return "", nil, nil
+		}
+		cond, values := asAdminOf(r, actor)
+		return promoteMember + cond, append([]any{[]string{who}, r.Name, who}, values...), nil
+	}, func(r Room) bool { return r.IsAdmin(who) })
+	if err == nil && !slices.Contains(r.Admins, who) && r.CreatorLogin != who {
+		r.Admins = append(r.Admins, who)
+	}
+	return r, err
+}
+
+// RemoveMember removes the member who from the room, if actor is an admin,
+// and the room from who's list. The creator cannot be removed. It returns
+// the room as it was before, or ErrNotFound (no such room or member, or
+// closed to actor), ErrNotAdmin, or ErrNotCreator for the creator.
+func (s *Store) RemoveMember(ctx context.Context, actor, room, who string) (Room, error) {
+	r, err := s.changeRoom(ctx, "remove from", room, func(r Room) (string, []any, error) {
+		if !r.IsAdmin(actor) {
+			return "", nil, refuse(r, actor, "remove from")
+		}
+		if !r.HasParticipant(who) {
+			return "", nil, fmt.Errorf("store: remove %q from %q: %w", who, r.Name, ErrNotFound)
+		}
+		if who == r.CreatorLogin {
+			return "", nil, fmt.Errorf("store: remove the creator of %q: %w", r.Name, ErrNotCreator)
+		}
+		cond, values := asAdminOf(r, actor)
+		return removeMember + cond, append([]any{[]string{who}, []string{who}, r.Name, who, who}, values...), nil
+	}, func(r Room) bool { return !r.HasParticipant(who) })
+	if err != nil {
+		return Room{}, err
+	}
+	return r, s.removeUserRoom(ctx, who, r.Name)
+}
+
+// handOver is a creator's leave: alone in the room, they just leave (the
+// condition checks they still are alone); while others remain, in one LWT
+// the creator leaves and an admin who is still a member becomes the
+// creator, so a room always has exactly one creator. It returns
+// ErrHandOver if no other member is an admin.
+func (s *Store) handOver(ctx context.Context, creator UserRef, room string) error {
+	_, err := s.changeRoom(ctx, "hand over", room, func(r Room) (string, []any, error) {
+		switch {
+		case !r.HasParticipant(creator.Login):
+			return "", nil, nil // left already
+		case r.CreatorLogin != creator.Login:
+			return "", nil, fmt.Errorf("store: hand over %q: %w", r.Name, ErrConflict)
+		case len(r.Participants) == 1:
+			return leaveAlone, []any{[]string{creator.Login}, r.Name, creator.Login, r.Participants}, nil
+		}
+		var heirs []string
+		for _, a := range r.Admins {
+			if a != creator.Login && r.HasParticipant(a) {
+				heirs = append(heirs, a)
+			}
+		}
+		if len(heirs) == 0 {
+			return "", nil, fmt.Errorf("store: leave %q as its creator: %w", r.Name, ErrHandOver)
+		}
+		slices.Sort(heirs)
+		heir := heirs[0]
+		return handOverRoom, []any{[]string{creator.Login}, []string{heir}, r.Participants[heir], heir,
+			r.Name, creator.Login, heir, heir}, nil
+	}, func(r Room) bool { return !r.HasParticipant(creator.Login) })
+	if err != nil {
+		return err
+	}
+	return s.removeUserRoom(ctx, creator.Login, NameKey(room))
+}

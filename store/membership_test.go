@@ -1,0 +1,397 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gocql/gocql"
+
+	"github.com/killrchat/killrchat/store"
+)
+
+// closedRoom creates a closed room by creator with the others as members.
+func closedRoom(t *testing.T, creator store.User, others ...store.User) store.Room {
+	t.Helper()
+	ctx := context.Background()
+	r, err := db.CreateRoom(ctx, creator.Ref(), store.NewRoom{Name: unique("closed"), Kind: store.KindClosed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range others {
+		if r, err = db.AddMember(ctx, creator.Login, r.Name, o.Ref()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return r
+}
+
+func lists(t *testing.T, login, room string) bool {
+	t.Helper()
+	u, err := db.User(context.Background(), login)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return slices.Contains(u.ChatRooms, room)
+}
+
+func TestClosedRoomRefusesJoin(t *testing.T) {
+	ctx := context.Background()
+	creator, outsider := newUser(t, unique("own")), newUser(t, unique("out"))
+	r := closedRoom(t, creator)
+	if !r.Closed() {
+		t.Fatalf("kind = %q", r.Kind)
+	}
+	if _, err := db.JoinRoom(ctx, outsider.Ref(), r.Name); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("join a closed room: %v, want ErrNotFound", err)
+	}
+	got, err := db.Room(ctx, r.Name)
+	if err != nil || got.HasParticipant(outsider.Login) || lists(t, outsider.Login, r.Name) {
+		t.Fatalf("outsider got in: %v %v", got.Participants, err)
+	}
+	if _, err := db.CreateRoom(ctx, outsider.Ref(), store.NewRoom{Name: r.Name}); !errors.Is(err, store.ErrRoomExists) {
+		t.Fatalf("a closed room's name is taken: %v", err)
+	}
+	if _, err := db.CreateRoom(ctx, outsider.Ref(), store.NewRoom{Name: unique("k"), Kind: "secret"}); !errors.Is(err, store.ErrInvalid) {
+		t.Fatalf("bad kind: %v", err)
+	}
+}
+
+func TestSetRoomKind(t *testing.T) {
+	ctx := context.Background()
+	creator, member, outsider := newUser(t, unique("own")), newUser(t, unique("mem")), newUser(t, unique("out"))
+	r, err := db.CreateRoom(ctx, creator.Ref(), store.NewRoom{Name: unique("kind")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.JoinRoom(ctx, member.Ref(), r.Name); err != nil {
+		t.Fatal(err)
+	}
+	t.Run("ErrNotAdmin", func(t *testing.T) {
+		if _, err := db.SetRoomKind(ctx, member.Login, r.Name, store.KindClosed); !errors.Is(err, store.ErrNotAdmin) {
+			t.Fatalf("member closes: %v", err)
+		}
+		if got, _ := db.Room(ctx, r.Name); got.Closed() {
+			t.Fatal("closed by a non-admin")
+		}
+	})
+	t.Run("OK", func(t *testing.T) {
+		if _, err := db.SetRoomKind(ctx, creator.Login, r.Name, store.KindClosed); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := db.Room(ctx, r.Name); !got.Closed() {
+			t.Fatal("not closed")
+		}
+	})
+	t.Run("OutsiderErrNotFound", func(t *testing.T) {
+		if _, err := db.SetRoomKind(ctx, outsider.Login, r.Name, store.KindOpen); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("outsider opens: %v", err)
+		}
+	})
+}
+
+func TestAddMember(t *testing.T) {
+	ctx := context.Background()
+	creator, member, newcomer, outsider := newUser(t, unique("own")), newUser(t, unique("mem")), newUser(t, unique("new")), newUser(t, unique("out"))
+	t.Run("OpenByMember", func(t *testing.T) {
+		r, err := db.CreateRoom(ctx, creator.Ref(), store.NewRoom{Name: unique("open")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.AddMember(ctx, outsider.Login, r.Name, newcomer.Ref()); !errors.Is(err, store.ErrNotParticipant) {
+			t.Fatalf("add by a non-member: %v", err)
+		}
+		if _, err := db.JoinRoom(ctx, member.Ref(), r.Name); err != nil {
+			t.Fatal(err)
+		}
+		got, err := db.AddMember(ctx, member.Login, r.Name, newcomer.Ref())
+		if err != nil || !got.HasParticipant(newcomer.Login) || !lists(t, newcomer.Login, r.Name) {
+			t.Fatalf("add: %v %v", got.Participants, err)
+		}
+	})
+	t.Run("ClosedByAdminOnly", func(t *testing.T) {
+		r := closedRoom(t, creator, member)
+		if _, err := db.AddMember(ctx, member.Login, r.Name, newcomer.Ref()); !errors.Is(err, store.ErrNotAdmin) {
+			t.Fatalf("add by a member of a closed room: %v", err)
+		}
+		if _, err := db.AddMember(ctx, outsider.Login, r.Name, newcomer.Ref()); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("add by an outsider of a closed room: %v", err)
+		}
+		if got, _ := db.Room(ctx, r.Name); got.HasParticipant(newcomer.Login) || lists(t, newcomer.Login, r.Name) {
+			t.Fatal("added by a non-admin")
+		}
+		if _, err := db.MakeAdmin(ctx, creator.Login, r.Name, member.Login); err != nil {
+			t.Fatal(err)
+		}
+		got, err := db.AddMember(ctx, member.Login, r.Name, newcomer.Ref())
+		if err != nil || !got.HasParticipant(newcomer.Login) {
+			t.Fatalf("add by an admin: %v %v", got.Participants, err)
+		}
+	})
+}
+
+func TestRemoveMember(t *testing.T) {
+	ctx := context.Background()
+	creator, admin, member := newUser(t, unique("own")), newUser(t, unique("adm")), newUser(t, unique("mem"))
+	r := closedRoom(t, creator, admin, member)
+	if _, err := db.MakeAdmin(ctx, member.Login, r.Name, member.Login); !errors.Is(err, store.ErrNotAdmin) {
+		t.Fatalf("self-promotion: %v", err)
+	}
+	if _, err := db.MakeAdmin(ctx, creator.Login, r.Name, admin.Login); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.RemoveMember(ctx, member.Login, r.Name, admin.Login); !errors.Is(err, store.ErrNotAdmin) {
+		t.Fatalf("removal by a member: %v", err)
+	}
+	if _, err := db.RemoveMember(ctx, admin.Login, r.Name, creator.Login); !errors.Is(err, store.ErrNotCreator) {
+		t.Fatalf("removal of the creator: %v", err)
+	}
+	if _, err := db.RemoveMember(ctx, admin.Login, r.Name, member.Login); err != nil {
+		t.Fatal(err)
+	}
+	got, err := db.Room(ctx, r.Name)
+	if err != nil || got.HasParticipant(member.Login) || lists(t, member.Login, r.Name) || !got.HasParticipant(admin.Login) {
+		t.Fatalf("after removal: %v %v", got.Participants, err)
+	}
+	if _, err := db.RemoveMember(ctx, admin.Login, r.Name, member.Login); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("removal of a non-member: %v", err)
+	}
+}
+
+func TestCreatorLeaves(t *testing.T) {
+	ctx := context.Background()
+	creator, admin, member := newUser(t, unique("own")), newUser(t, unique("adm")), newUser(t, unique("mem"))
+	r := closedRoom(t, creator, admin, member)
+	if err := db.LeaveRoom(ctx, creator.Ref(), r.Name); !errors.Is(err, store.ErrHandOver) {
+		t.Fatalf("leave with no admin: %v", err)
+	}
+	if _, err := db.MakeAdmin(ctx, creator.Login, r.Name, admin.Login); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.LeaveRoom(ctx, creator.Ref(), r.Name); err != nil {
+		t.Fatal(err)
+	}
+	got, err := db.Room(ctx, r.Name)
+	if err != nil || got.CreatorLogin != admin.Login || got.Creator.Login != admin.Login || got.HasParticipant(creator.Login) || lists(t, creator.Login, r.Name) {
+		t.Fatalf("after hand-over: creator %q, participants %v, %v", got.CreatorLogin, got.Participants, err)
+	}
+}
+
+// TestCreatorLeavesRacingPromote races a creator's leave against an
+// admin promoting a member: whatever the order, the room ends with
+// exactly one creator, who is a member, and the old creator is out.
+func TestCreatorLeavesRacingPromote(t *testing.T) {
+	ctx := context.Background()
+	creator, admin, member := newUser(t, unique("own")), newUser(t, unique("adm")), newUser(t, unique("mem"))
+	rounds := 1000
+	if testing.Short() {
+		rounds = 50
+	}
+	heirs := map[string]int{}
+	for round := 0; round < rounds; round++ {
+		r := closedRoom(t, creator, admin, member)
+		if _, err := db.MakeAdmin(ctx, creator.Login, r.Name, admin.Login); err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		var leaveErr, promoteErr error
+		wg.Add(2)
+		go func() { defer wg.Done(); leaveErr = db.LeaveRoom(ctx, creator.Ref(), r.Name) }()
+		go func() { defer wg.Done(); _, promoteErr = db.MakeAdmin(ctx, admin.Login, r.Name, member.Login) }()
+		wg.Wait()
+		if leaveErr != nil || promoteErr != nil {
+			t.Fatalf("round %d: leave %v, promote %v", round, leaveErr, promoteErr)
+		}
+		got, err := db.Room(ctx, r.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.CreatorLogin == creator.Login || !got.HasParticipant(got.CreatorLogin) || got.Creator.Login != got.CreatorLogin {
+			t.Fatalf("round %d: creator %q (%q), participants %v", round, got.CreatorLogin, got.Creator.Login, got.Participants)
+		}
+		heirs[got.CreatorLogin]++
+	}
+	t.Logf("%d rounds: creators after the race %v", rounds, heirs)
+}
+
+func TestInviteLinks(t *testing.T) {
+	ctx := context.Background()
+	creator, member, guest := newUser(t, unique("own")), newUser(t, unique("mem")), newUser(t, unique("gst"))
+	r := closedRoom(t, creator, member)
+	t.Run("ErrNotAdmin", func(t *testing.T) {
+		if _, _, err := db.CreateInvite(ctx, member.Ref(), r.Name, store.NewInvite{}); !errors.Is(err, store.ErrNotAdmin) {
+			t.Fatalf("member makes a link to a closed room: %v", err)
+		}
+	})
+	t.Run("Invalid", func(t *testing.T) {
+		if _, _, err := db.CreateInvite(ctx, creator.Ref(), r.Name, store.NewInvite{MaxUses: -1}); !errors.Is(err, store.ErrInvalid) {
+			t.Fatalf("negative uses: %v", err)
+		}
+	})
+	token, inv, err := db.CreateInvite(ctx, creator.Ref(), r.Name, store.NewInvite{MaxUses: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(token) < 22 || inv.ExpiresAt.Sub(inv.CreatedAt) != store.DefaultInviteTTL {
+		t.Fatalf("token %q, expiry %v", token, inv.ExpiresAt.Sub(inv.CreatedAt))
+	}
+	if _, err := db.Invite(ctx, token+"x"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("wrong token: %v", err)
+	}
+	got, err := db.JoinByInvite(ctx, guest.Ref(), token)
+	if err != nil || !got.HasParticipant(guest.Login) || !lists(t, guest.Login, r.Name) {
+		t.Fatalf("join by link: %v %v", got.Participants, err)
+	}
+	// A member using it again takes no use; someone else finds it used up.
+	if _, err := db.JoinByInvite(ctx, guest.Ref(), token); err != nil {
+		t.Fatalf("member uses the link again: %v", err)
+	}
+	late := newUser(t, unique("late"))
+	if _, err := db.JoinByInvite(ctx, late.Ref(), token); !errors.Is(err, store.ErrInviteUsedUp) {
+		t.Fatalf("used-up link: %v", err)
+	}
+	token2, inv2, err := db.CreateInvite(ctx, creator.Ref(), r.Name, store.NewInvite{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.RevokeInvite(ctx, member.Login, r.Name, inv2.ID); !errors.Is(err, store.ErrNotAdmin) {
+		t.Fatalf("revoke by a member: %v", err)
+	}
+	if err := db.RevokeInvite(ctx, creator.Login, r.Name, inv2.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.JoinByInvite(ctx, late.Ref(), token2); !errors.Is(err, store.ErrInviteRevoked) {
+		t.Fatalf("revoked link: %v", err)
+	}
+	list, err := db.Invites(ctx, r.Name)
+	if err != nil || len(list) != 2 || list[0].ID != inv.ID || !list[1].Revoked {
+		t.Fatalf("invites = %+v, %v", list, err)
+	}
+}
+
+func TestInviteProblem(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name string
+		inv  store.Invite
+		used int
+		want error
+	}{
+		{"OK", store.Invite{ExpiresAt: now.Add(time.Second), MaxUses: 2}, 1, nil},
+		{"AnyNumber", store.Invite{ExpiresAt: now.Add(time.Second)}, 1000, nil},
+		{"ErrInviteExpired", store.Invite{ExpiresAt: now}, 0, store.ErrInviteExpired},
+		{"ErrInviteUsedUp", store.Invite{ExpiresAt: now.Add(time.Hour), MaxUses: 2}, 2, store.ErrInviteUsedUp},
+		{"ErrInviteRevoked", store.Invite{ExpiresAt: now.Add(time.Hour), Revoked: true}, 0, store.ErrInviteRevoked},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.inv.Problem(now, tc.used); !errors.Is(got, tc.want) {
+				t.Fatalf("Problem = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestInviteRace has 20 people race for a 5-use link, round after round:
+// exactly 5 join each time, and the others are told it is used up.
+func TestInviteRace(t *testing.T) {
+	ctx := context.Background()
+	creator := newUser(t, unique("own"))
+	racers := make([]store.User, 20)
+	for i := range racers {
+		racers[i] = newUser(t, unique("racer"))
+	}
+	rounds := 1000
+	if testing.Short() {
+		rounds = 20
+	}
+	for round := 0; round < rounds; round++ {
+		r := closedRoom(t, creator)
+		token, _, err := db.CreateInvite(ctx, creator.Ref(), r.Name, store.NewInvite{MaxUses: 5})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		errs := make([]error, len(racers))
+		start := make(chan struct{})
+		for i, u := range racers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				_, errs[i] = db.JoinByInvite(ctx, u.Ref(), token)
+			}()
+		}
+		close(start)
+		wg.Wait()
+		joined := 0
+		for i, err := range errs {
+			switch {
+			case err == nil:
+				joined++
+			case !errors.Is(err, store.ErrInviteUsedUp):
+				t.Fatalf("round %d: racer %d: %v", round, i, err)
+			}
+		}
+		got, err := db.Room(ctx, r.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if joined != 5 || len(got.Participants) != 6 {
+			t.Fatalf("round %d: %d joins succeeded, %d participants; want 5 and 6", round, joined, len(got.Participants))
+		}
+	}
+}
+
+// TestRemoveRacingPost races an admin's removal of a member against the
+// member's post, from a room read before either: whatever the order, the
+// member's message is stored if and only if the post said so, and once
+// the removal is acknowledged a post (still from the old read, as a stale
+// cache would have it) is refused and stores nothing.
+func TestRemoveRacingPost(t *testing.T) {
+	ctx := context.Background()
+	creator, member := newUser(t, unique("own")), newUser(t, unique("mem"))
+	rounds := 1000
+	if testing.Short() {
+		rounds = 50
+	}
+	kept := 0
+	for round := 0; round < rounds; round++ {
+		r := closedRoom(t, creator, member)
+		var wg sync.WaitGroup
+		var postErr, removeErr error
+		wg.Add(2)
+		go func() { defer wg.Done(); _, postErr = db.PostMessage(ctx, r, member.Ref(), "racing") }()
+		go func() { defer wg.Done(); _, removeErr = db.RemoveMember(ctx, creator.Login, r.Name, member.Login) }()
+		wg.Wait()
+		if removeErr != nil {
+			t.Fatalf("round %d: remove: %v", round, removeErr)
+		}
+		if postErr != nil && !errors.Is(postErr, store.ErrNotParticipant) {
+			t.Fatalf("round %d: post: %v", round, postErr)
+		}
+		if _, err := db.PostMessage(ctx, r, member.Ref(), "late"); !errors.Is(err, store.ErrNotParticipant) {
+			t.Fatalf("round %d: a post after the removal: %v", round, err)
+		}
+		msgs, _, err := db.MessagesBefore(ctx, r, gocql.UUID{}, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var stored []string
+		for _, m := range msgs {
+			if m.Author.Login == member.Login && !m.System {
+				stored = append(stored, m.Content)
+			}
+		}
+		want := 0
+		if postErr == nil {
+			want, kept = 1, kept+1
+		}
+		if len(stored) != want || (want == 1 && stored[0] != "racing") {
+			t.Fatalf("round %d: post said %v; the member's messages are %q", round, postErr, stored)
+		}
+	}
+	t.Logf("%d rounds: the racing post was kept %d times, taken back or refused %d times", rounds, kept, rounds-kept)
+}
