@@ -175,7 +175,6 @@ func TestEditAndDelete(t *testing.T) {
 	})
 }
 
-
 // TestReactionsOverHTTP: a reaction shows under its message with its
 // count and who reacted, the reader's own pressed; taking it back removes
 // it; a bad reaction is refused with nothing stored.
