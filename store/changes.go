@@ -83,8 +83,9 @@ type Change struct {
 }
 
 // NewChangeID is the id of a change made now, in the order of the
-// store's other ids (messages' too).
-func (s *Store) NewChangeID() gocql.UUID { return s.ids.next(s.Now()) }
+// store's other ids (messages' too), in a microsecond of its own (see
+// idGenerator.nextMicro).
+func (s *Store) NewChangeID() gocql.UUID { return s.ids.nextMicro(s.Now()) }
 
 // Message returns the message id of in, or ErrNotFound (also for a
 // message of an earlier room of the same name).

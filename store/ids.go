@@ -64,6 +64,26 @@ func (g *idGenerator) next(now time.Time) gocql.UUID {
 	return gocql.TimeUUIDWith(ts, g.clock, g.node[:])
 }
 
+// nextMicro is next, in a microsecond that no earlier id of this process
+// has: USING TIMESTAMP is in microseconds, so two changes of one cell
+// (a reaction added and taken back from two tabs at once) written at
+// their ids' times are ordered by their ids, never tied (a tie lets the
+// delete win, whichever came last).
+func (g *idGenerator) nextMicro(now time.Time) gocql.UUID {
+	g.init()
+	ts := ticksOf(now)
+	g.mu.Lock()
+	if ts <= g.last {
+		ts = g.last + 1
+	}
+	if r := ts % 10; r != 0 { // the epoch lies on a microsecond, so does ts now
+		ts += 10 - r
+	}
+	g.last = ts
+	g.mu.Unlock()
+	return gocql.TimeUUIDWith(ts, g.clock, g.node[:])
+}
+
 // ParseMessageID parses a message id from a URL or header. It returns an
 // error wrapping ErrInvalid unless s is a version-1 (time-based) UUID.
 func ParseMessageID(s string) (gocql.UUID, error) {
