@@ -80,10 +80,10 @@ type Config struct {
 	// run 10 seconds (default 16 KiB); a slower one is stopped with 408.
 	MaxUploadsPerUser int
 	UploadMinRate     int64
-	// ResumeWindow is how far before its Last-Event-ID, in message time,
-	// a resumed stream replays when several instances publish (default
-	// 5s; see Server.replayStart): it must cover how late another
-	// instance's message can be published, storing time plus clock skew.
+	// ResumeWindow is how far behind the clock the cursors an instance
+	// gives pages stay while it has not yet heard the other instances'
+	// watermarks (its first second on the broker; default 5s; see
+	// live/watermarks.go).
 	ResumeWindow time.Duration
 	// SearchIndexOff leaves posted messages out of the search index (they
 	// are not found until index-backfill runs): for measuring what the

@@ -8,8 +8,8 @@ package main
 // With -cluster, two instances share the keyspace and carry events over
 // NATS: posters post to both, and each subscriber loads its page from, and
 // reconnects to, either at random. A message of one instance can then be
-// published after a newer one of the other, and a resume sends again the
-// last seconds (the resume window), so the check is on the list a browser
+// published after a newer one of the other, and a resume sends again what
+// lies between its cursor and its last event, so the check is on the list a browser
 // builds (static/app.js): the page's messages, then each event's message
 // unless its id is already there, placed in id order. That list must hold
 // every stored message from the page's oldest on, in id order; no
@@ -667,7 +667,7 @@ func checkAsBrowser(ctx context.Context, t *target, room store.Room, i int, sub 
 		}
 	}
 	// Everything stored from the list's oldest message on must be in it:
-	// the page's oldest, or an older one that a resume window brought.
+	// the page's oldest, or an older one that a resume brought again.
 	from := gocql.UUID{}
 	if len(list) > 0 {
 		from = gocql.MaxTimeUUID(list[0].Time().Add(-time.Microsecond))

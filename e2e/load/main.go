@@ -55,7 +55,7 @@ func (c *common) register(fs *flag.FlagSet) {
 	fs.BoolVar(&c.cluster, "cluster", false, "two in-process app instances sharing the keyspace, live events over an embedded NATS; posts go to one, subscribers to the other (sse only)")
 	fs.IntVar(&c.cost, "bcrypt-cost", 4, "bcrypt cost of the app instance started here (setup only; not what is measured)")
 	fs.IntVar(&c.replays, "max-replays", 0, "the app's --max-replays (0: its default) for an app instance started here")
-	fs.DurationVar(&c.window, "resume-window", 0, "with -cluster: the app's resume window (0: its default; negative: none, to see what a resume across instances loses without it)")
+	fs.DurationVar(&c.window, "resume-window", 0, "with -cluster: the app's --resume-window, how far behind the clock cursors stay before an instance has heard the others (0: its default)")
 	fs.BoolVar(&c.verbose, "v", false, "log the app's warnings to stderr")
 	fs.BoolVar(&c.noIndex, "no-index", false, "the app started here does not index posted messages for search")
 	fs.Float64Var(&c.indexRate, "index-rate", 0, "the app's --search-index-rate for an app started here (0: its default; negative: unpaced)")
