@@ -151,7 +151,7 @@ func parseFlags(args []string) (config, error) {
 	fs.Int64Var(&c.downloadMemory, "download-memory", int64(envInt("DOWNLOAD_MEMORY", store.DefaultReadBudget)), "bytes of file chunks (1000 KB each) that downloads and preview decodes may hold at once; more wait their turn (env DOWNLOAD_MEMORY)")
 	fs.DurationVar(&c.uploadTimeout, "upload-timeout", envDuration("UPLOAD_TIMEOUT", handlers.DefaultUploadTimeout), "time one upload or download may take, in place of --read-timeout and --write-timeout; a dead upload is swept after twice this (env UPLOAD_TIMEOUT)")
 	fs.BoolVar(&c.searchIndex, "search-index", env("SEARCH_INDEX", "true") != "false", "index posted messages for search, after each post answers; false leaves them unfound until index-backfill (env SEARCH_INDEX=false)")
-	fs.Float64Var(&c.searchIndexRate, "search-index-rate", envFloat("SEARCH_INDEX_RATE", handlers.DefaultSearchIndexRate), "messages indexed a second at most, per instance; past it the index lags and catches up when posts slow down; negative: unpaced (env SEARCH_INDEX_RATE)")
+	fs.Float64Var(&c.searchIndexRate, "search-index-rate", envFloat("SEARCH_INDEX_RATE", store.DefaultIndexRate), "messages indexed a second at most, per instance; past it the index lags and catches up when posts slow down; negative: unpaced (env SEARCH_INDEX_RATE)")
 	fs.StringVar(&c.natsURL, "nats-url", env("NATS_URL", ""), "NATS server for live events across instances; in-process hub if empty (env NATS_URL)")
 	fs.StringVar(&c.natsEmbed, "nats-embed", env("NATS_EMBED", ""), "run a NATS server inside this instance on host:port, for trying several instances (env NATS_EMBED)")
 	fs.StringVar(&c.logLevel, "log-level", env("LOG_LEVEL", "info"), "debug, info, warn or error (env LOG_LEVEL)")

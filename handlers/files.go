@@ -7,21 +7,16 @@
 package handlers
 
 import (
-	"cmp"
 	"context"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"mime"
-	"mime/multipart"
 	"net/http"
-	"net/textproto"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/gocql/gocql"
@@ -95,20 +90,20 @@ func (s *Server) postFiles(c echo.Context, in store.Place, composer func(views.F
 			return web.TooMany(c, wait, "uploading")
 		}
 	}
-	if !s.uploads.take(me.Login) {
+	if !s.uploads.Take(me.Login) {
 		s.metrics.CountUpload("rate_limited", 0)
 		return web.TooMany(c, 5*time.Second, "uploading several files at once")
 	}
-	defer s.uploads.give(me.Login)
+	defer s.uploads.Give(me.Login)
 	// The server's read timeout is sized for forms; an upload gets a
 	// deadline of its own instead, generous but not unbounded, and must
 	// keep up a minimum rate (a stalled upload holds a connection, and
 	// perhaps a chunk buffer, for nothing).
 	rc := http.NewResponseController(c.Response())
 	_ = rc.SetWriteDeadline(time.Now().Add(s.cfg.UploadTimeout + time.Minute))
-	paced := &pacedBody{ReadCloser: req.Body, rc: rc, grace: s.uploadGrace,
-		rate: float64(s.cfg.UploadMinRate), end: time.Now().Add(s.cfg.UploadTimeout)}
-	body := &recordingBody{ReadCloser: http.MaxBytesReader(c.Response(), paced, maxBody)}
+	paced := &web.PacedBody{ReadCloser: req.Body, RC: rc, Grace: s.uploadGrace,
+		Rate: float64(s.cfg.UploadMinRate), End: time.Now().Add(s.cfg.UploadTimeout)}
+	body := &web.RecordingBody{ReadCloser: http.MaxBytesReader(c.Response(), paced, maxBody)}
 	req.Body = body
 	mr, err := req.MultipartReader()
 	if err != nil {
@@ -129,7 +124,7 @@ func (s *Server) postFiles(c echo.Context, in store.Place, composer func(views.F
 			break
 		}
 		if err != nil {
-			if body.err == nil {
+			if body.Err == nil {
 				// The bytes arrived; they are not a multipart form.
 				err = fmt.Errorf("%w: %w", errMalformed, err)
 			}
@@ -142,7 +137,7 @@ func (s *Server) postFiles(c echo.Context, in store.Place, composer func(views.F
 			if name != web.CSRFField {
 				return web.ErrCSRF
 			}
-			token, err := readField(part, 256)
+			token, err := web.ReadField(part, 256)
 			if err != nil {
 				return s.uploadError(err)
 			}
@@ -154,14 +149,14 @@ func (s *Server) postFiles(c echo.Context, in store.Place, composer func(views.F
 		}
 		switch {
 		case name == "client_id":
-			if clientID, err = readField(part, 64); err != nil {
+			if clientID, err = web.ReadField(part, 64); err != nil {
 				return s.uploadError(err)
 			}
 			if !validClientID(clientID) {
 				return echo.NewHTTPError(http.StatusBadRequest, "This message form is broken. Reload the page and send again.")
 			}
 		case name == "content":
-			if content, err = readField(part, 4*store.MaxContent+1024); err != nil {
+			if content, err = web.ReadField(part, 4*store.MaxContent+1024); err != nil {
 				return s.uploadError(err)
 			}
 			if strings.TrimSpace(content) != "" {
@@ -185,7 +180,7 @@ func (s *Server) postFiles(c echo.Context, in store.Place, composer func(views.F
 			}
 			var file io.Reader = part
 			if !budgeted {
-				file = &budgetReader{r: part, take: func(n int) bool {
+				file = &web.BudgetReader{R: part, Take: func(n int) bool {
 					ok, _ := s.limits.uploadBytes.AllowN(me.Login, n)
 					return ok
 				}}
@@ -286,7 +281,7 @@ func (s *Server) uploadError(err error) error {
 	case errors.As(err, &tooBig), errors.Is(err, store.ErrTooLarge):
 		s.metrics.CountUpload("too_large", 0)
 		return s.errTooLarge()
-	case errors.Is(err, errOverBudget):
+	case errors.Is(err, web.ErrOverBudget):
 		s.metrics.CountUpload("rate_limited", 0)
 		return echo.NewHTTPError(http.StatusTooManyRequests,
 			"You are uploading too fast. Please wait a while and try again. Nothing was stored.")
@@ -313,118 +308,7 @@ func (s *Server) uploadError(err error) error {
 	return fmt.Errorf("upload: %w", err)
 }
 
-var (
-	errOverBudget = errors.New("over the hourly upload budget")
-	errMalformed  = errors.New("malformed multipart body")
-)
-
-// pacedBody is an upload's body that must arrive at rate bytes a second
-// on average after a grace period, and whole before end. Only the time
-// spent waiting for the client counts (not the server's own work between
-// reads): before each read the connection's read deadline moves to when
-// the client's waiting time would pass grace plus the bytes so far at
-// rate. A read past it fails with os.ErrDeadlineExceeded. At the body's
-// end the deadline goes back to end, for the server's background read
-// while the handler works.
-type pacedBody struct {
-	io.ReadCloser
-	rc     *http.ResponseController
-	grace  time.Duration
-	rate   float64
-	end    time.Time
-	read   int64
-	waited time.Duration
-}
-
-func (b *pacedBody) Read(p []byte) (int, error) {
-	now := time.Now()
-	due := now.Add(b.grace + time.Duration(float64(b.read)/b.rate*float64(time.Second)) - b.waited)
-	if due.After(b.end) {
-		due = b.end
-	}
-	_ = b.rc.SetReadDeadline(due)
-	n, err := b.ReadCloser.Read(p)
-	b.read += int64(n)
-	b.waited += time.Since(now)
-	if errors.Is(err, io.EOF) {
-		_ = b.rc.SetReadDeadline(b.end)
-	}
-	return n, err
-}
-
-// uploadCounts caps the uploads one person has under way on this
-// instance at once.
-type uploadCounts struct {
-	mu     sync.Mutex
-	max    int
-	byUser map[string]int
-}
-
-func newUploadCounts(max int) *uploadCounts {
-	return &uploadCounts{max: max, byUser: map[string]int{}}
-}
-
-// take counts one more upload of login, or answers false at the cap.
-func (u *uploadCounts) take(login string) bool {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	if u.byUser[login] >= u.max {
-		return false
-	}
-	u.byUser[login]++
-	return true
-}
-
-func (u *uploadCounts) give(login string) {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	if u.byUser[login]--; u.byUser[login] <= 0 {
-		delete(u.byUser, login)
-	}
-}
-
-// recordingBody keeps the error of reading the request body itself (the
-// client went away, the body is too long), to tell it from a body that
-// arrived whole but does not parse.
-type recordingBody struct {
-	io.ReadCloser
-	err error
-}
-
-func (b *recordingBody) Read(p []byte) (int, error) {
-	n, err := b.ReadCloser.Read(p)
-	if err != nil && !errors.Is(err, io.EOF) {
-		b.err = err
-	}
-	return n, err
-}
-
-// budgetReader takes a token per byte read from the uploader's hourly
-// budget, for a request whose length was not known in advance.
-type budgetReader struct {
-	r    io.Reader
-	take func(n int) bool
-}
-
-func (b *budgetReader) Read(p []byte) (int, error) {
-	n, err := b.r.Read(p)
-	if n > 0 && !b.take(n) {
-		return 0, errOverBudget
-	}
-	return n, err
-}
-
-// readField reads a small form field, refusing one longer than max.
-func readField(part *multipart.Part, max int64) (string, error) {
-	b, err := io.ReadAll(io.LimitReader(part, max+1))
-	if err != nil {
-		return "", err
-	}
-	if int64(len(b)) > max {
-		return "", echo.NewHTTPError(http.StatusRequestEntityTooLarge, "A form field is too long.")
-	}
-	return string(b), nil
-}
+var errMalformed = errors.New("malformed multipart body")
 
 // downloadFile serves an attachment to the members of its conversation
 // (404 for anyone else, as if it did not exist). http.ServeContent does
@@ -458,7 +342,7 @@ func (s *Server) downloadFile(c echo.Context) error {
 	h.Set("Content-Disposition", mime.FormatMediaType(disposition, map[string]string{"filename": a.Name}))
 	_ = http.NewResponseController(c.Response()).SetWriteDeadline(time.Now().Add(s.cfg.UploadTimeout))
 	if rng := c.Request().Header.Get("Range"); rng != "" {
-		if merged, ok := mergeRanges(rng, a.Size); !ok {
+		if merged, ok := web.MergeRanges(rng, a.Size); !ok {
 			c.Request().Header.Del("Range") // too many: the whole file, as a plain GET
 		} else {
 			c.Request().Header.Set("Range", merged)
@@ -468,88 +352,6 @@ func (s *Server) downloadFile(c echo.Context) error {
 	defer r.Close()
 	http.ServeContent(c.Response(), c.Request(), "", time.Time{}, r)
 	return nil
-}
-
-const (
-	// maxRanges is the most byte ranges one download serves; a request for
-	// more gets the whole file (RFC 9110 lets a server ignore Range).
-	maxRanges = 8
-	// rangeGap is the gap under which two ranges are served as one: less
-	// than a multipart part's own headers.
-	rangeGap = 80
-)
-
-// mergeRanges rewrites a Range header for a file of size bytes so that
-// http.ServeContent reads each chunk at most once: its ranges sorted,
-// overlapping and nearly adjacent ones merged (RFC 9110 §14.2 allows
-// both, whatever order the client gave). It answers ok=false for more
-// than maxRanges ranges left after merging, and the header unchanged when
-// it does not parse or nothing in it is satisfiable, for ServeContent to
-// answer (416 or the whole file).
-func mergeRanges(header string, size int64) (string, bool) {
-	specs, found := strings.CutPrefix(header, "bytes=")
-	if !found {
-		return header, true
-	}
-	type span struct{ start, end int64 } // end exclusive
-	var spans []span
-	for _, spec := range strings.Split(specs, ",") {
-		spec = textproto.TrimString(spec)
-		if spec == "" {
-			continue
-		}
-		first, last, ok := strings.Cut(spec, "-")
-		if !ok {
-			return header, true
-		}
-		first, last = textproto.TrimString(first), textproto.TrimString(last)
-		var sp span
-		if first == "" { // a suffix: the last N bytes
-			n, err := strconv.ParseInt(last, 10, 64)
-			if err != nil || n < 0 {
-				return header, true
-			}
-			sp = span{max(size-n, 0), size}
-		} else {
-			start, err := strconv.ParseInt(first, 10, 64)
-			if err != nil || start < 0 {
-				return header, true
-			}
-			end := size
-			if last != "" {
-				e, err := strconv.ParseInt(last, 10, 64)
-				if err != nil || e < start {
-					return header, true
-				}
-				end = min(e+1, size)
-			}
-			sp = span{start, end}
-		}
-		if sp.start < sp.end { // unsatisfiable ranges are dropped, as ServeContent does
-			spans = append(spans, sp)
-		}
-	}
-	if len(spans) == 0 {
-		return header, true
-	}
-	slices.SortFunc(spans, func(a, b span) int { return cmp.Compare(a.start, b.start) })
-	merged := spans[:1]
-	for _, sp := range spans[1:] {
-		last := &merged[len(merged)-1]
-		if sp.start <= last.end+rangeGap {
-			last.end = max(last.end, sp.end)
-			continue
-		}
-		merged = append(merged, sp)
-	}
-	if len(merged) > maxRanges {
-		return "", false
-	}
-	parts := make([]string, len(merged))
-	for i, sp := range merged {
-		parts[i] = fmt.Sprintf("%d-%d", sp.start, sp.end-1)
-	}
-	return "bytes=" + strings.Join(parts, ","), true
 }
 
 func cmpErr(err, otherwise error) error {

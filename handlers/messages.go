@@ -250,8 +250,8 @@ func (s *Server) postRendered(ctx context.Context, in store.Place, draft func() 
 	sl.HTML, _ = renderString(views.WithMembers(ctx, conv.Members), views.MessageItem(sl.Msg)) // publish renders again (and logs) if this failed
 	html := sl.HTML
 	s.live.Finish(sl, true)
-	// The index follows the post, off its path (see searchIndexer).
-	s.indexer.index(conv, sl.Msg)
+	// The index follows the post, off its path (see store.Indexer).
+	s.indexer.Index(conv, sl.Msg)
 	return sl.Msg, html, nil
 }
 

@@ -1,5 +1,5 @@
 // This file owns search over HTTP: GET /search (the page, its live
-// results as one types, and their pages). indexer.go writes the index.
+// results as one types, and their pages). store.Indexer writes the index.
 package handlers
 
 import (

@@ -1,17 +1,12 @@
 package handlers_test
 
 import (
-	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
 
 	"github.com/PuerkitoBio/goquery"
-	"github.com/gocql/gocql"
-
-	"github.com/killrchat/killrchat/handlers"
-	"github.com/killrchat/killrchat/store"
 )
 
 // searchPage searches as c, once the index has caught up.
@@ -218,43 +213,5 @@ func TestRoomsFilterByName(t *testing.T) {
 	p := ada.get("/rooms?name=" + stem + "zz")
 	if len(names(p)) != 0 || !strings.Contains(text(p, "#room-results"), "No room name starts with") {
 		t.Errorf("no match: %q", text(p, "#room-results"))
-	}
-}
-
-// TestIndexerCatchesUp: messages the indexer's queue could not take are
-// found once it has caught up on their day bucket, which it reads again
-// whole.
-func TestIndexerCatchesUp(t *testing.T) {
-	ada := newUser(t, unique("ada"))
-	room, err := db.CreateRoom(ctxT(t), ada, store.NewRoom{Name: unique("behind")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ix := handlers.NewIndexer(db.Store)
-	word := unique("narwhal")
-	for i := range 30 {
-		m, err := db.PostMessage(ctxT(t), room, ada, fmt.Sprintf("%s %d", word, i))
-		if err != nil {
-			t.Fatal(err)
-		}
-		ix.Index(room.Conversation(), m)
-	}
-	if ix.Behind() != 1 {
-		t.Fatalf("%d buckets behind, want 1", ix.Behind())
-	}
-	q, _ := store.ParseSearch(word)
-	search := func() int {
-		found, more, _, err := db.Search(ctxT(t), []store.Conversation{room.Conversation()}, q, gocql.UUID{}, 50)
-		if err != nil || more {
-			t.Fatal(err, more)
-		}
-		return len(found)
-	}
-	if n := search(); n != 0 {
-		t.Fatalf("%d found before catching up", n)
-	}
-	ix.CatchUp()
-	if n := search(); n != 30 || ix.Behind() != 0 {
-		t.Errorf("after catching up: %d found, %d behind", n, ix.Behind())
 	}
 }

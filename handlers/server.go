@@ -90,7 +90,7 @@ type Config struct {
 	// index costs, or to shed its writes when Cassandra is overloaded.
 	SearchIndexOff bool
 	// SearchIndexRate is how many messages a second this instance indexes
-	// at most (default DefaultSearchIndexRate; negative: unpaced). Past it
+	// at most (default store.DefaultIndexRate; negative: unpaced). Past it
 	// the index lags and catches up when posts slow down.
 	SearchIndexRate float64
 	// Static holds the files served under /static/.
@@ -109,7 +109,7 @@ type Server struct {
 	pages    securecookie.Codec
 	live     *live.Engine
 	recent   *recentPosts
-	indexer  *searchIndexer
+	indexer  *store.Indexer
 	closing  chan struct{} // closed by Shutdown
 	csrf     *web.CSRF
 	// fileStored, when set (by tests), is called with the request's
@@ -117,7 +117,7 @@ type Server struct {
 	fileStored func(context.Context)
 	// uploads caps each person's uploads under way; uploadGrace is how
 	// long an upload runs before Config.UploadMinRate applies.
-	uploads     *uploadCounts
+	uploads     *web.UserCounts
 	uploadGrace time.Duration
 	limits      struct {
 		messages, rooms, membership, passwordUser, passwordIP, uploadBytes *web.KeyedLimiter
@@ -151,7 +151,7 @@ func New(db *store.Store, metrics *web.Metrics, hub live.Hub, cfg Config, log *s
 		db: db, metrics: metrics, hub: hub, cfg: cfg, log: log, pages: pages,
 		closing: make(chan struct{}),
 	}
-	s.uploads, s.uploadGrace = newUploadCounts(cfg.MaxUploadsPerUser), uploadGrace
+	s.uploads, s.uploadGrace = web.NewUserCounts(cfg.MaxUploadsPerUser), uploadGrace
 	metrics.WatchStore(db)
 	if cfg.SessionCacheTTL == 0 {
 		cfg.SessionCacheTTL = web.DefaultSessionCacheTTL
@@ -199,10 +199,9 @@ func New(db *store.Store, metrics *web.Metrics, hub live.Hub, cfg Config, log *s
 	s.live.RenderChanges(renderChange)
 	s.recent = newRecentPosts(recentPostsMax, recentPostTTL, time.Now)
 	if cfg.SearchIndexRate == 0 {
-		cfg.SearchIndexRate = DefaultSearchIndexRate
+		cfg.SearchIndexRate = store.DefaultIndexRate
 	}
-	s.indexer = newSearchIndexer(db, log, cfg.SearchIndexRate, s.closing)
-	s.indexer.off = cfg.SearchIndexOff
+	s.indexer = store.NewIndexer(db, log, cfg.SearchIndexRate, cfg.SearchIndexOff, s.closing)
 	go s.sweepUploads()
 	return s
 }

@@ -1,7 +1,26 @@
 package store
 
-import "github.com/gocql/gocql"
+import (
+	"io"
+	"log/slog"
+	"sync"
+
+	"github.com/gocql/gocql"
+)
 
 // SetTracer has Cassandra trace every statement s sends from now on (nil:
 // none), so a test can read from system_traces the rows a read cost.
 func (s *Store) SetTracer(t gocql.Tracer) { s.session.Load().SetTrace(t) }
+
+// NewBehindIndexer is an Indexer with no queue and no workers: every
+// message given to Index falls behind, and CatchUp indexes one bucket of
+// those.
+func NewBehindIndexer(db *Store) *Indexer {
+	ix := &Indexer{db: db, log: slog.New(slog.NewTextHandler(io.Discard, nil)), jobs: make(chan indexJob),
+		behind: map[behindKey]Conversation{}}
+	ix.idle = sync.NewCond(&ix.mu)
+	return ix
+}
+
+// CatchUp indexes one bucket that fell behind.
+func (ix *Indexer) CatchUp() { ix.catchUp(make(chan struct{})) }

@@ -1,8 +1,8 @@
-// This file owns the search indexer: it writes each posted message's
-// terms after the post has answered, paced so that the index never takes
+// This file owns each instance's search indexer: it writes each posted
+// message's terms after the post has answered, paced so that the index never takes
 // the post's share of Cassandra, and catches up from the day buckets on
 // what it could not queue.
-package handlers
+package store
 
 import (
 	"context"
@@ -11,8 +11,6 @@ import (
 	"time"
 
 	"golang.org/x/time/rate"
-
-	"github.com/killrchat/killrchat/store"
 )
 
 const (
@@ -24,14 +22,14 @@ const (
 	indexWorkers = 4
 	// indexBatch is the most messages a worker indexes in one go: what the
 	// queue holds when the worker comes back to it, so a busy instance
-	// writes fewer, fuller batches (store.IndexMessages) and a quiet one
+	// writes fewer, fuller batches (IndexMessages) and a quiet one
 	// writes each message at once.
 	indexBatch = 256
 	// indexTimeout bounds one batch's index writes.
 	indexTimeout = 10 * time.Second
-	// DefaultSearchIndexRate is how many messages an instance indexes a
-	// second at most (Config.SearchIndexRate).
-	DefaultSearchIndexRate = 200
+	// DefaultIndexRate is how many messages an instance indexes a
+	// second at most (the handlers' Config.SearchIndexRate).
+	DefaultIndexRate = 200
 	// maxBehind bounds the day buckets remembered for catching up; past
 	// it they are logged for index-backfill.
 	maxBehind = 10_000
@@ -42,7 +40,7 @@ const (
 	catchUpTimeout = 10 * time.Minute
 )
 
-// searchIndexer writes messages to the search index off the post's path:
+// Indexer writes messages to the search index off the post's path:
 // a post stores the message and its head (2 statements) and answers; the
 // index rows follow from a queue, at most a rate a second, so a burst of
 // posts is not slowed by its index (on one Cassandra, indexing a message
@@ -55,19 +53,19 @@ const (
 //
 // The message lifecycle (edits, deletes) calls reindex: the old text
 // leaves the index, the new one enters it. Until then, every search
-// result is checked against the stored message (store.Search), so a
+// result is checked against the stored message (Search), so a
 // changed or deleted message never shows.
-type searchIndexer struct {
-	db    *store.Store
+type Indexer struct {
+	db    *Store
 	log   *slog.Logger
 	jobs  chan indexJob
-	off   bool          // index nothing (Config.SearchIndexOff)
+	off   bool          // index nothing
 	limit *rate.Limiter // messages a second; nil: unpaced
 
 	mu      sync.Mutex
 	pending int
 	idle    *sync.Cond
-	behind  map[behindKey]store.Conversation
+	behind  map[behindKey]Conversation
 }
 
 // behindKey is a day bucket of a conversation with messages not queued.
@@ -79,13 +77,14 @@ type behindKey struct {
 
 // indexJob is a message of conv to index (add) or to take out (remove).
 type indexJob struct {
-	conv        store.Conversation
-	add, remove *store.Message
+	conv        Conversation
+	add, remove *Message
 }
 
-// newSearchIndexer starts the workers; perSecond <= 0 is unpaced.
-func newSearchIndexer(db *store.Store, log *slog.Logger, perSecond float64, closing <-chan struct{}) *searchIndexer {
-	ix := &searchIndexer{db: db, log: log, jobs: make(chan indexJob, indexQueue), behind: map[behindKey]store.Conversation{}}
+// NewIndexer starts the workers until closing closes; perSecond <= 0 is
+// unpaced, and off indexes nothing (see Indexer).
+func NewIndexer(db *Store, log *slog.Logger, perSecond float64, off bool, closing <-chan struct{}) *Indexer {
+	ix := &Indexer{db: db, log: log, off: off, jobs: make(chan indexJob, indexQueue), behind: map[behindKey]Conversation{}}
 	if perSecond > 0 {
 		ix.limit = rate.NewLimiter(rate.Limit(perSecond), indexBatch)
 	}
@@ -96,18 +95,18 @@ func newSearchIndexer(db *store.Store, log *slog.Logger, perSecond float64, clos
 	return ix
 }
 
-// index queues m, a message of conv, to be indexed; it never waits.
-func (ix *searchIndexer) index(conv store.Conversation, m store.Message) {
+// Index queues m, a message of conv, to be indexed; it never waits.
+func (ix *Indexer) Index(conv Conversation, m Message) {
 	ix.queue(indexJob{conv: conv, add: &m})
 }
 
-// reindex is the message lifecycle's hook: old (nil for none) leaves the
+// Reindex is the message lifecycle's hook: old (nil for none) leaves the
 // index and updated (nil for a delete) enters it.
-func (ix *searchIndexer) reindex(conv store.Conversation, old, updated *store.Message) {
+func (ix *Indexer) Reindex(conv Conversation, old, updated *Message) {
 	ix.queue(indexJob{conv: conv, add: updated, remove: old})
 }
 
-func (ix *searchIndexer) queue(j indexJob) {
+func (ix *Indexer) queue(j indexJob) {
 	if ix.off {
 		return
 	}
@@ -128,8 +127,8 @@ func (ix *searchIndexer) queue(j indexJob) {
 }
 
 // fallBehind remembers m's day bucket, to index it whole later.
-func (ix *searchIndexer) fallBehind(conv store.Conversation, m store.Message) {
-	k := behindKey{conv: conv.ID, since: conv.Since.UnixMilli(), bucket: store.BucketOf(m.ID)}
+func (ix *Indexer) fallBehind(conv Conversation, m Message) {
+	k := behindKey{conv: conv.ID, since: conv.Since.UnixMilli(), bucket: BucketOf(m.ID)}
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	if _, ok := ix.behind[k]; ok {
@@ -143,7 +142,7 @@ func (ix *searchIndexer) fallBehind(conv store.Conversation, m store.Message) {
 	ix.log.Info("search index: queue full; the bucket will be indexed when it empties", "conversation", conv.ID, "bucket", k.bucket)
 }
 
-func (ix *searchIndexer) work(closing <-chan struct{}, catchUp bool) {
+func (ix *Indexer) work(closing <-chan struct{}, catchUp bool) {
 	var tick <-chan time.Time
 	if catchUp {
 		t := time.NewTicker(catchUpEvery)
@@ -178,7 +177,7 @@ func (ix *searchIndexer) work(closing <-chan struct{}, catchUp bool) {
 			case <-ctx.Done():
 			}
 		}()
-		var adds []store.Message
+		var adds []Message
 		flush := func() {
 			if len(adds) == 0 {
 				return
@@ -214,13 +213,13 @@ func (ix *searchIndexer) work(closing <-chan struct{}, catchUp bool) {
 
 // catchUp indexes one day bucket the queue could not take, when the queue
 // is empty: every message in it, at the indexer's pace.
-func (ix *searchIndexer) catchUp(closing <-chan struct{}) {
+func (ix *Indexer) catchUp(closing <-chan struct{}) {
 	if len(ix.jobs) > 0 {
 		return
 	}
 	ix.mu.Lock()
 	var k behindKey
-	var conv store.Conversation
+	var conv Conversation
 	found := false
 	for k, conv = range ix.behind {
 		delete(ix.behind, k)
@@ -253,7 +252,7 @@ func (ix *searchIndexer) catchUp(closing <-chan struct{}) {
 	ix.log.Info("search index: caught up", "conversation", conv.ID, "bucket", k.bucket, "messages", n)
 }
 
-func (ix *searchIndexer) done() {
+func (ix *Indexer) done() {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	ix.pending--
@@ -262,9 +261,9 @@ func (ix *searchIndexer) done() {
 	}
 }
 
-// flush waits until every message queued so far is indexed (tests search
+// Flush waits until every message queued so far is indexed (tests search
 // right after posting).
-func (ix *searchIndexer) flush() {
+func (ix *Indexer) Flush() {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	for ix.pending > 0 {
@@ -272,8 +271,8 @@ func (ix *searchIndexer) flush() {
 	}
 }
 
-// behindCount is how many day buckets wait to be caught up on.
-func (ix *searchIndexer) behindCount() int {
+// Behind is how many day buckets wait to be caught up on.
+func (ix *Indexer) Behind() int {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	return len(ix.behind)
