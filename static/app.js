@@ -838,9 +838,13 @@
   }, MARK_EVERY_MS);
 
   // messagesSeen: new messages are in #messages, or the reader reached the
-  // bottom, or came back to the tab.
+  // bottom, or came back to the tab. A DM that the sidebar does not list
+  // yet got its first message while its page was open here: the message
+  // came on this page's stream, so nothing else tells the sidebar.
   function messagesSeen() {
-    if (!conversationURL()) return;
+    var url = conversationURL();
+    if (!url) return;
+    if (url.indexOf("/dm/") === 0 && !sidebarEntry(url)) refreshSidebar();
     if (!document.hidden && stuck) {
       markRead();
     } else {

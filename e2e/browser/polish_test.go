@@ -166,20 +166,23 @@ func TestSidebarOffersDirectMessages(t *testing.T) {
 
 // TestStartedGroupDMInSendersSidebar (defect 4): the one who starts a group
 // DM sees it in their sidebar once their first message is posted, without
-// changing page.
+// changing page; so does a member who had the DM's page open before its
+// first message (the message comes on that page's stream, and no other
+// event says the sidebar lacks the conversation).
 func TestStartedGroupDMInSendersSidebar(t *testing.T) {
 	b := begin(t)
 	ada, bob, cy := newPerson("Ada", "Lovelace"), newPerson("Bob", "Babbage"), newPerson("Cy", "Cray")
-	for _, u := range []person{bob, cy} {
-		p := b.newTab(u.first)
-		p.signUp(u)
-	}
+	o := b.newTab(bob.first)
+	o.signUp(bob)
+	b.newTab(cy.first).signUp(cy)
 	a := b.newTab("ada")
 	a.signUp(ada)
 	address, err := store.DMAddress([]string{ada.login, bob.login, cy.login})
 	if err != nil {
 		t.Fatal(err)
 	}
+	o.open("/dm/" + address)
+	o.waitStream()
 	a.click(`.sidebar a[href="/dm/new"]`)
 	a.waitJS("the new DM form", atPath("/dm/new"))
 	a.typeInto("#to", bob.login+" "+cy.login)
@@ -192,6 +195,7 @@ func TestStartedGroupDMInSendersSidebar(t *testing.T) {
 	if !a.marked() {
 		t.Error("the page was reloaded")
 	}
+	o.waitJS("the group DM in bob's sidebar, on the DM's own page", fmt.Sprintf(`document.querySelector('#my-dms a[href="/dm/%s#latest"]')`, address))
 	a.screenshot("sidebar-group-dm")
 }
 
