@@ -26,6 +26,7 @@ import (
 
 	"github.com/killrchat/killrchat/handlers"
 	"github.com/killrchat/killrchat/live"
+	"github.com/killrchat/killrchat/live/natshub"
 	"github.com/killrchat/killrchat/schema"
 	"github.com/killrchat/killrchat/static"
 	"github.com/killrchat/killrchat/store"
@@ -387,7 +388,7 @@ func newHub(cfg config, log *slog.Logger) (live.Hub, func(), error) {
 	if cfg.natsURL == "" {
 		return live.NewLocalHub(), stop, nil
 	}
-	hub, err := live.NewNATSHub(cfg.natsURL, log)
+	hub, err := natshub.New(cfg.natsURL, log)
 	if err != nil {
 		stop()
 		return nil, nil, err

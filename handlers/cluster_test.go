@@ -14,7 +14,7 @@ import (
 	natsserver "github.com/nats-io/nats-server/v2/server"
 
 	"github.com/killrchat/killrchat/handlers"
-	"github.com/killrchat/killrchat/live"
+	"github.com/killrchat/killrchat/live/natshub"
 	"github.com/killrchat/killrchat/store"
 )
 
@@ -58,7 +58,7 @@ func instance(t *testing.T, natsURL string, logs *syncBuffer, opts ...appOption)
 		t.Fatal(err)
 	}
 	t.Cleanup(st.Close)
-	hub, err := live.NewNATSHub(natsURL, slog.New(slog.NewTextHandler(logs, nil)))
+	hub, err := natshub.New(natsURL, slog.New(slog.NewTextHandler(logs, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,7 +221,7 @@ func TestResumeAcrossInstancesGetsALateMessage(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(stB.Close)
-	hubB, err := live.NewNATSHub(ns.ClientURL(), slog.New(slog.NewTextHandler(&logs, nil)))
+	hubB, err := natshub.New(ns.ClientURL(), slog.New(slog.NewTextHandler(&logs, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}

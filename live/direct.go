@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/gocql/gocql"
+	"github.com/killrchat/killrchat/live/sse"
 )
 
 // directWriter is a stream's Sink. While the stream's goroutine writes
@@ -50,7 +51,7 @@ type directWriter struct {
 // busy: the stream's goroutine writes what was queued before it attached,
 // then the fan-out writes the rest.
 func newDirectWriter(out *eventWriter, sent map[gocql.UUID]struct{}) (*directWriter, error) {
-	sc, ok := out.conn.(syscall.Conn)
+	sc, ok := out.Net.(syscall.Conn)
 	if !ok {
 		return nil, errors.ErrUnsupported
 	}
@@ -167,13 +168,13 @@ func (w *directWriter) flush(frame []byte) error {
 		bufs := w.pending
 		w.pending, w.busy = nil, true
 		w.mu.Unlock()
-		err := w.out.conn.SetWriteDeadline(time.Now().Add(writeTimeout))
+		err := w.out.Net.SetWriteDeadline(time.Now().Add(writeTimeout))
 		if err == nil {
-			_, err = bufs.WriteTo(w.out.conn)
+			_, err = bufs.WriteTo(w.out.Net)
 		}
 		if err == nil {
 			// Clear it, or the fan-out's writes would find it passed.
-			err = w.out.conn.SetWriteDeadline(time.Time{})
+			err = w.out.Net.SetWriteDeadline(time.Time{})
 		}
 		w.mu.Lock()
 		if err != nil {
@@ -208,7 +209,7 @@ func (s *Engine) liveDirect(out *eventWriter, st *Stream, sent map[gocql.UUID]st
 	defer w.close()
 	// The replay's writes set deadlines: none may be left for the
 	// fan-out's.
-	if out.conn.SetWriteDeadline(time.Time{}) != nil {
+	if out.Net.SetWriteDeadline(time.Time{}) != nil {
 		return
 	}
 	st.attach(w)
@@ -234,7 +235,7 @@ func (s *Engine) liveDirect(out *eventWriter, st *Stream, sent map[gocql.UUID]st
 		case <-sig.ended.c:
 			// Left the room, logged out, or lost the session: the page is
 			// told why its stream ends (the fan-out writes nothing more).
-			_ = w.flush(st.endFrame(&out.buf))
+			_ = w.flush(st.endFrame(&out.Buf))
 			return
 		case <-sig.dropped.c:
 			s.log.Info("sse: dropped a subscriber that fell behind", "room", st.label())
@@ -248,11 +249,11 @@ func (s *Engine) liveDirect(out *eventWriter, st *Stream, sent map[gocql.UUID]st
 			events := w.events
 			w.mu.Unlock()
 			if events == seen {
-				frame = commentFrame(&out.buf, "keep-alive")
+				frame = sse.CommentFrame(&out.Buf, "keep-alive")
 			}
 			seen = events
 		case other := <-watchC:
-			frame = st.unreadFrame(&out.buf, other)
+			frame = st.unreadFrame(&out.Buf, other)
 		}
 	}
 }

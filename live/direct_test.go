@@ -11,6 +11,7 @@ import (
 
 	"github.com/gocql/gocql"
 
+	"github.com/killrchat/killrchat/live/sse"
 	"github.com/killrchat/killrchat/store"
 )
 
@@ -83,7 +84,7 @@ func readEvents(t *testing.T, c net.Conn, n int) []string {
 // order, and the fan-out never waits for it.
 func TestDirectWriterKeepsOrderWhenTheSocketIsFull(t *testing.T) {
 	server, client := streamPair(t)
-	w, err := newDirectWriter(&eventWriter{conn: server}, nil)
+	w, err := newDirectWriter(&eventWriter{Conn: &sse.Conn{Net: server}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +170,7 @@ func TestDirectWriterKeepsOrderWhenTheSocketIsFull(t *testing.T) {
 // from its last event id), and nothing is written to it after the gap.
 func TestDirectWriterDropsAStalledReader(t *testing.T) {
 	server, _ := streamPair(t)
-	w, err := newDirectWriter(&eventWriter{conn: server}, nil)
+	w, err := newDirectWriter(&eventWriter{Conn: &sse.Conn{Net: server}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,7 +207,7 @@ func TestDirectWriterDropsAStalledReader(t *testing.T) {
 func TestDirectWriterSkipsReplayed(t *testing.T) {
 	server, client := streamPair(t)
 	ev0, ev1 := testEvent(0, 10), testEvent(1, 10)
-	w, err := newDirectWriter(&eventWriter{conn: server}, map[gocql.UUID]struct{}{ev0.Message.ID: {}})
+	w, err := newDirectWriter(&eventWriter{Conn: &sse.Conn{Net: server}}, map[gocql.UUID]struct{}{ev0.Message.ID: {}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,10 +9,6 @@ package live
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
-
-	"github.com/nats-io/nats.go"
 )
 
 // Invalidation names cached rows that changed: rooms by name key, people
@@ -20,11 +16,6 @@ import (
 type Invalidation struct {
 	Rooms []string `json:"rooms,omitempty"`
 	Users []string `json:"users,omitempty"`
-}
-
-type natsInvalidationEnvelope struct {
-	Origin       string       `json:"origin"`
-	Invalidation Invalidation `json:"invalidation"`
 }
 
 // WatchInvalidations registers f (see Hub.WatchInvalidations).
@@ -42,34 +33,4 @@ func (h *LocalHub) Invalidate(_ context.Context, inv Invalidation) error {
 		f(inv)
 	}
 	return nil
-}
-
-// WatchInvalidations registers f: the other instances' invalidations
-// arrive through the local hub.
-func (h *NATSHub) WatchInvalidations(f func(Invalidation)) { h.local.WatchInvalidations(f) }
-
-// Invalidate tells this instance's caches at once and the others' through
-// NATS.
-func (h *NATSHub) Invalidate(ctx context.Context, inv Invalidation) error {
-	_ = h.local.Invalidate(ctx, inv)
-	data, err := json.Marshal(natsInvalidationEnvelope{Origin: h.origin, Invalidation: inv})
-	if err != nil {
-		return fmt.Errorf("nats: encode invalidation: %w", err)
-	}
-	if err := h.nc.Publish(natsInvalidateSubject, data); err != nil {
-		return fmt.Errorf("nats: publish invalidation: %w", err)
-	}
-	return nil
-}
-
-func (h *NATSHub) deliverInvalidation(m *nats.Msg) {
-	var env natsInvalidationEnvelope
-	if err := json.Unmarshal(m.Data, &env); err != nil {
-		h.log.Warn("nats: unreadable invalidation", "err", err)
-		return
-	}
-	if env.Origin == h.origin {
-		return // already told locally
-	}
-	_ = h.local.Invalidate(context.Background(), env.Invalidation)
 }

@@ -8,12 +8,13 @@ package live
 
 import (
 	"io"
-	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gocql/gocql"
+	"github.com/killrchat/killrchat/live/sse"
 	"github.com/killrchat/killrchat/live/ssetest"
 )
 
@@ -31,12 +32,24 @@ var testEventID = func() gocql.UUID {
 	return id
 }()
 
+// recorderWriter is a stream's writer on rec (not hijacked, as under
+// HTTP/2).
+func recorderWriter(t *testing.T, rec *httptest.ResponseRecorder) *eventWriter {
+	t.Helper()
+	c, err := sse.Start(rec, func() {}, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.Body.Reset() // its first comment, ": connected"
+	return &eventWriter{Conn: c}
+}
+
 // writtenEvents writes a message event with data, then a named event, the
 // way a stream does, and parses what was written.
 func writtenEvents(t *testing.T, data string) []ssetest.SpecRecord {
 	t.Helper()
 	rec := httptest.NewRecorder()
-	out := &eventWriter{w: rec, rc: http.NewResponseController(rec)}
+	out := recorderWriter(t, rec)
 	if err := out.message("r", testEventID, []byte(data)); err != nil {
 		t.Fatal(err)
 	}
@@ -89,11 +102,12 @@ func TestEventWriterLineBreaks(t *testing.T) {
 	}
 	t.Run("NameWithBreak", func(t *testing.T) {
 		rec := httptest.NewRecorder()
-		out := &eventWriter{w: rec, rc: http.NewResponseController(rec)}
-		if err := out.event("r", "x\ry", []byte("z")); err == nil || rec.Body.Len() != 0 {
+		out := recorderWriter(t, rec)
+		start := rec.Body.Len()
+		if err := out.event("r", "x\ry", []byte("z")); err == nil || rec.Body.Len() != start {
 			t.Fatalf("an event name with a line break was written: %v %q", err, rec.Body.String())
 		}
-		if err := out.comment("x\ny"); err == nil || rec.Body.Len() != 0 {
+		if err := out.Comment("x\ny"); err == nil || rec.Body.Len() != start {
 			t.Fatalf("a comment with a line break was written: %v %q", err, rec.Body.String())
 		}
 	})

@@ -14,21 +14,18 @@
 package live
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/gocql/gocql"
 
+	"github.com/killrchat/killrchat/live/sse"
 	"github.com/killrchat/killrchat/store"
 )
 
@@ -247,9 +244,9 @@ func (st *Stream) Run(ctx context.Context, w http.ResponseWriter, committed func
 	out.wide = st.personal
 	st.ends.add(func() { e.endStream(out) })
 	for _, n := range st.notices {
-		out.queue(n)
+		out.Queue(n)
 	}
-	if out.send() != nil {
+	if out.Send() != nil {
 		return
 	}
 
@@ -277,7 +274,7 @@ func (st *Stream) Run(ctx context.Context, w http.ResponseWriter, committed func
 		sent = nil
 	}
 
-	if out.conn == nil {
+	if out.Net == nil {
 		e.liveEvents(out, st, sent, ctx.Done())
 		return
 	}
@@ -315,13 +312,13 @@ func (st *Stream) attach(sink Sink) {
 func (st *Stream) unreadFrame(buf *bytes.Buffer, other string) []byte {
 	buf.Reset()
 	if st.personal {
-		appendWide(buf, zeroID, KindUnread, other, nil)
+		sse.AppendWide(buf, zeroID, KindUnread, other, nil)
 		return buf.Bytes()
 	}
 	if other == st.label() {
 		return nil
 	}
-	appendEvent(buf, zeroID, KindUnread, []byte(other))
+	sse.AppendEvent(buf, zeroID, KindUnread, []byte(other))
 	return buf.Bytes()
 }
 
@@ -330,9 +327,9 @@ func (st *Stream) unreadFrame(buf *bytes.Buffer, other string) []byte {
 func (st *Stream) endFrame(buf *bytes.Buffer) []byte {
 	buf.Reset()
 	if st.personal {
-		appendWide(buf, zeroID, KindStreamEnd, "", nil)
+		sse.AppendWide(buf, zeroID, KindStreamEnd, "", nil)
 	} else {
-		appendEvent(buf, zeroID, KindStreamEnd, nil)
+		sse.AppendEvent(buf, zeroID, KindStreamEnd, nil)
 	}
 	return buf.Bytes()
 }
@@ -376,8 +373,8 @@ func (s *Engine) liveEvents(out *eventWriter, st *Stream, sent map[gocql.UUID]st
 		case <-sig.ended.c:
 			// Left the room, logged out, or lost the session: the page is
 			// told why its stream ends, then it ends.
-			out.queue(st.endFrame(&out.buf))
-			_ = out.send()
+			out.Queue(st.endFrame(&out.Buf))
+			_ = out.Send()
 			return
 		case <-sig.dropped.c:
 			s.log.Info("sse: dropped a subscriber that fell behind", "room", st.label())
@@ -385,18 +382,18 @@ func (s *Engine) liveEvents(out *eventWriter, st *Stream, sent map[gocql.UUID]st
 		case <-out.gone:
 			return // the client closed the connection
 		case <-tick.C:
-			err = out.comment("keep-alive")
+			err = out.Comment("keep-alive")
 		case other := <-watchC:
-			if frame := st.unreadFrame(&out.buf, other); frame != nil {
-				out.queue(frame)
-				err = out.send()
+			if frame := st.unreadFrame(&out.Buf, other); frame != nil {
+				out.Queue(frame)
+				err = out.Send()
 			}
 		case ev := <-events:
 			// Whatever else is queued goes out in the same write.
 			var end bool
 			for {
 				if _, dup := sent[idOf(ev)]; !dup {
-					out.queue(out.frameOf(ev))
+					out.Queue(out.frameOf(ev))
 				}
 				if end = ev.Kind == KindRoomDeleted && !st.personal; end {
 					break
@@ -408,7 +405,7 @@ func (s *Engine) liveEvents(out *eventWriter, st *Stream, sent map[gocql.UUID]st
 				}
 				break
 			}
-			err = out.send()
+			err = out.Send()
 			if end {
 				return
 			}
@@ -595,7 +592,7 @@ func (s *Engine) sendChanges(ctx context.Context, out *eventWriter, in store.Pla
 // possible (HTTP/2, a test recorder) it writes through the ResponseWriter
 // and flushes, from the stream's goroutine.
 type eventWriter struct {
-	conn net.Conn // the hijacked connection, or nil
+	*sse.Conn
 	// gone is closed when the client closed the hijacked connection (see
 	// hangups); nil otherwise, as net/http then cancels the request.
 	gone chan struct{}
@@ -606,122 +603,30 @@ type eventWriter struct {
 	// wide is set for a personal stream: its events say their
 	// conversation (see encodeWide).
 	wide bool
-	w    io.Writer
-	rc   *http.ResponseController
-	bufs net.Buffers // frames queued for the next send
-	buf  bytes.Buffer
 }
 
 // startStream writes the stream's response head (status 200 and the
 // headers set so far) and returns the writer of its events; endStream
 // ends it.
 func (s *Engine) startStream(res http.ResponseWriter, committed func()) (*eventWriter, error) {
-	if conn, rw, err := http.NewResponseController(res).Hijack(); err == nil {
-		committed() // for the logs and metrics
-		// net/http keeps the connection's read and write buffers (8 KiB)
-		// until the handler returns, and never uses them again once
-		// hijacked; the stream writes to the connection itself.
-		*rw.Reader, *rw.Writer = bufio.Reader{}, bufio.Writer{}
-		e := &eventWriter{conn: conn, gone: make(chan struct{})}
-		e.buf.WriteString("HTTP/1.1 200 OK\r\n")
-		h := res.Header().Clone()
-		// No length and no chunking: the body ends when the connection
-		// closes, which for a stream is the only end there is.
-		h.Set("Connection", "close")
-		_ = h.Write(&e.buf)
-		e.buf.WriteString("\r\n: connected\n\n")
-		e.queue(e.buf.Bytes())
-		if err := e.send(); err != nil {
-			conn.Close()
-			return nil, err
-		}
-		s.hangups.add(e)
-		return e, nil
-	}
-	res.WriteHeader(http.StatusOK)
-	e := &eventWriter{w: res, rc: http.NewResponseController(res)}
-	if err := e.comment("connected"); err != nil {
+	c, err := sse.Start(res, committed, writeTimeout)
+	if err != nil {
 		return nil, err
+	}
+	e := &eventWriter{Conn: c}
+	if c.Net != nil {
+		e.gone = make(chan struct{})
+		s.hangups.add(e)
 	}
 	return e, nil
 }
 
 // endStream closes a hijacked connection (net/http closes the others).
 func (s *Engine) endStream(e *eventWriter) {
-	if e.conn != nil {
+	if e.Net != nil {
 		s.hangups.remove(e)
-		e.conn.Close()
+		e.Close()
 	}
-}
-
-// queue adds a frame to the next send; the frame may be shared with other
-// streams, so it is written as it is and never changed.
-func (e *eventWriter) queue(frame []byte) {
-	if len(frame) > 0 {
-		e.bufs = append(e.bufs, frame)
-	}
-}
-
-// send writes the queued frames.
-func (e *eventWriter) send() error {
-	if len(e.bufs) == 0 {
-		return nil
-	}
-	defer func() {
-		clear(e.bufs[:cap(e.bufs)])
-		e.bufs = e.bufs[:0]
-	}()
-	if e.conn != nil {
-		if err := e.conn.SetWriteDeadline(time.Now().Add(writeTimeout)); err != nil {
-			return err
-		}
-		bufs := e.bufs // WriteTo consumes its receiver
-		_, err := bufs.WriteTo(e.conn)
-		return err
-	}
-	if err := e.rc.SetWriteDeadline(time.Now().Add(writeTimeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
-		return err
-	}
-	for _, b := range e.bufs {
-		if _, err := e.w.Write(b); err != nil {
-			return err
-		}
-	}
-	return e.rc.Flush()
-}
-
-// peerClosed says whether the client has closed a hijacked connection:
-// nothing reads it (a read would take a goroutine per connection), so
-// hangups looks, without waiting, whether the end of the stream from the
-// client has arrived. Anything else (data, or nothing) counts as open.
-func (e *eventWriter) peerClosed() bool {
-	if e.conn == nil {
-		return false
-	}
-	nc := e.conn
-	for {
-		u, ok := nc.(interface{ NetConn() net.Conn })
-		if !ok {
-			break
-		}
-		nc = u.NetConn()
-	}
-	sc, ok := nc.(syscall.Conn)
-	if !ok {
-		return false
-	}
-	raw, err := sc.SyscallConn()
-	if err != nil {
-		return false
-	}
-	closed := false
-	_ = raw.Read(func(fd uintptr) bool {
-		var b [1]byte
-		n, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
-		closed = n == 0 && err == nil
-		return true // never wait for readiness
-	})
-	return closed
 }
 
 // message writes one replayed message of conv, encoded for this stream
@@ -733,14 +638,14 @@ func (e *eventWriter) message(conv string, id gocql.UUID, html []byte) error {
 // replayed writes one replayed event of conv and kind with its id (a
 // cursor), encoded for this stream alone.
 func (e *eventWriter) replayed(conv string, id gocql.UUID, kind string, html []byte) error {
-	e.buf.Reset()
+	e.Buf.Reset()
 	if e.wide {
-		appendWide(&e.buf, id, kind, conv, html)
+		sse.AppendWide(&e.Buf, id, kind, conv, html)
 	} else {
-		appendEvent(&e.buf, id, wireName(kind), html)
+		sse.AppendEvent(&e.Buf, id, wireName(kind), html)
 	}
-	e.queue(e.buf.Bytes())
-	return e.send()
+	e.Queue(e.Buf.Bytes())
+	return e.Send()
 }
 
 // frameOf is the shared frame of ev that this stream writes.
@@ -751,23 +656,20 @@ func (e *eventWriter) frameOf(ev *Event) []byte {
 	return ev.frame
 }
 
-// errFieldBreak refuses an event name or comment that would end its line.
-var errFieldBreak = errors.New("sse: event name or comment contains a line break")
-
 // event writes one event of conv without an id (the client keeps the
 // last one).
 func (e *eventWriter) event(conv, name string, data []byte) error {
 	if strings.ContainsAny(name, "\r\n") {
-		return errFieldBreak
+		return sse.ErrFieldBreak
 	}
-	e.buf.Reset()
+	e.Buf.Reset()
 	if e.wide {
-		appendWide(&e.buf, zeroID, name, conv, data)
+		sse.AppendWide(&e.Buf, zeroID, name, conv, data)
 	} else {
-		appendEvent(&e.buf, zeroID, name, data)
+		sse.AppendEvent(&e.Buf, zeroID, name, data)
 	}
-	e.queue(e.buf.Bytes())
-	return e.send()
+	e.Queue(e.Buf.Bytes())
+	return e.Send()
 }
 
 // encodeEvent is ev as the bytes every stream of its conversation
@@ -778,7 +680,7 @@ func (e *eventWriter) event(conv, name string, data []byte) error {
 // it has.
 func encodeEvent(ev Event) []byte {
 	var buf bytes.Buffer
-	appendEvent(&buf, frameID(&ev), wireName(ev.Kind), payloadOf(&ev))
+	sse.AppendEvent(&buf, frameID(&ev), wireName(ev.Kind), payloadOf(&ev))
 	return buf.Bytes()
 }
 
@@ -799,7 +701,7 @@ func frameID(ev *Event) gocql.UUID {
 // conversation from these.
 func encodeWide(ev *Event) []byte {
 	var buf bytes.Buffer
-	appendWide(&buf, frameID(ev), ev.Kind, ev.Conversation, payloadOf(ev))
+	sse.AppendWide(&buf, frameID(ev), ev.Kind, ev.Conversation, payloadOf(ev))
 	return buf.Bytes()
 }
 
@@ -812,23 +714,6 @@ func payloadOf(ev *Event) []byte {
 	return ev.HTML
 }
 
-// appendWide writes one event of a personal stream (see encodeWide).
-// Conversation ids are names and logins, which hold no line break.
-func appendWide(buf *bytes.Buffer, id gocql.UUID, kind, conv string, data []byte) {
-	if id != zeroID {
-		buf.WriteString("id: ")
-		buf.WriteString(id.String())
-		buf.WriteByte('\n')
-	}
-	buf.WriteString("event: ")
-	buf.WriteString(kind)
-	buf.WriteString("\ndata: ")
-	buf.WriteString(conv)
-	buf.WriteByte('\n')
-	writeData(buf, data)
-	buf.WriteByte('\n')
-}
-
 // wireName is the SSE event name of kind: the kind itself, but for the
 // kinds whose data the page swaps in as it is, which go as SSE's default
 // event (no event: line; a browser names it "message").
@@ -838,64 +723,6 @@ func wireName(kind string) string {
 		return ""
 	}
 	return kind
-}
-
-// appendEvent writes one event. Its id is a timeuuid and its name one of
-// ours (checked by the callers that take a name from elsewhere), so
-// neither can hold a line break; data is any text, written as data lines
-// split wherever a parser ends a line.
-func appendEvent(buf *bytes.Buffer, id gocql.UUID, name string, data []byte) {
-	if id != zeroID {
-		buf.WriteString("id: ")
-		buf.WriteString(id.String())
-		buf.WriteByte('\n')
-	}
-	if name != "" {
-		buf.WriteString("event: ")
-		buf.WriteString(name)
-		buf.WriteByte('\n')
-	}
-	writeData(buf, data)
-	buf.WriteByte('\n')
-}
-
-// writeData writes data as "data:" lines. The SSE parsers of browsers and
-// of htmx end a line at "\r\n", at a lone "\r" and at "\n", so the data is
-// split at each of the three: a "\r" left inside a line would end it
-// there, and the rest of a message (say "\r\revent: room-deleted") would
-// be read as fields of the stream. The reader joins the lines with "\n",
-// which is all a line break in the data can come out as.
-func writeData(buf *bytes.Buffer, data []byte) {
-	for {
-		buf.WriteString("data: ")
-		i := bytes.IndexAny(data, "\r\n")
-		if i < 0 {
-			buf.Write(data)
-			buf.WriteByte('\n')
-			return
-		}
-		buf.Write(data[:i])
-		buf.WriteByte('\n')
-		if data[i] == '\r' && i+1 < len(data) && data[i+1] == '\n' {
-			i++
-		}
-		data = data[i+1:]
-	}
-}
-
-func (e *eventWriter) comment(text string) error {
-	if strings.ContainsAny(text, "\r\n") {
-		return errFieldBreak
-	}
-	e.queue(commentFrame(&e.buf, text))
-	return e.send()
-}
-
-// commentFrame is a comment line in buf, for text of ours (no line break).
-func commentFrame(buf *bytes.Buffer, text string) []byte {
-	buf.Reset()
-	fmt.Fprintf(buf, ": %s\n\n", text)
-	return buf.Bytes()
 }
 
 func renderString(ctx context.Context, comp interface {

@@ -150,7 +150,7 @@ func (h *hangups) run() {
 			if e.wrote.Swap(false) {
 				continue // written to since the last look (see eventWriter.wrote)
 			}
-			if e.peerClosed() {
+			if e.PeerClosed() {
 				close(e.gone)
 				delete(h.streams, e)
 			}

@@ -19,7 +19,7 @@ import (
 	natsserver "github.com/nats-io/nats-server/v2/server"
 
 	"github.com/killrchat/killrchat/handlers"
-	"github.com/killrchat/killrchat/live"
+	"github.com/killrchat/killrchat/live/natshub"
 	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/store/storetest"
 	"github.com/killrchat/killrchat/web"
@@ -76,7 +76,7 @@ func startCluster(c common) (*target, error) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	var stops []func()
 	serve := func(st *store.Store) (string, error) {
-		hub, err := live.NewNATSHub(natsURL, log)
+		hub, err := natshub.New(natsURL, log)
 		if err != nil {
 			return "", err
 		}

@@ -1,9 +1,10 @@
-// This file owns the broker-backed hub for several app instances: events
+// Package natshub is the live hub for several app instances, over a NATS
+// broker: events
 // are delivered to this instance's subscribers at once and published on
 // NATS for the others. Core NATS is at-most-once; a page that missed an
 // event while the broker was away catches up by its Last-Event-ID replay
 // from Cassandra, so nothing acknowledged is lost.
-package live
+package natshub
 
 import (
 	"context"
@@ -16,6 +17,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/killrchat/killrchat/live"
 )
 
 // natsSubject carries every room's events; each instance takes them all,
@@ -24,13 +27,13 @@ import (
 const (
 	natsSubject    = "killrchat.room-events"
 	natsEndSubject = "killrchat.stream-ends"
-	// natsInvalidateSubject carries cache invalidations (see Invalidation).
+	// natsInvalidateSubject carries cache invalidations (see live.Invalidation).
 	natsInvalidateSubject = "killrchat.invalidations"
 )
 
-// NATSHub is the hub for several instances.
-type NATSHub struct {
-	local  *LocalHub
+// Hub is the live.Hub of an instance among several.
+type Hub struct {
+	local  *live.LocalHub
 	nc     *nats.Conn
 	origin string
 	log    *slog.Logger
@@ -39,47 +42,40 @@ type NATSHub struct {
 }
 
 // natsEnvelope is an event of instance Origin, or, with no event, its
-// watermark alone (a heartbeat, see watermarks.go).
+// watermark alone (a heartbeat, see live/watermarks.go).
 type natsEnvelope struct {
-	Origin string `json:"origin"`
-	Event  *Event `json:"event,omitempty"`
-	Mark   int64  `json:"mark,omitempty"`
+	Origin string      `json:"origin"`
+	Event  *live.Event `json:"event,omitempty"`
+	Mark   int64       `json:"mark,omitempty"`
 }
 
 type natsEndEnvelope struct {
-	Origin string    `json:"origin"`
-	End    StreamEnd `json:"end"`
+	Origin string         `json:"origin"`
+	End    live.StreamEnd `json:"end"`
 }
 
-// NewNATSHub connects to the NATS server at url. It keeps trying in the
+// New connects to the NATS server at url. It keeps trying in the
 // background if the server is not up yet, and reconnects after losing it,
 // logging both.
-func NewNATSHub(url string, log *slog.Logger) (*NATSHub, error) {
+func New(url string, log *slog.Logger) (*Hub, error) {
 	b := make([]byte, 8)
 	if _, err := rand.Read(b); err != nil {
 		return nil, err
 	}
-	h := &NATSHub{local: NewLocalHub(), origin: hex.EncodeToString(b), log: log, stop: make(chan struct{})}
-	h.local.marks.discover(DefaultResumeWindow)
+	h := &Hub{local: live.NewLocalHub(), origin: hex.EncodeToString(b), log: log, stop: make(chan struct{})}
+	h.local.Discover(live.DefaultResumeWindow)
 	nc, err := nats.Connect(url,
 		nats.Name("killrchat-"+h.origin),
 		nats.RetryOnFailedConnect(true),
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(500*time.Millisecond),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
-			// Events of other instances may be missed from now on: their
-			// watermarks must not move on past them (watermarks.go).
-			h.local.marks.freeze()
+			h.local.BrokerLost()
 			log.Warn("nats: lost the broker; live events reach other instances again once it is back", "url", url, "err", err)
 		}),
 		nats.ReconnectHandler(func(nc *nats.Conn) {
 			log.Info("nats: reconnected to the broker", "url", nc.ConnectedUrl())
-			// Revocations may have been missed while away: caches start
-			// over. Events too: every page here resumes from its cursor,
-			// which did not move past them, and only then do marks move.
-			h.local.resetWatchers()
-			h.local.dropAll()
-			h.local.marks.thaw()
+			h.local.BrokerBack()
 		}),
 		nats.ConnectHandler(func(nc *nats.Conn) {
 			log.Info("nats: connected", "url", nc.ConnectedUrl())
@@ -104,7 +100,7 @@ func NewNATSHub(url string, log *slog.Logger) (*NATSHub, error) {
 	return h, nil
 }
 
-func (h *NATSHub) deliver(m *nats.Msg) {
+func (h *Hub) deliver(m *nats.Msg) {
 	var env natsEnvelope
 	if err := json.Unmarshal(m.Data, &env); err != nil {
 		h.log.Warn("nats: unreadable event", "err", err)
@@ -114,13 +110,13 @@ func (h *NATSHub) deliver(m *nats.Msg) {
 		return // already delivered locally
 	}
 	if env.Event == nil {
-		h.local.heardMark(env.Origin, env.Mark)
+		h.local.HeardMark(env.Origin, env.Mark)
 		return
 	}
-	h.local.publishRemote(*env.Event, env.Origin)
+	h.local.PublishRemote(*env.Event, env.Origin)
 }
 
-func (h *NATSHub) deliverEnd(m *nats.Msg) {
+func (h *Hub) deliverEnd(m *nats.Msg) {
 	var env natsEndEnvelope
 	if err := json.Unmarshal(m.Data, &env); err != nil {
 		h.log.Warn("nats: unreadable stream end", "err", err)
@@ -135,7 +131,7 @@ func (h *NATSHub) deliverEnd(m *nats.Msg) {
 // Publish delivers ev to this instance's subscribers and hands it to NATS
 // for the others; while the broker is away NATS buffers it (up to its
 // reconnect buffer) and an error only means the others may miss it live.
-func (h *NATSHub) Publish(ctx context.Context, ev Event) error {
+func (h *Hub) Publish(ctx context.Context, ev live.Event) error {
 	_ = h.local.Publish(ctx, ev)
 	data, err := json.Marshal(natsEnvelope{Origin: h.origin, Event: &ev})
 	if err != nil {
@@ -148,13 +144,13 @@ func (h *NATSHub) Publish(ctx context.Context, ev Event) error {
 }
 
 // Subscribe starts receiving the events of room, from every instance.
-func (h *NATSHub) Subscribe(room string, who Subscriber) *Subscription {
+func (h *Hub) Subscribe(room string, who live.Subscriber) *live.Subscription {
 	return h.local.Subscribe(room, who)
 }
 
 // WatchConversations hears conversations' messages from every instance:
 // they all reach every instance already (one subject), so it is local.
-func (h *NATSHub) WatchConversations(conversations []string, login string) *ConversationWatch {
+func (h *Hub) WatchConversations(conversations []string, login string) *live.ConversationWatch {
 	return h.local.WatchConversations(conversations, login)
 }
 
@@ -162,7 +158,7 @@ func (h *NATSHub) WatchConversations(conversations []string, login string) *Conv
 // the others through NATS. Like an event, it is at-most-once for them: an
 // error (or a broker away for longer than NATS buffers) means a stream
 // there may keep running, though its next reconnect is refused anyway.
-func (h *NATSHub) EndStreams(ctx context.Context, end StreamEnd) error {
+func (h *Hub) EndStreams(ctx context.Context, end live.StreamEnd) error {
 	_ = h.local.EndStreams(ctx, end)
 	data, err := json.Marshal(natsEndEnvelope{Origin: h.origin, End: end})
 	if err != nil {
@@ -174,24 +170,24 @@ func (h *NATSHub) EndStreams(ctx context.Context, end StreamEnd) error {
 	return nil
 }
 
-// Watch registers callbacks (see Hub.Watch): other instances' stream ends
+// Watch registers callbacks (see live.Hub.Watch): other instances' stream ends
 // arrive through the local hub, and a reconnect to the broker resets.
-func (h *NATSHub) Watch(onEnd func(StreamEnd), onReset func()) { h.local.Watch(onEnd, onReset) }
+func (h *Hub) Watch(onEnd func(live.StreamEnd), onReset func()) { h.local.Watch(onEnd, onReset) }
 
 // SetWatermark gives the hub this instance's watermark and starts
-// sending it to the others every heartbeatEvery; until they are heard,
-// cursors stay window behind the clock (see watermarks.go).
-func (h *NATSHub) SetWatermark(local func() int64, window time.Duration) {
+// sending it to the others every live.HeartbeatEvery; until they are heard,
+// cursors stay window behind the clock (see live/watermarks.go).
+func (h *Hub) SetWatermark(local func() int64, window time.Duration) {
 	h.local.SetWatermark(local, window)
-	h.local.marks.discover(window)
+	h.local.Discover(window)
 	h.beats.Do(func() { go h.heartbeat(local) })
 }
 
 // heartbeat sends the watermark until the hub closes. The mark is read
 // before it is sent, so every message below it went out before it, on
-// the same connection and subject (watermarks.go).
-func (h *NATSHub) heartbeat(local func() int64) {
-	t := time.NewTicker(heartbeatEvery)
+// the same connection and subject (live/watermarks.go).
+func (h *Hub) heartbeat(local func() int64) {
+	t := time.NewTicker(live.HeartbeatEvery)
 	defer t.Stop()
 	for {
 		data, err := json.Marshal(natsEnvelope{Origin: h.origin, Mark: local()})
@@ -207,10 +203,10 @@ func (h *NATSHub) heartbeat(local func() int64) {
 }
 
 // RemoteMark is the lowest watermark heard from the other instances.
-func (h *NATSHub) RemoteMark() int64 { return h.local.RemoteMark() }
+func (h *Hub) RemoteMark() int64 { return h.local.RemoteMark() }
 
 // Close leaves the broker.
-func (h *NATSHub) Close() error {
+func (h *Hub) Close() error {
 	select {
 	case <-h.stop:
 	default:
@@ -218,4 +214,39 @@ func (h *NATSHub) Close() error {
 	}
 	h.nc.Close()
 	return h.local.Close()
+}
+
+type natsInvalidationEnvelope struct {
+	Origin       string            `json:"origin"`
+	Invalidation live.Invalidation `json:"invalidation"`
+}
+
+// WatchInvalidations registers f: the other instances' invalidations
+// arrive through the local hub.
+func (h *Hub) WatchInvalidations(f func(live.Invalidation)) { h.local.WatchInvalidations(f) }
+
+// Invalidate tells this instance's caches at once and the others' through
+// NATS.
+func (h *Hub) Invalidate(ctx context.Context, inv live.Invalidation) error {
+	_ = h.local.Invalidate(ctx, inv)
+	data, err := json.Marshal(natsInvalidationEnvelope{Origin: h.origin, Invalidation: inv})
+	if err != nil {
+		return fmt.Errorf("nats: encode invalidation: %w", err)
+	}
+	if err := h.nc.Publish(natsInvalidateSubject, data); err != nil {
+		return fmt.Errorf("nats: publish invalidation: %w", err)
+	}
+	return nil
+}
+
+func (h *Hub) deliverInvalidation(m *nats.Msg) {
+	var env natsInvalidationEnvelope
+	if err := json.Unmarshal(m.Data, &env); err != nil {
+		h.log.Warn("nats: unreadable invalidation", "err", err)
+		return
+	}
+	if env.Origin == h.origin {
+		return // already told locally
+	}
+	_ = h.local.Invalidate(context.Background(), env.Invalidation)
 }
