@@ -25,6 +25,7 @@ import (
 	natsserver "github.com/nats-io/nats-server/v2/server"
 
 	"github.com/killrchat/killrchat/handlers"
+	"github.com/killrchat/killrchat/handlers/routes"
 	"github.com/killrchat/killrchat/live"
 	"github.com/killrchat/killrchat/live/natshub"
 	"github.com/killrchat/killrchat/schema"
@@ -257,7 +258,7 @@ func run(cfg config) error {
 		MaxUpload: cfg.maxUpload, UploadTimeout: cfg.uploadTimeout, SearchIndexOff: !cfg.searchIndex, SearchIndexRate: cfg.searchIndexRate,
 		MaxUploadsPerUser: cfg.uploadsPerUser, UploadMinRate: cfg.uploadMinRate,
 	}, log)
-	srv.Register(e)
+	routes.Register(e, srv)
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()

@@ -8,8 +8,10 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 
+	"github.com/gocql/gocql"
 	"github.com/labstack/echo/v4"
 
 	"github.com/killrchat/killrchat/store"
@@ -160,4 +162,13 @@ func (s *Server) roomView(c echo.Context, cv conversation) views.RoomView {
 		v.DM = &views.DMHeader{Members: cv.DM.Members}
 	}
 	return v
+}
+
+// messageLink opens conversation conv around message id (the permalink).
+func messageLink(conv string, id gocql.UUID) string {
+	at := "?at=" + url.QueryEscape(id.String()) + "#msg-" + id.String()
+	if address, ok := strings.CutPrefix(conv, "dm:"); ok {
+		return dmURL(address) + at
+	}
+	return roomURL(conv) + at
 }

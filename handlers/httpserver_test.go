@@ -18,6 +18,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/killrchat/killrchat/handlers"
+	"github.com/killrchat/killrchat/handlers/routes"
 	"github.com/killrchat/killrchat/live"
 	"github.com/killrchat/killrchat/static"
 	"github.com/killrchat/killrchat/web"
@@ -45,7 +46,7 @@ func newServedApp(t *testing.T, lim web.HTTPLimits, log *slog.Logger, tls bool, 
 	e := echo.New()
 	e.IPExtractor = echo.ExtractIPDirect()
 	srv := handlers.New(db.Store, web.NewMetrics(), hub, cfg, log)
-	srv.Register(e)
+	routes.Register(e, srv)
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

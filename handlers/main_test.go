@@ -20,6 +20,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/killrchat/killrchat/handlers"
+	"github.com/killrchat/killrchat/handlers/routes"
 	"github.com/killrchat/killrchat/live"
 	"github.com/killrchat/killrchat/static"
 	"github.com/killrchat/killrchat/store"
@@ -73,7 +74,7 @@ func newApp(t testing.TB, st *store.Store, hub live.Hub, opts ...appOption) *app
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
 	srv := handlers.New(st, web.NewMetrics(), hub, cfg, log)
-	srv.Register(e)
+	routes.Register(e, srv)
 	ts := httptest.NewServer(e)
 	t.Cleanup(func() {
 		srv.Shutdown()

@@ -206,8 +206,9 @@ func New(db *store.Store, metrics *web.Metrics, hub live.Hub, cfg Config, log *s
 	return s
 }
 
-// Register installs the middleware and lists every route.
-func (s *Server) Register(e *echo.Echo) {
+// Register installs the middleware and lists the core's routes, then has
+// each module list its own (handlers/app lists every module).
+func (s *Server) Register(e *echo.Echo, modules ...Module) {
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleError
 	e.Use(middleware.Recover())
@@ -298,9 +299,11 @@ func (s *Server) Register(e *echo.Echo) {
 	auth.GET("/events", s.personalEvents)
 	auth.POST("/events/end", s.endPersonalEvents)
 	auth.GET("/mentions", s.listMentions)
-	auth.GET("/search", s.search)
 	auth.POST("/dm/:logins/read", s.markRoomRead, canonicalDM)
 	auth.GET("/dm/:logins/members", s.roomMembers, canonicalDM)
+	for _, m := range modules {
+		m(s, Routes{Auth: auth, Sending: sending, Membership: membership})
+	}
 }
 
 // transportHeaders sets what depends on the transport and on the page

@@ -19,6 +19,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/killrchat/killrchat/handlers"
+	"github.com/killrchat/killrchat/handlers/routes"
 	"github.com/killrchat/killrchat/live"
 	"github.com/killrchat/killrchat/static"
 	"github.com/killrchat/killrchat/store/storetest"
@@ -111,7 +112,7 @@ func startEnv() (*env, error) {
 		Limits:     web.Unlimited,
 		Static:     static.Files,
 	}, log)
-	srv.Register(e)
+	routes.Register(e, srv)
 	ts := httptest.NewServer(e)
 
 	profile, err := os.MkdirTemp("", "killrchat-chromium-")

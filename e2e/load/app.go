@@ -29,6 +29,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/killrchat/killrchat/handlers"
+	"github.com/killrchat/killrchat/handlers/routes"
 	"github.com/killrchat/killrchat/live"
 	"github.com/killrchat/killrchat/static"
 	"github.com/killrchat/killrchat/store"
@@ -263,7 +264,7 @@ func startApp(verbose bool) (*app, error) {
 	srv := handlers.New(db.Store, web.NewMetrics(), live.NewLocalHub(), appConfig(key), log)
 	e := echo.New()
 	e.IPExtractor = echo.ExtractIPDirect()
-	srv.Register(e)
+	routes.Register(e, srv)
 	e.GET("/_load/stats", func(c echo.Context) error {
 		if c.QueryParam("gc") != "" {
 			freeMemory()

@@ -19,6 +19,7 @@ import (
 	natsserver "github.com/nats-io/nats-server/v2/server"
 
 	"github.com/killrchat/killrchat/handlers"
+	"github.com/killrchat/killrchat/handlers/routes"
 	"github.com/killrchat/killrchat/live/natshub"
 	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/store/storetest"
@@ -82,7 +83,7 @@ func startCluster(c common) (*target, error) {
 		}
 		srv := handlers.New(st, web.NewMetrics(), hub, appConfig(key), log)
 		e := echo.New()
-		srv.Register(e)
+		routes.Register(e, srv)
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			return "", err

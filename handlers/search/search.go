@@ -1,6 +1,6 @@
-// This file owns search over HTTP: GET /search (the page, its live
+// Package search is search over HTTP: GET /search (the page, its live
 // results as one types, and their pages). store.Indexer writes the index.
-package handlers
+package search
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/gocql/gocql"
 	"github.com/labstack/echo/v4"
 
+	"github.com/killrchat/killrchat/handlers"
 	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/views"
 )
@@ -22,11 +23,20 @@ const (
 	searchPerPage = 20
 )
 
+// routes are search's routes, on the core's server.
+type routes struct{ *handlers.Server }
+
+// Register lists search's routes.
+func Register(srv *handlers.Server, r handlers.Routes) {
+	s := routes{srv}
+	r.Auth.GET("/search", s.search)
+}
+
 // searchScope is what login may search now: the rooms they take part in
 // and their DMs, as conversations, with each one's place and link. Rooms
 // they left or were never in, and DMs they are not in, are not in it, so
 // they are never read, not even to count.
-func (s *Server) searchScope(ctx context.Context, login string) ([]store.Conversation, map[string]string, error) {
+func (s routes) searchScope(ctx context.Context, login string) ([]store.Conversation, map[string]string, error) {
 	var (
 		rooms       []store.Room
 		dms         []store.DMEntry
@@ -36,8 +46,8 @@ func (s *Server) searchScope(ctx context.Context, login string) ([]store.Convers
 		placeOfConv = map[string]string{}
 	)
 	wg.Add(2)
-	go func() { defer wg.Done(); rooms, rerr = s.myRooms(ctx, login) }()
-	go func() { defer wg.Done(); dms, derr = s.db.DMList(ctx, login) }()
+	go func() { defer wg.Done(); rooms, rerr = s.MyRooms(ctx, login) }()
+	go func() { defer wg.Done(); dms, derr = s.DB().DMList(ctx, login) }()
 	wg.Wait()
 	if err := errors.Join(rerr, derr); err != nil {
 		return nil, nil, err
@@ -52,7 +62,7 @@ func (s *Server) searchScope(ctx context.Context, login string) ([]store.Convers
 		conv := e.DM.Conversation()
 		if conv.Has(login) {
 			convs = append(convs, conv)
-			placeOfConv[conv.ID] = dmTitle(e.DM, login)
+			placeOfConv[conv.ID] = handlers.DMTitle(e.DM, login)
 		}
 	}
 	return convs, placeOfConv, nil
@@ -77,16 +87,16 @@ func narrowTo(convs []store.Conversation, in string) []store.Conversation {
 
 // searchCursor signs the id of the last result shown: the next page's
 // ?after=, opaque to the browser.
-func (s *Server) searchCursor(id gocql.UUID) (string, error) {
-	return s.pages.Encode("search", id.String())
+func (s routes) searchCursor(id gocql.UUID) (string, error) {
+	return s.Sign("search", id.String())
 }
 
-func (s *Server) searchBefore(token string) (gocql.UUID, error) {
+func (s routes) searchBefore(token string) (gocql.UUID, error) {
 	if token == "" {
 		return gocql.UUID{}, nil
 	}
 	var id string
-	if err := s.pages.Decode("search", token, &id); err != nil {
+	if err := s.Unsign("search", token, &id); err != nil {
 		return gocql.UUID{}, echo.NewHTTPError(http.StatusBadRequest, "This link to more results is broken or has expired. Search again.")
 	}
 	return store.ParseMessageID(id)
@@ -96,11 +106,11 @@ func (s *Server) searchBefore(token string) (gocql.UUID, error) {
 // recent searches and the results, 20 at a time (?after= for more). With
 // ?live=1 from htmx (the box as one types) it answers the results alone
 // and does not remember the search.
-func (s *Server) search(c echo.Context) error {
-	me := mustUser(c)
+func (s routes) search(c echo.Context) error {
+	me := handlers.MustUser(c)
 	ctx := c.Request().Context()
 	raw := strings.TrimSpace(c.QueryParam("q"))
-	live := c.QueryParam("live") != "" && isHTMX(c)
+	live := c.QueryParam("live") != "" && handlers.IsHTMX(c)
 	v := views.SearchView{Query: raw}
 	status := http.StatusOK
 	if raw != "" {
@@ -111,28 +121,28 @@ func (s *Server) search(c echo.Context) error {
 			}
 			v.Error, status = ve["q"], http.StatusUnprocessableEntity
 		} else if !live && c.QueryParam("after") == "" {
-			if err := s.db.RecordSearch(ctx, me.Login, raw); err != nil {
-				s.log.Warn("search: remember", "login", me.Login, "err", err)
+			if err := s.DB().RecordSearch(ctx, me.Login, raw); err != nil {
+				s.Log().Warn("search: remember", "login", me.Login, "err", err)
 			}
 		}
 	}
 	if live {
-		return s.renderRaw(c, status, views.SearchResults(v))
+		return s.RenderRaw(c, status, views.SearchResults(v))
 	}
-	recent, err := s.db.RecentSearches(ctx, me.Login)
+	recent, err := s.DB().RecentSearches(ctx, me.Login)
 	if err != nil {
-		s.log.Warn("search: recent searches", "login", me.Login, "err", err)
+		s.Log().Warn("search: recent searches", "login", me.Login, "err", err)
 	}
 	v.Recent = recent
 	title := "Search"
 	if raw != "" {
 		title = "Search: " + raw
 	}
-	return s.render(c, status, views.Page{Title: title}, views.SearchPage(v))
+	return s.Render(c, status, views.Page{Title: title}, views.SearchPage(v))
 }
 
 // searchResults fills v with a page of the results of raw for login.
-func (s *Server) searchResults(c echo.Context, login, raw string, v *views.SearchView) error {
+func (s routes) searchResults(c echo.Context, login, raw string, v *views.SearchView) error {
 	ctx := c.Request().Context()
 	q, err := store.ParseSearch(raw)
 	if err != nil {
@@ -146,7 +156,7 @@ func (s *Server) searchResults(c echo.Context, login, raw string, v *views.Searc
 	if err != nil {
 		return err
 	}
-	found, more, _, err := s.db.Search(ctx, narrowTo(convs, q.In), q, before, searchPerPage)
+	found, more, _, err := s.DB().Search(ctx, narrowTo(convs, q.In), q, before, searchPerPage)
 	if err != nil {
 		return err
 	}
@@ -157,7 +167,7 @@ func (s *Server) searchResults(c echo.Context, login, raw string, v *views.Searc
 			text = strings.TrimSpace(text + "\n" + m.Attachment.Name)
 		}
 		v.Results = append(v.Results, views.SearchResult{
-			ID: m.ID, Author: m.Author, Place: places[m.Room], Link: messageLink(m.Room, m.ID),
+			ID: m.ID, Author: m.Author, Place: places[m.Room], Link: handlers.MessageLink(m.Room, m.ID),
 			Text: views.Highlight(text, q.Marks(text)),
 		})
 	}
@@ -169,13 +179,4 @@ func (s *Server) searchResults(c echo.Context, login, raw string, v *views.Searc
 		v.More = "/search?q=" + url.QueryEscape(raw) + "&after=" + url.QueryEscape(token)
 	}
 	return nil
-}
-
-// messageLink opens conversation conv around message id (the permalink).
-func messageLink(conv string, id gocql.UUID) string {
-	at := "?at=" + url.QueryEscape(id.String()) + "#msg-" + id.String()
-	if address, ok := strings.CutPrefix(conv, "dm:"); ok {
-		return dmURL(address) + at
-	}
-	return roomURL(conv) + at
 }

@@ -1,0 +1,83 @@
+// This file is what the route modules (handlers/search, handlers/members,
+// ...) use of the core: each module is a package of routes for one part of
+// the product that registers itself on the groups Register gives it, and
+// reaches the shared state (the store, the live engine, the caches) and
+// the page rendering through these methods. The core keeps what every
+// page needs: the session and who asks, the conversation of a request,
+// the sidebar, posting, and the error page.
+package handlers
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/a-h/templ"
+	"github.com/gocql/gocql"
+	"github.com/labstack/echo/v4"
+
+	"github.com/killrchat/killrchat/live"
+	"github.com/killrchat/killrchat/store"
+	"github.com/killrchat/killrchat/views"
+	"github.com/killrchat/killrchat/web"
+)
+
+// Routes are the groups and limiters a module registers its routes with.
+type Routes struct {
+	// Auth holds the routes of signed-in people: the session is loaded
+	// and required, the CSRF token checked, names canonical.
+	Auth *echo.Group
+	// Sending limits posting, editing and reacting per person;
+	// Membership limits joining, leaving, adding and inviting.
+	Sending, Membership echo.MiddlewareFunc
+}
+
+// Module registers a module's routes.
+type Module func(*Server, Routes)
+
+// DB is the store.
+func (s *Server) DB() *store.Store { return s.db }
+
+// Log is the server's logger.
+func (s *Server) Log() *slog.Logger { return s.log }
+
+// Live is the live engine.
+func (s *Server) Live() *live.Engine { return s.live }
+
+// Metrics are the server's metrics.
+func (s *Server) Metrics() *web.Metrics { return s.metrics }
+
+// Render answers a whole page (or, for htmx, its main part) with the
+// sidebar and the person's counts filled in.
+func (s *Server) Render(c echo.Context, status int, page views.Page, body templ.Component) error {
+	return s.render(c, status, page, body)
+}
+
+// RenderRaw answers a fragment as it is.
+func (s *Server) RenderRaw(c echo.Context, status int, comp templ.Component) error {
+	return s.renderRaw(c, status, comp)
+}
+
+// MyRooms are the rooms login takes part in (cached; see caches.go).
+func (s *Server) MyRooms(ctx context.Context, login string) ([]store.Room, error) {
+	return s.myRooms(ctx, login)
+}
+
+// Sign makes an opaque, signed and expiring token of value, for links
+// (cursors of the next page); name keeps tokens of one kind apart.
+func (s *Server) Sign(name string, value any) (string, error) { return s.pages.Encode(name, value) }
+
+// Unsign reads a token of Sign into dst, or fails.
+func (s *Server) Unsign(name, token string, dst any) error { return s.pages.Decode(name, token, dst) }
+
+// MustUser is who asks, on a route of Routes.Auth.
+func MustUser(c echo.Context) store.UserRef { return mustUser(c) }
+
+// IsHTMX says whether an htmx request wants a fragment (not a boosted
+// page load or a history restore, which want the whole page).
+func IsHTMX(c echo.Context) bool { return isHTMX(c) }
+
+// DMTitle is how a DM reads for login: the other members' names.
+func DMTitle(d store.DM, login string) string { return dmTitle(d, login) }
+
+// MessageLink opens conversation conv around message id (the permalink).
+func MessageLink(conv string, id gocql.UUID) string { return messageLink(conv, id) }

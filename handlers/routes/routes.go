@@ -1,0 +1,16 @@
+// Package routes puts KillrChat's HTTP side together: the core of package
+// handlers and every route module.
+package routes
+
+import (
+	"github.com/labstack/echo/v4"
+
+	"github.com/killrchat/killrchat/handlers"
+	"github.com/killrchat/killrchat/handlers/search"
+)
+
+// Modules are the route modules, each a package of handlers/.
+var Modules = []handlers.Module{search.Register}
+
+// Register installs the middleware and every route of srv on e.
+func Register(e *echo.Echo, srv *handlers.Server) { srv.Register(e, Modules...) }
