@@ -12,7 +12,7 @@ import (
 	"github.com/killrchat/killrchat/views"
 )
 
-func formOf(c echo.Context, fields ...string) views.Form {
+func FormOf(c echo.Context, fields ...string) views.Form {
 	f := views.Form{Values: map[string]string{}, Errors: map[string]string{}}
 	for _, name := range fields {
 		f.Values[name] = c.FormValue(name)
@@ -22,7 +22,7 @@ func formOf(c echo.Context, fields ...string) views.Form {
 
 // withErrors adds a store error to the form: field errors for a
 // ValidationError, a form-level sentence otherwise.
-func withErrors(f views.Form, err error) views.Form {
+func WithErrors(f views.Form, err error) views.Form {
 	var v store.ValidationError
 	if errors.As(err, &v) {
 		for field, msg := range v {
@@ -56,11 +56,11 @@ func (s *Server) showSignup(c echo.Context) error {
 		return c.Redirect(http.StatusSeeOther, "/")
 	}
 	f := views.Form{Values: map[string]string{"next": safeNext(c.QueryParam("next"))}}
-	return s.render(c, http.StatusOK, views.Page{Title: "Sign up"}, views.SignupView(f))
+	return s.Render(c, http.StatusOK, views.Page{Title: "Sign up"}, views.SignupView(f))
 }
 
 func (s *Server) signup(c echo.Context) error {
-	f := formOf(c, "login", "firstname", "lastname", "email", "bio", "next")
+	f := FormOf(c, "login", "firstname", "lastname", "email", "bio", "next")
 	u, err := s.db.CreateUser(c.Request().Context(), store.SignUp{
 		Login: f.Value("login"), Password: c.FormValue("password"), PasswordConfirm: c.FormValue("password_confirm"),
 		Firstname: f.Value("firstname"), Lastname: f.Value("lastname"), Email: f.Value("email"), Bio: f.Value("bio"),
@@ -69,12 +69,12 @@ func (s *Server) signup(c echo.Context) error {
 		if !formError(err) {
 			return err
 		}
-		f = withErrors(f, err)
+		f = WithErrors(f, err)
 		if errors.Is(err, store.ErrUserExists) {
 			// Said once, beside the field.
 			f.Errors["login"], f.Error = "This login is taken.", ""
 		}
-		return s.render(c, formStatus(err), views.Page{Title: "Sign up"}, views.SignupView(f))
+		return s.Render(c, formStatus(err), views.Page{Title: "Sign up"}, views.SignupView(f))
 	}
 	if err := s.logIn(c, u, false); err != nil {
 		return err
@@ -83,7 +83,7 @@ func (s *Server) signup(c echo.Context) error {
 	if next == "/" {
 		next = "/?notice=welcome"
 	}
-	return redirect(c, next)
+	return Redirect(c, next)
 }
 
 func (s *Server) showLogin(c echo.Context) error {
@@ -91,11 +91,11 @@ func (s *Server) showLogin(c echo.Context) error {
 		return c.Redirect(http.StatusSeeOther, safeNext(c.QueryParam("next")))
 	}
 	f := views.Form{Values: map[string]string{"next": safeNext(c.QueryParam("next"))}}
-	return s.render(c, http.StatusOK, views.Page{Title: "Log in"}, views.LoginView(f))
+	return s.Render(c, http.StatusOK, views.Page{Title: "Log in"}, views.LoginView(f))
 }
 
 func (s *Server) login(c echo.Context) error {
-	f := formOf(c, "login", "next")
+	f := FormOf(c, "login", "next")
 	f.Errors = map[string]string{}
 	u, err := s.db.Authenticate(c.Request().Context(), f.Value("login"), c.FormValue("password"))
 	if err != nil {
@@ -103,12 +103,12 @@ func (s *Server) login(c echo.Context) error {
 			return err
 		}
 		f.Error = "Wrong login or password."
-		return s.render(c, http.StatusUnauthorized, views.Page{Title: "Log in"}, views.LoginView(f))
+		return s.Render(c, http.StatusUnauthorized, views.Page{Title: "Log in"}, views.LoginView(f))
 	}
 	if err := s.logIn(c, u, c.FormValue("remember_me") != ""); err != nil {
 		return err
 	}
-	return redirect(c, safeNext(f.Value("next")))
+	return Redirect(c, safeNext(f.Value("next")))
 }
 
 func (s *Server) logout(c echo.Context) error {
@@ -120,8 +120,8 @@ func (s *Server) logout(c echo.Context) error {
 		// The streams this session opened stop too, on every instance;
 		// the person's other sessions keep theirs.
 		if u, ok := currentUser(c); ok {
-			s.endStreams(c.Request().Context(), live.StreamEnd{Login: u.Login, Sessions: []string{sess.ID}})
+			s.EndStreams(c.Request().Context(), live.StreamEnd{Login: u.Login, Sessions: []string{sess.ID}})
 		}
 	}
-	return redirect(c, "/login?notice=logged-out")
+	return Redirect(c, "/login?notice=logged-out")
 }

@@ -8,16 +8,12 @@
 package handlers
 
 import (
-	"context"
 	"log/slog"
 
-	"github.com/a-h/templ"
-	"github.com/gocql/gocql"
 	"github.com/labstack/echo/v4"
 
 	"github.com/killrchat/killrchat/live"
 	"github.com/killrchat/killrchat/store"
-	"github.com/killrchat/killrchat/views"
 	"github.com/killrchat/killrchat/web"
 )
 
@@ -46,38 +42,9 @@ func (s *Server) Live() *live.Engine { return s.live }
 // Metrics are the server's metrics.
 func (s *Server) Metrics() *web.Metrics { return s.metrics }
 
-// Render answers a whole page (or, for htmx, its main part) with the
-// sidebar and the person's counts filled in.
-func (s *Server) Render(c echo.Context, status int, page views.Page, body templ.Component) error {
-	return s.render(c, status, page, body)
-}
-
-// RenderRaw answers a fragment as it is.
-func (s *Server) RenderRaw(c echo.Context, status int, comp templ.Component) error {
-	return s.renderRaw(c, status, comp)
-}
-
-// MyRooms are the rooms login takes part in (cached; see caches.go).
-func (s *Server) MyRooms(ctx context.Context, login string) ([]store.Room, error) {
-	return s.myRooms(ctx, login)
-}
-
 // Sign makes an opaque, signed and expiring token of value, for links
 // (cursors of the next page); name keeps tokens of one kind apart.
 func (s *Server) Sign(name string, value any) (string, error) { return s.pages.Encode(name, value) }
 
 // Unsign reads a token of Sign into dst, or fails.
 func (s *Server) Unsign(name, token string, dst any) error { return s.pages.Decode(name, token, dst) }
-
-// MustUser is who asks, on a route of Routes.Auth.
-func MustUser(c echo.Context) store.UserRef { return mustUser(c) }
-
-// IsHTMX says whether an htmx request wants a fragment (not a boosted
-// page load or a history restore, which want the whole page).
-func IsHTMX(c echo.Context) bool { return isHTMX(c) }
-
-// DMTitle is how a DM reads for login: the other members' names.
-func DMTitle(d store.DM, login string) string { return dmTitle(d, login) }
-
-// MessageLink opens conversation conv around message id (the permalink).
-func MessageLink(conv string, id gocql.UUID) string { return messageLink(conv, id) }

@@ -60,7 +60,7 @@ func currentUser(c echo.Context) (store.UserRef, bool) {
 }
 
 // mustUser is currentUser behind requireUser, where a user is certain.
-func mustUser(c echo.Context) store.UserRef {
+func MustUser(c echo.Context) store.UserRef {
 	u, _ := currentUser(c)
 	return u
 }
@@ -80,7 +80,7 @@ func (s *Server) requireUser(next echo.HandlerFunc) echo.HandlerFunc {
 		if target != "/" {
 			to += "?next=" + url.QueryEscape(target)
 		}
-		if isHTMX(c) {
+		if IsHTMX(c) {
 			c.Response().Header().Set("HX-Redirect", to)
 			return c.NoContent(http.StatusUnauthorized)
 		}
@@ -98,7 +98,7 @@ func (s *Server) logIn(c echo.Context, u store.User, remember bool) error {
 			return err
 		}
 		if oldUser, ok := currentUser(c); ok {
-			s.endStreams(c.Request().Context(), live.StreamEnd{Login: oldUser.Login, Sessions: []string{old.ID}})
+			s.EndStreams(c.Request().Context(), live.StreamEnd{Login: oldUser.Login, Sessions: []string{old.ID}})
 		}
 	}
 	sess := sessions.NewSession(s.sessions, web.SessionCookie)

@@ -60,7 +60,7 @@ func (cs *caches) reset() {
 
 // room reads the room named name (in any case) through the cache, with
 // whether it came from the cache.
-func (s *Server) room(ctx context.Context, name string) (store.Room, bool, error) {
+func (s *Server) Room(ctx context.Context, name string) (store.Room, bool, error) {
 	if !store.ValidName(name) {
 		r, err := s.db.Room(ctx, name) // its ErrNotFound, without a cache entry
 		return r, false, err
@@ -73,12 +73,12 @@ func (s *Server) room(ctx context.Context, name string) (store.Room, bool, error
 // before anyone is refused: a join on another instance may be newer than
 // the entry (its invalidation still on the way).
 func (s *Server) roomFor(ctx context.Context, name, login string) (store.Room, error) {
-	r, cached, err := s.room(ctx, name)
+	r, cached, err := s.Room(ctx, name)
 	if err != nil || !cached || r.HasParticipant(login) {
 		return r, err
 	}
 	s.caches.rooms.Forget(store.NameKey(name))
-	r, _, err = s.room(ctx, name)
+	r, _, err = s.Room(ctx, name)
 	return r, err
 }
 
@@ -102,7 +102,7 @@ func (s *Server) dm(ctx context.Context, address string) (store.DM, error) {
 // the list from the user cache, each room from the room cache, and the
 // rooms not cached read in one query. A listed room that no longer exists
 // (its delete raced a join) is removed from the list on the way.
-func (s *Server) myRooms(ctx context.Context, login string) ([]store.Room, error) {
+func (s *Server) MyRooms(ctx context.Context, login string) ([]store.Room, error) {
 	u, err := s.user(ctx, login)
 	if err != nil {
 		return nil, err
@@ -134,7 +134,7 @@ func (s *Server) myRooms(ctx context.Context, login string) ([]store.Room, error
 			if err := s.db.ForgetRoom(ctx, login, name); err != nil && !errors.Is(err, store.ErrNotFound) {
 				return nil, err
 			}
-			s.invalidate(ctx, live.Invalidation{Users: []string{login}})
+			s.Invalidate(ctx, live.Invalidation{Users: []string{login}})
 			continue
 		}
 		rooms = append(rooms, r)

@@ -26,11 +26,11 @@ import (
 // its members only: anyone else gets ErrNotFound, as a message of a
 // conversation one does not take part in is none of one's business.
 func (s *Server) memberConversation(c echo.Context) (conversation, error) {
-	cv, err := s.conversationOf(c)
+	cv, err := s.ConversationOf(c)
 	if err != nil {
 		return conversation{}, err
 	}
-	if me := mustUser(c); !cv.member(me.Login) {
+	if me := MustUser(c); !cv.member(me.Login) {
 		return conversation{}, store.ErrNotFound
 	}
 	inConversation(c, cv.Place.Conversation())
@@ -80,18 +80,18 @@ func (s *Server) showMessage(c echo.Context) error {
 }
 
 func (s *Server) renderMessagePage(c echo.Context, status int, cv conversation, m store.Message, f views.Form) error {
-	me := mustUser(c)
+	me := MustUser(c)
 	v := views.MessageView{Message: m, Title: cv.Title, Form: f,
 		CanEdit:   store.CanEdit(m, me.Login) == nil,
 		CanDelete: store.CanDelete(m, me.Login, creatorOf(cv)) == nil}
 	c.SetRequest(c.Request().WithContext(views.WithMembers(c.Request().Context(), cv.Place.Conversation().Members)))
-	return s.render(c, status, views.Page{Title: "Message in " + cv.Title, Room: cv.ID}, views.MessagePage(v))
+	return s.Render(c, status, views.Page{Title: "Message in " + cv.Title, Room: cv.ID}, views.MessagePage(v))
 }
 
 // changed answers a change that was made: nothing for htmx and app.js
 // (the live stream shows it), the message in its conversation otherwise.
 func changed(c echo.Context, to string) error {
-	if isHTMX(c) {
+	if IsHTMX(c) {
 		return c.NoContent(http.StatusNoContent)
 	}
 	return c.Redirect(http.StatusSeeOther, to)
@@ -103,7 +103,7 @@ func (s *Server) editMessage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := store.CanEdit(m, mustUser(c).Login); err != nil {
+	if err := store.CanEdit(m, MustUser(c).Login); err != nil {
 		return err
 	}
 	ctx := c.Request().Context()
@@ -122,7 +122,7 @@ func (s *Server) editMessage(c echo.Context) error {
 		return renderString(views.WithMembers(ctx, conv.Members), views.EditedBody(edited))
 	})
 	if errors.Is(err, store.ErrInvalid) {
-		f := withErrors(views.Form{Values: map[string]string{"content": content}, Errors: map[string]string{}}, err)
+		f := WithErrors(views.Form{Values: map[string]string{"content": content}, Errors: map[string]string{}}, err)
 		return s.renderMessagePage(c, http.StatusUnprocessableEntity, cv, m, f)
 	}
 	if err != nil {
@@ -137,7 +137,7 @@ func (s *Server) deleteMessage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := store.CanDelete(m, mustUser(c).Login, creatorOf(cv)); err != nil {
+	if err := store.CanDelete(m, MustUser(c).Login, creatorOf(cv)); err != nil {
 		return err
 	}
 	ctx := c.Request().Context()
@@ -194,7 +194,7 @@ func (s *Server) react(c echo.Context) error {
 	if conv := cv.Place.Conversation(); id.Time().Before(conv.Since) || id.Time().After(time.Now().Add(time.Hour)) {
 		return store.ErrNotFound
 	}
-	me := mustUser(c)
+	me := MustUser(c)
 	ctx := c.Request().Context()
 	emoji, add := c.FormValue("emoji"), c.FormValue("add") != "0"
 	err = s.change(ctx, cv, live.KindReaction, id, func(change gocql.UUID) ([]byte, error) {
@@ -204,12 +204,12 @@ func (s *Server) react(c echo.Context) error {
 		}
 		return reactionJSON(ch)
 	})
-	if errors.Is(err, store.ErrInvalid) && !isHTMX(c) {
+	if errors.Is(err, store.ErrInvalid) && !IsHTMX(c) {
 		m, rerr := s.db.Message(ctx, cv.Place, id)
 		if rerr != nil {
 			return rerr
 		}
-		f := withErrors(views.Form{Values: map[string]string{"emoji": emoji}, Errors: map[string]string{}}, err)
+		f := WithErrors(views.Form{Values: map[string]string{"emoji": emoji}, Errors: map[string]string{}}, err)
 		return s.renderMessagePage(c, http.StatusUnprocessableEntity, cv, m, f)
 	}
 	if err != nil {

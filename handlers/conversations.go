@@ -44,15 +44,15 @@ func (cv conversation) member(login string) bool { return cv.Place.Conversation(
 // does not include the current user, so an outsider learns nothing; so
 // does a closed room. An open room is returned to anyone; callers check
 // membership (ErrNotParticipant).
-func (s *Server) conversationOf(c echo.Context) (conversation, error) {
+func (s *Server) ConversationOf(c echo.Context) (conversation, error) {
 	if addr := c.Param("logins"); addr != "" {
-		return s.dmFor(c.Request().Context(), addr, mustUser(c).Login)
+		return s.dmFor(c.Request().Context(), addr, MustUser(c).Login)
 	}
 	r, err := s.roomOr404(c)
 	if err != nil {
 		return conversation{}, err
 	}
-	return roomConversation(r, mustUser(c).Login)
+	return roomConversation(r, MustUser(c).Login)
 }
 
 // dmFor reads the DM at address as login sees it: ErrNotFound for anyone
@@ -75,7 +75,7 @@ func roomConversation(r store.Room, login string) (conversation, error) {
 	if !r.VisibleTo(login) {
 		return conversation{}, fmt.Errorf("closed room %q seen by %q: %w", r.Name, login, store.ErrNotFound)
 	}
-	return conversation{Place: r, ID: r.Name, URL: roomURL(r.Name), Title: r.DisplayName, Room: &r}, nil
+	return conversation{Place: r, ID: r.Name, URL: RoomURL(r.Name), Title: r.DisplayName, Room: &r}, nil
 }
 
 // conversationByID reads the conversation whose id is id (a room's name
@@ -107,7 +107,7 @@ func conversationKey(c echo.Context) string {
 
 // dmConversation is d as seen by login.
 func dmConversation(d store.DM, login string) conversation {
-	return conversation{Place: d, ID: d.Conversation().ID, URL: dmURL(d.Address), Title: dmTitle(d, login), DM: &d}
+	return conversation{Place: d, ID: d.Conversation().ID, URL: dmURL(d.Address), Title: DMTitle(d, login), DM: &d}
 }
 
 // dmURL is the page of the DM at a canonical address; its logins are valid
@@ -115,7 +115,7 @@ func dmConversation(d store.DM, login string) conversation {
 func dmURL(address string) string { return "/dm/" + address }
 
 // dmTitle names a DM after its members other than login.
-func dmTitle(d store.DM, login string) string {
+func DMTitle(d store.DM, login string) string {
 	var names []string
 	for _, m := range d.Others(login) {
 		names = append(names, m.Name())
@@ -126,11 +126,11 @@ func dmTitle(d store.DM, login string) string {
 	return strings.Join(names, ", ")
 }
 
-// canonicalDM sends a DM address in another spelling (order, case,
+// CanonicalDM sends a DM address in another spelling (order, case,
 // repeats) to the canonical one: a 301 for GET and HEAD; other methods go
 // on with the canonical address in place. A malformed address is left for
 // conversationOf to answer 404.
-func canonicalDM(next echo.HandlerFunc) echo.HandlerFunc {
+func CanonicalDM(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		addr := c.Param("logins")
 		canonical, ok, err := store.ParseDMAddress(addr)
@@ -154,7 +154,7 @@ func canonicalDM(next echo.HandlerFunc) echo.HandlerFunc {
 
 // roomView is the page of cv for the current user, without its messages.
 func (s *Server) roomView(c echo.Context, cv conversation) views.RoomView {
-	me := mustUser(c)
+	me := MustUser(c)
 	v := views.RoomView{ID: cv.ID, URL: cv.URL, Title: cv.Title, Viewer: me, Participant: cv.member(me.Login)}
 	if cv.Room != nil {
 		v.Room, v.Creator = *cv.Room, cv.Room.CreatorLogin == me.Login
@@ -165,10 +165,23 @@ func (s *Server) roomView(c echo.Context, cv conversation) views.RoomView {
 }
 
 // messageLink opens conversation conv around message id (the permalink).
-func messageLink(conv string, id gocql.UUID) string {
+func MessageLink(conv string, id gocql.UUID) string {
 	at := "?at=" + url.QueryEscape(id.String()) + "#msg-" + id.String()
 	if address, ok := strings.CutPrefix(conv, "dm:"); ok {
 		return dmURL(address) + at
 	}
-	return roomURL(conv) + at
+	return RoomURL(conv) + at
+}
+
+// VisibleRoom reads the room in the path for the current user: ErrNotFound
+// for a closed room they are not in (see conversationOf).
+func (s *Server) VisibleRoom(c echo.Context) (store.Room, error) {
+	cv, err := s.ConversationOf(c)
+	if err != nil {
+		return store.Room{}, err
+	}
+	if cv.Room == nil {
+		return store.Room{}, store.ErrNotFound
+	}
+	return *cv.Room, nil
 }

@@ -28,11 +28,11 @@ const (
 
 // listDMs is the person's direct messages, most recent activity first.
 func (s *Server) listDMs(c echo.Context) error {
-	me := mustUser(c)
+	me := MustUser(c)
 	ctx := c.Request().Context()
 	page := views.Page{Title: "Direct messages"}
 	var entries []store.DMEntry
-	if isHTMX(c) {
+	if IsHTMX(c) {
 		var err error
 		if entries, err = s.db.DMList(ctx, me.Login); err != nil {
 			return err
@@ -57,7 +57,7 @@ func (s *Server) listDMs(c echo.Context) error {
 			Unread: page.Unread[cv.ID],
 		})
 	}
-	return s.render(c, http.StatusOK, page, views.DMListView(l))
+	return s.Render(c, http.StatusOK, page, views.DMListView(l))
 }
 
 // newDM is the form to start a DM, suggesting people who share a room
@@ -68,14 +68,14 @@ func (s *Server) newDM(c echo.Context) error {
 	if v.Suggestions, err = s.suggestions(c, ""); err != nil {
 		return err
 	}
-	return s.render(c, http.StatusOK, views.Page{Title: "New direct message"}, views.NewDMView(v))
+	return s.Render(c, http.StatusOK, views.Page{Title: "New direct message"}, views.NewDMView(v))
 }
 
 // startDM opens the DM with the people typed in "to" (logins separated by
 // spaces or commas; the person is added): 303 to its canonical address, or
 // the form again with what is wrong.
 func (s *Server) startDM(c echo.Context) error {
-	me := mustUser(c)
+	me := MustUser(c)
 	to := c.FormValue("to")
 	f := views.Form{Values: map[string]string{"to": to}, Errors: map[string]string{}}
 	address, err := s.dmAddressOf(c, me.Login, splitLogins(to))
@@ -88,9 +88,9 @@ func (s *Server) startDM(c echo.Context) error {
 		if v.Suggestions, err = s.suggestions(c, ""); err != nil {
 			return err
 		}
-		return s.render(c, http.StatusUnprocessableEntity, views.Page{Title: "New direct message"}, views.NewDMView(v))
+		return s.Render(c, http.StatusUnprocessableEntity, views.Page{Title: "New direct message"}, views.NewDMView(v))
 	}
-	return redirect(c, dmURL(address)+"#latest")
+	return Redirect(c, dmURL(address)+"#latest")
 }
 
 // dmAddressOf is the canonical address of the DM between me and logins,
@@ -149,7 +149,7 @@ func (s *Server) suggestPeople(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return s.renderRaw(c, http.StatusOK, views.Suggestions(list))
+	return s.RenderRaw(c, http.StatusOK, views.Suggestions(list))
 }
 
 // suggestions are the people to suggest for what was typed: the last word
@@ -160,13 +160,13 @@ func (s *Server) suggestPeople(c echo.Context) error {
 // word, and whoever has exactly that login (one read by key).
 func (s *Server) suggestions(c echo.Context, typed string) ([]views.Suggestion, error) {
 	ctx := c.Request().Context()
-	me := mustUser(c)
+	me := MustUser(c)
 	words := splitLogins(typed)
 	var word string
 	if len(words) > 0 && !strings.ContainsAny(typed[len(typed)-1:], " ,;\t") {
 		word, words = words[len(words)-1], words[:len(words)-1]
 	}
-	people, err := s.acquaintances(ctx, me.Login, word)
+	people, err := s.Acquaintances(ctx, me.Login, word)
 	if err != nil {
 		return nil, err
 	}
@@ -176,7 +176,7 @@ func (s *Server) suggestions(c echo.Context, typed string) ([]views.Suggestion, 
 	}
 	var out []views.Suggestion
 	for _, p := range people {
-		if !matches(p, word) {
+		if !Matches(p, word) {
 			continue
 		}
 		address, err := store.DMAddress(append([]string{me.Login, p.Login}, words...))
@@ -192,9 +192,9 @@ func (s *Server) suggestions(c echo.Context, typed string) ([]views.Suggestion, 
 // acquaintances are the people login shares a room or a DM with (two
 // reads: the rooms in one IN query, the DM list in one partition), and
 // whoever has exactly the login word (one read by key), by login.
-func (s *Server) acquaintances(ctx context.Context, login, word string) (map[string]store.UserRef, error) {
+func (s *Server) Acquaintances(ctx context.Context, login, word string) (map[string]store.UserRef, error) {
 	people := map[string]store.UserRef{}
-	rooms, err := s.myRooms(ctx, login)
+	rooms, err := s.MyRooms(ctx, login)
 	if err != nil {
 		return nil, err
 	}
@@ -224,7 +224,7 @@ func (s *Server) acquaintances(ctx context.Context, login, word string) (map[str
 
 // matches reports whether p's login or name contains word (lower-case);
 // every one matches "".
-func matches(p store.UserRef, word string) bool {
+func Matches(p store.UserRef, word string) bool {
 	return word == "" || strings.Contains(p.Login, word) || strings.Contains(strings.ToLower(p.Name()), word)
 }
 

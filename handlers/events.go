@@ -34,7 +34,7 @@ const (
 
 // roomEvents is the live stream of a room or a DM.
 func (s *Server) roomEvents(c echo.Context) error {
-	me := mustUser(c)
+	me := MustUser(c)
 	after := c.Request().Header.Get("Last-Event-ID")
 	if after == "" {
 		after = c.QueryParam("after")
@@ -65,7 +65,7 @@ func (s *Server) roomEvents(c echo.Context) error {
 
 	key := conversationKey(c)
 	st.Subscribe(key)
-	cv, err := s.conversationOf(c)
+	cv, err := s.ConversationOf(c)
 	if err != nil {
 		return err
 	}
@@ -167,7 +167,7 @@ func validBrowserKey(b string) bool {
 // that is gone, is refused on the stream itself (stream-end, or
 // room-deleted, for that conversation), and the others carried on.
 func (s *Server) personalEvents(c echo.Context) error {
-	me := mustUser(c)
+	me := MustUser(c)
 	want, err := parseCarried(c.QueryParams()["c"])
 	if err != nil {
 		return err
@@ -227,7 +227,7 @@ func (s *Server) endPersonalEvents(c echo.Context) error {
 	if browser == "" || !validBrowserKey(browser) {
 		return errBadCarried
 	}
-	s.live.EndBrowser(mustUser(c).Login, browser)
+	s.live.EndBrowser(MustUser(c).Login, browser)
 	return c.NoContent(http.StatusNoContent)
 }
 
@@ -235,10 +235,10 @@ func (s *Server) endPersonalEvents(c echo.Context) error {
 // Retry-After. It renders the page itself rather than through
 // handleError, which would log each refusal of an overload as an error.
 func (s *Server) refuseReplay(c echo.Context) error {
-	s.log.Debug("sse: refused a replay, every replay slot is busy", "room", conversationKey(c), "login", mustUser(c).Login)
+	s.log.Debug("sse: refused a replay, every replay slot is busy", "room", conversationKey(c), "login", MustUser(c).Login)
 	c.Response().Header().Set("Retry-After", replayRetryAfter)
 	const status = http.StatusServiceUnavailable
-	return s.render(c, status, views.Page{Title: http.StatusText(status)}, views.ErrorView(views.ErrorPage{
+	return s.Render(c, status, views.Page{Title: http.StatusText(status)}, views.ErrorView(views.ErrorPage{
 		Status: status, Title: http.StatusText(status),
 		Message: "Too many pages are catching up at this moment. Please try again in a few seconds.",
 	}))
@@ -270,7 +270,7 @@ func (s *Server) endAtExpiry(login, id string) (stop func()) {
 		case stopped:
 			return
 		case errors.Is(err, store.ErrNotFound):
-			go s.endStreams(context.Background(), live.StreamEnd{Login: login, Sessions: []string{id}})
+			go s.EndStreams(context.Background(), live.StreamEnd{Login: login, Sessions: []string{id}})
 			return
 		case err != nil:
 			ttl = time.Minute // Cassandra is away: ask again later

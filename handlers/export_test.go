@@ -3,13 +3,7 @@ package handlers
 import (
 	"context"
 	"time"
-
-	"github.com/killrchat/killrchat/live"
 )
-
-// EndStreams lets the tests call endStreams, the contract that handlers
-// which revoke sessions (a password change) use.
-func (s *Server) EndStreams(ctx context.Context, end live.StreamEnd) { s.endStreams(ctx, end) }
 
 // FlushSearchIndex waits until every message posted so far is indexed.
 func (s *Server) FlushSearchIndex() { s.indexer.Flush() }

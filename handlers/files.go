@@ -76,7 +76,7 @@ func (s *Server) errTooLarge() error {
 // a plain form goes next.
 func (s *Server) postFiles(c echo.Context, in store.Place, composer func(views.Form) error, back string) error {
 	req := c.Request()
-	me := mustUser(c)
+	me := MustUser(c)
 	maxBody := s.cfg.MaxUpload + formSlack
 	if req.ContentLength > maxBody {
 		s.metrics.CountUpload("too_large", 0)
@@ -161,7 +161,7 @@ func (s *Server) postFiles(c echo.Context, in store.Place, composer func(views.F
 			}
 			if strings.TrimSpace(content) != "" {
 				if _, err := store.CheckContent(content); err != nil {
-					return composer(withErrors(views.Form{Values: map[string]string{"content": content, "client_id": clientID}, Errors: map[string]string{}}, err))
+					return composer(WithErrors(views.Form{Values: map[string]string{"content": content, "client_id": clientID}, Errors: map[string]string{}}, err))
 				}
 			}
 		case name == "file" && part.FileName() != "":
@@ -219,15 +219,15 @@ func (s *Server) postFiles(c echo.Context, in store.Place, composer func(views.F
 			return s.post(ctx, in, func() (store.Message, error) { return s.db.DraftMessage(in, me, content) })
 		})
 		if errors.Is(err, store.ErrInvalid) {
-			return composer(withErrors(views.Form{Values: map[string]string{"content": content, "client_id": clientID}, Errors: map[string]string{}}, err))
+			return composer(WithErrors(views.Form{Values: map[string]string{"content": content, "client_id": clientID}, Errors: map[string]string{}}, err))
 		}
 		if err != nil {
 			return err
 		}
 		posted = append(posted, m)
 	}
-	if isHTMX(c) {
-		return s.renderRaw(c, http.StatusOK, views.PostedFiles(posted, newClientID()))
+	if IsHTMX(c) {
+		return s.RenderRaw(c, http.StatusOK, views.PostedFiles(posted, newClientID()))
 	}
 	return c.Redirect(http.StatusSeeOther, back)
 }
@@ -324,7 +324,7 @@ func (s *Server) downloadFile(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if ok, err := s.canRead(ctx, mustUser(c).Login, a); err != nil || !ok {
+	if ok, err := s.canRead(ctx, MustUser(c).Login, a); err != nil || !ok {
 		return cmpErr(err, store.ErrNotFound)
 	}
 	h := c.Response().Header()

@@ -37,7 +37,7 @@ func (s *Server) publish(ctx context.Context, ev live.Event) {
 // stream opened meanwhile is refused by its own check instead. A failure
 // to reach the other instances is logged: the write it follows stands, and
 // a stream there that keeps running is refused when it reconnects.
-func (s *Server) endStreams(ctx context.Context, end live.StreamEnd) {
+func (s *Server) EndStreams(ctx context.Context, end live.StreamEnd) {
 	if end.Login == "" || (end.Sessions != nil && len(end.Sessions) == 0) {
 		return // nobody's streams, or none of the sessions
 	}
@@ -57,7 +57,7 @@ func (s *Server) endStreams(ctx context.Context, end live.StreamEnd) {
 // invalidate tells every instance's caches that inv's rows changed,
 // logging (not returning) a failure: the write is done, and the other
 // instances' entries expire with their TTL.
-func (s *Server) invalidate(ctx context.Context, inv live.Invalidation) {
+func (s *Server) Invalidate(ctx context.Context, inv live.Invalidation) {
 	if err := s.hub.Invalidate(ctx, inv); err != nil {
 		s.log.Warn("invalidate caches", "rooms", inv.Rooms, "users", inv.Users, "err", err)
 	}

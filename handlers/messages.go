@@ -32,11 +32,11 @@ func olderLink(base string, msgs []store.Message, more bool) string {
 }
 
 func (s *Server) postMessage(c echo.Context) error {
-	cv, err := s.conversationOf(c)
+	cv, err := s.ConversationOf(c)
 	if err != nil {
 		return err
 	}
-	me := mustUser(c)
+	me := MustUser(c)
 	inConversation(c, cv.Place.Conversation())
 	if web.IsMultipart(c.Request()) {
 		return s.postFiles(c, cv.Place,
@@ -55,12 +55,12 @@ func (s *Server) postMessage(c echo.Context) error {
 		return m, err
 	})
 	if errors.Is(err, store.ErrInvalid) {
-		return s.composerError(c, cv, withErrors(views.Form{Values: map[string]string{"content": content, "client_id": clientID}, Errors: map[string]string{}}, err))
+		return s.composerError(c, cv, WithErrors(views.Form{Values: map[string]string{"content": content, "client_id": clientID}, Errors: map[string]string{}}, err))
 	}
 	if err != nil {
 		return err
 	}
-	if isHTMX(c) {
+	if IsHTMX(c) {
 		// The new message and the next client_id; the live stream brings
 		// the same element (same id) and the page keeps only one.
 		item := views.MessageItem(m)
@@ -68,7 +68,7 @@ func (s *Server) postMessage(c echo.Context) error {
 			// Rendered once, for the streams and for this answer.
 			item = templ.Raw(string(html))
 		}
-		return s.renderRaw(c, http.StatusOK, views.Posted(item, newClientID()))
+		return s.RenderRaw(c, http.StatusOK, views.Posted(item, newClientID()))
 	}
 	return c.Redirect(http.StatusSeeOther, cv.URL+"#latest")
 }
@@ -202,8 +202,8 @@ func (rp *recentPosts) expireLocked(now time.Time) {
 // errors: the error slot alone for htmx (the text box keeps what was
 // typed), the room page otherwise.
 func (s *Server) composerError(c echo.Context, cv conversation, f views.Form) error {
-	if isHTMX(c) {
-		return s.renderRaw(c, http.StatusUnprocessableEntity, views.ComposerRejected(f))
+	if IsHTMX(c) {
+		return s.RenderRaw(c, http.StatusUnprocessableEntity, views.ComposerRejected(f))
 	}
 	v := s.roomView(c, cv)
 	v.Composer, v.Now = f, time.Now()
@@ -211,7 +211,7 @@ func (s *Server) composerError(c echo.Context, cv conversation, f views.Form) er
 	if v.Messages, v.Older, v.After, err = s.latest(c, cv); err != nil {
 		return err
 	}
-	return s.render(c, http.StatusUnprocessableEntity, views.Page{Title: cv.Title, Room: cv.ID, Composer: true}, views.RoomPage(v))
+	return s.Render(c, http.StatusUnprocessableEntity, views.Page{Title: cv.Title, Room: cv.ID, Composer: true}, views.RoomPage(v))
 }
 
 // post drafts a message (giving it its id, in order), stores it, and
@@ -281,11 +281,11 @@ func (s *Server) olderMessages(c echo.Context) error {
 	if err != nil {
 		return echo.NewHTTPError(http.StatusBadRequest, "The link to older messages is malformed.")
 	}
-	cv, err := s.conversationOf(c)
+	cv, err := s.ConversationOf(c)
 	if err != nil {
 		return err
 	}
-	if !cv.member(mustUser(c).Login) {
+	if !cv.member(MustUser(c).Login) {
 		return store.ErrNotParticipant
 	}
 	inConversation(c, cv.Place.Conversation())
@@ -294,8 +294,8 @@ func (s *Server) olderMessages(c echo.Context) error {
 		return err
 	}
 	v := views.OlderMessages{Room: cv.ID, URL: cv.URL, Title: cv.Title, DM: cv.DM != nil, Messages: msgs, Older: olderLink(cv.URL, msgs, more), Now: time.Now()}
-	if isHTMX(c) {
-		return s.renderRaw(c, http.StatusOK, views.OlderPage(v))
+	if IsHTMX(c) {
+		return s.RenderRaw(c, http.StatusOK, views.OlderPage(v))
 	}
-	return s.render(c, http.StatusOK, views.Page{Title: cv.Title + ": older messages", Room: cv.ID}, views.OlderView(v))
+	return s.Render(c, http.StatusOK, views.Page{Title: cv.Title + ": older messages", Room: cv.ID}, views.OlderView(v))
 }

@@ -18,21 +18,21 @@ func (s *Server) showUser(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	me := mustUser(c)
+	me := MustUser(c)
 	p := views.Profile{User: u, Own: u.Login == me.Login}
 	if !p.Own {
 		if address, err := store.DMAddress([]string{me.Login, u.Login}); err == nil {
 			p.MessageURL = dmURL(address)
 		}
 	}
-	if isHTMX(c) {
-		return s.renderRaw(c, http.StatusOK, views.HoverCard(p))
+	if IsHTMX(c) {
+		return s.RenderRaw(c, http.StatusOK, views.HoverCard(p))
 	}
-	return s.render(c, http.StatusOK, views.Page{Title: u.Name()}, views.ProfileView(p))
+	return s.Render(c, http.StatusOK, views.Page{Title: u.Name()}, views.ProfileView(p))
 }
 
 func (s *Server) profileEdit(c echo.Context) (views.ProfileEdit, error) {
-	u, err := s.db.User(c.Request().Context(), mustUser(c).Login)
+	u, err := s.db.User(c.Request().Context(), MustUser(c).Login)
 	if err != nil {
 		return views.ProfileEdit{}, err
 	}
@@ -51,7 +51,7 @@ func (s *Server) showProfile(c echo.Context) error {
 	if c.QueryParam("saved") != "" {
 		p.Saved = "Your changes are saved."
 	}
-	return s.render(c, http.StatusOK, views.Page{Title: "Your profile"}, views.ProfileEditView(p))
+	return s.Render(c, http.StatusOK, views.Page{Title: "Your profile"}, views.ProfileEditView(p))
 }
 
 func (s *Server) updateProfile(c echo.Context) error {
@@ -59,17 +59,17 @@ func (s *Server) updateProfile(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	p.Form = formOf(c, "email", "bio")
+	p.Form = FormOf(c, "email", "bio")
 	err = s.db.UpdateProfile(c.Request().Context(), p.User.Login, p.Form.Value("email"), p.Form.Value("bio"))
-	s.invalidate(c.Request().Context(), live.Invalidation{Users: []string{p.User.Login}})
+	s.Invalidate(c.Request().Context(), live.Invalidation{Users: []string{p.User.Login}})
 	if err != nil {
 		if !formError(err) {
 			return err
 		}
-		return s.render(c, formStatus(err), views.Page{Title: "Your profile"}, views.ProfileEditView(
-			views.ProfileEdit{User: p.User, Form: withErrors(p.Form, err), Password: p.Password}))
+		return s.Render(c, formStatus(err), views.Page{Title: "Your profile"}, views.ProfileEditView(
+			views.ProfileEdit{User: p.User, Form: WithErrors(p.Form, err), Password: p.Password}))
 	}
-	return redirect(c, "/profile?saved=1")
+	return Redirect(c, "/profile?saved=1")
 }
 
 func (s *Server) changePassword(c echo.Context) error {
@@ -83,13 +83,13 @@ func (s *Server) changePassword(c echo.Context) error {
 		if !formError(err) {
 			return err
 		}
-		p.Password = withErrors(p.Password, err)
-		return s.render(c, formStatus(err), views.Page{Title: "Your profile"}, views.ProfileEditView(p))
+		p.Password = WithErrors(p.Password, err)
+		return s.Render(c, formStatus(err), views.Page{Title: "Your profile"}, views.ProfileEditView(p))
 	}
 	if err := s.endOtherSessions(c, p.User); err != nil {
 		return err
 	}
-	return redirect(c, "/profile?saved=1")
+	return Redirect(c, "/profile?saved=1")
 }
 
 // endOtherSessions ends every session of u but this one, which gets a new
@@ -107,6 +107,6 @@ func (s *Server) endOtherSessions(c echo.Context, u store.User) error {
 	if err := s.logIn(c, u, remember); err != nil {
 		return err
 	}
-	s.endStreams(ctx, live.StreamEnd{Login: u.Login, Sessions: ended})
+	s.EndStreams(ctx, live.StreamEnd{Login: u.Login, Sessions: ended})
 	return nil
 }

@@ -23,11 +23,11 @@ import (
 const messagesPerPage = 50
 
 func (s *Server) home(c echo.Context) error {
-	rooms, err := s.myRooms(c.Request().Context(), mustUser(c).Login)
+	rooms, err := s.MyRooms(c.Request().Context(), MustUser(c).Login)
 	if err != nil {
 		return err
 	}
-	return s.render(c, http.StatusOK, views.Page{Title: "Home"}, views.HomeView(views.Home{Rooms: rooms}))
+	return s.Render(c, http.StatusOK, views.Page{Title: "Home"}, views.HomeView(views.Home{Rooms: rooms}))
 }
 
 // pageToken signs Cassandra's paging state for a ?page= link; forged or
@@ -62,7 +62,7 @@ func (s *Server) listRooms(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	me := mustUser(c).Login
+	me := MustUser(c).Login
 	list := views.RoomList{}
 	for _, r := range page.Rooms {
 		if r.VisibleTo(me) {
@@ -76,48 +76,48 @@ func (s *Server) listRooms(c echo.Context) error {
 		}
 		list.Next = "/rooms?page=" + url.QueryEscape(token)
 	}
-	return s.render(c, http.StatusOK, views.Page{Title: "All rooms"}, views.RoomListView(list))
+	return s.Render(c, http.StatusOK, views.Page{Title: "All rooms"}, views.RoomListView(list))
 }
 
 func (s *Server) newRoom(c echo.Context) error {
-	return s.render(c, http.StatusOK, views.Page{Title: "New room"}, views.NewRoomView(views.Form{}))
+	return s.Render(c, http.StatusOK, views.Page{Title: "New room"}, views.NewRoomView(views.Form{}))
 }
 
 func (s *Server) createRoom(c echo.Context) error {
-	f := formOf(c, "room_name", "banner", "kind")
-	me := mustUser(c)
+	f := FormOf(c, "room_name", "banner", "kind")
+	me := MustUser(c)
 	r, err := s.db.CreateRoom(c.Request().Context(), me, store.NewRoom{Name: f.Value("room_name"), Banner: f.Value("banner"), Kind: f.Value("kind")})
 	// The creator's list of rooms changed (or may have, on an error).
-	s.invalidate(c.Request().Context(), live.Invalidation{Users: []string{me.Login}})
+	s.Invalidate(c.Request().Context(), live.Invalidation{Users: []string{me.Login}})
 	if err != nil {
 		if !formError(err) {
 			return err
 		}
-		f = withErrors(f, err)
+		f = WithErrors(f, err)
 		if errors.Is(err, store.ErrRoomExists) {
 			// Said once, beside the field.
 			f.Errors["room_name"], f.Error = "This room name is taken.", ""
 		}
-		return s.render(c, formStatus(err), views.Page{Title: "New room"}, views.NewRoomView(f))
+		return s.Render(c, formStatus(err), views.Page{Title: "New room"}, views.NewRoomView(f))
 	}
-	return redirect(c, roomURL(r.Name))
+	return Redirect(c, RoomURL(r.Name))
 }
 
-func roomURL(name string) string { return "/rooms/" + url.PathEscape(name) }
+func RoomURL(name string) string { return "/rooms/" + url.PathEscape(name) }
 
 // roomOr404 reads the room named in the path (through the cache, see
 // roomFor); for a viewer whose list still names a room that is gone, it
 // repairs the list on the way.
 func (s *Server) roomOr404(c echo.Context) (store.Room, error) {
 	name := c.Param("room")
-	login := mustUser(c).Login
+	login := MustUser(c).Login
 	r, err := s.roomFor(c.Request().Context(), name, login)
 	if errors.Is(err, store.ErrNotFound) {
 		if u, uerr := s.user(c.Request().Context(), login); uerr == nil && slices.Contains(u.ChatRooms, store.NameKey(name)) {
 			if ferr := s.db.ForgetRoom(c.Request().Context(), login, name); ferr != nil && !errors.Is(ferr, store.ErrNotFound) {
 				s.log.Warn("repair my rooms", "room", name, "err", ferr)
 			}
-			s.invalidate(c.Request().Context(), live.Invalidation{Users: []string{login}})
+			s.Invalidate(c.Request().Context(), live.Invalidation{Users: []string{login}})
 		}
 	}
 	return r, err
@@ -126,16 +126,16 @@ func (s *Server) roomOr404(c echo.Context) (store.Room, error) {
 // showRoom is the page of a room or a DM: its latest messages, composer
 // and live stream for members; a room's header and Join button for others.
 func (s *Server) showRoom(c echo.Context) error {
-	cv, err := s.conversationOf(c)
+	cv, err := s.ConversationOf(c)
 	if err != nil {
 		return err
 	}
 	v := s.roomView(c, cv)
 	v.Now = time.Now()
-	me := mustUser(c)
+	me := MustUser(c)
 	page := views.Page{Title: cv.Title, Room: cv.ID, Composer: v.Participant}
 	if !v.Participant {
-		return s.render(c, http.StatusOK, page, views.RoomPage(v))
+		return s.Render(c, http.StatusOK, page, views.RoomPage(v))
 	}
 	// For a whole page, the sidebar (with this person's markers) is read
 	// while the messages are: independent reads run at once. The page
@@ -147,7 +147,7 @@ func (s *Server) showRoom(c echo.Context) error {
 		open = "" // a page in the past leaves the newer messages unread
 	}
 	var sidebarRead chan sidebar
-	if !isHTMX(c) {
+	if !IsHTMX(c) {
 		sidebarRead = make(chan sidebar, 1)
 		go func() { sidebarRead <- s.readSidebar(ctx, me.Login, open) }()
 	}
@@ -177,51 +177,51 @@ func (s *Server) showRoom(c echo.Context) error {
 	if sidebarRead != nil {
 		sb.fill(&page)
 	}
-	return s.render(c, http.StatusOK, page, views.RoomPage(v))
+	return s.Render(c, http.StatusOK, page, views.RoomPage(v))
 }
 
 func (s *Server) joinRoom(c echo.Context) error {
-	me := mustUser(c)
+	me := MustUser(c)
 	r, err := s.db.JoinRoom(c.Request().Context(), me, c.Param("room"))
 	// The room's participants and the person's list changed, or may have
 	// on an error: both are read again.
-	s.invalidate(c.Request().Context(), live.Invalidation{Rooms: []string{store.NameKey(c.Param("room"))}, Users: []string{me.Login}})
+	s.Invalidate(c.Request().Context(), live.Invalidation{Rooms: []string{store.NameKey(c.Param("room"))}, Users: []string{me.Login}})
 	if err != nil {
 		return err
 	}
-	s.welcome(c.Request().Context(), r, me, me.Name()+" joins the room")
-	if isHTMX(c) {
+	s.Welcome(c.Request().Context(), r, me, me.Name()+" joins the room")
+	if IsHTMX(c) {
 		// Not #latest: from the room page itself, htmx would only move to
 		// the anchor instead of loading the page (app.js scrolls anyway).
-		return redirect(c, roomURL(r.Name))
+		return Redirect(c, RoomURL(r.Name))
 	}
-	return redirect(c, roomURL(r.Name)+"#latest")
+	return Redirect(c, RoomURL(r.Name)+"#latest")
 }
 
 func (s *Server) leaveRoom(c echo.Context) error {
-	me := mustUser(c)
+	me := MustUser(c)
 	name := c.Param("room")
-	if _, err := s.visibleRoom(c); err != nil {
+	if _, err := s.VisibleRoom(c); err != nil {
 		return err // a closed room is not there for outsiders
 	}
 	err := s.db.LeaveRoom(c.Request().Context(), me, name)
-	s.invalidate(c.Request().Context(), live.Invalidation{Rooms: []string{store.NameKey(name)}, Users: []string{me.Login}})
+	s.Invalidate(c.Request().Context(), live.Invalidation{Rooms: []string{store.NameKey(name)}, Users: []string{me.Login}})
 	if err != nil {
 		return err
 	}
 	// Every stream of this person in the room stops, on every instance.
-	s.endStreams(c.Request().Context(), live.StreamEnd{Login: me.Login, Room: name})
-	if r, _, err := s.room(c.Request().Context(), name); err == nil {
-		s.announce(c.Request().Context(), r, me, me.Name()+" leaves the room")
+	s.EndStreams(c.Request().Context(), live.StreamEnd{Login: me.Login, Room: name})
+	if r, _, err := s.Room(c.Request().Context(), name); err == nil {
+		s.Announce(c.Request().Context(), r, me, me.Name()+" leaves the room")
 	}
-	return redirect(c, "/rooms?notice=room-left")
+	return Redirect(c, "/rooms?notice=room-left")
 }
 
 func (s *Server) deleteRoom(c echo.Context) error {
 	// The creator condition uses the login from the session, never a form
 	// field, so a forged form cannot delete someone else's room.
-	me := mustUser(c).Login
-	if _, err := s.visibleRoom(c); err != nil {
+	me := MustUser(c).Login
+	if _, err := s.VisibleRoom(c); err != nil {
 		return err // a closed room is not there for outsiders
 	}
 	r, err := s.db.DeleteRoom(c.Request().Context(), me, c.Param("room"))
@@ -232,20 +232,20 @@ func (s *Server) deleteRoom(c echo.Context) error {
 		for login := range r.Participants {
 			inv.Users = append(inv.Users, login)
 		}
-		s.invalidate(c.Request().Context(), inv)
+		s.Invalidate(c.Request().Context(), inv)
 	}
 	if err != nil {
 		return err
 	}
 	s.publish(c.Request().Context(), live.Event{Kind: live.KindRoomDeleted, Conversation: r.Name})
-	return redirect(c, "/?notice=you-deleted")
+	return Redirect(c, "/?notice=you-deleted")
 }
 
 // welcome announces a new member (joined, added, or in by a link); they
 // start with everything before their arrival read, as in every chat:
 // history is there to scroll, not to count.
-func (s *Server) welcome(ctx context.Context, r store.Room, who store.UserRef, text string) {
-	if m, ok := s.announce(ctx, r, who, text); ok {
+func (s *Server) Welcome(ctx context.Context, r store.Room, who store.UserRef, text string) {
+	if m, ok := s.Announce(ctx, r, who, text); ok {
 		if err := s.db.MarkRead(ctx, who.Login, r.Name, m.ID); err != nil {
 			s.log.Warn("mark read on arrival", "room", r.Name, "err", err)
 		}
@@ -256,7 +256,7 @@ func (s *Server) welcome(ctx context.Context, r store.Room, who store.UserRef, t
 // pages the new participants; it returns the message, if stored. A
 // failure here does not undo the join or leave, so it is logged, not
 // returned.
-func (s *Server) announce(ctx context.Context, r store.Room, about store.UserRef, text string) (store.Message, bool) {
+func (s *Server) Announce(ctx context.Context, r store.Room, about store.UserRef, text string) (store.Message, bool) {
 	m, err := s.post(ctx, r, func() (store.Message, error) { return s.db.DraftSystemMessage(r, about, text), nil })
 	if err != nil {
 		s.log.Warn("system message", "room", r.Name, "err", err)
@@ -282,7 +282,7 @@ func (s *Server) roomsNamedLike(c echo.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	me := mustUser(c).Login
+	me := MustUser(c).Login
 	list := views.RoomList{Name: name}
 	for _, n := range names {
 		if r, ok := found[n]; ok {
@@ -292,5 +292,5 @@ func (s *Server) roomsNamedLike(c echo.Context, name string) error {
 	if more && len(names) > 0 {
 		list.Next = "/rooms?name=" + url.QueryEscape(name) + "&after=" + url.QueryEscape(names[len(names)-1])
 	}
-	return s.render(c, http.StatusOK, views.Page{Title: "All rooms"}, views.RoomListView(list))
+	return s.Render(c, http.StatusOK, views.Page{Title: "All rooms"}, views.RoomListView(list))
 }

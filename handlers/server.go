@@ -269,10 +269,10 @@ func (s *Server) Register(e *echo.Echo, modules ...Module) {
 	auth.POST("/rooms/:room/messages/:id/edit", s.editMessage, sending)
 	auth.POST("/rooms/:room/messages/:id/delete", s.deleteMessage)
 	auth.POST("/rooms/:room/messages/:id/reactions", s.react, sending)
-	auth.GET("/dm/:logins/messages/:id", s.showMessage, canonicalDM)
-	auth.POST("/dm/:logins/messages/:id/edit", s.editMessage, canonicalDM, sending)
-	auth.POST("/dm/:logins/messages/:id/delete", s.deleteMessage, canonicalDM)
-	auth.POST("/dm/:logins/messages/:id/reactions", s.react, canonicalDM, sending)
+	auth.GET("/dm/:logins/messages/:id", s.showMessage, CanonicalDM)
+	auth.POST("/dm/:logins/messages/:id/edit", s.editMessage, CanonicalDM, sending)
+	auth.POST("/dm/:logins/messages/:id/delete", s.deleteMessage, CanonicalDM)
+	auth.POST("/dm/:logins/messages/:id/reactions", s.react, CanonicalDM, sending)
 	auth.GET("/files/:id/:name", s.downloadFile)
 	// A DM is served by the room handlers (see conversationOf); its
 	// address has one spelling, to which the others redirect.
@@ -280,27 +280,16 @@ func (s *Server) Register(e *echo.Echo, modules ...Module) {
 	auth.GET("/dm/new", s.newDM)
 	auth.POST("/dm", s.startDM)
 	auth.GET("/dm/new/suggestions", s.suggestPeople)
-	auth.GET("/dm/:logins", s.showRoom, canonicalDM)
-	auth.GET("/dm/:logins/messages", s.olderMessages, canonicalDM)
-	auth.POST("/dm/:logins/messages", s.postMessage, canonicalDM, sending)
-	auth.GET("/dm/:logins/events", s.roomEvents, canonicalDM)
+	auth.GET("/dm/:logins", s.showRoom, CanonicalDM)
+	auth.GET("/dm/:logins/messages", s.olderMessages, CanonicalDM)
+	auth.POST("/dm/:logins/messages", s.postMessage, CanonicalDM, sending)
+	auth.GET("/dm/:logins/events", s.roomEvents, CanonicalDM)
 	auth.POST("/rooms/:room/read", s.markRoomRead)
-	auth.GET("/rooms/:room/members", s.roomMembers)
-	auth.GET("/rooms/:room/members/suggestions", s.memberSuggestions)
-	auth.POST("/rooms/:room/members", s.addMember, membership)
-	auth.POST("/rooms/:room/members/:login/admin", s.promoteMember)
-	auth.POST("/rooms/:room/members/:login/remove", s.removeMember)
-	auth.POST("/rooms/:room/kind", s.setRoomKind)
-	auth.POST("/rooms/:room/invites", s.createInvite, membership)
-	auth.POST("/rooms/:room/invites/:id/revoke", s.revokeInvite)
-	auth.GET("/invites/:token", s.showInvite)
-	auth.POST("/invites/:token", s.useInvite, membership)
 	auth.GET("/sidebar", s.showSidebar)
 	auth.GET("/events", s.personalEvents)
 	auth.POST("/events/end", s.endPersonalEvents)
 	auth.GET("/mentions", s.listMentions)
-	auth.POST("/dm/:logins/read", s.markRoomRead, canonicalDM)
-	auth.GET("/dm/:logins/members", s.roomMembers, canonicalDM)
+	auth.POST("/dm/:logins/read", s.markRoomRead, CanonicalDM)
 	for _, m := range modules {
 		m(s, Routes{Auth: auth, Sending: sending, Membership: membership})
 	}
@@ -358,7 +347,7 @@ func (s *Server) secureRequest(c echo.Context) bool {
 
 // isHTMX reports whether htmx made the request, so a fragment is wanted.
 // Boosted and history-restore requests want the whole page.
-func isHTMX(c echo.Context) bool {
+func IsHTMX(c echo.Context) bool {
 	h := c.Request().Header
 	return h.Get("HX-Request") == "true" && h.Get("HX-Boosted") != "true" &&
 		h.Get("HX-History-Restore-Request") != "true"
@@ -367,17 +356,17 @@ func isHTMX(c echo.Context) bool {
 // render writes body with status: the fragment alone for htmx, inside the
 // layout otherwise. It renders into a buffer first so a failure is a 500,
 // not half a page.
-func (s *Server) render(c echo.Context, status int, page views.Page, body templ.Component) error {
+func (s *Server) Render(c echo.Context, status int, page views.Page, body templ.Component) error {
 	comp := body
-	if !isHTMX(c) {
+	if !IsHTMX(c) {
 		page = s.fillPage(c, page)
 		comp = views.Layout(page, body)
 	}
-	return s.renderRaw(c, status, comp)
+	return s.RenderRaw(c, status, comp)
 }
 
 // renderRaw writes comp as it is, with no layout.
-func (s *Server) renderRaw(c echo.Context, status int, comp templ.Component) error {
+func (s *Server) RenderRaw(c echo.Context, status int, comp templ.Component) error {
 	var buf bytes.Buffer
 	c.Response().Header().Add("Vary", "HX-Request")
 	ctx := views.WithCSRF(c.Request().Context(), web.Token(c))
@@ -417,8 +406,8 @@ var notices = map[string]string{
 
 // redirect sends the browser to url after a successful POST: 303 for a
 // plain form, HX-Redirect for htmx (a full page load).
-func redirect(c echo.Context, url string) error {
-	if isHTMX(c) {
+func Redirect(c echo.Context, url string) error {
+	if IsHTMX(c) {
 		c.Response().Header().Set("HX-Redirect", url)
 		return c.NoContent(http.StatusNoContent)
 	}
@@ -513,14 +502,14 @@ func (s *Server) handleError(err error, c echo.Context) {
 		_ = c.NoContent(status)
 		return
 	}
-	if status == http.StatusUnauthorized && c.Request().Method == http.MethodGet && !isHTMX(c) {
+	if status == http.StatusUnauthorized && c.Request().Method == http.MethodGet && !IsHTMX(c) {
 		_ = c.Redirect(http.StatusSeeOther, "/login?next="+c.Request().URL.RequestURI())
 		return
 	}
 	if status == http.StatusServiceUnavailable {
 		c.Response().Header().Set("Retry-After", "5")
 	}
-	if isHTMX(c) {
+	if IsHTMX(c) {
 		// htmx swaps the message into the page's error slot.
 		c.Response().Header().Set("HX-Retarget", "#flash")
 		c.Response().Header().Set("HX-Reswap", "innerHTML")
@@ -531,7 +520,7 @@ func (s *Server) handleError(err error, c echo.Context) {
 	}
 	page := views.Page{Title: title}
 	body := views.ErrorView(views.ErrorPage{Status: status, Title: title, Message: msg})
-	if rerr := s.render(c, status, page, body); rerr != nil {
+	if rerr := s.Render(c, status, page, body); rerr != nil {
 		s.log.Error("render error page", "err", rerr)
 		_ = c.String(status, msg)
 	}
@@ -602,7 +591,7 @@ func (s *Server) staticFiles() echo.HandlerFunc {
 // limitUser is middleware that takes a token of l for the logged-in user
 // before the handler runs, so a refused request stores nothing.
 func (s *Server) limitUser(l *web.KeyedLimiter, what string) echo.MiddlewareFunc {
-	return web.LimitBy(l, what, func(c echo.Context) string { return mustUser(c).Login })
+	return web.LimitBy(l, what, func(c echo.Context) string { return MustUser(c).Login })
 }
 
 // limitIP is limitUser keyed by the client address (echo's RealIP, which

@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -26,8 +25,8 @@ import (
 const (
 	// mentionsPerPage is how many mentions GET /mentions shows at a time.
 	mentionsPerPage = 50
-	// maxMentionSuggestions is how many members the composer suggests after "@".
-	maxMentionSuggestions = 8
+	// MaxMentionSuggestions is how many members the composer suggests after "@".
+	MaxMentionSuggestions = 8
 	// markAheadSlack is how far in the future (clock skew between
 	// instances) a marker may point; further is a bad id, refused with
 	// 400 so that no one can hide their own future messages from
@@ -130,11 +129,11 @@ func (sb sidebar) fill(page *views.Page) {
 // for app.js to swap in. A browser that opens the URL itself is sent home,
 // where the same sidebar is.
 func (s *Server) showSidebar(c echo.Context) error {
-	if !isHTMX(c) {
+	if !IsHTMX(c) {
 		return c.Redirect(http.StatusSeeOther, "/")
 	}
 	page := s.fillPage(c, views.Page{})
-	return s.renderRaw(c, http.StatusOK, views.Sidebar(page))
+	return s.RenderRaw(c, http.StatusOK, views.Sidebar(page))
 }
 
 // markRoomRead answers POST /rooms/:room/read and /dm/:logins/read: the
@@ -144,7 +143,7 @@ func (s *Server) markRoomRead(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	cv, err := s.conversationOf(c)
+	cv, err := s.ConversationOf(c)
 	if err != nil {
 		return err
 	}
@@ -166,14 +165,14 @@ func markID(c echo.Context) (gocql.UUID, error) {
 // nothing (the store writes it with the id's own time), so two tabs never
 // move it backwards.
 func (s *Server) markRead(c echo.Context, conv store.Conversation, id gocql.UUID, back string) error {
-	me := mustUser(c)
+	me := MustUser(c)
 	if !conv.Has(me.Login) {
 		return store.ErrNotParticipant
 	}
 	if err := s.db.MarkRead(c.Request().Context(), me.Login, conv.ID, id); err != nil {
 		return err
 	}
-	if isHTMX(c) {
+	if IsHTMX(c) {
 		return c.NoContent(http.StatusNoContent)
 	}
 	return c.Redirect(http.StatusSeeOther, back)
@@ -218,7 +217,7 @@ func (s *Server) listMentions(c echo.Context) error {
 			return echo.NewHTTPError(http.StatusBadRequest, "The link to older mentions is malformed.")
 		}
 	}
-	me := mustUser(c)
+	me := MustUser(c)
 	found, err := s.db.Mentions(c.Request().Context(), me.Login, before, mentionsPerPage+1)
 	if err != nil {
 		return err
@@ -235,7 +234,7 @@ func (s *Server) listMentions(c echo.Context) error {
 		place, link := mentionPlace(m, me.Login)
 		v.Items = append(v.Items, views.MentionItem{Mention: m, Place: place, Link: link})
 	}
-	return s.render(c, http.StatusOK, views.Page{Title: "Mentions"}, views.MentionsView(v))
+	return s.Render(c, http.StatusOK, views.Page{Title: "Mentions"}, views.MentionsView(v))
 }
 
 // visibleMentions drops the mentions in closed rooms that login is not
@@ -261,7 +260,7 @@ func (s *Server) visibleMentions(ctx context.Context, login string, found []stor
 // mentionPlace names a mention's conversation for login, and links to it
 // opened around the message.
 func mentionPlace(m store.Mention, login string) (place, link string) {
-	link = messageLink(m.Conversation, m.MessageID)
+	link = MessageLink(m.Conversation, m.MessageID)
 	if address, ok := strings.CutPrefix(m.Conversation, "dm:"); ok {
 		var others []string
 		for _, l := range strings.Split(address, "+") {
@@ -272,45 +271,6 @@ func mentionPlace(m store.Mention, login string) (place, link string) {
 		return strings.Join(others, ", "), link
 	}
 	return "#" + m.Conversation, link
-}
-
-// roomMembers answers GET /rooms/:room/members?q= and
-// /dm/:logins/members?q=: the composer's suggestions after "@"; without
-// q, and not from htmx, a room's members page.
-func (s *Server) roomMembers(c echo.Context) error {
-	if c.Param("room") != "" && !isHTMX(c) && !c.QueryParams().Has("q") {
-		return s.showMembers(c) // the page, not the composer's suggestions
-	}
-	cv, err := s.conversationOf(c)
-	if err != nil {
-		return err
-	}
-	return s.suggestMembers(c, cv.Place.Conversation())
-}
-
-// suggestMembers renders the members of conv whose login or name starts
-// with ?q= (case-insensitive), the viewer left out, at most maxMentionSuggestions.
-func (s *Server) suggestMembers(c echo.Context, conv store.Conversation) error {
-	me := mustUser(c)
-	if !conv.Has(me.Login) {
-		return store.ErrNotParticipant
-	}
-	q := strings.ToLower(strings.TrimPrefix(strings.TrimSpace(c.QueryParam("q")), "@"))
-	var out []store.UserRef
-	for login, u := range conv.Members {
-		if login == me.Login {
-			continue
-		}
-		if strings.HasPrefix(login, q) || strings.HasPrefix(strings.ToLower(u.Firstname), q) ||
-			strings.HasPrefix(strings.ToLower(u.Lastname), q) {
-			out = append(out, u)
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Login < out[j].Login })
-	if len(out) > maxMentionSuggestions {
-		out = out[:maxMentionSuggestions]
-	}
-	return s.renderRaw(c, http.StatusOK, views.MemberSuggestions(out))
 }
 
 // aroundPage is how many messages a page opened on one message shows on

@@ -6,11 +6,12 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/killrchat/killrchat/handlers"
+	"github.com/killrchat/killrchat/handlers/members"
 	"github.com/killrchat/killrchat/handlers/search"
 )
 
 // Modules are the route modules, each a package of handlers/.
-var Modules = []handlers.Module{search.Register}
+var Modules = []handlers.Module{search.Register, members.Register}
 
 // Register installs the middleware and every route of srv on e.
 func Register(e *echo.Echo, srv *handlers.Server) { srv.Register(e, Modules...) }

@@ -1,10 +1,10 @@
-// This file owns a room's people (issue 21): the members page, adding
+// Package members is a room's people over HTTP (issue 21): the members page, adding
 // someone, making an admin, removing a member, the room's kind, and
 // invitation links (making, revoking, opening and using one). The store
 // decides each change in an LWT; here every change drops the caches it
 // touched through the hub, and a removal ends the removed person's streams
 // of the room on every instance, as a leave does.
-package handlers
+package members
 
 import (
 	"context"
@@ -12,38 +12,46 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/killrchat/killrchat/handlers"
 	"github.com/killrchat/killrchat/live"
 	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/views"
 )
 
+// routes are the members module's routes, on the core's server.
+type routes struct{ *handlers.Server }
+
+// Register lists the routes of a room's people.
+func Register(srv *handlers.Server, r handlers.Routes) {
+	s := routes{srv}
+	r.Auth.GET("/rooms/:room/members", s.roomMembers)
+	r.Auth.GET("/dm/:logins/members", s.roomMembers, handlers.CanonicalDM)
+	r.Auth.GET("/rooms/:room/members/suggestions", s.memberSuggestions)
+	r.Auth.POST("/rooms/:room/members", s.addMember, r.Membership)
+	r.Auth.POST("/rooms/:room/members/:login/admin", s.promoteMember)
+	r.Auth.POST("/rooms/:room/members/:login/remove", s.removeMember)
+	r.Auth.POST("/rooms/:room/kind", s.setRoomKind)
+	r.Auth.POST("/rooms/:room/invites", s.createInvite, r.Membership)
+	r.Auth.POST("/rooms/:room/invites/:id/revoke", s.revokeInvite)
+	r.Auth.GET("/invites/:token", s.showInvite)
+	r.Auth.POST("/invites/:token", s.useInvite, r.Membership)
+}
+
 // maxMemberCandidates bounds the suggestions of the add form.
 const maxMemberCandidates = 20
 
-// visibleRoom reads the room in the path for the current user: ErrNotFound
-// for a closed room they are not in (see conversationOf).
-func (s *Server) visibleRoom(c echo.Context) (store.Room, error) {
-	cv, err := s.conversationOf(c)
-	if err != nil {
-		return store.Room{}, err
-	}
-	if cv.Room == nil {
-		return store.Room{}, store.ErrNotFound
-	}
-	return *cv.Room, nil
-}
-
-func membersURL(room string) string { return roomURL(room) + "/members" }
+func membersURL(room string) string { return handlers.RoomURL(room) + "/members" }
 
 // showMembers is the members page.
-func (s *Server) showMembers(c echo.Context) error {
-	r, err := s.visibleRoom(c)
+func (s routes) showMembers(c echo.Context) error {
+	r, err := s.VisibleRoom(c)
 	if err != nil {
 		return err
 	}
@@ -52,9 +60,9 @@ func (s *Server) showMembers(c echo.Context) error {
 
 // renderMembers renders the members page of r with the add and invite
 // forms as given.
-func (s *Server) renderMembers(c echo.Context, status int, r store.Room, add, invite views.Form) error {
+func (s routes) renderMembers(c echo.Context, status int, r store.Room, add, invite views.Form) error {
 	ctx := c.Request().Context()
-	me := mustUser(c)
+	me := handlers.MustUser(c)
 	v := views.Members{Room: r, Viewer: me, Admin: r.IsAdmin(me.Login), Add: add, Invite: invite,
 		CanAdd: r.IsAdmin(me.Login) || (!r.Closed() && r.HasParticipant(me.Login))}
 	people := r.ParticipantList()
@@ -73,7 +81,7 @@ func (s *Server) renderMembers(c echo.Context, status int, r store.Room, add, in
 			return err
 		}
 		v.Suggestions = people
-		invites, err := s.db.Invites(ctx, r.Name)
+		invites, err := s.DB().Invites(ctx, r.Name)
 		if err != nil {
 			return err
 		}
@@ -93,28 +101,28 @@ func (s *Server) renderMembers(c echo.Context, status int, r store.Room, add, in
 		}
 		// A link just made: shown if its token is one of this room's.
 		if token := c.QueryParam("invite"); token != "" {
-			if inv, err := s.db.Invite(ctx, token); err == nil && inv.Room == r.Name {
+			if inv, err := s.DB().Invite(ctx, token); err == nil && inv.Room == r.Name {
 				v.NewLink = inviteURL(token)
 				v.LinkBase = c.Scheme() + "://" + c.Request().Host
 			}
 		}
 	}
-	return s.render(c, status, views.Page{Title: "Members of #" + r.DisplayName}, views.MembersView(v))
+	return s.Render(c, status, views.Page{Title: "Members of #" + r.DisplayName}, views.MembersView(v))
 }
 
 func inviteURL(token string) string { return "/invites/" + url.PathEscape(token) }
 
 // memberCandidates are people login shares a room or a DM with, or whose
 // login is typed, who are not in r and whose login or name contains typed.
-func (s *Server) memberCandidates(ctx context.Context, login string, r store.Room, typed string) ([]store.UserRef, error) {
+func (s routes) memberCandidates(ctx context.Context, login string, r store.Room, typed string) ([]store.UserRef, error) {
 	typed = strings.ToLower(strings.TrimPrefix(strings.TrimSpace(typed), "@"))
-	people, err := s.acquaintances(ctx, login, typed)
+	people, err := s.Acquaintances(ctx, login, typed)
 	if err != nil {
 		return nil, err
 	}
 	var out []store.UserRef
 	for l, p := range people {
-		if !r.HasParticipant(l) && matches(p, typed) {
+		if !r.HasParticipant(l) && handlers.Matches(p, typed) {
 			out = append(out, p)
 		}
 	}
@@ -123,29 +131,29 @@ func (s *Server) memberCandidates(ctx context.Context, login string, r store.Roo
 }
 
 // memberSuggestions is the htmx fragment of the add form's candidates.
-func (s *Server) memberSuggestions(c echo.Context) error {
-	r, err := s.visibleRoom(c)
+func (s routes) memberSuggestions(c echo.Context) error {
+	r, err := s.VisibleRoom(c)
 	if err != nil {
 		return err
 	}
-	people, err := s.memberCandidates(c.Request().Context(), mustUser(c).Login, r, c.QueryParam("login"))
+	people, err := s.memberCandidates(c.Request().Context(), handlers.MustUser(c).Login, r, c.QueryParam("login"))
 	if err != nil {
 		return err
 	}
-	return s.renderRaw(c, http.StatusOK, views.MemberCandidates(people))
+	return s.RenderRaw(c, http.StatusOK, views.MemberCandidates(people))
 }
 
 // addMember adds the person named by the field login.
-func (s *Server) addMember(c echo.Context) error {
-	r, err := s.visibleRoom(c)
+func (s routes) addMember(c echo.Context) error {
+	r, err := s.VisibleRoom(c)
 	if err != nil {
 		return err
 	}
 	ctx := c.Request().Context()
-	me := mustUser(c)
-	f := formOf(c, "login")
+	me := handlers.MustUser(c)
+	f := handlers.FormOf(c, "login")
 	f.Values["login"] = strings.TrimPrefix(strings.TrimSpace(f.Value("login")), "@")
-	who, err := s.db.User(ctx, f.Value("login"))
+	who, err := s.DB().User(ctx, f.Value("login"))
 	if errors.Is(err, store.ErrNotFound) {
 		f.Errors["login"] = "No one has this login."
 		return s.renderMembers(c, http.StatusUnprocessableEntity, r, f, views.Form{})
@@ -153,65 +161,65 @@ func (s *Server) addMember(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	after, err := s.db.AddMember(ctx, me.Login, r.Name, who.Ref())
-	s.invalidate(ctx, live.Invalidation{Rooms: []string{r.Name}, Users: []string{who.Login}})
+	after, err := s.DB().AddMember(ctx, me.Login, r.Name, who.Ref())
+	s.Invalidate(ctx, live.Invalidation{Rooms: []string{r.Name}, Users: []string{who.Login}})
 	if err != nil {
 		return err
 	}
 	if !r.HasParticipant(who.Login) {
-		s.welcome(ctx, after, who.Ref(), me.Name()+" added "+who.Name())
+		s.Welcome(ctx, after, who.Ref(), me.Name()+" added "+who.Name())
 	}
-	return redirect(c, membersURL(r.Name))
+	return handlers.Redirect(c, membersURL(r.Name))
 }
 
 // promoteMember makes :login an admin.
-func (s *Server) promoteMember(c echo.Context) error {
-	r, err := s.visibleRoom(c)
+func (s routes) promoteMember(c echo.Context) error {
+	r, err := s.VisibleRoom(c)
 	if err != nil {
 		return err
 	}
 	ctx := c.Request().Context()
-	_, err = s.db.MakeAdmin(ctx, mustUser(c).Login, r.Name, store.NameKey(c.Param("login")))
-	s.invalidate(ctx, live.Invalidation{Rooms: []string{r.Name}})
+	_, err = s.DB().MakeAdmin(ctx, handlers.MustUser(c).Login, r.Name, store.NameKey(c.Param("login")))
+	s.Invalidate(ctx, live.Invalidation{Rooms: []string{r.Name}})
 	if err != nil {
 		return err
 	}
-	return redirect(c, membersURL(r.Name))
+	return handlers.Redirect(c, membersURL(r.Name))
 }
 
 // removeMember removes :login from the room: their list and the room's
 // caches are dropped on every instance, and their open streams of the room
 // end at once, on every instance.
-func (s *Server) removeMember(c echo.Context) error {
-	r, err := s.visibleRoom(c)
+func (s routes) removeMember(c echo.Context) error {
+	r, err := s.VisibleRoom(c)
 	if err != nil {
 		return err
 	}
 	ctx := c.Request().Context()
-	me := mustUser(c)
+	me := handlers.MustUser(c)
 	who := store.NameKey(c.Param("login"))
-	before, err := s.db.RemoveMember(ctx, me.Login, r.Name, who)
-	s.invalidate(ctx, live.Invalidation{Rooms: []string{r.Name}, Users: []string{who}})
+	before, err := s.DB().RemoveMember(ctx, me.Login, r.Name, who)
+	s.Invalidate(ctx, live.Invalidation{Rooms: []string{r.Name}, Users: []string{who}})
 	if err != nil {
 		return err
 	}
-	s.endStreams(ctx, live.StreamEnd{Login: who, Room: r.Name})
-	if after, _, err := s.room(ctx, r.Name); err == nil {
+	s.EndStreams(ctx, live.StreamEnd{Login: who, Room: r.Name})
+	if after, _, err := s.Room(ctx, r.Name); err == nil {
 		gone := before.Participants[who]
-		s.announce(ctx, after, gone, me.Name()+" removed "+gone.Name())
+		s.Announce(ctx, after, gone, me.Name()+" removed "+gone.Name())
 	}
-	return redirect(c, membersURL(r.Name))
+	return handlers.Redirect(c, membersURL(r.Name))
 }
 
 // setRoomKind makes the room open or closed (field kind).
-func (s *Server) setRoomKind(c echo.Context) error {
-	r, err := s.visibleRoom(c)
+func (s routes) setRoomKind(c echo.Context) error {
+	r, err := s.VisibleRoom(c)
 	if err != nil {
 		return err
 	}
 	ctx := c.Request().Context()
-	_, err = s.db.SetRoomKind(ctx, mustUser(c).Login, r.Name, c.FormValue("kind"))
-	s.invalidate(ctx, live.Invalidation{Rooms: []string{r.Name}})
+	_, err = s.DB().SetRoomKind(ctx, handlers.MustUser(c).Login, r.Name, c.FormValue("kind"))
+	s.Invalidate(ctx, live.Invalidation{Rooms: []string{r.Name}})
 	if err != nil {
 		var v store.ValidationError
 		if errors.As(err, &v) {
@@ -219,17 +227,17 @@ func (s *Server) setRoomKind(c echo.Context) error {
 		}
 		return err
 	}
-	return redirect(c, membersURL(r.Name))
+	return handlers.Redirect(c, membersURL(r.Name))
 }
 
 // createInvite makes a link (fields expires_days, max_uses) and shows it
 // once on the members page.
-func (s *Server) createInvite(c echo.Context) error {
-	r, err := s.visibleRoom(c)
+func (s routes) createInvite(c echo.Context) error {
+	r, err := s.VisibleRoom(c)
 	if err != nil {
 		return err
 	}
-	f := formOf(c, "expires_days", "max_uses")
+	f := handlers.FormOf(c, "expires_days", "max_uses")
 	var form store.NewInvite
 	if d := strings.TrimSpace(f.Value("expires_days")); d != "" {
 		days, err := strconv.Atoi(d)
@@ -249,38 +257,38 @@ func (s *Server) createInvite(c echo.Context) error {
 		f.Error = "Please correct the fields marked below."
 		return s.renderMembers(c, http.StatusUnprocessableEntity, r, views.Form{}, f)
 	}
-	token, _, err := s.db.CreateInvite(c.Request().Context(), mustUser(c), r.Name, form)
+	token, _, err := s.DB().CreateInvite(c.Request().Context(), handlers.MustUser(c), r.Name, form)
 	if err != nil {
 		var v store.ValidationError
 		if errors.As(err, &v) {
-			return s.renderMembers(c, http.StatusUnprocessableEntity, r, views.Form{}, withErrors(f, err))
+			return s.renderMembers(c, http.StatusUnprocessableEntity, r, views.Form{}, handlers.WithErrors(f, err))
 		}
 		return err
 	}
-	return redirect(c, membersURL(r.Name)+"?invite="+url.QueryEscape(token)+"#invites")
+	return handlers.Redirect(c, membersURL(r.Name)+"?invite="+url.QueryEscape(token)+"#invites")
 }
 
 // revokeInvite revokes the link :id.
-func (s *Server) revokeInvite(c echo.Context) error {
-	r, err := s.visibleRoom(c)
+func (s routes) revokeInvite(c echo.Context) error {
+	r, err := s.VisibleRoom(c)
 	if err != nil {
 		return err
 	}
-	if err := s.db.RevokeInvite(c.Request().Context(), mustUser(c).Login, r.Name, c.Param("id")); err != nil {
+	if err := s.DB().RevokeInvite(c.Request().Context(), handlers.MustUser(c).Login, r.Name, c.Param("id")); err != nil {
 		return err
 	}
-	return redirect(c, membersURL(r.Name)+"#invites")
+	return handlers.Redirect(c, membersURL(r.Name)+"#invites")
 }
 
 // invitation reads the link in the path and its room, with why it no
 // longer works, as the sentence the page shows ("" if it works).
-func (s *Server) invitation(c echo.Context) (store.Invite, store.Room, string, error) {
+func (s routes) invitation(c echo.Context) (store.Invite, store.Room, string, error) {
 	ctx := c.Request().Context()
-	inv, err := s.db.Invite(ctx, c.Param("token"))
+	inv, err := s.DB().Invite(ctx, c.Param("token"))
 	if err != nil {
 		return inv, store.Room{}, "", err
 	}
-	r, err := s.db.Room(ctx, inv.Room)
+	r, err := s.DB().Room(ctx, inv.Room)
 	if err != nil {
 		return inv, r, "", err
 	}
@@ -304,7 +312,7 @@ func inviteProblem(err error) string {
 }
 
 // showInvite is the page of an invitation link: the room and Join.
-func (s *Server) showInvite(c echo.Context) error {
+func (s routes) showInvite(c echo.Context) error {
 	_, r, problem, err := s.invitation(c)
 	if err != nil {
 		return err
@@ -312,30 +320,30 @@ func (s *Server) showInvite(c echo.Context) error {
 	return s.renderInvite(c, r, problem)
 }
 
-func (s *Server) renderInvite(c echo.Context, r store.Room, problem string) error {
+func (s routes) renderInvite(c echo.Context, r store.Room, problem string) error {
 	status := http.StatusOK
 	if problem != "" {
 		status = http.StatusGone
 		r = store.Room{} // a dead link tells nothing about the room
 	}
-	v := views.InvitePage{Room: r, Action: c.Request().URL.Path, Problem: problem, Member: r.HasParticipant(mustUser(c).Login)}
+	v := views.InvitePage{Room: r, Action: c.Request().URL.Path, Problem: problem, Member: r.HasParticipant(handlers.MustUser(c).Login)}
 	title := "Invitation"
 	if problem == "" {
 		title = "Invitation to #" + r.DisplayName
 	}
-	return s.render(c, status, views.Page{Title: title}, views.InviteView(v))
+	return s.Render(c, status, views.Page{Title: title}, views.InviteView(v))
 }
 
 // useInvite joins the link's room (POST /invites/:token).
-func (s *Server) useInvite(c echo.Context) error {
+func (s routes) useInvite(c echo.Context) error {
 	ctx := c.Request().Context()
-	me := mustUser(c)
+	me := handlers.MustUser(c)
 	_, before, _, err := s.invitation(c)
 	if err != nil {
 		return err
 	}
-	r, err := s.db.JoinByInvite(ctx, me, c.Param("token"))
-	s.invalidate(ctx, live.Invalidation{Rooms: []string{before.Name}, Users: []string{me.Login}})
+	r, err := s.DB().JoinByInvite(ctx, me, c.Param("token"))
+	s.Invalidate(ctx, live.Invalidation{Rooms: []string{before.Name}, Users: []string{me.Login}})
 	if problem := inviteProblem(err); problem != "" {
 		return s.renderInvite(c, before, problem)
 	}
@@ -343,7 +351,46 @@ func (s *Server) useInvite(c echo.Context) error {
 		return err
 	}
 	if !before.HasParticipant(me.Login) {
-		s.welcome(ctx, r, me, me.Name()+" joins the room")
+		s.Welcome(ctx, r, me, me.Name()+" joins the room")
 	}
-	return redirect(c, roomURL(r.Name)+"#latest")
+	return handlers.Redirect(c, handlers.RoomURL(r.Name)+"#latest")
+}
+
+// roomMembers answers GET /rooms/:room/members?q= and
+// /dm/:logins/members?q=: the composer's suggestions after "@"; without
+// q, and not from htmx, a room's members page.
+func (s routes) roomMembers(c echo.Context) error {
+	if c.Param("room") != "" && !handlers.IsHTMX(c) && !c.QueryParams().Has("q") {
+		return s.showMembers(c) // the page, not the composer's suggestions
+	}
+	cv, err := s.ConversationOf(c)
+	if err != nil {
+		return err
+	}
+	return s.suggestMembers(c, cv.Place.Conversation())
+}
+
+// suggestMembers renders the members of conv whose login or name starts
+// with ?q= (case-insensitive), the viewer left out, at most handlers.MaxMentionSuggestions.
+func (s routes) suggestMembers(c echo.Context, conv store.Conversation) error {
+	me := handlers.MustUser(c)
+	if !conv.Has(me.Login) {
+		return store.ErrNotParticipant
+	}
+	q := strings.ToLower(strings.TrimPrefix(strings.TrimSpace(c.QueryParam("q")), "@"))
+	var out []store.UserRef
+	for login, u := range conv.Members {
+		if login == me.Login {
+			continue
+		}
+		if strings.HasPrefix(login, q) || strings.HasPrefix(strings.ToLower(u.Firstname), q) ||
+			strings.HasPrefix(strings.ToLower(u.Lastname), q) {
+			out = append(out, u)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Login < out[j].Login })
+	if len(out) > handlers.MaxMentionSuggestions {
+		out = out[:handlers.MaxMentionSuggestions]
+	}
+	return s.RenderRaw(c, http.StatusOK, views.MemberSuggestions(out))
 }
