@@ -27,6 +27,10 @@ type Routes struct {
 	Sending, Membership echo.MiddlewareFunc
 }
 
+// Conversation is the room or DM a request names, as ConversationOf reads
+// it for who asks.
+type Conversation = conversation
+
 // Module registers a module's routes.
 type Module func(*Server, Routes)
 

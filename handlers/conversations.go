@@ -35,8 +35,8 @@ type conversation struct {
 	DM   *store.DM
 }
 
-// member reports whether login may read and post.
-func (cv conversation) member(login string) bool { return cv.Place.Conversation().Has(login) }
+// Member reports whether login may read and post.
+func (cv conversation) Member(login string) bool { return cv.Place.Conversation().Has(login) }
 
 // conversationOf reads the room (/rooms/:room...) or DM (/dm/:logins...)
 // the request names. A DM is its members' only: it returns ErrNotFound
@@ -63,7 +63,7 @@ func (s *Server) dmFor(ctx context.Context, address, login string) (conversation
 		return conversation{}, err
 	}
 	cv := dmConversation(d, login)
-	if !cv.member(login) {
+	if !cv.Member(login) {
 		return conversation{}, fmt.Errorf("dm %q seen by %q: %w", d.Address, login, store.ErrNotFound)
 	}
 	return cv, nil
@@ -155,7 +155,7 @@ func CanonicalDM(next echo.HandlerFunc) echo.HandlerFunc {
 // roomView is the page of cv for the current user, without its messages.
 func (s *Server) roomView(c echo.Context, cv conversation) views.RoomView {
 	me := MustUser(c)
-	v := views.RoomView{ID: cv.ID, URL: cv.URL, Title: cv.Title, Viewer: me, Participant: cv.member(me.Login)}
+	v := views.RoomView{ID: cv.ID, URL: cv.URL, Title: cv.Title, Viewer: me, Participant: cv.Member(me.Login)}
 	if cv.Room != nil {
 		v.Room, v.Creator = *cv.Room, cv.Room.CreatorLogin == me.Login
 	} else {

@@ -69,7 +69,7 @@ func (s *Server) roomEvents(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if !cv.member(me.Login) {
+	if !cv.Member(me.Login) {
 		return store.ErrNotParticipant
 	}
 	if cv.ID != key {
@@ -77,7 +77,7 @@ func (s *Server) roomEvents(c echo.Context) error {
 		// are published under the stored one.
 		st.Subscribe(cv.ID)
 	}
-	inConversation(c, cv.Place.Conversation())
+	InConversation(c, cv.Place.Conversation())
 	ctx := c.Request().Context()
 	st.Resume(cv.ID, cv.Place, since, ctx)
 	st.Watch(s.watchOthers(ctx, me.Login, cv.ID))
@@ -196,7 +196,7 @@ func (s *Server) personalEvents(c echo.Context) error {
 			st.Refuse(w.id, live.KindRoomDeleted)
 		case err != nil:
 			return err
-		case !cv.member(me.Login):
+		case !cv.Member(me.Login):
 			st.Unsubscribe(w.id)
 			st.Refuse(w.id, live.KindStreamEnd)
 		default:

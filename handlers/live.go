@@ -5,8 +5,10 @@ package handlers
 
 import (
 	"context"
+	"encoding/json"
 
 	"github.com/killrchat/killrchat/live"
+	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/views"
 	"github.com/killrchat/killrchat/web"
 )
@@ -18,9 +20,9 @@ func (s *Server) publish(ctx context.Context, ev live.Event) {
 	switch {
 	case ev.HTML != nil:
 	case ev.Kind == live.KindMessage:
-		ev.HTML, err = renderString(ctx, views.MessageItem(*ev.Message))
+		ev.HTML, err = RenderString(ctx, views.MessageItem(*ev.Message))
 	case ev.Kind == live.KindParticipants:
-		ev.HTML, err = renderString(ctx, views.Participants(ev.Conversation, ev.Participants, max(ev.Total, len(ev.Participants)), true))
+		ev.HTML, err = RenderString(ctx, views.Participants(ev.Conversation, ev.Participants, max(ev.Total, len(ev.Participants)), true))
 	}
 	if err != nil {
 		s.log.Error("render room event", "room", ev.Conversation, "kind", ev.Kind, "err", err)
@@ -61,4 +63,39 @@ func (s *Server) Invalidate(ctx context.Context, inv live.Invalidation) {
 	if err := s.hub.Invalidate(ctx, inv); err != nil {
 		s.log.Warn("invalidate caches", "rooms", inv.Rooms, "users", inv.Users, "err", err)
 	}
+}
+
+// reactionEvent is a reaction's live event, for app.js: who added (or
+// took back) which reaction to which message, with the change's id, so
+// that the page keeps the newest action of each person.
+type reactionEvent struct {
+	Message string `json:"message"`
+	Emoji   string `json:"emoji"`
+	Login   string `json:"login"`
+	Name    string `json:"name"`
+	Added   bool   `json:"added"`
+	Change  string `json:"change"`
+}
+
+// ReactionJSON is ch as its live event's data.
+func ReactionJSON(ch store.Change) ([]byte, error) {
+	name := ch.Reactor.Name()
+	if name == "" {
+		name = ch.Reactor.Login
+	}
+	return json.Marshal(reactionEvent{Message: ch.Message.String(), Emoji: ch.Emoji, Login: ch.Reactor.Login,
+		Name: name, Added: ch.Added, Change: ch.ID.String()})
+}
+
+// renderChange renders a change of in as its live event carried it, for
+// a replay.
+func renderChange(ctx context.Context, in store.Place, ch store.Change) ([]byte, error) {
+	switch ch.Kind {
+	case store.ChangeEdit:
+		m := store.Message{ID: ch.Message, Room: in.Conversation().ID, Content: ch.Content, Edited: ch.ID}
+		return RenderString(views.WithMembers(ctx, in.Conversation().Members), views.EditedBody(m))
+	case store.ChangeDelete:
+		return []byte(views.MessageID(store.Message{ID: ch.Message})), nil
+	}
+	return ReactionJSON(ch)
 }

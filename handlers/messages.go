@@ -37,7 +37,7 @@ func (s *Server) postMessage(c echo.Context) error {
 		return err
 	}
 	me := MustUser(c)
-	inConversation(c, cv.Place.Conversation())
+	InConversation(c, cv.Place.Conversation())
 	if web.IsMultipart(c.Request()) {
 		return s.postFiles(c, cv.Place,
 			func(f views.Form) error { return s.composerError(c, cv, f) },
@@ -247,7 +247,7 @@ func (s *Server) postRendered(ctx context.Context, in store.Place, draft func() 
 		}
 	}
 	s.recordMentions(ctx, conv, sl.Msg)
-	sl.HTML, _ = renderString(views.WithMembers(ctx, conv.Members), views.MessageItem(sl.Msg)) // publish renders again (and logs) if this failed
+	sl.HTML, _ = RenderString(views.WithMembers(ctx, conv.Members), views.MessageItem(sl.Msg)) // publish renders again (and logs) if this failed
 	html := sl.HTML
 	s.live.Finish(sl, true)
 	// The index follows the post, off its path (see store.Indexer).
@@ -285,10 +285,10 @@ func (s *Server) olderMessages(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if !cv.member(MustUser(c).Login) {
+	if !cv.Member(MustUser(c).Login) {
 		return store.ErrNotParticipant
 	}
-	inConversation(c, cv.Place.Conversation())
+	InConversation(c, cv.Place.Conversation())
 	msgs, more, err := s.db.MessagesBefore(c.Request().Context(), cv.Place, before, messagesPerPage)
 	if err != nil {
 		return err

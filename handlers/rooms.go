@@ -141,7 +141,7 @@ func (s *Server) showRoom(c echo.Context) error {
 	// while the messages are: independent reads run at once. The page
 	// marks the conversation read, so the sidebar does not count it.
 	ctx := c.Request().Context()
-	inConversation(c, cv.Place.Conversation())
+	InConversation(c, cv.Place.Conversation())
 	open := cv.ID
 	if c.QueryParam("at") != "" {
 		open = "" // a page in the past leaves the newer messages unread
@@ -293,4 +293,21 @@ func (s *Server) roomsNamedLike(c echo.Context, name string) error {
 		list.Next = "/rooms?name=" + url.QueryEscape(name) + "&after=" + url.QueryEscape(names[len(names)-1])
 	}
 	return s.Render(c, http.StatusOK, views.Page{Title: "All rooms"}, views.RoomListView(list))
+}
+
+// quoted is what "Reply with quote" puts in the composer without
+// JavaScript (?quote=<id>): the message quoted, its author and a link to
+// it; "" when the page was opened without one, or for a message that is
+// not there.
+func (s *Server) quoted(c echo.Context, cv conversation) string {
+	id, err := store.ParseMessageID(c.QueryParam("quote"))
+	if err != nil {
+		return ""
+	}
+	m, err := s.db.Message(c.Request().Context(), cv.Place, id)
+	if err != nil {
+		return ""
+	}
+	link := c.Scheme() + "://" + c.Request().Host + views.Permalink(m)
+	return "> " + strings.ReplaceAll(m.Content, "\n", "\n> ") + "\n\n— " + m.Author.Name() + " " + link + "\n\n"
 }

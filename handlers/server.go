@@ -193,7 +193,7 @@ func New(db *store.Store, metrics *web.Metrics, hub live.Hub, cfg Config, log *s
 		MaxReplays: cfg.MaxReplays, ReplayWait: cfg.ReplayWait, ResumeWindow: cfg.ResumeWindow,
 	}, log, metrics.SSEConnections,
 		func(ctx context.Context, m store.Message) ([]byte, error) {
-			return renderString(ctx, views.MessageItem(m))
+			return RenderString(ctx, views.MessageItem(m))
 		},
 		func(ev live.Event) { s.publish(context.Background(), ev) })
 	s.live.RenderChanges(renderChange)
@@ -265,14 +265,6 @@ func (s *Server) Register(e *echo.Echo, modules ...Module) {
 	auth.POST("/rooms/:room/messages", s.postMessage, sending)
 	auth.GET("/rooms/:room/messages", s.olderMessages)
 	auth.GET("/rooms/:room/events", s.roomEvents)
-	auth.GET("/rooms/:room/messages/:id", s.showMessage)
-	auth.POST("/rooms/:room/messages/:id/edit", s.editMessage, sending)
-	auth.POST("/rooms/:room/messages/:id/delete", s.deleteMessage)
-	auth.POST("/rooms/:room/messages/:id/reactions", s.react, sending)
-	auth.GET("/dm/:logins/messages/:id", s.showMessage, CanonicalDM)
-	auth.POST("/dm/:logins/messages/:id/edit", s.editMessage, CanonicalDM, sending)
-	auth.POST("/dm/:logins/messages/:id/delete", s.deleteMessage, CanonicalDM)
-	auth.POST("/dm/:logins/messages/:id/reactions", s.react, CanonicalDM, sending)
 	auth.GET("/files/:id/:name", s.downloadFile)
 	// A DM is served by the room handlers (see conversationOf); its
 	// address has one spelling, to which the others redirect.
@@ -618,7 +610,7 @@ func (s *Server) Shutdown() {
 }
 
 // renderString renders comp into bytes.
-func renderString(ctx context.Context, comp templ.Component) ([]byte, error) {
+func RenderString(ctx context.Context, comp templ.Component) ([]byte, error) {
 	var buf bytes.Buffer
 	err := comp.Render(ctx, &buf)
 	return buf.Bytes(), err

@@ -317,7 +317,7 @@ func (s *Server) around(c echo.Context, in store.Place, base string, v *views.Ro
 // inConversation makes every message rendered for this request link the
 // mentions of conv's members (see views.WithMembers): the page, its
 // fragments, the message a post renders once for all streams, a replay.
-func inConversation(c echo.Context, conv store.Conversation) {
+func InConversation(c echo.Context, conv store.Conversation) {
 	r := c.Request()
 	c.SetRequest(r.WithContext(views.WithMembers(r.Context(), conv.Members)))
 }

@@ -1,39 +1,57 @@
-// This file owns what people do to a message once it is posted, in a room
+// Package changes is what people do to a message once it is posted, in a room
 // or a DM alike: its page (the way to edit it without JavaScript), edits,
 // deletes and reactions. Each change takes an id of its own from the live
 // engine's sequencer, as a post does, so every page sees the messages and
 // the changes of an instance in one order, and a page that resumes gets
 // the changes it missed (see live.Source.ChangesAfter).
-package handlers
+package changes
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/gocql/gocql"
 	"github.com/labstack/echo/v4"
 
+	"github.com/killrchat/killrchat/handlers"
 	"github.com/killrchat/killrchat/live"
 	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/views"
 )
 
+// routes are the routes of a message's changes, on the core's server.
+type routes struct{ *handlers.Server }
+
+// Register lists the routes of a message's page and changes, in rooms and
+// DMs alike.
+func Register(srv *handlers.Server, r handlers.Routes) {
+	s := routes{srv}
+	for _, base := range []struct {
+		path string
+		mw   []echo.MiddlewareFunc
+	}{{"/rooms/:room", nil}, {"/dm/:logins", []echo.MiddlewareFunc{handlers.CanonicalDM}}} {
+		p := base.path + "/messages/:id"
+		r.Auth.GET(p, s.showMessage, base.mw...)
+		r.Auth.POST(p+"/edit", s.editMessage, append(base.mw, r.Sending)...)
+		r.Auth.POST(p+"/delete", s.deleteMessage, base.mw...)
+		r.Auth.POST(p+"/reactions", s.react, append(base.mw, r.Sending)...)
+	}
+}
+
 // memberConversation is the conversation the request names, for one of
 // its members only: anyone else gets ErrNotFound, as a message of a
 // conversation one does not take part in is none of one's business.
-func (s *Server) memberConversation(c echo.Context) (conversation, error) {
+func (s routes) memberConversation(c echo.Context) (handlers.Conversation, error) {
 	cv, err := s.ConversationOf(c)
 	if err != nil {
-		return conversation{}, err
+		return handlers.Conversation{}, err
 	}
-	if me := MustUser(c); !cv.member(me.Login) {
-		return conversation{}, store.ErrNotFound
+	if me := handlers.MustUser(c); !cv.Member(me.Login) {
+		return handlers.Conversation{}, store.ErrNotFound
 	}
-	inConversation(c, cv.Place.Conversation())
+	handlers.InConversation(c, cv.Place.Conversation())
 	return cv, nil
 }
 
@@ -47,21 +65,21 @@ func messageID(c echo.Context) (gocql.UUID, error) {
 }
 
 // messageOf reads the conversation and the message the request names.
-func (s *Server) messageOf(c echo.Context) (conversation, store.Message, error) {
+func (s routes) messageOf(c echo.Context) (handlers.Conversation, store.Message, error) {
 	cv, err := s.memberConversation(c)
 	if err != nil {
-		return conversation{}, store.Message{}, err
+		return handlers.Conversation{}, store.Message{}, err
 	}
 	id, err := messageID(c)
 	if err != nil {
-		return conversation{}, store.Message{}, err
+		return handlers.Conversation{}, store.Message{}, err
 	}
-	m, err := s.db.Message(c.Request().Context(), cv.Place, id)
+	m, err := s.DB().Message(c.Request().Context(), cv.Place, id)
 	return cv, m, err
 }
 
 // creatorOf is the login of cv's creator: a room's, "" for a DM.
-func creatorOf(cv conversation) string {
+func creatorOf(cv handlers.Conversation) string {
 	if cv.Room != nil {
 		return cv.Room.CreatorLogin
 	}
@@ -70,7 +88,7 @@ func creatorOf(cv conversation) string {
 
 // showMessage is the page of one message: edit (for its author), react
 // with any text, delete.
-func (s *Server) showMessage(c echo.Context) error {
+func (s routes) showMessage(c echo.Context) error {
 	cv, m, err := s.messageOf(c)
 	if err != nil {
 		return err
@@ -79,8 +97,8 @@ func (s *Server) showMessage(c echo.Context) error {
 	return s.renderMessagePage(c, http.StatusOK, cv, m, f)
 }
 
-func (s *Server) renderMessagePage(c echo.Context, status int, cv conversation, m store.Message, f views.Form) error {
-	me := MustUser(c)
+func (s routes) renderMessagePage(c echo.Context, status int, cv handlers.Conversation, m store.Message, f views.Form) error {
+	me := handlers.MustUser(c)
 	v := views.MessageView{Message: m, Title: cv.Title, Form: f,
 		CanEdit:   store.CanEdit(m, me.Login) == nil,
 		CanDelete: store.CanDelete(m, me.Login, creatorOf(cv)) == nil}
@@ -91,19 +109,19 @@ func (s *Server) renderMessagePage(c echo.Context, status int, cv conversation, 
 // changed answers a change that was made: nothing for htmx and app.js
 // (the live stream shows it), the message in its conversation otherwise.
 func changed(c echo.Context, to string) error {
-	if IsHTMX(c) {
+	if handlers.IsHTMX(c) {
 		return c.NoContent(http.StatusNoContent)
 	}
 	return c.Redirect(http.StatusSeeOther, to)
 }
 
 // editMessage replaces the text of one's own message.
-func (s *Server) editMessage(c echo.Context) error {
+func (s routes) editMessage(c echo.Context) error {
 	cv, m, err := s.messageOf(c)
 	if err != nil {
 		return err
 	}
-	if err := store.CanEdit(m, MustUser(c).Login); err != nil {
+	if err := store.CanEdit(m, handlers.MustUser(c).Login); err != nil {
 		return err
 	}
 	ctx := c.Request().Context()
@@ -111,18 +129,18 @@ func (s *Server) editMessage(c echo.Context) error {
 	conv := cv.Place.Conversation()
 	var edited store.Message
 	err = s.change(ctx, cv, live.KindEdit, m.ID, func(id gocql.UUID) ([]byte, error) {
-		if edited, err = s.db.EditMessage(ctx, cv.Place, m, content, id); err != nil {
+		if edited, err = s.DB().EditMessage(ctx, cv.Place, m, content, id); err != nil {
 			return nil, err
 		}
 		// Before the event, as for a post: a mention's badge is there
 		// when the page that shows it asks.
-		if err := s.db.UpdateMentions(ctx, conv, m, edited); err != nil {
-			s.log.Warn("update mentions", "conversation", conv.ID, "err", err)
+		if err := s.DB().UpdateMentions(ctx, conv, m, edited); err != nil {
+			s.Log().Warn("update mentions", "conversation", conv.ID, "err", err)
 		}
-		return renderString(views.WithMembers(ctx, conv.Members), views.EditedBody(edited))
+		return handlers.RenderString(views.WithMembers(ctx, conv.Members), views.EditedBody(edited))
 	})
 	if errors.Is(err, store.ErrInvalid) {
-		f := WithErrors(views.Form{Values: map[string]string{"content": content}, Errors: map[string]string{}}, err)
+		f := handlers.WithErrors(views.Form{Values: map[string]string{"content": content}, Errors: map[string]string{}}, err)
 		return s.renderMessagePage(c, http.StatusUnprocessableEntity, cv, m, f)
 	}
 	if err != nil {
@@ -132,17 +150,17 @@ func (s *Server) editMessage(c echo.Context) error {
 }
 
 // deleteMessage deletes a message: one's own, or any in a room one created.
-func (s *Server) deleteMessage(c echo.Context) error {
+func (s routes) deleteMessage(c echo.Context) error {
 	cv, m, err := s.messageOf(c)
 	if err != nil {
 		return err
 	}
-	if err := store.CanDelete(m, MustUser(c).Login, creatorOf(cv)); err != nil {
+	if err := store.CanDelete(m, handlers.MustUser(c).Login, creatorOf(cv)); err != nil {
 		return err
 	}
 	ctx := c.Request().Context()
 	err = s.change(ctx, cv, live.KindDelete, m.ID, func(id gocql.UUID) ([]byte, error) {
-		if err := s.db.DeleteMessage(ctx, cv.Place, m, id); err != nil {
+		if err := s.DB().DeleteMessage(ctx, cv.Place, m, id); err != nil {
 			return nil, err
 		}
 		return []byte(views.MessageID(m)), nil
@@ -150,39 +168,17 @@ func (s *Server) deleteMessage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := s.db.ForgetMessage(ctx, cv.Place, m); err != nil {
-		s.log.Warn("clean up a deleted message", "conversation", cv.ID, "err", err)
+	if err := s.DB().ForgetMessage(ctx, cv.Place, m); err != nil {
+		s.Log().Warn("clean up a deleted message", "conversation", cv.ID, "err", err)
 	}
 	return changed(c, cv.URL+"#latest")
-}
-
-// reactionEvent is a reaction's live event, for app.js: who added (or
-// took back) which reaction to which message, with the change's id, so
-// that the page keeps the newest action of each person.
-type reactionEvent struct {
-	Message string `json:"message"`
-	Emoji   string `json:"emoji"`
-	Login   string `json:"login"`
-	Name    string `json:"name"`
-	Added   bool   `json:"added"`
-	Change  string `json:"change"`
-}
-
-// reactionJSON is ch as its live event's data.
-func reactionJSON(ch store.Change) ([]byte, error) {
-	name := ch.Reactor.Name()
-	if name == "" {
-		name = ch.Reactor.Login
-	}
-	return json.Marshal(reactionEvent{Message: ch.Message.String(), Emoji: ch.Emoji, Login: ch.Reactor.Login,
-		Name: name, Added: ch.Added, Change: ch.ID.String()})
 }
 
 // react adds the caller's reaction (field emoji) to a message, or takes
 // it back (field add=0): the form says which, as the page knows the
 // caller's own reactions, so nothing is read first. The message is not
 // read either: a reaction to an id that names no message is never shown.
-func (s *Server) react(c echo.Context) error {
+func (s routes) react(c echo.Context) error {
 	cv, err := s.memberConversation(c)
 	if err != nil {
 		return err
@@ -194,22 +190,22 @@ func (s *Server) react(c echo.Context) error {
 	if conv := cv.Place.Conversation(); id.Time().Before(conv.Since) || id.Time().After(time.Now().Add(time.Hour)) {
 		return store.ErrNotFound
 	}
-	me := MustUser(c)
+	me := handlers.MustUser(c)
 	ctx := c.Request().Context()
 	emoji, add := c.FormValue("emoji"), c.FormValue("add") != "0"
 	err = s.change(ctx, cv, live.KindReaction, id, func(change gocql.UUID) ([]byte, error) {
-		ch, err := s.db.React(ctx, cv.Place, id, me, emoji, add, change)
+		ch, err := s.DB().React(ctx, cv.Place, id, me, emoji, add, change)
 		if err != nil {
 			return nil, err
 		}
-		return reactionJSON(ch)
+		return handlers.ReactionJSON(ch)
 	})
-	if errors.Is(err, store.ErrInvalid) && !IsHTMX(c) {
-		m, rerr := s.db.Message(ctx, cv.Place, id)
+	if errors.Is(err, store.ErrInvalid) && !handlers.IsHTMX(c) {
+		m, rerr := s.DB().Message(ctx, cv.Place, id)
 		if rerr != nil {
 			return rerr
 		}
-		f := WithErrors(views.Form{Values: map[string]string{"emoji": emoji}, Errors: map[string]string{}}, err)
+		f := handlers.WithErrors(views.Form{Values: map[string]string{"emoji": emoji}, Errors: map[string]string{}}, err)
 		return s.renderMessagePage(c, http.StatusUnprocessableEntity, cv, m, f)
 	}
 	if err != nil {
@@ -224,9 +220,9 @@ func (s *Server) react(c echo.Context) error {
 // instance, runs apply with that id (which writes it and returns its
 // event's data), and publishes it. An error of apply is returned, and
 // nothing is published.
-func (s *Server) change(ctx context.Context, cv conversation, kind string, target gocql.UUID, apply func(id gocql.UUID) ([]byte, error)) error {
-	sl, err := s.live.Reserve(cv.ID, func() (store.Message, error) {
-		return store.Message{ID: s.db.NewChangeID(), Room: cv.ID}, nil
+func (s routes) change(ctx context.Context, cv handlers.Conversation, kind string, target gocql.UUID, apply func(id gocql.UUID) ([]byte, error)) error {
+	sl, err := s.Live().Reserve(cv.ID, func() (store.Message, error) {
+		return store.Message{ID: s.DB().NewChangeID(), Room: cv.ID}, nil
 	})
 	if err != nil {
 		return err
@@ -234,40 +230,10 @@ func (s *Server) change(ctx context.Context, cv conversation, kind string, targe
 	sl.Kind, sl.Target = kind, target
 	html, err := apply(sl.Msg.ID)
 	if err != nil {
-		s.live.Finish(sl, false)
+		s.Live().Finish(sl, false)
 		return err
 	}
 	sl.HTML = html
-	s.live.Finish(sl, true)
+	s.Live().Finish(sl, true)
 	return nil
-}
-
-// renderChange renders a change of in as its live event carried it, for
-// a replay.
-func renderChange(ctx context.Context, in store.Place, ch store.Change) ([]byte, error) {
-	switch ch.Kind {
-	case store.ChangeEdit:
-		m := store.Message{ID: ch.Message, Room: in.Conversation().ID, Content: ch.Content, Edited: ch.ID}
-		return renderString(views.WithMembers(ctx, in.Conversation().Members), views.EditedBody(m))
-	case store.ChangeDelete:
-		return []byte(views.MessageID(store.Message{ID: ch.Message})), nil
-	}
-	return reactionJSON(ch)
-}
-
-// quoted is what "Reply with quote" puts in the composer without
-// JavaScript (?quote=<id>): the message quoted, its author and a link to
-// it; "" when the page was opened without one, or for a message that is
-// not there.
-func (s *Server) quoted(c echo.Context, cv conversation) string {
-	id, err := store.ParseMessageID(c.QueryParam("quote"))
-	if err != nil {
-		return ""
-	}
-	m, err := s.db.Message(c.Request().Context(), cv.Place, id)
-	if err != nil {
-		return ""
-	}
-	link := c.Scheme() + "://" + c.Request().Host + views.Permalink(m)
-	return "> " + strings.ReplaceAll(m.Content, "\n", "\n> ") + "\n\n— " + m.Author.Name() + " " + link + "\n\n"
 }
