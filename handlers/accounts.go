@@ -112,7 +112,7 @@ func (s *Server) login(c echo.Context) error {
 }
 
 func (s *Server) logout(c echo.Context) error {
-	if sess := session(c); sess != nil && sess.ID != "" {
+	if sess := Session(c); sess != nil && sess.ID != "" {
 		sess.Options.MaxAge = -1
 		if err := sess.Save(c.Request(), c.Response()); err != nil {
 			return err

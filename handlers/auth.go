@@ -39,14 +39,14 @@ func (s *Server) loadSession(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-func session(c echo.Context) *sessions.Session {
+func Session(c echo.Context) *sessions.Session {
 	sess, _ := c.Get(ctxSession).(*sessions.Session)
 	return sess
 }
 
 // currentUser is the logged-in user, from the session only.
 func currentUser(c echo.Context) (store.UserRef, bool) {
-	sess := session(c)
+	sess := Session(c)
 	if sess == nil {
 		return store.UserRef{}, false
 	}
@@ -91,7 +91,7 @@ func (s *Server) requireUser(next echo.HandlerFunc) echo.HandlerFunc {
 // logIn starts a new session for u: a fresh id (never the one the visitor
 // came with, against session fixation), the old row deleted.
 func (s *Server) logIn(c echo.Context, u store.User, remember bool) error {
-	old := session(c)
+	old := Session(c)
 	if old != nil && old.ID != "" {
 		login, _ := old.Values[web.KeyLogin].(string)
 		if err := s.db.DeleteSession(c.Request().Context(), login, old.ID); err != nil {

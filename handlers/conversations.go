@@ -81,7 +81,7 @@ func roomConversation(r store.Room, login string) (conversation, error) {
 // conversationByID reads the conversation whose id is id (a room's name
 // or a DM's "dm:" id), as login sees it: ErrNotFound for a room that does
 // not exist or is closed to login, or a DM login is not in.
-func (s *Server) conversationByID(ctx context.Context, login, id string) (conversation, error) {
+func (s *Server) ConversationByID(ctx context.Context, login, id string) (conversation, error) {
 	if address, ok := strings.CutPrefix(id, "dm:"); ok {
 		return s.dmFor(ctx, address, login)
 	}
@@ -94,7 +94,7 @@ func (s *Server) conversationByID(ctx context.Context, login, id string) (conver
 
 // conversationKey is the id of the conversation the path names, before
 // it is read (a stream subscribes first), or "" for a malformed DM address.
-func conversationKey(c echo.Context) string {
+func ConversationKey(c echo.Context) string {
 	if addr := c.Param("logins"); addr != "" {
 		canonical, _, err := store.ParseDMAddress(addr)
 		if err != nil {

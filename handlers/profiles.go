@@ -97,7 +97,7 @@ func (s *Server) changePassword(c echo.Context) error {
 // the ended sessions on every instance.
 func (s *Server) endOtherSessions(c echo.Context, u store.User) error {
 	ctx := c.Request().Context()
-	current := session(c)
+	current := Session(c)
 	ended, err := s.db.EndOtherSessions(ctx, u.Login, current.ID)
 	if err != nil {
 		return err

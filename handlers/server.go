@@ -163,7 +163,7 @@ func New(db *store.Store, metrics *web.Metrics, hub live.Hub, cfg Config, log *s
 	hub.Watch(func(end live.StreamEnd) { s.sessions.Forget(end.Login, end.Room, end.Sessions, end.Except) }, s.sessions.Reset)
 	s.csrf = &web.CSRF{Key: cfg.SessionKey, Secure: s.secureRequest, Streamed: streamedForms,
 		Session: func(c echo.Context) string {
-			if sess := session(c); sess != nil {
+			if sess := Session(c); sess != nil {
 				return sess.ID
 			}
 			return ""
@@ -264,7 +264,6 @@ func (s *Server) Register(e *echo.Echo, modules ...Module) {
 	sending := s.limitUser(s.limits.messages, "sending messages")
 	auth.POST("/rooms/:room/messages", s.postMessage, sending)
 	auth.GET("/rooms/:room/messages", s.olderMessages)
-	auth.GET("/rooms/:room/events", s.roomEvents)
 	auth.GET("/files/:id/:name", s.downloadFile)
 	// A DM is served by the room handlers (see conversationOf); its
 	// address has one spelling, to which the others redirect.
@@ -275,11 +274,8 @@ func (s *Server) Register(e *echo.Echo, modules ...Module) {
 	auth.GET("/dm/:logins", s.showRoom, CanonicalDM)
 	auth.GET("/dm/:logins/messages", s.olderMessages, CanonicalDM)
 	auth.POST("/dm/:logins/messages", s.postMessage, CanonicalDM, sending)
-	auth.GET("/dm/:logins/events", s.roomEvents, CanonicalDM)
 	auth.POST("/rooms/:room/read", s.markRoomRead)
 	auth.GET("/sidebar", s.showSidebar)
-	auth.GET("/events", s.personalEvents)
-	auth.POST("/events/end", s.endPersonalEvents)
 	auth.GET("/mentions", s.listMentions)
 	auth.POST("/dm/:logins/read", s.markRoomRead, CanonicalDM)
 	for _, m := range modules {

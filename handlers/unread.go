@@ -338,7 +338,7 @@ func (s *Server) recordMentions(ctx context.Context, conv store.Conversation, m 
 // open one: their rooms (one read of users.chat_rooms when the stream
 // opens) and, through their own key, their DMs. A failed read watches the
 // DMs only: the sidebar still refreshes on a page load.
-func (s *Server) watchOthers(ctx context.Context, login, open string) *live.ConversationWatch {
+func (s *Server) WatchOthers(ctx context.Context, login, open string) *live.ConversationWatch {
 	var rooms []string
 	if u, err := s.user(ctx, login); err == nil {
 		for _, r := range u.ChatRooms {

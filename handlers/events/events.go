@@ -1,11 +1,11 @@
-// This file owns the routes of the live streams: a conversation's
+// Package events is the routes of the live streams: a conversation's
 // (GET /rooms/:room/events, /dm/:logins/events), and a browser's personal
 // stream (GET /events), which carries the person's own events and the
 // conversations its tabs show. Each parses the request, checks who asks
 // and what they may see, and hands the stream to the live engine
 // (package live), which replays what the page missed and then writes the
 // live events.
-package handlers
+package events
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 	"github.com/gocql/gocql"
 	"github.com/labstack/echo/v4"
 
+	"github.com/killrchat/killrchat/handlers"
 	"github.com/killrchat/killrchat/live"
 	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/views"
@@ -32,9 +33,21 @@ const (
 	replayRetryAfter = "2"
 )
 
+// routes are the live streams' routes, on the core's server.
+type routes struct{ *handlers.Server }
+
+// Register lists the routes of the live streams.
+func Register(srv *handlers.Server, r handlers.Routes) {
+	s := routes{srv}
+	r.Auth.GET("/rooms/:room/events", s.roomEvents)
+	r.Auth.GET("/dm/:logins/events", s.roomEvents, handlers.CanonicalDM)
+	r.Auth.GET("/events", s.personalEvents)
+	r.Auth.POST("/events/end", s.endPersonalEvents)
+}
+
 // roomEvents is the live stream of a room or a DM.
-func (s *Server) roomEvents(c echo.Context) error {
-	me := MustUser(c)
+func (s routes) roomEvents(c echo.Context) error {
+	me := handlers.MustUser(c)
 	after := c.Request().Header.Get("Last-Event-ID")
 	if after == "" {
 		after = c.QueryParam("after")
@@ -50,12 +63,12 @@ func (s *Server) roomEvents(c echo.Context) error {
 
 	// Caps per user and per client IP: a stream over them is refused, and
 	// the ones already open are left alone.
-	st, err := s.live.Open(me.Login, c.RealIP(), web.SessionDigest(session(c).ID), since)
+	st, err := s.Live().Open(me.Login, c.RealIP(), web.SessionDigest(handlers.Session(c).ID), since)
 	if err != nil {
 		return refuseStream(c, err)
 	}
 	defer st.Close()
-	st.OnEnd(s.endAtExpiry(me.Login, session(c).ID))
+	st.OnEnd(s.endAtExpiry(me.Login, handlers.Session(c).ID))
 	if err := st.TakeReplay(c.Request().Context()); err != nil {
 		if errors.Is(err, live.ErrReplaysBusy) {
 			return s.refuseReplay(c)
@@ -63,7 +76,7 @@ func (s *Server) roomEvents(c echo.Context) error {
 		return err
 	}
 
-	key := conversationKey(c)
+	key := handlers.ConversationKey(c)
 	st.Subscribe(key)
 	cv, err := s.ConversationOf(c)
 	if err != nil {
@@ -77,10 +90,10 @@ func (s *Server) roomEvents(c echo.Context) error {
 		// are published under the stored one.
 		st.Subscribe(cv.ID)
 	}
-	InConversation(c, cv.Place.Conversation())
+	handlers.InConversation(c, cv.Place.Conversation())
 	ctx := c.Request().Context()
 	st.Resume(cv.ID, cv.Place, since, ctx)
-	st.Watch(s.watchOthers(ctx, me.Login, cv.ID))
+	st.Watch(s.WatchOthers(ctx, me.Login, cv.ID))
 	res := c.Response()
 	st.Run(ctx, res, func() { res.Status, res.Committed = http.StatusOK, true })
 	return nil
@@ -166,8 +179,8 @@ func validBrowserKey(b string) bool {
 // count browsers, not tabs. A conversation the person may not read, or
 // that is gone, is refused on the stream itself (stream-end, or
 // room-deleted, for that conversation), and the others carried on.
-func (s *Server) personalEvents(c echo.Context) error {
-	me := MustUser(c)
+func (s routes) personalEvents(c echo.Context) error {
+	me := handlers.MustUser(c)
 	want, err := parseCarried(c.QueryParams()["c"])
 	if err != nil {
 		return err
@@ -177,19 +190,19 @@ func (s *Server) personalEvents(c echo.Context) error {
 		return errBadCarried
 	}
 	web.LiftDeadlines(c) // a stream outlives the server's read and write timeouts
-	st, err := s.live.OpenPersonal(me.Login, c.RealIP(), web.SessionDigest(session(c).ID), browser)
+	st, err := s.Live().OpenPersonal(me.Login, c.RealIP(), web.SessionDigest(handlers.Session(c).ID), browser)
 	if err != nil {
 		return refuseStream(c, err)
 	}
 	defer st.Close()
-	st.OnEnd(s.endAtExpiry(me.Login, session(c).ID))
+	st.OnEnd(s.endAtExpiry(me.Login, handlers.Session(c).ID))
 	// Subscribe first, then read, as for a conversation's stream.
 	for _, w := range want {
 		st.Subscribe(w.id)
 	}
 	ctx := c.Request().Context()
 	for _, w := range want {
-		cv, err := s.conversationByID(ctx, me.Login, w.id)
+		cv, err := s.ConversationByID(ctx, me.Login, w.id)
 		switch {
 		case errors.Is(err, store.ErrNotFound):
 			st.Unsubscribe(w.id)
@@ -209,7 +222,7 @@ func (s *Server) personalEvents(c echo.Context) error {
 		}
 		return err
 	}
-	st.Watch(s.watchOthers(ctx, me.Login, ""))
+	st.Watch(s.WatchOthers(ctx, me.Login, ""))
 	res := c.Response()
 	st.Run(ctx, res, func() { res.Status, res.Committed = http.StatusOK, true })
 	return nil
@@ -222,20 +235,20 @@ func (s *Server) personalEvents(c echo.Context) error {
 // sends this as a beacon. On this instance only: a stream held by another
 // ends when the browser's next stream (same key) replaces it, or its
 // socket closes.
-func (s *Server) endPersonalEvents(c echo.Context) error {
+func (s routes) endPersonalEvents(c echo.Context) error {
 	browser := c.FormValue("b")
 	if browser == "" || !validBrowserKey(browser) {
 		return errBadCarried
 	}
-	s.live.EndBrowser(MustUser(c).Login, browser)
+	s.Live().EndBrowser(handlers.MustUser(c).Login, browser)
 	return c.NoContent(http.StatusNoContent)
 }
 
 // refuseReplay answers a replay that found no free slot in time: 503 with
 // Retry-After. It renders the page itself rather than through
 // handleError, which would log each refusal of an overload as an error.
-func (s *Server) refuseReplay(c echo.Context) error {
-	s.log.Debug("sse: refused a replay, every replay slot is busy", "room", conversationKey(c), "login", MustUser(c).Login)
+func (s routes) refuseReplay(c echo.Context) error {
+	s.Log().Debug("sse: refused a replay, every replay slot is busy", "room", handlers.ConversationKey(c), "login", handlers.MustUser(c).Login)
 	c.Response().Header().Set("Retry-After", replayRetryAfter)
 	const status = http.StatusServiceUnavailable
 	return s.Render(c, status, views.Page{Title: http.StatusText(status)}, views.ErrorView(views.ErrorPage{
@@ -250,7 +263,7 @@ func (s *Server) refuseReplay(c echo.Context) error {
 // request's path, and again once that has passed (a session extended by
 // another tab meanwhile is waited for again). It returns the func that
 // stops it.
-func (s *Server) endAtExpiry(login, id string) (stop func()) {
+func (s routes) endAtExpiry(login, id string) (stop func()) {
 	if id == "" {
 		return func() {}
 	}
@@ -262,7 +275,7 @@ func (s *Server) endAtExpiry(login, id string) (stop func()) {
 	)
 	check = func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		ttl, err := s.db.SessionTTL(ctx, id)
+		ttl, err := s.DB().SessionTTL(ctx, id)
 		cancel()
 		mu.Lock()
 		defer mu.Unlock()
