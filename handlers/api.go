@@ -19,12 +19,19 @@ import (
 
 // Routes are the groups and limiters a module registers its routes with.
 type Routes struct {
+	// Public holds every page's routes: the session is loaded if there
+	// is one, the CSRF token checked.
+	Public *echo.Group
 	// Auth holds the routes of signed-in people: the session is loaded
 	// and required, the CSRF token checked, names canonical.
 	Auth *echo.Group
 	// Sending limits posting, editing and reacting per person;
 	// Membership limits joining, leaving, adding and inviting.
 	Sending, Membership echo.MiddlewareFunc
+	// SignIn limits login and sign-up attempts per client address;
+	// Passwords limit password changes per address and per person.
+	SignIn    echo.MiddlewareFunc
+	Passwords []echo.MiddlewareFunc
 }
 
 // Conversation is the room or DM a request names, as ConversationOf reads

@@ -30,7 +30,7 @@ func (s *Server) loadSession(next echo.HandlerFunc) echo.HandlerFunc {
 			return err // the database is down: 503, not "logged out"
 		}
 		c.Set(ctxSession, sess)
-		if _, ok := currentUser(c); ok && web.Stale(sess) {
+		if _, ok := CurrentUser(c); ok && web.Stale(sess) {
 			if err := sess.Save(c.Request(), c.Response()); err != nil {
 				s.log.Warn("session: extend", "err", err)
 			}
@@ -45,7 +45,7 @@ func Session(c echo.Context) *sessions.Session {
 }
 
 // currentUser is the logged-in user, from the session only.
-func currentUser(c echo.Context) (store.UserRef, bool) {
+func CurrentUser(c echo.Context) (store.UserRef, bool) {
 	sess := Session(c)
 	if sess == nil {
 		return store.UserRef{}, false
@@ -61,7 +61,7 @@ func currentUser(c echo.Context) (store.UserRef, bool) {
 
 // mustUser is currentUser behind requireUser, where a user is certain.
 func MustUser(c echo.Context) store.UserRef {
-	u, _ := currentUser(c)
+	u, _ := CurrentUser(c)
 	return u
 }
 
@@ -69,7 +69,7 @@ func MustUser(c echo.Context) store.UserRef {
 // them back afterwards.
 func (s *Server) requireUser(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		if _, ok := currentUser(c); ok {
+		if _, ok := CurrentUser(c); ok {
 			return next(c)
 		}
 		target := "/"
@@ -90,14 +90,14 @@ func (s *Server) requireUser(next echo.HandlerFunc) echo.HandlerFunc {
 
 // logIn starts a new session for u: a fresh id (never the one the visitor
 // came with, against session fixation), the old row deleted.
-func (s *Server) logIn(c echo.Context, u store.User, remember bool) error {
+func (s *Server) LogIn(c echo.Context, u store.User, remember bool) error {
 	old := Session(c)
 	if old != nil && old.ID != "" {
 		login, _ := old.Values[web.KeyLogin].(string)
 		if err := s.db.DeleteSession(c.Request().Context(), login, old.ID); err != nil {
 			return err
 		}
-		if oldUser, ok := currentUser(c); ok {
+		if oldUser, ok := CurrentUser(c); ok {
 			s.EndStreams(c.Request().Context(), live.StreamEnd{Login: oldUser.Login, Sessions: []string{old.ID}})
 		}
 	}
@@ -121,7 +121,7 @@ func (s *Server) logIn(c echo.Context, u store.User, remember bool) error {
 
 // safeNext returns next if it is a path on this site, else "/": no open
 // redirects through ?next=.
-func safeNext(next string) string {
+func SafeNext(next string) string {
 	if next == "" || !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") ||
 		strings.ContainsAny(next, "\\\r\n\t") {
 		return "/"

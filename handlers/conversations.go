@@ -107,12 +107,12 @@ func ConversationKey(c echo.Context) string {
 
 // dmConversation is d as seen by login.
 func dmConversation(d store.DM, login string) conversation {
-	return conversation{Place: d, ID: d.Conversation().ID, URL: dmURL(d.Address), Title: DMTitle(d, login), DM: &d}
+	return conversation{Place: d, ID: d.Conversation().ID, URL: DMURL(d.Address), Title: DMTitle(d, login), DM: &d}
 }
 
 // dmURL is the page of the DM at a canonical address; its logins are valid
 // names (letters, digits, '_', '.', '-') and '+', none of which needs escaping.
-func dmURL(address string) string { return "/dm/" + address }
+func DMURL(address string) string { return "/dm/" + address }
 
 // dmTitle names a DM after its members other than login.
 func DMTitle(d store.DM, login string) string {
@@ -138,7 +138,7 @@ func CanonicalDM(next echo.HandlerFunc) echo.HandlerFunc {
 			return next(c)
 		}
 		if m := c.Request().Method; m == http.MethodGet || m == http.MethodHead {
-			path := dmURL(canonical) + strings.TrimPrefix(c.Path(), "/dm/:logins")
+			path := DMURL(canonical) + strings.TrimPrefix(c.Path(), "/dm/:logins")
 			return c.Redirect(http.StatusMovedPermanently, path+query(c))
 		}
 		names, values := c.ParamNames(), c.ParamValues()
@@ -168,7 +168,7 @@ func (s *Server) roomView(c echo.Context, cv conversation) views.RoomView {
 func MessageLink(conv string, id gocql.UUID) string {
 	at := "?at=" + url.QueryEscape(id.String()) + "#msg-" + id.String()
 	if address, ok := strings.CutPrefix(conv, "dm:"); ok {
-		return dmURL(address) + at
+		return DMURL(address) + at
 	}
 	return RoomURL(conv) + at
 }

@@ -90,7 +90,7 @@ func (s *Server) startDM(c echo.Context) error {
 		}
 		return s.Render(c, http.StatusUnprocessableEntity, views.Page{Title: "New direct message"}, views.NewDMView(v))
 	}
-	return Redirect(c, dmURL(address)+"#latest")
+	return Redirect(c, DMURL(address)+"#latest")
 }
 
 // dmAddressOf is the canonical address of the DM between me and logins,
@@ -183,7 +183,7 @@ func (s *Server) suggestions(c echo.Context, typed string) ([]views.Suggestion, 
 		if err != nil {
 			continue // too many people typed, or a malformed word: nothing to open
 		}
-		out = append(out, views.Suggestion{Person: p, URL: dmURL(address)})
+		out = append(out, views.Suggestion{Person: p, URL: DMURL(address)})
 	}
 	slices.SortFunc(out, func(a, b views.Suggestion) int { return strings.Compare(a.Person.Login, b.Person.Login) })
 	return out[:min(len(out), maxSuggestions)], nil

@@ -90,7 +90,7 @@ func (s *Server) createRoom(c echo.Context) error {
 	// The creator's list of rooms changed (or may have, on an error).
 	s.Invalidate(c.Request().Context(), live.Invalidation{Users: []string{me.Login}})
 	if err != nil {
-		if !formError(err) {
+		if !FormError(err) {
 			return err
 		}
 		f = WithErrors(f, err)
@@ -98,7 +98,7 @@ func (s *Server) createRoom(c echo.Context) error {
 			// Said once, beside the field.
 			f.Errors["room_name"], f.Error = "This room name is taken.", ""
 		}
-		return s.Render(c, formStatus(err), views.Page{Title: "New room"}, views.NewRoomView(f))
+		return s.Render(c, FormStatus(err), views.Page{Title: "New room"}, views.NewRoomView(f))
 	}
 	return Redirect(c, RoomURL(r.Name))
 }

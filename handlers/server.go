@@ -239,20 +239,8 @@ func (s *Server) Register(e *echo.Echo, modules ...Module) {
 	e.GET("/static/*", s.staticFiles())
 
 	app := e.Group("", s.loadSession, s.csrf.Check)
-	limited := s.rateLimit()
-	app.GET("/signup", s.showSignup)
-	app.POST("/signup", s.signup, limited)
-	app.GET("/login", s.showLogin)
-	app.POST("/login", s.login, limited)
-	app.POST("/logout", s.logout)
-
 	auth := app.Group("", s.requireUser, canonicalNames)
 	auth.GET("/", s.home)
-	auth.GET("/users/:login", s.showUser)
-	auth.GET("/profile", s.showProfile)
-	auth.POST("/profile", s.updateProfile)
-	auth.POST("/profile/password", s.changePassword,
-		s.limitIP(s.limits.passwordIP, "trying passwords"), s.limitUser(s.limits.passwordUser, "trying passwords"))
 	auth.GET("/rooms", s.listRooms)
 	auth.GET("/rooms/new", s.newRoom)
 	auth.POST("/rooms", s.createRoom, s.limitUser(s.limits.rooms, "creating rooms"))
@@ -278,8 +266,10 @@ func (s *Server) Register(e *echo.Echo, modules ...Module) {
 	auth.GET("/sidebar", s.showSidebar)
 	auth.GET("/mentions", s.listMentions)
 	auth.POST("/dm/:logins/read", s.markRoomRead, CanonicalDM)
+	passwords := []echo.MiddlewareFunc{
+		s.limitIP(s.limits.passwordIP, "trying passwords"), s.limitUser(s.limits.passwordUser, "trying passwords")}
 	for _, m := range modules {
-		m(s, Routes{Auth: auth, Sending: sending, Membership: membership})
+		m(s, Routes{Public: app, Auth: auth, SignIn: s.rateLimit(), Passwords: passwords, Sending: sending, Membership: membership})
 	}
 }
 
@@ -358,7 +348,7 @@ func (s *Server) RenderRaw(c echo.Context, status int, comp templ.Component) err
 	var buf bytes.Buffer
 	c.Response().Header().Add("Vary", "HX-Request")
 	ctx := views.WithCSRF(c.Request().Context(), web.Token(c))
-	if u, ok := currentUser(c); ok {
+	if u, ok := CurrentUser(c); ok {
 		// Rendered for this person alone: their mentions are highlighted.
 		ctx = views.WithViewer(ctx, u.Login)
 	}
@@ -371,7 +361,7 @@ func (s *Server) RenderRaw(c echo.Context, status int, comp templ.Component) err
 // fillPage adds what the layout needs: the user, the sidebar and the token.
 func (s *Server) fillPage(c echo.Context, page views.Page) views.Page {
 	page.CSRF = web.Token(c)
-	if u, ok := currentUser(c); ok {
+	if u, ok := CurrentUser(c); ok {
 		page.User = &u
 		if page.Unread == nil {
 			s.readSidebar(c.Request().Context(), u.Login, "").fill(&page)

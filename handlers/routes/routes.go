@@ -6,6 +6,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/killrchat/killrchat/handlers"
+	"github.com/killrchat/killrchat/handlers/accounts"
 	"github.com/killrchat/killrchat/handlers/changes"
 	"github.com/killrchat/killrchat/handlers/events"
 	"github.com/killrchat/killrchat/handlers/members"
@@ -13,7 +14,7 @@ import (
 )
 
 // Modules are the route modules, each a package of handlers/.
-var Modules = []handlers.Module{search.Register, members.Register, changes.Register, events.Register}
+var Modules = []handlers.Module{accounts.Register, search.Register, members.Register, changes.Register, events.Register}
 
 // Register installs the middleware and every route of srv on e.
 func Register(e *echo.Echo, srv *handlers.Server) { srv.Register(e, Modules...) }

@@ -1,0 +1,207 @@
+// Package accounts is people's accounts over HTTP: sign-up, login and
+// logout, profiles (one's own, to edit, and others', as a page or a hover
+// card) and password changes.
+package accounts
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/killrchat/killrchat/handlers"
+	"github.com/killrchat/killrchat/live"
+	"github.com/killrchat/killrchat/store"
+	"github.com/killrchat/killrchat/views"
+	"github.com/killrchat/killrchat/web"
+)
+
+// routes are the accounts' routes, on the core's server.
+type routes struct{ *handlers.Server }
+
+// Register lists the accounts' routes.
+func Register(srv *handlers.Server, r handlers.Routes) {
+	s := routes{srv}
+	r.Public.GET("/signup", s.showSignup)
+	r.Public.POST("/signup", s.signup, r.SignIn)
+	r.Public.GET("/login", s.showLogin)
+	r.Public.POST("/login", s.login, r.SignIn)
+	r.Public.POST("/logout", s.logout)
+	r.Auth.GET("/users/:login", s.showUser)
+	r.Auth.GET("/profile", s.showProfile)
+	r.Auth.POST("/profile", s.updateProfile)
+	r.Auth.POST("/profile/password", s.changePassword, r.Passwords...)
+}
+
+func (s routes) showSignup(c echo.Context) error {
+	if _, ok := handlers.CurrentUser(c); ok {
+		return c.Redirect(http.StatusSeeOther, "/")
+	}
+	f := views.Form{Values: map[string]string{"next": handlers.SafeNext(c.QueryParam("next"))}}
+	return s.Render(c, http.StatusOK, views.Page{Title: "Sign up"}, views.SignupView(f))
+}
+
+func (s routes) signup(c echo.Context) error {
+	f := handlers.FormOf(c, "login", "firstname", "lastname", "email", "bio", "next")
+	u, err := s.DB().CreateUser(c.Request().Context(), store.SignUp{
+		Login: f.Value("login"), Password: c.FormValue("password"), PasswordConfirm: c.FormValue("password_confirm"),
+		Firstname: f.Value("firstname"), Lastname: f.Value("lastname"), Email: f.Value("email"), Bio: f.Value("bio"),
+	})
+	if err != nil {
+		if !handlers.FormError(err) {
+			return err
+		}
+		f = handlers.WithErrors(f, err)
+		if errors.Is(err, store.ErrUserExists) {
+			// Said once, beside the field.
+			f.Errors["login"], f.Error = "This login is taken.", ""
+		}
+		return s.Render(c, handlers.FormStatus(err), views.Page{Title: "Sign up"}, views.SignupView(f))
+	}
+	if err := s.LogIn(c, u, false); err != nil {
+		return err
+	}
+	next := handlers.SafeNext(f.Value("next"))
+	if next == "/" {
+		next = "/?notice=welcome"
+	}
+	return handlers.Redirect(c, next)
+}
+
+func (s routes) showLogin(c echo.Context) error {
+	if _, ok := handlers.CurrentUser(c); ok {
+		return c.Redirect(http.StatusSeeOther, handlers.SafeNext(c.QueryParam("next")))
+	}
+	f := views.Form{Values: map[string]string{"next": handlers.SafeNext(c.QueryParam("next"))}}
+	return s.Render(c, http.StatusOK, views.Page{Title: "Log in"}, views.LoginView(f))
+}
+
+func (s routes) login(c echo.Context) error {
+	f := handlers.FormOf(c, "login", "next")
+	f.Errors = map[string]string{}
+	u, err := s.DB().Authenticate(c.Request().Context(), f.Value("login"), c.FormValue("password"))
+	if err != nil {
+		if !handlers.FormError(err) {
+			return err
+		}
+		f.Error = "Wrong login or password."
+		return s.Render(c, http.StatusUnauthorized, views.Page{Title: "Log in"}, views.LoginView(f))
+	}
+	if err := s.LogIn(c, u, c.FormValue("remember_me") != ""); err != nil {
+		return err
+	}
+	return handlers.Redirect(c, handlers.SafeNext(f.Value("next")))
+}
+
+func (s routes) logout(c echo.Context) error {
+	if sess := handlers.Session(c); sess != nil && sess.ID != "" {
+		sess.Options.MaxAge = -1
+		if err := sess.Save(c.Request(), c.Response()); err != nil {
+			return err
+		}
+		// The streams this session opened stop too, on every instance;
+		// the person's other sessions keep theirs.
+		if u, ok := handlers.CurrentUser(c); ok {
+			s.EndStreams(c.Request().Context(), live.StreamEnd{Login: u.Login, Sessions: []string{sess.ID}})
+		}
+	}
+	return handlers.Redirect(c, "/login?notice=logged-out")
+}
+
+func (s routes) showUser(c echo.Context) error {
+	u, err := s.DB().User(c.Request().Context(), c.Param("login"))
+	if err != nil {
+		return err
+	}
+	me := handlers.MustUser(c)
+	p := views.Profile{User: u, Own: u.Login == me.Login}
+	if !p.Own {
+		if address, err := store.DMAddress([]string{me.Login, u.Login}); err == nil {
+			p.MessageURL = handlers.DMURL(address)
+		}
+	}
+	if handlers.IsHTMX(c) {
+		return s.RenderRaw(c, http.StatusOK, views.HoverCard(p))
+	}
+	return s.Render(c, http.StatusOK, views.Page{Title: u.Name()}, views.ProfileView(p))
+}
+
+func (s routes) profileEdit(c echo.Context) (views.ProfileEdit, error) {
+	u, err := s.DB().User(c.Request().Context(), handlers.MustUser(c).Login)
+	if err != nil {
+		return views.ProfileEdit{}, err
+	}
+	return views.ProfileEdit{
+		User:     u,
+		Form:     views.Form{Values: map[string]string{"email": u.Email, "bio": u.Bio}, Errors: map[string]string{}},
+		Password: views.Form{Values: map[string]string{}, Errors: map[string]string{}},
+	}, nil
+}
+
+func (s routes) showProfile(c echo.Context) error {
+	p, err := s.profileEdit(c)
+	if err != nil {
+		return err
+	}
+	if c.QueryParam("saved") != "" {
+		p.Saved = "Your changes are saved."
+	}
+	return s.Render(c, http.StatusOK, views.Page{Title: "Your profile"}, views.ProfileEditView(p))
+}
+
+func (s routes) updateProfile(c echo.Context) error {
+	p, err := s.profileEdit(c)
+	if err != nil {
+		return err
+	}
+	p.Form = handlers.FormOf(c, "email", "bio")
+	err = s.DB().UpdateProfile(c.Request().Context(), p.User.Login, p.Form.Value("email"), p.Form.Value("bio"))
+	s.Invalidate(c.Request().Context(), live.Invalidation{Users: []string{p.User.Login}})
+	if err != nil {
+		if !handlers.FormError(err) {
+			return err
+		}
+		return s.Render(c, handlers.FormStatus(err), views.Page{Title: "Your profile"}, views.ProfileEditView(
+			views.ProfileEdit{User: p.User, Form: handlers.WithErrors(p.Form, err), Password: p.Password}))
+	}
+	return handlers.Redirect(c, "/profile?saved=1")
+}
+
+func (s routes) changePassword(c echo.Context) error {
+	p, err := s.profileEdit(c)
+	if err != nil {
+		return err
+	}
+	err = s.DB().ChangePassword(c.Request().Context(), p.User.Login,
+		c.FormValue("old_password"), c.FormValue("password"), c.FormValue("password_confirm"))
+	if err != nil {
+		if !handlers.FormError(err) {
+			return err
+		}
+		p.Password = handlers.WithErrors(p.Password, err)
+		return s.Render(c, handlers.FormStatus(err), views.Page{Title: "Your profile"}, views.ProfileEditView(p))
+	}
+	if err := s.EndOtherSessions(c, p.User); err != nil {
+		return err
+	}
+	return handlers.Redirect(c, "/profile?saved=1")
+}
+
+// endOtherSessions ends every session of u but this one, which gets a new
+// id (whoever knew the old one is out too), and closes the live streams of
+// the ended sessions on every instance.
+func (s routes) EndOtherSessions(c echo.Context, u store.User) error {
+	ctx := c.Request().Context()
+	current := handlers.Session(c)
+	ended, err := s.DB().EndOtherSessions(ctx, u.Login, current.ID)
+	if err != nil {
+		return err
+	}
+	remember, _ := current.Values[web.KeyRemember].(bool)
+	ended = append(ended, current.ID)
+	if err := s.LogIn(c, u, remember); err != nil {
+		return err
+	}
+	s.EndStreams(ctx, live.StreamEnd{Login: u.Login, Sessions: ended})
+	return nil
+}
