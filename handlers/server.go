@@ -256,9 +256,6 @@ func (s *Server) Register(e *echo.Echo, modules ...Module) {
 	// A DM is served by the room handlers (see conversationOf); its
 	// address has one spelling, to which the others redirect.
 	auth.GET("/dm", s.listDMs)
-	auth.GET("/dm/new", s.newDM)
-	auth.POST("/dm", s.startDM)
-	auth.GET("/dm/new/suggestions", s.suggestPeople)
 	auth.GET("/dm/:logins", s.showRoom, CanonicalDM)
 	auth.GET("/dm/:logins/messages", s.olderMessages, CanonicalDM)
 	auth.POST("/dm/:logins/messages", s.postMessage, CanonicalDM, sending)

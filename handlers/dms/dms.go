@@ -1,81 +1,53 @@
-// This file owns what is only a DM's: the list of a person's direct
-// messages, starting one (by logins, with suggestions) and the sidebar's
-// recent DMs. A DM's page, messages and stream are the room handlers'
-// (see conversations.go).
-package handlers
+// Package dms is what is only a DM's: the list of a person's direct
+// messages, and starting one (by logins, with suggestions). A DM's page,
+// messages and stream are the conversations' (see handlers'
+// conversations.go), and the sidebar's recent DMs the core's.
+package dms
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net/http"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/killrchat/killrchat/handlers"
 	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/views"
 )
 
-const (
-	// sidebarDMCount is how many recent DMs the sidebar lists.
-	sidebarDMCount = 10
-	// maxSuggestions bounds the people suggested for a new DM.
-	maxSuggestions = 10
-)
+// maxSuggestions bounds the people suggested for a new DM.
+const maxSuggestions = 10
 
-// listDMs is the person's direct messages, most recent activity first.
-func (s *Server) listDMs(c echo.Context) error {
-	me := MustUser(c)
-	ctx := c.Request().Context()
-	page := views.Page{Title: "Direct messages"}
-	var entries []store.DMEntry
-	if IsHTMX(c) {
-		var err error
-		if entries, err = s.db.DMList(ctx, me.Login); err != nil {
-			return err
-		}
-	} else {
-		// The sidebar's reads serve the page: its DM list is the rows,
-		// its unread counts their badges. The list is read once.
-		sb := s.readSidebar(ctx, me.Login, "")
-		if sb.dmErr != nil {
-			return sb.dmErr
-		}
-		entries = sb.entries
-		sb.fill(&page)
-		page = s.fillPage(c, page)
-	}
-	l := views.DMList{Now: time.Now()}
-	for _, e := range entries {
-		cv := dmConversation(e.DM, me.Login)
-		l.Rows = append(l.Rows, views.DMRow{
-			ID: cv.ID, URL: cv.URL, Title: cv.Title, Members: e.DM.Members,
-			LastAuthor: e.LastAuthor, LastExcerpt: e.LastExcerpt, LastTime: e.LastID.Time(),
-			Unread: page.Unread[cv.ID],
-		})
-	}
-	return s.Render(c, http.StatusOK, page, views.DMListView(l))
+// routes are the DM routes, on the core's server.
+type routes struct{ *handlers.Server }
+
+// Register lists the DM routes of this package.
+func Register(srv *handlers.Server, r handlers.Routes) {
+	s := routes{srv}
+	r.Auth.GET("/dm/new", s.newDM)
+	r.Auth.POST("/dm", s.startDM)
+	r.Auth.GET("/dm/new/suggestions", s.suggestPeople)
 }
 
 // newDM is the form to start a DM, suggesting people who share a room
 // with the person.
-func (s *Server) newDM(c echo.Context) error {
+func (s routes) newDM(c echo.Context) error {
 	v := views.NewDM{Form: views.Form{Values: map[string]string{}, Errors: map[string]string{}}}
 	var err error
 	if v.Suggestions, err = s.suggestions(c, ""); err != nil {
 		return err
 	}
-	return s.Render(c, http.StatusOK, views.Page{Title: "New direct message"}, views.NewDMView(v))
+	return s.Render(c, http.StatusOK, views.Page{Title: "handlers.New direct message"}, views.NewDMView(v))
 }
 
 // startDM opens the DM with the people typed in "to" (logins separated by
 // spaces or commas; the person is added): 303 to its canonical address, or
 // the form again with what is wrong.
-func (s *Server) startDM(c echo.Context) error {
-	me := MustUser(c)
+func (s routes) startDM(c echo.Context) error {
+	me := handlers.MustUser(c)
 	to := c.FormValue("to")
 	f := views.Form{Values: map[string]string{"to": to}, Errors: map[string]string{}}
 	address, err := s.dmAddressOf(c, me.Login, splitLogins(to))
@@ -88,16 +60,16 @@ func (s *Server) startDM(c echo.Context) error {
 		if v.Suggestions, err = s.suggestions(c, ""); err != nil {
 			return err
 		}
-		return s.Render(c, http.StatusUnprocessableEntity, views.Page{Title: "New direct message"}, views.NewDMView(v))
+		return s.Render(c, http.StatusUnprocessableEntity, views.Page{Title: "handlers.New direct message"}, views.NewDMView(v))
 	}
-	return Redirect(c, DMURL(address)+"#latest")
+	return handlers.Redirect(c, handlers.DMURL(address)+"#latest")
 }
 
 // dmAddressOf is the canonical address of the DM between me and logins,
 // all of whom have accounts: a ValidationError-like ErrInvalid for a
 // malformed login or a wrong number of people, ErrNotFound naming the
 // logins without an account.
-func (s *Server) dmAddressOf(c echo.Context, me string, logins []string) (string, error) {
+func (s routes) dmAddressOf(c echo.Context, me string, logins []string) (string, error) {
 	if len(logins) == 0 {
 		return "", fmt.Errorf("type at least one login: %w", store.ErrInvalid)
 	}
@@ -111,7 +83,7 @@ func (s *Server) dmAddressOf(c echo.Context, me string, logins []string) (string
 		return "", fmt.Errorf("a conversation has %d to %d people, you included: %w", store.MinDMMembers, store.MaxDMMembers, store.ErrInvalid)
 	}
 	members := strings.Split(address, "+")
-	refs, err := s.db.UserRefs(c.Request().Context(), members)
+	refs, err := s.DB().UserRefs(c.Request().Context(), members)
 	if err != nil {
 		return "", err
 	}
@@ -144,7 +116,7 @@ func splitLogins(typed string) []string {
 }
 
 // suggestPeople is the htmx fragment of suggestions for what is typed in "to".
-func (s *Server) suggestPeople(c echo.Context) error {
+func (s routes) suggestPeople(c echo.Context) error {
 	list, err := s.suggestions(c, c.QueryParam("to"))
 	if err != nil {
 		return err
@@ -158,9 +130,9 @@ func (s *Server) suggestPeople(c echo.Context) error {
 // people the person shares a room or a DM with (two reads: the rooms in one
 // IN query, the DM list in one partition) whose login or name contains the
 // word, and whoever has exactly that login (one read by key).
-func (s *Server) suggestions(c echo.Context, typed string) ([]views.Suggestion, error) {
+func (s routes) suggestions(c echo.Context, typed string) ([]views.Suggestion, error) {
 	ctx := c.Request().Context()
-	me := MustUser(c)
+	me := handlers.MustUser(c)
 	words := splitLogins(typed)
 	var word string
 	if len(words) > 0 && !strings.ContainsAny(typed[len(typed)-1:], " ,;\t") {
@@ -176,66 +148,15 @@ func (s *Server) suggestions(c echo.Context, typed string) ([]views.Suggestion, 
 	}
 	var out []views.Suggestion
 	for _, p := range people {
-		if !Matches(p, word) {
+		if !handlers.Matches(p, word) {
 			continue
 		}
 		address, err := store.DMAddress(append([]string{me.Login, p.Login}, words...))
 		if err != nil {
 			continue // too many people typed, or a malformed word: nothing to open
 		}
-		out = append(out, views.Suggestion{Person: p, URL: DMURL(address)})
+		out = append(out, views.Suggestion{Person: p, URL: handlers.DMURL(address)})
 	}
 	slices.SortFunc(out, func(a, b views.Suggestion) int { return strings.Compare(a.Person.Login, b.Person.Login) })
 	return out[:min(len(out), maxSuggestions)], nil
-}
-
-// acquaintances are the people login shares a room or a DM with (two
-// reads: the rooms in one IN query, the DM list in one partition), and
-// whoever has exactly the login word (one read by key), by login.
-func (s *Server) Acquaintances(ctx context.Context, login, word string) (map[string]store.UserRef, error) {
-	people := map[string]store.UserRef{}
-	rooms, err := s.MyRooms(ctx, login)
-	if err != nil {
-		return nil, err
-	}
-	for _, r := range rooms {
-		for l, p := range r.Participants {
-			people[l] = p
-		}
-	}
-	dms, err := s.db.DMList(ctx, login)
-	if err != nil {
-		return nil, err
-	}
-	for _, e := range dms {
-		for _, p := range e.DM.Members {
-			people[p.Login] = p
-		}
-	}
-	if word != "" && store.ValidName(word) {
-		if u, err := s.user(ctx, word); err == nil {
-			people[u.Login] = u.Ref()
-		} else if !errors.Is(err, store.ErrNotFound) {
-			return nil, err
-		}
-	}
-	return people, nil
-}
-
-// matches reports whether p's login or name contains word (lower-case);
-// every one matches "".
-func Matches(p store.UserRef, word string) bool {
-	return word == "" || strings.Contains(p.Login, word) || strings.Contains(strings.ToLower(p.Name()), word)
-}
-
-// recentOrUnread keeps the sidebarDMCount newest DMs and any older one
-// with unread messages, so an unread DM is never out of sight.
-func recentOrUnread(dms []views.SidebarDM, unread map[string]int) []views.SidebarDM {
-	out := dms[:0:0]
-	for i, d := range dms {
-		if i < sidebarDMCount || unread[d.ID] > 0 {
-			out = append(out, d)
-		}
-	}
-	return out
 }
