@@ -8,12 +8,15 @@
 package handlers
 
 import (
+	"context"
 	"log/slog"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/killrchat/killrchat/live"
 	"github.com/killrchat/killrchat/store"
+	"github.com/killrchat/killrchat/views"
 	"github.com/killrchat/killrchat/web"
 )
 
@@ -59,3 +62,51 @@ func (s *Server) Sign(name string, value any) (string, error) { return s.pages.E
 
 // Unsign reads a token of Sign into dst, or fails.
 func (s *Server) Unsign(name, token string, dst any) error { return s.pages.Decode(name, token, dst) }
+
+// UploadHandler takes a multipart post of the composer in a conversation:
+// composer renders the composer with a form's errors (422); back is where
+// a plain form goes next.
+type UploadHandler func(c echo.Context, in store.Place, composer func(views.Form) error, back string) error
+
+// HandleUploads has h take the conversations' multipart posts (the files
+// module); without one they are refused with 415.
+func (s *Server) HandleUploads(h UploadHandler) { s.uploadFiles = h }
+
+// Config is the server's configuration, with its defaults filled in.
+func (s *Server) Config() Config { return s.cfg }
+
+// Closing is closed when the server shuts down, for background work.
+func (s *Server) Closing() <-chan struct{} { return s.closing }
+
+// CSRF is the server's CSRF check, for forms read as a stream.
+func (s *Server) CSRF() *web.CSRF { return s.csrf }
+
+// Uploads caps each person's uploads under way; UploadGrace is how long an
+// upload runs before Config.UploadMinRate applies; FileStored, when set
+// (by tests), is called once an upload's file is stored, before its
+// message is posted.
+func (s *Server) Uploads() *web.UserCounts { return s.uploads }
+
+// UploadGrace: see Uploads.
+func (s *Server) UploadGrace() time.Duration { return s.uploadGrace }
+
+// FileStored: see Uploads.
+func (s *Server) FileStored(ctx context.Context) {
+	if s.fileStored != nil {
+		s.fileStored(ctx)
+	}
+}
+
+// UploadBytes is the hourly upload budget per person; MessageRate the
+// posting rate per person.
+func (s *Server) UploadBytes() *web.KeyedLimiter { return s.limits.uploadBytes }
+
+// MessageRate: see UploadBytes.
+func (s *Server) MessageRate() *web.KeyedLimiter { return s.limits.messages }
+
+// PostOnce posts at most once per (author, conversation, client id) within
+// a while, returning the first post's message to a repeat (see
+// recentPosts); save posts.
+func (s *Server) PostOnce(ctx context.Context, author, conv, clientID string, save func(context.Context) (store.Message, error)) (store.Message, error) {
+	return s.recent.post(ctx, postKey{author: author, room: conv, clientID: clientID}, save)
+}

@@ -72,7 +72,7 @@ func (s *Server) Room(ctx context.Context, name string) (store.Room, bool, error
 // cached row says login is not a participant, it reads Cassandra again
 // before anyone is refused: a join on another instance may be newer than
 // the entry (its invalidation still on the way).
-func (s *Server) roomFor(ctx context.Context, name, login string) (store.Room, error) {
+func (s *Server) RoomFor(ctx context.Context, name, login string) (store.Room, error) {
 	r, cached, err := s.Room(ctx, name)
 	if err != nil || !cached || r.HasParticipant(login) {
 		return r, err

@@ -85,7 +85,7 @@ func (s *Server) ConversationByID(ctx context.Context, login, id string) (conver
 	if address, ok := strings.CutPrefix(id, "dm:"); ok {
 		return s.dmFor(ctx, address, login)
 	}
-	r, err := s.roomFor(ctx, id, login)
+	r, err := s.RoomFor(ctx, id, login)
 	if err != nil {
 		return conversation{}, err
 	}

@@ -39,13 +39,16 @@ func (s *Server) postMessage(c echo.Context) error {
 	me := MustUser(c)
 	InConversation(c, cv.Place.Conversation())
 	if web.IsMultipart(c.Request()) {
-		return s.postFiles(c, cv.Place,
+		if s.uploadFiles == nil {
+			return echo.NewHTTPError(http.StatusUnsupportedMediaType, "This server takes no files.")
+		}
+		return s.uploadFiles(c, cv.Place,
 			func(f views.Form) error { return s.composerError(c, cv, f) },
 			cv.URL+"#latest")
 	}
 	content := c.FormValue("content")
 	clientID := c.FormValue("client_id")
-	if !validClientID(clientID) {
+	if !ValidClientID(clientID) {
 		return echo.NewHTTPError(http.StatusBadRequest, "This message form is broken. Reload the page and send again.")
 	}
 	var html []byte // the message as the live streams got it, when this request stored it
@@ -68,19 +71,19 @@ func (s *Server) postMessage(c echo.Context) error {
 			// Rendered once, for the streams and for this answer.
 			item = templ.Raw(string(html))
 		}
-		return s.RenderRaw(c, http.StatusOK, views.Posted(item, newClientID()))
+		return s.RenderRaw(c, http.StatusOK, views.Posted(item, NewClientID()))
 	}
 	return c.Redirect(http.StatusSeeOther, cv.URL+"#latest")
 }
 
 // newClientID is a composer's one-time id: 128 random bits.
-func newClientID() string {
+func NewClientID() string {
 	return rand.Text()
 }
 
 // validClientID accepts what newClientID makes, and "" from clients that
 // send none (they get no protection against a repeated send).
-func validClientID(id string) bool {
+func ValidClientID(id string) bool {
 	if len(id) > 64 {
 		return false
 	}
@@ -219,7 +222,7 @@ func (s *Server) composerError(c echo.Context, cv conversation, f views.Form) er
 // is settled.
 // It renders the message here, outside the sequencer's lock, once for all
 // the live streams. The draft's error is returned as it is.
-func (s *Server) post(ctx context.Context, in store.Place, draft func() (store.Message, error)) (store.Message, error) {
+func (s *Server) Post(ctx context.Context, in store.Place, draft func() (store.Message, error)) (store.Message, error) {
 	m, _, err := s.postRendered(ctx, in, draft)
 	return m, err
 }

@@ -111,7 +111,7 @@ func RoomURL(name string) string { return "/rooms/" + url.PathEscape(name) }
 func (s *Server) roomOr404(c echo.Context) (store.Room, error) {
 	name := c.Param("room")
 	login := MustUser(c).Login
-	r, err := s.roomFor(c.Request().Context(), name, login)
+	r, err := s.RoomFor(c.Request().Context(), name, login)
 	if errors.Is(err, store.ErrNotFound) {
 		if u, uerr := s.user(c.Request().Context(), login); uerr == nil && slices.Contains(u.ChatRooms, store.NameKey(name)) {
 			if ferr := s.db.ForgetRoom(c.Request().Context(), login, name); ferr != nil && !errors.Is(ferr, store.ErrNotFound) {
@@ -173,7 +173,7 @@ func (s *Server) showRoom(c echo.Context) error {
 	}
 	s.markShown(ctx, me.Login, cv.Place.Conversation(), v.Messages, marker)
 	v.FirstUnread = firstUnread(v.Messages, marker, me.Login)
-	v.Composer = views.Form{Values: map[string]string{"client_id": newClientID(), "content": s.quoted(c, cv)}}
+	v.Composer = views.Form{Values: map[string]string{"client_id": NewClientID(), "content": s.quoted(c, cv)}}
 	if sidebarRead != nil {
 		sb.fill(&page)
 	}
@@ -257,7 +257,7 @@ func (s *Server) Welcome(ctx context.Context, r store.Room, who store.UserRef, t
 // failure here does not undo the join or leave, so it is logged, not
 // returned.
 func (s *Server) Announce(ctx context.Context, r store.Room, about store.UserRef, text string) (store.Message, bool) {
-	m, err := s.post(ctx, r, func() (store.Message, error) { return s.db.DraftSystemMessage(r, about, text), nil })
+	m, err := s.Post(ctx, r, func() (store.Message, error) { return s.db.DraftSystemMessage(r, about, text), nil })
 	if err != nil {
 		s.log.Warn("system message", "room", r.Name, "err", err)
 	}

@@ -112,6 +112,9 @@ type Server struct {
 	indexer  *store.Indexer
 	closing  chan struct{} // closed by Shutdown
 	csrf     *web.CSRF
+	// uploadFiles takes a conversation's multipart post (see
+	// HandleUploads).
+	uploadFiles UploadHandler
 	// fileStored, when set (by tests), is called with the request's
 	// context once an upload's file is stored, before its message.
 	fileStored func(context.Context)
@@ -202,7 +205,6 @@ func New(db *store.Store, metrics *web.Metrics, hub live.Hub, cfg Config, log *s
 		cfg.SearchIndexRate = store.DefaultIndexRate
 	}
 	s.indexer = store.NewIndexer(db, log, cfg.SearchIndexRate, cfg.SearchIndexOff, s.closing)
-	go s.sweepUploads()
 	return s
 }
 
@@ -252,7 +254,6 @@ func (s *Server) Register(e *echo.Echo, modules ...Module) {
 	sending := s.limitUser(s.limits.messages, "sending messages")
 	auth.POST("/rooms/:room/messages", s.postMessage, sending)
 	auth.GET("/rooms/:room/messages", s.olderMessages)
-	auth.GET("/files/:id/:name", s.downloadFile)
 	// A DM is served by the room handlers (see conversationOf); its
 	// address has one spelling, to which the others redirect.
 	auth.GET("/dm", s.listDMs)

@@ -1,10 +1,10 @@
-// This file owns attachments over HTTP: the composer's multipart upload,
-// read as a stream (never ParseMultipartForm) and stored chunk by chunk as
-// it arrives, each file posted as its own message; the download route for
-// members of the conversation, with Range, ETag and headers that keep an
-// uploaded file from ever running in our origin; and the sweeper of
-// uploads whose process died.
-package handlers
+// Package files is attachments over HTTP: the composer's multipart
+// upload, read as a stream (never ParseMultipartForm) and stored chunk by
+// chunk as it arrives, each file posted as its own message; the download
+// route for members of the conversation, with Range, ETag and headers that
+// keep an uploaded file from ever running in our origin; and the sweeper
+// of uploads whose process died.
+package files
 
 import (
 	"context"
@@ -20,18 +20,14 @@ import (
 	"time"
 
 	"github.com/gocql/gocql"
-	"github.com/labstack/echo/v4"
-
+	"github.com/killrchat/killrchat/handlers"
 	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/views"
 	"github.com/killrchat/killrchat/web"
+	"github.com/labstack/echo/v4"
 )
 
 const (
-	// DefaultMaxUpload is the default of Config.MaxUpload.
-	DefaultMaxUpload = 25 << 20
-	// DefaultUploadTimeout is the default of Config.UploadTimeout.
-	DefaultUploadTimeout = 10 * time.Minute
 	// formSlack is what an upload request may carry besides its files:
 	// the token, the text, the multipart headers.
 	formSlack = 64 << 10
@@ -39,33 +35,24 @@ const (
 	maxFilesPerPost = 10
 	// sweepEvery is how often an instance sweeps dead uploads.
 	sweepEvery = 10 * time.Minute
-	// DefaultMaxUploadsPerUser is the default of Config.MaxUploadsPerUser.
-	DefaultMaxUploadsPerUser = 4
-	// DefaultUploadMinRate is the default of Config.UploadMinRate.
-	DefaultUploadMinRate = 16 << 10
-	// uploadGrace is how long an upload may take before the minimum
-	// rate applies to what it has sent.
-	uploadGrace = 10 * time.Second
 )
 
-// streamedForms are the routes whose multipart bodies are read as a
-// stream, with the CSRF token checked from the body (checkStreamedCSRF);
-// any other route refuses a multipart body without the token header.
-var streamedForms = map[string]bool{
-	"/rooms/:room/messages": true,
-	"/dm/:logins/messages":  true,
-}
+// routes are the attachments' routes, on the core's server.
+type routes struct{ *handlers.Server }
 
-// skipBodyLimit exempts streamed uploads from the global 64 KB body limit:
-// they have their own, --max-upload.
-func skipBodyLimit(c echo.Context) bool {
-	return streamedForms[c.Path()] && web.IsMultipart(c.Request())
+// Register lists the download route, takes the conversations' multipart
+// posts, and starts the sweeper of dead uploads.
+func Register(srv *handlers.Server, r handlers.Routes) {
+	s := routes{srv}
+	r.Auth.GET("/files/:id/:name", s.downloadFile)
+	srv.HandleUploads(s.postFiles)
+	go s.sweepUploads()
 }
 
 // errTooLarge is the 413 a person reads.
-func (s *Server) errTooLarge() error {
+func (s routes) errTooLarge() error {
 	return echo.NewHTTPError(http.StatusRequestEntityTooLarge,
-		fmt.Sprintf("The file is larger than the %s limit. Nothing was stored.", humanSize(s.cfg.MaxUpload)))
+		fmt.Sprintf("The file is larger than the %s limit. Nothing was stored.", views.HumanSize(s.Config().MaxUpload)))
 }
 
 // postFiles handles a multipart post of the composer: the _csrf field,
@@ -74,35 +61,35 @@ func (s *Server) errTooLarge() error {
 // goes with the first); text without a file is posted as usual.
 // composer renders the composer with a form's errors (422); back is where
 // a plain form goes next.
-func (s *Server) postFiles(c echo.Context, in store.Place, composer func(views.Form) error, back string) error {
+func (s routes) postFiles(c echo.Context, in store.Place, composer func(views.Form) error, back string) error {
 	req := c.Request()
-	me := MustUser(c)
-	maxBody := s.cfg.MaxUpload + formSlack
+	me := handlers.MustUser(c)
+	maxBody := s.Config().MaxUpload + formSlack
 	if req.ContentLength > maxBody {
-		s.metrics.CountUpload("too_large", 0)
+		s.Metrics().CountUpload("too_large", 0)
 		return s.errTooLarge()
 	}
 	// The hourly byte budget: all at once when the length is known,
 	// chunk by chunk as they arrive otherwise (a chunked request).
 	if req.ContentLength > 0 {
-		if ok, wait := s.limits.uploadBytes.AllowN(me.Login, int(req.ContentLength)); !ok {
-			s.metrics.CountUpload("rate_limited", 0)
+		if ok, wait := s.UploadBytes().AllowN(me.Login, int(req.ContentLength)); !ok {
+			s.Metrics().CountUpload("rate_limited", 0)
 			return web.TooMany(c, wait, "uploading")
 		}
 	}
-	if !s.uploads.Take(me.Login) {
-		s.metrics.CountUpload("rate_limited", 0)
+	if !s.Uploads().Take(me.Login) {
+		s.Metrics().CountUpload("rate_limited", 0)
 		return web.TooMany(c, 5*time.Second, "uploading several files at once")
 	}
-	defer s.uploads.Give(me.Login)
+	defer s.Uploads().Give(me.Login)
 	// The server's read timeout is sized for forms; an upload gets a
 	// deadline of its own instead, generous but not unbounded, and must
 	// keep up a minimum rate (a stalled upload holds a connection, and
 	// perhaps a chunk buffer, for nothing).
 	rc := http.NewResponseController(c.Response())
-	_ = rc.SetWriteDeadline(time.Now().Add(s.cfg.UploadTimeout + time.Minute))
-	paced := &web.PacedBody{ReadCloser: req.Body, RC: rc, Grace: s.uploadGrace,
-		Rate: float64(s.cfg.UploadMinRate), End: time.Now().Add(s.cfg.UploadTimeout)}
+	_ = rc.SetWriteDeadline(time.Now().Add(s.Config().UploadTimeout + time.Minute))
+	paced := &web.PacedBody{ReadCloser: req.Body, RC: rc, Grace: s.UploadGrace(),
+		Rate: float64(s.Config().UploadMinRate), End: time.Now().Add(s.Config().UploadTimeout)}
 	body := &web.RecordingBody{ReadCloser: http.MaxBytesReader(c.Response(), paced, maxBody)}
 	req.Body = body
 	mr, err := req.MultipartReader()
@@ -141,7 +128,7 @@ func (s *Server) postFiles(c echo.Context, in store.Place, composer func(views.F
 			if err != nil {
 				return s.uploadError(err)
 			}
-			if err := s.csrf.CheckStreamed(c, token); err != nil {
+			if err := s.CSRF().CheckStreamed(c, token); err != nil {
 				return err
 			}
 			sawCSRF = true
@@ -152,7 +139,7 @@ func (s *Server) postFiles(c echo.Context, in store.Place, composer func(views.F
 			if clientID, err = web.ReadField(part, 64); err != nil {
 				return s.uploadError(err)
 			}
-			if !validClientID(clientID) {
+			if !handlers.ValidClientID(clientID) {
 				return echo.NewHTTPError(http.StatusBadRequest, "This message form is broken. Reload the page and send again.")
 			}
 		case name == "content":
@@ -161,7 +148,7 @@ func (s *Server) postFiles(c echo.Context, in store.Place, composer func(views.F
 			}
 			if strings.TrimSpace(content) != "" {
 				if _, err := store.CheckContent(content); err != nil {
-					return composer(WithErrors(views.Form{Values: map[string]string{"content": content, "client_id": clientID}, Errors: map[string]string{}}, err))
+					return composer(handlers.WithErrors(views.Form{Values: map[string]string{"content": content, "client_id": clientID}, Errors: map[string]string{}}, err))
 				}
 			}
 		case name == "file" && part.FileName() != "":
@@ -173,22 +160,22 @@ func (s *Server) postFiles(c echo.Context, in store.Place, composer func(views.F
 			// Each file is a message: the request paid for the first,
 			// every other one takes a token of its own before it is stored.
 			if files > 1 {
-				if ok, wait := s.limits.messages.Allow(me.Login); !ok {
-					s.metrics.CountUpload("rate_limited", 0)
+				if ok, wait := s.MessageRate().Allow(me.Login); !ok {
+					s.Metrics().CountUpload("rate_limited", 0)
 					return web.TooMany(c, wait, "sending messages")
 				}
 			}
 			var file io.Reader = part
 			if !budgeted {
 				file = &web.BudgetReader{R: part, Take: func(n int) bool {
-					ok, _ := s.limits.uploadBytes.AllowN(me.Login, n)
+					ok, _ := s.UploadBytes().AllowN(me.Login, n)
 					return ok
 				}}
 			}
 			text := content
 			content = "" // the text goes with the first file only
 			stored := false
-			m, err := s.recent.post(req.Context(), postKey{author: me.Login, room: conv, clientID: fileKey(clientID, files)},
+			m, err := s.PostOnce(req.Context(), me.Login, conv, fileKey(clientID, files),
 				func(ctx context.Context) (store.Message, error) {
 					stored = true
 					return s.postFile(ctx, in, me, part.FileName(), file, text)
@@ -215,19 +202,19 @@ func (s *Server) postFiles(c echo.Context, in store.Place, composer func(views.F
 		return web.ErrCSRF // an empty body: still no token
 	}
 	if len(posted) == 0 {
-		m, err := s.recent.post(req.Context(), postKey{author: me.Login, room: conv, clientID: clientID}, func(ctx context.Context) (store.Message, error) {
-			return s.post(ctx, in, func() (store.Message, error) { return s.db.DraftMessage(in, me, content) })
+		m, err := s.PostOnce(req.Context(), me.Login, conv, clientID, func(ctx context.Context) (store.Message, error) {
+			return s.Post(ctx, in, func() (store.Message, error) { return s.DB().DraftMessage(in, me, content) })
 		})
 		if errors.Is(err, store.ErrInvalid) {
-			return composer(WithErrors(views.Form{Values: map[string]string{"content": content, "client_id": clientID}, Errors: map[string]string{}}, err))
+			return composer(handlers.WithErrors(views.Form{Values: map[string]string{"content": content, "client_id": clientID}, Errors: map[string]string{}}, err))
 		}
 		if err != nil {
 			return err
 		}
 		posted = append(posted, m)
 	}
-	if IsHTMX(c) {
-		return s.RenderRaw(c, http.StatusOK, views.PostedFiles(posted, newClientID()))
+	if handlers.IsHTMX(c) {
+		return s.RenderRaw(c, http.StatusOK, views.PostedFiles(posted, handlers.NewClientID()))
 	}
 	return c.Redirect(http.StatusSeeOther, back)
 }
@@ -241,23 +228,21 @@ const postTimeout = 30 * time.Second
 // own: a client that hangs up after its last byte still gets its message.
 // A file whose message cannot be posted (the room was deleted meanwhile,
 // Cassandra failed) is deleted, so no file is ever left without one.
-func (s *Server) postFile(ctx context.Context, in store.Place, me store.UserRef, name string, body io.Reader, text string) (store.Message, error) {
-	a, err := s.db.StoreAttachment(ctx, in, me, name, body, s.cfg.MaxUpload)
+func (s routes) postFile(ctx context.Context, in store.Place, me store.UserRef, name string, body io.Reader, text string) (store.Message, error) {
+	a, err := s.DB().StoreAttachment(ctx, in, me, name, body, s.Config().MaxUpload)
 	if err != nil {
 		return store.Message{}, s.uploadError(err)
 	}
-	s.metrics.CountUpload("stored", a.Size)
-	if s.fileStored != nil {
-		s.fileStored(ctx)
-	}
+	s.Metrics().CountUpload("stored", a.Size)
+	s.FileStored(ctx)
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), postTimeout)
 	defer cancel()
-	m, err := s.post(ctx, in, func() (store.Message, error) {
-		return s.db.DraftAttachmentMessage(in, me, text, a.Ref())
+	m, err := s.Post(ctx, in, func() (store.Message, error) {
+		return s.DB().DraftAttachmentMessage(in, me, text, a.Ref())
 	})
 	if err != nil {
-		if derr := s.db.DiscardAttachment(ctx, a); derr != nil {
-			s.log.Warn("discard the file of a message not posted", "attachment", a.ID, "err", derr)
+		if derr := s.DB().DiscardAttachment(ctx, a); derr != nil {
+			s.Log().Warn("discard the file of a message not posted", "attachment", a.ID, "err", derr)
 		}
 		return store.Message{}, err
 	}
@@ -274,34 +259,34 @@ func fileKey(clientID string, n int) string {
 }
 
 // uploadError maps what can end an upload to what a person reads.
-func (s *Server) uploadError(err error) error {
+func (s routes) uploadError(err error) error {
 	var tooBig *http.MaxBytesError
 	var invalid store.ValidationError
 	switch {
 	case errors.As(err, &tooBig), errors.Is(err, store.ErrTooLarge):
-		s.metrics.CountUpload("too_large", 0)
+		s.Metrics().CountUpload("too_large", 0)
 		return s.errTooLarge()
 	case errors.Is(err, web.ErrOverBudget):
-		s.metrics.CountUpload("rate_limited", 0)
+		s.Metrics().CountUpload("rate_limited", 0)
 		return echo.NewHTTPError(http.StatusTooManyRequests,
 			"You are uploading too fast. Please wait a while and try again. Nothing was stored.")
 	case errors.As(err, &invalid):
-		s.metrics.CountUpload("refused", 0)
+		s.Metrics().CountUpload("refused", 0)
 		return echo.NewHTTPError(http.StatusUnprocessableEntity, invalid["file"])
 	case errors.Is(err, os.ErrDeadlineExceeded):
-		s.metrics.CountUpload("too_slow", 0)
+		s.Metrics().CountUpload("too_slow", 0)
 		return echo.NewHTTPError(http.StatusRequestTimeout,
 			fmt.Sprintf("The upload was too slow (under %s a second, or longer than %s) and was stopped. Nothing of the file was kept.",
-				humanSize(s.cfg.UploadMinRate), s.cfg.UploadTimeout))
+				views.HumanSize(s.Config().UploadMinRate), s.Config().UploadTimeout))
 	case errors.Is(err, errMalformed):
-		s.metrics.CountUpload("refused", 0)
-		s.log.Info("malformed upload", "err", err)
+		s.Metrics().CountUpload("refused", 0)
+		s.Log().Info("malformed upload", "err", err)
 		return echo.NewHTTPError(http.StatusBadRequest,
 			"The upload could not be read: its form is malformed. Files before the fault were sent; nothing after it was stored.")
 	case errors.Is(err, store.ErrNotParticipant), errors.Is(err, store.ErrUnavailable):
 		return err
 	}
-	s.metrics.CountUpload("failed", 0)
+	s.Metrics().CountUpload("failed", 0)
 	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, context.Canceled) {
 		return fmt.Errorf("upload cut off: %w", context.Canceled)
 	}
@@ -314,17 +299,17 @@ var errMalformed = errors.New("malformed multipart body")
 // (404 for anyone else, as if it did not exist). http.ServeContent does
 // Range (206, 416), If-None-Match (304, with the sha256 as ETag) and HEAD;
 // the reader loads only the chunks a range covers, one at a time.
-func (s *Server) downloadFile(c echo.Context) error {
+func (s routes) downloadFile(c echo.Context) error {
 	id, err := gocql.ParseUUID(c.Param("id"))
 	if err != nil {
 		return store.ErrNotFound
 	}
 	ctx := c.Request().Context()
-	a, err := s.db.Attachment(ctx, id)
+	a, err := s.DB().Attachment(ctx, id)
 	if err != nil {
 		return err
 	}
-	if ok, err := s.canRead(ctx, MustUser(c).Login, a); err != nil || !ok {
+	if ok, err := s.canRead(ctx, handlers.MustUser(c).Login, a); err != nil || !ok {
 		return cmpErr(err, store.ErrNotFound)
 	}
 	h := c.Response().Header()
@@ -340,7 +325,7 @@ func (s *Server) downloadFile(c echo.Context) error {
 		disposition = "inline"
 	}
 	h.Set("Content-Disposition", mime.FormatMediaType(disposition, map[string]string{"filename": a.Name}))
-	_ = http.NewResponseController(c.Response()).SetWriteDeadline(time.Now().Add(s.cfg.UploadTimeout))
+	_ = http.NewResponseController(c.Response()).SetWriteDeadline(time.Now().Add(s.Config().UploadTimeout))
 	if rng := c.Request().Header.Get("Range"); rng != "" {
 		if merged, ok := web.MergeRanges(rng, a.Size); !ok {
 			c.Request().Header.Del("Range") // too many: the whole file, as a plain GET
@@ -348,7 +333,7 @@ func (s *Server) downloadFile(c echo.Context) error {
 			c.Request().Header.Set("Range", merged)
 		}
 	}
-	r := s.db.OpenAttachment(ctx, a)
+	r := s.DB().OpenAttachment(ctx, a)
 	defer r.Close()
 	http.ServeContent(c.Response(), c.Request(), "", time.Time{}, r)
 	return nil
@@ -364,7 +349,7 @@ func cmpErr(err, otherwise error) error {
 // canRead reports whether login is a member of the attachment's
 // conversation now: a DM's members are in its id; a room's are read, and
 // a file of an earlier room of the same name (deleted) is no one's.
-func (s *Server) canRead(ctx context.Context, login string, a store.Attachment) (bool, error) {
+func (s routes) canRead(ctx context.Context, login string, a store.Attachment) (bool, error) {
 	if store.IsDM(a.Conversation) {
 		for _, m := range strings.Split(strings.TrimPrefix(a.Conversation, "dm:"), "+") {
 			if m == login {
@@ -373,7 +358,7 @@ func (s *Server) canRead(ctx context.Context, login string, a store.Attachment) 
 		}
 		return false, nil
 	}
-	r, err := s.roomFor(ctx, a.Conversation, login)
+	r, err := s.RoomFor(ctx, a.Conversation, login)
 	if errors.Is(err, store.ErrNotFound) {
 		return false, nil
 	}
@@ -386,25 +371,22 @@ func (s *Server) canRead(ctx context.Context, login string, a store.Attachment) 
 // sweepUploads removes, every sweepEvery, the uploads of dead processes:
 // pending for longer than two upload deadlines, which no living upload
 // is. Every instance sweeps; the deletes are idempotent.
-func (s *Server) sweepUploads() {
+func (s routes) sweepUploads() {
 	t := time.NewTicker(sweepEvery)
 	defer t.Stop()
 	for {
 		select {
-		case <-s.closing:
+		case <-s.Closing():
 			return
 		case <-t.C:
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		n, err := s.db.SweepUploads(ctx, time.Now().Add(-2*s.cfg.UploadTimeout))
+		n, err := s.DB().SweepUploads(ctx, time.Now().Add(-2*s.Config().UploadTimeout))
 		cancel()
 		if err != nil {
-			s.log.Warn("sweep dead uploads", "err", err)
+			s.Log().Warn("sweep dead uploads", "err", err)
 		} else if n > 0 {
-			s.log.Info("swept dead uploads", "count", n)
+			s.Log().Info("swept dead uploads", "count", n)
 		}
 	}
 }
-
-// humanSize is a byte count for people: "25 MiB", "999 KB".
-func humanSize(n int64) string { return views.HumanSize(n) }
