@@ -44,7 +44,7 @@ func Session(c echo.Context) *sessions.Session {
 	return sess
 }
 
-// currentUser is the logged-in user, from the session only.
+// CurrentUser is the logged-in user, from the session only.
 func CurrentUser(c echo.Context) (store.UserRef, bool) {
 	sess := Session(c)
 	if sess == nil {
@@ -59,7 +59,7 @@ func CurrentUser(c echo.Context) (store.UserRef, bool) {
 	return store.UserRef{Login: login, Firstname: first, Lastname: last}, true
 }
 
-// mustUser is currentUser behind requireUser, where a user is certain.
+// MustUser is currentUser behind requireUser, where a user is certain.
 func MustUser(c echo.Context) store.UserRef {
 	u, _ := CurrentUser(c)
 	return u
@@ -88,7 +88,7 @@ func (s *Server) requireUser(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// logIn starts a new session for u: a fresh id (never the one the visitor
+// LogIn starts a new session for u: a fresh id (never the one the visitor
 // came with, against session fixation), the old row deleted.
 func (s *Server) LogIn(c echo.Context, u store.User, remember bool) error {
 	old := Session(c)
@@ -119,7 +119,7 @@ func (s *Server) LogIn(c echo.Context, u store.User, remember bool) error {
 	return nil
 }
 
-// safeNext returns next if it is a path on this site, else "/": no open
+// SafeNext returns next if it is a path on this site, else "/": no open
 // redirects through ?next=.
 func SafeNext(next string) string {
 	if next == "" || !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") ||

@@ -58,7 +58,7 @@ func (cs *caches) reset() {
 	cs.users.Reset()
 }
 
-// room reads the room named name (in any case) through the cache, with
+// Room reads the room named name (in any case) through the cache, with
 // whether it came from the cache.
 func (s *Server) Room(ctx context.Context, name string) (store.Room, bool, error) {
 	if !store.ValidName(name) {
@@ -68,7 +68,7 @@ func (s *Server) Room(ctx context.Context, name string) (store.Room, bool, error
 	return s.caches.rooms.Load(store.NameKey(name), func() (store.Room, error) { return s.db.Room(ctx, name) })
 }
 
-// roomFor reads the room named name for login through the cache; if the
+// RoomFor reads the room named name for login through the cache; if the
 // cached row says login is not a participant, it reads Cassandra again
 // before anyone is refused: a join on another instance may be newer than
 // the entry (its invalidation still on the way).
@@ -98,7 +98,7 @@ func (s *Server) dm(ctx context.Context, address string) (store.DM, error) {
 	return d, err
 }
 
-// myRooms is the rooms login takes part in, in the order of their list:
+// MyRooms is the rooms login takes part in, in the order of their list:
 // the list from the user cache, each room from the room cache, and the
 // rooms not cached read in one query. A listed room that no longer exists
 // (its delete raced a join) is removed from the list on the way.

@@ -38,7 +38,7 @@ type conversation struct {
 // Member reports whether login may read and post.
 func (cv conversation) Member(login string) bool { return cv.Place.Conversation().Has(login) }
 
-// conversationOf reads the room (/rooms/:room...) or DM (/dm/:logins...)
+// ConversationOf reads the room (/rooms/:room...) or DM (/dm/:logins...)
 // the request names. A DM is its members' only: it returns ErrNotFound
 // for an address that is malformed, names someone without an account, or
 // does not include the current user, so an outsider learns nothing; so
@@ -78,7 +78,7 @@ func roomConversation(r store.Room, login string) (conversation, error) {
 	return conversation{Place: r, ID: r.Name, URL: RoomURL(r.Name), Title: r.DisplayName, Room: &r}, nil
 }
 
-// conversationByID reads the conversation whose id is id (a room's name
+// ConversationByID reads the conversation whose id is id (a room's name
 // or a DM's "dm:" id), as login sees it: ErrNotFound for a room that does
 // not exist or is closed to login, or a DM login is not in.
 func (s *Server) ConversationByID(ctx context.Context, login, id string) (conversation, error) {
@@ -92,7 +92,7 @@ func (s *Server) ConversationByID(ctx context.Context, login, id string) (conver
 	return roomConversation(r, login)
 }
 
-// conversationKey is the id of the conversation the path names, before
+// ConversationKey is the id of the conversation the path names, before
 // it is read (a stream subscribes first), or "" for a malformed DM address.
 func ConversationKey(c echo.Context) string {
 	if addr := c.Param("logins"); addr != "" {
@@ -110,11 +110,11 @@ func dmConversation(d store.DM, login string) conversation {
 	return conversation{Place: d, ID: d.Conversation().ID, URL: DMURL(d.Address), Title: DMTitle(d, login), DM: &d}
 }
 
-// dmURL is the page of the DM at a canonical address; its logins are valid
+// DMURL is the page of the DM at a canonical address; its logins are valid
 // names (letters, digits, '_', '.', '-') and '+', none of which needs escaping.
 func DMURL(address string) string { return "/dm/" + address }
 
-// dmTitle names a DM after its members other than login.
+// DMTitle names a DM after its members other than login.
 func DMTitle(d store.DM, login string) string {
 	var names []string
 	for _, m := range d.Others(login) {
@@ -164,7 +164,7 @@ func (s *Server) roomView(c echo.Context, cv conversation) views.RoomView {
 	return v
 }
 
-// messageLink opens conversation conv around message id (the permalink).
+// MessageLink opens conversation conv around message id (the permalink).
 func MessageLink(conv string, id gocql.UUID) string {
 	at := "?at=" + url.QueryEscape(id.String()) + "#msg-" + id.String()
 	if address, ok := strings.CutPrefix(conv, "dm:"); ok {

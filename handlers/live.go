@@ -33,7 +33,7 @@ func (s *Server) publish(ctx context.Context, ev live.Event) {
 	}
 }
 
-// endStreams ends, on every instance, the open streams that end matches
+// EndStreams ends, on every instance, the open streams that end matches
 // (see StreamEnd; its Sessions and Except are session ids here). Leave,
 // logout and revoking sessions call it after their write succeeded, so a
 // stream opened meanwhile is refused by its own check instead. A failure
@@ -56,7 +56,7 @@ func (s *Server) EndStreams(ctx context.Context, end live.StreamEnd) {
 	}
 }
 
-// invalidate tells every instance's caches that inv's rows changed,
+// Invalidate tells every instance's caches that inv's rows changed,
 // logging (not returning) a failure: the write is done, and the other
 // instances' entries expire with their TTL.
 func (s *Server) Invalidate(ctx context.Context, inv live.Invalidation) {

@@ -76,12 +76,12 @@ func (s *Server) postMessage(c echo.Context) error {
 	return c.Redirect(http.StatusSeeOther, cv.URL+"#latest")
 }
 
-// newClientID is a composer's one-time id: 128 random bits.
+// NewClientID is a composer's one-time id: 128 random bits.
 func NewClientID() string {
 	return rand.Text()
 }
 
-// validClientID accepts what newClientID makes, and "" from clients that
+// ValidClientID accepts what newClientID makes, and "" from clients that
 // send none (they get no protection against a repeated send).
 func ValidClientID(id string) bool {
 	if len(id) > 64 {
@@ -217,7 +217,7 @@ func (s *Server) composerError(c echo.Context, cv conversation, f views.Form) er
 	return s.Render(c, http.StatusUnprocessableEntity, views.Page{Title: cv.Title, Room: cv.ID, Composer: true}, views.RoomPage(v))
 }
 
-// post drafts a message (giving it its id, in order), stores it, and
+// Post drafts a message (giving it its id, in order), stores it, and
 // publishes it once every message drafted before it in the conversation
 // is settled.
 // It renders the message here, outside the sequencer's lock, once for all

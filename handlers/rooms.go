@@ -241,7 +241,7 @@ func (s *Server) deleteRoom(c echo.Context) error {
 	return Redirect(c, "/?notice=you-deleted")
 }
 
-// welcome announces a new member (joined, added, or in by a link); they
+// Welcome announces a new member (joined, added, or in by a link); they
 // start with everything before their arrival read, as in every chat:
 // history is there to scroll, not to count.
 func (s *Server) Welcome(ctx context.Context, r store.Room, who store.UserRef, text string) {
@@ -252,7 +252,7 @@ func (s *Server) Welcome(ctx context.Context, r store.Room, who store.UserRef, t
 	}
 }
 
-// announce posts a system message about a join or leave and tells open
+// Announce posts a system message about a join or leave and tells open
 // pages the new participants; it returns the message, if stored. A
 // failure here does not undo the join or leave, so it is logged, not
 // returned.

@@ -262,7 +262,6 @@ func (s *Server) Register(e *echo.Echo, modules ...Module) {
 	auth.POST("/dm/:logins/messages", s.postMessage, CanonicalDM, sending)
 	auth.POST("/rooms/:room/read", s.markRoomRead)
 	auth.GET("/sidebar", s.showSidebar)
-	auth.GET("/mentions", s.listMentions)
 	auth.POST("/dm/:logins/read", s.markRoomRead, CanonicalDM)
 	passwords := []echo.MiddlewareFunc{
 		s.limitIP(s.limits.passwordIP, "trying passwords"), s.limitUser(s.limits.passwordUser, "trying passwords")}
@@ -321,7 +320,7 @@ func (s *Server) secureRequest(c echo.Context) bool {
 	return false
 }
 
-// isHTMX reports whether htmx made the request, so a fragment is wanted.
+// IsHTMX reports whether htmx made the request, so a fragment is wanted.
 // Boosted and history-restore requests want the whole page.
 func IsHTMX(c echo.Context) bool {
 	h := c.Request().Header
@@ -329,7 +328,7 @@ func IsHTMX(c echo.Context) bool {
 		h.Get("HX-History-Restore-Request") != "true"
 }
 
-// render writes body with status: the fragment alone for htmx, inside the
+// Render writes body with status: the fragment alone for htmx, inside the
 // layout otherwise. It renders into a buffer first so a failure is a 500,
 // not half a page.
 func (s *Server) Render(c echo.Context, status int, page views.Page, body templ.Component) error {
@@ -341,7 +340,7 @@ func (s *Server) Render(c echo.Context, status int, page views.Page, body templ.
 	return s.RenderRaw(c, status, comp)
 }
 
-// renderRaw writes comp as it is, with no layout.
+// RenderRaw writes comp as it is, with no layout.
 func (s *Server) RenderRaw(c echo.Context, status int, comp templ.Component) error {
 	var buf bytes.Buffer
 	c.Response().Header().Add("Vary", "HX-Request")
@@ -380,7 +379,7 @@ var notices = map[string]string{
 	"logged-out":   "You are logged out.",
 }
 
-// redirect sends the browser to url after a successful POST: 303 for a
+// Redirect sends the browser to url after a successful POST: 303 for a
 // plain form, HX-Redirect for htmx (a full page load).
 func Redirect(c echo.Context, url string) error {
 	if IsHTMX(c) {
@@ -593,7 +592,7 @@ func (s *Server) Shutdown() {
 	}
 }
 
-// renderString renders comp into bytes.
+// RenderString renders comp into bytes.
 func RenderString(ctx context.Context, comp templ.Component) ([]byte, error) {
 	var buf bytes.Buffer
 	err := comp.Render(ctx, &buf)

@@ -8,9 +8,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"net/url"
-	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -23,8 +20,6 @@ import (
 )
 
 const (
-	// mentionsPerPage is how many mentions GET /mentions shows at a time.
-	mentionsPerPage = 50
 	// MaxMentionSuggestions is how many members the composer suggests after "@".
 	MaxMentionSuggestions = 8
 	// markAheadSlack is how far in the future (clock skew between
@@ -207,72 +202,6 @@ func firstUnread(msgs []store.Message, marker gocql.UUID, login string) gocql.UU
 	return gocql.UUID{}
 }
 
-// listMentions answers GET /mentions: the messages that mention the
-// viewer, newest first, a page at a time (?before= the oldest shown).
-func (s *Server) listMentions(c echo.Context) error {
-	var before gocql.UUID
-	if b := c.QueryParam("before"); b != "" {
-		var err error
-		if before, err = store.ParseMessageID(b); err != nil {
-			return echo.NewHTTPError(http.StatusBadRequest, "The link to older mentions is malformed.")
-		}
-	}
-	me := MustUser(c)
-	found, err := s.db.Mentions(c.Request().Context(), me.Login, before, mentionsPerPage+1)
-	if err != nil {
-		return err
-	}
-	if found, err = s.visibleMentions(c.Request().Context(), me.Login, found); err != nil {
-		return err
-	}
-	v := views.MentionList{}
-	if len(found) > mentionsPerPage {
-		found = found[:mentionsPerPage]
-		v.Older = "/mentions?before=" + url.QueryEscape(found[len(found)-1].MessageID.String())
-	}
-	for _, m := range found {
-		place, link := mentionPlace(m, me.Login)
-		v.Items = append(v.Items, views.MentionItem{Mention: m, Place: place, Link: link})
-	}
-	return s.Render(c, http.StatusOK, views.Page{Title: "Mentions"}, views.MentionsView(v))
-}
-
-// visibleMentions drops the mentions in closed rooms that login is not
-// (any more) a member of: their rooms are not there for them. The rooms
-// are read in one query.
-func (s *Server) visibleMentions(ctx context.Context, login string, found []store.Mention) ([]store.Mention, error) {
-	var rooms []string
-	for _, m := range found {
-		if !strings.HasPrefix(m.Conversation, "dm:") && !slices.Contains(rooms, m.Conversation) {
-			rooms = append(rooms, m.Conversation)
-		}
-	}
-	named, err := s.db.RoomsNamed(ctx, rooms)
-	if err != nil {
-		return nil, err
-	}
-	return slices.DeleteFunc(found, func(m store.Mention) bool {
-		r, ok := named[m.Conversation]
-		return !strings.HasPrefix(m.Conversation, "dm:") && ok && !r.VisibleTo(login)
-	}), nil
-}
-
-// mentionPlace names a mention's conversation for login, and links to it
-// opened around the message.
-func mentionPlace(m store.Mention, login string) (place, link string) {
-	link = MessageLink(m.Conversation, m.MessageID)
-	if address, ok := strings.CutPrefix(m.Conversation, "dm:"); ok {
-		var others []string
-		for _, l := range strings.Split(address, "+") {
-			if l != login {
-				others = append(others, "@"+l)
-			}
-		}
-		return strings.Join(others, ", "), link
-	}
-	return "#" + m.Conversation, link
-}
-
 // aroundPage is how many messages a page opened on one message shows on
 // each side of it.
 const aroundPage = messagesPerPage / 2
@@ -314,7 +243,7 @@ func (s *Server) around(c echo.Context, in store.Place, base string, v *views.Ro
 	return nil
 }
 
-// inConversation makes every message rendered for this request link the
+// InConversation makes every message rendered for this request link the
 // mentions of conv's members (see views.WithMembers): the page, its
 // fragments, the message a post renders once for all streams, a replay.
 func InConversation(c echo.Context, conv store.Conversation) {
@@ -334,7 +263,7 @@ func (s *Server) recordMentions(ctx context.Context, conv store.Conversation, m 
 	}
 }
 
-// watchOthers starts the watch of login's conversations other than the
+// WatchOthers starts the watch of login's conversations other than the
 // open one: their rooms (one read of users.chat_rooms when the stream
 // opens) and, through their own key, their DMs. A failed read watches the
 // DMs only: the sidebar still refreshes on a page load.

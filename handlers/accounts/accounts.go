@@ -187,7 +187,7 @@ func (s routes) changePassword(c echo.Context) error {
 	return handlers.Redirect(c, "/profile?saved=1")
 }
 
-// endOtherSessions ends every session of u but this one, which gets a new
+// EndOtherSessions ends every session of u but this one, which gets a new
 // id (whoever knew the old one is out too), and closes the live streams of
 // the ended sessions on every instance.
 func (s routes) EndOtherSessions(c echo.Context, u store.User) error {

@@ -1,0 +1,95 @@
+// Package mentions is the list of the messages that mention a person
+// (GET /mentions), each linked to its message.
+package mentions
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+
+	"github.com/gocql/gocql"
+	"github.com/killrchat/killrchat/handlers"
+	"github.com/killrchat/killrchat/store"
+	"github.com/killrchat/killrchat/views"
+	"github.com/labstack/echo/v4"
+)
+
+// mentionsPerPage is how many mentions GET /mentions shows at a time.
+const mentionsPerPage = 50
+
+// routes are the mentions' routes, on the core's server.
+type routes struct{ *handlers.Server }
+
+// Register lists the mentions page.
+func Register(srv *handlers.Server, r handlers.Routes) {
+	s := routes{srv}
+	r.Auth.GET("/mentions", s.listMentions)
+}
+
+// listMentions answers GET /mentions: the messages that mention the
+// viewer, newest first, a page at a time (?before= the oldest shown).
+func (s routes) listMentions(c echo.Context) error {
+	var before gocql.UUID
+	if b := c.QueryParam("before"); b != "" {
+		var err error
+		if before, err = store.ParseMessageID(b); err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, "The link to older mentions is malformed.")
+		}
+	}
+	me := handlers.MustUser(c)
+	found, err := s.DB().Mentions(c.Request().Context(), me.Login, before, mentionsPerPage+1)
+	if err != nil {
+		return err
+	}
+	if found, err = s.visibleMentions(c.Request().Context(), me.Login, found); err != nil {
+		return err
+	}
+	v := views.MentionList{}
+	if len(found) > mentionsPerPage {
+		found = found[:mentionsPerPage]
+		v.Older = "/mentions?before=" + url.QueryEscape(found[len(found)-1].MessageID.String())
+	}
+	for _, m := range found {
+		place, link := mentionPlace(m, me.Login)
+		v.Items = append(v.Items, views.MentionItem{Mention: m, Place: place, Link: link})
+	}
+	return s.Render(c, http.StatusOK, views.Page{Title: "Mentions"}, views.MentionsView(v))
+}
+
+// visibleMentions drops the mentions in closed rooms that login is not
+// (any more) a member of: their rooms are not there for them. The rooms
+// are read in one query.
+func (s routes) visibleMentions(ctx context.Context, login string, found []store.Mention) ([]store.Mention, error) {
+	var rooms []string
+	for _, m := range found {
+		if !strings.HasPrefix(m.Conversation, "dm:") && !slices.Contains(rooms, m.Conversation) {
+			rooms = append(rooms, m.Conversation)
+		}
+	}
+	named, err := s.DB().RoomsNamed(ctx, rooms)
+	if err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(found, func(m store.Mention) bool {
+		r, ok := named[m.Conversation]
+		return !strings.HasPrefix(m.Conversation, "dm:") && ok && !r.VisibleTo(login)
+	}), nil
+}
+
+// mentionPlace names a mention's conversation for login, and links to it
+// opened around the message.
+func mentionPlace(m store.Mention, login string) (place, link string) {
+	link = handlers.MessageLink(m.Conversation, m.MessageID)
+	if address, ok := strings.CutPrefix(m.Conversation, "dm:"); ok {
+		var others []string
+		for _, l := range strings.Split(address, "+") {
+			if l != login {
+				others = append(others, "@"+l)
+			}
+		}
+		return strings.Join(others, ", "), link
+	}
+	return "#" + m.Conversation, link
+}
