@@ -181,16 +181,16 @@ func (s routes) changePassword(c echo.Context) error {
 		p.Password = handlers.WithErrors(p.Password, err)
 		return s.Render(c, handlers.FormStatus(err), views.Page{Title: "Your profile"}, views.ProfileEditView(p))
 	}
-	if err := s.EndOtherSessions(c, p.User); err != nil {
+	if err := s.endOtherSessions(c, p.User); err != nil {
 		return err
 	}
 	return handlers.Redirect(c, "/profile?saved=1")
 }
 
-// EndOtherSessions ends every session of u but this one, which gets a new
+// endOtherSessions ends every session of u but this one, which gets a new
 // id (whoever knew the old one is out too), and closes the live streams of
 // the ended sessions on every instance.
-func (s routes) EndOtherSessions(c echo.Context, u store.User) error {
+func (s routes) endOtherSessions(c echo.Context, u store.User) error {
 	ctx := c.Request().Context()
 	current := handlers.Session(c)
 	ended, err := s.DB().EndOtherSessions(ctx, u.Login, current.ID)
