@@ -64,20 +64,22 @@ func (s *Server) readSidebar(ctx context.Context, login, open string) sidebar {
 	} else {
 		s.log.Warn("sidebar: read my rooms", "login", login, "err", err)
 	}
+	// Two reads at once: the person's own partition (every marker, and
+	// the DM list with each DM's last message, which is its head) and the
+	// heads of their rooms.
 	var (
-		entries          []store.DMEntry
-		heads            map[string]gocql.UUID
-		derr, merr, herr error
-		wg               sync.WaitGroup
+		entries    []store.DMEntry
+		heads      map[string]gocql.UUID
+		derr, herr error
+		wg         sync.WaitGroup
 	)
-	wg.Add(3)
-	go func() { defer wg.Done(); entries, derr = s.db.DMList(ctx, login) }()
-	go func() { defer wg.Done(); sb.markers, merr = s.db.ReadMarkers(ctx, login) }()
+	wg.Add(2)
+	go func() { defer wg.Done(); sb.markers, entries, derr = s.db.PersonalState(ctx, login) }()
 	go func() { defer wg.Done(); heads, herr = s.db.Heads(ctx, sb.rooms) }()
 	wg.Wait()
 	sb.entries, sb.dmErr = entries, derr
 	if derr != nil {
-		s.log.Warn("sidebar: read my dms", "login", login, "err", derr)
+		s.log.Warn("sidebar: read my markers and dms", "login", login, "err", derr)
 	}
 	convs := make(map[string]time.Time, len(sb.rooms)+len(entries))
 	for _, r := range sb.rooms {
@@ -91,7 +93,7 @@ func (s *Server) readSidebar(ctx context.Context, login, open string) sidebar {
 			heads[cv.ID] = e.LastID
 		}
 	}
-	if err := errors.Join(merr, herr); err != nil {
+	if err := errors.Join(derr, herr); err != nil {
 		s.log.Warn("sidebar: read unread state", "login", login, "err", err)
 		return sb
 	}

@@ -26,6 +26,13 @@ const (
 	updateDMList = `UPDATE dm_lists USING TIMESTAMP ? SET members = ?, last_id = ?, last_author = ?, last_excerpt = ?
 		WHERE login = ? AND conversation = ?`
 	selectDMList = `SELECT conversation, members, last_id, last_author, last_excerpt FROM dm_lists WHERE login = ?`
+	// The same entry in the person's read_markers row for the DM (schema
+	// 010), which the sidebar reads with the markers in one statement.
+	updateDMEntry = `UPDATE read_markers USING TIMESTAMP ? SET members = ?, last_id = ?, last_author = ?, last_excerpt = ?
+		WHERE login = ? AND conversation = ?`
+	selectPersonal = `SELECT conversation, marker, mention, members, last_id, last_author, last_excerpt, dms_moved
+		FROM read_markers WHERE login = ?`
+	updateDMsMoved = `UPDATE read_markers SET dms_moved = true WHERE login = ?`
 
 	// dmPrefix starts a DM's conversation id; no room name can contain ':'.
 	dmPrefix = "dm:"
@@ -180,17 +187,33 @@ type DMEntry struct {
 
 // RecordDMMessage puts m as the last message of d in every member's list.
 // Each write carries the message's time, so the newest message wins in
-// every list however concurrent sends interleave.
+// every list however concurrent sends interleave. A member's entry is
+// written to read_markers (what this version reads) and to dm_lists (what
+// versions before schema 010 read, during a rolling upgrade) in one
+// batch: both rows are in the member's partition, so it is one mutation.
 func (s *Store) RecordDMMessage(ctx context.Context, d DM, m Message) error {
 	excerpt := m.Content
 	if utf8.RuneCountInString(excerpt) > excerptLength {
 		excerpt = string([]rune(excerpt)[:excerptLength]) + "…"
 	}
+	sess, err := s.db()
+	if err != nil {
+		return err
+	}
 	errs := make(chan error, len(d.Members))
 	for _, member := range d.Members {
 		go func() {
-			errs <- s.exec(ctx, "list dm of "+member.Login, updateDMList,
-				writeTime(m.ID), d.Members, m.ID, m.Author, excerpt, member.Login, dmPrefix+d.Address)
+			args := []any{writeTime(m.ID), d.Members, m.ID, m.Author, excerpt, member.Login, dmPrefix + d.Address}
+			b := sess.NewBatch(gocql.UnloggedBatch).WithContext(ctx)
+			b.SetConsistency(s.cfg.Consistency)
+			b.Entries = append(b.Entries,
+				gocql.BatchEntry{Stmt: updateDMEntry, Args: args, Idempotent: true},
+				gocql.BatchEntry{Stmt: updateDMList, Args: args, Idempotent: true})
+			if err := sess.ExecuteBatch(b); err != nil {
+				errs <- s.fail("list dm of "+member.Login, err)
+				return
+			}
+			errs <- nil
 		}()
 	}
 	var first error
@@ -202,8 +225,91 @@ func (s *Store) RecordDMMessage(ctx context.Context, d DM, m Message) error {
 	return first
 }
 
-// DMList is login's DMs, most recent activity first.
+// PersonalState is what the sidebar needs of login's own rows, in one
+// partition read: their read marker and newest mention in every
+// conversation, and their DMs with each one's last message, most recent
+// activity first. A person whose DM list was written before schema 010
+// has it moved on this first read (see moveDMList).
+func (s *Store) PersonalState(ctx context.Context, login string) (Markers, []DMEntry, error) {
+	q, err := s.query(ctx, selectPersonal, login)
+	if err != nil {
+		return Markers{}, nil, err
+	}
+	m := Markers{Read: map[string]gocql.UUID{}, Mention: map[string]gocql.UUID{}}
+	var (
+		dms   []DMEntry
+		moved bool
+		iter  = q.Iter()
+	)
+	for {
+		var (
+			e               DMEntry
+			conv            string
+			marker, mention gocql.UUID
+			rowMoved        *bool
+		)
+		if !iter.Scan(&conv, &marker, &mention, &e.DM.Members, &e.LastID, &e.LastAuthor, &e.LastExcerpt, &rowMoved) {
+			break
+		}
+		moved = moved || (rowMoved != nil && *rowMoved)
+		if marker != (gocql.UUID{}) {
+			m.Read[conv] = marker
+		}
+		if mention != (gocql.UUID{}) {
+			m.Mention[conv] = mention
+		}
+		if len(e.DM.Members) > 0 {
+			e.DM.Address = strings.TrimPrefix(conv, dmPrefix)
+			dms = append(dms, e)
+		}
+	}
+	if err := iter.Close(); err != nil {
+		return Markers{}, nil, s.fail("read the markers and dms of "+login, err)
+	}
+	if !moved {
+		if dms, err = s.moveDMList(ctx, login); err != nil {
+			return Markers{}, nil, err
+		}
+	}
+	sortDMs(dms)
+	return m, dms, nil
+}
+
+// moveDMList copies login's entries of dm_lists, which every version
+// writes, into their read_markers rows, then marks the move done. Each
+// entry is written with its last message's time, as RecordDMMessage
+// writes it, so a message recorded meanwhile is never overwritten by an
+// older copy; the flag is set only once every entry is copied, so a move
+// cut short is done again (its writes are idempotent). It returns the
+// entries read.
+func (s *Store) moveDMList(ctx context.Context, login string) ([]DMEntry, error) {
+	dms, err := s.oldDMList(ctx, login)
+	if err != nil {
+		return nil, err
+	}
+	err = s.eachConcurrently(ctx, len(dms), 8, func(ctx context.Context, i int) error {
+		e := dms[i]
+		return s.exec(ctx, "move the dm list of "+login, updateDMEntry,
+			writeTime(e.LastID), e.DM.Members, e.LastID, e.LastAuthor, e.LastExcerpt, login, dmPrefix+e.DM.Address)
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := s.exec(ctx, "move the dm list of "+login, updateDMsMoved, login); err != nil {
+		return nil, err
+	}
+	return dms, nil
+}
+
+// DMList is login's DMs, most recent activity first (see PersonalState).
 func (s *Store) DMList(ctx context.Context, login string) ([]DMEntry, error) {
+	_, dms, err := s.PersonalState(ctx, login)
+	return dms, err
+}
+
+// oldDMList is login's entries of dm_lists, as versions before schema
+// 010 kept them.
+func (s *Store) oldDMList(ctx context.Context, login string) ([]DMEntry, error) {
 	q, err := s.query(ctx, selectDMList, login)
 	if err != nil {
 		return nil, err
@@ -224,7 +330,12 @@ func (s *Store) DMList(ctx context.Context, login string) ([]DMEntry, error) {
 	if err := iter.Close(); err != nil {
 		return nil, s.fail("read dms of "+login, err)
 	}
-	slices.SortFunc(out, func(a, b DMEntry) int {
+	return out, nil
+}
+
+// sortDMs puts the most recent activity first.
+func sortDMs(dms []DMEntry) {
+	slices.SortFunc(dms, func(a, b DMEntry) int {
 		switch {
 		case Later(a.LastID, b.LastID):
 			return -1
@@ -233,5 +344,4 @@ func (s *Store) DMList(ctx context.Context, login string) ([]DMEntry, error) {
 		}
 		return strings.Compare(a.DM.Address, b.DM.Address)
 	})
-	return out, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 
@@ -165,5 +166,68 @@ func TestDMUnknownMember(t *testing.T) {
 		if _, err := db.DM(context.Background(), addr); !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("DM(%q): %v, want ErrNotFound", addr, err)
 		}
+	}
+}
+
+// TestDMListMovesBesideMarkers (schema 010): a person whose DM list was
+// written before the move (dm_lists only) sees it whole on their first
+// read, which copies it beside their markers; a message recorded after
+// the move wins over the copy; and the next read is one statement.
+func TestDMListMovesBesideMarkers(t *testing.T) {
+	ctx := context.Background()
+	me := newUser(t, unique("mover"))
+	var dms []store.DM
+	for i := range 3 {
+		other := newUser(t, unique(fmt.Sprintf("old%d", i)))
+		d, err := db.DM(ctx, me.Login+"+"+other.Login)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := db.PostMessage(ctx, d, other.Ref(), fmt.Sprintf("before the move %d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := db.RecordOldDMEntry(ctx, me.Login, d, m); err != nil {
+			t.Fatal(err)
+		}
+		dms = append(dms, d)
+	}
+	if err := db.MarkRead(ctx, me.Login, dms[0].Conversation().ID, gocql.TimeUUID()); err != nil {
+		t.Fatal(err)
+	}
+	markers, list, err := db.PersonalState(ctx, me.Login)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 3 || list[0].DM.Address != dms[2].Address || list[0].LastExcerpt != "before the move 2" {
+		t.Fatalf("first read: %+v, want the 3 DMs written before the move, newest first", list)
+	}
+	if _, ok := markers.Read[dms[0].Conversation().ID]; !ok {
+		t.Errorf("first read: markers %v lack the marker of %s", markers.Read, dms[0].Address)
+	}
+	// After the move, new messages are recorded beside the markers.
+	m, err := db.PostMessage(ctx, dms[0], me.Ref(), "after the move")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.RecordDMMessage(ctx, dms[0], m); err != nil {
+		t.Fatal(err)
+	}
+	db.Recorder.Start()
+	_, list, err = db.PersonalState(ctx, me.Login)
+	var got []store.ObservedQuery
+	for _, q := range db.Recorder.Stop() {
+		if slices.Contains(q.Values, any(me.Login)) { // other tests may run at once
+			got = append(got, q)
+		}
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 3 || list[0].DM.Address != dms[0].Address || list[0].LastExcerpt != "after the move" {
+		t.Errorf("after the move: %+v, want %s first with its new message", list, dms[0].Address)
+	}
+	if len(got) != 1 {
+		t.Errorf("a read after the move ran %d statements, want 1: %v", len(got), got)
 	}
 }

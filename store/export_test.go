@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"io"
 	"log/slog"
 	"sync"
@@ -24,3 +25,9 @@ func NewBehindIndexer(db *Store) *Indexer {
 
 // CatchUp indexes one bucket that fell behind.
 func (ix *Indexer) CatchUp() { ix.catchUp(make(chan struct{})) }
+
+// RecordOldDMEntry writes m as d's last message in login's dm_lists entry
+// alone, as versions before schema 010 did.
+func (s *Store) RecordOldDMEntry(ctx context.Context, login string, d DM, m Message) error {
+	return s.exec(ctx, "old dm list", updateDMList, writeTime(m.ID), d.Members, m.ID, m.Author, m.Content, login, dmPrefix+d.Address)
+}
