@@ -53,6 +53,9 @@ func (s *Server) Log() *slog.Logger { return s.log }
 // Live is the live engine.
 func (s *Server) Live() *live.Engine { return s.live }
 
+// Indexer is the search indexer: a message's change goes through it.
+func (s *Server) Indexer() *store.Indexer { return s.indexer }
+
 // Metrics are the server's metrics.
 func (s *Server) Metrics() *web.Metrics { return s.metrics }
 

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/PuerkitoBio/goquery"
+	"github.com/gocql/gocql"
+	"github.com/killrchat/killrchat/store"
 )
 
 // searchPage searches as c, once the index has caught up.
@@ -213,5 +215,45 @@ func TestRoomsFilterByName(t *testing.T) {
 	p := ada.get("/rooms?name=" + stem + "zz")
 	if len(names(p)) != 0 || !strings.Contains(text(p, "#room-results"), "No room name starts with") {
 		t.Errorf("no match: %q", text(p, "#room-results"))
+	}
+}
+
+// TestSearchFollowsEditsAndDeletes: an edit takes the old text's words out
+// of the index and puts the new ones in; a delete takes its words out. The
+// index rows themselves go (no posting is read), not only the results
+// (which searches check against the stored text anyway).
+func TestSearchFollowsEditsAndDeletes(t *testing.T) {
+	a := newApp(t, nil, nil)
+	ada := a.signedUp(t, unique("ada"))
+	room := createRoom(t, ada)
+	before, after, gone := unique("zanzibar"), unique("quokka"), unique("walrus")
+	postMessage(t, ada, room, "first "+before)
+	postMessage(t, ada, room, "second "+gone)
+	edited, deleted := stored(t, room, "first "+before)[0], stored(t, room, "second "+gone)[0]
+	a.srv.FlushSearchIndex()
+	if p := ada.post("/rooms/"+room+"/messages/"+edited+"/edit", url.Values{"content": {"first " + after}}); p.StatusCode >= 400 {
+		t.Fatalf("edit: %d", p.StatusCode)
+	}
+	if p := ada.post("/rooms/"+room+"/messages/"+deleted+"/delete", nil); p.StatusCode >= 400 {
+		t.Fatalf("delete: %d", p.StatusCode)
+	}
+	for q, want := range map[string]string{before: "", after: "first " + after, gone: ""} {
+		if got := strings.Join(resultTexts(searchPage(t, a, ada, q)), "|"); got != want {
+			t.Errorf("search %q found %q, want %q", q, got, want)
+		}
+	}
+	r := roomPlace(t, room)
+	for _, word := range []string{before, gone} {
+		q, err := store.ParseSearch(word)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _, st, err := db.Search(ctxT(t), []store.Conversation{r.Conversation()}, q, gocql.UUID{}, 20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Postings != 0 {
+			t.Errorf("%q: %d index rows left", word, st.Postings)
+		}
 	}
 }

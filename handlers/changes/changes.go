@@ -146,6 +146,9 @@ func (s routes) editMessage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	// The search index follows, off the request's path: the old text's
+	// terms out, the new one's in (searches check the stored text anyway).
+	s.Indexer().Reindex(conv, &m, &edited)
 	return changed(c, views.Permalink(edited))
 }
 
@@ -171,6 +174,7 @@ func (s routes) deleteMessage(c echo.Context) error {
 	if err := s.DB().ForgetMessage(ctx, cv.Place, m); err != nil {
 		s.Log().Warn("clean up a deleted message", "conversation", cv.ID, "err", err)
 	}
+	s.Indexer().Reindex(cv.Place.Conversation(), &m, nil)
 	return changed(c, cv.URL+"#latest")
 }
 
