@@ -165,12 +165,16 @@ func (s *Server) showRoom(c echo.Context) error {
 	}
 	// The marker as it was when the page opened: the divider goes above
 	// what was new then.
-	marker := sb.markers.Read[cv.ID]
+	marker, level := sb.markers.Read[cv.ID], sb.markers.LevelOf(cv.ID)
 	if !sb.read {
-		if marker, err = s.db.Marker(ctx, me.Login, cv.ID); err != nil {
+		if marker, level, err = s.db.MarkerAndLevel(ctx, me.Login, cv.ID); err != nil {
 			s.log.Warn("read marker", "conversation", cv.ID, "err", err)
 		}
 	}
+	if level == "" {
+		level = store.DefaultLevel(cv.ID)
+	}
+	v.Level = level
 	s.markShown(ctx, me.Login, cv.Place.Conversation(), v.Messages, marker)
 	v.FirstUnread = firstUnread(v.Messages, marker, me.Login)
 	v.Composer = views.Form{Values: map[string]string{"client_id": NewClientID(), "content": s.quoted(c, cv)}}

@@ -377,6 +377,7 @@ var notices = map[string]string{
 	"room-left":    "You left the room.",
 	"welcome":      "Welcome to KillrChat!",
 	"logged-out":   "You are logged out.",
+	"level-saved":  "Your notification setting is saved.",
 }
 
 // Redirect sends the browser to url after a successful POST: 303 for a

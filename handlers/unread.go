@@ -117,6 +117,14 @@ func (s *Server) readSidebar(ctx context.Context, login, open string) sidebar {
 func (sb sidebar) fill(page *views.Page) {
 	page.MyRooms, page.RoomTitles, page.DMs = sb.rooms, sb.titles, sb.dms
 	page.Unread, page.Mentions = sb.unread, sb.mentions
+	for conv, l := range sb.markers.Level {
+		if l == store.LevelNothing {
+			if page.Quiet == nil {
+				page.Quiet = map[string]bool{}
+			}
+			page.Quiet[conv] = true
+		}
+	}
 	if page.Unread == nil {
 		page.Unread = map[string]int{} // read (or failed): fillPage does not read again
 	}

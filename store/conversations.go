@@ -30,7 +30,7 @@ const (
 	// 010), which the sidebar reads with the markers in one statement.
 	updateDMEntry = `UPDATE read_markers USING TIMESTAMP ? SET members = ?, last_id = ?, last_author = ?, last_excerpt = ?
 		WHERE login = ? AND conversation = ?`
-	selectPersonal = `SELECT conversation, marker, mention, members, last_id, last_author, last_excerpt, dms_moved
+	selectPersonal = `SELECT conversation, marker, mention, members, last_id, last_author, last_excerpt, dms_moved, level
 		FROM read_markers WHERE login = ?`
 	updateDMsMoved = `UPDATE read_markers SET dms_moved = true WHERE login = ?`
 
@@ -226,7 +226,7 @@ func (s *Store) RecordDMMessage(ctx context.Context, d DM, m Message) error {
 }
 
 // PersonalState is what the sidebar needs of login's own rows, in one
-// partition read: their read marker and newest mention in every
+// partition read: their read marker, newest mention and level in every
 // conversation, and their DMs with each one's last message, most recent
 // activity first. A person whose DM list was written before schema 010
 // has it moved on this first read (see moveDMList).
@@ -235,7 +235,7 @@ func (s *Store) PersonalState(ctx context.Context, login string) (Markers, []DME
 	if err != nil {
 		return Markers{}, nil, err
 	}
-	m := Markers{Read: map[string]gocql.UUID{}, Mention: map[string]gocql.UUID{}}
+	m := Markers{Read: map[string]gocql.UUID{}, Mention: map[string]gocql.UUID{}, Level: map[string]Level{}}
 	var (
 		dms   []DMEntry
 		moved bool
@@ -247,9 +247,13 @@ func (s *Store) PersonalState(ctx context.Context, login string) (Markers, []DME
 			conv            string
 			marker, mention gocql.UUID
 			rowMoved        *bool
+			level           string
 		)
-		if !iter.Scan(&conv, &marker, &mention, &e.DM.Members, &e.LastID, &e.LastAuthor, &e.LastExcerpt, &rowMoved) {
+		if !iter.Scan(&conv, &marker, &mention, &e.DM.Members, &e.LastID, &e.LastAuthor, &e.LastExcerpt, &rowMoved, &level) {
 			break
+		}
+		if level != "" {
+			m.Level[conv] = Level(level)
 		}
 		moved = moved || (rowMoved != nil && *rowMoved)
 		if marker != (gocql.UUID{}) {

@@ -23,7 +23,7 @@ const (
 	updateMarker      = `UPDATE read_markers USING TIMESTAMP ? SET marker = ? WHERE login = ? AND conversation = ?`
 	selectMarkers     = `SELECT conversation, marker, mention FROM read_markers WHERE login = ?`
 	updateMentionHead = `UPDATE read_markers USING TIMESTAMP ? SET mention = ? WHERE login = ? AND conversation = ?`
-	selectMarker      = `SELECT marker FROM read_markers WHERE login = ? AND conversation = ?`
+	selectMarker      = `SELECT marker, level FROM read_markers WHERE login = ? AND conversation = ?`
 	updateHead        = `UPDATE conversation_heads USING TIMESTAMP ? SET head = ? WHERE conversation = ?`
 	selectHeads       = `SELECT conversation, head FROM conversation_heads WHERE conversation IN ?`
 
@@ -61,6 +61,9 @@ func (s *Store) MarkRead(ctx context.Context, login, conversation string, upTo g
 // them in each (Mention; see RecordMentions).
 type Markers struct {
 	Read, Mention map[string]gocql.UUID
+	// Level holds the levels the person set (see LevelOf); PersonalState
+	// reads them, ReadMarkers does not.
+	Level map[string]Level
 }
 
 // ReadMarkers returns login's markers and mention heads, in one partition
@@ -128,15 +131,28 @@ func (s *Store) idsByConversation(ctx context.Context, op, stmt string, values .
 // Marker returns login's read marker in conversation, or the zero UUID if
 // login has read nothing there yet.
 func (s *Store) Marker(ctx context.Context, login, conversation string) (gocql.UUID, error) {
+	id, _, err := s.MarkerAndLevel(ctx, login, conversation)
+	return id, err
+}
+
+// MarkerAndLevel is login's marker in conversation (zero if none) and
+// their level there, in one read of one row.
+func (s *Store) MarkerAndLevel(ctx context.Context, login, conversation string) (gocql.UUID, Level, error) {
 	q, err := s.query(ctx, selectMarker, login, conversation)
 	if err != nil {
-		return gocql.UUID{}, err
+		return gocql.UUID{}, "", err
 	}
-	var id gocql.UUID
-	if err := q.Scan(&id); err != nil && !errors.Is(err, gocql.ErrNotFound) {
-		return gocql.UUID{}, s.fail("read marker of "+login, err)
+	var (
+		id    gocql.UUID
+		level string
+	)
+	if err := q.Scan(&id, &level); err != nil && !errors.Is(err, gocql.ErrNotFound) {
+		return gocql.UUID{}, "", s.fail("read marker of "+login, err)
 	}
-	return id, nil
+	if level == "" {
+		return id, DefaultLevel(conversation), nil
+	}
+	return id, Level(level), nil
 }
 
 // setHead records id as conversation's latest message, unless a newer one

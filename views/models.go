@@ -36,6 +36,9 @@ type Page struct {
 	// Unread and Mentions are, by conversation id (a room's name, or a
 	// DM's "dm:" id), how many messages and mentions the user has not read.
 	Unread, Mentions map[string]int
+	// Quiet are the conversations set to tell nothing (store.LevelNothing):
+	// their badge is a dot, and they count in no total.
+	Quiet map[string]bool
 }
 
 // SidebarDM is a direct message as the sidebar lists it.
@@ -59,16 +62,17 @@ func UnreadLabel(n int) string {
 
 // UnreadConversations is how many conversations have unread messages, for
 // the "(N) " that starts the page title.
-func (p Page) UnreadConversations() int { return positives(p.Unread) }
+func (p Page) UnreadConversations() int { return p.positives(p.Unread) }
 
 // MentionConversations is how many conversations have unread mentions.
-func (p Page) MentionConversations() int { return positives(p.Mentions) }
+func (p Page) MentionConversations() int { return p.positives(p.Mentions) }
 
-// positives is how many counts of counts are above zero.
-func positives(counts map[string]int) int {
+// positives is how many counts of counts are above zero, quiet
+// conversations left out.
+func (p Page) positives(counts map[string]int) int {
 	n := 0
-	for _, c := range counts {
-		if c > 0 {
+	for conv, c := range counts {
+		if c > 0 && !p.Quiet[conv] {
 			n++
 		}
 	}
@@ -202,6 +206,8 @@ type RoomView struct {
 	FirstUnread gocql.UUID
 	// Highlight is the message a ?at= link opened the page around.
 	Highlight gocql.UUID
+	// Level is how much the conversation tells the viewer.
+	Level store.Level
 	// Newer, on a page opened around a message with newer ones below it,
 	// links to the latest messages; such a page has no live stream.
 	Newer string
@@ -331,3 +337,14 @@ const (
 	ShownParticipants = 50
 	MembersPerPage    = 100
 )
+
+// levelLabel says what a level tells, for its radio button.
+func levelLabel(l store.Level) string {
+	switch l {
+	case store.LevelEverything:
+		return "Every message"
+	case store.LevelMentions:
+		return "Mentions of me"
+	}
+	return "Nothing (a quiet dot)"
+}

@@ -1,0 +1,53 @@
+// Package notifications is how much each conversation tells a person
+// (issue 19): POST /rooms/:room/notifications and
+// /dm/:logins/notifications set the level (everything, mentions or
+// nothing) from the conversation's "⋯" menu, a plain form that works
+// without JavaScript.
+package notifications
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/killrchat/killrchat/handlers"
+	"github.com/killrchat/killrchat/store"
+)
+
+// routes are the notification settings' routes, on the core's server.
+type routes struct{ *handlers.Server }
+
+// Register lists the routes that set a conversation's level.
+func Register(srv *handlers.Server, r handlers.Routes) {
+	s := routes{srv}
+	r.Auth.POST("/rooms/:room/notifications", s.setLevel)
+	r.Auth.POST("/dm/:logins/notifications", s.setLevel, handlers.CanonicalDM)
+}
+
+// setLevel sets the caller's level in the conversation of the path, for
+// its members only (anyone else gets 404, as for its messages), and goes
+// back to the conversation. A level that is none of the three is a 422
+// that changes nothing.
+func (s routes) setLevel(c echo.Context) error {
+	cv, err := s.ConversationOf(c)
+	if err != nil {
+		return err
+	}
+	me := handlers.MustUser(c)
+	if !cv.Member(me.Login) {
+		return store.ErrNotFound
+	}
+	level, err := store.ParseLevel(c.FormValue("level"))
+	if err != nil {
+		var ve store.ValidationError
+		if errors.As(err, &ve) {
+			return echo.NewHTTPError(http.StatusUnprocessableEntity, ve["level"])
+		}
+		return err
+	}
+	if err := s.DB().SetLevel(c.Request().Context(), me.Login, cv.ID, level); err != nil {
+		return err
+	}
+	return handlers.Redirect(c, cv.URL+"?notice=level-saved")
+}
