@@ -117,6 +117,7 @@ func (s *Server) readSidebar(ctx context.Context, login, open string) sidebar {
 func (sb sidebar) fill(page *views.Page) {
 	page.MyRooms, page.RoomTitles, page.DMs = sb.rooms, sb.titles, sb.dms
 	page.Unread, page.Mentions = sb.unread, sb.mentions
+	page.Levels = sb.markers.Level
 	for conv, l := range sb.markers.Level {
 		if l == store.LevelNothing {
 			if page.Quiet == nil {

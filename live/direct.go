@@ -216,7 +216,7 @@ func (s *Engine) liveDirect(out *eventWriter, st *Stream, sent map[gocql.UUID]st
 	tick := time.NewTicker(heartbeat)
 	defer tick.Stop()
 	sig := st.who.signals
-	var watchC <-chan string
+	var watchC <-chan Unread
 	if st.watch != nil {
 		watchC = st.watch.C
 	}

@@ -417,14 +417,14 @@ func (h *LocalHub) fanOut(ev Event) {
 	}
 	if ev.Kind == KindMessage && ev.Message != nil && !ev.Message.System {
 		for w := range h.watches[ev.Conversation] {
-			w.notify(ev.Conversation, ev.Message.Author.Login)
+			w.notify(ev.Conversation, ev.Message)
 		}
 		if address, ok := strings.CutPrefix(ev.Conversation, "dm:"); ok {
 			// A DM's members are in its id: each member's own key hears
 			// it, so a DM that starts after the watch did is heard too.
 			for _, login := range strings.Split(address, "+") {
 				for w := range h.watches[userKey(login)] {
-					w.notify(ev.Conversation, ev.Message.Author.Login)
+					w.notify(ev.Conversation, ev.Message)
 				}
 			}
 		}
@@ -567,9 +567,9 @@ func (sh *fanShard) apply(op shardOp) {
 // after the dropped message was stored (messages are published once
 // stored), so nothing is missed.
 type ConversationWatch struct {
-	// C delivers the ids of conversations that got a message.
-	C     <-chan string
-	c     chan string
+	// C delivers the conversations that got a message, with the message.
+	C     <-chan Unread
+	c     chan Unread
 	login string
 	keys  []string
 	hub   *LocalHub
@@ -580,12 +580,20 @@ const watchQueue = 16
 
 func userKey(login string) string { return "user:" + login }
 
-func (w *ConversationWatch) notify(conversation, author string) {
-	if author == w.login {
+// Unread is a message in a watched conversation: what the page's sidebar
+// refreshes for, and what a notification shows. Message is shared by every
+// watch: it is never changed.
+type Unread struct {
+	Conversation string
+	Message      *store.Message
+}
+
+func (w *ConversationWatch) notify(conversation string, m *store.Message) {
+	if m.Author.Login == w.login {
 		return // one's own message leaves nothing unread
 	}
 	select {
-	case w.c <- conversation:
+	case w.c <- Unread{Conversation: conversation, Message: m}:
 	default:
 	}
 }
@@ -596,7 +604,7 @@ func (w *ConversationWatch) Close() { w.hub.unwatch(w) }
 // WatchConversations starts hearing the messages of conversations (rooms;
 // DMs are heard through login's own key, whatever the list says).
 func (h *LocalHub) WatchConversations(conversations []string, login string) *ConversationWatch {
-	w := &ConversationWatch{c: make(chan string, watchQueue), login: login, hub: h}
+	w := &ConversationWatch{c: make(chan Unread, watchQueue), login: login, hub: h}
 	w.C = w.c
 	w.keys = append(w.keys, userKey(login))
 	for _, c := range conversations {

@@ -16,6 +16,7 @@ package live
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -306,20 +307,54 @@ func (st *Stream) attach(sink Sink) {
 	}
 }
 
-// unreadFrame is the frame that tells st's page that other got a
-// message from someone else, or nil when the page needs none (its own
-// conversation: the message comes on the stream).
-func (st *Stream) unreadFrame(buf *bytes.Buffer, other string) []byte {
+// unreadFrame is the frame that tells st's page that a conversation got
+// a message from someone else, or nil when the page needs none (its own
+// conversation: the message comes on the stream). A personal stream's
+// says who wrote what (see notice), for the page's notifications.
+func (st *Stream) unreadFrame(buf *bytes.Buffer, u Unread) []byte {
 	buf.Reset()
 	if st.personal {
-		sse.AppendWide(buf, zeroID, KindUnread, other, nil)
+		sse.AppendWide(buf, zeroID, KindUnread, u.Conversation, notice(u.Message, st.who.Login))
 		return buf.Bytes()
 	}
-	if other == st.label() {
+	if u.Conversation == st.label() {
 		return nil
 	}
-	sse.AppendEvent(buf, zeroID, KindUnread, []byte(other))
+	sse.AppendEvent(buf, zeroID, KindUnread, []byte(u.Conversation))
 	return buf.Bytes()
+}
+
+// noticeLength is how much of a message a notification shows.
+const noticeLength = 100
+
+// notice is what a notification of m shows login, as JSON: the message's
+// id, its author, the first noticeLength characters of its text (plain
+// text: a notification shows no HTML, and the page escapes nothing), and
+// whether it mentions login.
+func notice(m *store.Message, login string) []byte {
+	if m == nil {
+		return nil
+	}
+	text := m.Content
+	if m.Attachment != nil && strings.TrimSpace(text) == "" {
+		text = "sent a file: " + m.Attachment.Name
+	}
+	if r := []rune(text); len(r) > noticeLength {
+		text = string(r[:noticeLength]) + "…"
+	}
+	name := m.Author.Name()
+	if name == "" {
+		name = m.Author.Login
+	}
+	b, _ := json.Marshal(struct {
+		ID      string `json:"id"`
+		Author  string `json:"author"`
+		Name    string `json:"name"`
+		Text    string `json:"text"`
+		Mention bool   `json:"mention"`
+	}{m.ID.String(), m.Author.Login, name, text,
+		len(store.Mentioned(m.Content, map[string]store.UserRef{login: {Login: login}})) > 0})
+	return b
 }
 
 // endFrame is the frame that tells st's page its stream ends: it left
@@ -357,7 +392,7 @@ func (s *Engine) liveEvents(out *eventWriter, st *Stream, sent map[gocql.UUID]st
 	events := make(queueSink, subscriberQueue*max(1, len(st.feeds)))
 	st.attach(events)
 	sig := st.who.signals
-	var watchC <-chan string
+	var watchC <-chan Unread
 	if st.watch != nil {
 		watchC = st.watch.C
 	}

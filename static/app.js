@@ -1402,7 +1402,7 @@
   function showMessage(shared) {
     var el = streamElement();
     return {
-      t: "show", tab: TAB,
+      t: "show", tab: TAB, visible: document.visibilityState === "visible",
       conv: el ? el.getAttribute("data-conversation") || "" : "",
       cursor: el ? el.getAttribute("data-after") || "" : "",
       browser: shared ? browserKey() : ""
@@ -1490,6 +1490,7 @@
         }
         return;
       case "unread":
+        if (msg.data && msg.notifier === TAB) notify(msg.conv, msg.data);
         if (mine) return; // its messages come on the stream
         refreshSidebar();
         refreshList();
@@ -1506,6 +1507,133 @@
         // dispatched for whoever handles them.
         if (mine) document.dispatchEvent(new CustomEvent("live:" + msg.kind, { detail: msg }));
     }
+  }
+
+  // ---------------------------------------------------------------------------
+  // In-page notifications (issue 19). The browser's one live connection
+  // hears each message of the person's other conversations ("unread",
+  // whose data says who wrote what), and its Manager (live.js), which
+  // knows whether any tab is in view, names one tab to notify (notifier),
+  // or none while someone is looking: one notification per message,
+  // whatever the tabs. Where each tab holds its own stream (no
+  // SharedWorker, no Web Locks), a localStorage mark keeps the tabs from
+  // repeating one another as well as it can; the notification's tag is
+  // the message id, so a browser that is shown two keeps one. The level
+  // comes from the sidebar entry (data-level), else the default
+  // (everything for a DM, mentions for a room). The sound is off unless
+  // turned on in /profile/notifications (localStorage "kc-sound").
+  // ---------------------------------------------------------------------------
+  function levelOf(conv) {
+    var el = sidebarEntryOf(conv);
+    var l = el && el.getAttribute("data-level");
+    if (l) return l;
+    return conv.indexOf("dm:") === 0 ? "everything" : "mentions";
+  }
+
+  function sidebarEntryOf(conv) {
+    var links = document.querySelectorAll("#sidebar-lists a[data-conversation]");
+    for (var i = 0; i < links.length; i++) {
+      if (links[i].getAttribute("data-conversation") === conv) return links[i];
+    }
+    return null;
+  }
+
+  function placeOf(conv) {
+    var el = sidebarEntryOf(conv);
+    var title = el && el.getAttribute("title");
+    if (title) return title;
+    return conv.indexOf("dm:") === 0 ? "a direct message" : "#" + conv;
+  }
+
+  function conversationPath(conv) {
+    return conv.indexOf("dm:") === 0 ? "/dm/" + conv.slice(3) : "/rooms/" + encodeURIComponent(conv);
+  }
+
+  function notify(conv, data) {
+    var n;
+    try { n = JSON.parse(data); } catch (e) { return; }
+    if (!n || !n.id) return;
+    var level = levelOf(conv);
+    if (level === "nothing" || (level === "mentions" && !n.mention)) return;
+    if (!("Notification" in window) || Notification.permission !== "granted") return;
+    if (!firstNotice(n.id)) return;
+    showNotification(conv, n);
+  }
+
+  // firstNotice records id among the last 50 notified, and says whether
+  // it was not there yet.
+  function firstNotice(id) {
+    var ids = [];
+    try { ids = JSON.parse(localStorage.getItem("kc-notified") || "[]"); } catch (e) {}
+    if (ids.indexOf(id) >= 0) return false;
+    ids.push(id);
+    try { localStorage.setItem("kc-notified", JSON.stringify(ids.slice(-50))); } catch (e) {}
+    return true;
+  }
+
+  function showNotification(conv, n) {
+    var link = conversationPath(conv) + "?at=" + encodeURIComponent(n.id) + "#msg-" + n.id;
+    var note = new Notification(n.name + " in " + placeOf(conv), { body: n.text, tag: n.id });
+    note.onclick = function () {
+      window.focus();
+      location.href = link;
+      note.close();
+    };
+    if (localStorageGet("kc-sound") === "on") beep();
+  }
+
+  function localStorageGet(k) {
+    try { return localStorage.getItem(k); } catch (e) { return null; }
+  }
+
+  // beep is a short, quiet tone (no sound file to fetch).
+  function beep() {
+    var Ctx = window.AudioContext || window.webkitAudioContext;
+    if (!Ctx) return;
+    try {
+      var ctx = new Ctx(), osc = ctx.createOscillator(), gain = ctx.createGain();
+      osc.frequency.value = 880;
+      gain.gain.value = 0.05;
+      osc.connect(gain);
+      gain.connect(ctx.destination);
+      osc.start();
+      osc.stop(ctx.currentTime + 0.15);
+    } catch (e) {}
+  }
+
+  // The settings page (/profile/notifications): the permission's state,
+  // asking for it (only from the button, a user gesture), a test
+  // notification, and the sound.
+  function notificationSettings() {
+    var box = document.getElementById("notification-settings");
+    if (!box) return;
+    var state = document.getElementById("notification-state");
+    var ask = document.getElementById("notification-ask");
+    var test = document.getElementById("notification-test");
+    var sound = document.getElementById("notification-sound");
+    var supported = "Notification" in window;
+    function show() {
+      var p = supported ? Notification.permission : "unsupported";
+      state.textContent = { granted: "On: this browser shows notifications.", denied: "Blocked: allow notifications for this site in the browser's settings.",
+        "default": "Off: not asked yet.", unsupported: "This browser cannot show notifications." }[p] || p;
+      box.setAttribute("data-permission", p);
+      ask.hidden = p !== "default";
+      test.disabled = p !== "granted";
+    }
+    box.hidden = false;
+    ask.addEventListener("click", function () {
+      Notification.requestPermission().then(show, show);
+    });
+    test.addEventListener("click", function () {
+      if (Notification.permission !== "granted") return;
+      new Notification("KillrChat", { body: "This is a test notification.", tag: "killrchat-test" });
+      if (sound.checked) beep();
+    });
+    sound.checked = localStorageGet("kc-sound") === "on";
+    sound.addEventListener("change", function () {
+      try { localStorage.setItem("kc-sound", sound.checked ? "on" : "off"); } catch (e) {}
+    });
+    show();
   }
 
   function messageIDOf(html) {
@@ -1618,6 +1746,7 @@
       livePost(liveShown);
     });
     document.addEventListener("visibilitychange", function () {
+      livePost({ t: "visible", tab: TAB, visible: document.visibilityState === "visible" });
       if (!document.hidden) livePost(liveShown);
     });
   }
@@ -1955,6 +2084,7 @@
     var box = composerBox();
     if (box && box.value) grow(box);
     focusComposerOnOpen();
+    notificationSettings();
   }
 
   if (document.readyState === "loading") {

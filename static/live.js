@@ -28,9 +28,14 @@
 //                                   browser is the browser's key
 //   {t: "bye", tab}                 the tab goes away
 //   {t: "pong", tab}                an answer to "ping"
+//   {t: "visible", tab, visible}    the tab came into view, or left it
 // The Manager says (to every tab):
-//   {t: "event", kind, conv, id, data}  an event of the stream (id: the
-//                                   resume point after it, for a message)
+//   {t: "event", kind, conv, id, data, notifier}
+//                                   an event of the stream (id: the
+//                                   resume point after it, for a message;
+//                                   notifier: for an "unread" while no tab
+//                                   is in view, the one tab that may show
+//                                   a notification of it)
 //   {t: "status", up, refused, carried, tabs, browser}
 //                                   the stream is up, or down (refused: it
 //                                   never opened), the conversations it
@@ -86,7 +91,7 @@
   // Manager holds the stream. send(msg) reaches every tab.
   function Manager(send) {
     this.send = send;
-    this.tabs = {};      // tab id -> {conv, missed}
+    this.tabs = {};      // tab id -> {conv, missed, visible}
     this.cursors = {};   // conversation -> resume point ("" = from now)
     this.newest = {};    // conversation -> stamp of the newest message delivered
     this.refused = {};   // conversation -> true: the server refused it
@@ -125,6 +130,10 @@
     var tab = this.tabs[msg.tab];
     if (tab) tab.missed = 0; // it is there
     if (msg.t === "pong") return;
+    if (msg.t === "visible") {
+      if (tab) tab.visible = !!msg.visible;
+      return;
+    }
     if (msg.t !== "show") return;
     // The browser's key outlives the Manager (tabs keep it in
     // localStorage): a Manager started anew replaces the stream of the
@@ -134,8 +143,11 @@
       this.named = true;
     }
     var conv = msg.conv || "";
-    if (tab && tab.conv === conv) return;
-    this.tabs[msg.tab] = { conv: conv, missed: 0 };
+    if (tab && tab.conv === conv) {
+      tab.visible = !!msg.visible;
+      return;
+    }
+    this.tabs[msg.tab] = { conv: conv, missed: 0, visible: !!msg.visible };
     if (!conv) {
       if (!this.es) this.later();
       else this.status();
@@ -302,7 +314,20 @@
       this.refused[conv] = true;
       delete this.cursors[conv];
     }
-    this.send({ t: "event", kind: kind, conv: conv, id: id, data: payload });
+    this.send({ t: "event", kind: kind, conv: conv, id: id, data: payload,
+      notifier: kind === "unread" && payload ? this.notifier() : "" });
+  };
+
+  // notifier is the tab that may show a notification: none while a tab is
+  // in view (someone is looking), else the first tab, so a message makes
+  // one notification however many tabs hear it.
+  Manager.prototype.notifier = function () {
+    var first = "";
+    for (var id in this.tabs) {
+      if (this.tabs[id].visible) return "";
+      if (!first) first = id;
+    }
+    return first;
   };
 
   Manager.prototype.close = function () {

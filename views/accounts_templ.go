@@ -719,7 +719,7 @@ func ProfileEditView(p ProfileEdit) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 57, "<button type=\"submit\" class=\"btn btn-primary\">Save</button></form><h2>Change password</h2>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 57, "<button type=\"submit\" class=\"btn btn-primary\">Save</button></form><h2>Notifications</h2><p><a href=\"/profile/notifications\">Browser notifications and sound</a></p><h2>Change password</h2>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -748,6 +748,39 @@ func ProfileEditView(p ProfileEdit) templ.Component {
 			return templ_7745c5c3_Err
 		}
 		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 59, "<button type=\"submit\" class=\"btn\">Change password</button></form></section>")
+		if templ_7745c5c3_Err != nil {
+			return templ_7745c5c3_Err
+		}
+		return nil
+	})
+}
+
+// NotificationSettingsView is /profile/notifications: what each
+// conversation tells the person (set in its menu), and this browser's
+// notifications, which app.js fills in (the permission's state, the
+// button that asks for it, a test, the sound).
+func NotificationSettingsView() templ.Component {
+	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
+		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
+		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {
+			return templ_7745c5c3_CtxErr
+		}
+		templ_7745c5c3_Buffer, templ_7745c5c3_IsBuffer := templruntime.GetBuffer(templ_7745c5c3_W)
+		if !templ_7745c5c3_IsBuffer {
+			defer func() {
+				templ_7745c5c3_BufErr := templruntime.ReleaseBuffer(templ_7745c5c3_Buffer)
+				if templ_7745c5c3_Err == nil {
+					templ_7745c5c3_Err = templ_7745c5c3_BufErr
+				}
+			}()
+		}
+		ctx = templ.InitializeContext(ctx)
+		templ_7745c5c3_Var34 := templ.GetChildren(ctx)
+		if templ_7745c5c3_Var34 == nil {
+			templ_7745c5c3_Var34 = templ.NopComponent
+		}
+		ctx = templ.ClearChildren(ctx)
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 60, "<section class=\"profile-edit notification-settings\" id=\"profile\"><h1>Notifications</h1><p>Each conversation's menu (<span aria-hidden=\"true\">⋯</span>) sets what it tells you: every message, mentions of you, or nothing. Rooms start at mentions of you, direct messages at every message.</p><p>When a message arrives that its setting asks for and none of your KillrChat tabs is in view, this browser can show a notification.</p><div id=\"notification-settings\" hidden><p>Browser notifications: <strong id=\"notification-state\" role=\"status\">…</strong></p><p class=\"actions\"><button type=\"button\" id=\"notification-ask\" class=\"btn btn-primary\" hidden>Turn on browser notifications</button> <button type=\"button\" id=\"notification-test\" class=\"btn\">Send a test notification</button></p><label class=\"checkbox\"><input type=\"checkbox\" id=\"notification-sound\"> Play a sound with each notification</label></div><noscript><p class=\"notice\">Browser notifications need JavaScript.</p></noscript></section>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

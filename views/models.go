@@ -39,6 +39,17 @@ type Page struct {
 	// Quiet are the conversations set to tell nothing (store.LevelNothing):
 	// their badge is a dot, and they count in no total.
 	Quiet map[string]bool
+	// Levels are the levels the person set (see LevelOf).
+	Levels map[string]store.Level
+}
+
+// LevelOf is how much conversation tells the person: what they set, or
+// the default (app.js reads it off the sidebar for notifications).
+func (p Page) LevelOf(conversation string) store.Level {
+	if l, ok := p.Levels[conversation]; ok {
+		return l
+	}
+	return store.DefaultLevel(conversation)
 }
 
 // SidebarDM is a direct message as the sidebar lists it.

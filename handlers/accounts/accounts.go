@@ -31,6 +31,12 @@ func Register(srv *handlers.Server, r handlers.Routes) {
 	r.Auth.GET("/profile", s.showProfile)
 	r.Auth.POST("/profile", s.updateProfile)
 	r.Auth.POST("/profile/password", s.changePassword, r.Passwords...)
+	r.Auth.GET("/profile/notifications", s.notificationSettings)
+}
+
+// notificationSettings is the page of this browser's notifications.
+func (s routes) notificationSettings(c echo.Context) error {
+	return s.Render(c, http.StatusOK, views.Page{Title: "Notifications"}, views.NotificationSettingsView())
 }
 
 func (s routes) showSignup(c echo.Context) error {
