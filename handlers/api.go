@@ -56,6 +56,10 @@ func (s *Server) Live() *live.Engine { return s.live }
 // Indexer is the search indexer: a message's change goes through it.
 func (s *Server) Indexer() *store.Indexer { return s.indexer }
 
+// Publish hands an event to the hub (every instance's pages), rendering
+// it first if it is a message or a participant list without HTML.
+func (s *Server) Publish(ctx context.Context, ev live.Event) { s.publish(ctx, ev) }
+
 // Metrics are the server's metrics.
 func (s *Server) Metrics() *web.Metrics { return s.metrics }
 

@@ -255,3 +255,48 @@ func TestResumeAcrossInstancesGetsALateMessage(t *testing.T) {
 		t.Fatal("no late message")
 	}
 }
+
+// TestTypingAcrossInstances (issue 19, item 5): a member's typing, posted
+// on instance A, reaches a page of the room on instance B as a "typing"
+// event that names them; a second one within 3 s is dropped, and an
+// outsider's is refused. Nothing is stored.
+func TestTypingAcrossInstances(t *testing.T) {
+	ns := startNATS(t, -1)
+	var logsA, logsB syncBuffer
+	a, b := instance(t, ns.ClientURL(), &logsA), instance(t, ns.ClientURL(), &logsB)
+	ada := a.signedUp(t, unique("ada"))
+	bob := b.signedUp(t, unique("bob"))
+	eve := a.signedUp(t, unique("eve"))
+	room := roomWith(t, ada, bob.on(a))
+	sub := bob.subscribe(t, room, "")
+	typingEvents := func(within time.Duration) []string {
+		var got []string
+		timeout := time.After(within)
+		for {
+			select {
+			case ev, ok := <-sub.events:
+				if !ok {
+					t.Fatal("stream ended")
+				}
+				if ev.name == "typing" {
+					got = append(got, ev.data)
+				}
+			case <-timeout:
+				return got
+			}
+		}
+	}
+	if p := ada.post("/rooms/"+room+"/typing", nil); p.StatusCode != http.StatusNoContent {
+		t.Fatalf("typing: %d", p.StatusCode)
+	}
+	if p := ada.post("/rooms/"+room+"/typing", nil); p.StatusCode != http.StatusNoContent {
+		t.Fatalf("typing again: %d", p.StatusCode)
+	}
+	if p := eve.post("/rooms/"+room+"/typing", nil); p.StatusCode != http.StatusNotFound {
+		t.Errorf("an outsider's typing: %d, want 404", p.StatusCode)
+	}
+	got := typingEvents(2 * time.Second)
+	if len(got) != 1 || !strings.Contains(got[0], `"login":"`+loginOf(t, ada)+`"`) {
+		t.Errorf("bob's page on B got typing events %q, want one naming ada", got)
+	}
+}

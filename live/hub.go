@@ -39,6 +39,9 @@ const (
 	KindEdit     = "edit"
 	KindDelete   = "delete"
 	KindReaction = "reaction"
+	// KindTyping says someone is typing in the conversation: never
+	// stored, never replayed, gone from the page after a few seconds.
+	KindTyping = "typing"
 )
 
 // IsChange says whether kind is a change of a message (an edit, a delete

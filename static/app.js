@@ -1983,6 +1983,60 @@
     if (add) add.value = mine ? "0" : "1";
   }
 
+  // ---------------------------------------------------------------------------
+  // Typing (issue 19): while the composer changes, the page says so at
+  // most every TYPING_EVERY_MS (POST <conversation>/typing); the others'
+  // pages show who is typing (#typing) until TYPING_SHOWN_MS after the
+  // last word of it, or until that person's message arrives. Nothing is
+  // stored.
+  // ---------------------------------------------------------------------------
+  var TYPING_EVERY_MS = 3000, TYPING_SHOWN_MS = 5000;
+  var typingSent = 0;
+  var typists = {}; // login -> {name, timer}
+
+  document.addEventListener("input", function (evt) {
+    if (!evt.target || evt.target.id !== "content" || !evt.target.value.trim()) return;
+    var url = conversationURL();
+    if (!url || Date.now() - typingSent < TYPING_EVERY_MS) return;
+    typingSent = Date.now();
+    fetch(url + "/typing", {
+      method: "POST", credentials: "same-origin",
+      headers: { "X-CSRF-Token": metaCSRF(), "HX-Request": "true" }
+    }).catch(function () {});
+  });
+
+  function showTypists() {
+    var el = document.getElementById("typing");
+    if (!el) return;
+    var names = Object.keys(typists).sort().map(function (l) { return typists[l].name; });
+    if (names.length === 0) el.textContent = "";
+    else if (names.length === 1) el.textContent = names[0] + " is typing…";
+    else if (names.length === 2) el.textContent = names[0] + " and " + names[1] + " are typing…";
+    else el.textContent = "Several people are typing…";
+  }
+
+  function stopTyping(login) {
+    var t = typists[login];
+    if (!t) return;
+    clearTimeout(t.timer);
+    delete typists[login];
+    showTypists();
+  }
+
+  document.addEventListener("live:typing", function (evt) {
+    var who;
+    try { who = JSON.parse(evt.detail.data); } catch (e) { return; }
+    if (!who || !who.login || who.login === document.body.getAttribute("data-viewer")) return;
+    stopTyping(who.login);
+    typists[who.login] = { name: who.name || who.login, timer: setTimeout(function () { stopTyping(who.login); }, TYPING_SHOWN_MS) };
+    showTypists();
+  });
+
+  document.addEventListener("live:message", function (evt) {
+    var el = evt.detail && evt.detail.id && document.getElementById("msg-" + evt.detail.id);
+    if (el) stopTyping(el.getAttribute("data-author"));
+  });
+
   document.addEventListener("live:edit", onEdit);
   document.addEventListener("live:delete", onDelete);
   document.addEventListener("live:reaction", onReaction);

@@ -1,0 +1,89 @@
+// Package typing is "Ada is typing…" (issue 19): a member's page says,
+// at most every few seconds while its composer changes, that they are
+// typing (POST /rooms/:room/typing, /dm/:logins/typing), and the hub takes
+// it to the conversation's open pages on every instance. Nothing is
+// stored: pages forget it after typingShown, or when the person's message
+// arrives.
+package typing
+
+import (
+	"encoding/json"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/killrchat/killrchat/handlers"
+	"github.com/killrchat/killrchat/live"
+	"github.com/killrchat/killrchat/store"
+)
+
+// typingEvery is the least time between two typing events of one person
+// in one conversation (per instance; the page keeps the same pace).
+const typingEvery = 3 * time.Second
+
+// routes are the typing routes, on the core's server.
+type routes struct {
+	*handlers.Server
+	mu   sync.Mutex
+	last map[[2]string]time.Time // (login, conversation) -> last event sent
+}
+
+// Register lists the typing routes.
+func Register(srv *handlers.Server, r handlers.Routes) {
+	s := &routes{Server: srv, last: map[[2]string]time.Time{}}
+	r.Auth.POST("/rooms/:room/typing", s.typing)
+	r.Auth.POST("/dm/:logins/typing", s.typing, handlers.CanonicalDM)
+}
+
+// typing publishes that the caller is typing in the conversation of the
+// path, for its members only (anyone else gets 404), at most once per
+// typingEvery: a repeat within it is answered and dropped.
+func (s *routes) typing(c echo.Context) error {
+	cv, err := s.ConversationOf(c)
+	if err != nil {
+		return err
+	}
+	me := handlers.MustUser(c)
+	if !cv.Member(me.Login) {
+		return store.ErrNotFound
+	}
+	if !s.due(me.Login, cv.ID, time.Now()) {
+		return c.NoContent(http.StatusNoContent)
+	}
+	name := me.Name()
+	if name == "" {
+		name = me.Login
+	}
+	data, err := json.Marshal(struct {
+		Login string `json:"login"`
+		Name  string `json:"name"`
+	}{me.Login, name})
+	if err != nil {
+		return err
+	}
+	s.Publish(c.Request().Context(), live.Event{Kind: live.KindTyping, Conversation: cv.ID, HTML: data})
+	return c.NoContent(http.StatusNoContent)
+}
+
+// due says whether login's typing in conv may be published at now, and
+// if so notes it; entries older than typingEvery are dropped as it goes,
+// so the map holds only the people typing now.
+func (s *routes) due(login, conv string, now time.Time) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := [2]string{login, conv}
+	if at, ok := s.last[k]; ok && now.Sub(at) < typingEvery {
+		return false
+	}
+	if len(s.last) > 1000 {
+		for k, at := range s.last {
+			if now.Sub(at) >= typingEvery {
+				delete(s.last, k)
+			}
+		}
+	}
+	s.last[k] = now
+	return true
+}
