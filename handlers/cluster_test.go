@@ -300,3 +300,43 @@ func TestTypingAcrossInstances(t *testing.T) {
 		t.Errorf("bob's page on B got typing events %q, want one naming ada", got)
 	}
 }
+
+// TestPresenceAcrossInstances (issue 19, item 4): a person is online on
+// every instance while a live stream of theirs is open on one of them,
+// and offline once it closes; nothing is read from Cassandra for it.
+func TestPresenceAcrossInstances(t *testing.T) {
+	ns := startNATS(t, -1)
+	var logsA, logsB syncBuffer
+	a, b := instance(t, ns.ClientURL(), &logsA), instance(t, ns.ClientURL(), &logsB)
+	ada := a.signedUp(t, unique("ada"))
+	bob := b.signedUp(t, unique("bob"))
+	bobLogin := loginOf(t, bob)
+	online := func() bool {
+		t.Helper()
+		p := ada.get("/presence?l=" + bobLogin)
+		if p.StatusCode != http.StatusOK {
+			t.Fatalf("presence: %d", p.StatusCode)
+		}
+		return strings.Contains(p.body, `"`+bobLogin+`"`)
+	}
+	waitFor := func(want bool, what string) {
+		t.Helper()
+		deadline := time.Now().Add(3 * time.Second)
+		for online() != want {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: bob's presence on A never became %v", what, want)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	if online() {
+		t.Fatal("bob is online before any stream")
+	}
+	sub := bob.subscribePath(t, "/events?b=presence-test", "")
+	waitFor(true, "a stream on B")
+	sub.close()
+	waitFor(false, "the stream closed")
+	if p := ada.get("/presence?l=" + url.QueryEscape("not a login!")); p.StatusCode != http.StatusBadRequest {
+		t.Errorf("a bad login: %d, want 400", p.StatusCode)
+	}
+}

@@ -28,6 +28,27 @@ type streamCounts struct {
 	perIP   int
 	users   map[string]int
 	ips     map[string]int
+	// onChange, when set, hears a person's first stream open and their
+	// last one close (presence.go); it is called outside the lock.
+	onChange func(login string, online bool)
+}
+
+// logins are the people with an open stream.
+func (c *streamCounts) logins() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]string, 0, len(c.users))
+	for l := range c.users {
+		out = append(out, l)
+	}
+	return out
+}
+
+// has says whether login has an open stream.
+func (c *streamCounts) has(login string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.users[login] > 0
 }
 
 func newStreamCounts(perUser, perIP int) *streamCounts {
@@ -41,29 +62,40 @@ func newStreamCounts(perUser, perIP int) *streamCounts {
 // the one it replaces is uncounted a moment later.
 func (c *streamCounts) open(login, ip string, replacing bool) (closeStream func(), byUser, ok bool) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if !replacing && c.users[login] >= c.perUser {
+		c.mu.Unlock()
 		return nil, true, false
 	}
 	if !replacing && c.ips[ip] >= c.perIP {
+		c.mu.Unlock()
 		return nil, false, false
 	}
 	c.users[login]++
 	c.ips[ip]++
+	first := c.users[login] == 1
+	c.mu.Unlock()
+	if first && c.onChange != nil {
+		c.onChange(login, true)
+	}
 	var once sync.Once
 	return func() { once.Do(func() { c.release(login, ip) }) }, false, true
 }
 
 func (c *streamCounts) release(login, ip string) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	// Delete at zero, so the maps hold only people and addresses with an
 	// open stream.
+	last := false
 	if c.users[login]--; c.users[login] <= 0 {
 		delete(c.users, login)
+		last = true
 	}
 	if c.ips[ip]--; c.ips[ip] <= 0 {
 		delete(c.ips, ip)
+	}
+	c.mu.Unlock()
+	if last && c.onChange != nil {
+		c.onChange(login, false)
 	}
 }
 

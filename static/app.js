@@ -2037,6 +2037,58 @@
     if (el) stopTyping(el.getAttribute("data-author"));
   });
 
+  // ---------------------------------------------------------------------------
+  // Presence (issue 19): the dots beside people ([data-presence] = a
+  // login) are asked about in one GET /presence at load, when the page
+  // comes back into view, when the page gets new ones (a hover card, a
+  // participants list), and every PRESENCE_EVERY_MS while it is in view.
+  // The server answers from memory.
+  // ---------------------------------------------------------------------------
+  var PRESENCE_EVERY_MS = 15000;
+  var presenceTimer = null;
+
+  function refreshPresence() {
+    var dots = document.querySelectorAll("[data-presence]");
+    if (dots.length === 0) return;
+    var seen = {}, q = [];
+    for (var i = 0; i < dots.length && q.length < 200; i++) {
+      var l = dots[i].getAttribute("data-presence");
+      if (l && !seen[l]) {
+        seen[l] = true;
+        q.push("l=" + encodeURIComponent(l));
+      }
+    }
+    fetch("/presence?" + q.join("&"), { credentials: "same-origin", headers: { "Accept": "application/json" } }).then(function (resp) {
+      return resp.ok ? resp.json() : null;
+    }).then(function (body) {
+      if (!body || !body.online) return;
+      var on = {};
+      for (var j = 0; j < body.online.length; j++) on[body.online[j]] = true;
+      var all = document.querySelectorAll("[data-presence]");
+      for (var k = 0; k < all.length; k++) {
+        var online = !!on[all[k].getAttribute("data-presence")];
+        all[k].setAttribute("data-online", online ? "true" : "false");
+        all[k].setAttribute("role", "img");
+        all[k].setAttribute("aria-label", online ? "online" : "offline");
+        all[k].setAttribute("title", online ? "Online" : "Offline");
+      }
+    }, function () {});
+  }
+
+  function startPresence() {
+    refreshPresence();
+    if (presenceTimer) clearInterval(presenceTimer);
+    presenceTimer = setInterval(function () {
+      if (document.visibilityState === "visible") refreshPresence();
+    }, PRESENCE_EVERY_MS);
+    document.addEventListener("visibilitychange", function () {
+      if (document.visibilityState === "visible") refreshPresence();
+    });
+    document.addEventListener("htmx:after:swap", function () {
+      if (document.querySelector("[data-presence]:not([data-online])")) refreshPresence();
+    });
+  }
+
   document.addEventListener("live:edit", onEdit);
   document.addEventListener("live:delete", onDelete);
   document.addEventListener("live:reaction", onReaction);
@@ -2139,6 +2191,7 @@
     if (box && box.value) grow(box);
     focusComposerOnOpen();
     notificationSettings();
+    startPresence();
   }
 
   if (document.readyState === "loading") {

@@ -29,6 +29,9 @@ const (
 	natsEndSubject = "killrchat.stream-ends"
 	// natsInvalidateSubject carries cache invalidations (see live.Invalidation).
 	natsInvalidateSubject = "killrchat.invalidations"
+	// natsPresenceSubject carries who is online on each instance (see
+	// live/presence.go).
+	natsPresenceSubject = "killrchat.presence"
 )
 
 // Hub is the live.Hub of an instance among several.
@@ -39,6 +42,9 @@ type Hub struct {
 	log    *slog.Logger
 	beats  sync.Once
 	stop   chan struct{}
+
+	presenceMu sync.Mutex
+	presence   []func(live.PresenceUpdate)
 }
 
 // natsEnvelope is an event of instance Origin, or, with no event, its
@@ -94,6 +100,10 @@ func New(url string, log *slog.Logger) (*Hub, error) {
 		return nil, fmt.Errorf("nats: subscribe: %w", err)
 	}
 	if _, err := nc.Subscribe(natsInvalidateSubject, h.deliverInvalidation); err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("nats: subscribe: %w", err)
+	}
+	if _, err := nc.Subscribe(natsPresenceSubject, h.deliverPresence); err != nil {
 		nc.Close()
 		return nil, fmt.Errorf("nats: subscribe: %w", err)
 	}
@@ -250,3 +260,39 @@ func (h *Hub) deliverInvalidation(m *nats.Msg) {
 	}
 	_ = h.local.Invalidate(context.Background(), env.Invalidation)
 }
+
+// PublishPresence tells the other instances who is online here (see
+// live.PresenceTransport); at most once, like every event.
+func (h *Hub) PublishPresence(u live.PresenceUpdate) {
+	u.Origin = h.origin
+	data, err := json.Marshal(u)
+	if err != nil {
+		return
+	}
+	_ = h.nc.Publish(natsPresenceSubject, data)
+}
+
+// WatchPresence calls f with each other instance's presence update.
+func (h *Hub) WatchPresence(f func(live.PresenceUpdate)) {
+	h.presenceMu.Lock()
+	h.presence = append(h.presence, f)
+	h.presenceMu.Unlock()
+}
+
+func (h *Hub) deliverPresence(m *nats.Msg) {
+	var u live.PresenceUpdate
+	if err := json.Unmarshal(m.Data, &u); err != nil {
+		h.log.Warn("nats: unreadable presence", "err", err)
+		return
+	}
+	if u.Origin == h.origin {
+		return
+	}
+	h.presenceMu.Lock()
+	fs := h.presence
+	h.presenceMu.Unlock()
+	for _, f := range fs {
+		f(u)
+	}
+}
+
