@@ -295,4 +295,3 @@ func (h *Hub) deliverPresence(m *nats.Msg) {
 		f(u)
 	}
 }
-
