@@ -2075,6 +2075,12 @@
     }, function () {});
   }
 
+  // The typing line takes its room only where it can be filled (with JS).
+  function showTypingLine() {
+    var el = document.getElementById("typing");
+    if (el) el.hidden = false;
+  }
+
   function startPresence() {
     refreshPresence();
     if (presenceTimer) clearInterval(presenceTimer);
@@ -2192,6 +2198,7 @@
     focusComposerOnOpen();
     notificationSettings();
     startPresence();
+    showTypingLine();
   }
 
   if (document.readyState === "loading") {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+	"unicode"
 
 	"github.com/gocql/gocql"
 
@@ -358,4 +359,36 @@ func levelLabel(l store.Level) string {
 		return "Mentions of me"
 	}
 	return "Nothing (a quiet dot)"
+}
+
+// avatarColours is how many colours avatars take (.avatar-c0 … in app.css).
+const avatarColours = 12
+
+// avatarColour is the class of login's colour: a hash of the login, so a
+// person keeps theirs everywhere.
+func avatarColour(login string) string {
+	h := uint32(2166136261)
+	for i := 0; i < len(login); i++ {
+		h = (h ^ uint32(login[i])) * 16777619
+	}
+	return "avatar-c" + strconv.Itoa(int(h%avatarColours))
+}
+
+// initials are the first letters of u's first and last names, or of the
+// login when the names give none.
+func initials(u store.UserRef) string {
+	var out []rune
+	for _, part := range []string{u.Firstname, u.Lastname} {
+		for _, r := range part {
+			out = append(out, unicode.ToUpper(r))
+			break
+		}
+	}
+	if len(out) == 0 {
+		for _, r := range u.Login {
+			out = append(out, unicode.ToUpper(r))
+			break
+		}
+	}
+	return string(out)
 }
