@@ -145,6 +145,29 @@ func TestEditAndDelete(t *testing.T) {
 			t.Error("bob's message is still stored")
 		}
 	})
+	t.Run("AdminDeletesAnyone", func(t *testing.T) {
+		// Issue 21: an admin moderates as the creator does; a member
+		// who is not one still cannot.
+		if p := creator.post("/rooms/"+room+"/members/"+ada.login+"/admin", nil); p.StatusCode != http.StatusSeeOther {
+			t.Fatalf("make ada an admin: %d", p.StatusCode)
+		}
+		postMessage(t, bob, room, "more spam")
+		spam := latestID(t, room, "more spam")
+		if p := ada.post(base+spam+"/edit", url.Values{"content": {"moderated"}}); p.StatusCode != http.StatusForbidden {
+			t.Errorf("an admin edits bob's message: %d", p.StatusCode)
+		}
+		if p := ada.post(base+spam+"/delete", nil); p.StatusCode != http.StatusSeeOther {
+			t.Fatalf("an admin deletes bob's message: %d", p.StatusCode)
+		}
+		if _, err := storedMessage(t, roomPlace(t, room), spam); err == nil {
+			t.Error("bob's message is still stored")
+		}
+		postMessage(t, ada, room, "from the admin")
+		adas := latestID(t, room, "from the admin")
+		if p := bob.post(base+adas+"/delete", nil); p.StatusCode != http.StatusForbidden {
+			t.Errorf("a member who is no admin deletes the admin's message: %d", p.StatusCode)
+		}
+	})
 	t.Run("DM", func(t *testing.T) {
 		address := dmAddress(t, ada.login, bob.login)
 		postDM(t, ada, address, "dm typo")

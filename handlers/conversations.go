@@ -158,6 +158,7 @@ func (s *Server) roomView(c echo.Context, cv conversation) views.RoomView {
 	v := views.RoomView{ID: cv.ID, URL: cv.URL, Title: cv.Title, Viewer: me, Participant: cv.Member(me.Login)}
 	if cv.Room != nil {
 		v.Room, v.Creator = *cv.Room, cv.Room.CreatorLogin == me.Login
+		v.Moderator = cv.Room.IsAdmin(me.Login)
 	} else {
 		v.DM = &views.DMHeader{Members: cv.DM.Members}
 	}

@@ -117,10 +117,11 @@ func CanEdit(m Message, login string) error {
 	return nil
 }
 
-// CanDelete returns ErrNotAuthor unless login wrote m or created the room
-// (roomCreator, "" for a DM) it is in.
-func CanDelete(m Message, login, roomCreator string) error {
-	if (m.Author.Login == login && !m.System) || (roomCreator != "" && roomCreator == login) {
+// CanDelete says whether login may delete m: its author may (a system
+// message has none), and so may a moderator of its room (its creator or
+// one of its admins, as the caller read the room).
+func CanDelete(m Message, login string, moderator bool) error {
+	if (m.Author.Login == login && !m.System) || moderator {
 		return nil
 	}
 	return fmt.Errorf("store: delete %s by %q: %w", m.ID, login, ErrNotAuthor)

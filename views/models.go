@@ -202,6 +202,9 @@ type RoomView struct {
 	Viewer      store.UserRef
 	Participant bool
 	Creator     bool
+	// Moderator: the viewer is the room's creator or an admin, who may
+	// delete any message.
+	Moderator bool
 	// Messages are the latest ones, oldest first.
 	Messages []store.Message
 	// Older is the link to the page before Messages, "" at the start.

@@ -78,12 +78,10 @@ func (s routes) messageOf(c echo.Context) (handlers.Conversation, store.Message,
 	return cv, m, err
 }
 
-// creatorOf is the login of cv's creator: a room's, "" for a DM.
-func creatorOf(cv handlers.Conversation) string {
-	if cv.Room != nil {
-		return cv.Room.CreatorLogin
-	}
-	return ""
+// moderates says whether login moderates cv: its creator or an admin of
+// a room (a DM has no moderator).
+func moderates(cv handlers.Conversation, login string) bool {
+	return cv.Room != nil && cv.Room.IsAdmin(login)
 }
 
 // showMessage is the page of one message: edit (for its author), react
@@ -101,7 +99,7 @@ func (s routes) renderMessagePage(c echo.Context, status int, cv handlers.Conver
 	me := handlers.MustUser(c)
 	v := views.MessageView{Message: m, Title: cv.Title, Form: f,
 		CanEdit:   store.CanEdit(m, me.Login) == nil,
-		CanDelete: store.CanDelete(m, me.Login, creatorOf(cv)) == nil}
+		CanDelete: store.CanDelete(m, me.Login, moderates(cv, me.Login)) == nil}
 	c.SetRequest(c.Request().WithContext(views.WithMembers(c.Request().Context(), cv.Place.Conversation().Members)))
 	return s.Render(c, status, views.Page{Title: "Message in " + cv.Title, Room: cv.ID}, views.MessagePage(v))
 }
@@ -158,7 +156,7 @@ func (s routes) deleteMessage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := store.CanDelete(m, handlers.MustUser(c).Login, creatorOf(cv)); err != nil {
+	if err := store.CanDelete(m, handlers.MustUser(c).Login, moderates(cv, handlers.MustUser(c).Login)); err != nil {
 		return err
 	}
 	ctx := c.Request().Context()
