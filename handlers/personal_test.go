@@ -58,7 +58,11 @@ func TestPersonalEvents(t *testing.T) {
 		select {
 		case ev := <-s.events:
 			switch {
-			case ev.name == "unread" && ev.data == quiet+"\n":
+			case ev.name == "unread" && strings.HasPrefix(ev.data, quiet+"\n"):
+				// The notice a notification shows (issue 19): who wrote what.
+				if !strings.Contains(ev.data, `"text":"elsewhere"`) || !strings.Contains(ev.data, `"author":"`+loginOf(t, ada)+`"`) {
+					t.Errorf("the unread event's notice: %q", ev.data)
+				}
 				seen["unread"] = true
 			case ev.name == "message" && strings.HasPrefix(ev.data, two+"\n") && strings.Contains(ev.data, "live two"):
 				seen["message"] = true
