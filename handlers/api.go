@@ -60,6 +60,10 @@ func (s *Server) Indexer() *store.Indexer { return s.indexer }
 // it first if it is a message or a participant list without HTML.
 func (s *Server) Publish(ctx context.Context, ev live.Event) { s.publish(ctx, ev) }
 
+// Online says whether login holds a live stream on any instance
+// (package live/presence).
+func (s *Server) Online(login string) bool { return s.presence.Online(login) }
+
 // Metrics are the server's metrics.
 func (s *Server) Metrics() *web.Metrics { return s.metrics }
 

@@ -21,6 +21,7 @@ import (
 	"github.com/labstack/echo/v4/middleware"
 
 	"github.com/killrchat/killrchat/live"
+	"github.com/killrchat/killrchat/live/presence"
 	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/views"
 	"github.com/killrchat/killrchat/web"
@@ -110,6 +111,7 @@ type Server struct {
 	live     *live.Engine
 	recent   *recentPosts
 	indexer  *store.Indexer
+	presence *presence.Tracker
 	closing  chan struct{} // closed by Shutdown
 	csrf     *web.CSRF
 	// uploadFiles takes a conversation's multipart post (see
@@ -200,6 +202,8 @@ func New(db *store.Store, metrics *web.Metrics, hub live.Hub, cfg Config, log *s
 		},
 		func(ev live.Event) { s.publish(context.Background(), ev) })
 	s.live.RenderChanges(renderChange)
+	transport, _ := hub.(presence.Transport)
+	s.presence = presence.New(s.live, transport, s.closing)
 	s.recent = newRecentPosts(recentPostsMax, recentPostTTL, time.Now)
 	if cfg.SearchIndexRate == 0 {
 		cfg.SearchIndexRate = store.DefaultIndexRate

@@ -74,11 +74,7 @@ type Engine struct {
 	hangups      *hangups
 	// browsers are the open personal streams (see OpenPersonal).
 	browsers browsers
-	// presence merges this instance's streams with the others' word
-	// (presence.go); presenceOut is the hub's transport of it, if any.
-	presence    *presence
-	presenceOut PresenceTransport
-	closing     chan struct{}
+	closing  chan struct{}
 }
 
 // New returns the engine. publish takes each message the sequencer
@@ -107,7 +103,6 @@ func New(hub Hub, src Source, cfg Config, log *slog.Logger, open Gauge,
 		closing: make(chan struct{}),
 	}
 	e.hangups = newHangups(e.closing)
-	e.startPresence()
 	e.seq = newSequencer(publish, src.IDFloor)
 	if w, ok := hub.(interface {
 		SetWatermark(func() int64, time.Duration)

@@ -1,6 +1,6 @@
 // Package presence answers who is online (issue 19): GET /presence?l=<login>…
 // for the dots a page shows beside people (members, DM entries, hover
-// cards). The answer comes from memory (live/presence.go): no statement.
+// cards). The answer comes from memory (package live/presence): no statement.
 package presence
 
 import (
@@ -37,7 +37,7 @@ func (s routes) presence(c echo.Context) error {
 		if !store.ValidName(l) {
 			return echo.NewHTTPError(http.StatusBadRequest, "Each l= must be a login.")
 		}
-		if s.Live().Online(store.NameKey(l)) {
+		if s.Online(store.NameKey(l)) {
 			online = append(online, l)
 		}
 	}

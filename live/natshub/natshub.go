@@ -19,6 +19,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/killrchat/killrchat/live"
+	"github.com/killrchat/killrchat/live/presence"
 )
 
 // natsSubject carries every room's events; each instance takes them all,
@@ -30,7 +31,7 @@ const (
 	// natsInvalidateSubject carries cache invalidations (see live.Invalidation).
 	natsInvalidateSubject = "killrchat.invalidations"
 	// natsPresenceSubject carries who is online on each instance (see
-	// live/presence.go).
+	// package live/presence).
 	natsPresenceSubject = "killrchat.presence"
 )
 
@@ -44,7 +45,7 @@ type Hub struct {
 	stop   chan struct{}
 
 	presenceMu sync.Mutex
-	presence   []func(live.PresenceUpdate)
+	watchers   []func(presence.Update)
 }
 
 // natsEnvelope is an event of instance Origin, or, with no event, its
@@ -262,8 +263,8 @@ func (h *Hub) deliverInvalidation(m *nats.Msg) {
 }
 
 // PublishPresence tells the other instances who is online here (see
-// live.PresenceTransport); at most once, like every event.
-func (h *Hub) PublishPresence(u live.PresenceUpdate) {
+// presence.Transport); at most once, like every event.
+func (h *Hub) PublishPresence(u presence.Update) {
 	u.Origin = h.origin
 	data, err := json.Marshal(u)
 	if err != nil {
@@ -273,14 +274,14 @@ func (h *Hub) PublishPresence(u live.PresenceUpdate) {
 }
 
 // WatchPresence calls f with each other instance's presence update.
-func (h *Hub) WatchPresence(f func(live.PresenceUpdate)) {
+func (h *Hub) WatchPresence(f func(presence.Update)) {
 	h.presenceMu.Lock()
-	h.presence = append(h.presence, f)
+	h.watchers = append(h.watchers, f)
 	h.presenceMu.Unlock()
 }
 
 func (h *Hub) deliverPresence(m *nats.Msg) {
-	var u live.PresenceUpdate
+	var u presence.Update
 	if err := json.Unmarshal(m.Data, &u); err != nil {
 		h.log.Warn("nats: unreadable presence", "err", err)
 		return
@@ -289,7 +290,7 @@ func (h *Hub) deliverPresence(m *nats.Msg) {
 		return
 	}
 	h.presenceMu.Lock()
-	fs := h.presence
+	fs := h.watchers
 	h.presenceMu.Unlock()
 	for _, f := range fs {
 		f(u)
