@@ -314,3 +314,27 @@ func TestBigRoomHeaderListsFifty(t *testing.T) {
 		t.Errorf("members page 2: %d people", n)
 	}
 }
+
+// TestAdminsEditTheBanner (issue 21, item 4): an admin sets the banner
+// from the members page; a member who is not one is refused and nothing
+// changes; a banner over one line is refused too.
+func TestAdminsEditTheBanner(t *testing.T) {
+	a := newApp(t, nil, nil)
+	owner, ada, bob := a.signedUp(t, unique("own")), a.signedUp(t, unique("ada")), a.signedUp(t, unique("bob"))
+	room := roomWith(t, owner, ada, bob)
+	if p := owner.post("/rooms/"+room+"/members/"+ada.login+"/admin", nil); p.StatusCode != http.StatusSeeOther {
+		t.Fatalf("make ada an admin: %d", p.StatusCode)
+	}
+	if p := ada.post("/rooms/"+room+"/banner", url.Values{"banner": {"Deploys on Tuesdays"}}); p.StatusCode != http.StatusSeeOther {
+		t.Fatalf("an admin sets the banner: %d", p.StatusCode)
+	}
+	if p := bob.post("/rooms/"+room+"/banner", url.Values{"banner": {"bob was here"}}); p.StatusCode != http.StatusForbidden && p.StatusCode != http.StatusNotFound {
+		t.Errorf("a member who is no admin sets the banner: %d", p.StatusCode)
+	}
+	if p := ada.post("/rooms/"+room+"/banner", url.Values{"banner": {"two\nlines"}}); p.StatusCode != http.StatusUnprocessableEntity {
+		t.Errorf("a banner of two lines: %d, want 422", p.StatusCode)
+	}
+	if got := text(bob.get("/rooms/"+room), ".room-header .banner"); got != "Deploys on Tuesdays" {
+		t.Errorf("the room's banner is %q", got)
+	}
+}

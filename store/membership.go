@@ -16,6 +16,7 @@ import (
 
 const (
 	setRoomKind   = `UPDATE chat_rooms SET kind = ? WHERE room_name = ? IF `
+	setBanner     = `UPDATE chat_rooms SET banner = ? WHERE room_name = ? IF `
 	addToRoom     = `UPDATE chat_rooms SET participants = participants + ? WHERE room_name = ? IF `
 	promoteMember = `UPDATE chat_rooms SET admins = admins + ? WHERE room_name = ? IF participants[?] != null AND `
 	removeMember  = `UPDATE chat_rooms SET participants = participants - ?, admins = admins - ? WHERE room_name = ?
@@ -105,6 +106,31 @@ func (s *Store) SetRoomKind(ctx context.Context, actor, room, kind string) (Room
 		return setRoomKind + cond, append([]any{kind, r.Name}, values...), nil
 	}, func(r Room) bool { return r.Kind == kind })
 	r.Kind = kind
+	return r, err
+}
+
+// SetBanner sets the room's banner (one line of at most 200 characters,
+// or none) on actor's word, an admin's: an LWT on the room's partition
+// whose condition checks that actor still is one. It returns a
+// ValidationError for a banner that is not one line or too long,
+// ErrNotFound (no such room, or closed to actor) or ErrNotAdmin.
+func (s *Store) SetBanner(ctx context.Context, actor, room, banner string) (Room, error) {
+	v := ValidationError{}
+	checkField(v, "banner", &banner, bannerRule)
+	if len(v) > 0 {
+		return Room{}, v
+	}
+	r, err := s.changeRoom(ctx, "set the banner of", room, func(r Room) (string, []any, error) {
+		if !r.IsAdmin(actor) {
+			return "", nil, refuse(r, actor, "set the banner of")
+		}
+		if r.Banner == banner {
+			return "", nil, nil
+		}
+		cond, values := asAdminOf(r, actor)
+		return setBanner + cond, append([]any{banner, r.Name}, values...), nil
+	}, func(r Room) bool { return r.Banner == banner })
+	r.Banner = banner
 	return r, err
 }
 

@@ -38,6 +38,7 @@ func Register(srv *handlers.Server, r handlers.Routes) {
 	r.Auth.POST("/rooms/:room/members/:login/admin", s.promoteMember)
 	r.Auth.POST("/rooms/:room/members/:login/remove", s.removeMember)
 	r.Auth.POST("/rooms/:room/kind", s.setRoomKind)
+	r.Auth.POST("/rooms/:room/banner", s.setBanner)
 	r.Auth.POST("/rooms/:room/invites", s.createInvite, r.Membership)
 	r.Auth.POST("/rooms/:room/invites/:id/revoke", s.revokeInvite)
 	r.Auth.GET("/invites/:token", s.showInvite)
@@ -224,6 +225,26 @@ func (s routes) setRoomKind(c echo.Context) error {
 		var v store.ValidationError
 		if errors.As(err, &v) {
 			return echo.NewHTTPError(http.StatusUnprocessableEntity, "A room is open or closed.")
+		}
+		return err
+	}
+	return handlers.Redirect(c, membersURL(r.Name))
+}
+
+// setBanner sets the room's banner (field banner; empty for none), for
+// its admins; anyone else is refused and nothing changes.
+func (s routes) setBanner(c echo.Context) error {
+	r, err := s.VisibleRoom(c)
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	_, err = s.DB().SetBanner(ctx, handlers.MustUser(c).Login, r.Name, c.FormValue("banner"))
+	s.Invalidate(ctx, live.Invalidation{Rooms: []string{r.Name}})
+	if err != nil {
+		var v store.ValidationError
+		if errors.As(err, &v) {
+			return echo.NewHTTPError(http.StatusUnprocessableEntity, "The banner: "+v["banner"])
 		}
 		return err
 	}
