@@ -31,3 +31,9 @@ func (ix *Indexer) CatchUp() { ix.catchUp(make(chan struct{})) }
 func (s *Store) RecordOldDMEntry(ctx context.Context, login string, d DM, m Message) error {
 	return s.exec(ctx, "old dm list", updateDMList, writeTime(m.ID), d.Members, m.ID, m.Author, m.Content, login, dmPrefix+d.Address)
 }
+
+// JoinWithInviteAsRead joins user by inv as it was read, perhaps before
+// it was revoked (the race of a join and a revocation).
+func (s *Store) JoinWithInviteAsRead(ctx context.Context, user UserRef, inv Invite) (Room, error) {
+	return s.joinByInvite(ctx, user, inv)
+}

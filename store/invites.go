@@ -33,9 +33,14 @@ const (
 		FROM room_invites_by_room WHERE room_name = ? AND invite_id = ?`
 	revokeInvite     = `UPDATE room_invites USING TTL ? SET revoked = true WHERE token_hash = ?`
 	revokeRoomInvite = `UPDATE room_invites_by_room USING TTL ? SET revoked = true WHERE room_name = ? AND invite_id = ?`
-	// The join by link: "creator_login != null" is IF EXISTS (rule 2).
+	// The join by link: "creator_login != null" is IF EXISTS (rule 2), and
+	// the link's revocation mark (see RevokeInvite) must not be there.
 	joinByInvite = `UPDATE chat_rooms SET participants = participants + ?, invite_uses = invite_uses + ?
-		WHERE room_name = ? IF creator_login != null AND invite_uses[?] = ?`
+		WHERE room_name = ? IF creator_login != null AND invite_uses[?] = ? AND invite_uses[?] = null`
+	// The revocation's mark, in the room's partition beside the uses, by
+	// an LWT, so that a join that read the link before it was revoked
+	// fails its condition once it is.
+	markRevoked = `UPDATE chat_rooms SET invite_uses = invite_uses + ? WHERE room_name = ? IF creator_login != null`
 
 	// DefaultInviteTTL is how long a link lets people in unless its maker
 	// says otherwise; MaxInviteTTL the longest allowed.
@@ -239,6 +244,21 @@ func (s *Store) RevokeInvite(ctx context.Context, actor, room, id string) error 
 	if err != nil {
 		return s.fail("read invite "+id, err)
 	}
+	// The room's mark first: from its LWT on, no join by the link can
+	// apply, whatever the join read of the link before (JoinByInvite's
+	// condition), so a revocation that answers is one no join outlives.
+	_, err = s.changeRoom(ctx, "revoke invite to", r.Name, func(r Room) (string, []any, error) {
+		if !r.IsAdmin(actor) {
+			return "", nil, refuse(r, actor, "revoke invite to")
+		}
+		if _, done := r.InviteUses[revokedKey(id)]; done {
+			return "", nil, nil
+		}
+		return markRevoked, []any{map[string]int{revokedKey(id): 1}, r.Name}, nil
+	}, func(r Room) bool { _, done := r.InviteUses[revokedKey(id)]; return done })
+	if err != nil {
+		return err
+	}
 	// The revoked cell lives as long as the rest of the row.
 	ttl := int(time.Until(inv.ExpiresAt.Add(inviteKept)) / time.Second)
 	if ttl < 1 {
@@ -260,6 +280,12 @@ func (s *Store) JoinByInvite(ctx context.Context, user UserRef, token string) (R
 	if err != nil {
 		return Room{}, err
 	}
+	return s.joinByInvite(ctx, user, inv)
+}
+
+// joinByInvite is JoinByInvite with the link as read, perhaps before it
+// was revoked: the room's revocation mark still refuses the join.
+func (s *Store) joinByInvite(ctx context.Context, user UserRef, inv Invite) (Room, error) {
 	before, err := s.changeRoom(ctx, "join by invite", inv.Room, func(r Room) (string, []any, error) {
 		if r.HasParticipant(user.Login) {
 			return "", nil, nil
@@ -272,11 +298,19 @@ func (s *Store) JoinByInvite(ctx context.Context, user UserRef, token string) (R
 		if had {
 			was = used
 		}
+		if _, revoked := r.InviteUses[revokedKey(inv.ID)]; revoked {
+			return "", nil, fmt.Errorf("store: join %q by invite: %w", r.Name, ErrInviteRevoked)
+		}
 		return joinByInvite, []any{map[string]UserRef{user.Login: user}, map[string]int{inv.ID: used + 1},
-			r.Name, inv.ID, was}, nil
+			r.Name, inv.ID, was, revokedKey(inv.ID)}, nil
 	}, func(r Room) bool { return r.HasParticipant(user.Login) })
 	if err != nil {
 		return Room{}, err
 	}
 	return s.enlist(ctx, user.Login, before)
 }
+
+// revokedKey is the key of link id's revocation mark in the room's
+// invite_uses.
+func revokedKey(id string) string { return id + ":revoked" }
+

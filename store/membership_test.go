@@ -395,3 +395,31 @@ func TestRemoveRacingPost(t *testing.T) {
 	}
 	t.Logf("%d rounds: the racing post was kept %d times, taken back or refused %d times", rounds, kept, rounds-kept)
 }
+
+// TestRevokeBeatsAJoinThatReadTheLinkBefore (issue 21): a join that read
+// the link before its revocation, and gets to the room after, is refused:
+// the revocation's mark sits in the room's partition, by an LWT, and the
+// join's condition checks it. So no one joins by a link after its
+// revocation has answered.
+func TestRevokeBeatsAJoinThatReadTheLinkBefore(t *testing.T) {
+	ctx := context.Background()
+	creator, guest := newUser(t, unique("own")), newUser(t, unique("gst"))
+	r := closedRoom(t, creator)
+	token, made, err := db.CreateInvite(ctx, creator.Ref(), r.Name, store.NewInvite{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inv, err := db.Invite(ctx, token) // the join reads the link...
+	if err != nil || inv.Revoked {
+		t.Fatal(err, inv.Revoked)
+	}
+	if err := db.RevokeInvite(ctx, creator.Login, r.Name, made.ID); err != nil { // ...it is revoked...
+		t.Fatal(err)
+	}
+	if got, err := db.JoinWithInviteAsRead(ctx, guest.Ref(), inv); !errors.Is(err, store.ErrInviteRevoked) { // ...then the join goes on
+		t.Fatalf("a join with the link as read before its revocation: %v, members %v", err, got.Participants)
+	}
+	if room, err := db.Room(ctx, r.Name); err != nil || room.HasParticipant(guest.Login) {
+		t.Fatalf("after the revocation: %v %v", room.Participants, err)
+	}
+}
