@@ -313,4 +313,3 @@ func (s *Store) joinByInvite(ctx context.Context, user UserRef, inv Invite) (Roo
 // revokedKey is the key of link id's revocation mark in the room's
 // invite_uses.
 func revokedKey(id string) string { return id + ":revoked" }
-
