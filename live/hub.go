@@ -11,6 +11,7 @@ package live
 import (
 	"context"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -671,6 +672,9 @@ func (h *LocalHub) remove(sub *Subscription) {
 // EndStreams ends this instance's subscriptions that end matches. A
 // logout walks every subscription: rare enough not to need an index.
 func (h *LocalHub) EndStreams(_ context.Context, end StreamEnd) error {
+	if end.Login != "" && end.Room != "" {
+		h.forgetRoom(end.Login, end.Room)
+	}
 	h.mu.RLock()
 	defer h.mu.RUnlock()
 	for _, w := range h.watchers {
@@ -687,6 +691,23 @@ func (h *LocalHub) EndStreams(_ context.Context, end StreamEnd) error {
 		}
 	}
 	return nil
+}
+
+// forgetRoom stops login's watches hearing room: they left it or were
+// removed, and a watch's news of a message carries what it says (the
+// notice of a notification, issue 19).
+func (h *LocalHub) forgetRoom(login, room string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for w := range h.watches[room] {
+		if w.login == login {
+			delete(h.watches[room], w)
+			w.keys = slices.DeleteFunc(w.keys, func(k string) bool { return k == room })
+		}
+	}
+	if len(h.watches[room]) == 0 {
+		delete(h.watches, room)
+	}
 }
 
 // Close stops the fan-out's goroutines.

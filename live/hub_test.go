@@ -91,3 +91,49 @@ func TestFanOutKeepsOrderOnEveryShard(t *testing.T) {
 		t.Error(e)
 	}
 }
+
+// TestLeavingStopsTheWatch: once a person leaves a room (or is removed:
+// the hub's StreamEnd for them and the room), their watches hear nothing
+// more of it, neither that it got a message nor what the message says;
+// their other rooms and other people's watches are heard as before.
+func TestLeavingStopsTheWatch(t *testing.T) {
+	hub := NewLocalHub()
+	defer hub.Close()
+	ada := hub.WatchConversations([]string{"r", "s"}, "ada")
+	bob := hub.WatchConversations([]string{"r"}, "bob")
+	defer ada.Close()
+	defer bob.Close()
+	post := func(room string) {
+		id, _ := store.ParseMessageID(firstTimeUUID)
+		m := store.Message{ID: id, Room: room, Author: store.UserRef{Login: "cy"}, Content: "secret"}
+		if err := hub.Publish(context.Background(), Event{Kind: KindMessage, Conversation: room, Message: &m}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := hub.EndStreams(context.Background(), StreamEnd{Login: "ada", Room: "r"}); err != nil {
+		t.Fatal(err)
+	}
+	post("r")
+	post("s")
+	select {
+	case u := <-bob.C:
+		if u.Conversation != "r" {
+			t.Errorf("bob heard %q", u.Conversation)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("bob, still in r, heard nothing")
+	}
+	select {
+	case u := <-ada.C:
+		if u.Conversation != "s" {
+			t.Fatalf("ada, who left r, heard %q (%q)", u.Conversation, u.Message.Content)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("ada heard nothing of s")
+	}
+	select {
+	case u := <-ada.C:
+		t.Errorf("ada heard %q after leaving", u.Conversation)
+	case <-time.After(200 * time.Millisecond):
+	}
+}
