@@ -876,6 +876,7 @@
       var old = document.getElementById("sidebar-lists");
       if (!fresh || !old) return;
       old.replaceWith(fresh);
+      if (fresh.querySelector("[data-presence]:not([data-online])")) refreshPresence();
       var n = parseInt(fresh.getAttribute("data-unread-conversations") || "0", 10);
       var bare = document.title.replace(/^\(\d+\) /, "");
       document.title = n > 0 ? "(" + n + ") " + bare : bare;
@@ -917,6 +918,7 @@
       var old = document.getElementById(id);
       if (!fresh || !old) return;
       old.replaceWith(fresh);
+      if (fresh.querySelector("[data-presence]:not([data-online])")) refreshPresence();
       localTimes(fresh);
     }, function () {});
   }, SIDEBAR_EVERY_MS);

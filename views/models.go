@@ -6,6 +6,7 @@ package views
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 	"unicode"
 
@@ -394,4 +395,21 @@ func initials(u store.UserRef) string {
 		}
 	}
 	return string(out)
+}
+
+// dmOther is the other member of a DM between two people ("dm:a+b"), for
+// the sidebar's presence dot; "" for a group DM.
+func dmOther(id string, me *store.UserRef) string {
+	address, ok := strings.CutPrefix(id, "dm:")
+	if !ok || me == nil {
+		return ""
+	}
+	logins := strings.Split(address, "+")
+	if len(logins) != 2 {
+		return ""
+	}
+	if logins[0] == me.Login {
+		return logins[1]
+	}
+	return logins[0]
 }

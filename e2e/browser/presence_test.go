@@ -2,8 +2,11 @@ package browser
 
 import (
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/killrchat/killrchat/store"
 )
 
 // TestPresenceDots (issue 19, item 4): the room's participants show a
@@ -19,8 +22,35 @@ func TestPresenceDots(t *testing.T) {
 	a.waitJS("bob online", dot+` && `+dot+`.getAttribute("data-online") === "true" && `+dot+`.getAttribute("aria-label") === "online"`)
 	a.checkAccessibility("the participants with presence dots")
 
+	// A DM between the two: the sidebar's entry has the other's dot.
+	ada := eval[string](a, `document.body.getAttribute("data-viewer")`)
+	address, err := store.DMAddress([]string{ada, bob})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.open("/dm/" + address)
+	a.waitStream()
+	a.post("are you there? " + unique("#"))
+	entry := `document.querySelector('#my-dms [data-presence="` + bob + `"]')`
+	a.waitJS("bob online in the sidebar's DM entry", entry+` && `+entry+`.getAttribute("data-online") === "true"`)
+
 	o.run("bob leaves for a blank page", chromedp.Navigate("about:blank"))
+	// His browser's live connection closes a moment after its last page
+	// goes: ask the server until it says so, then load the page anew.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		eval[bool](a, `(() => { window.__presence = undefined; fetch("/presence?l=`+bob+`").then(r => r.json()).then(j => { window.__presence = j.online.length; }); return true; })()`)
+		a.waitJS("the server's answer", `window.__presence !== undefined`)
+		if eval[int](a, `window.__presence`) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the server still says bob is online 10 s after his last page went")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 	a.open("/rooms/" + room)
 	a.waitRoomPage(room)
 	a.waitJS("bob offline", dot+` && `+dot+`.getAttribute("data-online") === "false" && `+dot+`.getAttribute("aria-label") === "offline"`)
+	a.waitJS("bob offline in the sidebar's DM entry", entry+` && `+entry+`.getAttribute("data-online") === "false"`)
 }
