@@ -1748,7 +1748,9 @@
       livePost(liveShown);
     });
     document.addEventListener("visibilitychange", function () {
-      livePost({ t: "visible", tab: TAB, visible: document.visibilityState === "visible" });
+      var visible = document.visibilityState === "visible";
+      if (liveShown) liveShown.visible = visible; // what a new Manager is told
+      livePost({ t: "visible", tab: TAB, visible: visible });
       if (!document.hidden) livePost(liveShown);
     });
   }
