@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gocql/gocql"
 	natsserver "github.com/nats-io/nats-server/v2/server"
 
 	"github.com/killrchat/killrchat/handlers"
@@ -64,6 +65,14 @@ func instance(t *testing.T, natsURL string, logs *syncBuffer, opts ...appOption)
 	}
 	t.Cleanup(func() { hub.Close() })
 	return newApp(t, st, hub, opts...)
+}
+
+// twoInstances is two app instances over one NATS broker.
+func twoInstances(t *testing.T) (a, b *app) {
+	t.Helper()
+	ns := startNATS(t, -1)
+	var logsA, logsB syncBuffer
+	return instance(t, ns.ClientURL(), &logsA), instance(t, ns.ClientURL(), &logsB)
 }
 
 func waitLog(t *testing.T, logs *syncBuffer, want string) {
@@ -261,9 +270,7 @@ func TestResumeAcrossInstancesGetsALateMessage(t *testing.T) {
 // event that names them; a second one within 3 s is dropped, and an
 // outsider's is refused. Nothing is stored.
 func TestTypingAcrossInstances(t *testing.T) {
-	ns := startNATS(t, -1)
-	var logsA, logsB syncBuffer
-	a, b := instance(t, ns.ClientURL(), &logsA), instance(t, ns.ClientURL(), &logsB)
+	a, b := twoInstances(t)
 	ada := a.signedUp(t, unique("ada"))
 	bob := b.signedUp(t, unique("bob"))
 	eve := a.signedUp(t, unique("eve"))
@@ -305,9 +312,7 @@ func TestTypingAcrossInstances(t *testing.T) {
 // every instance while a live stream of theirs is open on one of them,
 // and offline once it closes; nothing is read from Cassandra for it.
 func TestPresenceAcrossInstances(t *testing.T) {
-	ns := startNATS(t, -1)
-	var logsA, logsB syncBuffer
-	a, b := instance(t, ns.ClientURL(), &logsA), instance(t, ns.ClientURL(), &logsB)
+	a, b := twoInstances(t)
 	ada := a.signedUp(t, unique("ada"))
 	bob := b.signedUp(t, unique("bob"))
 	bobLogin := loginOf(t, bob)
@@ -339,4 +344,89 @@ func TestPresenceAcrossInstances(t *testing.T) {
 	if p := ada.get("/presence?l=" + url.QueryEscape("not a login!")); p.StatusCode != http.StatusBadRequest {
 		t.Errorf("a bad login: %d, want 400", p.StatusCode)
 	}
+}
+
+// TestRemovalFencesPostsOnAnotherInstance (issues 18 and 21): a member
+// posts on B without pause, with the room in B's cache, while an admin
+// removes them on A. Posts write with no read (their check is the cache,
+// kept by a fence: live/fence.go), yet no message of theirs is stored
+// after the removal is acknowledged, every post answered with success is
+// stored, and the first post after it is refused.
+func TestRemovalFencesPostsOnAnotherInstance(t *testing.T) {
+	a, b := twoInstances(t)
+	owner := a.signedUp(t, unique("own"))
+	member := b.signedUp(t, unique("mem"))
+	rounds := 10
+	for round := 0; round < rounds; round++ {
+		room := roomWith(t, owner, member)
+		postMessage(t, member, room, "warming B's cache")
+		ownMessages := func() int {
+			t.Helper()
+			r, err := db.Room(ctxT(t), room)
+			if err != nil {
+				t.Fatal(err)
+			}
+			msgs, _, err := db.MessagesBefore(ctxT(t), r, gocql.UUID{}, 1000)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := 0
+			for _, m := range msgs {
+				if m.Author.Login == member.login && !m.System {
+					n++
+				}
+			}
+			return n
+		}
+		stop := make(chan struct{})
+		accepted := make(chan int)
+		go func() {
+			n := 1 // the warming post
+			for i := 0; ; i++ {
+				p := member.post("/rooms/"+room+"/messages", url.Values{"content": {fmt.Sprintf("racing %d", i)}})
+				switch p.StatusCode {
+				case http.StatusSeeOther:
+					n++
+					continue
+				case http.StatusForbidden, http.StatusNotFound:
+				default:
+					t.Errorf("round %d: a racing post: %d", round, p.StatusCode)
+				}
+				<-stop
+				accepted <- n
+				return
+			}
+		}()
+		time.Sleep(time.Duration(5+round*3) * time.Millisecond)
+		if p := owner.post("/rooms/"+room+"/members/"+member.login+"/remove", nil); p.StatusCode != http.StatusSeeOther {
+			t.Fatalf("round %d: remove: %d %s", round, p.StatusCode, text(p, "main"))
+		}
+		atAck := ownMessages()
+		close(stop)
+		n := <-accepted
+		if after := ownMessages(); after != atAck {
+			t.Fatalf("round %d: %d messages of the removed member when the removal was acknowledged, %d after", round, atAck, after)
+		}
+		if atAck != n {
+			t.Fatalf("round %d: %d posts answered with success, %d stored", round, n, atAck)
+		}
+		if p := member.post("/rooms/"+room+"/messages", url.Values{"content": {"late"}}); p.StatusCode == http.StatusSeeOther {
+			t.Fatalf("round %d: a post after the removal was accepted", round)
+		}
+	}
+	m := metricsText(t, b.URL)
+	if !strings.Contains(m, `killrchat_room_posts_total{check="fenced"}`) {
+		t.Errorf("no post on B wrote with no read:\n%s", grepLines(m, "room_posts"))
+	}
+	t.Logf("B: %s", grepLines(m, "killrchat_room_posts_total"))
+}
+
+func grepLines(text, sub string) string {
+	var out []string
+	for _, l := range strings.Split(text, "\n") {
+		if strings.Contains(l, sub) && !strings.HasPrefix(l, "#") {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }

@@ -65,6 +65,20 @@ func (s *Server) Invalidate(ctx context.Context, inv live.Invalidation) {
 	}
 }
 
+// Fence drops inv's rows from every instance's caches, as Invalidate,
+// and returns once no post of room that checked the room before can still
+// be writing (live/fence.go): a change that takes the right to post away
+// (a removal, a leave, a delete) calls it after its LWT and before it is
+// acknowledged, so no message is stored after that, while posts write
+// with no read. A failure is logged: an instance that did not answer has
+// its posts check with a read.
+func (s *Server) Fence(ctx context.Context, room string, inv live.Invalidation) {
+	if err := s.hub.Fence(ctx, store.NameKey(room), inv); err != nil {
+		s.metrics.FenceTimeouts.Inc()
+		s.log.Warn("fence", "room", room, "err", err)
+	}
+}
+
 // reactionEvent is a reaction's live event, for app.js: who added (or
 // took back) which reaction to which message, with the change's id, so
 // that the page keeps the newest action of each person.

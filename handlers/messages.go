@@ -15,6 +15,7 @@ import (
 	"github.com/gocql/gocql"
 	"github.com/labstack/echo/v4"
 
+	"github.com/killrchat/killrchat/live"
 	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/views"
 	"github.com/killrchat/killrchat/web"
@@ -32,6 +33,15 @@ func olderLink(base string, msgs []store.Message, more bool) string {
 }
 
 func (s *Server) postMessage(c echo.Context) error {
+	// A text post in a room holds a pass from before its check of the room
+	// to the end of its writes, so it writes with no read (live/fence.go);
+	// an upload, which may take minutes, does not hold one up that long
+	// and is checked with a read after its write instead.
+	var pass *live.Pass
+	if room := c.Param("room"); room != "" && !web.IsMultipart(c.Request()) {
+		pass = s.hub.Enter(store.NameKey(room))
+		defer pass.Leave()
+	}
 	cv, err := s.ConversationOf(c)
 	if err != nil {
 		return err
@@ -53,7 +63,7 @@ func (s *Server) postMessage(c echo.Context) error {
 	}
 	var html []byte // the message as the live streams got it, when this request stored it
 	m, err := s.recent.post(c.Request().Context(), postKey{author: me.Login, room: cv.ID, clientID: clientID}, func(ctx context.Context) (store.Message, error) {
-		m, h, err := s.postRendered(ctx, cv.Place, func() (store.Message, error) { return s.db.DraftMessage(cv.Place, me, content) })
+		m, h, err := s.postRendered(ctx, cv.Place, pass, func() (store.Message, error) { return s.db.DraftMessage(cv.Place, me, content) })
 		html = h
 		return m, err
 	})
@@ -223,18 +233,19 @@ func (s *Server) composerError(c echo.Context, cv conversation, f views.Form) er
 // It renders the message here, outside the sequencer's lock, once for all
 // the live streams. The draft's error is returned as it is.
 func (s *Server) Post(ctx context.Context, in store.Place, draft func() (store.Message, error)) (store.Message, error) {
-	m, _, err := s.postRendered(ctx, in, draft)
+	m, _, err := s.postRendered(ctx, in, nil, draft)
 	return m, err
 }
 
 // postRendered is post, also returning the message rendered for the live
 // streams (nil if rendering failed), which the poster's own answer reuses.
-func (s *Server) postRendered(ctx context.Context, in store.Place, draft func() (store.Message, error)) (store.Message, []byte, error) {
+// A room post with a pass (see postMessage) writes with no read.
+func (s *Server) postRendered(ctx context.Context, in store.Place, pass *live.Pass, draft func() (store.Message, error)) (store.Message, []byte, error) {
 	sl, err := s.live.Reserve(in.Conversation().ID, draft)
 	if err != nil {
 		return store.Message{}, nil, err
 	}
-	if err := s.db.SaveMessage(ctx, in, sl.Msg); err != nil {
+	if err := s.save(ctx, in, pass, sl.Msg); err != nil {
 		s.live.Finish(sl, false)
 		return store.Message{}, nil, err
 	}
@@ -256,6 +267,29 @@ func (s *Server) postRendered(ctx context.Context, in store.Place, draft func() 
 	// The index follows the post, off its path (see store.Indexer).
 	s.indexer.Index(conv, sl.Msg)
 	return sl.Msg, html, nil
+}
+
+// save stores m. In a room, with a pass: with no read if the pass is
+// held when it leaves (every fence found it, live/fence.go), and else read
+// again after the write, as without one (store.ConfirmPost).
+func (s *Server) save(ctx context.Context, in store.Place, pass *live.Pass, m store.Message) error {
+	r, isRoom := in.(store.Room)
+	if !isRoom || pass == nil {
+		if isRoom {
+			s.metrics.RoomPosts.WithLabelValues("read").Inc()
+		}
+		return s.db.SaveMessage(ctx, in, m)
+	}
+	err := s.db.SaveFencedMessage(ctx, in, m)
+	held := pass.Leave()
+	if err != nil || held {
+		if err == nil {
+			s.metrics.RoomPosts.WithLabelValues("fenced").Inc()
+		}
+		return err
+	}
+	s.metrics.RoomPosts.WithLabelValues("read").Inc()
+	return s.db.ConfirmPost(ctx, r, m)
 }
 
 // latest is the newest page of a conversation, the link to the page before, and

@@ -209,7 +209,9 @@ func (s *Server) leaveRoom(c echo.Context) error {
 		return err // a closed room is not there for outsiders
 	}
 	err := s.db.LeaveRoom(c.Request().Context(), me, name)
-	s.Invalidate(c.Request().Context(), live.Invalidation{Rooms: []string{store.NameKey(name)}, Users: []string{me.Login}})
+	// Before the leave is acknowledged, no post of the leaver's that
+	// checked the room before it is still writing (live/fence.go).
+	s.Fence(c.Request().Context(), name, live.Invalidation{Rooms: []string{store.NameKey(name)}, Users: []string{me.Login}})
 	if err != nil {
 		return err
 	}
@@ -228,7 +230,12 @@ func (s *Server) deleteRoom(c echo.Context) error {
 	if _, err := s.VisibleRoom(c); err != nil {
 		return err // a closed room is not there for outsiders
 	}
-	r, err := s.db.DeleteRoom(c.Request().Context(), me, c.Param("room"))
+	// Between the delete's LWT and its clean-up, a fence waits for every
+	// post that checked the room before, so the clean-up deletes what
+	// they stored (live/fence.go).
+	r, err := s.db.DeleteRoomFenced(c.Request().Context(), me, c.Param("room"), func(ctx context.Context, room string) error {
+		return s.hub.Fence(ctx, room, live.Invalidation{Rooms: []string{room}})
+	})
 	if r.Name != "" {
 		// Deleted (perhaps with its clean-up failing): the room and every
 		// participant's list changed, and the creator's, who may have left.

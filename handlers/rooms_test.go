@@ -166,12 +166,12 @@ func TestRoomListPaging(t *testing.T) {
 	}
 }
 
-// TestPostInRoomDeletedOnAnotherInstance: instance B still has the room
-// in its cache (no invalidation reached it: separate hubs) when A deletes
-// it; a post on B, text or file, is refused and leaves nothing stored.
+// TestPostInRoomDeletedOnAnotherInstance: instance B has the room in its
+// cache when A deletes it; the delete's fence drops it there before the
+// delete is acknowledged, so a post on B right after, text or file, is
+// refused and leaves nothing stored.
 func TestPostInRoomDeletedOnAnotherInstance(t *testing.T) {
-	a := newApp(t, nil, nil)
-	b := newApp(t, nil, nil)
+	a, b := twoInstances(t)
 	ada := a.signedUp(t, unique("ada"))
 	onB := ada.on(b)
 	room := createRoom(t, ada)

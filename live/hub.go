@@ -126,6 +126,13 @@ type Hub interface {
 	// WatchInvalidations calls f for every Invalidation, this instance's
 	// own and the others'. Resets come through Watch.
 	WatchInvalidations(f func(Invalidation))
+	// Enter lets a post of room in until its Pass leaves (see fence.go).
+	Enter(room string) *Pass
+	// Fence drops what inv names from every instance's caches and returns
+	// once no post of room that checked it before can still be writing
+	// (see fence.go); an error means an instance did not answer in time,
+	// and its posts check with a read.
+	Fence(ctx context.Context, room string, inv Invalidation) error
 	Close() error
 }
 
@@ -303,6 +310,8 @@ type LocalHub struct {
 	// (see watermarks.go); nil local: an in-process hub with no engine.
 	marks *watermarks
 	local func() int64
+	// gate holds the posts in flight, per room (see fence.go).
+	gate Gate
 }
 
 type watcher struct {

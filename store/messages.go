@@ -143,6 +143,19 @@ func (s *Store) DraftSystemMessage(in Place, about UserRef, text string) Message
 // finished after the insert and the delete's clean-up, which runs after
 // its LWT, deletes the message with its bucket.
 func (s *Store) SaveMessage(ctx context.Context, in Place, m Message) error {
+	return s.saveMessage(ctx, in, m, true)
+}
+
+// SaveFencedMessage stores a drafted message as SaveMessage does, without
+// the read after the write: two statements, no read. It is for a caller
+// whose check of the room is kept by a fence (live/fence.go): every change
+// that takes the right to post away waits for the caller's write before it
+// is acknowledged. A caller whose fence did not hold calls ConfirmPost.
+func (s *Store) SaveFencedMessage(ctx context.Context, in Place, m Message) error {
+	return s.saveMessage(ctx, in, m, false)
+}
+
+func (s *Store) saveMessage(ctx context.Context, in Place, m Message, check bool) error {
 	bucket := bucketOf(m.ID)
 	if err := s.recordBucket(ctx, in.Conversation(), bucket); err != nil {
 		return err
@@ -160,33 +173,43 @@ func (s *Store) SaveMessage(ctx context.Context, in Place, m Message) error {
 		return s.fail("post message in "+m.Room, err)
 	}
 	r, isRoom := in.(Room)
-	if !isRoom {
+	if !isRoom || !check {
 		// After the message, so a head never names a message that is not stored.
 		return s.setHead(ctx, m.Room, m.ID)
 	}
 	headSet := make(chan error, 1)
 	go func() { headSet <- s.setHead(ctx, m.Room, m.ID) }()
+	err = s.ConfirmPost(ctx, r, m)
+	headErr := <-headSet
+	if err != nil {
+		return err
+	}
+	return headErr
+}
+
+// ConfirmPost reads the room's creation time and the author's entry after
+// m was stored in r: if the room was deleted (or deleted and created
+// again) since the caller read it, or the author removed, the message is
+// taken back and ErrNotFound or ErrNotParticipant returned (see
+// SaveMessage).
+func (s *Store) ConfirmPost(ctx context.Context, r Room, m Message) error {
 	created, member, err := s.standing(ctx, r.Name, m.Author.Login)
 	switch {
 	case err != nil:
+		return err
 	case !created.Equal(r.CreatedAt):
 		err = fmt.Errorf("store: room %q was deleted and created again: %w", r.Name, ErrNotFound)
 	case !member && !m.System:
 		// Removed (or gone) since the caller's check: the removal's LWT
 		// applied before this read, so the message is taken back.
 		err = fmt.Errorf("store: post in %q by %q: %w", r.Name, m.Author.Login, ErrNotParticipant)
+	default:
+		return nil
 	}
-	headErr := <-headSet
-	if errors.Is(err, ErrNotFound) || errors.Is(err, ErrNotParticipant) {
-		if derr := s.exec(context.WithoutCancel(ctx), "unpost message in "+m.Room, deleteMessage, m.Room, bucket, m.ID); derr != nil {
-			s.log.Warn("store: a message posted in a deleted room is left", "room", m.Room, "id", m.ID, "err", derr)
-		}
-		return fmt.Errorf("store: post in %q: %w", m.Room, err)
+	if derr := s.exec(context.WithoutCancel(ctx), "unpost message in "+m.Room, deleteMessage, m.Room, bucketOf(m.ID), m.ID); derr != nil {
+		s.log.Warn("store: a message posted in a deleted room is left", "room", m.Room, "id", m.ID, "err", derr)
 	}
-	if err != nil {
-		return err
-	}
-	return headErr
+	return fmt.Errorf("store: post in %q: %w", m.Room, err)
 }
 
 // recordBucket writes (conversation, bucket) to messages_bucket before the

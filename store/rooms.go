@@ -462,6 +462,15 @@ func (s *Store) LeaveRoom(ctx context.Context, user UserRef, room string) error 
 // messages and buckets are deleted. It returns ErrNotFound, ErrNotCreator,
 // or ErrConflict when the participants kept changing.
 func (s *Store) DeleteRoom(ctx context.Context, login, name string) (Room, error) {
+	return s.DeleteRoomFenced(ctx, login, name, nil)
+}
+
+// DeleteRoomFenced is DeleteRoom with fence called between the delete's
+// LWT and the clean-up (when the LWT applied): the caller's fence returns
+// once no post that checked the room before can still be writing
+// (live/fence.go), so the clean-up deletes every message such a post
+// stored. A fence's error is logged; the clean-up runs anyway.
+func (s *Store) DeleteRoomFenced(ctx context.Context, login, name string, fence func(ctx context.Context, room string) error) (Room, error) {
 	name = NameKey(name)
 	for attempt := 0; attempt < deleteAttempts; attempt++ {
 		r, err := s.room(ctx, name, true)
@@ -488,6 +497,11 @@ func (s *Store) DeleteRoom(ctx context.Context, login, name string) (Room, error
 			return Room{}, err
 		}
 		if applied {
+			if fence != nil {
+				if err := fence(ctx, name); err != nil {
+					s.log.Warn("store: the fence of a deleted room did not hold everywhere", "room", name, "err", err)
+				}
+			}
 			if err := s.cleanUpRoom(ctx, r); err != nil {
 				return r, err
 			}

@@ -29,7 +29,13 @@ type Metrics struct {
 	SSEConnections prometheus.Gauge
 	uploads        *prometheus.CounterVec
 	uploadBytes    prometheus.Counter
-	labels         sync.Map // statement -> its short label
+	// RoomPosts counts room posts by how their check of the room held:
+	// "fenced" (no read) or "read" (read again after the write), see
+	// live/fence.go.
+	RoomPosts *prometheus.CounterVec
+	// FenceTimeouts counts fences that some instance did not answer in time.
+	FenceTimeouts prometheus.Counter
+	labels        sync.Map // statement -> its short label
 }
 
 // NewMetrics creates the registry with Go and process collectors.
@@ -54,7 +60,13 @@ func NewMetrics() *Metrics {
 	m.uploadBytes = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "killrchat_upload_bytes_total", Help: "Bytes of the files stored.",
 	})
-	m.registry.MustRegister(m.requests, m.queries, m.SSEConnections, m.uploads, m.uploadBytes,
+	m.RoomPosts = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "killrchat_room_posts_total", Help: "Room posts by how their check of the room held: fenced (no read) or read (read again after the write).",
+	}, []string{"check"})
+	m.FenceTimeouts = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "killrchat_fence_timeouts_total", Help: "Fences (removals, leaves, deletes) that some instance did not answer in time.",
+	})
+	m.registry.MustRegister(m.requests, m.queries, m.SSEConnections, m.uploads, m.uploadBytes, m.RoomPosts, m.FenceTimeouts,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

@@ -200,7 +200,9 @@ func (s routes) removeMember(c echo.Context) error {
 	me := handlers.MustUser(c)
 	who := store.NameKey(c.Param("login"))
 	before, err := s.DB().RemoveMember(ctx, me.Login, r.Name, who)
-	s.Invalidate(ctx, live.Invalidation{Rooms: []string{r.Name}, Users: []string{who}})
+	// Before the removal is acknowledged, no post of theirs that checked
+	// the room before it is still writing (live/fence.go).
+	s.Fence(ctx, r.Name, live.Invalidation{Rooms: []string{r.Name}, Users: []string{who}})
 	if err != nil {
 		return err
 	}

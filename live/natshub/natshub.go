@@ -11,9 +11,11 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -46,6 +48,40 @@ type Hub struct {
 
 	presenceMu sync.Mutex
 	watchers   []func(presence.Update)
+
+	// heardMu guards heard: each other instance, when this one last
+	// heard from it (here) and what it sent then (its clock).
+	heardMu sync.Mutex
+	heard   map[string]heardFrom
+	// epoch moves whenever messages may have been missed (the broker lost
+	// or back, a slow consumer): a pass is held only within one epoch.
+	epoch atomic.Int64
+	// fences are this instance's fences waiting for acknowledgements.
+	fencesMu sync.Mutex
+	fences   map[string]*pendingFence
+}
+
+type heardFrom struct {
+	at   time.Time // here
+	sent int64     // there: unix nanoseconds
+}
+
+type pendingFence struct {
+	waiting map[string]bool
+	done    chan struct{}
+}
+
+// fenceMsg asks every instance to drop Invalidation from its caches and
+// to drain its gate of Room (live/fence.go); fenceAck answers it.
+type fenceMsg struct {
+	ID           string            `json:"id"`
+	Room         string            `json:"room"`
+	Invalidation live.Invalidation `json:"invalidation"`
+}
+
+type fenceAck struct {
+	ID string `json:"id"`
+	To string `json:"to"`
 }
 
 // natsEnvelope is an event of instance Origin, or, with no event, its
@@ -54,6 +90,10 @@ type natsEnvelope struct {
 	Origin string      `json:"origin"`
 	Event  *live.Event `json:"event,omitempty"`
 	Mark   int64       `json:"mark,omitempty"`
+	// Sent is when it was sent, by the sender's clock (unix nanoseconds).
+	Sent  int64     `json:"sent,omitempty"`
+	Fence *fenceMsg `json:"fence,omitempty"`
+	Ack   *fenceAck `json:"ack,omitempty"`
 }
 
 type natsEndEnvelope struct {
@@ -69,7 +109,8 @@ func New(url string, log *slog.Logger) (*Hub, error) {
 	if _, err := rand.Read(b); err != nil {
 		return nil, err
 	}
-	h := &Hub{local: live.NewLocalHub(), origin: hex.EncodeToString(b), log: log, stop: make(chan struct{})}
+	h := &Hub{local: live.NewLocalHub(), origin: hex.EncodeToString(b), log: log, stop: make(chan struct{}),
+		heard: map[string]heardFrom{}, fences: map[string]*pendingFence{}}
 	h.local.Discover(live.DefaultResumeWindow)
 	nc, err := nats.Connect(url,
 		nats.Name("killrchat-"+h.origin),
@@ -77,15 +118,31 @@ func New(url string, log *slog.Logger) (*Hub, error) {
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(500*time.Millisecond),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			h.epoch.Add(1)
 			h.local.BrokerLost()
 			log.Warn("nats: lost the broker; live events reach other instances again once it is back", "url", url, "err", err)
 		}),
 		nats.ReconnectHandler(func(nc *nats.Conn) {
 			log.Info("nats: reconnected to the broker", "url", nc.ConnectedUrl())
 			h.local.BrokerBack()
+			h.epoch.Add(1)
 		}),
 		nats.ConnectHandler(func(nc *nats.Conn) {
 			log.Info("nats: connected", "url", nc.ConnectedUrl())
+		}),
+		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
+			if !errors.Is(err, nats.ErrSlowConsumer) || sub == nil || sub.Subject != natsSubject {
+				log.Warn("nats: error", "err", err)
+				return
+			}
+			// Messages were dropped here: events, watermarks, fences. As
+			// after a broker's absence, caches start over and every page
+			// resumes from its cursor.
+			log.Warn("nats: this instance fell behind the broker and missed events; pages resume", "err", err)
+			h.epoch.Add(1)
+			h.local.BrokerLost()
+			h.local.BrokerBack()
+			h.epoch.Add(1)
 		}),
 	)
 	if err != nil {
@@ -120,6 +177,19 @@ func (h *Hub) deliver(m *nats.Msg) {
 	if env.Origin == h.origin {
 		return // already delivered locally
 	}
+	h.heardMu.Lock()
+	h.heard[env.Origin] = heardFrom{at: time.Now(), sent: env.Sent}
+	h.heardMu.Unlock()
+	switch {
+	case env.Fence != nil:
+		h.answerFence(env.Origin, *env.Fence)
+		return
+	case env.Ack != nil:
+		if env.Ack.To == h.origin {
+			h.acknowledged(env.Origin, env.Ack.ID)
+		}
+		return
+	}
 	if env.Event == nil {
 		h.local.HeardMark(env.Origin, env.Mark)
 		return
@@ -144,7 +214,7 @@ func (h *Hub) deliverEnd(m *nats.Msg) {
 // reconnect buffer) and an error only means the others may miss it live.
 func (h *Hub) Publish(ctx context.Context, ev live.Event) error {
 	_ = h.local.Publish(ctx, ev)
-	data, err := json.Marshal(natsEnvelope{Origin: h.origin, Event: &ev})
+	data, err := json.Marshal(natsEnvelope{Origin: h.origin, Event: &ev, Sent: time.Now().UnixNano()})
 	if err != nil {
 		return fmt.Errorf("nats: encode event: %w", err)
 	}
@@ -201,7 +271,7 @@ func (h *Hub) heartbeat(local func() int64) {
 	t := time.NewTicker(live.HeartbeatEvery)
 	defer t.Stop()
 	for {
-		data, err := json.Marshal(natsEnvelope{Origin: h.origin, Mark: local()})
+		data, err := json.Marshal(natsEnvelope{Origin: h.origin, Mark: local(), Sent: time.Now().UnixNano()})
 		if err == nil {
 			_ = h.nc.Publish(natsSubject, data)
 		}
