@@ -83,6 +83,12 @@ func (s *Store) IndexBackfill(ctx context.Context, opts Backfill) (BackfillStats
 		report(false)
 	}
 	report(true)
+	if len(done) == 0 {
+		// A run from the start wrote the places of every month.
+		if err := s.PlacesComplete(ctx); err != nil {
+			return st, err
+		}
+	}
 	return st, nil
 }
 

@@ -6,6 +6,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"sync"
@@ -18,6 +19,9 @@ const (
 	insertTerm = `INSERT INTO message_terms (conversation, term, month, message_id) VALUES (?, ?, ?, ?)`
 	deleteTerm = `DELETE FROM message_terms WHERE conversation = ? AND term = ? AND month = ? AND message_id = ?`
 	insertWord = `INSERT INTO conversation_words (conversation, month, word, term) VALUES (?, ?, ?, ?)`
+	// Where a term occurs (schema 013): see placedCells.
+	insertPlace  = `INSERT INTO term_places (term, month, conversation) VALUES (?, ?, ?)`
+	selectPlaces = `SELECT conversation FROM term_places WHERE term = ? AND month = ? AND conversation IN ?`
 	// Postings at or below (or strictly below) an id, above the floor.
 	selectPostingsTo = `SELECT message_id FROM message_terms
 		WHERE conversation = ? AND term = ? AND month = ? AND message_id <= ? AND message_id > ? LIMIT ?`
@@ -80,6 +84,9 @@ func (s *Store) IndexMessage(ctx context.Context, m Message) error {
 // run a few at a time; the first error is returned, after the others are
 // tried.
 func (s *Store) IndexMessages(ctx context.Context, msgs []Message) error {
+	if _, err := s.placesFrom(ctx); err != nil {
+		return err
+	}
 	type termKey struct {
 		conv, term string
 		month      int
@@ -117,12 +124,37 @@ func (s *Store) IndexMessages(ctx context.Context, msgs []Message) error {
 		}
 	}
 	var parts []indexPartition
+	type placeKey struct {
+		term  string
+		month int
+	}
+	var placeOrder []placeKey
+	places := map[placeKey][]string{}
 	for _, k := range termOrder {
 		var rows [][]any
 		for _, id := range terms[k] {
 			rows = append(rows, []any{k.conv, k.term, k.month, id})
 		}
 		parts = append(parts, indexPartition{stmt: insertTerm, rows: rows})
+		if !s.words.has(placeMemoKey(k.conv, k.month, k.term)) {
+			pk := placeKey{k.term, k.month}
+			if _, ok := places[pk]; !ok {
+				placeOrder = append(placeOrder, pk)
+			}
+			places[pk] = append(places[pk], k.conv)
+		}
+	}
+	for _, k := range placeOrder {
+		var rows [][]any
+		for _, conv := range places[k] {
+			rows = append(rows, []any{k.term, k.month, conv})
+		}
+		k := k
+		parts = append(parts, indexPartition{stmt: insertPlace, rows: rows, done: func() {
+			for _, conv := range places[k] {
+				s.words.add(placeMemoKey(conv, k.month, k.term))
+			}
+		}})
 	}
 	for _, k := range wordOrder {
 		var rows [][]any
@@ -145,6 +177,12 @@ func (s *Store) IndexMessages(ctx context.Context, msgs []Message) error {
 
 func wordMemoKey(conv string, month int, form string) string {
 	return fmt.Sprintf("%s\x00%d\x00%s", conv, month, form)
+}
+
+// placeMemoKey is wordMemoKey's counterpart for term_places rows (terms
+// and words are both folded text, so a prefix keeps them apart).
+func placeMemoKey(conv string, month int, term string) string {
+	return fmt.Sprintf("%s\x00%d\x00\x01%s", conv, month, term)
 }
 
 // UnindexMessage removes m, as it was indexed, from the index: the message
@@ -468,11 +506,9 @@ func (s *Store) Search(ctx context.Context, convs []Conversation, q SearchQuery,
 	// them, and reading them one after the other would only add waits.
 	var out []Message
 	for take := 1; len(months) > 0; take = len(months) {
-		var cells []cell
-		for _, mc := range months[:take] {
-			for _, c := range mc.convs {
-				cells = append(cells, cell{conv: c, month: mc.month})
-			}
+		cells, err := s.placedCells(ctx, months[:take], q, &st)
+		if err != nil {
+			return nil, false, st, err
 		}
 		months = months[take:]
 		found, err := s.searchCells(ctx, cells, q, top, n+1-len(out), &st)
@@ -485,6 +521,166 @@ func (s *Store) Search(ctx context.Context, convs []Conversation, q SearchQuery,
 		}
 	}
 	return out, false, st, nil
+}
+
+// placesBatch bounds the conversations named in one read of term_places.
+const placesBatch = 100
+
+// placedCells are the cells of months to read postings in: for a query
+// with terms (or an author), only the conversations where every one of
+// them occurs that month, by term_places (one slice of one partition per
+// term and month, all at once), so a rare term reads postings only where
+// it is; a month before the places are complete (placesFrom), or a
+// query of prefixes only, keeps every conversation.
+func (s *Store) placedCells(ctx context.Context, months []monthConvs, q SearchQuery, st *SearchStats) ([]cell, error) {
+	terms := append([]string(nil), q.Terms...)
+	if q.From != "" {
+		terms = append(terms, fromTerm(q.From))
+	}
+	from := 0
+	if len(terms) > 0 {
+		var err error
+		if from, err = s.placesFrom(ctx); err != nil {
+			return nil, err
+		}
+	}
+	type read struct {
+		month int
+		term  string
+		convs []string
+	}
+	var reads []read
+	for _, mc := range months {
+		if len(terms) == 0 || mc.month < from {
+			continue
+		}
+		for _, t := range terms {
+			for i := 0; i < len(mc.convs); i += placesBatch {
+				var ids []string
+				for _, c := range mc.convs[i:min(i+placesBatch, len(mc.convs))] {
+					ids = append(ids, c.ID)
+				}
+				reads = append(reads, read{month: mc.month, term: t, convs: ids})
+			}
+		}
+	}
+	type hitKey struct {
+		month int
+		conv  string
+	}
+	hits := map[hitKey]int{} // the query's terms found there
+	var mu sync.Mutex
+	err := s.eachConcurrently(ctx, len(reads), searchReaders, func(ctx context.Context, i int) error {
+		r := reads[i]
+		q, err := s.query(ctx, selectPlaces, r.term, r.month, r.convs)
+		if err != nil {
+			return err
+		}
+		iter := q.PageSize(0).Iter()
+		var conv string
+		var found []string
+		for iter.Scan(&conv) {
+			found = append(found, conv)
+		}
+		if err := iter.Close(); err != nil {
+			return s.fail("read places of a term", err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		st.Statements++
+		for _, c := range found {
+			hits[hitKey{r.month, c}]++
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	var cells []cell
+	for _, mc := range months {
+		for _, c := range mc.convs {
+			if len(terms) > 0 && mc.month >= from && hits[hitKey{mc.month, c.ID}] < len(terms) {
+				continue
+			}
+			cells = append(cells, cell{conv: c, month: mc.month})
+		}
+	}
+	return cells, nil
+}
+
+// placesSetting caches search_settings' "places_from" for a minute.
+type placesSetting struct {
+	mu    sync.Mutex
+	month int
+	at    time.Time
+}
+
+const (
+	selectPlacesFrom = `SELECT month FROM search_settings WHERE name = 'places_from'`
+	insertPlacesFrom = `INSERT INTO search_settings (name, month) VALUES ('places_from', ?) IF NOT EXISTS`
+	setPlacesFrom    = `UPDATE search_settings SET month = ? WHERE name = 'places_from'`
+	anyPosting       = `SELECT conversation FROM message_terms LIMIT 1`
+)
+
+// placesFrom is the first month whose term_places are complete. The first
+// instance to index or search settles it once, by an LWT, before it writes
+// any posting: 0 if no posting exists yet (a new cluster), else the next
+// month (postings written before this version have no places; a full
+// index-backfill sets it to 0).
+func (s *Store) placesFrom(ctx context.Context) (int, error) {
+	s.places.mu.Lock()
+	defer s.places.mu.Unlock()
+	if !s.places.at.IsZero() && s.Now().Sub(s.places.at) < time.Minute {
+		return s.places.month, nil
+	}
+	var month int
+	q, err := s.query(ctx, selectPlacesFrom)
+	if err != nil {
+		return 0, err
+	}
+	err = q.Scan(&month)
+	if errors.Is(err, gocql.ErrNotFound) {
+		month = 0
+		var some string
+		q, err := s.query(ctx, anyPosting)
+		if err != nil {
+			return 0, err
+		}
+		switch err := q.Scan(&some); {
+		case err == nil:
+			month = monthOf(s.Now().AddDate(0, 1, 0))
+		case !errors.Is(err, gocql.ErrNotFound):
+			return 0, s.fail("look for postings", err)
+		}
+		q, err = s.query(ctx, insertPlacesFrom, month)
+		if err != nil {
+			return 0, err
+		}
+		prev := map[string]any{}
+		applied, err := q.Idempotent(false).MapScanCAS(prev)
+		if err != nil {
+			return 0, s.fail("settle places_from", err)
+		}
+		if !applied {
+			month, _ = prev["month"].(int)
+		}
+	} else if err != nil {
+		return 0, s.fail("read places_from", err)
+	}
+	s.places.month, s.places.at = month, s.Now()
+	return month, nil
+}
+
+// PlacesComplete records that term_places cover every month (a full
+// backfill wrote them).
+func (s *Store) PlacesComplete(ctx context.Context) error {
+	if err := s.exec(ctx, "set places_from", setPlacesFrom, 0); err != nil {
+		return err
+	}
+	s.places.mu.Lock()
+	s.places.month, s.places.at = 0, s.Now()
+	s.places.mu.Unlock()
+	return nil
 }
 
 // monthConvs is a month and the conversations that have messages in it.

@@ -261,3 +261,65 @@ func TestSearchCostWithBigPartitions(t *testing.T) {
 	}
 	t.Logf("common alone: %+v", stats)
 }
+
+// TestRareTermReadsOnlyWhereItIs (issue 20): a word in one conversation of
+// 40, over three months, is found by reading term_places (one statement
+// per month) and then the postings of that one conversation's months,
+// not one empty partition per conversation and month. A word in no
+// conversation reads no posting at all.
+func TestRareTermReadsOnlyWhereItIs(t *testing.T) {
+	ctx := context.Background()
+	ada := newUser(t, unique("ada"))
+	st, err := db.Another()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	clock := time.Date(2026, 3, 10, 8, 0, 0, 0, time.UTC)
+	st.Now = func() time.Time { return clock }
+	rare := unique("zanzibar")
+	var convs []store.Conversation
+	var rooms []store.Room
+	for i := range 40 {
+		r, err := st.CreateRoom(ctx, ada.Ref(), store.NewRoom{Name: unique("place")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rooms = append(rooms, r)
+		convs = append(convs, r.Conversation())
+		_ = i
+	}
+	for month := range 3 {
+		for i, r := range rooms {
+			text := fmt.Sprintf("an ordinary message %d", i)
+			if i == 17 {
+				text += " " + rare
+			}
+			post(t, st, r, ada.Ref(), text)
+		}
+		clock = clock.AddDate(0, 1, 0)
+		_ = month
+	}
+	found, _, stats := search(t, st, convs, rare, gocql.UUID{}, 20)
+	if len(found) != 3 {
+		t.Fatalf("found %d, want 3", len(found))
+	}
+	t.Logf("a rare word in 1 of 40 conversations over 3 months: %+v", stats)
+	// The months' lists (one per conversation, 40, the first time), the
+	// places (3, one per month), the postings (3) and the messages (3).
+	if stats.Statements > 40+3+3+3 || stats.Postings > 3 {
+		t.Errorf("a rare word read %d postings in %d statements", stats.Postings, stats.Statements)
+	}
+	found, _, stats = search(t, st, convs, rare, gocql.UUID{}, 20)
+	if len(found) != 3 || stats.Statements > 3+3+3 {
+		t.Errorf("again (the months remembered): %d found in %d statements", len(found), stats.Statements)
+	}
+	found, _, stats = search(t, st, convs, unique("nowhere"), gocql.UUID{}, 20)
+	if len(found) != 0 || stats.Postings != 0 || stats.Statements > 3 {
+		t.Errorf("a word that is nowhere: %d found, %+v", len(found), stats)
+	}
+	found, _, _ = search(t, st, convs, "ordinary "+rare, gocql.UUID{}, 20)
+	if len(found) != 3 {
+		t.Errorf("a common and a rare word: %d found, want 3", len(found))
+	}
+}

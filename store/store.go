@@ -142,6 +142,9 @@ type Store struct {
 	words wordMemo
 	// months remembers conversations' months with messages (see Search).
 	months monthsMemo
+	// places is the first month whose term_places are complete (see
+	// placesFrom).
+	places placesSetting
 }
 
 // New returns a Store that is not yet connected.

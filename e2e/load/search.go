@@ -37,7 +37,10 @@ const (
 	seedBucket  = `INSERT INTO messages_bucket (room_name, time_bucket) VALUES (?, ?)`
 	seedTerm    = `INSERT INTO message_terms (conversation, term, month, message_id) VALUES (?, ?, ?, ?)`
 	seedWord    = `INSERT INTO conversation_words (conversation, month, word, term) VALUES (?, ?, ?, ?)`
-	seedBatch   = 100
+	seedPlace   = `INSERT INTO term_places (term, month, conversation) VALUES (?, ?, ?)`
+	// The seed writes every posting's place: the places are complete.
+	seedPlacesFrom = `INSERT INTO search_settings (name, month) VALUES ('places_from', 0)`
+	seedBatch      = 100
 )
 
 func runSearch(ctx context.Context, args []string) error {
@@ -150,6 +153,9 @@ func runSearch(ctx context.Context, args []string) error {
 		if err := sess.Query(`UPDATE chat_rooms SET creation_date = ? WHERE room_name = ? IF EXISTS`, back, cv.ID).Exec(); err != nil {
 			return fmt.Errorf("backdate %s: %w", cv.ID, err)
 		}
+	}
+	if err := sess.Query(seedPlacesFrom).Exec(); err != nil {
+		return err
 	}
 	seedStart := time.Now()
 	cass := cassandraPID()
@@ -362,9 +368,12 @@ func seedSearch(ctx context.Context, sess *gocql.Session, convs []store.Conversa
 			send(seedBucket, [][]any{{conv.ID, bucket}})
 			send(seedMessage, rs)
 		}
+		var places [][]any
 		for _, rs := range terms {
 			send(seedTerm, rs)
+			places = append(places, []any{rs[0][1], rs[0][2], conv.ID})
 		}
+		send(seedPlace, places)
 		for month, ws := range wordRows {
 			var rs [][]any
 			for form, term := range ws {
