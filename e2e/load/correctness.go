@@ -206,7 +206,11 @@ func runCorrectness(ctx context.Context, args []string) error {
 				}
 				return time.Now().Before(graceUntil)
 			}
-			for k := 0; k < 100000 && subCtx.Err() == nil && !finished(); k++ {
+			// After the final message, reading (and reconnecting, as a
+			// browser does) goes on for -grace: changes made on another
+			// instance before the final message may come after it.
+			graceLeft := func() bool { return !finished() || graceUntil.IsZero() || time.Now().Before(graceUntil) }
+			for k := 0; k < 100000 && subCtx.Err() == nil && graceLeft(); k++ {
 				life := *minConn + time.Duration(rng.Int64N(int64(*maxConn-*minConn)+1))
 				select {
 				case <-postingDone:
@@ -266,7 +270,7 @@ func runCorrectness(ctx context.Context, args []string) error {
 				sub.connLog = append(sub.connLog, ci)
 				cancel()
 				sub.conns++
-				if finished() {
+				if !graceLeft() {
 					break
 				}
 				sleepCtx(subCtx, time.Duration(rng.Int64N(int64(*maxGap)+1)))
