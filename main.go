@@ -28,6 +28,7 @@ import (
 	"github.com/killrchat/killrchat/handlers/routes"
 	"github.com/killrchat/killrchat/live"
 	"github.com/killrchat/killrchat/live/natshub"
+	"github.com/killrchat/killrchat/push"
 	"github.com/killrchat/killrchat/schema"
 	"github.com/killrchat/killrchat/static"
 	"github.com/killrchat/killrchat/store"
@@ -36,6 +37,8 @@ import (
 
 type config struct {
 	addr             string
+	push             push.Config
+	pushOff          bool
 	searchIndex      bool
 	searchIndexRate  float64
 	hosts            string
@@ -153,6 +156,11 @@ func parseFlags(args []string) (config, error) {
 	fs.Int64Var(&c.downloadMemory, "download-memory", int64(envInt("DOWNLOAD_MEMORY", store.DefaultReadBudget)), "bytes of file chunks (1000 KB each) that downloads and preview decodes may hold at once; more wait their turn (env DOWNLOAD_MEMORY)")
 	fs.DurationVar(&c.uploadTimeout, "upload-timeout", envDuration("UPLOAD_TIMEOUT", handlers.DefaultUploadTimeout), "time one upload or download may take, in place of --read-timeout and --write-timeout; a dead upload is swept after twice this (env UPLOAD_TIMEOUT)")
 	fs.BoolVar(&c.searchIndex, "search-index", env("SEARCH_INDEX", "true") != "false", "index posted messages for search, after each post answers; false leaves them unfound until index-backfill (env SEARCH_INDEX=false)")
+	fs.BoolVar(&c.pushOff, "push-off", env("PUSH_OFF", "") == "true", "send no Web Push notifications (env PUSH_OFF=true)")
+	fs.StringVar(&c.push.PublicKey, "vapid-public-key", env("VAPID_PUBLIC_KEY", ""), "the VAPID public key (base64url) Web Push signs with; empty: a pair generated once and kept in Cassandra, the same for every instance (env VAPID_PUBLIC_KEY)")
+	fs.StringVar(&c.push.PrivateKey, "vapid-private-key", env("VAPID_PRIVATE_KEY", ""), "the VAPID private key, with --vapid-public-key (env VAPID_PRIVATE_KEY)")
+	fs.StringVar(&c.push.Subject, "push-subject", env("PUSH_SUBJECT", ""), "the contact push services see in VAPID tokens, mailto: or https: (env PUSH_SUBJECT)")
+	fs.BoolVar(&c.push.AllowHTTPLoopback, "push-allow-http-loopback", env("PUSH_ALLOW_HTTP_LOOPBACK", "") == "true", "also accept push endpoints at http://127.0.0.1:<port>/ (tests run their own push service; env PUSH_ALLOW_HTTP_LOOPBACK=true)")
 	fs.Float64Var(&c.searchIndexRate, "search-index-rate", envFloat("SEARCH_INDEX_RATE", store.DefaultIndexRate), "messages indexed a second at most, per instance; past it the index lags and catches up when posts slow down; negative: unpaced (env SEARCH_INDEX_RATE)")
 	fs.StringVar(&c.natsURL, "nats-url", env("NATS_URL", ""), "NATS server for live events across instances; in-process hub if empty (env NATS_URL)")
 	fs.StringVar(&c.natsEmbed, "nats-embed", env("NATS_EMBED", ""), "run a NATS server inside this instance on host:port, for trying several instances (env NATS_EMBED)")
@@ -256,6 +264,7 @@ func run(cfg config) error {
 		CacheTTL: cfg.cacheTTL, CacheSize: cfg.cacheSize,
 		MaxStreamsPerUser: cfg.streamsPerUser, MaxStreamsPerIP: cfg.streamsPerIP, MaxReplays: cfg.maxReplays, ResumeWindow: cfg.resumeWindow,
 		MaxUpload: cfg.maxUpload, UploadTimeout: cfg.uploadTimeout, SearchIndexOff: !cfg.searchIndex, SearchIndexRate: cfg.searchIndexRate,
+		Push: cfg.push, PushOff: cfg.pushOff,
 		MaxUploadsPerUser: cfg.uploadsPerUser, UploadMinRate: cfg.uploadMinRate,
 	}, log)
 	routes.Register(e, srv)

@@ -9,6 +9,7 @@ package handlers
 
 import (
 	"context"
+	"io/fs"
 	"log/slog"
 	"time"
 
@@ -46,6 +47,9 @@ type Module func(*Server, Routes)
 
 // DB is the store.
 func (s *Server) DB() *store.Store { return s.db }
+
+// StaticFiles are the files served under /static/.
+func (s *Server) StaticFiles() fs.FS { return s.cfg.Static }
 
 // Log is the server's logger.
 func (s *Server) Log() *slog.Logger { return s.log }

@@ -16,6 +16,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/killrchat/killrchat/live"
+	"github.com/killrchat/killrchat/push"
 	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/views"
 	"github.com/killrchat/killrchat/web"
@@ -264,9 +265,36 @@ func (s *Server) postRendered(ctx context.Context, in store.Place, pass *live.Pa
 	sl.HTML, _ = RenderString(views.WithMembers(ctx, conv.Members), views.MessageItem(sl.Msg)) // publish renders again (and logs) if this failed
 	html := sl.HTML
 	s.live.Finish(sl, true)
-	// The index follows the post, off its path (see store.Indexer).
+	// The index follows the post, off its path (see store.Indexer), and
+	// so do the pushes to people away.
 	s.indexer.Index(conv, sl.Msg)
+	s.pushPosted(in, sl.Msg)
 	return sl.Msg, html, nil
+}
+
+// pushPosted hands m to the Web Push sender, which finds who is away and
+// wants it (package push); only this instance, which stored m, does.
+func (s *Server) pushPosted(in store.Place, m store.Message) {
+	if s.push == nil || m.System {
+		return
+	}
+	conv := in.Conversation()
+	name := m.Author.Name()
+	if name == "" {
+		name = m.Author.Login
+	}
+	pm := push.Message{Conversation: conv.ID, Author: m.Author.Login, AuthorName: name, ID: m.ID.String(),
+		Text: live.NoticeText(&m), Mentioned: store.Mentioned(m.Content, conv.Members)}
+	for login := range conv.Members {
+		pm.Members = append(pm.Members, login)
+	}
+	switch p := in.(type) {
+	case store.Room:
+		pm.Title, pm.Path = "#"+p.DisplayName, RoomURL(p.Name)
+	case store.DM:
+		pm.Title, pm.Path = "a direct message", DMURL(p.Address)
+	}
+	s.push.Posted(pm)
 }
 
 // save stores m. In a room, with a pass: with no read if the pass is

@@ -22,6 +22,7 @@ import (
 
 	"github.com/killrchat/killrchat/live"
 	"github.com/killrchat/killrchat/live/presence"
+	"github.com/killrchat/killrchat/push"
 	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/views"
 	"github.com/killrchat/killrchat/web"
@@ -94,6 +95,10 @@ type Config struct {
 	// at most (default store.DefaultIndexRate; negative: unpaced). Past it
 	// the index lags and catches up when posts slow down.
 	SearchIndexRate float64
+	// Push configures Web Push (VAPID keys, the http loopback endpoints
+	// tests use); PushOff turns it off.
+	Push    push.Config
+	PushOff bool
 	// Static holds the files served under /static/.
 	Static fs.FS
 }
@@ -112,8 +117,10 @@ type Server struct {
 	recent   *recentPosts
 	indexer  *store.Indexer
 	presence *presence.Tracker
-	closing  chan struct{} // closed by Shutdown
-	csrf     *web.CSRF
+	// push sends Web Push notifications; nil when off or not set up.
+	push    *push.Sender
+	closing chan struct{} // closed by Shutdown
+	csrf    *web.CSRF
 	// uploadFiles takes a conversation's multipart post (see
 	// HandleUploads).
 	uploadFiles UploadHandler
@@ -209,8 +216,20 @@ func New(db *store.Store, metrics *web.Metrics, hub live.Hub, cfg Config, log *s
 		cfg.SearchIndexRate = store.DefaultIndexRate
 	}
 	s.indexer = store.NewIndexer(db, log, cfg.SearchIndexRate, cfg.SearchIndexOff, s.closing)
+	if !cfg.PushOff {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		sender, err := push.New(ctx, db, cfg.Push, s.presence, func(result string) { metrics.Push.WithLabelValues(result).Inc() }, log, s.closing)
+		cancel()
+		if err != nil {
+			log.Warn("push: off, the VAPID keys could not be set up", "err", err)
+		}
+		s.push = sender
+	}
 	return s
 }
+
+// Push is the Web Push sender (nil when off).
+func (s *Server) Push() *push.Sender { return s.push }
 
 // Register installs the middleware and lists the core's routes, then has
 // each module list its own (handlers/app lists every module).

@@ -335,13 +335,7 @@ func notice(m *store.Message, login string) []byte {
 	if m == nil {
 		return nil
 	}
-	text := m.Content
-	if m.Attachment != nil && strings.TrimSpace(text) == "" {
-		text = "sent a file: " + m.Attachment.Name
-	}
-	if r := []rune(text); len(r) > noticeLength {
-		text = string(r[:noticeLength]) + "…"
-	}
+	text := NoticeText(m)
 	name := m.Author.Name()
 	if name == "" {
 		name = m.Author.Login
@@ -355,6 +349,19 @@ func notice(m *store.Message, login string) []byte {
 	}{m.ID.String(), m.Author.Login, name, text,
 		len(store.Mentioned(m.Content, map[string]store.UserRef{login: {Login: login}})) > 0})
 	return b
+}
+
+// NoticeText is what a notification of m says: the first noticeLength
+// characters of its text, as plain text, or the file it sends.
+func NoticeText(m *store.Message) string {
+	text := m.Content
+	if m.Attachment != nil && strings.TrimSpace(text) == "" {
+		text = "sent a file: " + m.Attachment.Name
+	}
+	if r := []rune(text); len(r) > noticeLength {
+		text = string(r[:noticeLength]) + "…"
+	}
+	return text
 }
 
 // endFrame is the frame that tells st's page its stream ends: it left

@@ -7,6 +7,8 @@ package store
 import (
 	"context"
 	"strings"
+
+	"github.com/gocql/gocql"
 )
 
 // Level is how much a conversation tells a person.
@@ -58,5 +60,17 @@ func (s *Store) SetLevel(ctx context.Context, login, conversation string, level 
 	if _, err := ParseLevel(string(level)); err != nil {
 		return err
 	}
-	return s.exec(ctx, "set the level of "+conversation, updateLevel, string(level), login, conversation)
+	sess, err := s.db()
+	if err != nil {
+		return err
+	}
+	// Beside the person's marker (their pages read it) and in the
+	// conversation's levels (push reads them), in one logged batch.
+	b := sess.NewBatch(gocql.LoggedBatch).WithContext(ctx)
+	b.Query(updateLevel, string(level), login, conversation)
+	b.Query(insertConvLvl, conversation, login, string(level))
+	if err := sess.ExecuteBatch(b); err != nil {
+		return s.fail("set the level of "+conversation, err)
+	}
+	return nil
 }

@@ -35,7 +35,10 @@ type Metrics struct {
 	RoomPosts *prometheus.CounterVec
 	// FenceTimeouts counts fences that some instance did not answer in time.
 	FenceTimeouts prometheus.Counter
-	labels        sync.Map // statement -> its short label
+	// Push counts Web Push deliveries by result: sent, failed, dropped
+	// (the queue was full), gone (a subscription removed), retried.
+	Push   *prometheus.CounterVec
+	labels sync.Map // statement -> its short label
 }
 
 // NewMetrics creates the registry with Go and process collectors.
@@ -66,7 +69,10 @@ func NewMetrics() *Metrics {
 	m.FenceTimeouts = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "killrchat_fence_timeouts_total", Help: "Fences (removals, leaves, deletes) that some instance did not answer in time.",
 	})
-	m.registry.MustRegister(m.requests, m.queries, m.SSEConnections, m.uploads, m.uploadBytes, m.RoomPosts, m.FenceTimeouts,
+	m.Push = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "killrchat_push_total", Help: "Web Push deliveries by result: sent, failed, dropped (queue full), gone (subscription removed), retried.",
+	}, []string{"result"})
+	m.registry.MustRegister(m.requests, m.queries, m.SSEConnections, m.uploads, m.uploadBytes, m.RoomPosts, m.FenceTimeouts, m.Push,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

@@ -15,12 +15,13 @@ import (
 	"github.com/killrchat/killrchat/handlers/mentions"
 	"github.com/killrchat/killrchat/handlers/notifications"
 	"github.com/killrchat/killrchat/handlers/presence"
+	"github.com/killrchat/killrchat/handlers/push"
 	"github.com/killrchat/killrchat/handlers/search"
 	"github.com/killrchat/killrchat/handlers/typing"
 )
 
 // Modules are the route modules, each a package of handlers/.
-var Modules = []handlers.Module{accounts.Register, search.Register, members.Register, changes.Register, events.Register, dms.Register, files.Register, mentions.Register, notifications.Register, typing.Register, presence.Register}
+var Modules = []handlers.Module{accounts.Register, search.Register, members.Register, changes.Register, events.Register, dms.Register, files.Register, mentions.Register, notifications.Register, typing.Register, presence.Register, push.Register}
 
 // Register installs the middleware and every route of srv on e.
 func Register(e *echo.Echo, srv *handlers.Server) { srv.Register(e, Modules...) }

@@ -57,6 +57,9 @@ type Tracker struct {
 	mu      sync.Mutex
 	others  map[string]*origin
 	now     func() time.Time
+	// gone is when each person was last seen going offline, here or on
+	// another instance (see SeenWithin); pruned as it grows.
+	gone map[string]time.Time
 }
 
 // origin is what one other instance said, and when it last spoke.
@@ -69,12 +72,20 @@ type origin struct {
 // listens to the others, tells them of changes here, and sends the
 // heartbeat until closing closes.
 func New(streams Streams, t Transport, closing <-chan struct{}) *Tracker {
-	p := &Tracker{streams: streams, others: map[string]*origin{}, now: time.Now}
+	p := &Tracker{streams: streams, others: map[string]*origin{}, now: time.Now, gone: map[string]time.Time{}}
 	if t == nil {
+		streams.OnStreamChange(func(login string, online bool) {
+			if !online {
+				p.wentOffline(login)
+			}
+		})
 		return p
 	}
 	t.WatchPresence(p.heard)
 	streams.OnStreamChange(func(login string, online bool) {
+		if !online {
+			p.wentOffline(login)
+		}
 		if online {
 			t.PublishPresence(Update{Online: []string{login}})
 		} else {
@@ -100,6 +111,18 @@ func New(streams Streams, t Transport, closing <-chan struct{}) *Tracker {
 func (p *Tracker) heard(u Update) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if u.Full && p.others[u.Origin] != nil {
+		// Whoever the last word named and this one does not went offline.
+		still := map[string]bool{}
+		for _, l := range u.Online {
+			still[l] = true
+		}
+		for l := range p.others[u.Origin].people {
+			if !still[l] {
+				p.goneLocked(l)
+			}
+		}
+	}
 	o := p.others[u.Origin]
 	if o == nil || u.Full {
 		o = &origin{people: map[string]bool{}}
@@ -111,7 +134,43 @@ func (p *Tracker) heard(u Update) {
 	}
 	for _, l := range u.Offline {
 		delete(o.people, l)
+		p.goneLocked(l)
 	}
+}
+
+func (p *Tracker) wentOffline(login string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.goneLocked(login)
+}
+
+// goneMax bounds the people remembered as gone; past it, those gone
+// longer than a minute are forgotten.
+const goneMax = 100_000
+
+func (p *Tracker) goneLocked(login string) {
+	now := p.now()
+	if len(p.gone) >= goneMax {
+		for l, at := range p.gone {
+			if now.Sub(at) > time.Minute {
+				delete(p.gone, l)
+			}
+		}
+	}
+	p.gone[login] = now
+}
+
+// SeenWithin says whether login is online, or went offline (here or on
+// another instance heard of) less than d ago: Web Push is only for people
+// away for longer.
+func (p *Tracker) SeenWithin(login string, d time.Duration) bool {
+	if p.Online(login) {
+		return true
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	at, ok := p.gone[login]
+	return ok && p.now().Sub(at) < d
 }
 
 // Online says whether login has a stream here, or on an instance heard

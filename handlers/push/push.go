@@ -1,0 +1,83 @@
+// Package push is Web Push's routes (issue 19): the VAPID public key a
+// browser subscribes with (GET /push/key), and a person's browsers'
+// subscriptions (POST /push/subscriptions, POST
+// /push/subscriptions/delete), plus the service worker at the site's root
+// (/sw.js), which shows the pushes. Sending is package push's.
+package push
+
+import (
+	"errors"
+	"io/fs"
+	"net/http"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/killrchat/killrchat/handlers"
+	"github.com/killrchat/killrchat/store"
+)
+
+type routes struct{ *handlers.Server }
+
+// Register lists the push routes.
+func Register(srv *handlers.Server, r handlers.Routes) {
+	s := routes{srv}
+	r.Public.GET("/sw.js", s.serviceWorker)
+	r.Auth.GET("/push/key", s.key)
+	r.Auth.POST("/push/subscriptions", s.subscribe)
+	r.Auth.POST("/push/subscriptions/delete", s.unsubscribe)
+}
+
+// serviceWorker serves static/sw.js at the root, so its scope is the site.
+func (s routes) serviceWorker(c echo.Context) error {
+	b, err := fs.ReadFile(s.StaticFiles(), "sw.js")
+	if err != nil {
+		return echo.NewHTTPError(http.StatusNotFound)
+	}
+	c.Response().Header().Set("Cache-Control", "no-cache")
+	return c.Blob(http.StatusOK, "text/javascript; charset=utf-8", b)
+}
+
+// key is the VAPID public key (base64url), as text.
+func (s routes) key(c echo.Context) error {
+	if s.Push() == nil {
+		return echo.NewHTTPError(http.StatusServiceUnavailable, "Push notifications are off on this server.")
+	}
+	c.Response().Header().Set("Cache-Control", "private, max-age=3600")
+	return c.String(http.StatusOK, s.Push().PublicKey())
+}
+
+// subscribe stores the caller's browser's subscription (fields endpoint,
+// p256dh, auth, as the Push API gives them); a bad one is 422 and
+// nothing is stored.
+func (s routes) subscribe(c echo.Context) error {
+	if s.Push() == nil {
+		return echo.NewHTTPError(http.StatusServiceUnavailable, "Push notifications are off on this server.")
+	}
+	sub := store.PushSubscription{
+		Endpoint: strings.TrimSpace(c.FormValue("endpoint")),
+		P256dh:   strings.TrimSpace(c.FormValue("p256dh")),
+		Auth:     strings.TrimSpace(c.FormValue("auth")),
+	}
+	if err := s.Push().CheckSubscription(sub); err != nil {
+		return echo.NewHTTPError(http.StatusUnprocessableEntity, err.Error())
+	}
+	if err := s.DB().SavePushSubscription(c.Request().Context(), handlers.MustUser(c).Login, sub); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
+}
+
+// unsubscribe removes the caller's subscription at endpoint (only theirs:
+// the login is the session's).
+func (s routes) unsubscribe(c echo.Context) error {
+	endpoint := strings.TrimSpace(c.FormValue("endpoint"))
+	if endpoint == "" {
+		return echo.NewHTTPError(http.StatusUnprocessableEntity, "Which subscription? The endpoint is missing.")
+	}
+	err := s.DB().DeletePushSubscription(c.Request().Context(), handlers.MustUser(c).Login, endpoint)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
+}

@@ -1,0 +1,313 @@
+// Package push sends Web Push notifications (issue 19) for messages to the
+// people who are away: not seen on any instance for Away, whose level in
+// the conversation asks for the message, never its author. Only the
+// instance that stored a message sends for it, so each person's browsers
+// get it once. Sending never slows a post: a post hands the message to a
+// bounded queue (full: the push is dropped and counted), and a few
+// workers find the recipients, read their subscriptions and send, with
+// retries after a 429 or 5xx; a 404 or 410 deletes the subscription.
+package push
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"sync"
+	"time"
+
+	webpush "github.com/SherClockHolmes/webpush-go"
+
+	"github.com/killrchat/killrchat/store"
+)
+
+// Defaults (see Config).
+const (
+	// Away is how long a person must have had no live connection on any
+	// instance before their messages are pushed.
+	Away           = 60 * time.Second
+	defaultWorkers = 4
+	defaultQueue   = 10_000
+	// TTL is how long a push service keeps a push for a browser that is off.
+	TTL = 24 * time.Hour
+	// vapidLife is how long a VAPID token is valid (the push services'
+	// limit is 24 h).
+	vapidLife = 12 * time.Hour
+	retries   = 3
+)
+
+// Config sets up a Sender.
+type Config struct {
+	// PublicKey and PrivateKey are the VAPID key pair (base64url); empty:
+	// the pair stored in Cassandra, made by the first instance.
+	PublicKey, PrivateKey string
+	// Subject is the VAPID contact (a mailto: or https: URL).
+	Subject string
+	// AllowHTTPLoopback also accepts http://127.0.0.1:<port>/ endpoints
+	// (tests run their own push service).
+	AllowHTTPLoopback bool
+	Workers, Queue    int
+	// Client sends the pushes (default: one with a 10 s timeout).
+	Client *http.Client
+	// Backoff is the first wait before a retry (default 1 s), doubled each time.
+	Backoff time.Duration
+}
+
+// Presence says who was online lately (live/presence.Tracker).
+type Presence interface {
+	SeenWithin(login string, d time.Duration) bool
+}
+
+// Message is a stored message, as push needs it.
+type Message struct {
+	Conversation string   // the conversation's id (a room's name key, or a DM's address)
+	Members      []string // its members' logins
+	Author       string
+	AuthorName   string
+	Title        string // "#general" or the DM's name
+	Path         string // the conversation's page
+	ID           string
+	Text         string   // plain text
+	Mentioned    []string // logins it mentions
+}
+
+// Payload is what a push carries, as JSON; the service worker shows it.
+type Payload struct {
+	Title        string `json:"title"`
+	Body         string `json:"body"`
+	URL          string `json:"url"`
+	Tag          string `json:"tag"`
+	From         string `json:"from"`
+	Conversation string `json:"conversation"`
+}
+
+// Sender queues and sends pushes.
+type Sender struct {
+	db       *store.Store
+	cfg      Config
+	presence Presence
+	count    func(result string)
+	log      *slog.Logger
+	queue    chan Message
+	pub      string
+	priv     string
+	wg       sync.WaitGroup
+	pending  sync.WaitGroup
+}
+
+// New makes a Sender, with the configured VAPID pair or the one in
+// Cassandra (made by the first instance that needs one), and starts its
+// workers until closing closes. count is told of each push's result:
+// sent, failed, dropped, gone (a subscription removed), retried.
+func New(ctx context.Context, db *store.Store, cfg Config, presence Presence, count func(string), log *slog.Logger, closing <-chan struct{}) (*Sender, error) {
+	if cfg.Workers <= 0 {
+		cfg.Workers = defaultWorkers
+	}
+	if cfg.Queue <= 0 {
+		cfg.Queue = defaultQueue
+	}
+	if cfg.Client == nil {
+		cfg.Client = &http.Client{Timeout: 10 * time.Second}
+	}
+	if cfg.Backoff <= 0 {
+		cfg.Backoff = time.Second
+	}
+	if cfg.Subject == "" {
+		cfg.Subject = "mailto:admin@killrchat.invalid"
+	}
+	if count == nil {
+		count = func(string) {}
+	}
+	s := &Sender{db: db, cfg: cfg, presence: presence, count: count, log: log, queue: make(chan Message, cfg.Queue)}
+	if cfg.PublicKey != "" || cfg.PrivateKey != "" {
+		if cfg.PublicKey == "" || cfg.PrivateKey == "" {
+			return nil, errors.New("push: give both VAPID keys, or neither")
+		}
+		s.pub, s.priv = cfg.PublicKey, cfg.PrivateKey
+	} else {
+		var err error
+		s.pub, s.priv, err = db.VAPIDKeys(ctx, func() (string, string, error) {
+			priv, pub, err := webpush.GenerateVAPIDKeys()
+			return pub, priv, err
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	for range cfg.Workers {
+		s.wg.Add(1)
+		go s.work(closing)
+	}
+	return s, nil
+}
+
+// PublicKey is the VAPID public key (base64url), for the browser's
+// subscription.
+func (s *Sender) PublicKey() string { return s.pub }
+
+// CheckSubscription says what is wrong with sub, if anything: an endpoint
+// must be https (or, when allowed, http on 127.0.0.1), p256dh a P-256
+// public key (65 bytes) and auth 16 bytes, all base64url.
+func (s *Sender) CheckSubscription(sub store.PushSubscription) error {
+	u, err := url.Parse(sub.Endpoint)
+	if err != nil || u.Host == "" || len(sub.Endpoint) > 1000 || u.User != nil {
+		return errors.New("The push endpoint is not a URL.")
+	}
+	switch {
+	case u.Scheme == "https":
+	case u.Scheme == "http" && s.cfg.AllowHTTPLoopback && isLoopback(u.Hostname()):
+	default:
+		return errors.New("A push endpoint must be https.")
+	}
+	if k, err := decode(sub.P256dh); err != nil || len(k) != 65 || k[0] != 4 {
+		return errors.New("The subscription's p256dh key is not a P-256 public key.")
+	}
+	if a, err := decode(sub.Auth); err != nil || len(a) != 16 {
+		return errors.New("The subscription's auth secret is not 16 bytes.")
+	}
+	return nil
+}
+
+func isLoopback(host string) bool {
+	ip := net.ParseIP(host)
+	return ip != nil && ip.Equal(net.IPv4(127, 0, 0, 1))
+}
+
+func decode(s string) ([]byte, error) {
+	if b, err := base64.RawURLEncoding.DecodeString(s); err == nil {
+		return b, nil
+	}
+	return base64.URLEncoding.DecodeString(s)
+}
+
+// Posted hands a stored message to the queue, never waiting: a full
+// queue drops it (counted).
+func (s *Sender) Posted(m Message) {
+	s.pending.Add(1)
+	select {
+	case s.queue <- m:
+	default:
+		s.pending.Done()
+		s.count("dropped")
+	}
+}
+
+// Flush waits until every message queued so far is handled (tests).
+func (s *Sender) Flush() { s.pending.Wait() }
+
+func (s *Sender) work(closing <-chan struct{}) {
+	defer s.wg.Done()
+	for {
+		select {
+		case <-closing:
+			return
+		case m := <-s.queue:
+			s.deliver(m)
+			s.pending.Done()
+		}
+	}
+}
+
+// deliver finds who gets m and sends to each of their browsers.
+func (s *Sender) deliver(m Message) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	levels, err := s.db.ConversationLevels(ctx, m.Conversation)
+	if err != nil {
+		s.log.Warn("push: levels", "conversation", m.Conversation, "err", err)
+		s.count("failed")
+		return
+	}
+	body := []rune(m.Text)
+	if len(body) > 100 {
+		body = append(body[:99], '…')
+	}
+	payload, err := json.Marshal(Payload{
+		Title: m.AuthorName + " in " + m.Title, Body: string(body),
+		URL: m.Path + "?at=" + m.ID + "#msg-" + m.ID, Tag: m.ID,
+		From: m.Author, Conversation: m.Path,
+	})
+	if err != nil {
+		return
+	}
+	for _, login := range m.Members {
+		if login == m.Author {
+			continue
+		}
+		level, ok := levels[login]
+		if !ok {
+			level = store.DefaultLevel(m.Conversation)
+		}
+		switch {
+		case level == store.LevelNothing:
+			continue
+		case level == store.LevelMentions && !slices.Contains(m.Mentioned, login):
+			continue
+		}
+		if s.presence != nil && s.presence.SeenWithin(login, Away) {
+			continue
+		}
+		subs, err := s.db.PushSubscriptions(ctx, login)
+		if err != nil {
+			s.log.Warn("push: subscriptions", "login", login, "err", err)
+			s.count("failed")
+			continue
+		}
+		for _, sub := range subs {
+			s.send(ctx, login, sub, payload)
+		}
+	}
+}
+
+// send pushes payload to one browser, retrying a 429 or 5xx with backoff;
+// a 404 or 410 (the subscription is gone) deletes it.
+func (s *Sender) send(ctx context.Context, login string, sub store.PushSubscription, payload []byte) {
+	if s.CheckSubscription(sub) != nil {
+		s.count("failed")
+		return
+	}
+	wait := s.cfg.Backoff
+	for attempt := 0; ; attempt++ {
+		resp, err := webpush.SendNotificationWithContext(ctx, payload,
+			&webpush.Subscription{Endpoint: sub.Endpoint, Keys: webpush.Keys{P256dh: sub.P256dh, Auth: sub.Auth}},
+			&webpush.Options{HTTPClient: s.cfg.Client, Subscriber: s.cfg.Subject, TTL: int(TTL / time.Second),
+				Urgency: webpush.UrgencyHigh, VAPIDPublicKey: s.pub, VAPIDPrivateKey: s.priv,
+				VapidExpiration: time.Now().Add(vapidLife)})
+		status := 0
+		if err == nil {
+			status = resp.StatusCode
+			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+			resp.Body.Close()
+		}
+		switch {
+		case err == nil && status >= 200 && status < 300:
+			s.count("sent")
+			return
+		case status == http.StatusNotFound || status == http.StatusGone:
+			if err := s.db.DeletePushSubscription(ctx, login, sub.Endpoint); err != nil {
+				s.log.Warn("push: delete a gone subscription", "login", login, "err", err)
+			}
+			s.count("gone")
+			return
+		case (err != nil || status == http.StatusTooManyRequests || status >= 500) && attempt < retries:
+			s.count("retried")
+			select {
+			case <-ctx.Done():
+				s.count("failed")
+				return
+			case <-time.After(wait):
+			}
+			wait *= 2
+		default:
+			s.log.Warn("push: not sent", "login", login, "status", status, "err", err)
+			s.count("failed")
+			return
+		}
+	}
+}

@@ -1,0 +1,111 @@
+// This file owns what Web Push keeps (issue 19): people's push
+// subscriptions, the VAPID key pair, and the levels by conversation.
+package store
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/gocql/gocql"
+)
+
+const (
+	insertPushSub  = `INSERT INTO push_subscriptions (login, endpoint, p256dh, auth, created_at) VALUES (?, ?, ?, ?, ?)`
+	deletePushSub  = `DELETE FROM push_subscriptions WHERE login = ? AND endpoint = ?`
+	selectPushSubs = `SELECT endpoint, p256dh, auth FROM push_subscriptions WHERE login = ? LIMIT 20`
+	selectVAPID    = `SELECT public_key, private_key FROM push_settings WHERE name = 'vapid'`
+	insertVAPID    = `INSERT INTO push_settings (name, public_key, private_key) VALUES ('vapid', ?, ?) IF NOT EXISTS`
+	insertConvLvl  = `INSERT INTO conversation_levels (conversation, login, level) VALUES (?, ?, ?)`
+	selectConvLvls = `SELECT login, level FROM conversation_levels WHERE conversation = ?`
+)
+
+// PushSubscription is a browser's push subscription (the Push API's
+// endpoint and keys, base64url).
+type PushSubscription struct {
+	Endpoint, P256dh, Auth string
+}
+
+// SavePushSubscription stores sub for login (again: the same row).
+func (s *Store) SavePushSubscription(ctx context.Context, login string, sub PushSubscription) error {
+	return s.exec(ctx, "save a push subscription", insertPushSub, login, sub.Endpoint, sub.P256dh, sub.Auth, s.Now())
+}
+
+// DeletePushSubscription removes login's subscription at endpoint.
+func (s *Store) DeletePushSubscription(ctx context.Context, login, endpoint string) error {
+	return s.exec(ctx, "delete a push subscription", deletePushSub, login, endpoint)
+}
+
+// PushSubscriptions are login's subscriptions (at most 20 browsers).
+func (s *Store) PushSubscriptions(ctx context.Context, login string) ([]PushSubscription, error) {
+	q, err := s.query(ctx, selectPushSubs, login)
+	if err != nil {
+		return nil, err
+	}
+	iter := q.Iter()
+	var out []PushSubscription
+	var sub PushSubscription
+	for iter.Scan(&sub.Endpoint, &sub.P256dh, &sub.Auth) {
+		out = append(out, sub)
+	}
+	if err := iter.Close(); err != nil {
+		return nil, s.fail("read push subscriptions of "+login, err)
+	}
+	return out, nil
+}
+
+// VAPIDKeys returns the cluster's VAPID key pair, making it with generate
+// and storing it by an LWT if there is none yet: whichever instance wins,
+// every instance then signs with the same pair.
+func (s *Store) VAPIDKeys(ctx context.Context, generate func() (public, private string, err error)) (string, string, error) {
+	var pub, priv string
+	q, err := s.query(ctx, selectVAPID)
+	if err != nil {
+		return "", "", err
+	}
+	err = q.Scan(&pub, &priv)
+	if err == nil {
+		return pub, priv, nil
+	}
+	if err != gocql.ErrNotFound {
+		return "", "", s.fail("read the VAPID keys", err)
+	}
+	pub, priv, err = generate()
+	if err != nil {
+		return "", "", err
+	}
+	if q, err = s.query(ctx, insertVAPID, pub, priv); err != nil {
+		return "", "", err
+	}
+	prev := map[string]any{}
+	applied, err := q.Idempotent(false).MapScanCAS(prev)
+	if err != nil {
+		return "", "", s.fail("store the VAPID keys", err)
+	}
+	if !applied {
+		pub, _ = prev["public_key"].(string)
+		priv, _ = prev["private_key"].(string)
+	}
+	if pub == "" || priv == "" {
+		return "", "", fmt.Errorf("store: the stored VAPID keys are empty")
+	}
+	return pub, priv, nil
+}
+
+// ConversationLevels are the levels people set in conversation, by login
+// (the others have DefaultLevel).
+func (s *Store) ConversationLevels(ctx context.Context, conversation string) (map[string]Level, error) {
+	q, err := s.query(ctx, selectConvLvls, conversation)
+	if err != nil {
+		return nil, err
+	}
+	iter := q.PageSize(5000).Iter()
+	out := map[string]Level{}
+	var login, level string
+	for iter.Scan(&login, &level) {
+		out[login] = Level(level)
+	}
+	if err := iter.Close(); err != nil {
+		return nil, s.fail("read the levels of "+conversation, err)
+	}
+	return out, nil
+}
