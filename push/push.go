@@ -236,6 +236,7 @@ func (s *Sender) deliver(m Message) {
 	if err != nil {
 		return
 	}
+	var away []string
 	for _, login := range m.Members {
 		if login == m.Author {
 			continue
@@ -253,13 +254,19 @@ func (s *Sender) deliver(m Message) {
 		if s.presence != nil && s.presence.SeenWithin(login, Away) {
 			continue
 		}
-		subs, err := s.db.PushSubscriptions(ctx, login)
-		if err != nil {
-			s.log.Warn("push: subscriptions", "login", login, "err", err)
-			s.count("failed")
-			continue
-		}
-		for _, sub := range subs {
+		away = append(away, login)
+	}
+	if len(away) == 0 {
+		return
+	}
+	subs, err := s.db.PushSubscriptionsOf(ctx, away)
+	if err != nil {
+		s.log.Warn("push: subscriptions", "conversation", m.Conversation, "err", err)
+		s.count("failed")
+		return
+	}
+	for _, login := range away {
+		for _, sub := range subs[login] {
 			s.send(ctx, login, sub, payload)
 		}
 	}

@@ -10,9 +10,12 @@ import (
 )
 
 const (
-	insertPushSub  = `INSERT INTO push_subscriptions (login, endpoint, p256dh, auth, created_at) VALUES (?, ?, ?, ?, ?)`
-	deletePushSub  = `DELETE FROM push_subscriptions WHERE login = ? AND endpoint = ?`
-	selectPushSubs = `SELECT endpoint, p256dh, auth FROM push_subscriptions WHERE login = ? LIMIT 20`
+	insertPushSub    = `INSERT INTO push_subscriptions (login, endpoint, p256dh, auth, created_at) VALUES (?, ?, ?, ?, ?)`
+	deletePushSub    = `DELETE FROM push_subscriptions WHERE login = ? AND endpoint = ?`
+	selectPushSubs   = `SELECT endpoint, p256dh, auth FROM push_subscriptions WHERE login = ? LIMIT 20`
+	selectPushSubsOf = `SELECT login, endpoint, p256dh, auth FROM push_subscriptions WHERE login IN ?`
+	// pushSubsBatch bounds the people one read of subscriptions names.
+	pushSubsBatch  = 100
 	selectVAPID    = `SELECT public_key, private_key FROM push_settings WHERE name = 'vapid'`
 	insertVAPID    = `INSERT INTO push_settings (name, public_key, private_key) VALUES ('vapid', ?, ?) IF NOT EXISTS`
 	insertConvLvl  = `INSERT INTO conversation_levels (conversation, login, level) VALUES (?, ?, ?)`
@@ -49,6 +52,29 @@ func (s *Store) PushSubscriptions(ctx context.Context, login string) ([]PushSubs
 	}
 	if err := iter.Close(); err != nil {
 		return nil, s.fail("read push subscriptions of "+login, err)
+	}
+	return out, nil
+}
+
+// PushSubscriptionsOf are the subscriptions of logins, by login: one
+// read per pushSubsBatch people (a key lookup each), so a message for a
+// thousand people away costs ten statements, not a thousand.
+func (s *Store) PushSubscriptionsOf(ctx context.Context, logins []string) (map[string][]PushSubscription, error) {
+	out := map[string][]PushSubscription{}
+	for i := 0; i < len(logins); i += pushSubsBatch {
+		q, err := s.query(ctx, selectPushSubsOf, logins[i:min(i+pushSubsBatch, len(logins))])
+		if err != nil {
+			return nil, err
+		}
+		iter := q.PageSize(1000).Iter()
+		var login string
+		var sub PushSubscription
+		for iter.Scan(&login, &sub.Endpoint, &sub.P256dh, &sub.Auth) {
+			out[login] = append(out[login], sub)
+		}
+		if err := iter.Close(); err != nil {
+			return nil, s.fail("read push subscriptions", err)
+		}
 	}
 	return out, nil
 }
