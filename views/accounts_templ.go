@@ -796,7 +796,20 @@ func NotificationSettingsView() templ.Component {
 			templ_7745c5c3_Var34 = templ.NopComponent
 		}
 		ctx = templ.ClearChildren(ctx)
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 62, "<section class=\"profile-edit notification-settings\" id=\"profile\"><h1>Notifications</h1><p>Each conversation's menu (<span aria-hidden=\"true\">⋯</span>) sets what it tells you: every message, mentions of you, or nothing. Rooms start at mentions of you, direct messages at every message.</p><p>When a message arrives that its setting asks for and none of your KillrChat tabs is in view, this browser can show a notification.</p><div id=\"notification-settings\" hidden><p>Browser notifications: <strong id=\"notification-state\" role=\"status\">…</strong></p><p class=\"actions\"><button type=\"button\" id=\"notification-ask\" class=\"btn btn-primary\" hidden>Turn on browser notifications</button> <button type=\"button\" id=\"notification-test\" class=\"btn\">Send a test notification</button></p><label class=\"checkbox\"><input type=\"checkbox\" id=\"notification-sound\"> Play a sound with each notification</label></div><h2>Push notifications</h2><p>With push on, this browser also shows a notification when no KillrChat tab is open, for the messages each conversation's setting asks for, once you have been away for a minute.</p><div id=\"push-settings\" hidden><p>Push on this browser: <strong id=\"push-state\" role=\"status\">…</strong></p><p class=\"actions\"><button type=\"button\" id=\"push-on\" class=\"btn btn-primary\" hidden>Turn on push notifications</button> <button type=\"button\" id=\"push-off\" class=\"btn\" hidden>Turn off push notifications</button></p></div><noscript><p class=\"notice\">Browser and push notifications need JavaScript.</p></noscript></section>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 62, "<section class=\"profile-edit notification-settings\" id=\"profile\"><h1>Notifications</h1><p>Each conversation's menu (<span aria-hidden=\"true\">⋯</span>) sets what it tells you: every message, mentions of you, or nothing. Rooms start at mentions of you, direct messages at every message.</p><p>When a message arrives that its setting asks for and none of your KillrChat tabs is in view, this browser can show a notification.</p><div id=\"notification-settings\" hidden><p>Browser notifications: <strong id=\"notification-state\" role=\"status\">…</strong></p><p class=\"actions\"><button type=\"button\" id=\"notification-ask\" class=\"btn btn-primary\" hidden>Turn on browser notifications</button> <button type=\"button\" id=\"notification-test\" class=\"btn\">Send a test notification</button></p><label class=\"checkbox\"><input type=\"checkbox\" id=\"notification-sound\"> Play a sound with each notification</label></div><h2>Push notifications</h2><p>With push on, this browser also shows a notification when no KillrChat tab is open, for the messages each conversation's setting asks for, once you have been away for a minute.</p><div id=\"push-settings\" hidden><p>Push on this browser: <strong id=\"push-state\" role=\"status\">…</strong></p><p class=\"actions\"><button type=\"button\" id=\"push-on\" class=\"btn btn-primary\" hidden>Turn on push notifications</button> <button type=\"button\" id=\"push-off\" class=\"btn\" hidden>Turn off push notifications</button></p></div><noscript><p class=\"notice\">Browser and push notifications need JavaScript.</p></noscript><script src=\"")
+		if templ_7745c5c3_Err != nil {
+			return templ_7745c5c3_Err
+		}
+		var templ_7745c5c3_Var35 string
+		templ_7745c5c3_Var35, templ_7745c5c3_Err = templ.JoinStringErrs("/static/settings.js?v=" + assetVersion)
+		if templ_7745c5c3_Err != nil {
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/accounts.templ`, Line: 169, Col: 55}
+		}
+		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var35))
+		if templ_7745c5c3_Err != nil {
+			return templ_7745c5c3_Err
+		}
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 63, "\" defer></script></section>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -824,25 +837,25 @@ func PresenceDot(login string) templ.Component {
 			}()
 		}
 		ctx = templ.InitializeContext(ctx)
-		templ_7745c5c3_Var35 := templ.GetChildren(ctx)
-		if templ_7745c5c3_Var35 == nil {
-			templ_7745c5c3_Var35 = templ.NopComponent
+		templ_7745c5c3_Var36 := templ.GetChildren(ctx)
+		if templ_7745c5c3_Var36 == nil {
+			templ_7745c5c3_Var36 = templ.NopComponent
 		}
 		ctx = templ.ClearChildren(ctx)
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 63, "<span class=\"presence\" data-presence=\"")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 64, "<span class=\"presence\" data-presence=\"")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		var templ_7745c5c3_Var36 string
-		templ_7745c5c3_Var36, templ_7745c5c3_Err = templ.JoinStringErrs(login)
+		var templ_7745c5c3_Var37 string
+		templ_7745c5c3_Var37, templ_7745c5c3_Err = templ.JoinStringErrs(login)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/accounts.templ`, Line: 177, Col: 45}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/accounts.templ`, Line: 178, Col: 45}
 		}
-		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var36))
+		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var37))
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 64, "\"></span>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 65, "\"></span>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
