@@ -195,6 +195,8 @@ func (s *Store) saveMessage(ctx context.Context, in Place, m Message, check bool
 func (s *Store) ConfirmPost(ctx context.Context, r Room, m Message) error {
 	created, member, err := s.standing(ctx, r.Name, m.Author.Login)
 	switch {
+	case errors.Is(err, ErrNotFound):
+		// Deleted since: taken back below.
 	case err != nil:
 		return err
 	case !created.Equal(r.CreatedAt):
