@@ -18,7 +18,7 @@ import (
 // query observer on warm caches, for a person in 12 rooms and 3 DMs who
 // has read everything: a post in a room runs at most 2 statements (the
 // message and the conversation's head) and reads nothing: its check of
-// the room in the cache is kept by a fence (live/fence.go), the home page and a room page at most 4 (the page's
+// the room in the cache is kept by a fence (live/fence), the home page and a room page at most 4 (the page's
 // 50 messages are one statement when today's bucket holds them). Then,
 // with k conversations unread since their last visit, each costs one
 // statement more (its bounded count, of the bucket of the conversation's

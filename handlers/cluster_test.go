@@ -349,7 +349,7 @@ func TestPresenceAcrossInstances(t *testing.T) {
 // TestRemovalFencesPostsOnAnotherInstance (issues 18 and 21): a member
 // posts on B without pause, with the room in B's cache, while an admin
 // removes them on A. Posts write with no read (their check is the cache,
-// kept by a fence: live/fence.go), yet no message of theirs is stored
+// kept by a fence: live/fence), yet no message of theirs is stored
 // after the removal is acknowledged, every post answered with success is
 // stored, and the first post after it is refused.
 func TestRemovalFencesPostsOnAnotherInstance(t *testing.T) {

@@ -108,7 +108,7 @@ func (s *stream) nextMessage(t testing.TB, within time.Duration) (string, sseEve
 			}
 			if m := msgIDPattern.FindStringSubmatch(ev.data); m != nil && ev.name == "" {
 				// The event's id is a cursor: the message's own id, or,
-				// across instances, an id below it (live/watermarks.go).
+				// across instances, an id below it (live/watermark).
 				if cur, err := store.ParseMessageID(ev.id); err != nil || (ev.id != m[1] && !store.Later(mustID(t, m[1]), cur)) {
 					t.Fatalf("event id %q is not a cursor at or below message id %q", ev.id, m[1])
 				}

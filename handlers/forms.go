@@ -10,6 +10,7 @@ import (
 
 	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/views"
+	"github.com/killrchat/killrchat/web"
 )
 
 // FormOf reads fields of the request into a form.
@@ -32,7 +33,7 @@ func WithErrors(f views.Form, err error) views.Form {
 		f.Error = "Please correct the fields marked below."
 		return f
 	}
-	_, f.Error = statusOf(err)
+	_, f.Error = web.StatusOf(err)
 	return f
 }
 
@@ -41,7 +42,7 @@ func FormStatus(err error) int {
 	if errors.Is(err, store.ErrInvalid) {
 		return http.StatusUnprocessableEntity
 	}
-	code, _ := statusOf(err)
+	code, _ := web.StatusOf(err)
 	return code
 }
 

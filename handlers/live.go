@@ -67,7 +67,7 @@ func (s *Server) Invalidate(ctx context.Context, inv live.Invalidation) {
 
 // Fence drops inv's rows from every instance's caches, as Invalidate,
 // and returns once no post of room that checked the room before can still
-// be writing (live/fence.go): a change that takes the right to post away
+// be writing (live/fence): a change that takes the right to post away
 // (a removal, a leave, a delete) calls it after its LWT and before it is
 // acknowledged, so no message is stored after that, while posts write
 // with no read. A failure is logged: an instance that did not answer has

@@ -16,6 +16,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/killrchat/killrchat/live"
+	"github.com/killrchat/killrchat/live/fence"
 	"github.com/killrchat/killrchat/push"
 	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/views"
@@ -35,10 +36,10 @@ func olderLink(base string, msgs []store.Message, more bool) string {
 
 func (s *Server) postMessage(c echo.Context) error {
 	// A text post in a room holds a pass from before its check of the room
-	// to the end of its writes, so it writes with no read (live/fence.go);
+	// to the end of its writes, so it writes with no read (live/fence);
 	// an upload, which may take minutes, does not hold one up that long
 	// and is checked with a read after its write instead.
-	var pass *live.Pass
+	var pass *fence.Pass
 	if room := c.Param("room"); room != "" && !web.IsMultipart(c.Request()) {
 		pass = s.hub.Enter(store.NameKey(room))
 		defer pass.Leave()
@@ -241,7 +242,7 @@ func (s *Server) Post(ctx context.Context, in store.Place, draft func() (store.M
 // postRendered is post, also returning the message rendered for the live
 // streams (nil if rendering failed), which the poster's own answer reuses.
 // A room post with a pass (see postMessage) writes with no read.
-func (s *Server) postRendered(ctx context.Context, in store.Place, pass *live.Pass, draft func() (store.Message, error)) (store.Message, []byte, error) {
+func (s *Server) postRendered(ctx context.Context, in store.Place, pass *fence.Pass, draft func() (store.Message, error)) (store.Message, []byte, error) {
 	sl, err := s.live.Reserve(in.Conversation().ID, draft)
 	if err != nil {
 		return store.Message{}, nil, err
@@ -298,9 +299,9 @@ func (s *Server) pushPosted(in store.Place, m store.Message) {
 }
 
 // save stores m. In a room, with a pass: with no read if the pass is
-// held when it leaves (every fence found it, live/fence.go), and else read
+// held when it leaves (every fence found it, live/fence), and else read
 // again after the write, as without one (store.ConfirmPost).
-func (s *Server) save(ctx context.Context, in store.Place, pass *live.Pass, m store.Message) error {
+func (s *Server) save(ctx context.Context, in store.Place, pass *fence.Pass, m store.Message) error {
 	r, isRoom := in.(store.Room)
 	if !isRoom || pass == nil {
 		if isRoom {

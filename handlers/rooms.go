@@ -210,7 +210,7 @@ func (s *Server) leaveRoom(c echo.Context) error {
 	}
 	err := s.db.LeaveRoom(c.Request().Context(), me, name)
 	// Before the leave is acknowledged, no post of the leaver's that
-	// checked the room before it is still writing (live/fence.go).
+	// checked the room before it is still writing (live/fence).
 	s.Fence(c.Request().Context(), name, live.Invalidation{Rooms: []string{store.NameKey(name)}, Users: []string{me.Login}})
 	if err != nil {
 		return err
@@ -232,7 +232,7 @@ func (s *Server) deleteRoom(c echo.Context) error {
 	}
 	// Between the delete's LWT and its clean-up, a fence waits for every
 	// post that checked the room before, so the clean-up deletes what
-	// they stored (live/fence.go).
+	// they stored (live/fence).
 	r, err := s.db.DeleteRoomFenced(c.Request().Context(), me, c.Param("room"), func(ctx context.Context, room string) error {
 		return s.hub.Fence(ctx, room, live.Invalidation{Rooms: []string{room}})
 	})

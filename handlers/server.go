@@ -85,7 +85,7 @@ type Config struct {
 	// ResumeWindow is how far behind the clock the cursors an instance
 	// gives pages stay while it has not yet heard the other instances'
 	// watermarks (its first second on the broker; default 5s; see
-	// live/watermarks.go).
+	// live/watermark).
 	ResumeWindow time.Duration
 	// SearchIndexOff leaves posted messages out of the search index (they
 	// are not found until index-backfill runs): for measuring what the
@@ -413,10 +413,6 @@ func Redirect(c echo.Context, url string) error {
 	return c.Redirect(http.StatusSeeOther, url)
 }
 
-// statusClientClosed marks requests the client abandoned (nginx's 499);
-// they are neither answered nor logged as errors.
-const statusClientClosed = 499
-
 // clientGone reports whether the client went away: its request's context
 // is cancelled, which net/http does when the connection fails (a hang-up,
 // a body that stopped arriving before the read deadline). Whatever error
@@ -433,50 +429,10 @@ func responseStatus(c echo.Context, err error) int {
 		return c.Response().Status
 	}
 	if clientGone(c) && !c.Response().Committed {
-		return statusClientClosed
+		return web.StatusClientClosed
 	}
-	code, _ := statusOf(err)
+	code, _ := web.StatusOf(err)
 	return code
-}
-
-// statusOf maps an error to the HTTP status and the sentence a person sees.
-func statusOf(err error) (int, string) {
-	var he *echo.HTTPError
-	switch {
-	case errors.Is(err, context.Canceled):
-		return statusClientClosed, "The request was cancelled."
-	case errors.As(err, &he):
-		msg, _ := he.Message.(string)
-		if msg == "" || he.Code >= 500 {
-			msg = http.StatusText(he.Code)
-		}
-		return he.Code, msg
-	case errors.Is(err, store.ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
-		return http.StatusServiceUnavailable, "The database is not reachable right now. Please try again in a moment."
-	case errors.Is(err, store.ErrNotFound):
-		return http.StatusNotFound, "There is nothing here. It may have been deleted."
-	case errors.Is(err, store.ErrUserExists):
-		return http.StatusConflict, "This login is taken."
-	case errors.Is(err, store.ErrRoomExists):
-		return http.StatusConflict, "This room name is taken."
-	case errors.Is(err, store.ErrConflict):
-		return http.StatusConflict, "Too many people changed this at once. Please try again."
-	case errors.Is(err, store.ErrNotCreator):
-		return http.StatusForbidden, "Only the creator of a room can do that."
-	case errors.Is(err, store.ErrNotAuthor):
-		return http.StatusForbidden, "Only the author of a message can change it."
-	case errors.Is(err, store.ErrNotAdmin):
-		return http.StatusForbidden, "Only an admin of the room can do that."
-	case errors.Is(err, store.ErrHandOver):
-		return http.StatusConflict, "You created this room: make another member an admin before you leave, and they become its creator."
-	case errors.Is(err, store.ErrNotParticipant):
-		return http.StatusForbidden, "Join the room first."
-	case errors.Is(err, store.ErrBadCredentials):
-		return http.StatusUnauthorized, "Wrong login or password."
-	case errors.Is(err, store.ErrInvalid):
-		return http.StatusBadRequest, "The request was not valid."
-	}
-	return http.StatusInternalServerError, "Something went wrong on our side. It has been logged."
 }
 
 // handleError is echo's error handler: a readable page (or fragment for
@@ -485,8 +441,8 @@ func (s *Server) handleError(err error, c echo.Context) {
 	if c.Response().Committed {
 		return
 	}
-	status, msg := statusOf(err)
-	if status == statusClientClosed || clientGone(c) {
+	status, msg := web.StatusOf(err)
+	if status == web.StatusClientClosed || clientGone(c) {
 		// The browser went away, or its request was cut off: no page is
 		// rendered. Aborting, rather than returning, keeps net/http from
 		// sending an empty 200 when the connection can still be written
@@ -513,7 +469,7 @@ func (s *Server) handleError(err error, c echo.Context) {
 		c.Response().Header().Set("HX-Retarget", "#flash")
 		c.Response().Header().Set("HX-Reswap", "innerHTML")
 	}
-	title := errorTitle(status)
+	title := web.ErrorTitle(status)
 	if status == http.StatusNotFound && strings.HasPrefix(c.Path(), "/rooms/:room") {
 		msg = "This room does not exist or was deleted."
 	}
@@ -523,32 +479,6 @@ func (s *Server) handleError(err error, c echo.Context) {
 		s.log.Error("render error page", "err", rerr)
 		_ = c.String(status, msg)
 	}
-}
-
-// errorTitle is the heading of an error page: what happened, in words.
-func errorTitle(status int) string {
-	switch status {
-	case http.StatusBadRequest:
-		return "This link or form is broken"
-	case http.StatusUnauthorized:
-		return "Please log in"
-	case http.StatusForbidden:
-		return "Not allowed"
-	case http.StatusNotFound:
-		return "Not found"
-	case http.StatusConflict:
-		return "Already taken"
-	case http.StatusRequestEntityTooLarge:
-		return "Too large"
-	case http.StatusTooManyRequests:
-		return "Too many tries"
-	case http.StatusServiceUnavailable:
-		return "KillrChat is unavailable"
-	}
-	if status >= 500 {
-		return "Something went wrong"
-	}
-	return http.StatusText(status)
 }
 
 func (s *Server) logRequests() echo.MiddlewareFunc {

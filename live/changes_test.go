@@ -89,7 +89,7 @@ func TestReplayInterleavesChanges(t *testing.T) {
 		"delete: delete of " + m2.ID.String() + " @" + src.changes[2].ID.String(),
 		"edit: live edit @",
 	}
-	// The live edit's id is a cursor (watermarks.go): at most its own id,
+	// The live edit's id is a cursor (live/watermark): at most its own id,
 	// above everything replayed.
 	if n := len(got); n == len(want) {
 		i := strings.LastIndex(got[n-1], "@")

@@ -53,7 +53,7 @@ type Config struct {
 	ReplayWait time.Duration
 	// ResumeWindow is how far behind the clock cursors stay while an
 	// instance has not yet heard the others (its first second on the
-	// broker; default 5s; see watermarks.go).
+	// broker; default 5s; see live/watermark).
 	ResumeWindow time.Duration
 }
 
@@ -131,7 +131,7 @@ func (e *Engine) Finish(sl *Slot, ok bool) { e.seq.finish(sl, ok) }
 
 // Bound is the conversation's bound now (see sequencer), lowered to the
 // other instances' watermarks: a page read now has every message below
-// it, and its stream starts there (see watermarks.go).
+// it, and its stream starts there (see live/watermark).
 func (e *Engine) Bound(conversation string) int64 {
 	b := e.seq.bound(conversation)
 	if r, ok := e.hub.(interface{ RemoteMark() int64 }); ok {
@@ -149,7 +149,7 @@ func (e *Engine) BeforeBound(id gocql.UUID, bound int64) bool {
 
 // mark is the lowest watermark now, this instance's and the others':
 // every message below it is stored and has been handed to this instance's
-// streams (watermarks.go).
+// streams (live/watermark).
 func (e *Engine) mark() int64 {
 	m := e.seq.watermark()
 	if r, ok := e.hub.(interface{ RemoteMark() int64 }); ok {

@@ -19,6 +19,8 @@ import (
 
 	"github.com/gocql/gocql"
 
+	"github.com/killrchat/killrchat/live/fence"
+	"github.com/killrchat/killrchat/live/watermark"
 	"github.com/killrchat/killrchat/store"
 )
 
@@ -67,7 +69,7 @@ type Event struct {
 	// only the first of them.
 	Total int `json:"total,omitempty"`
 	// Watermark is, for a message its instance's sequencer published, that
-	// instance's watermark as of its publication (see watermarks.go).
+	// instance's watermark as of its publication (see live/watermark).
 	Watermark int64 `json:"watermark,omitempty"`
 	// HTML is the event rendered once, by the instance that published it,
 	// so that a thousand streams do not render it a thousand times.
@@ -126,11 +128,11 @@ type Hub interface {
 	// WatchInvalidations calls f for every Invalidation, this instance's
 	// own and the others'. Resets come through Watch.
 	WatchInvalidations(f func(Invalidation))
-	// Enter lets a post of room in until its Pass leaves (see fence.go).
-	Enter(room string) *Pass
+	// Enter lets a post of room in until its Pass leaves (see live/fence).
+	Enter(room string) *fence.Pass
 	// Fence drops what inv names from every instance's caches and returns
 	// once no post of room that checked it before can still be writing
-	// (see fence.go); an error means an instance did not answer in time,
+	// (see live/fence); an error means an instance did not answer in time,
 	// and its posts check with a read.
 	Fence(ctx context.Context, room string, inv Invalidation) error
 	Close() error
@@ -307,11 +309,11 @@ type LocalHub struct {
 	// invalidated are told of every Invalidation (see Hub.Invalidate).
 	invalidated []func(Invalidation)
 	// marks are the other instances' watermarks, and local this one's
-	// (see watermarks.go); nil local: an in-process hub with no engine.
-	marks *watermarks
+	// (see live/watermark); nil local: an in-process hub with no engine.
+	marks *watermark.Marks
 	local func() int64
-	// gate holds the posts in flight, per room (see fence.go).
-	gate Gate
+	// gate holds the posts in flight, per room (see live/fence).
+	gate fence.Gate
 }
 
 type watcher struct {
@@ -340,7 +342,7 @@ func (h *LocalHub) resetWatchers() {
 // per processor (Close stops them).
 func NewLocalHub() *LocalHub {
 	h := &LocalHub{rooms: map[string]map[*Subscription]struct{}{}, watches: map[string]map[*ConversationWatch]struct{}{},
-		stop: make(chan struct{}), marks: newWatermarks()}
+		stop: make(chan struct{}), marks: watermark.New()}
 	for range runtime.GOMAXPROCS(0) {
 		sh := &fanShard{wake: make(chan struct{}, 1), rooms: map[string]map[*Subscription]struct{}{}}
 		h.shards = append(h.shards, sh)
@@ -358,11 +360,11 @@ func (h *LocalHub) Publish(_ context.Context, ev Event) error {
 		ev.ID = ev.Message.ID
 	}
 	if ev.ID != zeroID {
-		mark := int64(noMark)
+		mark := int64(watermark.None)
 		if ev.Watermark > 0 {
 			mark = ev.Watermark
 		}
-		ev.cursor = cursor(ev.ID, min(mark, h.marks.min()))
+		ev.cursor = watermark.Cursor(ev.ID, min(mark, h.marks.Min()))
 	}
 	h.fanOut(ev)
 	return nil
@@ -372,11 +374,11 @@ func (h *LocalHub) Publish(_ context.Context, ev Event) error {
 // takes note of the watermark it came with.
 func (h *LocalHub) publishRemote(ev Event, from string) {
 	if ev.ID != zeroID {
-		mark := int64(noMark)
+		mark := int64(watermark.None)
 		if h.local != nil {
 			mark = h.local()
 		}
-		ev.cursor = cursor(ev.ID, min(mark, h.marks.min()))
+		ev.cursor = watermark.Cursor(ev.ID, min(mark, h.marks.Min()))
 	}
 	h.fanOut(ev)
 	if ev.Watermark > 0 {
@@ -386,21 +388,21 @@ func (h *LocalHub) publishRemote(ev Event, from string) {
 
 // heardMark takes note of instance from's watermark.
 func (h *LocalHub) heardMark(from string, mark int64) {
-	if h.marks.heard(from, mark) {
+	if h.marks.Heard(from, mark) {
 		// It was forgotten, and may bring messages below cursors given
-		// meanwhile: open pages resume, and get them (watermarks.go).
+		// meanwhile: open pages resume, and get them (live/watermark).
 		h.dropAll()
 	}
 }
 
 // SetWatermark gives the hub this instance's watermark (the sequencer's);
 // window is how far behind the clock cursors stay while other instances
-// are not heard yet (see watermarks.go), unused in process.
+// are not heard yet (see live/watermark), unused in process.
 func (h *LocalHub) SetWatermark(local func() int64, _ time.Duration) { h.local = local }
 
 // RemoteMark is the lowest watermark heard from other instances, or the
 // highest timestamp when there are none.
-func (h *LocalHub) RemoteMark() int64 { return h.marks.min() }
+func (h *LocalHub) RemoteMark() int64 { return h.marks.Min() }
 
 // dropAll drops every subscription here: each page resumes by replay.
 func (h *LocalHub) dropAll() {

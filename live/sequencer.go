@@ -122,7 +122,7 @@ func (q *sequencer) finish(sl *Slot, ok bool) {
 // watermark is the instance's watermark: a timestamp such that every id
 // this instance drafted below it, in any conversation, has been published
 // (or failed), and every id it drafts later lies at or above it. Other
-// instances learn it through the hub (see watermarks), which is how a
+// instances learn it through the hub (see live/watermark), which is how a
 // resume across instances knows where to start.
 func (q *sequencer) watermark() int64 {
 	q.mu.Lock()

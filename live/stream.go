@@ -27,6 +27,7 @@ import (
 	"github.com/gocql/gocql"
 
 	"github.com/killrchat/killrchat/live/sse"
+	"github.com/killrchat/killrchat/live/watermark"
 	"github.com/killrchat/killrchat/store"
 )
 
@@ -487,7 +488,7 @@ func idOf(ev *Event) gocql.UUID {
 }
 
 // replayStart is where a resume from since starts: since itself. The
-// client's id is a cursor (see watermarks.go): the page has every message
+// client's id is a cursor (see live/watermark): the page has every message
 // below it, from this instance and from every other, so the replay needs
 // nothing before it, however late messages travel.
 func (s *Engine) replayStart(since gocql.UUID) gocql.UUID { return since }
@@ -516,7 +517,7 @@ func (s *Engine) replay(ctx context.Context, out *eventWriter, in store.Place, s
 	for first := true; ; first = false {
 		// Every message below mark is stored and published, so the page
 		// read next holds all of them past the last one written: a replayed
-		// message's id is a cursor no higher than mark (watermarks.go).
+		// message's id is a cursor no higher than mark (live/watermark).
 		// This instance's messages at or above bound are not written here
 		// but come live after the replay: the cursor stays below them too.
 		mark := min(s.mark(), bound)
@@ -548,7 +549,7 @@ func (s *Engine) replay(ctx context.Context, out *eventWriter, in store.Place, s
 			if err != nil {
 				return false
 			}
-			if out.message(in.Conversation().ID, cursor(m.ID, mark), html) != nil {
+			if out.message(in.Conversation().ID, watermark.Cursor(m.ID, mark), html) != nil {
 				return false
 			}
 			if !s.src.MadeHere(m.ID) {
@@ -614,7 +615,7 @@ func (s *Engine) sendChanges(ctx context.Context, out *eventWriter, in store.Pla
 			s.log.Error("sse: render a replayed change", "room", in.Conversation().ID, "err", err)
 			return false
 		}
-		if out.replayed(in.Conversation().ID, cursor(ch.ID, mark), ch.Kind, html) != nil {
+		if out.replayed(in.Conversation().ID, watermark.Cursor(ch.ID, mark), ch.Kind, html) != nil {
 			return false
 		}
 		if !s.src.MadeHere(ch.ID) {
@@ -716,7 +717,7 @@ func (e *eventWriter) event(conv, name string, data []byte) error {
 
 // encodeEvent is ev as the bytes every stream of its conversation
 // writes: a message, and a change (edit, delete, reaction; a named event
-// that static/app.js applies), carries its cursor (see watermarks.go:
+// that static/app.js applies), carries its cursor (see live/watermark:
 // where a resume starts, its own id unless an instance may still deliver
 // a lower one); the other events carry none, so the client keeps the id
 // it has.

@@ -7,8 +7,8 @@ package live
 import "time"
 
 // HeartbeatEvery is how often an instance's transport sends its
-// watermark when it has nothing else to send (see watermarks.go).
-const HeartbeatEvery = heartbeatEvery
+// watermark when it has nothing else to send (see live/watermark).
+const HeartbeatEvery = 100 * time.Millisecond
 
 // PublishRemote hands ev, an event of instance from, to the fan-out, then
 // takes note of the watermark it came with.
@@ -19,11 +19,11 @@ func (h *LocalHub) HeardMark(from string, mark int64) { h.heardMark(from, mark) 
 
 // Discover keeps cursors window behind the clock for the first moments
 // after connecting, until the other instances are heard.
-func (h *LocalHub) Discover(window time.Duration) { h.marks.discover(window) }
+func (h *LocalHub) Discover(window time.Duration) { h.marks.Discover(window) }
 
 // BrokerLost says events of other instances may be missed from now on:
 // their watermarks must not move on past them.
-func (h *LocalHub) BrokerLost() { h.marks.freeze() }
+func (h *LocalHub) BrokerLost() { h.marks.Freeze() }
 
 // BrokerBack says the broker is back after an absence: revocations may
 // have been missed, so caches start over; so may events, so every page
@@ -32,5 +32,5 @@ func (h *LocalHub) BrokerLost() { h.marks.freeze() }
 func (h *LocalHub) BrokerBack() {
 	h.resetWatchers()
 	h.dropAll()
-	h.marks.thaw()
+	h.marks.Thaw()
 }

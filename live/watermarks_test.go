@@ -14,29 +14,6 @@ func idAt(ticks int64) gocql.UUID {
 	return gocql.MinTimeUUID(store.TimeOfTicks(ticks))
 }
 
-// TestCursorStaysBelowAnotherInstancesMark: a message event carries its
-// own id while every other instance's mark is past it, and the highest id
-// below the lowest mark otherwise; a resume from that id reads everything
-// at or above the mark.
-func TestCursorStaysBelowAnotherInstancesMark(t *testing.T) {
-	base := store.TicksOf(time.Now())
-	id := idAt(base + 100)
-	if got := cursor(id, noMark); got != id {
-		t.Fatalf("no mark: %v, want the message's id", got)
-	}
-	if got := cursor(id, base+101); got != id {
-		t.Fatalf("mark past it: %v, want the message's id", got)
-	}
-	got := cursor(id, base+50)
-	if got.Timestamp() != base+49 || store.Later(idAt(base+49), got) {
-		t.Fatalf("mark below it: cursor at %d, want the highest id at %d", got.Timestamp(), base+49)
-	}
-	// Every id at the mark lies after the cursor: a resume reads it.
-	if !store.Later(idAt(base+50), got) {
-		t.Fatal("an id at the mark does not come after the cursor")
-	}
-}
-
 // TestHubCursorFollowsWatermarks: a hub that heard instance B's mark below
 // a local message gives that message a cursor below the mark, and its own
 // id once B's mark has passed it; a remote event never gets a cursor past
@@ -67,37 +44,6 @@ func TestHubCursorFollowsWatermarks(t *testing.T) {
 	h.publishRemote(Event{Kind: KindMessage, Conversation: "r", ID: r.ID, Message: &r, Watermark: base + 46}, "b")
 	if ev := <-sub.C; ev.cursor.Timestamp() != base+29 {
 		t.Fatalf("remote cursor at %d, want %d (B's mark before this event)", ev.cursor.Timestamp(), base+29)
-	}
-}
-
-// TestWatermarksFreezeAndForget: while the broker is away marks do not
-// move; an instance silent past originTimeout no longer holds cursors
-// back, and its return is reported.
-func TestWatermarksFreezeAndForget(t *testing.T) {
-	w := newWatermarks()
-	now := time.Now()
-	w.now = func() time.Time { return now }
-	w.heard("b", 100)
-	w.freeze()
-	w.heard("b", 200)
-	if m := w.min(); m != 100 {
-		t.Fatalf("frozen: %d, want 100", m)
-	}
-	now = now.Add(2 * originTimeout)
-	if m := w.min(); m != 100 {
-		t.Fatalf("frozen marks expired: %d", m)
-	}
-	w.thaw()
-	w.heard("b", 300)
-	if m := w.min(); m != 300 {
-		t.Fatalf("thawed: %d, want 300", m)
-	}
-	now = now.Add(originTimeout + time.Second)
-	if m := w.min(); m != noMark {
-		t.Fatalf("silent instance still holds cursors at %d", m)
-	}
-	if !w.heard("b", 400) {
-		t.Fatal("a forgotten instance's return was not reported")
 	}
 }
 

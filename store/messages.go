@@ -148,7 +148,7 @@ func (s *Store) SaveMessage(ctx context.Context, in Place, m Message) error {
 
 // SaveFencedMessage stores a drafted message as SaveMessage does, without
 // the read after the write: two statements, no read. It is for a caller
-// whose check of the room is kept by a fence (live/fence.go): every change
+// whose check of the room is kept by a fence (live/fence): every change
 // that takes the right to post away waits for the caller's write before it
 // is acknowledged. A caller whose fence did not hold calls ConfirmPost.
 func (s *Store) SaveFencedMessage(ctx context.Context, in Place, m Message) error {

@@ -468,7 +468,7 @@ func (s *Store) DeleteRoom(ctx context.Context, login, name string) (Room, error
 // DeleteRoomFenced is DeleteRoom with fence called between the delete's
 // LWT and the clean-up (when the LWT applied): the caller's fence returns
 // once no post that checked the room before can still be writing
-// (live/fence.go), so the clean-up deletes every message such a post
+// (live/fence), so the clean-up deletes every message such a post
 // stored. A fence's error is logged; the clean-up runs anyway.
 func (s *Store) DeleteRoomFenced(ctx context.Context, login, name string, fence func(ctx context.Context, room string) error) (Room, error) {
 	name = NameKey(name)

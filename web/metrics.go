@@ -31,7 +31,7 @@ type Metrics struct {
 	uploadBytes    prometheus.Counter
 	// RoomPosts counts room posts by how their check of the room held:
 	// "fenced" (no read) or "read" (read again after the write), see
-	// live/fence.go.
+	// live/fence.
 	RoomPosts *prometheus.CounterVec
 	// FenceTimeouts counts fences that some instance did not answer in time.
 	FenceTimeouts prometheus.Counter

@@ -252,7 +252,7 @@ func runCorrectness(ctx context.Context, args []string) error {
 						return true // participants list
 					}
 					// The event's id is a cursor: the message's own id, or,
-					// across instances, one below it (live/watermarks.go).
+					// across instances, one below it (live/watermark).
 					if cur, err := store.ParseMessageID(ev.ID); err != nil || (ev.ID != mid && !laterID(mid, cur)) {
 						sub.anomaly = append(sub.anomaly, fmt.Sprintf("conn %d: event id %q is no cursor for message %s", sub.conns, ev.ID, mid))
 					}

@@ -201,7 +201,7 @@ func (s routes) removeMember(c echo.Context) error {
 	who := store.NameKey(c.Param("login"))
 	before, err := s.DB().RemoveMember(ctx, me.Login, r.Name, who)
 	// Before the removal is acknowledged, no post of theirs that checked
-	// the room before it is still writing (live/fence.go).
+	// the room before it is still writing (live/fence).
 	s.Fence(ctx, r.Name, live.Invalidation{Rooms: []string{r.Name}, Users: []string{who}})
 	if err != nil {
 		return err

@@ -9,29 +9,30 @@ import (
 	"time"
 
 	"github.com/killrchat/killrchat/live"
+	"github.com/killrchat/killrchat/live/fence"
 )
 
 // peerWindow is how recently another instance must have been heard for
 // a fence to wait for it, and for this instance's passes to need word
 // from it: one silent for longer is gone or cut off, and its own passes
-// are not held (live/fence.go).
+// are not held (live/fence).
 const peerWindow = 3 * time.Second
 
-// Enter lets a post of room in (live/fence.go). The pass is held if, when
+// Enter lets a post of room in (live/fence). The pass is held if, when
 // it leaves, this instance is connected, missed nothing since it entered,
 // and has heard from every other instance something sent less than
-// live.LeaseFor before: then any fence sent before that moment was heard
+// fence.LeaseFor before: then any fence sent before that moment was heard
 // first, and its drain found the pass.
-func (h *Hub) Enter(room string) *live.Pass {
+func (h *Hub) Enter(room string) *fence.Pass {
 	epoch := h.epoch.Load()
 	local := h.local.Enter(room)
-	return live.NewPass(func() { local.Leave() }, func() bool {
+	return fence.NewPass(func() { local.Leave() }, func() bool {
 		return h.nc.IsConnected() && h.epoch.Load() == epoch && h.heardFromAll(time.Now())
 	})
 }
 
 // heardFromAll says whether every instance heard within peerWindow sent
-// its last word here less than live.LeaseFor before now.
+// its last word here less than fence.LeaseFor before now.
 func (h *Hub) heardFromAll(now time.Time) bool {
 	h.heardMu.Lock()
 	defer h.heardMu.Unlock()
@@ -42,7 +43,7 @@ func (h *Hub) heardFromAll(now time.Time) bool {
 			}
 			continue
 		}
-		if now.UnixNano()-f.sent > int64(live.LeaseFor) {
+		if now.UnixNano()-f.sent > int64(fence.LeaseFor) {
 			return false
 		}
 	}
@@ -65,7 +66,7 @@ func (h *Hub) peers(now time.Time) map[string]bool {
 // Fence drops inv from this instance's caches and drains its gate of
 // room, then asks every instance heard lately to do the same, on the
 // events' subject, and waits for each one's answer, at most
-// live.FenceTimeout (live/fence.go).
+// fence.FenceTimeout (live/fence).
 func (h *Hub) Fence(ctx context.Context, room string, inv live.Invalidation) error {
 	_ = h.local.Fence(ctx, room, inv)
 	peers := h.peers(time.Now())
@@ -97,7 +98,7 @@ func (h *Hub) Fence(ctx context.Context, room string, inv live.Invalidation) err
 	if err := h.nc.Publish(natsSubject, data); err != nil {
 		return fmt.Errorf("nats: publish fence: %w", err)
 	}
-	timer := time.NewTimer(live.FenceTimeout)
+	timer := time.NewTimer(fence.FenceTimeout)
 	defer timer.Stop()
 	select {
 	case <-p.done:

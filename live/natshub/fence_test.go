@@ -51,7 +51,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// TestFenceAcrossInstances (live/fence.go): a fence sent from A drops its
+// TestFenceAcrossInstances (live/fence): a fence sent from A drops its
 // rows from B's caches, and returns only once B's posts of the room that
 // entered before have left; an instance that has gone silent makes a
 // fence return an error after its timeout, and the passes of the others

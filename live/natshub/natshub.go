@@ -72,7 +72,7 @@ type pendingFence struct {
 }
 
 // fenceMsg asks every instance to drop Invalidation from its caches and
-// to drain its gate of Room (live/fence.go); fenceAck answers it.
+// to drain its gate of Room (live/fence); fenceAck answers it.
 type fenceMsg struct {
 	ID           string            `json:"id"`
 	Room         string            `json:"room"`
@@ -85,7 +85,7 @@ type fenceAck struct {
 }
 
 // natsEnvelope is an event of instance Origin, or, with no event, its
-// watermark alone (a heartbeat, see live/watermarks.go).
+// watermark alone (a heartbeat, see live/watermark).
 type natsEnvelope struct {
 	Origin string      `json:"origin"`
 	Event  *live.Event `json:"event,omitempty"`
@@ -257,7 +257,7 @@ func (h *Hub) Watch(onEnd func(live.StreamEnd), onReset func()) { h.local.Watch(
 
 // SetWatermark gives the hub this instance's watermark and starts
 // sending it to the others every live.HeartbeatEvery; until they are heard,
-// cursors stay window behind the clock (see live/watermarks.go).
+// cursors stay window behind the clock (see live/watermark).
 func (h *Hub) SetWatermark(local func() int64, window time.Duration) {
 	h.local.SetWatermark(local, window)
 	h.local.Discover(window)
@@ -266,7 +266,7 @@ func (h *Hub) SetWatermark(local func() int64, window time.Duration) {
 
 // heartbeat sends the watermark until the hub closes. The mark is read
 // before it is sent, so every message below it went out before it, on
-// the same connection and subject (live/watermarks.go).
+// the same connection and subject (live/watermark).
 func (h *Hub) heartbeat(local func() int64) {
 	t := time.NewTicker(live.HeartbeatEvery)
 	defer t.Stop()

@@ -1,4 +1,5 @@
-// This file owns what makes a resume exact across instances: watermarks.
+// Package watermark owns what makes a resume exact across instances:
+// the watermarks of the instances (used by live's hub and sequencer).
 //
 // The guarantees it builds on:
 //   - Each instance publishes its own messages in id order (sequencer), and
@@ -34,7 +35,7 @@
 //     already given: this instance then drops its streams, so pages that
 //     are open resume and get them; a page that was closed meanwhile and
 //     resumes later can miss them. This is logged.
-package live
+package watermark
 
 import (
 	"math"
@@ -47,9 +48,6 @@ import (
 )
 
 const (
-	// heartbeatEvery is how often an instance sends its watermark when it
-	// has nothing else to send.
-	heartbeatEvery = 100 * time.Millisecond
 	// originTimeout is how long an instance may be silent before the others
 	// stop waiting for it.
 	originTimeout = 10 * time.Second
@@ -58,11 +56,11 @@ const (
 	discoverFor = time.Second
 )
 
-// noMark is the mark of nothing known: above every timestamp.
-const noMark = math.MaxInt64
+// None is the mark of nothing known: above every timestamp.
+const None = math.MaxInt64
 
-// watermarks are the marks this instance has heard from the others.
-type watermarks struct {
+// Marks are the watermarks this instance has heard from the others.
+type Marks struct {
 	mu      sync.Mutex
 	origins map[string]*origin
 	// frozen: the broker is away; marks neither rise nor expire.
@@ -79,13 +77,14 @@ type origin struct {
 	forgotten bool // silent past originTimeout
 }
 
-func newWatermarks() *watermarks {
-	return &watermarks{origins: map[string]*origin{}, now: time.Now}
+// New is an empty set of marks.
+func New() *Marks {
+	return &Marks{origins: map[string]*origin{}, now: time.Now}
 }
 
-// heard records mark from instance from; it reports whether that instance
+// Heard records mark from instance from; it reports whether that instance
 // had been forgotten and returns below a cursor already given (see above).
-func (w *watermarks) heard(from string, mark int64) (returned bool) {
+func (w *Marks) Heard(from string, mark int64) (returned bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.frozen {
@@ -102,12 +101,12 @@ func (w *watermarks) heard(from string, mark int64) (returned bool) {
 	return returned
 }
 
-// min is the lowest mark of the instances still heard, or noMark.
-func (w *watermarks) min() int64 {
+// Min is the lowest mark of the instances still heard, or None.
+func (w *Marks) Min() int64 {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	now := w.now()
-	m := int64(noMark)
+	m := int64(None)
 	if now.Before(w.floorUntil) {
 		m = w.floor
 	}
@@ -124,16 +123,16 @@ func (w *watermarks) min() int64 {
 	return m
 }
 
-// freeze keeps every mark where it is (the broker went away).
-func (w *watermarks) freeze() {
+// Freeze keeps every mark where it is (the broker went away).
+func (w *Marks) Freeze() {
 	w.mu.Lock()
 	w.frozen = true
 	w.mu.Unlock()
 }
 
-// thaw lets marks move again, after the streams were dropped; the others
+// Thaw lets marks move again, after the streams were dropped; the others
 // count as heard now, so none is forgotten for the broker's absence.
-func (w *watermarks) thaw() {
+func (w *Marks) Thaw() {
 	w.mu.Lock()
 	w.frozen = false
 	now := w.now()
@@ -143,8 +142,8 @@ func (w *watermarks) thaw() {
 	w.mu.Unlock()
 }
 
-// discover keeps cursors window behind the clock for discoverFor.
-func (w *watermarks) discover(window time.Duration) {
+// Discover keeps cursors window behind the clock for discoverFor.
+func (w *Marks) Discover(window time.Duration) {
 	w.mu.Lock()
 	now := w.now()
 	w.floor = store.TicksOf(now.Add(-window))
@@ -152,11 +151,11 @@ func (w *watermarks) discover(window time.Duration) {
 	w.mu.Unlock()
 }
 
-// cursor is the SSE id of a message event with id, where mark is the
+// Cursor is the SSE id of a message event with id, where mark is the
 // lowest watermark when it was handed to the streams: the message's own id
 // if it lies below mark, else the highest id below mark.
-func cursor(id gocql.UUID, mark int64) gocql.UUID {
-	if mark == noMark || id.Timestamp() < mark {
+func Cursor(id gocql.UUID, mark int64) gocql.UUID {
+	if mark == None || id.Timestamp() < mark {
 		return id
 	}
 	return gocql.MaxTimeUUID(store.TimeOfTicks(mark - 1))

@@ -1,0 +1,81 @@
+package web
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/killrchat/killrchat/store"
+)
+
+// StatusClientClosed marks requests the client abandoned (nginx's 499);
+// they are neither answered nor logged as errors.
+const StatusClientClosed = 499
+
+// StatusOf maps an error to the HTTP status and the sentence a person sees.
+func StatusOf(err error) (int, string) {
+	var he *echo.HTTPError
+	switch {
+	case errors.Is(err, context.Canceled):
+		return StatusClientClosed, "The request was cancelled."
+	case errors.As(err, &he):
+		msg, _ := he.Message.(string)
+		if msg == "" || he.Code >= 500 {
+			msg = http.StatusText(he.Code)
+		}
+		return he.Code, msg
+	case errors.Is(err, store.ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
+		return http.StatusServiceUnavailable, "The database is not reachable right now. Please try again in a moment."
+	case errors.Is(err, store.ErrNotFound):
+		return http.StatusNotFound, "There is nothing here. It may have been deleted."
+	case errors.Is(err, store.ErrUserExists):
+		return http.StatusConflict, "This login is taken."
+	case errors.Is(err, store.ErrRoomExists):
+		return http.StatusConflict, "This room name is taken."
+	case errors.Is(err, store.ErrConflict):
+		return http.StatusConflict, "Too many people changed this at once. Please try again."
+	case errors.Is(err, store.ErrNotCreator):
+		return http.StatusForbidden, "Only the creator of a room can do that."
+	case errors.Is(err, store.ErrNotAuthor):
+		return http.StatusForbidden, "Only the author of a message can change it."
+	case errors.Is(err, store.ErrNotAdmin):
+		return http.StatusForbidden, "Only an admin of the room can do that."
+	case errors.Is(err, store.ErrHandOver):
+		return http.StatusConflict, "You created this room: make another member an admin before you leave, and they become its creator."
+	case errors.Is(err, store.ErrNotParticipant):
+		return http.StatusForbidden, "Join the room first."
+	case errors.Is(err, store.ErrBadCredentials):
+		return http.StatusUnauthorized, "Wrong login or password."
+	case errors.Is(err, store.ErrInvalid):
+		return http.StatusBadRequest, "The request was not valid."
+	}
+	return http.StatusInternalServerError, "Something went wrong on our side. It has been logged."
+}
+
+// ErrorTitle is the heading of an error page: what happened, in words.
+func ErrorTitle(status int) string {
+	switch status {
+	case http.StatusBadRequest:
+		return "This link or form is broken"
+	case http.StatusUnauthorized:
+		return "Please log in"
+	case http.StatusForbidden:
+		return "Not allowed"
+	case http.StatusNotFound:
+		return "Not found"
+	case http.StatusConflict:
+		return "Already taken"
+	case http.StatusRequestEntityTooLarge:
+		return "Too large"
+	case http.StatusTooManyRequests:
+		return "Too many tries"
+	case http.StatusServiceUnavailable:
+		return "KillrChat is unavailable"
+	}
+	if status >= 500 {
+		return "Something went wrong"
+	}
+	return http.StatusText(status)
+}
