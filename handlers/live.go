@@ -20,9 +20,9 @@ func (s *Server) publish(ctx context.Context, ev live.Event) {
 	switch {
 	case ev.HTML != nil:
 	case ev.Kind == live.KindMessage:
-		ev.HTML, err = RenderString(ctx, views.MessageItem(*ev.Message))
+		ev.HTML, err = RenderString(s.ViewContext(ctx), views.MessageItem(*ev.Message))
 	case ev.Kind == live.KindParticipants:
-		ev.HTML, err = RenderString(ctx, views.Participants(ev.Conversation, ev.Participants, max(ev.Total, len(ev.Participants)), true))
+		ev.HTML, err = RenderString(s.ViewContext(ctx), views.Participants(ev.Conversation, ev.Participants, max(ev.Total, len(ev.Participants)), true))
 	}
 	if err != nil {
 		s.log.Error("render room event", "room", ev.Conversation, "kind", ev.Kind, "err", err)
@@ -103,11 +103,11 @@ func ReactionJSON(ch store.Change) ([]byte, error) {
 
 // renderChange renders a change of in as its live event carried it, for
 // a replay.
-func renderChange(ctx context.Context, in store.Place, ch store.Change) ([]byte, error) {
+func (s *Server) renderChange(ctx context.Context, in store.Place, ch store.Change) ([]byte, error) {
 	switch ch.Kind {
 	case store.ChangeEdit:
 		m := store.Message{ID: ch.Message, Room: in.Conversation().ID, Content: ch.Content, Edited: ch.ID}
-		return RenderString(views.WithMembers(ctx, in.Conversation().Members), views.EditedBody(m))
+		return RenderString(views.WithMembers(s.ViewContext(ctx), in.Conversation().Members), views.EditedBody(m))
 	case store.ChangeDelete:
 		return []byte(views.MessageID(store.Message{ID: ch.Message})), nil
 	}

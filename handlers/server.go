@@ -108,6 +108,7 @@ type Server struct {
 	db       *store.Store
 	sessions *web.SessionStore
 	caches   *caches
+	avatars  *web.Avatars
 	metrics  *web.Metrics
 	hub      live.Hub
 	cfg      Config
@@ -189,6 +190,7 @@ func New(db *store.Store, metrics *web.Metrics, hub live.Hub, cfg Config, log *s
 	s.caches = newCaches(cfg.CacheTTL, cfg.CacheSize)
 	hub.Watch(func(live.StreamEnd) {}, s.caches.reset)
 	hub.WatchInvalidations(s.caches.apply)
+	s.watchAvatars()
 	s.limits.messages = web.NewKeyedLimiter(cfg.Limits.Messages)
 	s.limits.rooms = web.NewKeyedLimiter(cfg.Limits.Rooms)
 	s.limits.membership = web.NewKeyedLimiter(cfg.Limits.Membership)
@@ -205,10 +207,10 @@ func New(db *store.Store, metrics *web.Metrics, hub live.Hub, cfg Config, log *s
 		MaxReplays: cfg.MaxReplays, ReplayWait: cfg.ReplayWait, ResumeWindow: cfg.ResumeWindow,
 	}, log, metrics.SSEConnections,
 		func(ctx context.Context, m store.Message) ([]byte, error) {
-			return RenderString(ctx, views.MessageItem(m))
+			return RenderString(s.ViewContext(ctx), views.MessageItem(m))
 		},
 		func(ev live.Event) { s.publish(context.Background(), ev) })
-	s.live.RenderChanges(renderChange)
+	s.live.RenderChanges(s.renderChange)
 	transport, _ := hub.(presence.Transport)
 	s.presence = presence.New(s.live, transport, s.closing)
 	s.recent = newRecentPosts(recentPostsMax, recentPostTTL, time.Now)
@@ -367,7 +369,7 @@ func (s *Server) Render(c echo.Context, status int, page views.Page, body templ.
 func (s *Server) RenderRaw(c echo.Context, status int, comp templ.Component) error {
 	var buf bytes.Buffer
 	c.Response().Header().Add("Vary", "HX-Request")
-	ctx := views.WithCSRF(c.Request().Context(), web.Token(c))
+	ctx := views.WithCSRF(s.ViewContext(c.Request().Context()), web.Token(c))
 	if u, ok := CurrentUser(c); ok {
 		// Rendered for this person alone: their mentions are highlighted.
 		ctx = views.WithViewer(ctx, u.Login)

@@ -31,6 +31,7 @@ const (
 var streamedForms = map[string]bool{
 	"/rooms/:room/messages": true,
 	"/dm/:logins/messages":  true,
+	"/profile/avatar":       true,
 }
 
 // skipBodyLimit exempts streamed uploads from the global 64 KB body limit:

@@ -16,6 +16,9 @@ import (
 type Invalidation struct {
 	Rooms []string `json:"rooms,omitempty"`
 	Users []string `json:"users,omitempty"`
+	// Avatars are pictures changed: login to the new version, "" when
+	// it was taken away.
+	Avatars map[string]string `json:"avatars,omitempty"`
 }
 
 // WatchInvalidations registers f (see Hub.WatchInvalidations).

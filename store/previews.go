@@ -84,56 +84,13 @@ func (s *Store) addPreview(ctx context.Context, a *Attachment) error {
 		a.PreviewID, a.PreviewWidth, a.PreviewHeight = a.ID, w, h
 		return nil
 	}
-	decoded := a.decodeBytes
-	if decoded <= 0 {
-		decoded = int64(a.Width) * int64(a.Height) * bytesPerPixel(nil)
-	}
-	// Twice the decoded bytes: the collector lets the heap grow to about
-	// twice what is live, and scaling an image of a model draw has no
-	// fast path for (16-bit) makes garbage by the pixel.
-	need := 2 * decoded
-	if need > s.decodeBudgetSize {
-		return fmt.Errorf("store: preview of %s (%d×%d, %d MiB decoded): %w", a.ID, a.Width, a.Height, decoded>>20, errNoPreview)
-	}
-	if err := s.decodeBudget.Acquire(ctx, need); err != nil {
+	var small []byte
+	err := s.decodeImage(ctx, *a, func(src image.Image) (err error) {
+		small, err = scaleEncode(src, src.Bounds(), w, h, draw.BiLinear)
 		return err
-	}
-	defer s.decodeBudget.Release(need)
-	select {
-	case decodeSlots <- struct{}{}:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	small, err := func() ([]byte, error) {
-		defer func() { <-decodeSlots }()
-		r := s.OpenAttachment(ctx, *a)
-		defer r.Close()
-		src, _, err := image.Decode(bufio.NewReaderSize(r, 64<<10))
-		if err != nil {
-			return nil, fmt.Errorf("decode: %w", err)
-		}
-		if src.Bounds().Dx() != a.Width || src.Bounds().Dy() != a.Height {
-			return nil, fmt.Errorf("decoded %v, header said %dx%d", src.Bounds(), a.Width, a.Height)
-		}
-		dst := image.NewNRGBA(image.Rect(0, 0, w, h))
-		draw.BiLinear.Scale(dst, dst.Bounds(), src, src.Bounds(), draw.Src, nil)
-		var out bytes.Buffer
-		if opaque(dst) {
-			err = jpeg.Encode(&out, dst, &jpeg.Options{Quality: 85})
-		} else {
-			err = png.Encode(&out, dst)
-		}
-		return out.Bytes(), err
-	}()
-	if need >= bigDecode {
-		// The decoded image is garbage now, but the collector would let
-		// the heap grow to twice what is live before freeing it: the
-		// next decode reuses its memory instead, so the process holds
-		// about the budget, not twice it.
-		runtime.GC()
-	}
+	})
 	if err != nil {
-		return fmt.Errorf("store: preview of %s: %w", a.ID, err)
+		return err
 	}
 	p, err := s.storeChunks(ctx, a.Conversation, a.Uploader, "preview-"+a.Name, bytes.NewReader(small), int64(len(small)))
 	if err != nil {
@@ -144,6 +101,70 @@ func (s *Store) addPreview(ctx context.Context, a *Attachment) error {
 	}
 	a.PreviewID, a.PreviewWidth, a.PreviewHeight = p.ID, w, h
 	return nil
+}
+
+// decodeImage decodes the stored image a, within the process's decode
+// budget and slots, and hands it to use (which must not keep it).
+func (s *Store) decodeImage(ctx context.Context, a Attachment, use func(image.Image) error) error {
+	decoded := a.decodeBytes
+	if decoded <= 0 {
+		decoded = int64(a.Width) * int64(a.Height) * bytesPerPixel(nil)
+	}
+	// Twice the decoded bytes: the collector lets the heap grow to about
+	// twice what is live, and scaling an image of a model draw has no
+	// fast path for (16-bit) makes garbage by the pixel.
+	need := 2 * decoded
+	if need > s.decodeBudgetSize {
+		return fmt.Errorf("store: decode of %s (%d×%d, %d MiB decoded): %w", a.ID, a.Width, a.Height, decoded>>20, errNoPreview)
+	}
+	if err := s.decodeBudget.Acquire(ctx, need); err != nil {
+		return err
+	}
+	defer s.decodeBudget.Release(need)
+	select {
+	case decodeSlots <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	err := func() error {
+		defer func() { <-decodeSlots }()
+		r := s.OpenAttachment(ctx, a)
+		defer r.Close()
+		src, _, err := image.Decode(bufio.NewReaderSize(r, 64<<10))
+		if err != nil {
+			return fmt.Errorf("decode: %w", err)
+		}
+		if src.Bounds().Dx() != a.Width || src.Bounds().Dy() != a.Height {
+			return fmt.Errorf("decoded %v, header said %dx%d", src.Bounds(), a.Width, a.Height)
+		}
+		return use(src)
+	}()
+	if need >= bigDecode {
+		// The decoded image is garbage now, but the collector would let
+		// the heap grow to twice what is live before freeing it: the
+		// next decode reuses its memory instead, so the process holds
+		// about the budget, not twice it.
+		runtime.GC()
+	}
+	if err != nil {
+		return fmt.Errorf("store: image %s: %w", a.ID, err)
+	}
+	return nil
+}
+
+// scaleEncode scales the part r of src to w×h with scaler: a JPEG when
+// it is opaque, else a PNG.
+func scaleEncode(src image.Image, r image.Rectangle, w, h int, scaler draw.Scaler) ([]byte, error) {
+	dst := image.NewNRGBA(image.Rect(0, 0, w, h))
+	scaler.Scale(dst, dst.Bounds(), src, r, draw.Src, nil)
+	var out bytes.Buffer
+	var err error
+	if opaque(dst) {
+		err = jpeg.Encode(&out, dst, &jpeg.Options{Quality: 85})
+	} else {
+		err = png.Encode(&out, dst)
+	}
+	return out.Bytes(), err
 }
 
 // fit scales w×h down, keeping its proportions, to fit maxW×maxH; it

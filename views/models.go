@@ -164,7 +164,11 @@ type ProfileEdit struct {
 	User     store.User
 	Form     Form
 	Password Form
-	Saved    string
+	// Picture is the avatar upload's form (its errors); HasPicture says
+	// whether there is one to remove.
+	Picture    Form
+	HasPicture bool
+	Saved      string
 }
 
 // RoomRow is one room in the list of all rooms.

@@ -138,9 +138,11 @@ func (s routes) profileEdit(c echo.Context) (views.ProfileEdit, error) {
 		return views.ProfileEdit{}, err
 	}
 	return views.ProfileEdit{
-		User:     u,
-		Form:     views.Form{Values: map[string]string{"email": u.Email, "bio": u.Bio}, Errors: map[string]string{}},
-		Password: views.Form{Values: map[string]string{}, Errors: map[string]string{}},
+		User:       u,
+		Form:       views.Form{Values: map[string]string{"email": u.Email, "bio": u.Bio}, Errors: map[string]string{}},
+		Password:   views.Form{Values: map[string]string{}, Errors: map[string]string{}},
+		Picture:    views.Form{Values: map[string]string{}, Errors: map[string]string{}},
+		HasPicture: s.AvatarVersion(u.Login) != "",
 	}, nil
 }
 
@@ -168,7 +170,7 @@ func (s routes) updateProfile(c echo.Context) error {
 			return err
 		}
 		return s.Render(c, handlers.FormStatus(err), views.Page{Title: "Your profile"}, views.ProfileEditView(
-			views.ProfileEdit{User: p.User, Form: handlers.WithErrors(p.Form, err), Password: p.Password}))
+			views.ProfileEdit{User: p.User, Form: handlers.WithErrors(p.Form, err), Password: p.Password, Picture: p.Picture, HasPicture: p.HasPicture}))
 	}
 	return handlers.Redirect(c, "/profile?saved=1")
 }

@@ -1,0 +1,186 @@
+// Package avatars is the route module of avatar pictures (issue 19): a
+// person uploads a picture from their profile (a streamed multipart form,
+// read as the composer's uploads are), or removes it, and anyone signed in
+// gets it at /users/:login/avatar. Which people have a picture is held by
+// every instance (handlers.Server.AvatarVersion), so pages draw it, or the
+// initials, with no statement.
+package avatars
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/killrchat/killrchat/handlers"
+	"github.com/killrchat/killrchat/store"
+	"github.com/killrchat/killrchat/views"
+	"github.com/killrchat/killrchat/web"
+)
+
+// MaxPicture is the largest picture file taken (or --max-upload, if lower).
+const MaxPicture = 10 << 20
+
+type routes struct{ *handlers.Server }
+
+// Register adds the module's routes.
+func Register(srv *handlers.Server, r handlers.Routes) {
+	s := routes{srv}
+	r.Auth.POST("/profile/avatar", s.upload)
+	r.Auth.POST("/profile/avatar/delete", s.remove)
+	r.Auth.GET("/users/:login/avatar", s.serve)
+}
+
+func (s routes) limit() int64 { return min(int64(MaxPicture), s.Config().MaxUpload) }
+
+// upload reads the form's _csrf field (first, when the header carried no
+// token) and its picture, which it stores as the person's avatar.
+func (s routes) upload(c echo.Context) error {
+	req := c.Request()
+	me := handlers.MustUser(c)
+	limit := s.limit()
+	if req.ContentLength > limit+64<<10 {
+		return s.refuse(c, fmt.Errorf("%w", store.ErrTooLarge))
+	}
+	if req.ContentLength > 0 {
+		if ok, wait := s.UploadBytes().AllowN(me.Login, int(req.ContentLength)); !ok {
+			return web.TooMany(c, wait, "uploading")
+		}
+	}
+	if !s.Uploads().Take(me.Login) {
+		return web.TooMany(c, 5*time.Second, "uploading several files at once")
+	}
+	defer s.Uploads().Give(me.Login)
+	req.Body = http.MaxBytesReader(c.Response(), req.Body, limit+64<<10)
+	mr, err := req.MultipartReader()
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, "The upload could not be read.")
+	}
+	sawCSRF := !web.NeedsStreamed(c)
+	for {
+		part, err := mr.NextPart()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return s.refuse(c, err)
+		}
+		if !sawCSRF {
+			if part.FormName() != web.CSRFField {
+				return web.ErrCSRF
+			}
+			token, err := web.ReadField(part, 256)
+			if err != nil {
+				return s.refuse(c, err)
+			}
+			if err := s.CSRF().CheckStreamed(c, token); err != nil {
+				return err
+			}
+			sawCSRF = true
+			continue
+		}
+		if part.FormName() != "picture" || part.FileName() == "" {
+			if _, err := io.Copy(io.Discard, part); err != nil {
+				return s.refuse(c, err)
+			}
+			continue
+		}
+		av, err := s.DB().SetAvatar(req.Context(), me, part, limit)
+		if err != nil {
+			return s.refuse(c, err)
+		}
+		s.AvatarChanged(req.Context(), me.Login, av.Version())
+		return handlers.Redirect(c, "/profile?saved=1#profile-picture")
+	}
+	if !sawCSRF {
+		return web.ErrCSRF
+	}
+	return s.refuse(c, store.ValidationError{"picture": "Choose a picture to upload."})
+}
+
+// refuse answers a picture that was not taken with the profile page and
+// why (422 or 413), or with the error page for anything else.
+func (s routes) refuse(c echo.Context, err error) error {
+	var (
+		tooBig  *http.MaxBytesError
+		invalid store.ValidationError
+		msg     string
+		status  = http.StatusUnprocessableEntity
+	)
+	switch {
+	case errors.As(err, &tooBig), errors.Is(err, store.ErrTooLarge):
+		status, msg = http.StatusRequestEntityTooLarge,
+			fmt.Sprintf("This picture is larger than %s. Nothing was changed.", views.HumanSize(s.limit()))
+	case errors.As(err, &invalid):
+		msg = invalid["picture"] + invalid["file"]
+	default:
+		return err
+	}
+	if errors.As(err, &tooBig) {
+		// The rest of the body is not read: the connection goes.
+		c.Response().Header().Set("Connection", "close")
+	}
+	u, err := s.DB().User(c.Request().Context(), handlers.MustUser(c).Login)
+	if err != nil {
+		return err
+	}
+	p := views.ProfileEdit{
+		User:       u,
+		Form:       views.Form{Values: map[string]string{"email": u.Email, "bio": u.Bio}, Errors: map[string]string{}},
+		Password:   views.Form{Values: map[string]string{}, Errors: map[string]string{}},
+		Picture:    views.Form{Values: map[string]string{}, Errors: map[string]string{"picture": msg}},
+		HasPicture: s.AvatarVersion(u.Login) != "",
+	}
+	return s.Render(c, status, views.Page{Title: "Your profile"}, views.ProfileEditView(p))
+}
+
+func (s routes) remove(c echo.Context) error {
+	me := handlers.MustUser(c)
+	if err := s.DB().RemoveAvatar(c.Request().Context(), me.Login); err != nil {
+		return err
+	}
+	s.AvatarChanged(c.Request().Context(), me.Login, "")
+	return handlers.Redirect(c, "/profile?saved=1#profile-picture")
+}
+
+// serve sends login's picture, s=48 or s=128 (the default), to anyone
+// signed in. With v (the version the page was drawn with) the address
+// names these bytes for good, and browsers keep them a day; without it,
+// they ask again after 5 minutes. The ETag is the square's id.
+func (s routes) serve(c echo.Context) error {
+	ctx := c.Request().Context()
+	av, err := s.DB().Avatar(ctx, c.Param("login"))
+	if err != nil {
+		return err
+	}
+	id := av.Large
+	switch c.QueryParam("s") {
+	case "", strconv.Itoa(store.AvatarLarge):
+	case strconv.Itoa(store.AvatarSmall):
+		id = av.Small
+	default:
+		return echo.NewHTTPError(http.StatusBadRequest, "A picture is 48 or 128 pixels.")
+	}
+	a, err := s.DB().Attachment(ctx, id)
+	if err != nil {
+		return err
+	}
+	h := c.Response().Header()
+	h.Set("Content-Type", a.ContentType)
+	h.Set("ETag", `"`+a.ID.String()+`"`)
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Content-Security-Policy", "default-src 'none'; sandbox")
+	if v := c.QueryParam("v"); v != "" && v == av.Version() {
+		h.Set("Cache-Control", "private, max-age=86400, immutable")
+	} else {
+		h.Set("Cache-Control", "private, max-age=300")
+	}
+	r := s.DB().OpenAttachment(ctx, a)
+	defer r.Close()
+	http.ServeContent(c.Response(), c.Request(), "", time.Time{}, r)
+	return nil
+}

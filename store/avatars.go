@@ -1,0 +1,190 @@
+// This file owns avatar pictures: an upload is stored like an attachment
+// (sniffed, bounded, chunked), decoded within the decode budget, cropped
+// to its centre square and kept as two squares, AvatarLarge and
+// AvatarSmall pixels, each an attachment of the conversation
+// "avatar:<login>"; the upload itself is then deleted. Who has a picture
+// is one row per person in the avatars table, spread over avatarShards
+// partitions so that an instance can load every row (LoadAvatars).
+package store
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"image"
+	"io"
+
+	"github.com/gocql/gocql"
+	"golang.org/x/image/draw"
+)
+
+const (
+	// AvatarLarge and AvatarSmall are the sides of the two squares kept.
+	AvatarLarge, AvatarSmall = 128, 48
+	// avatarShards is how many partitions the avatars table spreads over.
+	avatarShards = 16
+
+	insertAvatar  = `INSERT INTO avatars (shard, login, large_id, small_id) VALUES (?, ?, ?, ?)`
+	selectAvatar  = `SELECT large_id, small_id FROM avatars WHERE shard = ? AND login = ?`
+	deleteAvatar  = `DELETE FROM avatars WHERE shard = ? AND login = ?`
+	selectAvatars = `SELECT login, small_id FROM avatars WHERE shard = ?`
+)
+
+// Avatar is a person's picture: its two squares' attachments. Small's id
+// is the picture's version (a new upload gets new ids).
+type Avatar struct {
+	Large, Small gocql.UUID
+}
+
+// Version names this picture in URLs and ETags.
+func (a Avatar) Version() string { return a.Small.String() }
+
+func avatarConversation(login string) string { return "avatar:" + NameKey(login) }
+
+func avatarShard(login string) int {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(NameKey(login)))
+	return int(h.Sum32() % avatarShards)
+}
+
+// AvatarImage says whether contentType may be an avatar: PNG, JPEG or WebP.
+func AvatarImage(contentType string) bool {
+	switch contentType {
+	case "image/png", "image/jpeg", "image/webp":
+		return true
+	}
+	return false
+}
+
+// SetAvatar makes the picture read from body (at most limit bytes) user's
+// avatar, and deletes the one it replaces. It returns ErrTooLarge past
+// limit and a ValidationError for a file that is not a PNG, JPEG or WebP
+// image (sniffed, not named) or is too large to decode.
+func (s *Store) SetAvatar(ctx context.Context, user UserRef, body io.Reader, limit int64) (Avatar, error) {
+	conv := avatarConversation(user.Login)
+	up, err := s.storeChunks(ctx, conv, user, "avatar-upload", body, limit)
+	if err != nil {
+		return Avatar{}, err
+	}
+	// The upload is only read here: it goes whatever happens.
+	defer s.discardUpload(ctx, up, up.Chunks)
+	if !AvatarImage(up.ContentType) || up.Width <= 0 {
+		return Avatar{}, ValidationError{"picture": "Choose a PNG, JPEG or WebP picture."}
+	}
+	var large, small []byte
+	err = s.decodeImage(ctx, up, func(src image.Image) (err error) {
+		b := src.Bounds()
+		side := min(b.Dx(), b.Dy())
+		square := image.Rect(0, 0, side, side).Add(b.Min).Add(image.Pt((b.Dx()-side)/2, (b.Dy()-side)/2))
+		if large, err = scaleEncode(src, square, AvatarLarge, AvatarLarge, draw.CatmullRom); err != nil {
+			return err
+		}
+		small, err = scaleEncode(src, square, AvatarSmall, AvatarSmall, draw.CatmullRom)
+		return err
+	})
+	if errors.Is(err, errNoPreview) {
+		return Avatar{}, ValidationError{"picture": "This picture is too large to read; choose a smaller one."}
+	}
+	if err != nil {
+		var ve ValidationError
+		if errors.As(err, &ve) || errors.Is(err, ErrUnavailable) || ctx.Err() != nil {
+			return Avatar{}, err
+		}
+		return Avatar{}, ValidationError{"picture": "This picture could not be read."}
+	}
+	var av Avatar
+	for _, p := range []struct {
+		data []byte
+		id   *gocql.UUID
+		name string
+	}{{large, &av.Large, "avatar-large"}, {small, &av.Small, "avatar-small"}} {
+		a, err := s.storeChunks(ctx, conv, user, p.name, bytes.NewReader(p.data), int64(len(p.data)))
+		if err != nil {
+			return Avatar{}, err
+		}
+		if err := s.finishAttachment(ctx, a); err != nil {
+			return Avatar{}, err
+		}
+		*p.id = a.ID
+	}
+	old, oldErr := s.Avatar(ctx, user.Login)
+	if err := s.exec(ctx, "set avatar", insertAvatar, avatarShard(user.Login), NameKey(user.Login), av.Large, av.Small); err != nil {
+		return Avatar{}, err
+	}
+	if oldErr == nil {
+		s.dropAvatarFiles(ctx, old)
+	}
+	return av, nil
+}
+
+// RemoveAvatar takes login's picture away (the initials show again).
+func (s *Store) RemoveAvatar(ctx context.Context, login string) error {
+	old, err := s.Avatar(ctx, login)
+	if errors.Is(err, ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if err := s.exec(ctx, "remove avatar", deleteAvatar, avatarShard(login), NameKey(login)); err != nil {
+		return err
+	}
+	s.dropAvatarFiles(ctx, old)
+	return nil
+}
+
+// dropAvatarFiles deletes a replaced picture's squares; what it cannot
+// delete stays listed under the person's avatar conversation.
+func (s *Store) dropAvatarFiles(ctx context.Context, av Avatar) {
+	for _, id := range []gocql.UUID{av.Large, av.Small} {
+		a, err := s.Attachment(ctx, id)
+		if err == nil {
+			err = s.deleteAttachment(ctx, a.Conversation, a.ID, a.Chunks)
+		}
+		if err != nil && !errors.Is(err, ErrNotFound) {
+			s.log.Warn("store: old avatar left", "attachment", id, "err", err)
+		}
+	}
+}
+
+// Avatar returns login's picture, or ErrNotFound.
+func (s *Store) Avatar(ctx context.Context, login string) (Avatar, error) {
+	q, err := s.query(ctx, selectAvatar, avatarShard(login), NameKey(login))
+	if err != nil {
+		return Avatar{}, err
+	}
+	var av Avatar
+	err = q.Scan(&av.Large, &av.Small)
+	if errors.Is(err, gocql.ErrNotFound) {
+		return Avatar{}, fmt.Errorf("store: avatar of %q: %w", login, ErrNotFound)
+	}
+	if err != nil {
+		return Avatar{}, s.fail("read avatar", err)
+	}
+	return av, nil
+}
+
+// LoadAvatars returns every picture's version by login: avatarShards reads.
+func (s *Store) LoadAvatars(ctx context.Context) (map[string]string, error) {
+	out := map[string]string{}
+	for shard := range avatarShards {
+		q, err := s.query(ctx, selectAvatars, shard)
+		if err != nil {
+			return nil, err
+		}
+		iter := q.PageSize(1000).Iter()
+		var (
+			login string
+			small gocql.UUID
+		)
+		for iter.Scan(&login, &small) {
+			out[login] = small.String()
+		}
+		if err := iter.Close(); err != nil {
+			return nil, s.fail("load avatars", err)
+		}
+	}
+	return out, nil
+}
