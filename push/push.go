@@ -23,6 +23,7 @@ import (
 	"time"
 
 	webpush "github.com/SherClockHolmes/webpush-go"
+	"golang.org/x/time/rate"
 
 	"github.com/killrchat/killrchat/store"
 )
@@ -57,6 +58,10 @@ type Config struct {
 	Client *http.Client
 	// Backoff is the first wait before a retry (default 1 s), doubled each time.
 	Backoff time.Duration
+	// Rate bounds the pushes this instance sends a second (0: no bound),
+	// and so the CPU they take from posts: a message to a big room at
+	// "everything" is a push per person.
+	Rate float64
 }
 
 // Presence says who was online lately (live/presence.Tracker).
@@ -95,6 +100,7 @@ type Sender struct {
 	count    func(result string)
 	log      *slog.Logger
 	queue    chan Message
+	pace     *rate.Limiter // nil: unpaced
 	pub      string
 	priv     string
 	wg       sync.WaitGroup
@@ -125,6 +131,9 @@ func New(ctx context.Context, db *store.Store, cfg Config, presence Presence, co
 		count = func(string) {}
 	}
 	s := &Sender{db: db, cfg: cfg, presence: presence, count: count, log: log, queue: make(chan Message, cfg.Queue)}
+	if cfg.Rate > 0 {
+		s.pace = rate.NewLimiter(rate.Limit(cfg.Rate), max(1, int(cfg.Rate/10)))
+	}
 	if cfg.PublicKey != "" || cfg.PrivateKey != "" {
 		if cfg.PublicKey == "" || cfg.PrivateKey == "" {
 			return nil, errors.New("push: give both VAPID keys, or neither")
@@ -276,6 +285,10 @@ func (s *Sender) deliver(m Message) {
 // a 404 or 410 (the subscription is gone) deletes it.
 func (s *Sender) send(ctx context.Context, login string, sub store.PushSubscription, payload []byte) {
 	if s.CheckSubscription(sub) != nil {
+		s.count("failed")
+		return
+	}
+	if s.pace != nil && s.pace.Wait(ctx) != nil {
 		s.count("failed")
 		return
 	}

@@ -123,7 +123,14 @@
     if (!msg || !msg.tab) return;
     if (msg.t === "bye") {
       delete this.tabs[msg.tab];
-      this.later();
+      if (!this.hasTabs()) {
+        // The last tab went: close the stream now, not on a timer. A
+        // browser may keep the worker alive but frozen once no page is
+        // left (Chromium 156 does), and a timer would then never run.
+        this.closeStream();
+      } else {
+        this.later();
+      }
       this.status();
       return;
     }
@@ -202,14 +209,20 @@
       if (!self.hasTabs()) {
         // No tab left (the last one went, or into the back-forward cache,
         // which keeps the worker): no stream either.
-        if (self.es) self.es.close();
-        self.es = null;
-        self.up = false;
+        self.closeStream();
         return;
       }
       var want = self.wanted().join(" ");
       if (!self.es || self.stale || want !== self.carried) self.connect();
     }, CHANGE_DELAY_MS);
+  };
+
+  Manager.prototype.closeStream = function () {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    if (this.es) this.es.close();
+    this.es = null;
+    this.up = false;
   };
 
   Manager.prototype.hasTabs = function () {

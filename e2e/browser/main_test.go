@@ -22,6 +22,7 @@ import (
 	"github.com/killrchat/killrchat/handlers/routes"
 	"github.com/killrchat/killrchat/live"
 	"github.com/killrchat/killrchat/static"
+	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/store/storetest"
 	"github.com/killrchat/killrchat/web"
 )
@@ -96,24 +97,34 @@ func shared(t testing.TB) *env {
 	return theEnv
 }
 
-func startEnv() (*env, error) {
-	if db == nil {
-		return nil, errors.New("no database (TestMain did not run storetest.Main)")
-	}
+// serve starts an app instance on st and hub, listening on 127.0.0.1.
+func serve(st *store.Store, hub live.Hub, log *slog.Logger) (*handlers.Server, *httptest.Server) {
 	e := echo.New()
 	e.IPExtractor = echo.ExtractIPDirect()
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	if testing.Verbose() {
-		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	}
-	srv := handlers.New(db.Store, web.NewMetrics(), live.NewLocalHub(), handlers.Config{
+	srv := handlers.New(st, web.NewMetrics(), hub, handlers.Config{
 		SessionKey: bytes.Repeat([]byte("b"), 32),
 		AuthRate:   1000,
 		Limits:     web.Unlimited,
 		Static:     static.Files,
 	}, log)
 	routes.Register(e, srv)
-	ts := httptest.NewServer(e)
+	return srv, httptest.NewServer(e)
+}
+
+// appLog is an app instance's logger: warnings on stderr with -v.
+func appLog() *slog.Logger {
+	if testing.Verbose() {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+func startEnv() (*env, error) {
+	if db == nil {
+		return nil, errors.New("no database (TestMain did not run storetest.Main)")
+	}
+	log := appLog()
+	srv, ts := serve(db.Store, live.NewLocalHub(), log)
 
 	profile, err := os.MkdirTemp("", "killrchat-chromium-")
 	if err != nil {

@@ -38,6 +38,44 @@ func probeNotifications(t *testing.T, p *tab) {
 	}
 }
 
+// grantNotifications grants p's origin the notification permission,
+// through the DevTools protocol (as a person's click would).
+func grantNotifications(t *testing.T, p *tab) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(p.ctx, waitTimeout)
+	defer cancel()
+	origin := eval[string](p, `location.origin`)
+	if _, err := chromedp.Call(ctx, browser.SetPermission, browser.SetPermissionParams{
+		Permission: &browser.PermissionDescriptor{Name: "notifications"}, Setting: browser.PermissionSettingGranted,
+		Origin: origin, BrowserContextID: chromedp.FromContext(p.ctx).BrowserContextID,
+	}); err != nil {
+		t.Fatalf("notification permission: %v", err)
+	}
+}
+
+// settleNotes waits until the tabs' probes hold want notifications, and a
+// second more, and returns them ("title | body"); any other count fails.
+func settleNotes(t *testing.T, want int, what string, tabs ...*tab) []string {
+	t.Helper()
+	notes := func() []string {
+		var out []string
+		for _, p := range tabs {
+			out = append(out, eval[[]string](p, `window.__notes.map(n => n.title + " | " + n.body)`)...)
+		}
+		return out
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for len(notes()) < want && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	time.Sleep(time.Second) // a second notification would come by now
+	got := notes()
+	if len(got) != want {
+		t.Fatalf("%s: %d notifications %q, want %d", what, len(got), got, want)
+	}
+	return got
+}
+
 // TestInPageNotifications (issue 19, item 2): with notifications allowed
 // and no tab in view, a DM shows one notification (sender, conversation,
 // text), however many tabs the browser has open; a room message at the
@@ -49,15 +87,7 @@ func TestInPageNotifications(t *testing.T) {
 	bob := eval[string](o, `document.body.getAttribute("data-viewer")`)
 	ada := eval[string](a, `document.body.getAttribute("data-viewer")`)
 
-	ctx, cancel := context.WithTimeout(o.ctx, waitTimeout)
-	defer cancel()
-	origin := eval[string](o, `location.origin`)
-	if _, err := chromedp.Call(ctx, browser.SetPermission, browser.SetPermissionParams{
-		Permission: &browser.PermissionDescriptor{Name: "notifications"}, Setting: browser.PermissionSettingGranted,
-		Origin: origin, BrowserContextID: chromedp.FromContext(o.ctx).BrowserContextID,
-	}); err != nil {
-		t.Fatalf("notification permission: %v", err)
-	}
+	grantNotifications(t, o)
 	o.open("/profile/notifications")
 	o.waitJS("the permission's state", `document.getElementById("notification-settings").getAttribute("data-permission") === "granted"`)
 	if got := o.text("#notification-state"); !strings.HasPrefix(got, "On") {
@@ -78,26 +108,7 @@ func TestInPageNotifications(t *testing.T) {
 	for _, p := range []*tab{o, other} {
 		p.waitJS("the live connection", `document.documentElement.getAttribute("data-live") === "up"`)
 	}
-	notes := func() []string {
-		var out []string
-		for _, p := range []*tab{o, other} {
-			out = append(out, eval[[]string](p, `window.__notes.map(n => n.title + " | " + n.body)`)...)
-		}
-		return out
-	}
-	settle := func(want int, what string) []string {
-		t.Helper()
-		deadline := time.Now().Add(5 * time.Second)
-		for len(notes()) < want && time.Now().Before(deadline) {
-			time.Sleep(100 * time.Millisecond)
-		}
-		time.Sleep(time.Second) // a second notification would come by now
-		got := notes()
-		if len(got) != want {
-			t.Fatalf("%s: %d notifications %q, want %d", what, len(got), got, want)
-		}
-		return got
-	}
+	settle := func(want int, what string) []string { return settleNotes(t, want, what, o, other) }
 
 	a.post("nothing for bob here " + unique("#"))
 	settle(0, "a room message at the mentions level")

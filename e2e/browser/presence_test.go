@@ -35,22 +35,27 @@ func TestPresenceDots(t *testing.T) {
 	a.waitJS("bob online in the sidebar's DM entry", entry+` && `+entry+`.getAttribute("data-online") === "true"`)
 
 	o.run("bob leaves for a blank page", chromedp.Navigate("about:blank"))
-	// His browser's live connection closes a moment after its last page
-	// goes: ask the server until it says so, then load the page anew.
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		eval[bool](a, `(() => { window.__presence = undefined; fetch("/presence?l=`+bob+`").then(r => r.json()).then(j => { window.__presence = j.online.length; }); return true; })()`)
-		a.waitJS("the server's answer", `window.__presence !== undefined`)
-		if eval[int](a, `window.__presence`) == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the server still says bob is online 30 s after his last page went")
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	waitOffline(t, a, bob)
 	a.open("/rooms/" + room)
 	a.waitRoomPage(room)
 	a.waitJS("bob offline", dot+` && `+dot+`.getAttribute("data-online") === "false" && `+dot+`.getAttribute("aria-label") === "offline"`)
 	a.waitJS("bob offline in the sidebar's DM entry", entry+` && `+entry+`.getAttribute("data-online") === "false"`)
+}
+
+// waitOffline asks the server of p's page until it says login is offline:
+// a browser's live connection closes a moment after its last page goes.
+func waitOffline(t *testing.T, p *tab, login string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		eval[bool](p, `(() => { window.__presence = undefined; fetch("/presence?l=`+login+`").then(r => r.json()).then(j => { window.__presence = j.online.length; }); return true; })()`)
+		p.waitJS("the server's answer", `window.__presence !== undefined`)
+		if eval[int](p, `window.__presence`) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the server still says %s is online 30 s after their last page went", login)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }

@@ -31,6 +31,7 @@ import (
 	"github.com/killrchat/killrchat/handlers"
 	"github.com/killrchat/killrchat/handlers/routes"
 	"github.com/killrchat/killrchat/live"
+	"github.com/killrchat/killrchat/push"
 	"github.com/killrchat/killrchat/static"
 	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/store/storetest"
@@ -196,7 +197,7 @@ func startTarget(ctx context.Context, c common) (*target, error) {
 	default:
 		store.PasswordCost = c.cost
 		maxReplays = c.replays
-		searchIndexOff, searchIndexRate = c.noIndex, c.indexRate
+		searchIndexOff, searchIndexRate, pushRate = c.noIndex, c.indexRate, c.pushRate
 		a, err := startApp(c.verbose)
 		if err != nil {
 			return nil, err
@@ -236,6 +237,10 @@ var (
 	searchIndexRate float64
 )
 
+// pushRate is the app's push.Config.Rate (-push-rate); its pushes may go
+// to a push service on 127.0.0.1 (the post command's -push-subs).
+var pushRate float64
+
 // appConfig is the configuration of an app instance started here. Every
 // user signs up, and a few users open thousands of streams from one
 // address: the limits on those are lifted; the replay limit is the app's
@@ -243,7 +248,8 @@ var (
 func appConfig(key []byte) handlers.Config {
 	return handlers.Config{SessionKey: key, AuthRate: 1 << 30, Limits: web.Unlimited, Static: static.Files, RoomsPerPage: 25,
 		MaxStreamsPerUser: 1 << 30, MaxStreamsPerIP: 1 << 30, MaxReplays: maxReplays, ResumeWindow: resumeWindow,
-		SearchIndexOff: searchIndexOff, SearchIndexRate: searchIndexRate}
+		SearchIndexOff: searchIndexOff, SearchIndexRate: searchIndexRate,
+		Push: push.Config{AllowHTTPLoopback: true, Rate: pushRate}}
 }
 
 // startApp starts the application on 127.0.0.1 with a fresh keyspace, as
@@ -309,12 +315,13 @@ func runServe(ctx context.Context, args []string) error {
 	verbose := fs.Bool("v", false, "log warnings")
 	noIndex := fs.Bool("no-index", false, "do not index posted messages for search")
 	indexRate := fs.Float64("index-rate", 0, "messages indexed a second at most (0: the app's default; negative: unpaced)")
+	pushes := fs.Float64("push-rate", 0, "pushes sent a second at most (0: no bound)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	store.PasswordCost = *cost
 	maxReplays = *replays
-	searchIndexOff, searchIndexRate = *noIndex, *indexRate
+	searchIndexOff, searchIndexRate, pushRate = *noIndex, *indexRate, *pushes
 	a, err := startApp(*verbose)
 	if err != nil {
 		return err
@@ -346,7 +353,8 @@ func startChild(ctx context.Context, c common) (*target, error) {
 	if c.noIndex {
 		args = append(args, "-no-index")
 	}
-	args = append(args, "-index-rate", strconv.FormatFloat(c.indexRate, 'f', -1, 64))
+	args = append(args, "-index-rate", strconv.FormatFloat(c.indexRate, 'f', -1, 64),
+		"-push-rate", strconv.FormatFloat(c.pushRate, 'f', -1, 64))
 	cmd := exec.Command(exe, args...)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {

@@ -196,6 +196,12 @@ func runCorrectness(ctx context.Context, args []string) error {
 				return f != "" && seen[f]
 			}
 			lastEventID := ""
+			// After the final message, reading (and reconnecting, as a
+			// browser does) goes on for -grace: changes made on another
+			// instance before the final message may come after it. The
+			// grace starts at the first check that finds the final
+			// message seen, whether or not an event comes after it (the
+			// final id may be known only after its event arrived).
 			var graceUntil time.Time
 			reading := func() bool {
 				if !finished() {
@@ -206,10 +212,7 @@ func runCorrectness(ctx context.Context, args []string) error {
 				}
 				return time.Now().Before(graceUntil)
 			}
-			// After the final message, reading (and reconnecting, as a
-			// browser does) goes on for -grace: changes made on another
-			// instance before the final message may come after it.
-			graceLeft := func() bool { return !finished() || graceUntil.IsZero() || time.Now().Before(graceUntil) }
+			graceLeft := reading
 			for k := 0; k < 100000 && subCtx.Err() == nil && graceLeft(); k++ {
 				life := *minConn + time.Duration(rng.Int64N(int64(*maxConn-*minConn)+1))
 				select {

@@ -136,6 +136,7 @@ func runPost(ctx context.Context, args []string) error {
 	cpuProfile := fs.String("cpuprofile", "", "write the app's CPU profile during the HTTP phase to this file")
 	breakdown := fs.Bool("breakdown", false, "also time the session read and the room read alone")
 	htmx := fs.Bool("htmx", true, "post as htmx does (HX-Request, X-CSRF-Token; 200 with a fragment) instead of a plain form (303)")
+	pushSubs := fs.Int("push-subs", 0, "then post as much again into a room where this many more people, away, are at \"everything\" with a push subscription each (to a push service here)")
 	_ = fs.Parse(args)
 	if *dur > 60*time.Second || *conc > 512 || *nUsers > 1000 {
 		return fmt.Errorf("keep -d <= 60s, -c <= 512, -users <= 1000")
@@ -271,6 +272,42 @@ func runPost(ctx context.Context, args []string) error {
 	httpP := drive(ctx, "http", *conc, *dur, post)
 	<-profiled
 
+	// The same posts into a room of people away who each get a push.
+	var pushP phase
+	var ps *pushService
+	if *pushSubs > 0 {
+		ps = startPushService()
+		defer ps.srv.Close()
+		pushRoom := room + "-push"
+		if err := setupRoom(ctx, pushRoom, users); err != nil {
+			return err
+		}
+		logf("%d people away, at everything, with a subscription each, join %s", *pushSubs, pushRoom)
+		if _, err := setupPushRoom(ctx, t, pushRoom, *pushSubs, ps, tr); err != nil {
+			return err
+		}
+		postPush := func(ctx context.Context, w int, i int64) (int, error) {
+			u := users[w%len(users)]
+			code, body, err := u.post(ctx, "/rooms/"+pushRoom+"/messages", url.Values{"content": {content(w, i)}}, *htmx)
+			if err == nil && code != okCode {
+				err = fmt.Errorf("POST: %d %.200s", code, body)
+			}
+			return code, err
+		}
+		// The plain room's posts again right before, for a fair pair.
+		logf("HTTP posts, plain room again: %s at concurrency %d", *dur, *conc)
+		httpP = drive(ctx, "http", *conc, *dur, post)
+		before, _ := pushCounts(ctx, t.URL)
+		logf("HTTP posts into the push room: %s at concurrency %d", *dur, *conc)
+		pushP = drive(ctx, "http+push", *conc, *dur, postPush)
+		after, _ := pushCounts(ctx, t.URL)
+		defer func() {
+			fmt.Printf("pushes during the http+push phase (from /metrics): sent %.0f, dropped %.0f messages (queue full), failed %.0f; the push service got %d in all so far\n",
+				after["sent"]-before["sent"], after["dropped"]-before["dropped"], after["failed"]-before["failed"], ps.received.Load())
+			measureDrain(ps, *dur)
+		}()
+	}
+
 	fmt.Printf("\n== post: %d users, concurrency %d, %s per phase, app %s\n", len(users), *conc, *dur, t.Where)
 	rawP.print()
 	if storeP.ok > 0 {
@@ -281,6 +318,11 @@ func runPost(ctx context.Context, args []string) error {
 		}
 	}
 	httpP.print()
+	if pushP.ok > 0 {
+		pushP.print()
+		fmt.Printf("post rate with pushes / without = %.2f (%d people away at everything, app --push-rate %v)\n",
+			pushP.rate()/httpP.rate(), *pushSubs, c.pushRate)
+	}
 	ratio := httpP.rate() / rawP.rate()
 	// Issue 13's target (the messages issue asked 0.6 before the hot path
 	// was measured; see its note).
