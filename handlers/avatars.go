@@ -2,52 +2,26 @@ package handlers
 
 import (
 	"context"
-	"time"
 
 	"github.com/killrchat/killrchat/live"
 	"github.com/killrchat/killrchat/views"
 	"github.com/killrchat/killrchat/web"
 )
 
-// avatarsReload is how often an instance loads the whole set of pictures
-// again, which bounds what a lost invalidation leaves stale.
-const avatarsReload = 5 * time.Minute
-
-// watchAvatars keeps s.avatars: loaded at start (retried until Cassandra
-// answers) and every avatarsReload, again after the broker comes back,
-// and changed in between by the hub's invalidations.
+// watchAvatars keeps s.avatars (web.Avatars.Keep): loaded at start, every
+// few minutes and after the broker comes back, and changed in between by
+// the hub's invalidations.
 func (s *Server) watchAvatars() {
 	s.avatars = web.NewAvatars()
 	reload := make(chan struct{}, 1)
-	poke := func() {
+	s.hub.Watch(func(live.StreamEnd) {}, func() {
 		select {
 		case reload <- struct{}{}:
 		default:
 		}
-	}
-	s.hub.Watch(func(live.StreamEnd) {}, poke)
+	})
 	s.hub.WatchInvalidations(func(inv live.Invalidation) { s.avatars.Apply(inv.Avatars) })
-	go func() {
-		wait := time.Duration(0)
-		for {
-			select {
-			case <-s.closing:
-				return
-			case <-reload:
-			case <-time.After(wait):
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			all, err := s.db.LoadAvatars(ctx)
-			cancel()
-			if err != nil {
-				s.log.Warn("avatars: load; retrying", "err", err)
-				wait = 5 * time.Second
-				continue
-			}
-			s.avatars.Replace(all)
-			wait = avatarsReload
-		}
-	}()
+	go s.avatars.Keep(s.db.LoadAvatars, reload, s.closing, s.log)
 }
 
 // ViewContext is ctx for rendering: avatars show their pictures.

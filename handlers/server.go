@@ -108,16 +108,18 @@ type Server struct {
 	db       *store.Store
 	sessions *web.SessionStore
 	caches   *caches
-	avatars  *web.Avatars
-	metrics  *web.Metrics
-	hub      live.Hub
-	cfg      Config
-	log      *slog.Logger
-	pages    securecookie.Codec
-	live     *live.Engine
-	recent   *recentPosts
-	indexer  *store.Indexer
-	presence *presence.Tracker
+	// transport says whether a request came over TLS (web.Transport).
+	transport web.Transport
+	avatars   *web.Avatars
+	metrics   *web.Metrics
+	hub       live.Hub
+	cfg       Config
+	log       *slog.Logger
+	pages     securecookie.Codec
+	live      *live.Engine
+	recent    *recentPosts
+	indexer   *store.Indexer
+	presence  *presence.Tracker
 	// push sends Web Push notifications; nil when off or not set up.
 	push    *push.Sender
 	closing chan struct{} // closed by Shutdown
@@ -172,9 +174,10 @@ func New(db *store.Store, metrics *web.Metrics, hub live.Hub, cfg Config, log *s
 	if cfg.SessionCacheSize == 0 {
 		cfg.SessionCacheSize = web.DefaultSessionCacheSize
 	}
+	s.transport = web.Transport{SecureCookies: cfg.SecureCookies, TrustedProxies: cfg.TrustedProxies}
 	s.sessions = web.NewSessionStore(db, cfg.SessionKey, cfg.SecureCookies, cfg.SessionCacheTTL, cfg.SessionCacheSize)
 	hub.Watch(func(end live.StreamEnd) { s.sessions.Forget(end.Login, end.Room, end.Sessions, end.Except) }, s.sessions.Reset)
-	s.csrf = &web.CSRF{Key: cfg.SessionKey, Secure: s.secureRequest, Streamed: streamedForms,
+	s.csrf = &web.CSRF{Key: cfg.SessionKey, Secure: s.transport.Secure, Streamed: streamedForms,
 		Session: func(c echo.Context) string {
 			if sess := Session(c); sess != nil {
 				return sess.ID
@@ -241,13 +244,13 @@ func (s *Server) Register(e *echo.Echo, modules ...Module) {
 	e.Use(middleware.Recover())
 	e.Use(s.logRequests())
 	e.Use(s.metrics.Measure(responseStatus))
-	e.Use(s.transportHeaders)
+	e.Use(s.transport.Headers)
 	e.Use(middleware.SecureWithConfig(middleware.SecureConfig{
 		XSSProtection:      "0",
 		ContentTypeNosniff: "nosniff",
 		XFrameOptions:      "DENY",
 		ReferrerPolicy:     "same-origin",
-		// HSTS is transportHeaders' job: echo's would believe any
+		// HSTS is web.Transport.Headers' job: echo's would believe any
 		// client's X-Forwarded-Proto.
 		ContentSecurityPolicy: "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'self'; object-src 'none'",
 	}))
@@ -293,56 +296,6 @@ func (s *Server) Register(e *echo.Echo, modules ...Module) {
 	for _, m := range modules {
 		m(s, Routes{Public: app, Auth: auth, SignIn: s.rateLimit(), Passwords: passwords, Sending: sending, Membership: membership})
 	}
-}
-
-// transportHeaders sets what depends on the transport and on the page
-// being personal: every response is Cache-Control: no-store (pages show a
-// person's rooms and messages; the static files and the live stream set
-// their own caching), and a request that came over TLS gets HSTS and is
-// marked so its cookies are Secure (web.SecureCookie).
-func (s *Server) transportHeaders(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		h := c.Response().Header()
-		h.Set("Cache-Control", "no-store")
-		if s.secureRequest(c) {
-			h.Set("Strict-Transport-Security", "max-age=31536000; includeSubDomains")
-			c.SetRequest(web.MarkSecure(c.Request()))
-		}
-		return next(c)
-	}
-}
-
-// secureRequest reports whether the browser reached us over TLS: with
-// --secure-cookies always; otherwise by direct TLS, or X-Forwarded-Proto:
-// https from a trusted proxy. Cookies set for such a request are Secure.
-func (s *Server) secureRequest(c echo.Context) bool {
-	r := c.Request()
-	if s.cfg.SecureCookies || r.TLS != nil {
-		return true
-	}
-	proto := r.Header.Values("X-Forwarded-Proto")
-	if len(proto) == 0 || len(s.cfg.TrustedProxies) == 0 {
-		return false
-	}
-	// The nearest proxy's word is the last one.
-	last := proto[len(proto)-1]
-	if i := strings.LastIndexByte(last, ','); i >= 0 {
-		last = last[i+1:]
-	}
-	if !strings.EqualFold(strings.TrimSpace(last), "https") {
-		return false
-	}
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		host = r.RemoteAddr
-	}
-	ip := net.ParseIP(host)
-	for _, n := range s.cfg.TrustedProxies {
-		if ip != nil && n.Contains(ip) {
-			return true
-		}
-	}
-	return false
 }
 
 // IsHTMX reports whether htmx made the request, so a fragment is wanted.

@@ -1,6 +1,15 @@
 package web
 
-import "sync"
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+)
+
+// AvatarsReload is how often Keep loads the whole set again, which bounds
+// what a lost invalidation leaves stale.
+const AvatarsReload = 5 * time.Minute
 
 // Avatars says who has an avatar picture, and its version, by login: the
 // whole set, held by every instance (a small entry per person with a
@@ -45,4 +54,29 @@ func (a *Avatars) Replace(all map[string]string) {
 	a.mu.Lock()
 	a.byUser = all
 	a.mu.Unlock()
+}
+
+// Keep loads the set with load at once (retried every 5 s until it
+// answers), then every AvatarsReload and whenever reload says so (the
+// broker came back), until closing closes.
+func (a *Avatars) Keep(load func(context.Context) (map[string]string, error), reload <-chan struct{}, closing <-chan struct{}, log *slog.Logger) {
+	wait := time.Duration(0)
+	for {
+		select {
+		case <-closing:
+			return
+		case <-reload:
+		case <-time.After(wait):
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		all, err := load(ctx)
+		cancel()
+		if err != nil {
+			log.Warn("avatars: load; retrying", "err", err)
+			wait = 5 * time.Second
+			continue
+		}
+		a.Replace(all)
+		wait = AvatarsReload
+	}
 }
