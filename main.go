@@ -159,7 +159,7 @@ func parseFlags(args []string) (config, error) {
 	fs.BoolVar(&c.pushOff, "push-off", env("PUSH_OFF", "") == "true", "send no Web Push notifications (env PUSH_OFF=true)")
 	fs.StringVar(&c.push.PublicKey, "vapid-public-key", env("VAPID_PUBLIC_KEY", ""), "the VAPID public key (base64url) Web Push signs with; empty: a pair generated once and kept in Cassandra, the same for every instance (env VAPID_PUBLIC_KEY)")
 	fs.StringVar(&c.push.PrivateKey, "vapid-private-key", env("VAPID_PRIVATE_KEY", ""), "the VAPID private key, with --vapid-public-key (env VAPID_PRIVATE_KEY)")
-	fs.Float64Var(&c.push.Rate, "push-rate", envFloat("PUSH_RATE", 0), "the most Web Push requests this instance sends a second, 0 for no bound (env PUSH_RATE)")
+	fs.Float64Var(&c.push.Rate, "push-rate", envFloat("PUSH_RATE", 0), "the most Web Push requests this instance sends a second: 0 for the default, 300; negative for no bound (env PUSH_RATE)")
 	fs.StringVar(&c.push.Subject, "push-subject", env("PUSH_SUBJECT", ""), "the contact push services see in VAPID tokens, mailto: or https: (env PUSH_SUBJECT)")
 	fs.BoolVar(&c.push.AllowHTTPLoopback, "push-allow-http-loopback", env("PUSH_ALLOW_HTTP_LOOPBACK", "") == "true", "also accept push endpoints at http://127.0.0.1:<port>/ (tests run their own push service; env PUSH_ALLOW_HTTP_LOOPBACK=true)")
 	fs.Float64Var(&c.searchIndexRate, "search-index-rate", envFloat("SEARCH_INDEX_RATE", store.DefaultIndexRate), "messages indexed a second at most, per instance; past it the index lags and catches up when posts slow down; negative: unpaced (env SEARCH_INDEX_RATE)")

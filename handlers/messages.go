@@ -285,10 +285,7 @@ func (s *Server) pushPosted(in store.Place, m store.Message) {
 		name = m.Author.Login
 	}
 	pm := push.Message{Conversation: conv.ID, Author: m.Author.Login, AuthorName: name, ID: m.ID.String(),
-		Text: live.NoticeText(&m), Mentioned: store.Mentioned(m.Content, conv.Members)}
-	for login := range conv.Members {
-		pm.Members = append(pm.Members, login)
-	}
+		Text: live.NoticeText(&m), Mentioned: store.Mentioned(m.Content, conv.Members), Members: conv.Members}
 	switch p := in.(type) {
 	case store.Room:
 		pm.Title, pm.Path = "#"+p.DisplayName, RoomURL(p.Name)

@@ -315,7 +315,7 @@ func runServe(ctx context.Context, args []string) error {
 	verbose := fs.Bool("v", false, "log warnings")
 	noIndex := fs.Bool("no-index", false, "do not index posted messages for search")
 	indexRate := fs.Float64("index-rate", 0, "messages indexed a second at most (0: the app's default; negative: unpaced)")
-	pushes := fs.Float64("push-rate", 0, "pushes sent a second at most (0: no bound)")
+	pushes := fs.Float64("push-rate", 0, "pushes sent a second at most (0: the default, 300; negative: no bound)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

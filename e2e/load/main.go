@@ -59,7 +59,7 @@ func (c *common) register(fs *flag.FlagSet) {
 	fs.DurationVar(&c.window, "resume-window", 0, "with -cluster: the app's --resume-window, how far behind the clock cursors stay before an instance has heard the others (0: its default)")
 	fs.BoolVar(&c.verbose, "v", false, "log the app's warnings to stderr")
 	fs.BoolVar(&c.noIndex, "no-index", false, "the app started here does not index posted messages for search")
-	fs.Float64Var(&c.pushRate, "push-rate", 0, "the app's --push-rate for an app started here (0: no bound)")
+	fs.Float64Var(&c.pushRate, "push-rate", 0, "the app's --push-rate for an app started here (0: its default, 300; negative: no bound)")
 	fs.Float64Var(&c.indexRate, "index-rate", 0, "the app's --search-index-rate for an app started here (0: its default; negative: unpaced)")
 }
 

@@ -136,6 +136,7 @@ func runPost(ctx context.Context, args []string) error {
 	cpuProfile := fs.String("cpuprofile", "", "write the app's CPU profile during the HTTP phase to this file")
 	breakdown := fs.Bool("breakdown", false, "also time the session read and the room read alone")
 	htmx := fs.Bool("htmx", true, "post as htmx does (HX-Request, X-CSRF-Token; 200 with a fragment) instead of a plain form (303)")
+	pushProfile := fs.String("push-profile", "", "with -push-subs: write the app's CPU profile during the push room's phase to this file")
 	pushSubs := fs.Int("push-subs", 0, "then post as much again into a room where this many more people, away, are at \"everything\" with a push subscription each (to a push service here)")
 	_ = fs.Parse(args)
 	if *dur > 60*time.Second || *conc > 512 || *nUsers > 1000 {
@@ -299,7 +300,20 @@ func runPost(ctx context.Context, args []string) error {
 		httpP = drive(ctx, "http", *conc, *dur, post)
 		before, _ := pushCounts(ctx, t.URL)
 		logf("HTTP posts into the push room: %s at concurrency %d", *dur, *conc)
+		profiled := make(chan struct{})
+		if *pushProfile != "" {
+			go func() {
+				defer close(profiled)
+				secs := max(1, int(dur.Seconds())-1)
+				if err := t.saveProfile(ctx, fmt.Sprintf("/_load/pprof/profile?seconds=%d", secs), *pushProfile); err != nil {
+					logf("cpu profile: %v", err)
+				}
+			}()
+		} else {
+			close(profiled)
+		}
 		pushP = drive(ctx, "http+push", *conc, *dur, postPush)
+		<-profiled
 		after, _ := pushCounts(ctx, t.URL)
 		defer func() {
 			fmt.Printf("pushes during the http+push phase (from /metrics): sent %.0f, dropped %.0f messages (queue full), failed %.0f; the push service got %d in all so far\n",
