@@ -5,12 +5,13 @@ CASSANDRA := scripts/cassandra.sh
 GO_TEST_FLAGS ?= -race -count=1 -timeout 25m
 
 # `make test` installs what it lacks when it can (scripts/test-deps.sh).
-.PHONY: help run run-cluster test test-deps check generate cassandra-start cassandra-stop cassandra-status bench load
+.PHONY: help run run-cluster run-cluster3 cassandra3-stop test test-deps check generate cassandra-start cassandra-stop cassandra-status bench load
 
 help:
 	@echo "make run              start Cassandra (unless CASSANDRA_HOSTS is set) and the app on :8080"
 	@echo "make test             format/vet/templ checks, then every test against a real Cassandra and Chromium"
 	@echo "make run-cluster      two app instances (:8080, :8081) sharing Cassandra and an embedded NATS"
+	@echo "make run-cluster3     the same on three local Cassandra nodes (127.0.0.2-4, RF 3); make cassandra3-stop"
 	@echo "make cassandra-start  start (or reuse) the local Cassandra node;  make cassandra-stop  stop it"
 	@echo "make bench            benchmarks (figures for the issue notes)"
 
@@ -33,6 +34,24 @@ run-cluster: .session-key
 	SESSION_KEY=$$(cat .session-key) .bin/killrchat --addr :8080 --nats-embed 127.0.0.1:4222 & \
 	sleep 2; SESSION_KEY=$$(cat .session-key) NATS_URL=nats://127.0.0.1:4222 .bin/killrchat --addr :8081 & \
 	wait
+
+# Three Cassandra nodes on 127.0.0.2-4 (scripts/cassandra.sh start --nodes
+# 3), a keyspace of its own at NetworkTopologyStrategy dc1 = 3, and two app
+# instances over NATS, as run-cluster. The nodes keep running after Ctrl-C
+# (make cassandra3-stop stops them).
+run-cluster3: .session-key
+	$(CASSANDRA) start --nodes 3
+	go build -o .bin/killrchat .
+	@echo "KillrChat instances on the three-node cluster: http://localhost:8080 and http://localhost:8081 (Ctrl-C stops both)"
+	@trap 'kill 0' INT TERM EXIT; \
+	export SESSION_KEY=$$(cat .session-key) CASSANDRA_HOSTS=127.0.0.2,127.0.0.3,127.0.0.4 \
+		CASSANDRA_KEYSPACE=killrchat3 CASSANDRA_REPLICATION=NetworkTopologyStrategy:dc1=3; \
+	.bin/killrchat --addr :8080 --nats-embed 127.0.0.1:4222 & \
+	sleep 2; NATS_URL=nats://127.0.0.1:4222 .bin/killrchat --addr :8081 & \
+	wait
+
+cassandra3-stop:
+	@$(CASSANDRA) stop --nodes 3
 
 test: test-deps check
 	@if [ -z "$$CASSANDRA_HOSTS" ]; then $(CASSANDRA) start; fi

@@ -9,6 +9,8 @@
 # bin/cassandra + cassandra-env.sh would.
 #
 # Usage: scripts/cassandra.sh {fetch|start|stop|status|nodetool ARGS...}
+#        scripts/cassandra.sh {start|stop|status} --nodes 3
+#        scripts/cassandra.sh nodetool --node N ARGS...
 #
 #   fetch     download the jars once into the cache (atomic: temp dir + rename)
 #   start     fetch if needed; reuse a node that already answers CQL on
@@ -17,6 +19,17 @@
 #   stop      stop the node this script started (SIGTERM, then SIGKILL)
 #   status    print running / not running (exit 0 / 3)
 #   nodetool  run nodetool against the node (JMX on 127.0.0.1:7199)
+#
+# With --nodes 3 (issue 23) the commands act on a local cluster of three
+# nodes on 127.0.0.2, 127.0.0.3 and 127.0.0.4 (CQL 9042 and internode 7000
+# on each address, JMX on 127.0.0.1:7201-7203), so the development node on
+# 127.0.0.1 can keep running. Each node has its own directory under
+# CASSANDRA_CLUSTER_DIR (<repo>/.cassandra-cluster/nodeN), heap
+# (CASSANDRA_HEAP, default 768M there) and a third of the ring (one token
+# each); the snitch is GossipingPropertyFileSnitch with every node in dc1,
+# rack1, for keyspaces at NetworkTopologyStrategy {'dc1': 3}. Nodes start
+# one after another (a node joins once the one before answers CQL) and stop
+# in reverse. `nodetool --node N` talks to node N.
 #
 # Environment (all optional):
 #   KILLRCHAT_CACHE          cache root              (~/.cache/killrchat)
@@ -30,6 +43,13 @@
 #   CASSANDRA_JAVA_HOME      JDK to run Cassandra with (must be 11 or 17);
 #                            default: JAVA_HOME, the Debian JDK 17, PATH
 #   CASSANDRA_JVM_OPTS       extra JVM options, split on spaces
+#   CASSANDRA_HOST           address to listen on    (127.0.0.1)
+#   CASSANDRA_SEEDS          seed list               (<host>:<storage port>)
+#   CASSANDRA_INITIAL_TOKEN  the node's token        (0)
+#   CASSANDRA_DC             data centre; set: GossipingPropertyFileSnitch
+#                            (default: SimpleSnitch, datacenter1)
+#   CASSANDRA_RING_DELAY_MS  gossip ring delay       (100; 5000 in a cluster)
+#   CASSANDRA_CLUSTER_DIR    where --nodes keeps its nodes (<repo>/.cassandra-cluster)
 #
 # Running as root (CI does) is fine: the "refuses to run as root unless -R"
 # check lives only in the bin/cassandra shell script, which we do not use;
@@ -37,7 +57,7 @@
 set -euo pipefail
 
 readonly CASSANDRA_VERSION=5.0.9
-readonly HOST=127.0.0.1
+HOST=${CASSANDRA_HOST:-127.0.0.1}
 
 SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO_ROOT=$(dirname "$SCRIPT_DIR")
@@ -52,6 +72,11 @@ JMX_PORT=${CASSANDRA_JMX_PORT:-7199}
 HEAP=${CASSANDRA_HEAP:-1G}
 START_TIMEOUT=${CASSANDRA_START_TIMEOUT:-180}
 STOP_TIMEOUT=${CASSANDRA_STOP_TIMEOUT:-60}
+SEEDS=${CASSANDRA_SEEDS:-$HOST:$STORAGE_PORT}
+INITIAL_TOKEN=${CASSANDRA_INITIAL_TOKEN:-0}
+DC=${CASSANDRA_DC:-}
+RING_DELAY_MS=${CASSANDRA_RING_DELAY_MS:-100}
+CLUSTER_DIR=${CASSANDRA_CLUSTER_DIR:-$REPO_ROOT/.cassandra-cluster}
 
 # The config file URL and every path below must be absolute: the JVM runs
 # with the data dir as its working directory.
@@ -240,11 +265,12 @@ write_config() {
 # (including read/write/CAS/range request timeouts).
 cluster_name: 'KillrChat Dev'
 
-# One node owning the whole ring: a single token at 0, no vnodes.
+# One token per node, no vnodes: a single node owns the whole ring at 0;
+# each node of a --nodes cluster owns its third.
 num_tokens: 1
-initial_token: 0
+initial_token: $INITIAL_TOKEN
 partitioner: org.apache.cassandra.dht.Murmur3Partitioner
-endpoint_snitch: SimpleSnitch # datacenter1 / rack1
+endpoint_snitch: $(if [ -n "$DC" ]; then echo GossipingPropertyFileSnitch; else echo 'SimpleSnitch # datacenter1 / rack1'; fi)
 
 listen_address: $HOST
 rpc_address: $HOST
@@ -254,7 +280,7 @@ start_native_transport: true
 seed_provider:
   - class_name: org.apache.cassandra.locator.SimpleSeedProvider
     parameters:
-      - seeds: "$HOST:$STORAGE_PORT"
+      - seeds: "$SEEDS"
 
 data_file_directories:
   - '$DATA_DIR/data'
@@ -295,6 +321,11 @@ concurrent_compactors: 1
 # Tests drop and truncate tables all the time: do not snapshot on each.
 auto_snapshot: false
 EOF
+
+  if [ -n "$DC" ]; then
+    # Read from the classpath (the conf dir is on it).
+    printf 'dc=%s\nrack=rack1\n' "$DC" >"$CONF_DIR/cassandra-rackdc.properties"
+  fi
 
   # Everything to system.log at INFO (with rotation) and nothing to stdout,
   # so stdout.log only catches JVM-level output and crashes.
@@ -391,10 +422,10 @@ launch() { # launch JAVA; prints the JVM's pid
     "-Dcassandra-pidfile=$PID_FILE"
     # Fast single-node boot and stop: nobody to gossip with or wait for.
     -Dcassandra.skip_wait_for_gossip_to_settle=0
-    -Dcassandra.ring_delay_ms=100
+    "-Dcassandra.ring_delay_ms=$RING_DELAY_MS"
     -Dcassandra.shutdown_announce_in_ms=0
     -Dcassandra.superuser_setup_delay_ms=0
-    -Dcassandra.initial_token=0
+    "-Dcassandra.initial_token=$INITIAL_TOKEN"
     # Skip the ~1 s boot-time measurement of the skiplist memtable's per-row
     # overhead (5.0.9 with this JVM measures 180 bytes); it only steers
     # memtable size accounting.
@@ -592,22 +623,75 @@ EOF
   fi
   exec "$java" -Xmx256m "${JPMS_OPTS[@]}" -cp "$LIB_DIR/*" \
     "-Dlogback.configurationFile=$tools_log" \
-    org.apache.cassandra.tools.NodeTool -h "$HOST" -p "$JMX_PORT" "$@"
+    org.apache.cassandra.tools.NodeTool -h 127.0.0.1 -p "$JMX_PORT" "$@"
 }
 
 usage() {
   echo "usage: scripts/cassandra.sh {fetch|start|stop|status|nodetool ARGS...}" >&2
+  echo "       scripts/cassandra.sh {start|stop|status} --nodes 3 | nodetool --node N ARGS..." >&2
   echo "(see the comment at the top of scripts/cassandra.sh)" >&2
   exit 2
+}
+
+# The three nodes of --nodes: node N listens on 127.0.0.(N+1) and owns a
+# third of the Murmur3 ring.
+readonly CLUSTER_NODES=3
+CLUSTER_TOKENS=(-9223372036854775808 -3074457345618258603 3074457345618258602)
+
+# on_node N CMD...: runs this script's CMD as node N of the cluster.
+on_node() {
+  local n=$1
+  shift
+  case $n in [1-3]) ;; *) die "--node takes 1, 2 or 3" ;; esac
+  CASSANDRA_HOST=127.0.0.$((n + 1)) \
+    CASSANDRA_DATA_DIR=$CLUSTER_DIR/node$n \
+    CASSANDRA_JMX_PORT=$((7200 + n)) \
+    CASSANDRA_SEEDS=127.0.0.2:$STORAGE_PORT \
+    CASSANDRA_INITIAL_TOKEN=${CLUSTER_TOKENS[$((n - 1))]} \
+    CASSANDRA_DC=dc1 \
+    CASSANDRA_RING_DELAY_MS=${CASSANDRA_RING_DELAY_MS:-5000} \
+    CASSANDRA_HEAP=${CASSANDRA_HEAP:-768M} \
+    "$SCRIPT_DIR/cassandra.sh" "$@"
+}
+
+cluster() { # cluster start|stop|status
+  local n rc=0
+  case $1 in
+    start) for n in $(seq 1 "$CLUSTER_NODES"); do on_node "$n" start; done ;;
+    stop) for n in $(seq "$CLUSTER_NODES" -1 1); do on_node "$n" stop; done ;;
+    status)
+      for n in $(seq 1 "$CLUSTER_NODES"); do
+        printf 'node %s (127.0.0.%s): ' "$n" $((n + 1))
+        on_node "$n" status || rc=$?
+      done
+      return "$rc"
+      ;;
+  esac
 }
 
 case ${1:-} in
   fetch)
     if have_jars; then say "Cassandra $CASSANDRA_VERSION already cached in $LIB_DIR"; else cmd_fetch; fi
     ;;
-  start) cmd_start ;;
-  stop) cmd_stop ;;
-  status) cmd_status ;;
-  nodetool) shift; cmd_nodetool "$@" ;;
+  start | stop | status)
+    if [ "${2:-}" = --nodes ]; then
+      [ "${3:-}" = "$CLUSTER_NODES" ] || die "--nodes takes $CLUSTER_NODES"
+      cluster "$1"
+    elif [ $# -gt 1 ]; then
+      usage
+    else
+      "cmd_$1"
+    fi
+    ;;
+  nodetool)
+    shift
+    if [ "${1:-}" = --node ]; then
+      n=${2:-}
+      shift 2 || usage
+      on_node "$n" nodetool "$@"
+    else
+      cmd_nodetool "$@"
+    fi
+    ;;
   *) usage ;;
 esac
