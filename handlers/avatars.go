@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/killrchat/killrchat/live"
-	"github.com/killrchat/killrchat/views"
 	"github.com/killrchat/killrchat/web"
 )
 
@@ -22,11 +21,6 @@ func (s *Server) watchAvatars() {
 	})
 	s.hub.WatchInvalidations(func(inv live.Invalidation) { s.avatars.Apply(inv.Avatars) })
 	go s.avatars.Keep(s.db.LoadAvatars, reload, s.closing, s.log)
-}
-
-// ViewContext is ctx for rendering: avatars show their pictures.
-func (s *Server) ViewContext(ctx context.Context) context.Context {
-	return views.WithAvatars(ctx, s.avatars.Version)
 }
 
 // AvatarChanged tells every instance (this one at once) that login's

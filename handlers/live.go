@@ -20,9 +20,9 @@ func (s *Server) publish(ctx context.Context, ev live.Event) {
 	switch {
 	case ev.HTML != nil:
 	case ev.Kind == live.KindMessage:
-		ev.HTML, err = RenderString(s.ViewContext(ctx), views.MessageItem(*ev.Message))
+		ev.HTML, err = s.RenderString(ctx, views.MessageItem(*ev.Message))
 	case ev.Kind == live.KindParticipants:
-		ev.HTML, err = RenderString(s.ViewContext(ctx), views.Participants(ev.Conversation, ev.Participants, max(ev.Total, len(ev.Participants)), true))
+		ev.HTML, err = s.RenderString(ctx, views.Participants(ev.Conversation, ev.Participants, max(ev.Total, len(ev.Participants)), true))
 	}
 	if err != nil {
 		s.log.Error("render room event", "room", ev.Conversation, "kind", ev.Kind, "err", err)
@@ -107,7 +107,7 @@ func (s *Server) renderChange(ctx context.Context, in store.Place, ch store.Chan
 	switch ch.Kind {
 	case store.ChangeEdit:
 		m := store.Message{ID: ch.Message, Room: in.Conversation().ID, Content: ch.Content, Edited: ch.ID}
-		return RenderString(views.WithMembers(s.ViewContext(ctx), in.Conversation().Members), views.EditedBody(m))
+		return s.RenderString(views.WithMembers(ctx, in.Conversation().Members), views.EditedBody(m))
 	case store.ChangeDelete:
 		return []byte(views.MessageID(store.Message{ID: ch.Message})), nil
 	}

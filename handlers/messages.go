@@ -263,7 +263,7 @@ func (s *Server) postRendered(ctx context.Context, in store.Place, pass *fence.P
 		}
 	}
 	s.recordMentions(ctx, conv, sl.Msg)
-	sl.HTML, _ = RenderString(views.WithMembers(s.ViewContext(ctx), conv.Members), views.MessageItem(sl.Msg)) // publish renders again (and logs) if this failed
+	sl.HTML, _ = s.RenderString(views.WithMembers(ctx, conv.Members), views.MessageItem(sl.Msg)) // publish renders again (and logs) if this failed
 	html := sl.HTML
 	s.live.Finish(sl, true)
 	// The index follows the post, off its path (see store.Indexer), and

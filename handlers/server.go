@@ -210,7 +210,7 @@ func New(db *store.Store, metrics *web.Metrics, hub live.Hub, cfg Config, log *s
 		MaxReplays: cfg.MaxReplays, ReplayWait: cfg.ReplayWait, ResumeWindow: cfg.ResumeWindow,
 	}, log, metrics.SSEConnections,
 		func(ctx context.Context, m store.Message) ([]byte, error) {
-			return RenderString(s.ViewContext(ctx), views.MessageItem(m))
+			return s.RenderString(ctx, views.MessageItem(m))
 		},
 		func(ev live.Event) { s.publish(context.Background(), ev) })
 	s.live.RenderChanges(s.renderChange)
@@ -320,17 +320,17 @@ func (s *Server) Render(c echo.Context, status int, page views.Page, body templ.
 
 // RenderRaw writes comp as it is, with no layout.
 func (s *Server) RenderRaw(c echo.Context, status int, comp templ.Component) error {
-	var buf bytes.Buffer
 	c.Response().Header().Add("Vary", "HX-Request")
-	ctx := views.WithCSRF(s.ViewContext(c.Request().Context()), web.Token(c))
+	ctx := views.WithCSRF(c.Request().Context(), web.Token(c))
 	if u, ok := CurrentUser(c); ok {
 		// Rendered for this person alone: their mentions are highlighted.
 		ctx = views.WithViewer(ctx, u.Login)
 	}
-	if err := comp.Render(ctx, &buf); err != nil {
+	html, err := s.RenderString(ctx, comp)
+	if err != nil {
 		return fmt.Errorf("render: %w", err)
 	}
-	return c.HTMLBlob(status, buf.Bytes())
+	return c.HTMLBlob(status, html)
 }
 
 // fillPage adds what the layout needs: the user, the sidebar and the token.
@@ -501,9 +501,11 @@ func (s *Server) Shutdown() {
 	}
 }
 
-// RenderString renders comp into bytes.
-func RenderString(ctx context.Context, comp templ.Component) ([]byte, error) {
+// RenderString renders comp into bytes: every page, fragment and live
+// event is rendered here, where avatars get their pictures
+// (views.WithAvatars).
+func (s *Server) RenderString(ctx context.Context, comp templ.Component) ([]byte, error) {
 	var buf bytes.Buffer
-	err := comp.Render(ctx, &buf)
+	err := comp.Render(views.WithAvatars(ctx, s.avatars.Version), &buf)
 	return buf.Bytes(), err
 }

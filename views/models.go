@@ -171,6 +171,19 @@ type ProfileEdit struct {
 	Saved      string
 }
 
+// NewProfileEdit is the profile page of u with its forms empty but for
+// the saved email and bio.
+func NewProfileEdit(u store.User, hasPicture bool) ProfileEdit {
+	empty := func() Form { return Form{Values: map[string]string{}, Errors: map[string]string{}} }
+	return ProfileEdit{
+		User:       u,
+		Form:       Form{Values: map[string]string{"email": u.Email, "bio": u.Bio}, Errors: map[string]string{}},
+		Password:   empty(),
+		Picture:    empty(),
+		HasPicture: hasPicture,
+	}
+}
+
 // RoomRow is one room in the list of all rooms.
 type RoomRow struct {
 	Room   store.Room

@@ -137,13 +137,7 @@ func (s routes) profileEdit(c echo.Context) (views.ProfileEdit, error) {
 	if err != nil {
 		return views.ProfileEdit{}, err
 	}
-	return views.ProfileEdit{
-		User:       u,
-		Form:       views.Form{Values: map[string]string{"email": u.Email, "bio": u.Bio}, Errors: map[string]string{}},
-		Password:   views.Form{Values: map[string]string{}, Errors: map[string]string{}},
-		Picture:    views.Form{Values: map[string]string{}, Errors: map[string]string{}},
-		HasPicture: s.AvatarVersion(u.Login) != "",
-	}, nil
+	return views.NewProfileEdit(u, s.AvatarVersion(u.Login) != ""), nil
 }
 
 func (s routes) showProfile(c echo.Context) error {
@@ -169,8 +163,8 @@ func (s routes) updateProfile(c echo.Context) error {
 		if !handlers.FormError(err) {
 			return err
 		}
-		return s.Render(c, handlers.FormStatus(err), views.Page{Title: "Your profile"}, views.ProfileEditView(
-			views.ProfileEdit{User: p.User, Form: handlers.WithErrors(p.Form, err), Password: p.Password, Picture: p.Picture, HasPicture: p.HasPicture}))
+		p.Form = handlers.WithErrors(p.Form, err)
+		return s.Render(c, handlers.FormStatus(err), views.Page{Title: "Your profile"}, views.ProfileEditView(p))
 	}
 	return handlers.Redirect(c, "/profile?saved=1")
 }

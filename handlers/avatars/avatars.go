@@ -128,13 +128,8 @@ func (s routes) refuse(c echo.Context, err error) error {
 	if err != nil {
 		return err
 	}
-	p := views.ProfileEdit{
-		User:       u,
-		Form:       views.Form{Values: map[string]string{"email": u.Email, "bio": u.Bio}, Errors: map[string]string{}},
-		Password:   views.Form{Values: map[string]string{}, Errors: map[string]string{}},
-		Picture:    views.Form{Values: map[string]string{}, Errors: map[string]string{"picture": msg}},
-		HasPicture: s.AvatarVersion(u.Login) != "",
-	}
+	p := views.NewProfileEdit(u, s.AvatarVersion(u.Login) != "")
+	p.Picture.Errors["picture"] = msg
 	return s.Render(c, status, views.Page{Title: "Your profile"}, views.ProfileEditView(p))
 }
 

@@ -135,7 +135,7 @@ func (s routes) editMessage(c echo.Context) error {
 		if err := s.DB().UpdateMentions(ctx, conv, m, edited); err != nil {
 			s.Log().Warn("update mentions", "conversation", conv.ID, "err", err)
 		}
-		return handlers.RenderString(views.WithMembers(s.ViewContext(ctx), conv.Members), views.EditedBody(edited))
+		return s.RenderString(views.WithMembers(ctx, conv.Members), views.EditedBody(edited))
 	})
 	if errors.Is(err, store.ErrInvalid) {
 		f := handlers.WithErrors(views.Form{Values: map[string]string{"content": content}, Errors: map[string]string{}}, err)
