@@ -46,6 +46,8 @@ type config struct {
 	replication      string
 	consistency      string
 	serial           string
+	localDC          string
+	speculative      time.Duration
 	sessionKey       string
 	secureCookies    bool
 	trustedProxies   string
@@ -131,6 +133,8 @@ func parseFlags(args []string) (config, error) {
 		"keyspace replication when it is created: SimpleStrategy:RF or NetworkTopologyStrategy:dc1=3,dc2=3 (env CASSANDRA_REPLICATION)")
 	fs.StringVar(&c.consistency, "cassandra-consistency", env("CASSANDRA_CONSISTENCY", "LOCAL_QUORUM"), "consistency of reads and writes (env CASSANDRA_CONSISTENCY)")
 	fs.StringVar(&c.serial, "cassandra-serial-consistency", env("CASSANDRA_SERIAL_CONSISTENCY", "LOCAL_SERIAL"), "serial consistency of lightweight transactions: SERIAL or LOCAL_SERIAL (env CASSANDRA_SERIAL_CONSISTENCY)")
+	fs.StringVar(&c.localDC, "cassandra-dc", env("CASSANDRA_DC", ""), "the local data centre: its nodes coordinate (LOCAL_QUORUM reads and writes go to its replicas); empty: every node in turn (env CASSANDRA_DC)")
+	fs.DurationVar(&c.speculative, "cassandra-speculative", envDuration("CASSANDRA_SPECULATIVE", 0), "after this long without an answer, an idempotent statement is sent to a second node too; 0: never (env CASSANDRA_SPECULATIVE)")
 	fs.StringVar(&c.sessionKey, "session-key", env("SESSION_KEY", ""), "hex key (32+ bytes) signing session cookies; every instance needs the same one (env SESSION_KEY; random if unset)")
 	fs.BoolVar(&c.secureCookies, "secure-cookies", env("SECURE_COOKIES", "") == "true", "mark every cookie Secure and send HSTS always (TLS-only sites); without it, requests over TLS or X-Forwarded-Proto: https from a trusted proxy still get both (env SECURE_COOKIES=true)")
 	fs.StringVar(&c.trustedProxies, "trusted-proxies", env("TRUSTED_PROXIES", ""), "CIDRs of proxies whose X-Forwarded-For and X-Forwarded-Proto are believed, comma-separated (env TRUSTED_PROXIES)")
@@ -241,7 +245,8 @@ func run(cfg config) error {
 	metrics := web.NewMetrics()
 	db := store.New(store.Config{
 		Hosts: strings.Split(cfg.hosts, ","), Keyspace: cfg.keyspace, Replication: cfg.replication,
-		Consistency: consistency, SerialConsistency: serial, Observe: metrics.ObserveQuery, Log: log,
+		Consistency: consistency, SerialConsistency: serial, LocalDC: cfg.localDC, Speculative: cfg.speculative,
+		Observe: metrics.ObserveQuery, Log: log,
 		DecodeBudget: cfg.decodeBudget, ReadBudget: cfg.downloadMemory,
 	})
 	defer db.Close()

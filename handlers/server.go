@@ -455,8 +455,13 @@ func (s *Server) healthz(c echo.Context) error { return c.String(http.StatusOK, 
 func (s *Server) readyz(c echo.Context) error {
 	ctx, cancel := context.WithTimeout(c.Request().Context(), 2*time.Second)
 	defer cancel()
-	if err := s.db.Ready(ctx); err != nil {
+	degraded, err := s.db.Health(ctx)
+	if err != nil {
 		return c.String(http.StatusServiceUnavailable, "cassandra unavailable\n")
+	}
+	if degraded != "" {
+		// Still ready: every request works while a quorum answers.
+		return c.String(http.StatusOK, "degraded: "+degraded+"\n")
 	}
 	return c.String(http.StatusOK, "ready\n")
 }

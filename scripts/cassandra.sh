@@ -10,6 +10,7 @@
 #
 # Usage: scripts/cassandra.sh {fetch|start|stop|status|nodetool ARGS...}
 #        scripts/cassandra.sh {start|stop|status} --nodes 3
+#        scripts/cassandra.sh {start|stop|status} --node N
 #        scripts/cassandra.sh nodetool --node N ARGS...
 #
 #   fetch     download the jars once into the cache (atomic: temp dir + rename)
@@ -29,7 +30,9 @@
 # each); the snitch is GossipingPropertyFileSnitch with every node in dc1,
 # rack1, for keyspaces at NetworkTopologyStrategy {'dc1': 3}. Nodes start
 # one after another (a node joins once the one before answers CQL) and stop
-# in reverse. `nodetool --node N` talks to node N.
+# in reverse. `--node N` acts on node N alone (a restart after a fault:
+# its directory, and so its data, stays); its pid is in
+# CASSANDRA_CLUSTER_DIR/nodeN/cassandra.pid while it runs.
 #
 # Environment (all optional):
 #   KILLRCHAT_CACHE          cache root              (~/.cache/killrchat)
@@ -628,7 +631,7 @@ EOF
 
 usage() {
   echo "usage: scripts/cassandra.sh {fetch|start|stop|status|nodetool ARGS...}" >&2
-  echo "       scripts/cassandra.sh {start|stop|status} --nodes 3 | nodetool --node N ARGS..." >&2
+  echo "       scripts/cassandra.sh {start|stop|status} --nodes 3 | {start|stop|status} --node N | nodetool --node N ARGS..." >&2
   echo "(see the comment at the top of scripts/cassandra.sh)" >&2
   exit 2
 }
@@ -677,6 +680,8 @@ case ${1:-} in
     if [ "${2:-}" = --nodes ]; then
       [ "${3:-}" = "$CLUSTER_NODES" ] || die "--nodes takes $CLUSTER_NODES"
       cluster "$1"
+    elif [ "${2:-}" = --node ]; then
+      on_node "${3:-}" "$1"
     elif [ $# -gt 1 ]; then
       usage
     else

@@ -67,8 +67,8 @@ func (s *Store) SetLevel(ctx context.Context, login, conversation string, level 
 	// Beside the person's marker (their pages read it) and in the
 	// conversation's levels (push reads them), in one logged batch.
 	b := sess.NewBatch(gocql.LoggedBatch).WithContext(ctx)
-	b.Query(updateLevel, string(level), login, conversation)
-	b.Query(insertConvLvl, conversation, login, string(level))
+	b.Entries = append(b.Entries, gocql.BatchEntry{Stmt: updateLevel, Args: []any{string(level), login, conversation}, Idempotent: true},
+		gocql.BatchEntry{Stmt: insertConvLvl, Args: []any{conversation, login, string(level)}, Idempotent: true})
 	if err := sess.ExecuteBatch(b); err != nil {
 		return s.fail("set the level of "+conversation, err)
 	}

@@ -99,15 +99,27 @@ func (s *Store) VAPIDKeys(ctx context.Context, generate func() (public, private 
 	if err != nil {
 		return "", "", err
 	}
-	if q, err = s.query(ctx, insertVAPID, pub, priv); err != nil {
+	// An LWT, never retried by the driver: an unknown outcome is settled
+	// by reading at SERIAL what is stored.
+	var storedPub, storedPriv string
+	prev := map[string]any{}
+	applied, err := s.lwt(ctx, "store the VAPID keys", insertVAPID, []any{pub, priv}, prev, func(ctx context.Context) (bool, error) {
+		q, err := s.serialRead(ctx, selectVAPID)
+		if err != nil {
+			return false, err
+		}
+		if err := q.Scan(&storedPub, &storedPriv); err != nil {
+			return false, err
+		}
+		return storedPub == pub, nil
+	})
+	if err != nil {
 		return "", "", err
 	}
-	prev := map[string]any{}
-	applied, err := q.Idempotent(false).MapScanCAS(prev)
-	if err != nil {
-		return "", "", s.fail("store the VAPID keys", err)
-	}
-	if !applied {
+	switch {
+	case !applied && storedPub != "":
+		pub, priv = storedPub, storedPriv
+	case !applied:
 		pub, _ = prev["public_key"].(string)
 		priv, _ = prev["private_key"].(string)
 	}

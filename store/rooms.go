@@ -556,7 +556,7 @@ func (s *Store) cleanUpRoom(ctx context.Context, r Room) error {
 	for start := 0; start < len(stmts); start += maxBatch {
 		b := sess.NewBatch(gocql.LoggedBatch).WithContext(ctx)
 		for _, st := range stmts[start:min(start+maxBatch, len(stmts))] {
-			b.Query(st.stmt, st.values...)
+			b.Entries = append(b.Entries, gocql.BatchEntry{Stmt: st.stmt, Args: st.values, Idempotent: true}) // deletes
 		}
 		if err := sess.ExecuteBatch(b); err != nil {
 			return s.fail("clean up room "+r.Name, err)

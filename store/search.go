@@ -654,16 +654,27 @@ func (s *Store) placesFrom(ctx context.Context) (int, error) {
 		case !errors.Is(err, gocql.ErrNotFound):
 			return 0, s.fail("look for postings", err)
 		}
-		q, err = s.query(ctx, insertPlacesFrom, month)
+		// An LWT, never retried by the driver: an unknown outcome is
+		// settled by reading at SERIAL what is stored.
+		stored := -1
+		prev := map[string]any{}
+		applied, err := s.lwt(ctx, "settle places_from", insertPlacesFrom, []any{month}, prev, func(ctx context.Context) (bool, error) {
+			q, err := s.serialRead(ctx, selectPlacesFrom)
+			if err != nil {
+				return false, err
+			}
+			if err := q.Scan(&stored); err != nil {
+				return false, err
+			}
+			return stored == month, nil
+		})
 		if err != nil {
 			return 0, err
 		}
-		prev := map[string]any{}
-		applied, err := q.Idempotent(false).MapScanCAS(prev)
-		if err != nil {
-			return 0, s.fail("settle places_from", err)
-		}
-		if !applied {
+		switch {
+		case !applied && stored >= 0:
+			month = stored
+		case !applied:
 			month, _ = prev["month"].(int)
 		}
 	} else if err != nil {

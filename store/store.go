@@ -91,6 +91,14 @@ type Config struct {
 	// SerialConsistency is set explicitly on every conditional statement.
 	SerialConsistency gocql.SerialConsistency
 	Timeout           time.Duration
+	// LocalDC is the data centre whose nodes coordinate (with
+	// LOCAL_QUORUM, the one whose replicas answer); empty: every node
+	// in turn.
+	LocalDC string
+	// Speculative is how long an idempotent read or write waits for its
+	// coordinator before the same statement goes to a second node as
+	// well; zero: never (see speculation).
+	Speculative time.Duration
 	// Observe, if set, is called after every statement and batch.
 	Observe func(ObservedQuery)
 	Log     *slog.Logger
@@ -145,6 +153,8 @@ type Store struct {
 	// places is the first month whose term_places are complete (see
 	// placesFrom).
 	places placesSetting
+	// speculative is Config.Speculative as the driver's policy.
+	speculative gocql.SpeculativeExecutionPolicy
 }
 
 // New returns a Store that is not yet connected.
@@ -170,7 +180,7 @@ func New(cfg Config) *Store {
 	if cfg.ReadBudget <= 0 {
 		cfg.ReadBudget = DefaultReadBudget
 	}
-	return &Store{cfg: cfg, log: cfg.Log, Now: time.Now,
+	return &Store{cfg: cfg, log: cfg.Log, Now: time.Now, speculative: speculation(cfg.Speculative),
 		decodeBudget: semaphore.NewWeighted(cfg.DecodeBudget), decodeBudgetSize: cfg.DecodeBudget,
 		readBudget: semaphore.NewWeighted(cfg.ReadBudget), readBudgetSize: cfg.ReadBudget}
 }
@@ -189,8 +199,8 @@ func (s *Store) cluster() gocql.ClusterConfig {
 	c.ReconnectInterval = time.Second
 	c.ReconnectionPolicy = &gocql.ExponentialReconnectionPolicy{MaxRetries: 1 << 20, InitialInterval: 500 * time.Millisecond, MaxInterval: 5 * time.Second}
 	// Only idempotent statements may be retried by the driver; conditional
-	// statements are never marked idempotent (see lwt.go).
-	c.RetryPolicy = &gocql.SimpleRetryPolicy{NumRetries: 2}
+	// statements are never marked idempotent (see lwt.go, driver.go).
+	c.RetryPolicy = idempotentRetry{driverRetries}
 	c.DisableSkipMetadata = false
 	if s.cfg.Observe != nil {
 		c.QueryObserver = queryObserver{s.cfg.Observe}
@@ -215,6 +225,9 @@ func (s *Store) Connect(ctx context.Context) error {
 		return fmt.Errorf("store: connect: %w (%w)", ErrUnavailable, err)
 	}
 	cluster.Keyspace = s.cfg.Keyspace
+	// A token-aware policy serves one session only: the migrations' own
+	// sessions go round the nodes.
+	cluster.PoolConfig.HostSelectionPolicy = hostPolicy(s.cfg.LocalDC)
 	sess, err := cluster.CreateSession()
 	if err != nil {
 		return fmt.Errorf("store: connect: %w (%w)", ErrUnavailable, err)
@@ -256,19 +269,43 @@ func (s *Store) Close() {
 	}
 }
 
-// Ready returns nil if Cassandra answers a query now, else an error wrapping
-// ErrUnavailable.
-func (s *Store) Ready(ctx context.Context) error {
-	sess, err := s.db()
+// selectHealth reads one row of the keyspace (every keyspace has it: the
+// first migration), at the consistency Health asks.
+const selectHealth = `SELECT version FROM schema_migrations WHERE version = 1`
+
+// healthAll bounds the read at ALL: a replica that is slow to answer, not
+// only one that is down, makes the cluster degraded.
+const healthAll = time.Second
+
+// Health tells whether the application can work now: an error wrapping
+// ErrUnavailable if a read at the configured consistency (LOCAL_QUORUM)
+// fails; else degraded is non-empty, saying why, when a read at ALL fails,
+// which is a replica down or too slow while a quorum still answers. (The
+// row read lives on RF nodes: on a cluster of more nodes than RF, a node
+// that holds no replica of it can be down unnoticed here.)
+func (s *Store) Health(ctx context.Context) (degraded string, err error) {
+	q, err := s.query(ctx, selectHealth)
 	if err != nil {
-		return err
+		return "", err
 	}
-	var v string
-	if err := sess.Query(`SELECT release_version FROM system.local`).WithContext(ctx).
-		Consistency(gocql.One).Idempotent(true).Scan(&v); err != nil {
-		return s.fail("ready", err)
+	var v int
+	if err := q.Scan(&v); err != nil && !errors.Is(err, gocql.ErrNotFound) {
+		return "", s.fail("health", err)
 	}
-	return nil
+	if s.cfg.Consistency == gocql.All {
+		return "", nil
+	}
+	actx, cancel := context.WithTimeout(ctx, healthAll)
+	defer cancel()
+	q, err = s.query(actx, selectHealth)
+	if err != nil {
+		return "", err
+	}
+	err = q.Consistency(gocql.All).SetSpeculativeExecutionPolicy(&gocql.NonSpeculativeExecution{}).RetryPolicy(nil).Scan(&v)
+	if err != nil && !errors.Is(err, gocql.ErrNotFound) {
+		return fmt.Sprintf("not every replica answers (%v); a quorum does", err), nil
+	}
+	return "", nil
 }
 
 func (s *Store) db() (*gocql.Session, error) {
@@ -287,7 +324,7 @@ func (s *Store) query(ctx context.Context, stmt string, values ...any) (*gocql.Q
 	if err != nil {
 		return nil, err
 	}
-	return sess.Query(stmt, values...).WithContext(ctx).Idempotent(true), nil
+	return sess.Query(stmt, values...).WithContext(ctx).Idempotent(true).SetSpeculativeExecutionPolicy(s.speculative), nil
 }
 
 // exec runs one statement that returns no rows; op names it in errors.
