@@ -55,3 +55,24 @@ func (c codeErr) Code() int       { return int(c) }
 func (c codeErr) Message() string { return "refused" }
 
 func requestErr(code int) error { return errors.Join(codeErr(code)) }
+
+// TestUnknownOutcome: which failures of a conditional statement leave its
+// outcome open, to be settled by a SERIAL read.
+func TestUnknownOutcome(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"WriteTimeout", &gocql.RequestErrWriteTimeout{}, true},
+		{"CASWriteUnknown", &gocql.RequestErrCASWriteUnknown{}, true},
+		{"NoAnswer", gocql.ErrTimeoutNoResponse, true},
+		{"ConnectionClosed", gocql.ErrConnectionClosed, true},
+		{"Unavailable", &gocql.RequestErrUnavailable{}, false}, // refused before any Paxos round
+		{"NoConnections", gocql.ErrNoConnections, false},
+	} {
+		if got := unknownOutcome(tt.err); got != tt.want {
+			t.Errorf("%s: unknown outcome %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}

@@ -55,8 +55,17 @@ func (s *Store) serialRead(ctx context.Context, stmt string, values ...any) (*go
 	return q.Consistency(gocql.Consistency(s.cfg.SerialConsistency)), nil
 }
 
+// unknownOutcome tells whether a conditional statement that failed with
+// err may have applied: a timeout (Cassandra's or the driver's), a Paxos
+// round Cassandra could not finish (CAS write unknown), or a connection
+// that closed while the answer was awaited (the chaos command's instance
+// of it: a leave answered 503 whose LWT had applied, leaving the room in
+// the person's list).
 func unknownOutcome(err error) bool {
-	var wto *gocql.RequestErrWriteTimeout
-	return errors.As(err, &wto) || errors.Is(err, gocql.ErrTimeoutNoResponse) ||
-		errors.Is(err, context.DeadlineExceeded)
+	var (
+		wto *gocql.RequestErrWriteTimeout
+		cas *gocql.RequestErrCASWriteUnknown
+	)
+	return errors.As(err, &wto) || errors.As(err, &cas) || errors.Is(err, gocql.ErrTimeoutNoResponse) ||
+		errors.Is(err, gocql.ErrConnectionClosed) || errors.Is(err, context.DeadlineExceeded)
 }

@@ -459,7 +459,8 @@ func (s *Store) LeaveRoom(ctx context.Context, user UserRef, room string) error 
 // creator_login = login AND participants = the participants just read. If
 // someone joined or left in between, it re-reads and tries again (bounded).
 // After it applies, the room leaves every participant's list and all its
-// messages and buckets are deleted. It returns ErrNotFound, ErrNotCreator,
+// messages and buckets are deleted (in the background, should the first
+// try fail: the delete has applied, see retryCleanUp). It returns ErrNotFound, ErrNotCreator,
 // or ErrConflict when the participants kept changing.
 func (s *Store) DeleteRoom(ctx context.Context, login, name string) (Room, error) {
 	return s.DeleteRoomFenced(ctx, login, name, nil)
@@ -503,7 +504,12 @@ func (s *Store) DeleteRoomFenced(ctx context.Context, login, name string, fence 
 				}
 			}
 			if err := s.cleanUpRoom(ctx, r); err != nil {
-				return r, err
+				// The room is deleted: that is the answer. What it
+				// leaves is invisible (a room made again under its name
+				// starts later, see Conversation.Since) and is cleaned
+				// up in the background.
+				s.log.Warn("store: the clean-up of a deleted room failed; it is tried again in the background", "room", name, "err", err)
+				go s.retryCleanUp(r)
 			}
 			return r, nil
 		}
@@ -516,6 +522,41 @@ func (s *Store) DeleteRoomFenced(ctx context.Context, login, name string, fence 
 		// The participants changed since the read: read again.
 	}
 	return Room{}, fmt.Errorf("store: delete room %q: %w", name, ErrConflict)
+}
+
+// cleanUpRetries and cleanUpBackoff bound the background clean-up of a
+// deleted room (see retryCleanUp): about ten minutes in all.
+const (
+	cleanUpRetries = 12
+	cleanUpBackoff = 3 * time.Second
+)
+
+// retryCleanUp tries the clean-up of the deleted room r again, backing
+// off, until it succeeds or a room of the same name exists again (whose
+// new messages share r's partitions: what r left stays, unseen).
+func (s *Store) retryCleanUp(r Room) {
+	wait := cleanUpBackoff
+	for attempt := 1; attempt <= cleanUpRetries; attempt++ {
+		time.Sleep(wait)
+		wait = min(2*wait, time.Minute)
+		ctx, cancel := context.WithTimeout(context.Background(), 4*s.cfg.Timeout)
+		_, err := s.room(ctx, r.Name, true)
+		if !errors.Is(err, ErrNotFound) {
+			cancel()
+			if err == nil {
+				s.log.Warn("store: a deleted room's name is taken again; its clean-up stops", "room", r.Name)
+				return
+			}
+			continue
+		}
+		err = s.cleanUpRoom(ctx, r)
+		cancel()
+		if err == nil {
+			s.log.Info("store: a deleted room is cleaned up", "room", r.Name, "attempt", attempt)
+			return
+		}
+	}
+	s.log.Error("store: the clean-up of a deleted room gave up; its messages stay, unseen", "room", r.Name)
 }
 
 // cleanUpRoom runs after a room's row is deleted: it removes the room from

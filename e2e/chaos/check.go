@@ -1,0 +1,363 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/gocql/gocql"
+
+	"github.com/killrchat/killrchat/store"
+)
+
+// openDB is a session on the run's keyspace at LOCAL_QUORUM.
+func openDB(hosts []string, keyspace string) (*gocql.Session, error) {
+	c := gocql.NewCluster(hosts...)
+	c.Keyspace, c.Consistency, c.Timeout = keyspace, gocql.LocalQuorum, 10*time.Second
+	c.RetryPolicy = &gocql.SimpleRetryPolicy{NumRetries: 3} // reads only
+	return c.CreateSession()
+}
+
+// onNode is a session that talks to host alone, at ONE: what that
+// replica holds.
+func onNode(host, keyspace string) (*gocql.Session, error) {
+	c := gocql.NewCluster(host)
+	c.Keyspace, c.Consistency, c.Timeout = keyspace, gocql.One, 10*time.Second
+	c.HostFilter = gocql.WhiteListHostFilter(host)
+	c.DisableInitialHostLookup = true
+	return c.CreateSession()
+}
+
+// pct is the p-th percentile of ds (sorted in place).
+func pct(ds []time.Duration, p float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	slices.Sort(ds)
+	return ds[min(len(ds)-1, int(float64(len(ds))*p))]
+}
+
+func msf(d time.Duration) string { return fmt.Sprintf("%.0fms", float64(d)/float64(time.Millisecond)) }
+
+// latencies are the p50 and p99 of the successful ops of kind started in
+// [from, to).
+func latencies(ops []op, kind string, from, to time.Time) string {
+	var ds []time.Duration
+	for _, o := range ops {
+		if o.kind == kind && o.ok && !o.at.Before(from) && o.at.Before(to) {
+			ds = append(ds, o.dur)
+		}
+	}
+	if len(ds) == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%s/%s (n=%d)", msf(pct(ds, .5)), msf(pct(ds, .99)), len(ds))
+}
+
+// report prints the healthy baseline and, for each fault, the errors
+// clients saw, latencies while it lasted and after, how long until every
+// operation succeeded again, and what /readyz said.
+func (w *world) report(start time.Time, windows []window) map[string]map[string]int {
+	readyz := map[string]map[string]int{}
+	ops := w.rec.all()
+	first := start.Add(w.o.d)
+	if len(windows) > 0 {
+		first = windows[0].start
+	}
+	fmt.Fprintf(w.o.out, "\nhealthy (first %v): post p50/p99 %s, page p50/p99 %s\n", first.Sub(start).Round(time.Second),
+		latencies(ops, "post", start, first), latencies(ops, "page", start, first))
+	for _, win := range windows {
+		var total, failed int
+		var lastFail time.Time
+		kinds := map[string]int{}
+		for _, o := range ops {
+			if o.at.Before(win.start) || !o.at.Before(win.next) {
+				continue
+			}
+			total++
+			if !o.ok {
+				failed++
+				kinds[o.kind]++
+				if end := o.at.Add(o.dur); end.After(lastFail) {
+					lastFail = end
+				}
+			}
+		}
+		share := 0.0
+		if total > 0 {
+			share = 100 * float64(failed) / float64(total)
+		}
+		recovered := "no errors"
+		if failed > 0 {
+			recovered = fmt.Sprintf("every operation succeeds again %.1f s after the fault", lastFail.Sub(win.start).Seconds())
+		}
+		var by []string
+		for k, n := range kinds {
+			by = append(by, fmt.Sprintf("%s %d", k, n))
+		}
+		slices.Sort(by)
+		answers := map[string]int{}
+		w.mu.Lock()
+		for _, r := range w.ready {
+			if !r.at.Before(win.start) && r.at.Before(win.back) {
+				answers[r.answer]++
+			}
+		}
+		w.mu.Unlock()
+		readyz[win.name] = answers
+		fmt.Fprintf(w.o.out, "fault %-14s errors %d of %d (%.2f%%) [%s]; %s\n", win.name, failed, total, share, strings.Join(by, ", "), recovered)
+		fmt.Fprintf(w.o.out, "  during (%v): post %s, page %s; /readyz %v\n", win.back.Sub(win.start).Round(time.Second),
+			latencies(ops, "post", win.start, win.back), latencies(ops, "page", win.start, win.back), answers)
+		fmt.Fprintf(w.o.out, "  after: post %s, page %s\n", latencies(ops, "post", win.back, win.next), latencies(ops, "page", win.back, win.next))
+		if win.err != nil {
+			fmt.Fprintf(w.o.out, "  the fault itself failed: %v\n", win.err)
+		}
+	}
+	lwt := map[string][2]int{}
+	for _, o := range ops {
+		if o.kind == "signup" || o.kind == "create" || o.kind == "join" || o.kind == "leave" || o.kind == "delete" {
+			c := lwt[o.kind]
+			c[0]++
+			if o.ok {
+				c[1]++
+			}
+			lwt[o.kind] = c
+		}
+	}
+	var parts []string
+	for _, k := range []string{"signup", "create", "join", "leave", "delete"} {
+		parts = append(parts, fmt.Sprintf("%s %d/%d", k, lwt[k][1], lwt[k][0]))
+	}
+	fmt.Fprintf(w.o.out, "LWTs answered (a refusal is an answer) of made, whole run: %s\n", strings.Join(parts, ", "))
+	return readyz
+}
+
+// check reads back what the run did and returns what broke.
+func (w *world) check(ctx context.Context, db *gocql.Session, room string, subs []*subscriber) (result, error) {
+	var res result
+	w.mu.Lock()
+	acks := append([]ack(nil), w.acks...)
+	w.mu.Unlock()
+	res.acked = len(acks)
+	// Every acknowledged post is stored, once.
+	var stored = map[string]int{}
+	days := map[int]bool{}
+	for _, a := range acks {
+		id, err := gocql.ParseUUID(a.id)
+		if err != nil {
+			return res, err
+		}
+		days[store.BucketOf(id)] = true
+	}
+	for day := range days {
+		iter := db.Query(`SELECT content FROM chat_room_messages WHERE room_name = ? AND time_bucket = ?`, room, day).WithContext(ctx).Iter()
+		var content string
+		for iter.Scan(&content) {
+			stored[content]++
+		}
+		if err := iter.Close(); err != nil {
+			return res, fmt.Errorf("read the room's messages: %w", err)
+		}
+	}
+	for _, a := range acks {
+		id, _ := gocql.ParseUUID(a.id)
+		var content string
+		err := db.Query(`SELECT content FROM chat_room_messages WHERE room_name = ? AND time_bucket = ? AND message_id = ?`,
+			room, store.BucketOf(id), id).WithContext(ctx).Scan(&content)
+		if err != nil || content != a.content {
+			res.lost++
+			if res.lost <= 5 {
+				fmt.Fprintf(w.o.out, "lost: %s %q acknowledged at %s (%v)\n", a.id, a.content, a.at.Format("15:04:05.000"), err)
+			}
+		}
+	}
+	for content, n := range stored {
+		if strings.HasPrefix(content, "chaos ") && n > 1 {
+			res.duplicated += n - 1
+			fmt.Fprintf(w.o.out, "stored %d times: %q\n", n, content)
+		}
+	}
+	// Every subscriber received every acknowledged post.
+	for _, s := range subs {
+		missing := 0
+		for _, a := range acks {
+			if !s.has(a.id) {
+				missing++
+			}
+		}
+		res.missing += missing
+		fmt.Fprintf(w.o.out, "subscriber %s: %d connections, %d page loads, missing %d of %d\n", s.p.login, s.conns, s.reloads, missing, len(acks))
+	}
+	fmt.Fprintf(w.o.out, "acknowledged posts: %d; lost %d; duplicated %d\n", len(acks), res.lost, res.duplicated)
+
+	w.mu.Lock()
+	signups, rooms := w.signups, w.rooms
+	deleted, created, loggedOut := w.deleted, w.created, w.loggedOut
+	for _, name := range w.unsure {
+		// Checked as any room if it is there; gone is as good.
+		var creator string
+		if err := db.Query(`SELECT creator_login FROM chat_rooms WHERE room_name = ?`, name).WithContext(ctx).Scan(&creator); err == nil {
+			created = append(created, name)
+		}
+	}
+	w.mu.Unlock()
+	// No login and no room name has two owners.
+	for login, won := range signups {
+		if len(won) > 1 {
+			res.broken = append(res.broken, fmt.Sprintf("login %s signed up twice", login))
+		}
+	}
+	for name, won := range rooms {
+		if len(won) > 1 {
+			res.broken = append(res.broken, fmt.Sprintf("room %s created by %v", name, won))
+			continue
+		}
+		if len(won) == 1 {
+			created = append(created, name)
+			var creator string
+			if err := db.Query(`SELECT creator_login FROM chat_rooms WHERE room_name = ?`, name).WithContext(ctx).Scan(&creator); err != nil || creator != won[0] {
+				res.broken = append(res.broken, fmt.Sprintf("room %s: creator %q, but %s was told it created it (%v)", name, creator, won[0], err))
+			}
+		}
+	}
+	fmt.Fprintf(w.o.out, "sign-up races: %d; room-creation races: %d\n", len(signups), len(rooms))
+	// No zombie room: a room whose delete was acknowledged is gone, and
+	// every participant of a room lists it.
+	for _, name := range deleted {
+		var creator string
+		err := db.Query(`SELECT creator_login FROM chat_rooms WHERE room_name = ?`, name).WithContext(ctx).Scan(&creator)
+		if err == nil {
+			res.broken = append(res.broken, fmt.Sprintf("room %s exists after its delete was acknowledged", name))
+		} else if err != gocql.ErrNotFound {
+			return res, err
+		}
+	}
+	for _, p := range w.people {
+		// A page load repairs a list entry left by a join that raced a
+		// delete (store.MyRooms), as a person's next page would.
+		_, _, _ = p.send(ctx, http.MethodGet, "/", nil)
+	}
+	zombies := 0
+	for _, name := range created {
+		var participants map[string]store.UserRef
+		err := db.Query(`SELECT participants FROM chat_rooms WHERE room_name = ?`, name).WithContext(ctx).Scan(&participants)
+		if code, ok := w.refused[name]; ok && err == gocql.ErrNotFound {
+			res.broken = append(res.broken, fmt.Sprintf("the delete of room %s was answered %d, yet the room is gone", name, code))
+			continue
+		}
+		if err != nil {
+			res.broken = append(res.broken, fmt.Sprintf("room %s: %v", name, err))
+			continue
+		}
+		for login := range participants {
+			var list []string
+			if err := db.Query(`SELECT chat_rooms FROM users WHERE login = ?`, login).WithContext(ctx).Scan(&list); err != nil || !slices.Contains(list, name) {
+				zombies++
+				res.broken = append(res.broken, fmt.Sprintf("%s takes part in %s, which their list lacks", login, name))
+			}
+		}
+	}
+	for _, p := range w.people {
+		var list []string
+		if err := db.Query(`SELECT chat_rooms FROM users WHERE login = ?`, p.login).WithContext(ctx).Scan(&list); err != nil {
+			return res, err
+		}
+		for _, name := range list {
+			var participants map[string]store.UserRef
+			err := db.Query(`SELECT participants FROM chat_rooms WHERE room_name = ?`, name).WithContext(ctx).Scan(&participants)
+			if err != nil || participants[p.login].Login == "" {
+				zombies++
+				res.broken = append(res.broken, fmt.Sprintf("%s lists %s, which does not have them (%v)", p.login, name, err))
+			}
+		}
+	}
+	fmt.Fprintf(w.o.out, "rooms deleted while someone joined: %d; rooms checked for zombies: %d; zombies %d\n", len(deleted), len(created), zombies)
+	// No ended session works again.
+	for _, p := range loggedOut {
+		if !endedStays(ctx, p) {
+			res.broken = append(res.broken, fmt.Sprintf("%s's ended session still works", p.login))
+		}
+	}
+	fmt.Fprintf(w.o.out, "sessions ended: %d, each refused after\n", len(loggedOut))
+	fmt.Fprintln(w.o.out, "unread counts: not checked by this command")
+	w.agree(ctx, acks)
+	return res, nil
+}
+
+// endedStays tells whether the cookies p held when it logged out are
+// refused now, on each instance.
+func endedStays(ctx context.Context, p *person) bool {
+	for _, base := range p.bases {
+		u, _ := url.Parse(base)
+		jar, _ := cookiejar.New(nil)
+		jar.SetCookies(u, p.jar.Cookies(u))
+		hc := &http.Client{Jar: jar, Timeout: 10 * time.Second,
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/rooms", nil)
+		resp, err := hc.Do(req)
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			return false
+		}
+	}
+	return true
+}
+
+// agree reads a sample of 1,000 acknowledged messages at ONE from each
+// node alone and counts those a node lacks or holds otherwise; if any,
+// it repairs the keyspace and reads again.
+func (w *world) agree(ctx context.Context, acks []ack) {
+	sample := append([]ack(nil), acks...)
+	rand.Shuffle(len(sample), func(i, j int) { sample[i], sample[j] = sample[j], sample[i] })
+	sample = sample[:min(1000, len(sample))]
+	count := func() []int {
+		var off []int
+		for _, host := range w.hosts {
+			sess, err := onNode(host, w.keyspace)
+			if err != nil {
+				off = append(off, -1)
+				continue
+			}
+			n := 0
+			for _, a := range sample {
+				id, _ := gocql.ParseUUID(a.id)
+				var content string
+				err := sess.Query(`SELECT content FROM chat_room_messages WHERE room_name = ? AND time_bucket = ? AND message_id = ?`,
+					"ch"+w.run+"room", store.BucketOf(id), id).WithContext(ctx).Scan(&content)
+				if err != nil || content != a.content {
+					n++
+				}
+			}
+			sess.Close()
+			off = append(off, n)
+		}
+		return off
+	}
+	off := count()
+	fmt.Fprintf(w.o.out, "replicas, %d sampled messages read at ONE from each node: lacking or different %v (hosts %v)\n", len(sample), off, w.hosts)
+	if slices.ContainsFunc(off, func(n int) bool { return n != 0 }) {
+		out, err := w.cl.nodetool(ctx, 1, "repair", w.keyspace)
+		fmt.Fprintf(w.o.out, "nodetool repair %s: %v %s\n", w.keyspace, err, strings.TrimSpace(lastLine(out)))
+		fmt.Fprintf(w.o.out, "after the repair: lacking or different %v\n", count())
+	}
+	out, _ := w.cl.nodetool(ctx, 1, "status")
+	for _, l := range strings.Split(out, "\n") {
+		if strings.Contains(l, "127.0.0.") {
+			fmt.Fprintf(w.o.out, "nodetool status: %s\n", strings.Join(strings.Fields(l)[:2], " "))
+		}
+	}
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
+}
