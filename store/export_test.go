@@ -37,3 +37,23 @@ func (s *Store) RecordOldDMEntry(ctx context.Context, login string, d DM, m Mess
 func (s *Store) JoinWithInviteAsRead(ctx context.Context, user UserRef, inv Invite) (Room, error) {
 	return s.joinByInvite(ctx, user, inv)
 }
+
+// SettleDelete and SettleJoin settle a delete or join of unknown outcome
+// that carried guard (see settleDelete, settleJoin).
+func (s *Store) SettleDelete(ctx context.Context, room string, guard gocql.UUID) (bool, error) {
+	return s.settleDelete(ctx, room, guard)
+}
+
+func (s *Store) SettleJoin(ctx context.Context, room, login string, guard gocql.UUID) (bool, error) {
+	return s.settleJoin(ctx, room, login, guard)
+}
+
+// LateDelete and LateJoin run a delete or join planned from r as read,
+// as a frozen coordinator would run it after the client gave up.
+func (s *Store) LateDelete(ctx context.Context, r Room) (bool, error) {
+	return s.lwt(ctx, "late delete", deleteRoom, []any{r.Name, r.CreatorLogin, r.Participants, guardValue(r.Guard)}, nil, nil)
+}
+
+func (s *Store) LateJoin(ctx context.Context, r Room, who UserRef) (bool, error) {
+	return s.lwt(ctx, "late join", joinRoom, []any{map[string]UserRef{who.Login: who}, r.Name, guardValue(r.Guard)}, nil, nil)
+}

@@ -7,7 +7,9 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -48,8 +50,17 @@ func msf(d time.Duration) string { return fmt.Sprintf("%.0fms", float64(d)/float
 // latencies are the p50 and p99 of the successful ops of kind started in
 // [from, to).
 func latencies(ops []op, kind string, from, to time.Time) string {
+	return latenciesEnded(ops, kind, from, to, time.Time{})
+}
+
+// latenciesEnded is latencies of the ops that also ended before end (if
+// set): the healthy baseline leaves out what the first fault slowed.
+func latenciesEnded(ops []op, kind string, from, to, end time.Time) string {
 	var ds []time.Duration
 	for _, o := range ops {
+		if !end.IsZero() && !o.at.Add(o.dur).Before(end) {
+			continue
+		}
 		if o.kind == kind && o.ok && !o.at.Before(from) && o.at.Before(to) {
 			ds = append(ds, o.dur)
 		}
@@ -71,7 +82,7 @@ func (w *world) report(start time.Time, windows []window) map[string]map[string]
 		first = windows[0].start
 	}
 	fmt.Fprintf(w.o.out, "\nhealthy (first %v): post p50/p99 %s, page p50/p99 %s\n", first.Sub(start).Round(time.Second),
-		latencies(ops, "post", start, first), latencies(ops, "page", start, first))
+		latenciesEnded(ops, "post", start, first, first), latenciesEnded(ops, "page", start, first, first))
 	for _, win := range windows {
 		var total, failed int
 		var lastFail time.Time
@@ -285,7 +296,9 @@ func (w *world) check(ctx context.Context, db *gocql.Session, room string, subs 
 		}
 	}
 	fmt.Fprintf(w.o.out, "sessions ended: %d, each refused after\n", len(loggedOut))
-	fmt.Fprintln(w.o.out, "unread counts: not checked by this command")
+	if err := w.checkUnread(ctx, db, room, &res); err != nil {
+		return res, err
+	}
 	w.agree(ctx, acks)
 	return res, nil
 }
@@ -360,4 +373,66 @@ func (w *world) agree(ctx context.Context, acks []ack) {
 func lastLine(s string) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	return lines[len(lines)-1]
+}
+
+// checkUnread compares each person's unread count of the room, as their
+// sidebar shows it, with the count their read marker and the stored
+// messages imply: others' messages newer than the marker, system ones
+// aside, shown as "99+" from store.MaxUnread.
+func (w *world) checkUnread(ctx context.Context, db *gocql.Session, room string, res *result) error {
+	type stored struct {
+		id     gocql.UUID
+		author string
+		system bool
+	}
+	var msgs []stored
+	var created time.Time
+	if err := db.Query(`SELECT creation_date FROM chat_rooms WHERE room_name = ?`, room).WithContext(ctx).Scan(&created); err != nil {
+		return err
+	}
+	for day := created.UTC(); !day.After(time.Now().UTC().AddDate(0, 0, 1)); day = day.AddDate(0, 0, 1) {
+		bucket := day.Year()*10000 + int(day.Month())*100 + day.Day()
+		iter := db.Query(`SELECT message_id, author, system_message FROM chat_room_messages WHERE room_name = ? AND time_bucket = ?`,
+			room, bucket).WithContext(ctx).Iter()
+		var m stored
+		var author store.UserRef
+		for iter.Scan(&m.id, &author, &m.system) {
+			m.author = author.Login
+			msgs = append(msgs, m)
+		}
+		if err := iter.Close(); err != nil {
+			return err
+		}
+	}
+	badge := regexp.MustCompile(`data-unread="([^"]*)"\s*data-conversation="` + regexp.QuoteMeta(room) + `"`)
+	checked := 0
+	for _, p := range w.people {
+		code, body, err := p.send(ctx, http.MethodGet, "/", nil)
+		m := badge.FindStringSubmatch(body)
+		if err != nil || code != http.StatusOK || m == nil {
+			res.broken = append(res.broken, fmt.Sprintf("%s's sidebar shows no count for %s (%d %v)", p.login, room, code, err))
+			continue
+		}
+		var marker gocql.UUID
+		err = db.Query(`SELECT marker FROM read_markers WHERE login = ? AND conversation = ?`, p.login, room).WithContext(ctx).Scan(&marker)
+		if err != nil && err != gocql.ErrNotFound {
+			return err
+		}
+		n := 0
+		for _, msg := range msgs {
+			if !msg.system && msg.author != p.login && msg.id.Time().After(marker.Time()) {
+				n++
+			}
+		}
+		want := strconv.Itoa(n)
+		if n >= store.MaxUnread {
+			want = "99+"
+		}
+		if m[1] != want {
+			res.broken = append(res.broken, fmt.Sprintf("%s's unread count of %s is %s; the marker and messages say %s", p.login, room, m[1], want))
+		}
+		checked++
+	}
+	fmt.Fprintf(w.o.out, "unread counts: %d people's sidebars checked against their markers and the %d stored messages\n", checked, len(msgs))
+	return nil
 }

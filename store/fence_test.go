@@ -1,0 +1,75 @@
+package store_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/killrchat/killrchat/store"
+)
+
+// TestLateDeleteIsFenced: a delete whose outcome was unknown and settled
+// as not applied (its room still there) can never apply afterwards, as a
+// frozen coordinator would run it (e2e/chaos saw one answered "not found"
+// apply seconds later); a delete made afterwards works.
+func TestLateDeleteIsFenced(t *testing.T) {
+	ctx := context.Background()
+	creator := newUser(t, unique("fdc"))
+	r, err := db.CreateRoom(ctx, creator.Ref(), store.NewRoom{Name: unique("fdr")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	asRead, _ := db.Room(ctx, r.Name)
+	applied, err := db.SettleDelete(ctx, r.Name, asRead.Guard)
+	if err != nil || applied {
+		t.Fatalf("settled a delete that did not apply as applied %v (%v)", applied, err)
+	}
+	if applied, err := db.LateDelete(ctx, asRead); err != nil || applied {
+		t.Fatalf("the late delete applied: %v %v", applied, err)
+	}
+	if _, err := db.Room(ctx, r.Name); err != nil {
+		t.Fatalf("room gone: %v", err)
+	}
+	if _, err := db.DeleteRoom(ctx, creator.Login, r.Name); err != nil {
+		t.Fatalf("a delete after the fence: %v", err)
+	}
+	// Settling once it applied says so.
+	if applied, err := db.SettleDelete(ctx, r.Name, asRead.Guard); err != nil || !applied {
+		t.Fatalf("settled an applied delete as %v (%v)", applied, err)
+	}
+}
+
+// TestLateJoinIsFenced: the same for a join, which would leave a
+// participant whose list lacks the room; and a join that did apply is
+// settled as applied, without a fence.
+func TestLateJoinIsFenced(t *testing.T) {
+	ctx := context.Background()
+	creator, joiner := newUser(t, unique("fjc")), newUser(t, unique("fjj"))
+	r, err := db.CreateRoom(ctx, creator.Ref(), store.NewRoom{Name: unique("fjr")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	asRead, _ := db.Room(ctx, r.Name)
+	if applied, err := db.SettleJoin(ctx, r.Name, joiner.Login, asRead.Guard); err != nil || applied {
+		t.Fatalf("settled a join that did not apply as applied %v (%v)", applied, err)
+	}
+	if applied, err := db.LateJoin(ctx, asRead, joiner.Ref()); err != nil || applied {
+		t.Fatalf("the late join applied: %v %v", applied, err)
+	}
+	if now, _ := db.Room(ctx, r.Name); now.HasParticipant(joiner.Login) {
+		t.Fatal("the late join made a participant")
+	}
+	// A join now reads the moved guard and applies.
+	if _, err := db.JoinRoom(ctx, joiner.Ref(), r.Name); err != nil {
+		t.Fatalf("a join after the fence: %v", err)
+	}
+	now, _ := db.Room(ctx, r.Name)
+	if !now.HasParticipant(joiner.Login) {
+		t.Fatal("the join after the fence made no participant")
+	}
+	if applied, err := db.SettleJoin(ctx, r.Name, joiner.Login, now.Guard); err != nil || !applied {
+		t.Fatalf("settled an applied join as %v (%v)", applied, err)
+	}
+	if again, _ := db.Room(ctx, r.Name); again.Guard != now.Guard {
+		t.Fatal("settling an applied join moved the guard")
+	}
+}
