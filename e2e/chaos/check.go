@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
+	"log"
 	"math/rand/v2"
 	"net/http"
 	"net/http/cookiejar"
@@ -18,8 +20,11 @@ import (
 	"github.com/killrchat/killrchat/store"
 )
 
-// openDB is a session on the run's keyspace at LOCAL_QUORUM.
+// openDB is a session on the run's keyspace at LOCAL_QUORUM. The
+// driver's own log (a node it cannot reach while one is down) is left
+// out: the report says what the faults did.
 func openDB(hosts []string, keyspace string) (*gocql.Session, error) {
+	gocql.Logger = log.New(io.Discard, "", 0)
 	c := gocql.NewCluster(hosts...)
 	c.Keyspace, c.Consistency, c.Timeout = keyspace, gocql.LocalQuorum, 10*time.Second
 	c.RetryPolicy = &gocql.SimpleRetryPolicy{NumRetries: 3} // reads only
@@ -210,6 +215,20 @@ func (w *world) check(ctx context.Context, db *gocql.Session, room string, subs 
 	w.mu.Lock()
 	signups, rooms := w.signups, w.rooms
 	deleted, created, loggedOut := w.deleted, w.created, w.loggedOut
+	known := map[string]bool{}
+	for _, name := range append(append(append([]string(nil), created...), deleted...), w.unsure...) {
+		known[name] = true
+	}
+	for name, won := range rooms {
+		known[name] = len(won) > 0
+	}
+	for _, name := range w.tried {
+		// A creation answered with an error that applied after all:
+		// checked as any room.
+		if !known[name] {
+			w.unsure = append(w.unsure, name)
+		}
+	}
 	for _, name := range w.unsure {
 		// Checked as any room if it is there; gone is as good.
 		var creator string

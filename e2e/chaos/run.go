@@ -47,6 +47,7 @@ type world struct {
 	rooms     map[string][]string // room: the logins that won its creation
 	deleted   []string            // rooms whose delete was acknowledged
 	unsure    []string            // rooms whose delete got no answer
+	tried     []string            // every room name a creation was tried for
 	refused   map[string]int      // rooms whose delete was refused: the answer
 	loggedOut []*person           // with the cookies of their ended session
 	people    []*person
@@ -285,6 +286,9 @@ func (w *world) load(ctx context.Context, wg *sync.WaitGroup, room string) {
 	// Two people race to create the same room name.
 	every(2*time.Second, func(n int) {
 		name := fmt.Sprintf("ch%sr%d", w.run, n)
+		w.mu.Lock()
+		w.tried = append(w.tried, name)
+		w.mu.Unlock()
 		var mu sync.Mutex
 		var won []string
 		var race sync.WaitGroup
@@ -308,6 +312,9 @@ func (w *world) load(ctx context.Context, wg *sync.WaitGroup, room string) {
 	creator, joiner := w.people[w.o.posters+2], w.people[w.o.posters+3]
 	every(3*time.Second, func(n int) {
 		name := fmt.Sprintf("ch%sd%d", w.run, n)
+		w.mu.Lock()
+		w.tried = append(w.tried, name)
+		w.mu.Unlock()
 		if _, ok := creator.form(ctx, &w.rec, "create", "/rooms", map[string][]string{"room_name": {name}}); !ok {
 			return
 		}
