@@ -45,7 +45,7 @@ run-cluster3: .session-key
 	@echo "KillrChat instances on the three-node cluster: http://localhost:8080 and http://localhost:8081 (Ctrl-C stops both)"
 	@trap 'kill 0' INT TERM EXIT; \
 	export SESSION_KEY=$$(cat .session-key) CASSANDRA_HOSTS=127.0.0.2,127.0.0.3,127.0.0.4 \
-		CASSANDRA_KEYSPACE=killrchat3 CASSANDRA_REPLICATION=NetworkTopologyStrategy:dc1=3; \
+		CASSANDRA_KEYSPACE=killrchat3 CASSANDRA_REPLICATION=NetworkTopologyStrategy:dc1=3 CASSANDRA_DC=dc1; \
 	.bin/killrchat --addr :8080 --nats-embed 127.0.0.1:4222 & \
 	sleep 2; NATS_URL=nats://127.0.0.1:4222 .bin/killrchat --addr :8081 & \
 	wait

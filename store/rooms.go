@@ -395,9 +395,17 @@ func (s *Store) JoinRoom(ctx context.Context, user UserRef, room string) (Room, 
 			break
 		}
 		// Refused: the room is gone or closed, or its guard moved since
-		// the plain read (a fence): then again, with the guard as it is.
+		// the plain read (a fence), or an unknown outcome was settled as
+		// not applied (and fenced): then again, with the guard as it is.
+		if len(prev) == 0 {
+			r, err := s.room(ctx, room, true)
+			if err != nil {
+				return Room{}, fmt.Errorf("store: join room: %w", err)
+			}
+			prev = map[string]any{"creator_login": r.CreatorLogin, "kind": r.Kind, "guard": r.Guard}
+		}
 		now := uuidOf(prev["guard"])
-		if c, _ := prev["creator_login"].(string); c == "" || prev["kind"] == KindClosed || now == guard || attempt == 2 {
+		if c, _ := prev["creator_login"].(string); c == "" || prev["kind"] == KindClosed || attempt == 2 {
 			return Room{}, fmt.Errorf("store: join room %q: %w", room, ErrNotFound)
 		}
 		guard = now
@@ -516,34 +524,44 @@ func (s *Store) LeaveRoom(ctx context.Context, user UserRef, room string) error 
 	room = NameKey(room)
 	// Not the creator's leave (decided inside the LWT, so no read of the
 	// participants comes first): a creator's fails, and hands over.
-	prev := map[string]any{}
-	applied, err := s.lwt(ctx, "leave room "+room, leaveRoom,
-		[]any{[]string{user.Login}, []string{user.Login}, room, user.Login}, prev,
-		func(ctx context.Context) (bool, error) {
-			r, err := s.room(ctx, room, true)
-			if errors.Is(err, ErrNotFound) {
-				return false, nil
-			}
-			return !r.HasParticipant(user.Login), err
-		})
-	if err != nil {
-		return err
-	}
-	if c, _ := prev["creator_login"].(string); !applied && (c == user.Login || len(prev) == 0) {
-		// The creator, or an outcome resolved as not applied: the creator's
-		// way, which reads the room first.
-		if r, err := s.room(ctx, room, true); err == nil && r.CreatorLogin == user.Login {
-			return s.handOver(ctx, user, room)
+	for attempt := 0; attempt < 3; attempt++ {
+		applied, err := s.lwt(ctx, "leave room "+room, leaveRoom,
+			[]any{[]string{user.Login}, []string{user.Login}, room, user.Login}, nil,
+			func(ctx context.Context) (bool, error) {
+				r, err := s.room(ctx, room, true)
+				if errors.Is(err, ErrNotFound) {
+					return false, nil
+				}
+				return !r.HasParticipant(user.Login), err
+			})
+		if err != nil {
+			return err
 		}
-		applied = len(prev) > 0
+		if applied {
+			return s.removeUserRoom(ctx, user.Login, room)
+		}
+		// Not applied: the room is gone, the user created it, or an
+		// unknown outcome was settled as not applied. The room as it is
+		// says which; the list follows the participants, never the other
+		// way (chaos: a settled leave took the room off a list while its
+		// owner stayed a participant).
+		r, err := s.room(ctx, room, true)
+		switch {
+		case errors.Is(err, ErrNotFound):
+			if err := s.removeUserRoom(ctx, user.Login, room); err != nil {
+				return err
+			}
+			return fmt.Errorf("store: leave room %q: %w", room, ErrNotFound)
+		case err != nil:
+			return err
+		case r.CreatorLogin == user.Login:
+			return s.handOver(ctx, user, room)
+		case !r.HasParticipant(user.Login):
+			return s.removeUserRoom(ctx, user.Login, room) // left after all
+		}
+		// Still a participant: the settled attempt did not apply; again.
 	}
-	if err := s.removeUserRoom(ctx, user.Login, room); err != nil {
-		return err
-	}
-	if !applied {
-		return fmt.Errorf("store: leave room %q: %w", room, ErrNotFound)
-	}
-	return nil
+	return fmt.Errorf("store: leave room %q: %w", room, ErrConflict)
 }
 
 // DeleteRoom deletes the room if login created it: DELETE ... IF

@@ -170,7 +170,11 @@ func runSSE(ctx context.Context, args []string) error {
 		return fmt.Errorf("%d subscribers failed to connect", failedConn.Load())
 	}
 	logf("%d subscribers connected in %s; idle %s", connected.Load(), connectTime.Round(time.Millisecond), *idle)
+	// What the app spends with every stream open and nothing to send
+	// (heartbeats, timers, the runtime), to set beside the posting CPU.
+	idle0, idleStart := cpuTime(childPID), time.Now()
 	time.Sleep(*idle)
+	idleRate := float64(cpuTime(childPID)-idle0) / float64(time.Since(idleStart))
 	full, err := t.Stats(ctx, true)
 	if err != nil {
 		return err
@@ -316,6 +320,8 @@ func runSSE(ctx context.Context, args []string) error {
 			fmt.Printf("CPU while posting: app %.0f%% of a core (%.1fµs per delivered event), load generator %.0f%% (%.1fµs per event)\n",
 				100*cpuApp.Seconds()/postTime.Seconds(), float64(cpuApp.Microseconds())/d,
 				100*cpuLoad.Seconds()/postTime.Seconds(), float64(cpuLoad.Microseconds())/d)
+			fmt.Printf("CPU while idle before posting, all connected: app %.1f%% of a core (%.1fµs per delivered event over the posting time)\n",
+				100*idleRate, idleRate*float64(postTime.Microseconds())/d)
 		} else {
 			fmt.Printf("CPU while posting: app + load generator %.0f%% of a core (%.1fµs per delivered event)\n",
 				100*cpuLoad.Seconds()/postTime.Seconds(), float64(cpuLoad.Microseconds())/d)
