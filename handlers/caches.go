@@ -130,12 +130,17 @@ func (s *Server) MyRooms(ctx context.Context, login string) ([]store.Room, error
 	rooms := make([]store.Room, 0, len(u.ChatRooms))
 	for _, name := range u.ChatRooms {
 		r, ok := known[name]
-		if !ok {
-			if err := s.db.ForgetRoom(ctx, login, name); err != nil && !errors.Is(err, store.ErrNotFound) {
+		if !ok || !r.HasParticipant(login) {
+			// Gone, or login is not in it (a cached row may be older
+			// than a join: ForgetRoom reads at SERIAL before it drops).
+			forgot, err := s.db.ForgetRoom(ctx, login, name)
+			if err != nil && !errors.Is(err, store.ErrNotFound) {
 				return nil, err
 			}
-			s.Invalidate(ctx, live.Invalidation{Users: []string{login}})
-			continue
+			if forgot || !ok {
+				s.Invalidate(ctx, live.Invalidation{Users: []string{login}})
+				continue
+			}
 		}
 		rooms = append(rooms, r)
 	}

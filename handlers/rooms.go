@@ -114,7 +114,7 @@ func (s *Server) roomOr404(c echo.Context) (store.Room, error) {
 	r, err := s.RoomFor(c.Request().Context(), name, login)
 	if errors.Is(err, store.ErrNotFound) {
 		if u, uerr := s.user(c.Request().Context(), login); uerr == nil && slices.Contains(u.ChatRooms, store.NameKey(name)) {
-			if ferr := s.db.ForgetRoom(c.Request().Context(), login, name); ferr != nil && !errors.Is(ferr, store.ErrNotFound) {
+			if _, ferr := s.db.ForgetRoom(c.Request().Context(), login, name); ferr != nil && !errors.Is(ferr, store.ErrNotFound) {
 				s.log.Warn("repair my rooms", "room", name, "err", ferr)
 			}
 			s.Invalidate(c.Request().Context(), live.Invalidation{Users: []string{login}})

@@ -57,3 +57,9 @@ func (s *Store) LateDelete(ctx context.Context, r Room) (bool, error) {
 func (s *Store) LateJoin(ctx context.Context, r Room, who UserRef) (bool, error) {
 	return s.lwt(ctx, "late join", joinRoom, []any{map[string]UserRef{who.Login: who}, r.Name, guardValue(r.Guard)}, nil, nil)
 }
+
+// ListRoom adds r to login's list alone, as a join whose outcome stayed
+// unknown leaves it (the list is written first).
+func (s *Store) ListRoom(ctx context.Context, login string, r Room) error {
+	return s.addUserRoom(ctx, login, r)
+}

@@ -73,3 +73,28 @@ func TestLateJoinIsFenced(t *testing.T) {
 		t.Fatal("settling an applied join moved the guard")
 	}
 }
+
+// TestListFollowsParticipants: a list entry for a room its owner does not
+// take part in (a join whose outcome stayed unknown and did not apply) is
+// dropped when the list is read; a participant's entry stays.
+func TestListFollowsParticipants(t *testing.T) {
+	ctx := context.Background()
+	creator, other := newUser(t, unique("lfc")), newUser(t, unique("lfo"))
+	r, err := db.CreateRoom(ctx, creator.Ref(), store.NewRoom{Name: unique("lfr")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.ListRoom(ctx, other.Login, r); err != nil {
+		t.Fatal(err)
+	}
+	rooms, err := db.MyRooms(ctx, other.Login)
+	if err != nil || len(rooms) != 0 {
+		t.Fatalf("my rooms of a non-participant: %v (%v)", rooms, err)
+	}
+	if u, _ := db.User(ctx, other.Login); len(u.ChatRooms) != 0 {
+		t.Fatalf("the entry stayed: %v", u.ChatRooms)
+	}
+	if rooms, err := db.MyRooms(ctx, creator.Login); err != nil || len(rooms) != 1 {
+		t.Fatalf("the creator's rooms: %v (%v)", rooms, err)
+	}
+}

@@ -193,6 +193,12 @@ func (s *Store) CreateRoom(ctx context.Context, creator UserRef, f NewRoom) (Roo
 		CreatedAt:    s.Now().UTC().Truncate(time.Millisecond),
 		Participants: map[string]UserRef{creator.Login: creator}, Kind: f.Kind,
 	}
+	// The creator's list first, as a join does: if the outcome stays
+	// unknown the creator, should the room exist, is listed; an entry for
+	// a room not made is dropped on read (ForgetRoom).
+	if err := s.addUserRoom(ctx, creator.Login, r); err != nil {
+		return Room{}, err
+	}
 	applied, err := s.lwt(ctx, "create room "+r.Name, insertRoom,
 		[]any{r.Name, r.DisplayName, r.CreatedAt, r.Banner, r.Creator, r.CreatorLogin, r.Participants, r.Kind, nil}, nil,
 		func(ctx context.Context) (bool, error) {
@@ -206,10 +212,18 @@ func (s *Store) CreateRoom(ctx context.Context, creator UserRef, f NewRoom) (Roo
 		return Room{}, err
 	}
 	if !applied {
+		// Taken: the entry goes, unless the creator takes part in the
+		// room that has the name.
+		taken, err := s.room(ctx, r.Name, false)
+		if err == nil && taken.HasParticipant(creator.Login) {
+			err = s.addUserRoom(ctx, creator.Login, taken) // its title as it was
+		} else {
+			err = s.removeUserRoom(ctx, creator.Login, r.Name)
+		}
+		if err != nil {
+			return Room{}, err
+		}
 		return Room{}, fmt.Errorf("store: create room %q: %w", r.DisplayName, ErrRoomExists)
-	}
-	if err := s.addUserRoom(ctx, creator.Login, r); err != nil {
-		return Room{}, err
 	}
 	if err := s.recordRoomName(ctx, r); err != nil {
 		return Room{}, err
@@ -317,12 +331,17 @@ func (s *Store) MyRooms(ctx context.Context, login string) ([]Room, error) {
 	}
 	rooms := make([]Room, 0, len(found))
 	for _, name := range u.ChatRooms {
-		if r, ok := found[name]; ok {
+		r, ok := found[name]
+		if ok && r.HasParticipant(login) {
 			rooms = append(rooms, r)
 			continue
 		}
-		if err := s.ForgetRoom(ctx, login, name); err != nil {
+		forgot, err := s.ForgetRoom(ctx, login, name)
+		if err != nil {
 			return nil, err
+		}
+		if !forgot && ok {
+			rooms = append(rooms, r) // a participant after all (a join just applied)
 		}
 	}
 	return rooms, nil
@@ -355,19 +374,26 @@ func (s *Store) RoomsNamed(ctx context.Context, names []string) (map[string]Room
 	return found, nil
 }
 
-// ForgetRoom removes a room that no longer exists from login's list, if the
-// list still names it (repair on read, after a join raced a delete).
-func (s *Store) ForgetRoom(ctx context.Context, login, room string) error {
+// ForgetRoom removes a room from login's list, if the list still names
+// it, when the room no longer exists or login does not take part in it
+// (read at SERIAL): repair on read, after a join raced a delete or a join
+// whose outcome stayed unknown did not apply (the list is written first,
+// see JoinRoom). It tells whether it removed the entry.
+func (s *Store) ForgetRoom(ctx context.Context, login, room string) (bool, error) {
 	room = NameKey(room)
-	if _, err := s.Room(ctx, room); !errors.Is(err, ErrNotFound) {
-		return err // the room exists (nil) or the read failed
+	r, err := s.room(ctx, room, true)
+	if err == nil && r.HasParticipant(login) {
+		return false, nil
+	}
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return false, err
 	}
 	u, err := s.User(ctx, login)
 	if err != nil || !slices.Contains(u.ChatRooms, room) {
-		return err
+		return false, err
 	}
 	s.log.Info("store: repaired a dangling room entry", "login", login, "room", room)
-	return s.removeUserRoom(ctx, login, room)
+	return true, s.removeUserRoom(ctx, login, room)
 }
 
 // JoinRoom adds user to the room (named in any case) with UPDATE ... IF
@@ -382,6 +408,20 @@ func (s *Store) JoinRoom(ctx context.Context, user UserRef, room string) (Room, 
 		return Room{}, fmt.Errorf("store: join room: %w", err)
 	}
 	room = before.Name
+	// The list first: a participant is then always listed, even when the
+	// join's outcome stays unknown (a node lost mid-join, e2e/chaos); an
+	// entry whose join did not apply is dropped on read (ForgetRoom).
+	if err := s.addUserRoom(ctx, user.Login, before); err != nil {
+		return Room{}, err
+	}
+	refused := func() error {
+		if !before.HasParticipant(user.Login) {
+			if err := s.removeUserRoom(ctx, user.Login, room); err != nil {
+				return err
+			}
+		}
+		return fmt.Errorf("store: join room %q: %w", room, ErrNotFound)
+	}
 	guard := before.Guard
 	for attempt := 0; ; attempt++ {
 		prev := map[string]any{}
@@ -399,6 +439,9 @@ func (s *Store) JoinRoom(ctx context.Context, user UserRef, room string) (Room, 
 		// not applied (and fenced): then again, with the guard as it is.
 		if len(prev) == 0 {
 			r, err := s.room(ctx, room, true)
+			if errors.Is(err, ErrNotFound) {
+				return Room{}, refused()
+			}
 			if err != nil {
 				return Room{}, fmt.Errorf("store: join room: %w", err)
 			}
@@ -406,7 +449,7 @@ func (s *Store) JoinRoom(ctx context.Context, user UserRef, room string) (Room, 
 		}
 		now := uuidOf(prev["guard"])
 		if c, _ := prev["creator_login"].(string); c == "" || prev["kind"] == KindClosed || attempt == 2 {
-			return Room{}, fmt.Errorf("store: join room %q: %w", room, ErrNotFound)
+			return Room{}, refused()
 		}
 		guard = now
 	}
