@@ -286,6 +286,10 @@ func (s *Store) JoinByInvite(ctx context.Context, user UserRef, token string) (R
 // joinByInvite is JoinByInvite with the link as read, perhaps before it
 // was revoked: the room's revocation mark still refuses the join.
 func (s *Store) joinByInvite(ctx context.Context, user UserRef, inv Invite) (Room, error) {
+	undo, err := s.listFirst(ctx, user.Login, inv.Room)
+	if err != nil {
+		return Room{}, err
+	}
 	before, err := s.changeRoom(ctx, "join by invite", inv.Room, func(r Room) (string, []any, error) {
 		if r.HasParticipant(user.Login) {
 			return "", nil, nil
@@ -305,7 +309,7 @@ func (s *Store) joinByInvite(ctx context.Context, user UserRef, inv Invite) (Roo
 			r.Name, inv.ID, was, revokedKey(inv.ID)}, nil
 	}, func(r Room) bool { return r.HasParticipant(user.Login) })
 	if err != nil {
-		return Room{}, err
+		return Room{}, undo(err)
 	}
 	return s.enlist(ctx, user.Login, before)
 }

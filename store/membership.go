@@ -140,6 +140,10 @@ func (s *Store) SetBanner(ctx context.Context, actor, room, banner string) (Room
 // ErrNotParticipant (actor is not a member of the open room) or
 // ErrNotAdmin; the room is returned as it is after the add.
 func (s *Store) AddMember(ctx context.Context, actor string, room string, who UserRef) (Room, error) {
+	undo, err := s.listFirst(ctx, who.Login, room)
+	if err != nil {
+		return Room{}, err
+	}
 	before, err := s.changeRoom(ctx, "add to", room, func(r Room) (string, []any, error) {
 		if r.HasParticipant(who.Login) {
 			return "", nil, nil
@@ -157,9 +161,31 @@ func (s *Store) AddMember(ctx context.Context, actor string, room string, who Us
 		return "", nil, refuse(r, actor, "add to")
 	}, func(r Room) bool { return r.HasParticipant(who.Login) })
 	if err != nil {
-		return Room{}, err
+		return Room{}, undo(err)
 	}
 	return s.enlist(ctx, who.Login, before)
+}
+
+// listFirst puts the room in login's list before an LWT that may make
+// them a participant (see JoinRoom: a participant is then listed even if
+// the outcome stays unknown), and returns what to do with the LWT's
+// error: a refusal takes the entry away again, unless login took part
+// already; an unknown outcome (ErrUnavailable) leaves it, for ForgetRoom
+// to drop on read if the LWT did not apply.
+func (s *Store) listFirst(ctx context.Context, login, room string) (func(error) error, error) {
+	r, err := s.room(ctx, room, false)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.addUserRoom(ctx, login, r); err != nil {
+		return nil, err
+	}
+	return func(cause error) error {
+		if errors.Is(cause, ErrUnavailable) || r.HasParticipant(login) {
+			return cause
+		}
+		return errors.Join(cause, s.removeUserRoom(ctx, login, r.Name))
+	}, nil
 }
 
 // MakeAdmin makes the member who an admin of the room, if actor is one.
