@@ -10,7 +10,7 @@ import (
 )
 
 const (
-	selectAllRooms      = `SELECT room_name, display_name, creation_date FROM chat_rooms`
+	selectAllRooms      = `SELECT DISTINCT room_name, display_name, creation_date FROM rooms`
 	selectAllDMs        = `SELECT conversation FROM dm_lists`
 	selectBucketMsgs    = `SELECT message_id, author, content, system_message, attachment, edited FROM chat_room_messages WHERE room_name = ? AND time_bucket = ?`
 	selectBackfillDone  = `SELECT conversation, done_bucket FROM index_backfill WHERE job = ?`
@@ -103,6 +103,9 @@ func (s *Store) allConversations(ctx context.Context, st *BackfillStats) ([]Conv
 	iter := q.PageSize(500).Iter()
 	var r Room
 	for iter.Scan(&r.Name, &r.DisplayName, &r.CreatedAt) {
+		if r.CreatedAt.IsZero() {
+			continue // a deleted room's rows, not yet cleaned up
+		}
 		if r.DisplayName == "" {
 			r.DisplayName = r.Name
 		}

@@ -44,18 +44,19 @@ func (s *Store) SettleDelete(ctx context.Context, room string, guard gocql.UUID)
 	return s.settleDelete(ctx, room, guard)
 }
 
-func (s *Store) SettleJoin(ctx context.Context, room, login string, guard gocql.UUID) (bool, error) {
-	return s.settleJoin(ctx, room, login, guard)
+func (s *Store) SettleJoin(ctx context.Context, room Room, login string) (bool, error) {
+	return s.settleJoin(ctx, room, login)
 }
 
 // LateDelete and LateJoin run a delete or join planned from r as read,
 // as a frozen coordinator would run it after the client gave up.
 func (s *Store) LateDelete(ctx context.Context, r Room) (bool, error) {
-	return s.lwt(ctx, "late delete", deleteRoom, []any{r.Name, r.CreatorLogin, r.Participants, guardValue(r.Guard)}, nil, nil)
+	return s.lwt(ctx, "late delete", deleteRoom, []any{r.Name, r.CreatorLogin, guardValue(r.Version), guardValue(r.Guard)}, nil, nil)
 }
 
 func (s *Store) LateJoin(ctx context.Context, r Room, who UserRef) (bool, error) {
-	return s.lwt(ctx, "late join", joinRoom, []any{map[string]UserRef{who.Login: who}, r.Name, guardValue(r.Guard)}, nil, nil)
+	return s.lwt(ctx, "late join", joinRoom, []any{who, gocql.TimeUUID(), r.Members + 1, r.Name, r.CreatedAt, who.Login,
+		r.CreatedAt, guardValue(r.Guard), r.Members}, nil, nil)
 }
 
 // ListRoom adds r to login's list alone, as a join whose outcome stayed
@@ -63,3 +64,16 @@ func (s *Store) LateJoin(ctx context.Context, r Room, who UserRef) (bool, error)
 func (s *Store) ListRoom(ctx context.Context, login string, r Room) error {
 	return s.addUserRoom(ctx, login, r)
 }
+
+// MoveRooms runs the move of rooms from chat_rooms (see moveRooms), as
+// an instance that connects does.
+func (s *Store) MoveRooms(ctx context.Context) error {
+	sess, err := s.db()
+	if err != nil {
+		return err
+	}
+	return s.moveRooms(ctx, sess)
+}
+
+// RoomStatics are the columns the delete of a room deletes.
+const RoomStatics = roomStatics

@@ -49,7 +49,7 @@ func TestLateJoinIsFenced(t *testing.T) {
 		t.Fatal(err)
 	}
 	asRead, _ := db.Room(ctx, r.Name)
-	if applied, err := db.SettleJoin(ctx, r.Name, joiner.Login, asRead.Guard); err != nil || applied {
+	if applied, err := db.SettleJoin(ctx, asRead, joiner.Login); err != nil || applied {
 		t.Fatalf("settled a join that did not apply as applied %v (%v)", applied, err)
 	}
 	if applied, err := db.LateJoin(ctx, asRead, joiner.Ref()); err != nil || applied {
@@ -66,7 +66,7 @@ func TestLateJoinIsFenced(t *testing.T) {
 	if !now.HasParticipant(joiner.Login) {
 		t.Fatal("the join after the fence made no participant")
 	}
-	if applied, err := db.SettleJoin(ctx, r.Name, joiner.Login, now.Guard); err != nil || !applied {
+	if applied, err := db.SettleJoin(ctx, now, joiner.Login); err != nil || !applied {
 		t.Fatalf("settled an applied join as %v (%v)", applied, err)
 	}
 	if again, _ := db.Room(ctx, r.Name); again.Guard != now.Guard {

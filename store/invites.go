@@ -1,7 +1,7 @@
 // This file owns invitation links (issue 21): a random token of 256 bits,
 // given out once in the link and stored only as its sha256, with an expiry
 // and an optional number of uses. The uses taken live in the room's own
-// partition (chat_rooms.invite_uses), so joining by a link is one LWT that
+// partition (rooms.invite_uses, a static column), so joining by a link is one LWT that
 // adds the participant and takes a use together, conditioned on the count
 // just read: racing joiners can never take more uses than the link has.
 package store
@@ -35,12 +35,13 @@ const (
 	revokeRoomInvite = `UPDATE room_invites_by_room USING TTL ? SET revoked = true WHERE room_name = ? AND invite_id = ?`
 	// The join by link: "creator_login != null" is IF EXISTS (rule 2), and
 	// the link's revocation mark (see RevokeInvite) must not be there.
-	joinByInvite = `UPDATE chat_rooms SET participants = participants + ?, invite_uses = invite_uses + ?
-		WHERE room_name = ? IF creator_login != null AND invite_uses[?] = ? AND invite_uses[?] = null`
+	joinByInvite = `UPDATE rooms SET member = ?, version = ?, members = ?, invite_uses = invite_uses + ?
+		WHERE room_name = ? AND since = ? AND login = ?
+		IF creation_date = ? AND members = ? AND member = null AND invite_uses[?] = ? AND invite_uses[?] = null`
 	// The revocation's mark, in the room's partition beside the uses, by
 	// an LWT, so that a join that read the link before it was revoked
 	// fails its condition once it is.
-	markRevoked = `UPDATE chat_rooms SET invite_uses = invite_uses + ? WHERE room_name = ? IF creator_login != null`
+	markRevoked = `UPDATE rooms SET invite_uses = invite_uses + ? WHERE room_name = ? IF creator_login != null`
 
 	// DefaultInviteTTL is how long a link lets people in unless its maker
 	// says otherwise; MaxInviteTTL the longest allowed.
@@ -247,14 +248,14 @@ func (s *Store) RevokeInvite(ctx context.Context, actor, room, id string) error 
 	// The room's mark first: from its LWT on, no join by the link can
 	// apply, whatever the join read of the link before (JoinByInvite's
 	// condition), so a revocation that answers is one no join outlives.
-	_, err = s.changeRoom(ctx, "revoke invite to", r.Name, func(r Room) (string, []any, error) {
+	_, err = s.changeRoom(ctx, "revoke invite to", r.Name, func(r Room) ([]batchStmt, error) {
 		if !r.IsAdmin(actor) {
-			return "", nil, refuse(r, actor, "revoke invite to")
+			return nil, refuse(r, actor, "revoke invite to")
 		}
 		if _, done := r.InviteUses[revokedKey(id)]; done {
-			return "", nil, nil
+			return nil, nil
 		}
-		return markRevoked, []any{map[string]int{revokedKey(id): 1}, r.Name}, nil
+		return []batchStmt{{markRevoked, []any{map[string]int{revokedKey(id): 1}, r.Name}}}, nil
 	}, func(r Room) bool { _, done := r.InviteUses[revokedKey(id)]; return done })
 	if err != nil {
 		return err
@@ -290,23 +291,23 @@ func (s *Store) joinByInvite(ctx context.Context, user UserRef, inv Invite) (Roo
 	if err != nil {
 		return Room{}, err
 	}
-	before, err := s.changeRoom(ctx, "join by invite", inv.Room, func(r Room) (string, []any, error) {
+	before, err := s.changeRoom(ctx, "join by invite", inv.Room, func(r Room) ([]batchStmt, error) {
 		if r.HasParticipant(user.Login) {
-			return "", nil, nil
+			return nil, nil
 		}
 		used, had := r.InviteUses[inv.ID]
 		if err := inv.Problem(s.Now(), used); err != nil {
-			return "", nil, fmt.Errorf("store: join %q by invite: %w", r.Name, err)
+			return nil, fmt.Errorf("store: join %q by invite: %w", r.Name, err)
 		}
 		var was any // null: never used
 		if had {
 			was = used
 		}
 		if _, revoked := r.InviteUses[revokedKey(inv.ID)]; revoked {
-			return "", nil, fmt.Errorf("store: join %q by invite: %w", r.Name, ErrInviteRevoked)
+			return nil, fmt.Errorf("store: join %q by invite: %w", r.Name, ErrInviteRevoked)
 		}
-		return joinByInvite, []any{map[string]UserRef{user.Login: user}, map[string]int{inv.ID: used + 1},
-			r.Name, inv.ID, was, revokedKey(inv.ID)}, nil
+		return []batchStmt{{joinByInvite, []any{user, gocql.TimeUUID(), r.Members + 1, map[string]int{inv.ID: used + 1},
+			r.Name, r.CreatedAt, user.Login, r.CreatedAt, r.Members, inv.ID, was, revokedKey(inv.ID)}}}, nil
 	}, func(r Room) bool { return r.HasParticipant(user.Login) })
 	if err != nil {
 		return Room{}, undo(err)

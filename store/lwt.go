@@ -19,14 +19,47 @@ func (s *Store) lwt(ctx context.Context, op, stmt string, values []any, prev map
 	if err != nil {
 		return false, err
 	}
-	if prev == nil {
-		prev = map[string]any{}
-	}
 	q := sess.Query(stmt, values...).WithContext(ctx).
 		SerialConsistency(s.cfg.SerialConsistency).
 		Idempotent(false).
 		RetryPolicy(nil)
-	applied, err := q.MapScanCAS(prev)
+	return s.settle(ctx, op, prev, resolve, func(prev map[string]any) (bool, error) { return q.MapScanCAS(prev) })
+}
+
+// lwtBatch is lwt for a conditional batch: statements on one partition,
+// all applied if every condition holds. prev receives the values of the
+// first row the conditions read (the header's columns are in each).
+func (s *Store) lwtBatch(ctx context.Context, op string, stmts []batchStmt, prev map[string]any,
+	resolve func(context.Context) (bool, error)) (bool, error) {
+	if len(stmts) == 1 {
+		return s.lwt(ctx, op, stmts[0].stmt, stmts[0].values, prev, resolve)
+	}
+	sess, err := s.db()
+	if err != nil {
+		return false, err
+	}
+	b := sess.NewBatch(gocql.LoggedBatch).WithContext(ctx)
+	b.SerialConsistency(s.cfg.SerialConsistency)
+	b.RetryPolicy(nil)
+	for _, st := range stmts {
+		b.Entries = append(b.Entries, gocql.BatchEntry{Stmt: st.stmt, Args: st.values})
+	}
+	return s.settle(ctx, op, prev, resolve, func(prev map[string]any) (bool, error) {
+		applied, iter, err := sess.MapExecuteBatchCAS(b, prev)
+		if iter != nil {
+			iter.Close()
+		}
+		return applied, err
+	})
+}
+
+// settle runs cas once and resolves an unknown outcome (see lwt).
+func (s *Store) settle(ctx context.Context, op string, prev map[string]any, resolve func(context.Context) (bool, error),
+	cas func(map[string]any) (bool, error)) (bool, error) {
+	if prev == nil {
+		prev = map[string]any{}
+	}
+	applied, err := cas(prev)
 	if err == nil {
 		return applied, nil
 	}

@@ -12,21 +12,29 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+
+	"github.com/gocql/gocql"
 )
 
 const (
-	setRoomKind   = `UPDATE chat_rooms SET kind = ? WHERE room_name = ? IF `
-	setBanner     = `UPDATE chat_rooms SET banner = ? WHERE room_name = ? IF `
-	addToRoom     = `UPDATE chat_rooms SET participants = participants + ? WHERE room_name = ? IF `
-	promoteMember = `UPDATE chat_rooms SET admins = admins + ? WHERE room_name = ? IF participants[?] != null AND `
-	removeMember  = `UPDATE chat_rooms SET participants = participants - ?, admins = admins - ? WHERE room_name = ?
-		IF participants[?] != null AND creator_login != ? AND `
+	setRoomKind = `UPDATE rooms SET kind = ? WHERE room_name = ? IF `
+	setBanner   = `UPDATE rooms SET banner = ? WHERE room_name = ? IF `
+	addToRoom   = `UPDATE rooms SET member = ?, version = ?, members = ? WHERE room_name = ? AND since = ? AND login = ?
+		IF creation_date = ? AND members = ? AND member = null AND `
+	promoteMember = `UPDATE rooms SET admins = admins + ? WHERE room_name = ? AND since = ? AND login = ?
+		IF member != null AND creation_date = ? AND `
+	removeMember = `UPDATE rooms SET member = null, admins = admins - ?, version = ?, members = ? WHERE room_name = ? AND since = ? AND login = ?
+		IF member != null AND creation_date = ? AND members = ? AND creator_login != ? AND `
+	// stillMember is the condition that someone is still a member, as
+	// a statement of the batch: it writes their entry as it was read.
+	stillMember = setMember + ` IF member != null AND creation_date = ?`
 
-	// The actor's standing, checked in the LWT's condition: a member of
-	// an open room; the creator or an admin of any room, still a member.
-	asOpenMember = `kind != 'closed' AND participants[?] != null`
-	asCreator    = `creator_login = ? AND participants[?] != null`
-	asAdmin      = `admins CONTAINS ? AND participants[?] != null`
+	// The actor's standing, checked in the LWT's conditions: a member of
+	// an open room; the creator or an admin of any room, still a member
+	// (their row, by stillMember in the same batch).
+	asOpenMember = `kind != 'closed'`
+	asCreator    = `creator_login = ?`
+	asAdmin      = `admins CONTAINS ?`
 
 	// changeAttempts bounds how often a change re-reads the room after
 	// its condition failed because the room changed in between (each
@@ -36,21 +44,32 @@ const (
 )
 
 // asAdminOf is the condition that login is still an admin of r, as it was
-// when r was read.
+// when r was read, with its values.
 func asAdminOf(r Room, login string) (string, []any) {
 	if r.CreatorLogin == login {
-		return asCreator, []any{login, login}
+		return asCreator, []any{login}
 	}
-	return asAdmin, []any{login, login}
+	return asAdmin, []any{login}
+}
+
+// change is a change's statement with the actor's row, which must still
+// be a member's, unless the statement itself is on the actor's row.
+func change(r Room, actor string, stmt string, values []any, onActorRow bool) []batchStmt {
+	stmts := []batchStmt{{stmt, values}}
+	if !onActorRow {
+		stmts = append(stmts, batchStmt{stillMember, []any{r.Participants[actor], r.Name, r.CreatedAt, actor, r.CreatedAt}})
+	}
+	return stmts
 }
 
 // changeRoom runs one change of the room named name as an LWT planned from
-// the room read at SERIAL: plan returns the statement and its values, or
-// "" when there is nothing to do, or an error to refuse. If the condition
+// the room read at SERIAL: plan returns the statements (one partition's,
+// in one conditional batch), or none when there is nothing to do, or an
+// error to refuse. If the condition
 // fails (the room changed in between), the room is read and planned again.
 // done tells, from a SERIAL read, whether a timed-out attempt applied. It
 // returns the room as read before the change that applied.
-func (s *Store) changeRoom(ctx context.Context, op, name string, plan func(Room) (string, []any, error), done func(Room) bool) (Room, error) {
+func (s *Store) changeRoom(ctx context.Context, op, name string, plan func(Room) ([]batchStmt, error), done func(Room) bool) (Room, error) {
 	if !ValidName(name) {
 		return Room{}, fmt.Errorf("store: %s %q: %w", op, name, ErrNotFound)
 	}
@@ -60,11 +79,11 @@ func (s *Store) changeRoom(ctx context.Context, op, name string, plan func(Room)
 		if err != nil {
 			return Room{}, fmt.Errorf("store: %s: %w", op, err)
 		}
-		stmt, values, err := plan(r)
-		if err != nil || stmt == "" {
+		stmts, err := plan(r)
+		if err != nil || len(stmts) == 0 {
 			return r, err
 		}
-		applied, err := s.lwt(ctx, op+" "+name, stmt, values, nil, func(ctx context.Context) (bool, error) {
+		applied, err := s.lwtBatch(ctx, op+" "+name, stmts, nil, func(ctx context.Context) (bool, error) {
 			got, err := s.room(ctx, name, true)
 			if errors.Is(err, ErrNotFound) {
 				return false, nil
@@ -95,15 +114,15 @@ func (s *Store) SetRoomKind(ctx context.Context, actor, room, kind string) (Room
 	if kind != KindOpen && kind != KindClosed {
 		return Room{}, ValidationError{"kind": kindProblem}
 	}
-	r, err := s.changeRoom(ctx, "set kind of", room, func(r Room) (string, []any, error) {
+	r, err := s.changeRoom(ctx, "set kind of", room, func(r Room) ([]batchStmt, error) {
 		if !r.IsAdmin(actor) {
-			return "", nil, refuse(r, actor, "set kind of")
+			return nil, refuse(r, actor, "set kind of")
 		}
 		if r.Kind == kind {
-			return "", nil, nil
+			return nil, nil
 		}
 		cond, values := asAdminOf(r, actor)
-		return setRoomKind + cond, append([]any{kind, r.Name}, values...), nil
+		return change(r, actor, setRoomKind+cond, append([]any{kind, r.Name}, values...), false), nil
 	}, func(r Room) bool { return r.Kind == kind })
 	r.Kind = kind
 	return r, err
@@ -120,15 +139,15 @@ func (s *Store) SetBanner(ctx context.Context, actor, room, banner string) (Room
 	if len(v) > 0 {
 		return Room{}, v
 	}
-	r, err := s.changeRoom(ctx, "set the banner of", room, func(r Room) (string, []any, error) {
+	r, err := s.changeRoom(ctx, "set the banner of", room, func(r Room) ([]batchStmt, error) {
 		if !r.IsAdmin(actor) {
-			return "", nil, refuse(r, actor, "set the banner of")
+			return nil, refuse(r, actor, "set the banner of")
 		}
 		if r.Banner == banner {
-			return "", nil, nil
+			return nil, nil
 		}
 		cond, values := asAdminOf(r, actor)
-		return setBanner + cond, append([]any{banner, r.Name}, values...), nil
+		return change(r, actor, setBanner+cond, append([]any{banner, r.Name}, values...), false), nil
 	}, func(r Room) bool { return r.Banner == banner })
 	r.Banner = banner
 	return r, err
@@ -144,21 +163,21 @@ func (s *Store) AddMember(ctx context.Context, actor string, room string, who Us
 	if err != nil {
 		return Room{}, err
 	}
-	before, err := s.changeRoom(ctx, "add to", room, func(r Room) (string, []any, error) {
+	before, err := s.changeRoom(ctx, "add to", room, func(r Room) ([]batchStmt, error) {
 		if r.HasParticipant(who.Login) {
-			return "", nil, nil
+			return nil, nil
 		}
-		added := map[string]UserRef{who.Login: who}
+		added := []any{who, gocql.TimeUUID(), r.Members + 1, r.Name, r.CreatedAt, who.Login, r.CreatedAt, r.Members}
 		switch {
 		case !r.Closed() && r.HasParticipant(actor):
-			return addToRoom + asOpenMember, []any{added, r.Name, actor}, nil
+			return change(r, actor, addToRoom+asOpenMember, added, actor == who.Login), nil
 		case r.IsAdmin(actor):
 			cond, values := asAdminOf(r, actor)
-			return addToRoom + cond, append([]any{added, r.Name}, values...), nil
+			return change(r, actor, addToRoom+cond, append(added, values...), actor == who.Login), nil
 		case !r.Closed():
-			return "", nil, fmt.Errorf("store: add to %q by %q: %w", r.Name, actor, ErrNotParticipant)
+			return nil, fmt.Errorf("store: add to %q by %q: %w", r.Name, actor, ErrNotParticipant)
 		}
-		return "", nil, refuse(r, actor, "add to")
+		return nil, refuse(r, actor, "add to")
 	}, func(r Room) bool { return r.HasParticipant(who.Login) })
 	if err != nil {
 		return Room{}, undo(err)
@@ -192,18 +211,18 @@ func (s *Store) listFirst(ctx context.Context, login, room string) (func(error) 
 // It returns ErrNotFound (no such room or member, or closed to actor) or
 // ErrNotAdmin.
 func (s *Store) MakeAdmin(ctx context.Context, actor, room, who string) (Room, error) {
-	r, err := s.changeRoom(ctx, "promote in", room, func(r Room) (string, []any, error) {
+	r, err := s.changeRoom(ctx, "promote in", room, func(r Room) ([]batchStmt, error) {
 		if !r.IsAdmin(actor) {
-			return "", nil, refuse(r, actor, "promote in")
+			return nil, refuse(r, actor, "promote in")
 		}
 		if !r.HasParticipant(who) {
-			return "", nil, fmt.Errorf("store: promote %q in %q: %w", who, r.Name, ErrNotFound)
+			return nil, fmt.Errorf("store: promote %q in %q: %w", who, r.Name, ErrNotFound)
 		}
 		if r.IsAdmin(who) {
-			return "", nil, nil
+			return nil, nil
 		}
 		cond, values := asAdminOf(r, actor)
-		return promoteMember + cond, append([]any{[]string{who}, r.Name, who}, values...), nil
+		return change(r, actor, promoteMember+cond, append([]any{[]string{who}, r.Name, r.CreatedAt, who, r.CreatedAt}, values...), actor == who), nil
 	}, func(r Room) bool { return r.IsAdmin(who) })
 	if err == nil && !slices.Contains(r.Admins, who) && r.CreatorLogin != who {
 		r.Admins = append(r.Admins, who)
@@ -216,18 +235,19 @@ func (s *Store) MakeAdmin(ctx context.Context, actor, room, who string) (Room, e
 // the room as it was before, or ErrNotFound (no such room or member, or
 // closed to actor), ErrNotAdmin, or ErrNotCreator for the creator.
 func (s *Store) RemoveMember(ctx context.Context, actor, room, who string) (Room, error) {
-	r, err := s.changeRoom(ctx, "remove from", room, func(r Room) (string, []any, error) {
+	r, err := s.changeRoom(ctx, "remove from", room, func(r Room) ([]batchStmt, error) {
 		if !r.IsAdmin(actor) {
-			return "", nil, refuse(r, actor, "remove from")
+			return nil, refuse(r, actor, "remove from")
 		}
 		if !r.HasParticipant(who) {
-			return "", nil, fmt.Errorf("store: remove %q from %q: %w", who, r.Name, ErrNotFound)
+			return nil, fmt.Errorf("store: remove %q from %q: %w", who, r.Name, ErrNotFound)
 		}
 		if who == r.CreatorLogin {
-			return "", nil, fmt.Errorf("store: remove the creator of %q: %w", r.Name, ErrNotCreator)
+			return nil, fmt.Errorf("store: remove the creator of %q: %w", r.Name, ErrNotCreator)
 		}
 		cond, values := asAdminOf(r, actor)
-		return removeMember + cond, append([]any{[]string{who}, []string{who}, r.Name, who, who}, values...), nil
+		return change(r, actor, removeMember+cond,
+			append([]any{[]string{who}, gocql.TimeUUID(), r.Members - 1, r.Name, r.CreatedAt, who, r.CreatedAt, r.Members, who}, values...), actor == who), nil
 	}, func(r Room) bool { return !r.HasParticipant(who) })
 	if err != nil {
 		return Room{}, err
@@ -241,14 +261,14 @@ func (s *Store) RemoveMember(ctx context.Context, actor, room, who string) (Room
 // creator, so a room always has exactly one creator. It returns
 // ErrHandOver if no other member is an admin.
 func (s *Store) handOver(ctx context.Context, creator UserRef, room string) error {
-	_, err := s.changeRoom(ctx, "hand over", room, func(r Room) (string, []any, error) {
+	_, err := s.changeRoom(ctx, "hand over", room, func(r Room) ([]batchStmt, error) {
 		switch {
 		case !r.HasParticipant(creator.Login):
-			return "", nil, nil // left already
+			return nil, nil // left already
 		case r.CreatorLogin != creator.Login:
-			return "", nil, fmt.Errorf("store: hand over %q: %w", r.Name, ErrConflict)
+			return nil, fmt.Errorf("store: hand over %q: %w", r.Name, ErrConflict)
 		case len(r.Participants) == 1:
-			return leaveAlone, []any{[]string{creator.Login}, r.Name, creator.Login, r.Participants}, nil
+			return []batchStmt{{leaveAlone, []any{gocql.TimeUUID(), r.Name, r.CreatedAt, creator.Login, creator.Login, guardValue(r.Version)}}}, nil
 		}
 		var heirs []string
 		for _, a := range r.Admins {
@@ -257,12 +277,15 @@ func (s *Store) handOver(ctx context.Context, creator UserRef, room string) erro
 			}
 		}
 		if len(heirs) == 0 {
-			return "", nil, fmt.Errorf("store: leave %q as its creator: %w", r.Name, ErrHandOver)
+			return nil, fmt.Errorf("store: leave %q as its creator: %w", r.Name, ErrHandOver)
 		}
 		slices.Sort(heirs)
 		heir := heirs[0]
-		return handOverRoom, []any{[]string{creator.Login}, []string{heir}, r.Participants[heir], heir,
-			r.Name, creator.Login, heir, heir}, nil
+		return []batchStmt{
+			{handOverRoom, []any{[]string{heir}, r.Participants[heir], heir, gocql.TimeUUID(), r.Members - 1,
+				r.Name, r.CreatedAt, creator.Login, r.CreatedAt, creator.Login, heir, r.Members}},
+			{stillMember, []any{r.Participants[heir], r.Name, r.CreatedAt, heir, r.CreatedAt}},
+		}, nil
 	}, func(r Room) bool { return !r.HasParticipant(creator.Login) })
 	if err != nil {
 		return err

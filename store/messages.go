@@ -193,7 +193,7 @@ func (s *Store) saveMessage(ctx context.Context, in Place, m Message, check bool
 // taken back and ErrNotFound or ErrNotParticipant returned (see
 // SaveMessage).
 func (s *Store) ConfirmPost(ctx context.Context, r Room, m Message) error {
-	created, member, err := s.standing(ctx, r.Name, m.Author.Login)
+	created, member, err := s.standing(ctx, r.Name, r.CreatedAt, m.Author.Login)
 	switch {
 	case errors.Is(err, ErrNotFound):
 		// Deleted since: taken back below.

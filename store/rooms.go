@@ -1,7 +1,9 @@
-// This file owns chat rooms. Every write to a chat_rooms partition is a
-// lightweight transaction (mixing Paxos and plain writes on one partition is
-// unsafe): create IF NOT EXISTS, join and leave IF EXISTS, delete IF the
-// creator and the participants are what was just read.
+// This file owns chat rooms. Every write to a room's partition of rooms is
+// a lightweight transaction (mixing Paxos and plain writes on one partition
+// is unsafe), but for the range delete of a deleted room's own rows:
+// create IF no room has the name, join and leave IF the room (of the
+// incarnation read) exists, delete IF the creator and the version of the
+// participants are what was just read.
 package store
 
 import (
@@ -17,37 +19,63 @@ import (
 
 // room_name is the key: the lower-case form of the name (see NameKey), as
 // in every table keyed by room; display_name is the form the creator typed.
+// A room is one partition of rooms (schema/016_room_members.cql): its
+// header in static columns, each member a row of the room's incarnation
+// (since = creation_date). Every write to a room's partition is an LWT,
+// but for the range delete of a deleted room's rows (cleanUpRoom), which
+// no LWT reads again.
 const (
-	insertRoom = `INSERT INTO chat_rooms (room_name, display_name, creation_date, banner, creator, creator_login, participants, kind, admins)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS`
-	roomColumns = `room_name, display_name, creation_date, banner, creator, creator_login, participants, kind, admins, invite_uses, guard`
-	selectRoom  = `SELECT ` + roomColumns + ` FROM chat_rooms WHERE room_name = ?`
-	// One participant's entry, not the whole map (a room may have 10,000).
-	selectStanding = `SELECT creation_date, participants[?] FROM chat_rooms WHERE room_name = ?`
-	selectRooms    = `SELECT ` + roomColumns + ` FROM chat_rooms`
-	selectRoomsIn  = `SELECT ` + roomColumns + ` FROM chat_rooms WHERE room_name IN ?`
-	// Joining without an invitation: "creator_login != null" is IF EXISTS
-	// (every room has a creator; a deleted row has none), so no join
-	// resurrects a deleted room, and a closed room refuses it.
-	// "guard = ?" (as read) lets an unknown outcome be fenced (see
-	// fenceJoin).
-	joinRoom = `UPDATE chat_rooms SET participants = participants + ? WHERE room_name = ? IF creator_login != null AND kind != 'closed' AND guard = ?`
-	// Anyone's leave but the creator's: "creator_login != null" is IF EXISTS.
-	leaveRoom = `UPDATE chat_rooms SET participants = participants - ?, admins = admins - ? WHERE room_name = ?
-		IF creator_login != null AND creator_login != ?`
-	// The creator's leave: alone in the room (the participants are the
-	// snapshot read, just the creator), or handing the creator role to an
-	// admin who is still a member, in the same statement.
-	leaveAlone   = `UPDATE chat_rooms SET participants = participants - ? WHERE room_name = ? IF creator_login = ? AND participants = ?`
-	handOverRoom = `UPDATE chat_rooms SET participants = participants - ?, admins = admins - ?, creator = ?, creator_login = ?
-		WHERE room_name = ? IF creator_login = ? AND admins CONTAINS ? AND participants[?] != null`
-	deleteRoom = `DELETE FROM chat_rooms WHERE room_name = ? IF creator_login = ? AND participants = ? AND guard = ?`
+	// roomStatics are the header's columns: the static columns of rooms,
+	// every one of which the delete deletes.
+	roomStatics = `display_name, creation_date, banner, creator, creator_login, kind, admins, invite_uses, guard, version, members`
+	roomHeader  = `room_name, ` + roomStatics
+	// The header and the members, in one read of the partition.
+	selectRoom    = `SELECT ` + roomHeader + `, since, login, member FROM rooms WHERE room_name = ?`
+	selectRoomsIn = `SELECT ` + roomHeader + `, since, login, member FROM rooms WHERE room_name IN ?`
+	// The names of all rooms, a page at a time (one row per partition).
+	selectRoomNames = `SELECT DISTINCT room_name, creator_login FROM rooms`
+	// One member's row, with the header's creation date, without the
+	// other members.
+	selectStanding = `SELECT creation_date, member FROM rooms WHERE room_name = ? AND since = ? AND login = ?`
+	selectCreated  = `SELECT creation_date FROM rooms WHERE room_name = ? LIMIT 1`
+	// The creation: the header IF no room has the name (a deleted room's
+	// header is deleted), and the creator's row, in one conditional batch.
+	createRoom = `UPDATE rooms SET display_name = ?, creation_date = ?, banner = ?, creator = ?, creator_login = ?,
+		kind = ?, admins = null, invite_uses = null, guard = null, version = ?, members = 1 WHERE room_name = ? IF creator_login = null`
+	// setMember writes a member's row; with conditions, it is how a
+	// batch checks that someone still is a member (writing their entry
+	// as it was read).
+	setMember = `UPDATE rooms SET member = ? WHERE room_name = ? AND since = ? AND login = ?`
+	// Joining without an invitation: "creation_date = ?" is IF EXISTS
+	// for the incarnation read (every room has one; a deleted room's
+	// header has none), so no join resurrects a deleted room, and a
+	// closed room refuses it. "guard = ?" (as read) lets an unknown
+	// outcome be fenced (see fenceJoin).
+	joinRoom = `UPDATE rooms SET member = ?, version = ?, members = ? WHERE room_name = ? AND since = ? AND login = ?
+		IF creation_date = ? AND kind != 'closed' AND guard = ? AND members = ? AND member = null`
+	// Anyone's leave but the creator's.
+	leaveRoom = `UPDATE rooms SET member = null, admins = admins - ?, version = ?, members = ? WHERE room_name = ? AND since = ? AND login = ?
+		IF creation_date = ? AND creator_login != ? AND members = ? AND member != null`
+	// The creator's leave: alone in the room (the version is the one
+	// read with the creator as the only member), or handing the creator
+	// role to an admin who is still a member, in the same batch.
+	leaveAlone = `UPDATE rooms SET member = null, version = ?, members = 0 WHERE room_name = ? AND since = ? AND login = ?
+		IF creator_login = ? AND version = ?`
+	handOverRoom = `UPDATE rooms SET member = null, admins = admins - ?, creator = ?, creator_login = ?, version = ?, members = ?
+		WHERE room_name = ? AND since = ? AND login = ? IF creation_date = ? AND creator_login = ? AND admins CONTAINS ? AND members = ?`
+	// The delete takes the header away IF the creator and the version
+	// (so the members) are what was just read.
+	deleteRoom = `DELETE ` + roomStatics + ` FROM rooms WHERE room_name = ? IF creator_login = ? AND version = ? AND guard = ?`
+	// A deleted room's rows, by its incarnation: a plain range delete,
+	// which no room made again under the name (a later since) shares.
+	deleteRoomMembers = `DELETE FROM rooms WHERE room_name = ? AND since = ?`
 	// fenceRoom moves the guard on, IF the room exists and its guard is
 	// still the one a statement of unknown outcome carries (and, for a
-	// join, IF the person is still not a participant): then that statement
+	// join, IF the person is still not a member): then that statement
 	// has not applied, and never will (schema/015_room_guard.cql).
-	fenceRoom       = `UPDATE chat_rooms SET guard = ? WHERE room_name = ? IF creator_login != null AND guard = ?`
-	fenceRoomJoiner = fenceRoom + ` AND participants[?] = null`
+	fenceRoom       = `UPDATE rooms SET guard = ? WHERE room_name = ? IF creator_login != null AND guard = ?`
+	fenceRoomJoiner = `UPDATE rooms SET guard = ? WHERE room_name = ? AND since = ? AND login = ?
+		IF creation_date = ? AND guard = ? AND member = null`
 
 	selectRoomBuckets    = `SELECT time_bucket FROM messages_bucket WHERE room_name = ?`
 	deleteBucketMessages = `DELETE FROM chat_room_messages WHERE room_name = ? AND time_bucket = ?`
@@ -82,6 +110,10 @@ type Room struct {
 	// Guard is the fence of statements of unknown outcome (see
 	// fenceRoom); zero for null.
 	Guard gocql.UUID
+	// Version changes with every change of the participants.
+	Version gocql.UUID
+	// Members is how many participants the room has.
+	Members int
 }
 
 // Room kinds: an open room is listed to everyone and anyone joins it; a
@@ -163,20 +195,45 @@ func (f *NewRoom) Validate() error {
 	return v.orNil()
 }
 
-func scanRoom(scan func(...any) error) (Room, error) {
-	var r Room
-	err := scan(&r.Name, &r.DisplayName, &r.CreatedAt, &r.Banner, &r.Creator, &r.CreatorLogin, &r.Participants,
-		&r.Kind, &r.Admins, &r.InviteUses, &r.Guard)
-	if r.Participants == nil {
-		r.Participants = map[string]UserRef{}
+// readRooms reads the rows of selectRoom or selectRoomsIn: each room's
+// header once, and as its participants the members of its incarnation.
+// A partition without a header (a deleted room whose rows are not yet
+// cleaned up) is no room.
+func (s *Store) readRooms(q *gocql.Query) (map[string]Room, error) {
+	found := map[string]Room{}
+	iter := q.Iter()
+	var (
+		r      Room
+		since  time.Time
+		login  string
+		member *UserRef
+	)
+	for iter.Scan(&r.Name, &r.DisplayName, &r.CreatedAt, &r.Banner, &r.Creator, &r.CreatorLogin,
+		&r.Kind, &r.Admins, &r.InviteUses, &r.Guard, &r.Version, &r.Members, &since, &login, &member) {
+		if r.CreatorLogin == "" {
+			continue
+		}
+		got, ok := found[r.Name]
+		if !ok {
+			got = r
+			got.Participants = map[string]UserRef{}
+			if got.Kind == "" { // a room from before kinds existed
+				got.Kind = KindOpen
+			}
+			if got.DisplayName == "" { // a row from before display_name existed
+				got.DisplayName = got.Name
+			}
+			found[r.Name] = got
+		}
+		if login != "" && member != nil && since.Equal(got.CreatedAt) {
+			got.Participants[login] = *member
+		}
+		r, member = Room{}, nil
 	}
-	if r.Kind == "" { // a room from before kinds existed
-		r.Kind = KindOpen
+	if err := iter.Close(); err != nil {
+		return nil, err
 	}
-	if r.DisplayName == "" { // a row from before display_name existed
-		r.DisplayName = r.Name
-	}
-	return r, err
+	return found, nil
 }
 
 // CreateRoom creates a room by INSERT ... IF NOT EXISTS under the name's
@@ -199,8 +256,11 @@ func (s *Store) CreateRoom(ctx context.Context, creator UserRef, f NewRoom) (Roo
 	if err := s.addUserRoom(ctx, creator.Login, r); err != nil {
 		return Room{}, err
 	}
-	applied, err := s.lwt(ctx, "create room "+r.Name, insertRoom,
-		[]any{r.Name, r.DisplayName, r.CreatedAt, r.Banner, r.Creator, r.CreatorLogin, r.Participants, r.Kind, nil}, nil,
+	r.Version, r.Members = gocql.TimeUUID(), 1
+	applied, err := s.lwtBatch(ctx, "create room "+r.Name, []batchStmt{
+		{createRoom, []any{r.DisplayName, r.CreatedAt, r.Banner, r.Creator, r.CreatorLogin, r.Kind, r.Version, r.Name}},
+		{setMember, []any{creator, r.Name, r.CreatedAt, creator.Login}},
+	}, nil,
 		func(ctx context.Context) (bool, error) {
 			got, err := s.room(ctx, r.Name, true)
 			if err != nil {
@@ -250,34 +310,48 @@ func (s *Store) room(ctx context.Context, name string, serial bool) (Room, error
 	if serial {
 		q = q.Consistency(gocql.Consistency(s.cfg.SerialConsistency))
 	}
-	r, err := scanRoom(q.Scan)
-	if errors.Is(err, gocql.ErrNotFound) {
-		return Room{}, fmt.Errorf("store: room %q: %w", name, ErrNotFound)
-	}
+	found, err := s.readRooms(q)
 	if err != nil {
 		return Room{}, s.fail("read room "+name, err)
+	}
+	r, ok := found[name]
+	if !ok {
+		return Room{}, fmt.Errorf("store: room %q: %w", name, ErrNotFound)
 	}
 	return r, nil
 }
 
-// standing reads when the room was created and whether login takes part
-// in it, without the other participants. It returns ErrNotFound if there
-// is no such room.
-func (s *Store) standing(ctx context.Context, room, login string) (time.Time, bool, error) {
-	q, err := s.query(ctx, selectStanding, login, room)
+// standing reads whether login takes part in the room created at since,
+// without the other participants, and when the room of that name was
+// created (zero if there is none). It returns ErrNotFound if there is no
+// such room.
+func (s *Store) standing(ctx context.Context, room string, since time.Time, login string) (time.Time, bool, error) {
+	q, err := s.query(ctx, selectStanding, room, since, login)
 	if err != nil {
 		return time.Time{}, false, err
 	}
 	var created time.Time
 	var entry *UserRef
 	err = q.Scan(&created, &entry)
-	if errors.Is(err, gocql.ErrNotFound) {
+	if err == nil && entry != nil && created.Equal(since) {
+		return created, true, nil
+	}
+	if err != nil && !errors.Is(err, gocql.ErrNotFound) {
+		return time.Time{}, false, s.fail("read room "+room, err)
+	}
+	// Not a member of that room: is there a room, and which?
+	if q, err = s.query(ctx, selectCreated, room); err != nil {
+		return time.Time{}, false, err
+	}
+	created = time.Time{}
+	err = q.Scan(&created)
+	if errors.Is(err, gocql.ErrNotFound) || (err == nil && created.IsZero()) {
 		return time.Time{}, false, fmt.Errorf("store: room %q: %w", room, ErrNotFound)
 	}
 	if err != nil {
 		return time.Time{}, false, s.fail("read room "+room, err)
 	}
-	return created, entry != nil, nil
+	return created, false, nil
 }
 
 // RoomPage is one page of the list of all rooms.
@@ -291,20 +365,20 @@ type RoomPage struct {
 // from a previous page (nil for the first). It returns ErrInvalid if the
 // paging state is not one Cassandra accepts.
 func (s *Store) Rooms(ctx context.Context, state []byte, n int) (RoomPage, error) {
-	q, err := s.query(ctx, selectRooms)
+	q, err := s.query(ctx, selectRoomNames)
 	if err != nil {
 		return RoomPage{}, err
 	}
 	iter := q.PageSize(n).PageState(state).Iter()
-	var page RoomPage
-	scanner := iter.Scanner()
-	for scanner.Next() {
-		r, err := scanRoom(scanner.Scan)
-		if err != nil {
-			iter.Close()
-			return RoomPage{}, s.fail("scan rooms", err)
+	var (
+		page          RoomPage
+		names         []string
+		name, creator string
+	)
+	for iter.Scan(&name, &creator) {
+		if creator != "" { // else a deleted room's rows, not yet cleaned up
+			names = append(names, name)
 		}
-		page.Rooms = append(page.Rooms, r)
 	}
 	page.Next = iter.PageState()
 	if err := iter.Close(); err != nil {
@@ -313,6 +387,15 @@ func (s *Store) Rooms(ctx context.Context, state []byte, n int) (RoomPage, error
 			return RoomPage{}, fmt.Errorf("store: list rooms: paging state: %w (%w)", ErrInvalid, err)
 		}
 		return RoomPage{}, s.fail("list rooms", err)
+	}
+	found, err := s.RoomsNamed(ctx, names)
+	if err != nil {
+		return RoomPage{}, err
+	}
+	for _, name := range names {
+		if r, ok := found[name]; ok {
+			page.Rooms = append(page.Rooms, r)
+		}
 	}
 	return page, nil
 }
@@ -358,17 +441,8 @@ func (s *Store) RoomsNamed(ctx context.Context, names []string) (map[string]Room
 	if err != nil {
 		return nil, err
 	}
-	iter := q.Iter()
-	scanner := iter.Scanner()
-	for scanner.Next() {
-		r, err := scanRoom(scanner.Scan)
-		if err != nil {
-			iter.Close()
-			return nil, s.fail("scan rooms", err)
-		}
-		found[r.Name] = r
-	}
-	if err := iter.Close(); err != nil {
+	found, err = s.readRooms(q)
+	if err != nil {
 		return nil, s.fail("read rooms", err)
 	}
 	return found, nil
@@ -422,67 +496,71 @@ func (s *Store) JoinRoom(ctx context.Context, user UserRef, room string) (Room, 
 		}
 		return fmt.Errorf("store: join room %q: %w", room, ErrNotFound)
 	}
-	guard := before.Guard
+	target := before
 	for attempt := 0; ; attempt++ {
-		prev := map[string]any{}
 		applied, err := s.lwt(ctx, "join room "+room, joinRoom,
-			[]any{map[string]UserRef{user.Login: user}, room, guardValue(guard)}, prev,
-			func(ctx context.Context) (bool, error) { return s.settleJoin(ctx, room, user.Login, guard) })
+			[]any{user, gocql.TimeUUID(), target.Members + 1, room, target.CreatedAt, user.Login,
+				target.CreatedAt, guardValue(target.Guard), target.Members}, nil,
+			func(ctx context.Context) (bool, error) { return s.settleJoin(ctx, target, user.Login) })
 		if err != nil {
 			return Room{}, err
 		}
 		if applied {
 			break
 		}
-		// Refused: the room is gone or closed, or its guard moved since
-		// the plain read (a fence), or an unknown outcome was settled as
-		// not applied (and fenced): then again, with the guard as it is.
-		if len(prev) == 0 {
-			r, err := s.room(ctx, room, true)
-			if errors.Is(err, ErrNotFound) {
-				return Room{}, refused()
-			}
-			if err != nil {
-				return Room{}, fmt.Errorf("store: join room: %w", err)
-			}
-			prev = map[string]any{"creator_login": r.CreatorLogin, "kind": r.Kind, "guard": r.Guard}
-		}
-		now := uuidOf(prev["guard"])
-		if c, _ := prev["creator_login"].(string); c == "" || prev["kind"] == KindClosed || attempt == 2 {
+		// Refused: the room is gone, closed or made again, or its guard
+		// moved since the read (a fence), or an unknown outcome was
+		// settled as not applied (and fenced): then again, with the room
+		// as it is.
+		r, err := s.room(ctx, room, true)
+		if errors.Is(err, ErrNotFound) {
 			return Room{}, refused()
 		}
-		guard = now
+		if err != nil {
+			return Room{}, fmt.Errorf("store: join room: %w", err)
+		}
+		if r.HasParticipant(user.Login) {
+			target = r
+			break // in already (or the unknown outcome applied after all)
+		}
+		if r.Closed() || attempt == changeAttempts {
+			return Room{}, refused()
+		}
+		target = r
 	}
-	return s.enlist(ctx, user.Login, before)
+	return s.enlist(ctx, user.Login, target)
 }
 
-// settleJoin tells whether a join of login into room, whose outcome is
-// unknown and which carried guard, applied; if it did not, it makes sure
+// settleJoin tells whether a join of login into room (as read: its
+// incarnation and guard), whose outcome is unknown, applied; if it did not, it makes sure
 // it never will (a frozen coordinator may still hold it) by moving the
 // guard on, IF login is still not a participant.
-func (s *Store) settleJoin(ctx context.Context, room, login string, guard gocql.UUID) (bool, error) {
-	r, err := s.room(ctx, room, true)
+func (s *Store) settleJoin(ctx context.Context, room Room, login string) (bool, error) {
+	r, err := s.room(ctx, room.Name, true)
 	switch {
 	case errors.Is(err, ErrNotFound):
 		return false, nil // and no join can bring it back
 	case err != nil:
 		return false, err
+	case !r.CreatedAt.Equal(room.CreatedAt):
+		return false, nil // made again: the late join's condition can never hold
 	case r.HasParticipant(login):
 		return true, nil
-	case r.Guard != guard:
+	case r.Guard != room.Guard:
 		return false, nil // the late join's condition can never hold
 	}
-	applied, err := s.lwt(ctx, "fence a join of "+room, fenceRoomJoiner, []any{gocql.TimeUUID(), room, guardValue(guard), login}, nil, nil)
+	applied, err := s.lwt(ctx, "fence a join of "+room.Name, fenceRoomJoiner,
+		[]any{gocql.TimeUUID(), room.Name, room.CreatedAt, login, room.CreatedAt, guardValue(room.Guard)}, nil, nil)
 	if err != nil || applied {
 		return false, err
 	}
 	// Gone, the guard moved (the late join can never apply), or it
 	// applied meanwhile.
-	r, err = s.room(ctx, room, true)
+	r, err = s.room(ctx, room.Name, true)
 	if errors.Is(err, ErrNotFound) {
 		return false, nil
 	}
-	return r.HasParticipant(login), err
+	return r.CreatedAt.Equal(room.CreatedAt) && r.HasParticipant(login), err
 }
 
 // settleDelete tells whether a delete of room, whose outcome is unknown
@@ -565,30 +643,36 @@ func (s *Store) LeaveRoom(ctx context.Context, user UserRef, room string) error 
 		return fmt.Errorf("store: leave room %q: %w", room, ErrNotFound)
 	}
 	room = NameKey(room)
-	// Not the creator's leave (decided inside the LWT, so no read of the
-	// participants comes first): a creator's fails, and hands over.
-	for attempt := 0; attempt < 3; attempt++ {
-		applied, err := s.lwt(ctx, "leave room "+room, leaveRoom,
-			[]any{[]string{user.Login}, []string{user.Login}, room, user.Login}, nil,
-			func(ctx context.Context) (bool, error) {
-				r, err := s.room(ctx, room, true)
-				if errors.Is(err, ErrNotFound) {
-					return false, nil
-				}
-				return !r.HasParticipant(user.Login), err
-			})
-		if err != nil {
-			return err
+	// Not the creator's leave (decided inside the LWT, on the header the
+	// read found): a creator's fails, and hands over.
+	r, err := s.room(ctx, room, false)
+	for attempt := 0; attempt < changeAttempts; attempt++ {
+		if err == nil {
+			since := r.CreatedAt
+			var applied bool
+			applied, err = s.lwt(ctx, "leave room "+room, leaveRoom,
+				[]any{[]string{user.Login}, gocql.TimeUUID(), r.Members - 1, room, since, user.Login, since, user.Login, r.Members}, nil,
+				func(ctx context.Context) (bool, error) {
+					got, err := s.room(ctx, room, true)
+					if errors.Is(err, ErrNotFound) {
+						return false, nil
+					}
+					return err == nil && got.CreatedAt.Equal(since) && !got.HasParticipant(user.Login), err
+				})
+			if err != nil {
+				return err
+			}
+			if applied {
+				return s.removeUserRoom(ctx, user.Login, room)
+			}
+			// Not applied: the room is gone or made again, the user
+			// created it, or an unknown outcome was settled as not
+			// applied. The room as it is says which; the list follows
+			// the participants, never the other way (chaos: a settled
+			// leave took the room off a list while its owner stayed a
+			// participant).
+			r, err = s.room(ctx, room, true)
 		}
-		if applied {
-			return s.removeUserRoom(ctx, user.Login, room)
-		}
-		// Not applied: the room is gone, the user created it, or an
-		// unknown outcome was settled as not applied. The room as it is
-		// says which; the list follows the participants, never the other
-		// way (chaos: a settled leave took the room off a list while its
-		// owner stayed a participant).
-		r, err := s.room(ctx, room, true)
 		switch {
 		case errors.Is(err, ErrNotFound):
 			if err := s.removeUserRoom(ctx, user.Login, room); err != nil {
@@ -608,7 +692,8 @@ func (s *Store) LeaveRoom(ctx context.Context, user UserRef, room string) error 
 }
 
 // DeleteRoom deletes the room if login created it: DELETE ... IF
-// creator_login = login AND participants = the participants just read. If
+// creator_login = login AND version = the version read with the
+// participants (every change of them sets a new one). If
 // someone joined or left in between, it re-reads and tries again (bounded).
 // After it applies, the room leaves every participant's list and all its
 // messages and buckets are deleted (in the background, should the first
@@ -633,12 +718,8 @@ func (s *Store) DeleteRoomFenced(ctx context.Context, login, name string, fence 
 		if r.CreatorLogin != login {
 			return Room{}, fmt.Errorf("store: delete room %q by %q: %w", name, login, ErrNotCreator)
 		}
-		var participants any = r.Participants
-		if len(r.Participants) == 0 {
-			participants = nil // an empty collection is stored as null
-		}
 		prev := map[string]any{}
-		applied, err := s.lwt(ctx, "delete room "+name, deleteRoom, []any{name, login, participants, guardValue(r.Guard)}, prev,
+		applied, err := s.lwt(ctx, "delete room "+name, deleteRoom, []any{name, login, guardValue(r.Version), guardValue(r.Guard)}, prev,
 			func(ctx context.Context) (bool, error) { return s.settleDelete(ctx, name, r.Guard) })
 		if err != nil {
 			return Room{}, err
@@ -662,7 +743,7 @@ func (s *Store) DeleteRoomFenced(ctx context.Context, login, name string, fence 
 		if c, _ := prev["creator_login"].(string); c != "" && c != login {
 			return Room{}, fmt.Errorf("store: delete room %q by %q: %w", name, login, ErrNotCreator)
 		}
-		// The participants or the guard changed since the read, the room
+		// The participants (their version) or the guard changed since the read, the room
 		// is gone, or an unknown outcome was settled as not applied (and
 		// fenced): read again.
 	}
@@ -730,7 +811,8 @@ func (s *Store) cleanUpRoom(ctx context.Context, r Room) error {
 	if err := iter.Close(); err != nil {
 		return s.fail("list buckets of "+r.Name, err)
 	}
-	stmts = append(stmts, batchStmt{deleteRoomBuckets, []any{r.Name}},
+	stmts = append(stmts, batchStmt{deleteRoomMembers, []any{r.Name, r.CreatedAt}},
+		batchStmt{deleteRoomBuckets, []any{r.Name}},
 		batchStmt{deleteRoomName, []any{r.CreatedAt.UnixMicro(), initialOf(r.Name), r.Name}})
 	// Its files go with its messages: deletes only, so the batches stay
 	// small (a chunk is never written in a batch).

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/killrchat/killrchat/store"
 )
@@ -132,7 +133,7 @@ func raceDelete(t *testing.T, action string, rounds int) {
 		}
 		// No zombie: the row is gone entirely, not left without a creator.
 		var count int
-		if err := sess.Query(`SELECT COUNT(*) FROM chat_rooms WHERE room_name = ?`, name).Scan(&count); err != nil {
+		if err := sess.Query(`SELECT COUNT(*) FROM rooms WHERE room_name = ?`, name).Scan(&count); err != nil {
 			t.Fatal(err)
 		}
 		if count != 0 {
@@ -226,13 +227,18 @@ func TestDeleteRoom(t *testing.T) {
 	})
 }
 
-// chatRoomsWrite matches statements that write the chat_rooms table.
-var chatRoomsWrite = regexp.MustCompile(`(?is)^\s*(insert\s+into\s+chat_rooms\b|update\s+chat_rooms\b|delete\b.*\bfrom\s+chat_rooms\b)`)
+// roomsWrite matches statements that write the rooms table.
+var roomsWrite = regexp.MustCompile(`(?is)^\s*(insert\s+into\s+rooms\b|update\s+rooms\b|delete\b.*\bfrom\s+rooms\b)`)
 
-// TestChatRoomsWritesAreConditional watches every statement the store
-// sends through a room's life and fails on any write to chat_rooms that is
-// not a lightweight transaction.
-func TestChatRoomsWritesAreConditional(t *testing.T) {
+// deadRoomRows is the one plain write to rooms: the range delete of a
+// deleted room's rows, by its incarnation, which no LWT reads again.
+var deadRoomRows = regexp.MustCompile(`(?is)^\s*delete\s+from\s+rooms\s+where\s+room_name\s*=\s*\?\s+and\s+since\s*=\s*\?\s*$`)
+
+// TestRoomsWritesAreConditional watches every statement the store
+// sends through a room's life and fails on any write to rooms that is not
+// a lightweight transaction (or in a conditional batch), but for the range
+// delete of the deleted room's own rows.
+func TestRoomsWritesAreConditional(t *testing.T) {
 	ctx := context.Background()
 	a, b := newUser(t, unique("lwta")), newUser(t, unique("lwtb"))
 	name := unique("lwt")
@@ -257,22 +263,35 @@ func TestChatRoomsWritesAreConditional(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	writes := 0
+	// A batch is conditional when any of its statements is.
+	conditional := regexp.MustCompile(`(?i)\bIF\b`)
+	batchIf := map[time.Time]bool{}
 	for _, q := range got {
-		if !chatRoomsWrite.MatchString(q.Statement) {
+		if q.Batch && conditional.MatchString(q.Statement) {
+			batchIf[q.Start] = true
+		}
+	}
+	writes, plain := 0, 0
+	for _, q := range got {
+		if !roomsWrite.MatchString(q.Statement) {
 			continue
 		}
 		writes++
-		if !regexp.MustCompile(`(?i)\bIF\b`).MatchString(q.Statement) {
-			t.Errorf("non-conditional write to chat_rooms: %s", strings.Join(strings.Fields(q.Statement), " "))
+		switch {
+		case conditional.MatchString(q.Statement), q.Batch && batchIf[q.Start]:
+		case deadRoomRows.MatchString(q.Statement):
+			plain++
+		default:
+			t.Errorf("non-conditional write to rooms: %s", strings.Join(strings.Fields(q.Statement), " "))
 		}
 	}
-	if writes < 5 {
-		t.Fatalf("observed %d chat_rooms writes, want at least 5: the observer is not seeing them", writes)
+	if writes < 6 || plain != 1 {
+		t.Fatalf("observed %d writes to rooms, %d of a deleted room's rows; want at least 6 and 1: the observer is not seeing them", writes, plain)
 	}
 	// The check itself must be able to fail.
-	if chatRoomsWrite.MatchString("UPDATE chat_rooms SET banner = 'x' WHERE room_name = 'y'") == false {
-		t.Fatal("the matcher does not recognise a plain update")
+	if !roomsWrite.MatchString("UPDATE rooms SET banner = 'x' WHERE room_name = 'y'") || roomsWrite.MatchString("UPDATE users SET chat_rooms = {} WHERE login = 'y'") ||
+		deadRoomRows.MatchString("DELETE FROM rooms WHERE room_name = ?") {
+		t.Fatal("the matchers do not tell the writes apart")
 	}
 }
 

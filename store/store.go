@@ -232,6 +232,10 @@ func (s *Store) Connect(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("store: connect: %w (%w)", ErrUnavailable, err)
 	}
+	if err := s.moveRooms(ctx, sess); err != nil {
+		sess.Close()
+		return fmt.Errorf("store: connect: %w (%w)", ErrUnavailable, err)
+	}
 	if !s.session.CompareAndSwap(nil, sess) {
 		sess.Close()
 	}

@@ -232,7 +232,7 @@ func (w *world) check(ctx context.Context, db *gocql.Session, room string, subs 
 	for _, name := range w.unsure {
 		// Checked as any room if it is there; gone is as good.
 		var creator string
-		if err := db.Query(`SELECT creator_login FROM chat_rooms WHERE room_name = ?`, name).WithContext(ctx).Scan(&creator); err == nil {
+		if err := roomCreator(ctx, db, name, &creator); err == nil {
 			created = append(created, name)
 		}
 	}
@@ -251,7 +251,7 @@ func (w *world) check(ctx context.Context, db *gocql.Session, room string, subs 
 		if len(won) == 1 {
 			created = append(created, name)
 			var creator string
-			if err := db.Query(`SELECT creator_login FROM chat_rooms WHERE room_name = ?`, name).WithContext(ctx).Scan(&creator); err != nil || creator != won[0] {
+			if err := roomCreator(ctx, db, name, &creator); err != nil || creator != won[0] {
 				res.broken = append(res.broken, fmt.Sprintf("room %s: creator %q, but %s was told it created it (%v)", name, creator, won[0], err))
 			}
 		}
@@ -261,7 +261,7 @@ func (w *world) check(ctx context.Context, db *gocql.Session, room string, subs 
 	// every participant of a room lists it.
 	for _, name := range deleted {
 		var creator string
-		err := db.Query(`SELECT creator_login FROM chat_rooms WHERE room_name = ?`, name).WithContext(ctx).Scan(&creator)
+		err := roomCreator(ctx, db, name, &creator)
 		if err == nil {
 			res.broken = append(res.broken, fmt.Sprintf("room %s exists after its delete was acknowledged", name))
 		} else if err != gocql.ErrNotFound {
@@ -275,8 +275,7 @@ func (w *world) check(ctx context.Context, db *gocql.Session, room string, subs 
 	}
 	zombies := 0
 	for _, name := range created {
-		var participants map[string]store.UserRef
-		err := db.Query(`SELECT participants FROM chat_rooms WHERE room_name = ?`, name).WithContext(ctx).Scan(&participants)
+		participants, err := roomParticipants(ctx, db, name)
 		if code, ok := w.refused[name]; ok && err == gocql.ErrNotFound {
 			res.broken = append(res.broken, fmt.Sprintf("the delete of room %s was answered %d, yet the room is gone", name, code))
 			continue
@@ -299,9 +298,8 @@ func (w *world) check(ctx context.Context, db *gocql.Session, room string, subs 
 			return res, err
 		}
 		for _, name := range list {
-			var participants map[string]store.UserRef
-			err := db.Query(`SELECT participants FROM chat_rooms WHERE room_name = ?`, name).WithContext(ctx).Scan(&participants)
-			if err != nil || participants[p.login].Login == "" {
+			participants, err := roomParticipants(ctx, db, name)
+			if err != nil || !participants[p.login] {
 				zombies++
 				res.broken = append(res.broken, fmt.Sprintf("%s lists %s, which does not have them (%v)", p.login, name, err))
 			}
@@ -406,7 +404,7 @@ func (w *world) checkUnread(ctx context.Context, db *gocql.Session, room string,
 	}
 	var msgs []stored
 	var created time.Time
-	if err := db.Query(`SELECT creation_date FROM chat_rooms WHERE room_name = ?`, room).WithContext(ctx).Scan(&created); err != nil {
+	if err := db.Query(`SELECT creation_date FROM rooms WHERE room_name = ? LIMIT 1`, room).WithContext(ctx).Scan(&created); err != nil {
 		return err
 	}
 	for day := created.UTC(); !day.After(time.Now().UTC().AddDate(0, 0, 1)); day = day.AddDate(0, 0, 1) {
@@ -454,4 +452,45 @@ func (w *world) checkUnread(ctx context.Context, db *gocql.Session, room string,
 	}
 	fmt.Fprintf(w.o.out, "unread counts: %d people's sidebars checked against their markers and the %d stored messages\n", checked, len(msgs))
 	return nil
+}
+
+// roomCreator reads the creator of the room named name into creator, or
+// gocql.ErrNotFound if there is no such room (schema/016_room_members.cql:
+// a deleted room's header is null).
+func roomCreator(ctx context.Context, db *gocql.Session, name string, creator *string) error {
+	err := db.Query(`SELECT creator_login FROM rooms WHERE room_name = ? LIMIT 1`, name).WithContext(ctx).Scan(creator)
+	if err == nil && *creator == "" {
+		return gocql.ErrNotFound
+	}
+	return err
+}
+
+// roomParticipants reads the logins of the room's members (the rows of
+// its incarnation), or gocql.ErrNotFound if there is no such room.
+func roomParticipants(ctx context.Context, db *gocql.Session, name string) (map[string]bool, error) {
+	iter := db.Query(`SELECT creation_date, since, login, member FROM rooms WHERE room_name = ?`, name).WithContext(ctx).Iter()
+	var (
+		created, since time.Time
+		login          string
+		member         *store.UserRef
+		out            = map[string]bool{}
+		found          bool
+	)
+	for iter.Scan(&created, &since, &login, &member) {
+		if created.IsZero() {
+			continue
+		}
+		found = true
+		if login != "" && member != nil && since.Equal(created) {
+			out[login] = true
+		}
+		member = nil
+	}
+	if err := iter.Close(); err != nil {
+		return nil, err
+	}
+	if !found {
+		return nil, gocql.ErrNotFound
+	}
+	return out, nil
 }

@@ -25,7 +25,7 @@ import (
 )
 
 // fillBatch is how many participants one setup LWT adds.
-const fillBatch = 500
+const fillBatch = 200
 
 func runBigRoom(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("bigroom", flag.ExitOnError)
@@ -129,25 +129,55 @@ func runBigRoom(ctx context.Context, args []string) error {
 	row("post warm", s.warm, b.warm)
 	row("room page", s.page, b.page)
 
-	var participants map[string]store.UserRef
-	if err := sess.Query(`SELECT participants FROM chat_rooms WHERE room_name = ?`, b.room).WithContext(ctx).Scan(&participants); err != nil {
+	rows, bytes, err := memberRows(ctx, sess, b.room)
+	if err != nil {
 		return err
 	}
-	fmt.Printf("the big room's participants cell: %d entries, %d bytes serialised\n", len(participants), cellBytes(participants))
+	fmt.Printf("the big room's partition: %d member rows, %d bytes of member values serialised (each row its own cell)\n", rows, bytes)
 	return nil
 }
 
+// memberRows counts the member rows of room and the bytes of their values.
+func memberRows(ctx context.Context, sess *gocql.Session, room string) (rows, bytes int, err error) {
+	iter := sess.Query(`SELECT login, member FROM rooms WHERE room_name = ?`, room).WithContext(ctx).PageSize(5000).Iter()
+	var (
+		login string
+		m     store.UserRef
+	)
+	for iter.Scan(&login, &m) {
+		if login != "" {
+			rows++
+			bytes += len(login) + cellBytes(m)
+		}
+	}
+	return rows, bytes, iter.Close()
+}
+
 // fillMembers adds n made-up participants to room, fillBatch at a time,
-// each batch one LWT (every write to chat_rooms is one).
+// each batch one LWT (every write to a room's partition is one).
 func fillMembers(ctx context.Context, sess *gocql.Session, room string, n int) error {
+	var (
+		created time.Time
+		members int
+	)
+	if err := sess.Query(`SELECT creation_date, members FROM rooms WHERE room_name = ? LIMIT 1`, room).WithContext(ctx).Scan(&created, &members); err != nil {
+		return fmt.Errorf("fill %s: %w", room, err)
+	}
 	for start := 0; start < n; start += fillBatch {
-		add := map[string]store.UserRef{}
+		b := sess.NewBatch(gocql.LoggedBatch).WithContext(ctx)
+		b.SerialConsistency(gocql.Serial)
+		added := min(start+fillBatch, n) - start
+		b.Query(`UPDATE rooms SET version = now(), members = ? WHERE room_name = ? IF creation_date = ? AND members = ?`, members+added, room, created, members)
+		members += added
 		for i := start; i < min(start+fillBatch, n); i++ {
 			login := fmt.Sprintf("%sm%05d", room, i)
-			add[login] = store.UserRef{Login: login, Firstname: "Member", Lastname: fmt.Sprintf("Number %d", i)}
+			b.Query(`UPDATE rooms SET member = ? WHERE room_name = ? AND since = ? AND login = ?`,
+				store.UserRef{Login: login, Firstname: "Member", Lastname: fmt.Sprintf("Number %d", i)}, room, created, login)
 		}
-		applied, err := sess.Query(`UPDATE chat_rooms SET participants = participants + ? WHERE room_name = ? IF EXISTS`, add, room).
-			WithContext(ctx).SerialConsistency(gocql.Serial).ScanCAS()
+		applied, iter, err := sess.ExecuteBatchCAS(b)
+		if iter != nil {
+			iter.Close()
+		}
 		if err != nil || !applied {
 			return fmt.Errorf("fill %s: applied %v: %w", room, applied, err)
 		}
@@ -155,13 +185,8 @@ func fillMembers(ctx context.Context, sess *gocql.Session, room string, n int) e
 	return nil
 }
 
-// cellBytes is the size of a participants map as the native protocol
-// serialises it: an int count, then each key and value with an int length,
-// the value a user_ref of three text fields with an int length each.
-func cellBytes(m map[string]store.UserRef) int {
-	n := 4
-	for k, u := range m {
-		n += 4 + len(k) + 4 + 3*4 + len(u.Login) + len(u.Firstname) + len(u.Lastname)
-	}
-	return n
+// cellBytes is the size of a member's user_ref as the native protocol
+// serialises it: three text fields with an int length each.
+func cellBytes(u store.UserRef) int {
+	return 3*4 + len(u.Login) + len(u.Firstname) + len(u.Lastname)
 }

@@ -150,8 +150,23 @@ func runSearch(ctx context.Context, args []string) error {
 	// are below the seeded messages.
 	back := time.Now().AddDate(0, 0, -*days-1).UTC().Truncate(time.Millisecond)
 	for _, cv := range convs {
-		if err := sess.Query(`UPDATE chat_rooms SET creation_date = ? WHERE room_name = ? IF EXISTS`, back, cv.ID).Exec(); err != nil {
-			return fmt.Errorf("backdate %s: %w", cv.ID, err)
+		// The header's date and the members' rows, which carry it as
+		// their incarnation (schema/016_room_members.cql), in one LWT.
+		r, err := t.Store.Room(ctx, cv.ID)
+		if err != nil {
+			return err
+		}
+		b := sess.NewBatch(gocql.LoggedBatch).WithContext(ctx)
+		b.Query(`UPDATE rooms SET creation_date = ? WHERE room_name = ? IF creation_date = ?`, back, cv.ID, r.CreatedAt)
+		for login, m := range r.Participants {
+			b.Query(`UPDATE rooms SET member = ? WHERE room_name = ? AND since = ? AND login = ?`, m, cv.ID, back, login)
+		}
+		applied, iter, err := sess.ExecuteBatchCAS(b)
+		if iter != nil {
+			iter.Close()
+		}
+		if err != nil || !applied {
+			return fmt.Errorf("backdate %s: applied %v: %w", cv.ID, applied, err)
 		}
 	}
 	if err := sess.Query(seedPlacesFrom).Exec(); err != nil {
