@@ -159,6 +159,12 @@ func (s *Server) roomView(c echo.Context, cv conversation) views.RoomView {
 	if cv.Room != nil {
 		v.Room, v.Creator = *cv.Room, cv.Room.CreatorLogin == me.Login
 		v.Moderator = cv.Room.IsAdmin(me.Login)
+		// The header's list: the first rows, never all the members.
+		people, err := s.db.RoomMembers(c.Request().Context(), *cv.Room, "", views.ShownParticipants)
+		if err != nil {
+			s.log.Warn("participants", "room", cv.ID, "err", err)
+		}
+		v.People = people
 	} else {
 		v.DM = &views.DMHeader{Members: cv.DM.Members}
 	}

@@ -87,7 +87,7 @@ func TestPerUserLimits(t *testing.T) {
 			}
 		}
 		wantTooMany(t, alice.post("/rooms/"+room+"/join", nil), "third join/leave")
-		r, err := db.Room(ctxT(t), room)
+		r, err := db.RoomFor(ctxT(t), room, aliceLogin)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -107,7 +107,7 @@ func (s *Server) renderChange(ctx context.Context, in store.Place, ch store.Chan
 	switch ch.Kind {
 	case store.ChangeEdit:
 		m := store.Message{ID: ch.Message, Room: in.Conversation().ID, Content: ch.Content, Edited: ch.ID}
-		return s.RenderString(views.WithMembers(ctx, in.Conversation().Members), views.EditedBody(m))
+		return s.RenderString(s.Mentioning(ctx, in, m), views.EditedBody(m))
 	case store.ChangeDelete:
 		return []byte(views.MessageID(store.Message{ID: ch.Message})), nil
 	}

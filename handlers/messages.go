@@ -49,7 +49,7 @@ func (s *Server) postMessage(c echo.Context) error {
 		return err
 	}
 	me := MustUser(c)
-	InConversation(c, cv.Place.Conversation())
+	s.InConversation(c, cv.Place)
 	if web.IsMultipart(c.Request()) {
 		if s.uploadFiles == nil {
 			return echo.NewHTTPError(http.StatusUnsupportedMediaType, "This server takes no files.")
@@ -256,7 +256,10 @@ func (s *Server) postRendered(ctx context.Context, in store.Place, pass *fence.P
 	// lists (a first message makes the entry) and the mentions. A failure
 	// there is logged, not returned: the message is stored, and the next
 	// one sets the list right.
-	conv := in.Conversation()
+	conv, err := s.db.Mentionable(ctx, in, sl.Msg.Content)
+	if err != nil {
+		s.log.Warn("mentioned members", "conversation", conv.ID, "err", err)
+	}
 	if d, ok := in.(store.DM); ok {
 		if err := s.db.RecordDMMessage(ctx, d, sl.Msg); err != nil {
 			s.log.Warn("dm list", "dm", conv.ID, "err", err)
@@ -269,17 +272,16 @@ func (s *Server) postRendered(ctx context.Context, in store.Place, pass *fence.P
 	// The index follows the post, off its path (see store.Indexer), and
 	// so do the pushes to people away.
 	s.indexer.Index(conv, sl.Msg)
-	s.pushPosted(in, sl.Msg)
+	s.pushPosted(in, conv, sl.Msg)
 	return sl.Msg, html, nil
 }
 
 // pushPosted hands m to the Web Push sender, which finds who is away and
 // wants it (package push); only this instance, which stored m, does.
-func (s *Server) pushPosted(in store.Place, m store.Message) {
+func (s *Server) pushPosted(in store.Place, conv store.Conversation, m store.Message) {
 	if s.push == nil || m.System {
 		return
 	}
-	conv := in.Conversation()
 	name := m.Author.Name()
 	if name == "" {
 		name = m.Author.Login
@@ -351,11 +353,11 @@ func (s *Server) olderMessages(c echo.Context) error {
 	if !cv.Member(MustUser(c).Login) {
 		return store.ErrNotParticipant
 	}
-	InConversation(c, cv.Place.Conversation())
 	msgs, more, err := s.db.MessagesBefore(c.Request().Context(), cv.Place, before, messagesPerPage)
 	if err != nil {
 		return err
 	}
+	s.InConversation(c, cv.Place, msgs...)
 	v := views.OlderMessages{Room: cv.ID, URL: cv.URL, Title: cv.Title, DM: cv.DM != nil, Messages: msgs, Older: olderLink(cv.URL, msgs, more), Now: time.Now()}
 	if IsHTMX(c) {
 		return s.RenderRaw(c, http.StatusOK, views.OlderPage(v))

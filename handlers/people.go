@@ -17,9 +17,17 @@ import (
 // sidebarDMCount is how many recent DMs the sidebar lists.
 const sidebarDMCount = 10
 
-// Acquaintances are the people login shares a room or a DM with (two
-// reads: the rooms in one IN query, the DM list in one partition), and
-// whoever has exactly the login word (one read by key), by login.
+// acquaintAll is the size of room whose members Acquaintances reads
+// whole; of a bigger room it reads at most acquaintFew, by login.
+const (
+	acquaintAll = 500
+	acquaintFew = 50
+)
+
+// Acquaintances are the people login shares a room or a DM with (the
+// rooms' rows: a small room's all, a big one's whose login starts with
+// word; the DM list in one partition), and whoever has exactly the login
+// word (one read by key), by login.
 func (s *Server) Acquaintances(ctx context.Context, login, word string) (map[string]store.UserRef, error) {
 	people := map[string]store.UserRef{}
 	rooms, err := s.MyRooms(ctx, login)
@@ -27,8 +35,19 @@ func (s *Server) Acquaintances(ctx context.Context, login, word string) (map[str
 		return nil, err
 	}
 	for _, r := range rooms {
-		for l, p := range r.Participants {
-			people[l] = p
+		// A room's rows, not its 10,000 members: a small room whole, a
+		// big one those whose login starts with word.
+		var members []store.UserRef
+		if r.Members <= acquaintAll {
+			members, err = s.db.RoomMembers(ctx, r, "", acquaintAll)
+		} else {
+			members, err = s.db.RoomMembersFrom(ctx, r, word, acquaintFew)
+		}
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range members {
+			people[p.Login] = p
 		}
 	}
 	dms, err := s.db.DMList(ctx, login)

@@ -63,8 +63,12 @@ func (s *Server) listRooms(c echo.Context) error {
 		return err
 	}
 	me := MustUser(c).Login
+	rooms, err := s.withMyStanding(c.Request().Context(), page.Rooms, me)
+	if err != nil {
+		return err
+	}
 	list := views.RoomList{}
-	for _, r := range page.Rooms {
+	for _, r := range rooms {
 		if r.VisibleTo(me) {
 			list.Rows = append(list.Rows, views.RoomRow{Room: r, Joined: r.HasParticipant(me)})
 		}
@@ -141,7 +145,6 @@ func (s *Server) showRoom(c echo.Context) error {
 	// while the messages are: independent reads run at once. The page
 	// marks the conversation read, so the sidebar does not count it.
 	ctx := c.Request().Context()
-	InConversation(c, cv.Place.Conversation())
 	open := cv.ID
 	if c.QueryParam("at") != "" {
 		open = "" // a page in the past leaves the newer messages unread
@@ -163,6 +166,7 @@ func (s *Server) showRoom(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	s.InConversation(c, cv.Place, v.Messages...)
 	// The marker as it was when the page opened: the divider goes above
 	// what was new then.
 	marker, level := sb.markers.Read[cv.ID], sb.markers.LevelOf(cv.ID)
@@ -272,10 +276,22 @@ func (s *Server) Announce(ctx context.Context, r store.Room, about store.UserRef
 	if err != nil {
 		s.log.Warn("system message", "room", r.Name, "err", err)
 	}
-	people := r.ParticipantList()
-	s.publish(ctx, live.Event{Kind: live.KindParticipants, Conversation: r.Name,
-		Participants: people[:min(len(people), views.ShownParticipants)], Total: len(people)})
+	s.publishParticipants(ctx, r)
 	return m, err == nil
+}
+
+// publishParticipants tells open pages of r its first participants and
+// how many there are, as read now (after a change).
+func (s *Server) publishParticipants(ctx context.Context, r store.Room) {
+	if now, _, err := s.Room(ctx, r.Name); err == nil {
+		r = now // the count after the change
+	}
+	people, err := s.db.RoomMembers(ctx, r, "", views.ShownParticipants)
+	if err != nil {
+		s.log.Warn("participants", "room", r.Name, "err", err)
+		return
+	}
+	s.publish(ctx, live.Event{Kind: live.KindParticipants, Conversation: r.Name, Participants: people, Total: r.Members})
 }
 
 // roomsNamedLike answers GET /rooms?name=: the rooms whose name starts
@@ -294,9 +310,19 @@ func (s *Server) roomsNamedLike(c echo.Context, name string) error {
 		return err
 	}
 	me := MustUser(c).Login
-	list := views.RoomList{Name: name}
+	var page []store.Room
 	for _, n := range names {
 		if r, ok := found[n]; ok {
+			page = append(page, r)
+		}
+	}
+	rooms, err := s.withMyStanding(ctx, page, me)
+	if err != nil {
+		return err
+	}
+	list := views.RoomList{Name: name}
+	for _, r := range rooms {
+		if r.VisibleTo(me) {
 			list.Rows = append(list.Rows, views.RoomRow{Room: r, Joined: r.HasParticipant(me)})
 		}
 	}
@@ -321,4 +347,28 @@ func (s *Server) quoted(c echo.Context, cv conversation) string {
 	}
 	link := c.Scheme() + "://" + c.Request().Host + views.Permalink(m)
 	return "> " + strings.ReplaceAll(m.Content, "\n", "\n> ") + "\n\n— " + m.Author.Name() + " " + link + "\n\n"
+}
+
+// withMyStanding is rooms, each with login's standing: read (through its
+// cache) for the rooms login's list names, since every participant is
+// listed (the list is written before the LWT that makes one, see
+// store.JoinRoom); none for the others, who are not.
+func (s *Server) withMyStanding(ctx context.Context, rooms []store.Room, login string) ([]store.Room, error) {
+	u, err := s.user(ctx, login)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]store.Room, len(rooms))
+	for i, r := range rooms {
+		var entry *store.UserRef
+		if slices.Contains(u.ChatRooms, r.Name) {
+			st, _, err := s.standingIn(ctx, r, login)
+			if err != nil {
+				return nil, err
+			}
+			entry = st.entry
+		}
+		out[i] = r.WithStanding(login, entry)
+	}
+	return out, nil
 }

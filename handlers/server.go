@@ -210,7 +210,7 @@ func New(db *store.Store, metrics *web.Metrics, hub live.Hub, cfg Config, log *s
 		MaxReplays: cfg.MaxReplays, ReplayWait: cfg.ReplayWait, ResumeWindow: cfg.ResumeWindow,
 	}, log, metrics.SSEConnections,
 		func(ctx context.Context, m store.Message) ([]byte, error) {
-			return s.RenderString(ctx, views.MessageItem(m))
+			return s.RenderString(s.MentioningEach(ctx, m), views.MessageItem(m))
 		},
 		func(ev live.Event) { s.publish(context.Background(), ev) })
 	s.live.RenderChanges(s.renderChange)

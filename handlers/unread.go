@@ -255,17 +255,52 @@ func (s *Server) around(c echo.Context, in store.Place, base string, v *views.Ro
 }
 
 // InConversation makes every message rendered for this request link the
-// mentions of conv's members (see views.WithMembers): the page, its
-// fragments, the message a post renders once for all streams, a replay.
-func InConversation(c echo.Context, conv store.Conversation) {
+// mentions of the members of place (see views.WithMembers), among them
+// every one that msgs mention: the page, its fragments, a replay (which
+// looks up the members each replayed message mentions, see Mentioning).
+func (s *Server) InConversation(c echo.Context, place store.Place, msgs ...store.Message) {
 	r := c.Request()
-	c.SetRequest(r.WithContext(views.WithMembers(r.Context(), conv.Members)))
+	c.SetRequest(r.WithContext(s.Mentioning(r.Context(), place, msgs...)))
+}
+
+// placeKey holds, in a context, the place whose messages it renders.
+type placeKey struct{}
+
+// Mentioning is ctx for rendering messages of place: with the members of
+// place that msgs mention (one read of their rows in a room, none in a
+// DM, see store.Mentionable), added to those ctx has for place. A failed read is
+// logged: the mentions show as text.
+func (s *Server) Mentioning(ctx context.Context, place store.Place, msgs ...store.Message) context.Context {
+	contents := make([]string, 0, len(msgs))
+	for _, m := range msgs {
+		contents = append(contents, m.Content)
+	}
+	conv, err := s.db.Mentionable(ctx, place, contents...)
+	if err != nil {
+		s.log.Warn("mentioned members", "conversation", conv.ID, "err", err)
+	}
+	members := conv.Members
+	if had, ok := ctx.Value(placeKey{}).(store.Place); ok && had.Conversation().ID == conv.ID {
+		members = views.AddMembers(ctx, members) // those looked up before, for this place
+	}
+	return context.WithValue(views.WithMembers(ctx, members), placeKey{}, place)
+}
+
+// MentioningEach is ctx for rendering m in the place ctx renders for (if
+// any): the members m mentions looked up, for a message rendered alone
+// (a replay, an edit).
+func (s *Server) MentioningEach(ctx context.Context, m store.Message) context.Context {
+	if place, ok := ctx.Value(placeKey{}).(store.Place); ok {
+		return s.Mentioning(ctx, place, m)
+	}
+	return ctx
 }
 
 // recordMentions records m under every member it mentions. Only a message
 // that mentions someone costs a statement, so a plain post runs what it
 // ran before; a failure is logged, not returned: the message is stored.
 func (s *Server) recordMentions(ctx context.Context, conv store.Conversation, m store.Message) {
+	// conv holds the members m mentions (see store.Mentionable).
 	if m.System || len(store.Mentioned(m.Content, conv.Members)) == 0 {
 		return
 	}

@@ -76,8 +76,9 @@ type Presence interface {
 // Message is a stored message, as push needs it.
 type Message struct {
 	Conversation string // the conversation's id (a room's name key, or a DM's address)
-	// Members are the conversation's members by login: the room's own
-	// map, shared, never changed (a post copies nothing of it).
+	// Members are the conversation's members by login: a DM's all, a
+	// room's those the message mentions (see store.Mentionable); shared,
+	// never changed.
 	Members    map[string]store.UserRef
 	Author     string
 	AuthorName string
@@ -232,6 +233,32 @@ func (s *Sender) work(closing <-chan struct{}) {
 	}
 }
 
+// everyoneWanting is m's members (those it mentions), and the members of
+// its room among those whose level is everything.
+func (s *Sender) everyoneWanting(ctx context.Context, m Message, levels map[string]store.Level) (map[string]store.UserRef, error) {
+	var want []string
+	for login, level := range levels {
+		if _, ok := m.Members[login]; !ok && level == store.LevelEverything {
+			want = append(want, login)
+		}
+	}
+	if len(want) == 0 {
+		return m.Members, nil
+	}
+	r, err := s.db.Room(ctx, m.Conversation)
+	if err != nil {
+		return nil, err
+	}
+	found, err := s.db.MembersOf(ctx, r, want)
+	if err != nil {
+		return nil, err
+	}
+	for login, p := range m.Members {
+		found[login] = p
+	}
+	return found, nil
+}
+
 // deliver finds who gets m and sends to each of their browsers.
 func (s *Sender) deliver(m Message) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -254,8 +281,19 @@ func (s *Sender) deliver(m Message) {
 	if err != nil {
 		return
 	}
+	members := m.Members
+	if !store.IsDM(m.Conversation) {
+		// A room's message carries the members it mentions, not all
+		// (a room may have 10,000): those who want every message are
+		// looked up among the members, by their rows.
+		if members, err = s.everyoneWanting(ctx, m, levels); err != nil {
+			s.log.Warn("push: members", "conversation", m.Conversation, "err", err)
+			s.count("failed")
+			return
+		}
+	}
 	var away []string
-	for login := range m.Members {
+	for login := range members {
 		if login == m.Author {
 			continue
 		}

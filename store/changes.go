@@ -168,8 +168,11 @@ func (s *Store) DeleteMessage(ctx context.Context, in Place, m Message, change g
 // chunks first. None of it is shown once m is gone, so a failure here is
 // for the logs; a message without mentions or file costs nothing.
 func (s *Store) ForgetMessage(ctx context.Context, in Place, m Message) error {
-	conv := in.Conversation()
+	conv, err := s.Mentionable(ctx, in, m.Content)
 	var errs []error
+	if err != nil {
+		errs = append(errs, err)
+	}
 	for _, login := range Mentioned(m.Content, conv.Members) {
 		if login != m.Author.Login {
 			errs = append(errs, s.exec(ctx, "delete mention of "+login, deleteMention, login, monthOf(m.Time()), m.ID))

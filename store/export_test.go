@@ -77,3 +77,9 @@ func (s *Store) MoveRooms(ctx context.Context) error {
 
 // RoomStatics are the columns the delete of a room deletes.
 const RoomStatics = roomStatics
+
+// RoomWithAll reads a room with every participant (Room reads the header
+// alone), as a delete does.
+func (s *Store) RoomWithAll(ctx context.Context, name string) (Room, error) {
+	return s.roomAll(ctx, name, false)
+}

@@ -18,7 +18,7 @@ func TestLateDeleteIsFenced(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	asRead, _ := db.Room(ctx, r.Name)
+	asRead, _ := db.RoomWithAll(ctx, r.Name)
 	applied, err := db.SettleDelete(ctx, r.Name, asRead.Guard)
 	if err != nil || applied {
 		t.Fatalf("settled a delete that did not apply as applied %v (%v)", applied, err)
@@ -26,7 +26,7 @@ func TestLateDeleteIsFenced(t *testing.T) {
 	if applied, err := db.LateDelete(ctx, asRead); err != nil || applied {
 		t.Fatalf("the late delete applied: %v %v", applied, err)
 	}
-	if _, err := db.Room(ctx, r.Name); err != nil {
+	if _, err := db.RoomWithAll(ctx, r.Name); err != nil {
 		t.Fatalf("room gone: %v", err)
 	}
 	if _, err := db.DeleteRoom(ctx, creator.Login, r.Name); err != nil {
@@ -48,28 +48,28 @@ func TestLateJoinIsFenced(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	asRead, _ := db.Room(ctx, r.Name)
+	asRead, _ := db.RoomWithAll(ctx, r.Name)
 	if applied, err := db.SettleJoin(ctx, asRead, joiner.Login); err != nil || applied {
 		t.Fatalf("settled a join that did not apply as applied %v (%v)", applied, err)
 	}
 	if applied, err := db.LateJoin(ctx, asRead, joiner.Ref()); err != nil || applied {
 		t.Fatalf("the late join applied: %v %v", applied, err)
 	}
-	if now, _ := db.Room(ctx, r.Name); now.HasParticipant(joiner.Login) {
+	if now, _ := db.RoomWithAll(ctx, r.Name); now.HasParticipant(joiner.Login) {
 		t.Fatal("the late join made a participant")
 	}
 	// A join now reads the moved guard and applies.
 	if _, err := db.JoinRoom(ctx, joiner.Ref(), r.Name); err != nil {
 		t.Fatalf("a join after the fence: %v", err)
 	}
-	now, _ := db.Room(ctx, r.Name)
+	now, _ := db.RoomWithAll(ctx, r.Name)
 	if !now.HasParticipant(joiner.Login) {
 		t.Fatal("the join after the fence made no participant")
 	}
 	if applied, err := db.SettleJoin(ctx, now, joiner.Login); err != nil || !applied {
 		t.Fatalf("settled an applied join as %v (%v)", applied, err)
 	}
-	if again, _ := db.Room(ctx, r.Name); again.Guard != now.Guard {
+	if again, _ := db.RoomWithAll(ctx, r.Name); again.Guard != now.Guard {
 		t.Fatal("settling an applied join moved the guard")
 	}
 }

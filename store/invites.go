@@ -120,7 +120,7 @@ func (s *Store) CreateInvite(ctx context.Context, actor UserRef, room string, f 
 	if err := f.Validate(); err != nil {
 		return "", Invite{}, err
 	}
-	r, err := s.Room(ctx, room)
+	r, err := s.RoomFor(ctx, room, actor.Login)
 	if err != nil {
 		return "", Invite{}, err
 	}
@@ -226,7 +226,7 @@ func (s *Store) Invites(ctx context.Context, room string) ([]Invite, error) {
 // room. It returns ErrNotFound (no such room or link, or the room is closed
 // to actor) or ErrNotAdmin.
 func (s *Store) RevokeInvite(ctx context.Context, actor, room, id string) error {
-	r, err := s.Room(ctx, room)
+	r, err := s.RoomFor(ctx, room, actor)
 	if err != nil {
 		return err
 	}
@@ -248,7 +248,7 @@ func (s *Store) RevokeInvite(ctx context.Context, actor, room, id string) error 
 	// The room's mark first: from its LWT on, no join by the link can
 	// apply, whatever the join read of the link before (JoinByInvite's
 	// condition), so a revocation that answers is one no join outlives.
-	_, err = s.changeRoom(ctx, "revoke invite to", r.Name, func(r Room) ([]batchStmt, error) {
+	_, err = s.changeRoom(ctx, "revoke invite to", r.Name, these(actor), func(r Room) ([]batchStmt, error) {
 		if !r.IsAdmin(actor) {
 			return nil, refuse(r, actor, "revoke invite to")
 		}
@@ -291,7 +291,7 @@ func (s *Store) joinByInvite(ctx context.Context, user UserRef, inv Invite) (Roo
 	if err != nil {
 		return Room{}, err
 	}
-	before, err := s.changeRoom(ctx, "join by invite", inv.Room, func(r Room) ([]batchStmt, error) {
+	before, err := s.changeRoom(ctx, "join by invite", inv.Room, these(user.Login), func(r Room) ([]batchStmt, error) {
 		if r.HasParticipant(user.Login) {
 			return nil, nil
 		}

@@ -35,3 +35,13 @@ func newUser(t testing.TB, login string) store.User {
 	}
 	return u
 }
+
+// joinAndRead joins user to room and reads the room with every
+// participant's standing (a room read for one person holds theirs only),
+// for a test that posts as several people.
+func joinAndRead(ctx context.Context, st *store.Store, user store.UserRef, room string) (store.Room, error) {
+	if _, err := st.JoinRoom(ctx, user, room); err != nil {
+		return store.Room{}, err
+	}
+	return st.RoomWithAll(ctx, room)
+}

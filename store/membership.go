@@ -43,6 +43,11 @@ const (
 	changeAttempts = 50
 )
 
+// these is the logins whose standing a change reads: always the same.
+func these(logins ...string) func(Room) []string {
+	return func(Room) []string { return logins }
+}
+
 // asAdminOf is the condition that login is still an admin of r, as it was
 // when r was read, with its values.
 func asAdminOf(r Room, login string) (string, []any) {
@@ -63,19 +68,23 @@ func change(r Room, actor string, stmt string, values []any, onActorRow bool) []
 }
 
 // changeRoom runs one change of the room named name as an LWT planned from
-// the room read at SERIAL: plan returns the statements (one partition's,
+// the room read at SERIAL, with the standing of the logins standing
+// names (the actor's, the target's: never all 10,000): plan returns the statements (one partition's,
 // in one conditional batch), or none when there is nothing to do, or an
 // error to refuse. If the condition
 // fails (the room changed in between), the room is read and planned again.
 // done tells, from a SERIAL read, whether a timed-out attempt applied. It
 // returns the room as read before the change that applied.
-func (s *Store) changeRoom(ctx context.Context, op, name string, plan func(Room) ([]batchStmt, error), done func(Room) bool) (Room, error) {
+func (s *Store) changeRoom(ctx context.Context, op, name string, standing func(Room) []string, plan func(Room) ([]batchStmt, error), done func(Room) bool) (Room, error) {
 	if !ValidName(name) {
 		return Room{}, fmt.Errorf("store: %s %q: %w", op, name, ErrNotFound)
 	}
 	name = NameKey(name)
 	for attempt := 0; attempt < changeAttempts; attempt++ {
 		r, err := s.room(ctx, name, true)
+		if err == nil {
+			r, err = s.withStanding(ctx, r, true, standing(r))
+		}
 		if err != nil {
 			return Room{}, fmt.Errorf("store: %s: %w", op, err)
 		}
@@ -85,6 +94,9 @@ func (s *Store) changeRoom(ctx context.Context, op, name string, plan func(Room)
 		}
 		applied, err := s.lwtBatch(ctx, op+" "+name, stmts, nil, func(ctx context.Context) (bool, error) {
 			got, err := s.room(ctx, name, true)
+			if err == nil {
+				got, err = s.withStanding(ctx, got, true, standing(got))
+			}
 			if errors.Is(err, ErrNotFound) {
 				return false, nil
 			}
@@ -114,7 +126,7 @@ func (s *Store) SetRoomKind(ctx context.Context, actor, room, kind string) (Room
 	if kind != KindOpen && kind != KindClosed {
 		return Room{}, ValidationError{"kind": kindProblem}
 	}
-	r, err := s.changeRoom(ctx, "set kind of", room, func(r Room) ([]batchStmt, error) {
+	r, err := s.changeRoom(ctx, "set kind of", room, these(actor), func(r Room) ([]batchStmt, error) {
 		if !r.IsAdmin(actor) {
 			return nil, refuse(r, actor, "set kind of")
 		}
@@ -139,7 +151,7 @@ func (s *Store) SetBanner(ctx context.Context, actor, room, banner string) (Room
 	if len(v) > 0 {
 		return Room{}, v
 	}
-	r, err := s.changeRoom(ctx, "set the banner of", room, func(r Room) ([]batchStmt, error) {
+	r, err := s.changeRoom(ctx, "set the banner of", room, these(actor), func(r Room) ([]batchStmt, error) {
 		if !r.IsAdmin(actor) {
 			return nil, refuse(r, actor, "set the banner of")
 		}
@@ -163,7 +175,7 @@ func (s *Store) AddMember(ctx context.Context, actor string, room string, who Us
 	if err != nil {
 		return Room{}, err
 	}
-	before, err := s.changeRoom(ctx, "add to", room, func(r Room) ([]batchStmt, error) {
+	before, err := s.changeRoom(ctx, "add to", room, these(actor, who.Login), func(r Room) ([]batchStmt, error) {
 		if r.HasParticipant(who.Login) {
 			return nil, nil
 		}
@@ -192,7 +204,7 @@ func (s *Store) AddMember(ctx context.Context, actor string, room string, who Us
 // already; an unknown outcome (ErrUnavailable) leaves it, for ForgetRoom
 // to drop on read if the LWT did not apply.
 func (s *Store) listFirst(ctx context.Context, login, room string) (func(error) error, error) {
-	r, err := s.room(ctx, room, false)
+	r, err := s.room(ctx, room, false, login)
 	if err != nil {
 		return nil, err
 	}
@@ -211,7 +223,7 @@ func (s *Store) listFirst(ctx context.Context, login, room string) (func(error) 
 // It returns ErrNotFound (no such room or member, or closed to actor) or
 // ErrNotAdmin.
 func (s *Store) MakeAdmin(ctx context.Context, actor, room, who string) (Room, error) {
-	r, err := s.changeRoom(ctx, "promote in", room, func(r Room) ([]batchStmt, error) {
+	r, err := s.changeRoom(ctx, "promote in", room, these(actor, who), func(r Room) ([]batchStmt, error) {
 		if !r.IsAdmin(actor) {
 			return nil, refuse(r, actor, "promote in")
 		}
@@ -235,7 +247,7 @@ func (s *Store) MakeAdmin(ctx context.Context, actor, room, who string) (Room, e
 // the room as it was before, or ErrNotFound (no such room or member, or
 // closed to actor), ErrNotAdmin, or ErrNotCreator for the creator.
 func (s *Store) RemoveMember(ctx context.Context, actor, room, who string) (Room, error) {
-	r, err := s.changeRoom(ctx, "remove from", room, func(r Room) ([]batchStmt, error) {
+	r, err := s.changeRoom(ctx, "remove from", room, these(actor, who), func(r Room) ([]batchStmt, error) {
 		if !r.IsAdmin(actor) {
 			return nil, refuse(r, actor, "remove from")
 		}
@@ -261,13 +273,13 @@ func (s *Store) RemoveMember(ctx context.Context, actor, room, who string) (Room
 // creator, so a room always has exactly one creator. It returns
 // ErrHandOver if no other member is an admin.
 func (s *Store) handOver(ctx context.Context, creator UserRef, room string) error {
-	_, err := s.changeRoom(ctx, "hand over", room, func(r Room) ([]batchStmt, error) {
+	_, err := s.changeRoom(ctx, "hand over", room, func(r Room) []string { return append([]string{creator.Login}, r.Admins...) }, func(r Room) ([]batchStmt, error) {
 		switch {
 		case !r.HasParticipant(creator.Login):
 			return nil, nil // left already
 		case r.CreatorLogin != creator.Login:
 			return nil, fmt.Errorf("store: hand over %q: %w", r.Name, ErrConflict)
-		case len(r.Participants) == 1:
+		case r.Members == 1:
 			return []batchStmt{{leaveAlone, []any{gocql.TimeUUID(), r.Name, r.CreatedAt, creator.Login, creator.Login, guardValue(r.Version)}}}, nil
 		}
 		var heirs []string

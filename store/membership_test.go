@@ -48,7 +48,7 @@ func TestClosedRoomRefusesJoin(t *testing.T) {
 	if _, err := db.JoinRoom(ctx, outsider.Ref(), r.Name); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("join a closed room: %v, want ErrNotFound", err)
 	}
-	got, err := db.Room(ctx, r.Name)
+	got, err := db.RoomWithAll(ctx, r.Name)
 	if err != nil || got.HasParticipant(outsider.Login) || lists(t, outsider.Login, r.Name) {
 		t.Fatalf("outsider got in: %v %v", got.Participants, err)
 	}
@@ -74,7 +74,7 @@ func TestSetRoomKind(t *testing.T) {
 		if _, err := db.SetRoomKind(ctx, member.Login, r.Name, store.KindClosed); !errors.Is(err, store.ErrNotAdmin) {
 			t.Fatalf("member closes: %v", err)
 		}
-		if got, _ := db.Room(ctx, r.Name); got.Closed() {
+		if got, _ := db.RoomWithAll(ctx, r.Name); got.Closed() {
 			t.Fatal("closed by a non-admin")
 		}
 	})
@@ -82,7 +82,7 @@ func TestSetRoomKind(t *testing.T) {
 		if _, err := db.SetRoomKind(ctx, creator.Login, r.Name, store.KindClosed); err != nil {
 			t.Fatal(err)
 		}
-		if got, _ := db.Room(ctx, r.Name); !got.Closed() {
+		if got, _ := db.RoomWithAll(ctx, r.Name); !got.Closed() {
 			t.Fatal("not closed")
 		}
 	})
@@ -120,7 +120,7 @@ func TestAddMember(t *testing.T) {
 		if _, err := db.AddMember(ctx, outsider.Login, r.Name, newcomer.Ref()); !errors.Is(err, store.ErrNotFound) {
 			t.Fatalf("add by an outsider of a closed room: %v", err)
 		}
-		if got, _ := db.Room(ctx, r.Name); got.HasParticipant(newcomer.Login) || lists(t, newcomer.Login, r.Name) {
+		if got, _ := db.RoomWithAll(ctx, r.Name); got.HasParticipant(newcomer.Login) || lists(t, newcomer.Login, r.Name) {
 			t.Fatal("added by a non-admin")
 		}
 		if _, err := db.MakeAdmin(ctx, creator.Login, r.Name, member.Login); err != nil {
@@ -152,7 +152,7 @@ func TestRemoveMember(t *testing.T) {
 	if _, err := db.RemoveMember(ctx, admin.Login, r.Name, member.Login); err != nil {
 		t.Fatal(err)
 	}
-	got, err := db.Room(ctx, r.Name)
+	got, err := db.RoomWithAll(ctx, r.Name)
 	if err != nil || got.HasParticipant(member.Login) || lists(t, member.Login, r.Name) || !got.HasParticipant(admin.Login) {
 		t.Fatalf("after removal: %v %v", got.Participants, err)
 	}
@@ -174,7 +174,7 @@ func TestCreatorLeaves(t *testing.T) {
 	if err := db.LeaveRoom(ctx, creator.Ref(), r.Name); err != nil {
 		t.Fatal(err)
 	}
-	got, err := db.Room(ctx, r.Name)
+	got, err := db.RoomWithAll(ctx, r.Name)
 	if err != nil || got.CreatorLogin != admin.Login || got.Creator.Login != admin.Login || got.HasParticipant(creator.Login) || lists(t, creator.Login, r.Name) {
 		t.Fatalf("after hand-over: creator %q, participants %v, %v", got.CreatorLogin, got.Participants, err)
 	}
@@ -205,7 +205,7 @@ func TestCreatorLeavesRacingPromote(t *testing.T) {
 		if leaveErr != nil || promoteErr != nil {
 			t.Fatalf("round %d: leave %v, promote %v", round, leaveErr, promoteErr)
 		}
-		got, err := db.Room(ctx, r.Name)
+		got, err := db.RoomWithAll(ctx, r.Name)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -335,7 +335,7 @@ func TestInviteRace(t *testing.T) {
 				t.Fatalf("round %d: racer %d: %v", round, i, err)
 			}
 		}
-		got, err := db.Room(ctx, r.Name)
+		got, err := db.RoomWithAll(ctx, r.Name)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -419,7 +419,7 @@ func TestRevokeBeatsAJoinThatReadTheLinkBefore(t *testing.T) {
 	if got, err := db.JoinWithInviteAsRead(ctx, guest.Ref(), inv); !errors.Is(err, store.ErrInviteRevoked) { // ...then the join goes on
 		t.Fatalf("a join with the link as read before its revocation: %v, members %v", err, got.Participants)
 	}
-	if room, err := db.Room(ctx, r.Name); err != nil || room.HasParticipant(guest.Login) {
+	if room, err := db.RoomWithAll(ctx, r.Name); err != nil || room.HasParticipant(guest.Login) {
 		t.Fatalf("after the revocation: %v %v", room.Participants, err)
 	}
 }

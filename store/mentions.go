@@ -71,6 +71,64 @@ func Mentioned(content string, members map[string]UserRef) []string {
 	return out
 }
 
+// maxMentionLookups bounds the logins one lookup of a room's members
+// reads (see Mentionable).
+const maxMentionLookups = 100
+
+// mentionCandidates are the logins that contents name after "@", each
+// once: who they mention if they are members.
+func mentionCandidates(contents []string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, c := range contents {
+		if strings.IndexByte(c, '@') < 0 {
+			continue
+		}
+		for _, loc := range mentionToken.FindAllStringSubmatchIndex(c, -1) {
+			login := strings.ToLower(strings.TrimRight(c[loc[2]:loc[3]], "._-"))
+			if !seen[login] && ValidName(login) && len(out) < maxMentionLookups {
+				seen[login] = true
+				out = append(out, login)
+			}
+		}
+	}
+	return out
+}
+
+// Mentionable is the conversation of in, whose members include every
+// member that contents mention: a DM's members are all there already; a
+// room's are read for the logins the contents name (one read of their
+// rows), never all of them, and added to those read with the room.
+func (s *Store) Mentionable(ctx context.Context, in Place, contents ...string) (Conversation, error) {
+	conv := in.Conversation()
+	r, ok := in.(Room)
+	if !ok {
+		return conv, nil
+	}
+	var want []string
+	for _, l := range mentionCandidates(contents) {
+		if !r.Knows(l) {
+			want = append(want, l)
+		}
+	}
+	if len(want) == 0 {
+		return conv, nil
+	}
+	found, err := s.MembersOf(ctx, r, want)
+	if err != nil {
+		return conv, err
+	}
+	members := make(map[string]UserRef, len(conv.Members)+len(found))
+	for l, p := range conv.Members {
+		members[l] = p
+	}
+	for l, p := range found {
+		members[l] = p
+	}
+	conv.Members = members
+	return conv, nil
+}
+
 // Mention is a message that mentions someone.
 type Mention struct {
 	MessageID    gocql.UUID

@@ -43,7 +43,7 @@ func TestMoveRooms(t *testing.T) {
 	if err := db.MoveRooms(ctx); err != nil {
 		t.Fatal(err)
 	}
-	r, err := db.Room(ctx, old)
+	r, err := db.RoomWithAll(ctx, old)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +51,7 @@ func TestMoveRooms(t *testing.T) {
 		r.Kind != store.KindClosed || len(r.Admins) != 1 || r.Admins[0] != b.Login || len(r.Participants) != 3 || r.Participants[c.Login] != c.Ref() {
 		t.Fatalf("moved room: %+v", r)
 	}
-	if got, err := db.Room(ctx, taken); err != nil || got.CreatorLogin != a.Login || len(got.Participants) != 1 || !got.CreatedAt.Equal(mine.CreatedAt) {
+	if got, err := db.RoomWithAll(ctx, taken); err != nil || got.CreatorLogin != a.Login || len(got.Participants) != 1 || !got.CreatedAt.Equal(mine.CreatedAt) {
 		t.Fatalf("a room already in rooms was moved over: %+v (%v)", got, err)
 	}
 	// Once: a room of chat_rooms after the move is not moved.
@@ -62,20 +62,20 @@ func TestMoveRooms(t *testing.T) {
 	if err := db.MoveRooms(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.Room(ctx, late); !errors.Is(err, store.ErrNotFound) {
+	if _, err := db.RoomWithAll(ctx, late); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("the move ran twice: %v", err)
 	}
 	// The moved room works: a member leaves, the creator deletes it.
 	if err := db.LeaveRoom(ctx, c.Ref(), old); err != nil {
 		t.Fatal(err)
 	}
-	if r, _ := db.Room(ctx, old); r.HasParticipant(c.Login) || len(r.Participants) != 2 {
+	if r, _ := db.RoomWithAll(ctx, old); r.HasParticipant(c.Login) || len(r.Participants) != 2 {
 		t.Fatalf("after a leave: %v", r.Participants)
 	}
 	if _, err := db.DeleteRoom(ctx, a.Login, old); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.Room(ctx, old); !errors.Is(err, store.ErrNotFound) {
+	if _, err := db.RoomWithAll(ctx, old); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("after the delete: %v", err)
 	}
 }

@@ -125,7 +125,7 @@ func TestRoomNameCaseInsensitive(t *testing.T) {
 		}
 	})
 	t.Run("ReadInAnyCase", func(t *testing.T) {
-		got, err := db.Room(ctx, strings.ToUpper(typed))
+		got, err := db.RoomWithAll(ctx, strings.ToUpper(typed))
 		if err != nil || got.Name != key || got.DisplayName != typed || got.CreatorLogin != creator.Login {
 			t.Fatalf("Room(upper) = %+v, %v", got, err)
 		}
@@ -158,7 +158,7 @@ func TestRoomNameCaseInsensitive(t *testing.T) {
 		if _, err := db.DeleteRoom(ctx, creator.Login, strings.ToUpper(typed)); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := db.Room(ctx, key); !errors.Is(err, store.ErrNotFound) {
+		if _, err := db.RoomWithAll(ctx, key); !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("after delete: %v", err)
 		}
 		u, _ := db.User(ctx, creator.Login)
@@ -202,7 +202,7 @@ func TestCreateRoomCaseRace(t *testing.T) {
 	if len(winners) != 1 {
 		t.Fatalf("%d creates applied (%v), want exactly 1", len(winners), winners)
 	}
-	r, err := db.Room(ctx, base)
+	r, err := db.RoomWithAll(ctx, base)
 	if w := winners[0]; err != nil || r.Banner != variants[w] || r.CreatorLogin != users[w].Login {
 		t.Fatalf("room %q by %q (%v); winner %q by %q", r.Banner, r.CreatorLogin, err, variants[w], users[w].Login)
 	}
@@ -287,7 +287,7 @@ func TestStoredTextIsNormalised(t *testing.T) {
 			if _, err := db.CreateRoom(ctx, u.Ref(), store.NewRoom{Name: name, Banner: banner}); !errors.Is(err, store.ErrInvalid) {
 				t.Errorf("banner %q: %v, want a ValidationError", banner, err)
 			}
-			if _, err := db.Room(ctx, name); !errors.Is(err, store.ErrNotFound) {
+			if _, err := db.RoomWithAll(ctx, name); !errors.Is(err, store.ErrNotFound) {
 				t.Errorf("refused room %s exists: %v", name, err)
 			}
 		}

@@ -12,9 +12,11 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gocql/gocql"
+	"golang.org/x/sync/errgroup"
 )
 
 // room_name is the key: the lower-case form of the name (see NameKey), as
@@ -29,11 +31,17 @@ const (
 	// every one of which the delete deletes.
 	roomStatics = `display_name, creation_date, banner, creator, creator_login, kind, admins, invite_uses, guard, version, members`
 	roomHeader  = `room_name, ` + roomStatics
-	// The header and the members, in one read of the partition.
-	selectRoom    = `SELECT ` + roomHeader + `, since, login, member FROM rooms WHERE room_name = ?`
-	selectRoomsIn = `SELECT ` + roomHeader + `, since, login, member FROM rooms WHERE room_name IN ?`
-	// The names of all rooms, a page at a time (one row per partition).
-	selectRoomNames = `SELECT DISTINCT room_name, creator_login FROM rooms`
+	// The header and every member, in one read of the partition (for a
+	// delete, which must know whose lists to clean).
+	selectRoom = `SELECT ` + roomHeader + `, since, login, member FROM rooms WHERE room_name = ?`
+	// The header alone; of several rooms; of all rooms, a page at a time.
+	selectHeader  = `SELECT ` + roomHeader + ` FROM rooms WHERE room_name = ? LIMIT 1`
+	selectHeaders = `SELECT DISTINCT ` + roomHeader + ` FROM rooms WHERE room_name IN ?`
+	selectRooms   = `SELECT DISTINCT ` + roomHeader + ` FROM rooms`
+	// Some members' rows; a page of members, by login.
+	selectEntries     = `SELECT login, member FROM rooms WHERE room_name = ? AND since = ? AND login IN ?`
+	selectMemberPage  = `SELECT login, member FROM rooms WHERE room_name = ? AND since = ? AND login > ? LIMIT ?`
+	selectMembersFrom = `SELECT login, member FROM rooms WHERE room_name = ? AND since = ? AND login >= ? LIMIT ?`
 	// One member's row, with the header's creation date, without the
 	// other members.
 	selectStanding = `SELECT creation_date, member FROM rooms WHERE room_name = ? AND since = ? AND login = ?`
@@ -99,8 +107,14 @@ type Room struct {
 	Creator      UserRef
 	CreatorLogin string
 	CreatedAt    time.Time
-	// Participants by login.
+	// Participants are the participants read with the room, by login:
+	// all of them (a read for a delete), or those whose standing was
+	// asked for (RoomFor, WithStanding). A room of 10,000 members is not
+	// read whole for one person's request.
 	Participants map[string]UserRef
+	// asked are the logins whose standing was read, unless all were.
+	asked map[string]bool
+	all   bool
 	// Kind is KindOpen or KindClosed.
 	Kind string
 	// Admins are the logins of the admins other than the creator.
@@ -134,37 +148,48 @@ func (r Room) VisibleTo(login string) bool { return !r.Closed() || r.HasParticip
 // IsAdmin reports whether login is a participant and an admin: the
 // creator or a promoted member.
 func (r Room) IsAdmin(login string) bool {
-	return r.HasParticipant(login) && (r.CreatorLogin == login || slices.Contains(r.Admins, login))
+	return r.HasParticipant(login) && r.HoldsAdmin(login)
 }
 
-// HasParticipant reports whether login takes part in the room.
+// HasParticipant reports whether login takes part in the room. The room
+// must have been read with login's standing (or all participants): asking
+// about anyone else is a programming error, and panics rather than answer
+// "no" to a member.
 func (r Room) HasParticipant(login string) bool {
+	if !r.Knows(login) {
+		panic(fmt.Sprintf("store: room %q was read without the standing of %q", r.Name, login))
+	}
 	_, ok := r.Participants[login]
 	return ok
 }
 
-// ParticipantList is the participants sorted by name, then login. Each
-// name is lowered once (a room may have 10,000 participants).
-func (r Room) ParticipantList() []UserRef {
-	type keyed struct {
-		name string
-		ref  UserRef
+// Knows reports whether the room was read with login's standing.
+func (r Room) Knows(login string) bool { return r.all || r.asked[login] }
+
+// HoldsAdmin reports whether login is the creator or a promoted admin,
+// whether or not still a participant (see IsAdmin).
+func (r Room) HoldsAdmin(login string) bool {
+	return r.CreatorLogin == login || slices.Contains(r.Admins, login)
+}
+
+// WithStanding is r with login's standing as given (nil: not a
+// participant), read apart from the room (a cache holds them apart).
+func (r Room) WithStanding(login string, entry *UserRef) Room {
+	asked := make(map[string]bool, len(r.asked)+1)
+	for l := range r.asked {
+		asked[l] = true
 	}
-	list := make([]keyed, 0, len(r.Participants))
-	for _, p := range r.Participants {
-		list = append(list, keyed{strings.ToLower(p.Name()), p})
+	asked[login] = true
+	participants := make(map[string]UserRef, len(r.Participants)+1)
+	for l, p := range r.Participants {
+		participants[l] = p
 	}
-	slices.SortFunc(list, func(a, b keyed) int {
-		if c := strings.Compare(a.name, b.name); c != 0 {
-			return c
-		}
-		return strings.Compare(a.ref.Login, b.ref.Login)
-	})
-	out := make([]UserRef, len(list))
-	for i, k := range list {
-		out[i] = k.ref
+	delete(participants, login)
+	if entry != nil {
+		participants[login] = *entry
 	}
-	return out
+	r.asked, r.Participants = asked, participants
+	return r
 }
 
 // NewRoom is the room creation form.
@@ -195,10 +220,9 @@ func (f *NewRoom) Validate() error {
 	return v.orNil()
 }
 
-// readRooms reads the rows of selectRoom or selectRoomsIn: each room's
-// header once, and as its participants the members of its incarnation.
-// A partition without a header (a deleted room whose rows are not yet
-// cleaned up) is no room.
+// readRooms reads the rows of selectRoom: the room's header once, and as
+// its participants every member of its incarnation. A partition without
+// a header (a deleted room whose rows are not yet cleaned up) is no room.
 func (s *Store) readRooms(q *gocql.Query) (map[string]Room, error) {
 	found := map[string]Room{}
 	iter := q.Iter()
@@ -208,21 +232,14 @@ func (s *Store) readRooms(q *gocql.Query) (map[string]Room, error) {
 		login  string
 		member *UserRef
 	)
-	for iter.Scan(&r.Name, &r.DisplayName, &r.CreatedAt, &r.Banner, &r.Creator, &r.CreatorLogin,
-		&r.Kind, &r.Admins, &r.InviteUses, &r.Guard, &r.Version, &r.Members, &since, &login, &member) {
+	for iter.Scan(append(headerOf(&r), &since, &login, &member)...) {
 		if r.CreatorLogin == "" {
 			continue
 		}
 		got, ok := found[r.Name]
 		if !ok {
-			got = r
-			got.Participants = map[string]UserRef{}
-			if got.Kind == "" { // a room from before kinds existed
-				got.Kind = KindOpen
-			}
-			if got.DisplayName == "" { // a row from before display_name existed
-				got.DisplayName = got.Name
-			}
+			got = fixHeader(r)
+			got.Participants, got.all = map[string]UserRef{}, true
 			found[r.Name] = got
 		}
 		if login != "" && member != nil && since.Equal(got.CreatedAt) {
@@ -234,6 +251,38 @@ func (s *Store) readRooms(q *gocql.Query) (map[string]Room, error) {
 		return nil, err
 	}
 	return found, nil
+}
+
+// headerOf is where a row of roomHeader scans into.
+func headerOf(r *Room) []any {
+	return []any{&r.Name, &r.DisplayName, &r.CreatedAt, &r.Banner, &r.Creator, &r.CreatorLogin,
+		&r.Kind, &r.Admins, &r.InviteUses, &r.Guard, &r.Version, &r.Members}
+}
+
+// fixHeader fills what rooms from before a column existed lack, and gives
+// the room its maps (no standing read yet).
+func fixHeader(r Room) Room {
+	if r.Kind == "" { // a room from before kinds existed
+		r.Kind = KindOpen
+	}
+	if r.DisplayName == "" { // a row from before display_name existed
+		r.DisplayName = r.Name
+	}
+	r.Participants, r.asked = map[string]UserRef{}, map[string]bool{}
+	return r
+}
+
+// readHeaders reads rows of roomHeader, skipping partitions without a
+// header (a deleted room's rows not yet cleaned up).
+func readHeaders(iter *gocql.Iter, each func(Room)) error {
+	var r Room
+	for iter.Scan(headerOf(&r)...) {
+		if r.CreatorLogin != "" {
+			each(fixHeader(r))
+		}
+		r = Room{}
+	}
+	return iter.Close()
 }
 
 // CreateRoom creates a room by INSERT ... IF NOT EXISTS under the name's
@@ -274,7 +323,7 @@ func (s *Store) CreateRoom(ctx context.Context, creator UserRef, f NewRoom) (Roo
 	if !applied {
 		// Taken: the entry goes, unless the creator takes part in the
 		// room that has the name.
-		taken, err := s.room(ctx, r.Name, false)
+		taken, err := s.room(ctx, r.Name, false, creator.Login)
 		if err == nil && taken.HasParticipant(creator.Login) {
 			err = s.addUserRoom(ctx, creator.Login, taken) // its title as it was
 		} else {
@@ -291,14 +340,67 @@ func (s *Store) CreateRoom(ctx context.Context, creator UserRef, f NewRoom) (Roo
 	return r, nil
 }
 
-// Room returns the room named name, in any case, or ErrNotFound.
+// Room returns the header of the room named name, in any case, or
+// ErrNotFound; no one's standing is read (see RoomFor).
 func (s *Store) Room(ctx context.Context, name string) (Room, error) {
 	return s.room(ctx, name, false)
 }
 
-// room reads a room, at SERIAL consistency if serial is set (to see every
-// committed LWT and settle any in flight).
-func (s *Store) room(ctx context.Context, name string, serial bool) (Room, error) {
+// RoomFor returns the room named name with login's standing.
+func (s *Store) RoomFor(ctx context.Context, name, login string) (Room, error) {
+	return s.room(ctx, name, false, login)
+}
+
+// room reads a room's header and the standing of logins, at SERIAL
+// consistency if serial is set (to see every committed LWT and settle any
+// in flight): two reads, the header's and the rows'.
+func (s *Store) room(ctx context.Context, name string, serial bool, logins ...string) (Room, error) {
+	if !ValidName(name) {
+		return Room{}, fmt.Errorf("store: room %q: %w", name, ErrNotFound)
+	}
+	name = NameKey(name)
+	q, err := s.query(ctx, selectHeader, name)
+	if err != nil {
+		return Room{}, err
+	}
+	if serial {
+		q = q.Consistency(gocql.Consistency(s.cfg.SerialConsistency))
+	}
+	var r Room
+	err = q.Scan(headerOf(&r)...)
+	if errors.Is(err, gocql.ErrNotFound) || (err == nil && r.CreatorLogin == "") {
+		return Room{}, fmt.Errorf("store: room %q: %w", name, ErrNotFound)
+	}
+	if err != nil {
+		return Room{}, s.fail("read room "+name, err)
+	}
+	return s.withStanding(ctx, fixHeader(r), serial, logins)
+}
+
+// withStanding is r with the standing of logins read (at SERIAL if
+// serial): one read of their rows.
+func (s *Store) withStanding(ctx context.Context, r Room, serial bool, logins []string) (Room, error) {
+	if len(logins) == 0 {
+		return r, nil
+	}
+	found, err := s.entries(ctx, r, serial, logins)
+	if err != nil {
+		return Room{}, err
+	}
+	r = r.WithStanding(logins[0], nil) // copies the maps
+	for _, l := range logins {
+		r.asked[l] = true
+		delete(r.Participants, l)
+		if p, ok := found[l]; ok {
+			r.Participants[l] = p
+		}
+	}
+	return r, nil
+}
+
+// roomAll reads a room with every participant, at SERIAL if serial is set:
+// one read of the whole partition, for a delete.
+func (s *Store) roomAll(ctx context.Context, name string, serial bool) (Room, error) {
 	if !ValidName(name) {
 		return Room{}, fmt.Errorf("store: room %q: %w", name, ErrNotFound)
 	}
@@ -319,6 +421,103 @@ func (s *Store) room(ctx context.Context, name string, serial bool) (Room, error
 		return Room{}, fmt.Errorf("store: room %q: %w", name, ErrNotFound)
 	}
 	return r, nil
+}
+
+// entries reads the rows of logins in r's incarnation: the participants
+// among them.
+func (s *Store) entries(ctx context.Context, r Room, serial bool, logins []string) (map[string]UserRef, error) {
+	q, err := s.query(ctx, selectEntries, r.Name, r.CreatedAt, logins)
+	if err != nil {
+		return nil, err
+	}
+	if serial {
+		q = q.Consistency(gocql.Consistency(s.cfg.SerialConsistency))
+	}
+	found := map[string]UserRef{}
+	iter := q.Iter()
+	var (
+		login  string
+		member *UserRef
+	)
+	for iter.Scan(&login, &member) {
+		if member != nil {
+			found[login] = *member
+		}
+		member = nil
+	}
+	if err := iter.Close(); err != nil {
+		return nil, s.fail("read members of "+r.Name, err)
+	}
+	return found, nil
+}
+
+// Standing reads whether login takes part in r (the incarnation read),
+// with their entry: one row.
+func (s *Store) Standing(ctx context.Context, r Room, login string) (*UserRef, error) {
+	found, err := s.entries(ctx, r, false, []string{login})
+	if err != nil {
+		return nil, err
+	}
+	if p, ok := found[login]; ok {
+		return &p, nil
+	}
+	return nil, nil
+}
+
+// MembersOf returns which of logins take part in r, with their entries:
+// one read of their rows, whatever the room's size.
+func (s *Store) MembersOf(ctx context.Context, r Room, logins []string) (map[string]UserRef, error) {
+	if len(logins) == 0 {
+		return map[string]UserRef{}, nil
+	}
+	return s.entries(ctx, r, false, logins)
+}
+
+// RoomMembersFrom returns at most n participants of r whose login starts
+// with prefix, in login order: a slice of the room's rows.
+func (s *Store) RoomMembersFrom(ctx context.Context, r Room, prefix string, n int) ([]UserRef, error) {
+	q, err := s.query(ctx, selectMembersFrom, r.Name, r.CreatedAt, prefix, n)
+	if err != nil {
+		return nil, err
+	}
+	people, err := s.readMembers(q, r)
+	var out []UserRef
+	for _, p := range people {
+		if strings.HasPrefix(p.Login, prefix) {
+			out = append(out, p)
+		}
+	}
+	return out, err
+}
+
+// RoomMembers returns at most n participants of r whose login comes after
+// after ("" for the first), in login order: a slice of the room's rows.
+func (s *Store) RoomMembers(ctx context.Context, r Room, after string, n int) ([]UserRef, error) {
+	q, err := s.query(ctx, selectMemberPage, r.Name, r.CreatedAt, after, n)
+	if err != nil {
+		return nil, err
+	}
+	return s.readMembers(q, r)
+}
+
+// readMembers reads rows of login and member.
+func (s *Store) readMembers(q *gocql.Query, r Room) ([]UserRef, error) {
+	var (
+		out    []UserRef
+		login  string
+		member *UserRef
+	)
+	iter := q.Iter()
+	for iter.Scan(&login, &member) {
+		if member != nil {
+			out = append(out, *member)
+		}
+		member = nil
+	}
+	if err := iter.Close(); err != nil {
+		return nil, s.fail("read members of "+r.Name, err)
+	}
+	return out, nil
 }
 
 // standing reads whether login takes part in the room created at since,
@@ -365,44 +564,29 @@ type RoomPage struct {
 // from a previous page (nil for the first). It returns ErrInvalid if the
 // paging state is not one Cassandra accepts.
 func (s *Store) Rooms(ctx context.Context, state []byte, n int) (RoomPage, error) {
-	q, err := s.query(ctx, selectRoomNames)
+	q, err := s.query(ctx, selectRooms)
 	if err != nil {
 		return RoomPage{}, err
 	}
 	iter := q.PageSize(n).PageState(state).Iter()
-	var (
-		page          RoomPage
-		names         []string
-		name, creator string
-	)
-	for iter.Scan(&name, &creator) {
-		if creator != "" { // else a deleted room's rows, not yet cleaned up
-			names = append(names, name)
-		}
-	}
+	var page RoomPage
+	err = readHeaders(iter, func(r Room) { page.Rooms = append(page.Rooms, r) })
 	page.Next = iter.PageState()
-	if err := iter.Close(); err != nil {
+	if err != nil {
 		var reqErr gocql.RequestError
 		if len(state) > 0 && errors.As(err, &reqErr) && reqErr.Code() == gocql.ErrCodeProtocol {
 			return RoomPage{}, fmt.Errorf("store: list rooms: paging state: %w (%w)", ErrInvalid, err)
 		}
 		return RoomPage{}, s.fail("list rooms", err)
 	}
-	found, err := s.RoomsNamed(ctx, names)
-	if err != nil {
-		return RoomPage{}, err
-	}
-	for _, name := range names {
-		if r, ok := found[name]; ok {
-			page.Rooms = append(page.Rooms, r)
-		}
-	}
 	return page, nil
 }
 
-// MyRooms returns the rooms login takes part in, read in one query, and
-// repairs the user's list on read: a listed room that no longer exists (its
-// delete raced a join) is removed from it.
+// MyRooms returns the rooms login takes part in, each with login's
+// standing: their list's rooms in one read, and login's row in each (one
+// read a room, at once), and repairs the list on read: a listed room that
+// no longer exists (its delete raced a join), or that login does not take
+// part in, is removed from it.
 func (s *Store) MyRooms(ctx context.Context, login string) ([]Room, error) {
 	u, err := s.User(ctx, login)
 	if err != nil {
@@ -412,9 +596,27 @@ func (s *Store) MyRooms(ctx context.Context, login string) ([]Room, error) {
 	if err != nil {
 		return nil, err
 	}
+	var (
+		g      errgroup.Group
+		mu     sync.Mutex
+		joined = map[string]Room{}
+	)
+	g.SetLimit(8)
+	for _, r := range found {
+		g.Go(func() error {
+			entry, err := s.Standing(ctx, r, login)
+			mu.Lock()
+			joined[r.Name] = r.WithStanding(login, entry)
+			mu.Unlock()
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
 	rooms := make([]Room, 0, len(found))
 	for _, name := range u.ChatRooms {
-		r, ok := found[name]
+		r, ok := joined[name]
 		if ok && r.HasParticipant(login) {
 			rooms = append(rooms, r)
 			continue
@@ -424,25 +626,27 @@ func (s *Store) MyRooms(ctx context.Context, login string) ([]Room, error) {
 			return nil, err
 		}
 		if !forgot && ok {
-			rooms = append(rooms, r) // a participant after all (a join just applied)
+			// A participant after all (a join just applied).
+			if r, err = s.RoomFor(ctx, name, login); err == nil && r.HasParticipant(login) {
+				rooms = append(rooms, r)
+			}
 		}
 	}
 	return rooms, nil
 }
 
-// RoomsNamed reads the rooms with these name keys in one query; a name
-// with no room is not in the map.
+// RoomsNamed reads the headers of the rooms with these name keys in one
+// query; a name with no room is not in the map.
 func (s *Store) RoomsNamed(ctx context.Context, names []string) (map[string]Room, error) {
 	found := map[string]Room{}
 	if len(names) == 0 {
 		return found, nil
 	}
-	q, err := s.query(ctx, selectRoomsIn, names)
+	q, err := s.query(ctx, selectHeaders, names)
 	if err != nil {
 		return nil, err
 	}
-	found, err = s.readRooms(q)
-	if err != nil {
+	if err := readHeaders(q.Iter(), func(r Room) { found[r.Name] = r }); err != nil {
 		return nil, s.fail("read rooms", err)
 	}
 	return found, nil
@@ -455,7 +659,7 @@ func (s *Store) RoomsNamed(ctx context.Context, names []string) (map[string]Room
 // see JoinRoom). It tells whether it removed the entry.
 func (s *Store) ForgetRoom(ctx context.Context, login, room string) (bool, error) {
 	room = NameKey(room)
-	r, err := s.room(ctx, room, true)
+	r, err := s.room(ctx, room, true, login)
 	if err == nil && r.HasParticipant(login) {
 		return false, nil
 	}
@@ -477,7 +681,7 @@ func (s *Store) ForgetRoom(ctx context.Context, login, room string) (bool, error
 func (s *Store) JoinRoom(ctx context.Context, user UserRef, room string) (Room, error) {
 	// A plain read first: the user's list needs the display name, and a
 	// room that does not exist costs no Paxos round.
-	before, err := s.room(ctx, room, false)
+	before, err := s.room(ctx, room, false, user.Login)
 	if err != nil {
 		return Room{}, fmt.Errorf("store: join room: %w", err)
 	}
@@ -512,7 +716,7 @@ func (s *Store) JoinRoom(ctx context.Context, user UserRef, room string) (Room, 
 		// moved since the read (a fence), or an unknown outcome was
 		// settled as not applied (and fenced): then again, with the room
 		// as it is.
-		r, err := s.room(ctx, room, true)
+		r, err := s.room(ctx, room, true, user.Login)
 		if errors.Is(err, ErrNotFound) {
 			return Room{}, refused()
 		}
@@ -536,7 +740,7 @@ func (s *Store) JoinRoom(ctx context.Context, user UserRef, room string) (Room, 
 // it never will (a frozen coordinator may still hold it) by moving the
 // guard on, IF login is still not a participant.
 func (s *Store) settleJoin(ctx context.Context, room Room, login string) (bool, error) {
-	r, err := s.room(ctx, room.Name, true)
+	r, err := s.room(ctx, room.Name, true, login)
 	switch {
 	case errors.Is(err, ErrNotFound):
 		return false, nil // and no join can bring it back
@@ -556,11 +760,11 @@ func (s *Store) settleJoin(ctx context.Context, room Room, login string) (bool, 
 	}
 	// Gone, the guard moved (the late join can never apply), or it
 	// applied meanwhile.
-	r, err = s.room(ctx, room.Name, true)
+	r, err = s.room(ctx, room.Name, true, login)
 	if errors.Is(err, ErrNotFound) {
 		return false, nil
 	}
-	return r.CreatedAt.Equal(room.CreatedAt) && r.HasParticipant(login), err
+	return err == nil && r.CreatedAt.Equal(room.CreatedAt) && r.HasParticipant(login), err
 }
 
 // settleDelete tells whether a delete of room, whose outcome is unknown
@@ -618,7 +822,7 @@ func (s *Store) enlist(ctx context.Context, login string, before Room) (Room, er
 	if err := s.addUserRoom(ctx, login, before); err != nil {
 		return Room{}, err
 	}
-	r, err := s.room(ctx, before.Name, true)
+	r, err := s.room(ctx, before.Name, true, login)
 	if errors.Is(err, ErrNotFound) {
 		if err := s.removeUserRoom(ctx, login, before.Name); err != nil {
 			return Room{}, err
@@ -645,7 +849,7 @@ func (s *Store) LeaveRoom(ctx context.Context, user UserRef, room string) error 
 	room = NameKey(room)
 	// Not the creator's leave (decided inside the LWT, on the header the
 	// read found): a creator's fails, and hands over.
-	r, err := s.room(ctx, room, false)
+	r, err := s.room(ctx, room, false, user.Login)
 	for attempt := 0; attempt < changeAttempts; attempt++ {
 		if err == nil {
 			since := r.CreatedAt
@@ -653,7 +857,7 @@ func (s *Store) LeaveRoom(ctx context.Context, user UserRef, room string) error 
 			applied, err = s.lwt(ctx, "leave room "+room, leaveRoom,
 				[]any{[]string{user.Login}, gocql.TimeUUID(), r.Members - 1, room, since, user.Login, since, user.Login, r.Members}, nil,
 				func(ctx context.Context) (bool, error) {
-					got, err := s.room(ctx, room, true)
+					got, err := s.room(ctx, room, true, user.Login)
 					if errors.Is(err, ErrNotFound) {
 						return false, nil
 					}
@@ -671,7 +875,7 @@ func (s *Store) LeaveRoom(ctx context.Context, user UserRef, room string) error 
 			// the participants, never the other way (chaos: a settled
 			// leave took the room off a list while its owner stayed a
 			// participant).
-			r, err = s.room(ctx, room, true)
+			r, err = s.room(ctx, room, true, user.Login)
 		}
 		switch {
 		case errors.Is(err, ErrNotFound):
@@ -711,7 +915,7 @@ func (s *Store) DeleteRoom(ctx context.Context, login, name string) (Room, error
 func (s *Store) DeleteRoomFenced(ctx context.Context, login, name string, fence func(ctx context.Context, room string) error) (Room, error) {
 	name = NameKey(name)
 	for attempt := 0; attempt < deleteAttempts; attempt++ {
-		r, err := s.room(ctx, name, true)
+		r, err := s.roomAll(ctx, name, true)
 		if err != nil {
 			return Room{}, err
 		}

@@ -46,7 +46,7 @@ func TestCreateRoomRace(t *testing.T) {
 	if len(winners) != 1 {
 		t.Fatalf("%d creates applied (%v), want exactly 1", len(winners), winners)
 	}
-	r, err := db.Room(ctx, name)
+	r, err := db.RoomWithAll(ctx, name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +178,7 @@ func TestDeleteRoom(t *testing.T) {
 	if _, err := db.JoinRoom(ctx, other.Ref(), name); err != nil {
 		t.Fatal(err)
 	}
-	r, _ := db.Room(ctx, name)
+	r, _ := db.RoomWithAll(ctx, name)
 	if _, err := db.PostMessage(ctx, r, other.Ref(), "hello"); err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +186,7 @@ func TestDeleteRoom(t *testing.T) {
 		if _, err := db.DeleteRoom(ctx, other.Login, name); !errors.Is(err, store.ErrNotCreator) {
 			t.Fatalf("err = %v", err)
 		}
-		if _, err := db.Room(ctx, name); err != nil {
+		if _, err := db.RoomWithAll(ctx, name); err != nil {
 			t.Fatalf("room gone after refused delete: %v", err)
 		}
 	})
@@ -194,7 +194,7 @@ func TestDeleteRoom(t *testing.T) {
 		if _, err := db.DeleteRoom(ctx, creator.Login, name); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := db.Room(ctx, name); !errors.Is(err, store.ErrNotFound) {
+		if _, err := db.RoomWithAll(ctx, name); !errors.Is(err, store.ErrNotFound) {
 			t.Fatalf("room still there: %v", err)
 		}
 		for _, login := range []string{creator.Login, other.Login} {

@@ -121,7 +121,7 @@ func TestReadsCostWhatTheyReturn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if room, err = st.JoinRoom(ctx, reader.Ref(), room.Name); err != nil {
+	if room, err = joinAndRead(ctx, st, reader.Ref(), room.Name); err != nil {
 		t.Fatal(err)
 	}
 	// A busy day, written 32 at a time: the messages take their ids in

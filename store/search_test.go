@@ -55,7 +55,7 @@ func TestSearchFindsTermsNewestFirst(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	room, err = db.JoinRoom(ctx, bob.Ref(), room.Name)
+	room, err = joinAndRead(ctx, db.Store, bob.Ref(), room.Name)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,7 +24,7 @@ func TestSendRacesMarkRead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if room, err = db.JoinRoom(ctx, b.Ref(), room.Name); err != nil {
+	if room, err = joinAndRead(ctx, db.Store, b.Ref(), room.Name); err != nil {
 		t.Fatal(err)
 	}
 	rounds := 1000
@@ -140,7 +140,7 @@ func TestUnreadSkipsOwnAndSystemAndStops(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if room, err = db.JoinRoom(ctx, b.Ref(), room.Name); err != nil {
+	if room, err = joinAndRead(ctx, db.Store, b.Ref(), room.Name); err != nil {
 		t.Fatal(err)
 	}
 	if err := db.SaveMessage(ctx, room, db.DraftSystemMessage(room, b.Ref(), "B joins")); err != nil {

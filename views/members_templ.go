@@ -118,9 +118,9 @@ func MembersView(v Members) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			var templ_7745c5c3_Var4 string
-			templ_7745c5c3_Var4, templ_7745c5c3_Err = templ.JoinStringErrs(count(len(v.Room.Participants), "member", "members"))
+			templ_7745c5c3_Var4, templ_7745c5c3_Err = templ.JoinStringErrs(count(v.Room.Members, "member", "members"))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/members.templ`, Line: 64, Col: 96}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/members.templ`, Line: 64, Col: 86}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var4))
 			if templ_7745c5c3_Err != nil {
@@ -136,9 +136,9 @@ func MembersView(v Members) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			var templ_7745c5c3_Var5 string
-			templ_7745c5c3_Var5, templ_7745c5c3_Err = templ.JoinStringErrs(count(len(v.Room.Participants), "member", "members"))
+			templ_7745c5c3_Var5, templ_7745c5c3_Err = templ.JoinStringErrs(count(v.Room.Members, "member", "members"))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/members.templ`, Line: 66, Col: 100}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/members.templ`, Line: 66, Col: 90}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var5))
 			if templ_7745c5c3_Err != nil {
@@ -368,14 +368,14 @@ func MembersView(v Members) templ.Component {
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-			} else if v.Room.IsAdmin(p.Login) {
+			} else if v.Room.HoldsAdmin(p.Login) {
 				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 33, "<span class=\"role\">admin</span> ")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
 			}
 			if v.Admin && p.Login != v.Room.CreatorLogin && p.Login != v.Viewer.Login {
-				if !v.Room.IsAdmin(p.Login) {
+				if !v.Room.HoldsAdmin(p.Login) {
 					templ_7745c5c3_Err = memberAction(v.Room.Name, p, "admin", "Make admin", "btn").Render(ctx, templ_7745c5c3_Buffer)
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
@@ -987,9 +987,9 @@ func InviteView(v InvitePage) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			var templ_7745c5c3_Var45 string
-			templ_7745c5c3_Var45, templ_7745c5c3_Err = templ.JoinStringErrs(count(len(v.Room.Participants), "member", "members"))
+			templ_7745c5c3_Var45, templ_7745c5c3_Err = templ.JoinStringErrs(count(v.Room.Members, "member", "members"))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/members.templ`, Line: 222, Col: 74}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/members.templ`, Line: 222, Col: 64}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var45))
 			if templ_7745c5c3_Err != nil {
@@ -1002,7 +1002,7 @@ func InviteView(v InvitePage) templ.Component {
 			var templ_7745c5c3_Var46 string
 			templ_7745c5c3_Var46, templ_7745c5c3_Err = templ.JoinStringErrs(v.Room.Creator.Name())
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/members.templ`, Line: 222, Col: 114}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/members.templ`, Line: 222, Col: 104}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var46))
 			if templ_7745c5c3_Err != nil {

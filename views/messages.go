@@ -156,6 +156,22 @@ func WithMembers(ctx context.Context, members map[string]store.UserRef) context.
 	return context.WithValue(ctx, membersKey{}, members)
 }
 
+// AddMembers is the members ctx renders with, and members: a new map.
+func AddMembers(ctx context.Context, members map[string]store.UserRef) map[string]store.UserRef {
+	had := membersOf(ctx)
+	if len(had) == 0 {
+		return members
+	}
+	out := make(map[string]store.UserRef, len(had)+len(members))
+	for l, p := range had {
+		out[l] = p
+	}
+	for l, p := range members {
+		out[l] = p
+	}
+	return out
+}
+
 func membersOf(ctx context.Context) map[string]store.UserRef {
 	m, _ := ctx.Value(membersKey{}).(map[string]store.UserRef)
 	return m

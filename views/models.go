@@ -215,6 +215,9 @@ type RoomView struct {
 	Title string
 	// Room is the room; zero for a DM.
 	Room store.Room
+	// People are the room's first participants (by login, at most
+	// ShownParticipants); the room's Members says how many there are.
+	People []store.UserRef
 	// DM is the DM's header; nil for a room.
 	DM          *DMHeader
 	Viewer      store.UserRef

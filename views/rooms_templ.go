@@ -154,9 +154,9 @@ func RoomListView(l RoomList) templ.Component {
 					return templ_7745c5c3_Err
 				}
 				var templ_7745c5c3_Var8 string
-				templ_7745c5c3_Var8, templ_7745c5c3_Err = templ.JoinStringErrs(count(len(row.Room.Participants), "participant", "participants"))
+				templ_7745c5c3_Var8, templ_7745c5c3_Err = templ.JoinStringErrs(count(row.Room.Members, "participant", "participants"))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/rooms.templ`, Line: 52, Col: 75}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/rooms.templ`, Line: 52, Col: 65}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var8))
 				if templ_7745c5c3_Err != nil {
@@ -169,7 +169,7 @@ func RoomListView(l RoomList) templ.Component {
 				var templ_7745c5c3_Var9 string
 				templ_7745c5c3_Var9, templ_7745c5c3_Err = templ.JoinStringErrs(row.Room.Creator.Name())
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/rooms.templ`, Line: 52, Col: 109}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/rooms.templ`, Line: 52, Col: 99}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var9))
 				if templ_7745c5c3_Err != nil {
@@ -926,7 +926,7 @@ func roomHeader(v RoomView) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = Participants(v.Room.Name, v.Room.ParticipantList(), len(v.Room.Participants), false).Render(ctx, templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = Participants(v.Room.Name, v.People, v.Room.Members, false).Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

@@ -51,7 +51,7 @@ func (s routes) memberConversation(c echo.Context) (handlers.Conversation, error
 	if me := handlers.MustUser(c); !cv.Member(me.Login) {
 		return handlers.Conversation{}, store.ErrNotFound
 	}
-	handlers.InConversation(c, cv.Place.Conversation())
+	s.InConversation(c, cv.Place)
 	return cv, nil
 }
 
@@ -100,7 +100,7 @@ func (s routes) renderMessagePage(c echo.Context, status int, cv handlers.Conver
 	v := views.MessageView{Message: m, Title: cv.Title, Form: f,
 		CanEdit:   store.CanEdit(m, me.Login) == nil,
 		CanDelete: store.CanDelete(m, me.Login, moderates(cv, me.Login)) == nil}
-	c.SetRequest(c.Request().WithContext(views.WithMembers(c.Request().Context(), cv.Place.Conversation().Members)))
+	s.InConversation(c, cv.Place, m)
 	return s.Render(c, status, views.Page{Title: "Message in " + cv.Title, Room: cv.ID}, views.MessagePage(v))
 }
 
@@ -124,14 +124,20 @@ func (s routes) editMessage(c echo.Context) error {
 	}
 	ctx := c.Request().Context()
 	content := c.FormValue("content")
-	conv := cv.Place.Conversation()
-	var edited store.Message
+	var (
+		edited store.Message
+		conv   store.Conversation
+	)
 	err = s.change(ctx, cv, live.KindEdit, m.ID, func(id gocql.UUID) ([]byte, error) {
 		if edited, err = s.DB().EditMessage(ctx, cv.Place, m, content, id); err != nil {
 			return nil, err
 		}
 		// Before the event, as for a post: a mention's badge is there
-		// when the page that shows it asks.
+		// when the page that shows it asks. The members either text
+		// mentions are looked up (a room's are not all read).
+		if conv, err = s.DB().Mentionable(ctx, cv.Place, m.Content, edited.Content); err != nil {
+			s.Log().Warn("mentioned members", "conversation", cv.ID, "err", err)
+		}
 		if err := s.DB().UpdateMentions(ctx, conv, m, edited); err != nil {
 			s.Log().Warn("update mentions", "conversation", conv.ID, "err", err)
 		}

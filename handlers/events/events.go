@@ -90,7 +90,7 @@ func (s routes) roomEvents(c echo.Context) error {
 		// are published under the stored one.
 		st.Subscribe(cv.ID)
 	}
-	handlers.InConversation(c, cv.Place.Conversation())
+	s.InConversation(c, cv.Place)
 	ctx := c.Request().Context()
 	st.Resume(cv.ID, cv.Place, since, ctx)
 	st.Watch(s.WatchOthers(ctx, me.Login, cv.ID))
@@ -213,7 +213,7 @@ func (s routes) personalEvents(c echo.Context) error {
 			st.Unsubscribe(w.id)
 			st.Refuse(w.id, live.KindStreamEnd)
 		default:
-			st.Resume(w.id, cv.Place, w.since, views.WithMembers(ctx, cv.Place.Conversation().Members))
+			st.Resume(w.id, cv.Place, w.since, s.Mentioning(ctx, cv.Place))
 		}
 	}
 	if err := st.TakeReplay(ctx); err != nil {

@@ -66,16 +66,21 @@ func (s routes) renderMembers(c echo.Context, status int, r store.Room, add, inv
 	me := handlers.MustUser(c)
 	v := views.Members{Room: r, Viewer: me, Admin: r.IsAdmin(me.Login), Add: add, Invite: invite,
 		CanAdd: r.IsAdmin(me.Login) || (!r.Closed() && r.HasParticipant(me.Login))}
-	people := r.ParticipantList()
-	page, _ := strconv.Atoi(c.QueryParam("page"))
-	page = max(0, min(page, (len(people)-1)/views.MembersPerPage))
-	v.People = people[page*views.MembersPerPage : min(len(people), (page+1)*views.MembersPerPage)]
-	if page > 0 {
-		v.Prev = membersURL(r.Name) + "?page=" + strconv.Itoa(page-1)
+	// A page of the room's rows, by login, after ?after= (a room may
+	// have 10,000 members: never read whole).
+	after := store.NameKey(c.QueryParam("after"))
+	people, err := s.DB().RoomMembers(ctx, r, after, views.MembersPerPage+1)
+	if err != nil {
+		return err
 	}
-	if (page+1)*views.MembersPerPage < len(people) {
-		v.Next = membersURL(r.Name) + "?page=" + strconv.Itoa(page+1)
+	if after != "" {
+		v.Prev = membersURL(r.Name)
 	}
+	if len(people) > views.MembersPerPage {
+		people = people[:views.MembersPerPage]
+		v.Next = membersURL(r.Name) + "?after=" + url.QueryEscape(people[len(people)-1].Login)
+	}
+	v.People = people
 	if v.CanAdd {
 		people, err := s.memberCandidates(ctx, me.Login, r, "")
 		if err != nil {
@@ -121,10 +126,20 @@ func (s routes) memberCandidates(ctx context.Context, login string, r store.Room
 	if err != nil {
 		return nil, err
 	}
-	var out []store.UserRef
+	var logins []string
 	for l, p := range people {
-		if !r.HasParticipant(l) && handlers.Matches(p, typed) {
-			out = append(out, p)
+		if handlers.Matches(p, typed) {
+			logins = append(logins, l)
+		}
+	}
+	in, err := s.DB().MembersOf(ctx, r, logins)
+	if err != nil {
+		return nil, err
+	}
+	var out []store.UserRef
+	for _, l := range logins {
+		if _, ok := in[l]; !ok {
+			out = append(out, people[l])
 		}
 	}
 	slices.SortFunc(out, func(a, b store.UserRef) int { return strings.Compare(a.Login, b.Login) })
@@ -162,12 +177,16 @@ func (s routes) addMember(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	was, err := s.DB().Standing(ctx, r, who.Login)
+	if err != nil {
+		return err
+	}
 	after, err := s.DB().AddMember(ctx, me.Login, r.Name, who.Ref())
 	s.Invalidate(ctx, live.Invalidation{Rooms: []string{r.Name}, Users: []string{who.Login}})
 	if err != nil {
 		return err
 	}
-	if !r.HasParticipant(who.Login) {
+	if was == nil {
 		s.Welcome(ctx, after, who.Ref(), me.Name()+" added "+who.Name())
 	}
 	return handlers.Redirect(c, membersURL(r.Name))
@@ -311,7 +330,7 @@ func (s routes) invitation(c echo.Context) (store.Invite, store.Room, string, er
 	if err != nil {
 		return inv, store.Room{}, "", err
 	}
-	r, err := s.DB().Room(ctx, inv.Room)
+	r, err := s.DB().RoomFor(ctx, inv.Room, handlers.MustUser(c).Login)
 	if err != nil {
 		return inv, r, "", err
 	}
@@ -349,7 +368,8 @@ func (s routes) renderInvite(c echo.Context, r store.Room, problem string) error
 		status = http.StatusGone
 		r = store.Room{} // a dead link tells nothing about the room
 	}
-	v := views.InvitePage{Room: r, Action: c.Request().URL.Path, Problem: problem, Member: r.HasParticipant(handlers.MustUser(c).Login)}
+	v := views.InvitePage{Room: r, Action: c.Request().URL.Path, Problem: problem,
+		Member: problem == "" && r.HasParticipant(handlers.MustUser(c).Login)}
 	title := "Invitation"
 	if problem == "" {
 		title = "Invitation to #" + r.DisplayName
@@ -390,8 +410,40 @@ func (s routes) roomMembers(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if cv.Room != nil && cv.Member(handlers.MustUser(c).Login) {
+		return s.suggestRoomMembers(c, *cv.Room)
+	}
 	return s.suggestMembers(c, cv.Place.Conversation())
 }
+
+// suggestRoomMembers is suggestMembers for a room, whose members are not
+// all read: a room of up to suggestAll members is read whole, a bigger
+// one by login, from the rows whose login starts with ?q=.
+func (s routes) suggestRoomMembers(c echo.Context, r store.Room) error {
+	q := strings.ToLower(strings.TrimPrefix(strings.TrimSpace(c.QueryParam("q")), "@"))
+	var (
+		people []store.UserRef
+		err    error
+	)
+	if r.Members <= suggestAll {
+		people, err = s.DB().RoomMembers(c.Request().Context(), r, "", suggestAll)
+	} else {
+		people, err = s.DB().RoomMembersFrom(c.Request().Context(), r, q, handlers.MaxMentionSuggestions+1)
+	}
+	if err != nil {
+		return err
+	}
+	conv := store.Conversation{ID: r.Name, Members: make(map[string]store.UserRef, len(people))}
+	for _, p := range people {
+		conv.Members[p.Login] = p
+	}
+	me := handlers.MustUser(c)
+	conv.Members[me.Login] = me
+	return s.suggestMembers(c, conv)
+}
+
+// suggestAll is the size of room whose members suggestions read whole.
+const suggestAll = 500
 
 // suggestMembers renders the members of conv whose login or name starts
 // with ?q= (case-insensitive), the viewer left out, at most handlers.MaxMentionSuggestions.

@@ -72,9 +72,21 @@ func (s routes) visibleMentions(ctx context.Context, login string, found []store
 	if err != nil {
 		return nil, err
 	}
+	// A closed room's mentions are its members' only: their standing is
+	// read for the closed rooms alone (one row each).
+	visible := map[string]bool{}
+	for name, r := range named {
+		if !r.Closed() {
+			visible[name] = true
+		} else if entry, err := s.DB().Standing(ctx, r, login); err != nil {
+			return nil, err
+		} else {
+			visible[name] = entry != nil
+		}
+	}
 	return slices.DeleteFunc(found, func(m store.Mention) bool {
-		r, ok := named[m.Conversation]
-		return !strings.HasPrefix(m.Conversation, "dm:") && ok && !r.VisibleTo(login)
+		_, ok := named[m.Conversation]
+		return !strings.HasPrefix(m.Conversation, "dm:") && ok && !visible[m.Conversation]
 	}), nil
 }
 
