@@ -25,6 +25,7 @@ import (
 
 	"github.com/killrchat/killrchat/live"
 	"github.com/killrchat/killrchat/store"
+	"github.com/killrchat/killrchat/views"
 	"github.com/killrchat/killrchat/web"
 )
 
@@ -43,6 +44,7 @@ const (
 type caches struct {
 	rooms    *web.RowCache[store.Room]
 	standing *web.RowCache[standing]
+	people   *web.RowCache[people]
 	dms      *web.RowCache[store.DM]
 	users    *web.RowCache[store.User]
 }
@@ -55,9 +57,18 @@ type standing struct {
 	entry   *store.UserRef
 }
 
+// people are a room's first participants (the header's list) as read,
+// under the members' version and incarnation.
+type people struct {
+	version gocql.UUID
+	since   time.Time
+	first   []store.UserRef
+}
+
 func newCaches(ttl time.Duration, max int) *caches {
 	return &caches{rooms: web.NewRowCache[store.Room](ttl, max), standing: web.NewRowCache[standing](ttl, max),
-		dms: web.NewRowCache[store.DM](ttl, max), users: web.NewRowCache[store.User](ttl, max)}
+		people: web.NewRowCache[people](ttl, max),
+		dms:    web.NewRowCache[store.DM](ttl, max), users: web.NewRowCache[store.User](ttl, max)}
 }
 
 // apply drops what inv names. A DM's members never change (they are its
@@ -65,6 +76,7 @@ func newCaches(ttl time.Duration, max int) *caches {
 func (cs *caches) apply(inv live.Invalidation) {
 	if len(inv.Rooms) > 0 {
 		cs.rooms.Forget(inv.Rooms...)
+		cs.people.Forget(inv.Rooms...)
 	}
 	if len(inv.Users) > 0 {
 		cs.users.Forget(inv.Users...)
@@ -74,6 +86,7 @@ func (cs *caches) apply(inv live.Invalidation) {
 func (cs *caches) reset() {
 	cs.rooms.Reset()
 	cs.standing.Reset()
+	cs.people.Reset()
 	cs.dms.Reset()
 	cs.users.Reset()
 }
@@ -135,6 +148,22 @@ func (s *Server) standingIn(ctx context.Context, r store.Room, login string) (st
 }
 
 func standingKey(room, login string) string { return room + "\x00" + login }
+
+// FirstPeople are r's first participants by login (at most
+// views.ShownParticipants), through the cache: read again under another
+// version of r's members.
+func (s *Server) FirstPeople(ctx context.Context, r store.Room) ([]store.UserRef, error) {
+	read := func() (people, error) {
+		first, err := s.db.RoomMembers(ctx, r, "", views.ShownParticipants)
+		return people{version: r.Version, since: r.CreatedAt, first: first}, err
+	}
+	p, cached, err := s.caches.people.Load(r.Name, read)
+	if err == nil && cached && (p.version != r.Version || !p.since.Equal(r.CreatedAt)) {
+		s.caches.people.Forget(r.Name)
+		p, _, err = s.caches.people.Load(r.Name, read)
+	}
+	return p.first, err
+}
 
 // user reads login's row through the cache.
 func (s *Server) user(ctx context.Context, login string) (store.User, error) {

@@ -160,7 +160,7 @@ func (s *Server) roomView(c echo.Context, cv conversation) views.RoomView {
 		v.Room, v.Creator = *cv.Room, cv.Room.CreatorLogin == me.Login
 		v.Moderator = cv.Room.IsAdmin(me.Login)
 		// The header's list: the first rows, never all the members.
-		people, err := s.db.RoomMembers(c.Request().Context(), *cv.Room, "", views.ShownParticipants)
+		people, err := s.FirstPeople(c.Request().Context(), *cv.Room)
 		if err != nil {
 			s.log.Warn("participants", "room", cv.ID, "err", err)
 		}

@@ -1,6 +1,7 @@
 package handlers_test
 
 import (
+	"github.com/PuerkitoBio/goquery"
 	"net/http"
 	"net/url"
 	"strings"
@@ -298,7 +299,8 @@ func TestRemovedMemberStreamEndsAcrossInstances(t *testing.T) {
 }
 
 // TestBigRoomHeaderListsFifty: a room's header lists 50 people and links
-// the rest to the members page, which pages them 100 at a time.
+// the rest to the members page, which pages them 100 at a time (by login,
+// a slice of the room's rows each).
 func TestBigRoomHeaderListsFifty(t *testing.T) {
 	a := newApp(t, nil, nil)
 	owner := a.signedUp(t, unique("owner"))
@@ -317,9 +319,25 @@ func TestBigRoomHeaderListsFifty(t *testing.T) {
 	if n := p.doc.Find("#member-list li").Length(); n != 100 || p.doc.Find("a[rel=next]").Length() != 1 {
 		t.Errorf("members page 1: %d people", n)
 	}
-	p = owner.get("/rooms/" + room + "/members?page=1")
-	if n := p.doc.Find("#member-list li").Length(); n != 21 || p.doc.Find("a[rel=prev]").Length() != 1 {
-		t.Errorf("members page 2: %d people", n)
+	next, _ := p.doc.Find("a[rel=next]").Attr("href")
+	p = owner.get(next)
+	if n := p.doc.Find("#member-list li").Length(); n != 21 || p.doc.Find("a[rel=prev]").Length() != 1 || p.doc.Find("a[rel=next]").Length() != 0 {
+		t.Errorf("members page 2 (%s): %d people", next, n)
+	}
+	// The pages hold each member once, by login.
+	first := owner.get("/rooms/" + room + "/members")
+	seen := map[string]bool{}
+	for _, page := range []page{first, p} {
+		page.doc.Find("#member-list li").Each(func(_ int, li *goquery.Selection) {
+			login, _ := li.Attr("data-login")
+			if seen[login] {
+				t.Errorf("%s listed twice", login)
+			}
+			seen[login] = true
+		})
+	}
+	if len(seen) != 121 {
+		t.Errorf("%d members listed, want 121", len(seen))
 	}
 }
 

@@ -286,7 +286,7 @@ func (s *Server) publishParticipants(ctx context.Context, r store.Room) {
 	if now, _, err := s.Room(ctx, r.Name); err == nil {
 		r = now // the count after the change
 	}
-	people, err := s.db.RoomMembers(ctx, r, "", views.ShownParticipants)
+	people, err := s.FirstPeople(ctx, r)
 	if err != nil {
 		s.log.Warn("participants", "room", r.Name, "err", err)
 		return

@@ -236,6 +236,9 @@ func seed(t *testing.T, room string, n, size int) []store.Message {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if r, err = db.RoomFor(ctxT(t), room, author.Login); err != nil { // with the author's standing
+		t.Fatal(err)
+	}
 	var wg sync.WaitGroup
 	errs := make(chan error, 8)
 	for w := 0; w < 8; w++ {

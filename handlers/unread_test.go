@@ -64,7 +64,11 @@ func busyPerson(t testing.TB, a *app, rooms, dms, unread int) (*client, string) 
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := db.RecordMentions(ctx, r.Conversation(), m); err != nil {
+			conv, err := db.Mentionable(ctx, r, m.Content) // the members it names, as a post does
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := db.RecordMentions(ctx, conv, m); err != nil {
 				t.Fatal(err)
 			}
 		} else {

@@ -257,7 +257,7 @@ func seedMessages(t *testing.T, room string, u person, n int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	r, err := db.Room(ctx, room)
+	r, err := db.RoomFor(ctx, room, u.login)
 	if err != nil {
 		t.Fatalf("read room %s: %v", room, err)
 	}

@@ -16,6 +16,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"os/exec"
+	"strings"
 	"time"
 
 	"github.com/gocql/gocql"
@@ -134,6 +136,21 @@ func runBigRoom(ctx context.Context, args []string) error {
 		return err
 	}
 	fmt.Printf("the big room's partition: %d member rows, %d bytes of member values serialised (each row its own cell)\n", rows, bytes)
+	// Cassandra's own figure, from the flushed SSTables.
+	if out, err := exec.CommandContext(ctx, "scripts/cassandra.sh", "nodetool", "flush", t.Keyspace, "rooms").CombinedOutput(); err != nil {
+		fmt.Printf("nodetool flush: %v: %s\n", err, out)
+		return nil
+	}
+	out, err := exec.CommandContext(ctx, "scripts/cassandra.sh", "nodetool", "tablestats", t.Keyspace+".rooms").CombinedOutput()
+	if err != nil {
+		fmt.Printf("nodetool tablestats: %v: %s\n", err, out)
+		return nil
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		if strings.Contains(line, "partition maximum bytes") || strings.Contains(line, "partition mean bytes") {
+			fmt.Println("rooms (nodetool tablestats):", strings.TrimSpace(line))
+		}
+	}
 	return nil
 }
 

@@ -208,7 +208,7 @@ func runPost(ctx context.Context, args []string) error {
 	var storeP, store3P phase
 	var extra []phase
 	if t.Store != nil {
-		room, err := t.Store.Room(ctx, room)
+		room, err := t.Store.RoomFor(ctx, room, author.Login)
 		if err != nil {
 			return err
 		}
@@ -224,7 +224,7 @@ func runPost(ctx context.Context, args []string) error {
 			if _, err := t.Store.Session(ctx, sid); err != nil {
 				return 0, err
 			}
-			r, err := t.Store.Room(ctx, room.Name)
+			r, err := t.Store.RoomFor(ctx, room.Name, author.Login)
 			if err != nil {
 				return 0, err
 			}

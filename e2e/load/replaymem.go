@@ -58,10 +58,6 @@ func runReplayMem(ctx context.Context, args []string) error {
 	if err := setupRoom(ctx, roomName, users); err != nil {
 		return err
 	}
-	room, err := t.Store.Room(ctx, roomName)
-	if err != nil {
-		return err
-	}
 	t0 := time.Now()
 	var wg sync.WaitGroup
 	errs := make(chan error, 16)
@@ -71,6 +67,11 @@ func runReplayMem(ctx context.Context, args []string) error {
 			defer wg.Done()
 			author := users[w%len(users)]
 			ref, err := t.Store.User(ctx, author.login)
+			if err != nil {
+				errs <- err
+				return
+			}
+			room, err := t.Store.RoomFor(ctx, roomName, author.login)
 			if err != nil {
 				errs <- err
 				return

@@ -157,9 +157,13 @@ func runSearch(ctx context.Context, args []string) error {
 			return err
 		}
 		b := sess.NewBatch(gocql.LoggedBatch).WithContext(ctx)
+		members, err := t.Store.RoomMembers(ctx, r, "", 1000)
+		if err != nil {
+			return err
+		}
 		b.Query(`UPDATE rooms SET creation_date = ? WHERE room_name = ? IF creation_date = ?`, back, cv.ID, r.CreatedAt)
-		for login, m := range r.Participants {
-			b.Query(`UPDATE rooms SET member = ? WHERE room_name = ? AND since = ? AND login = ?`, m, cv.ID, back, login)
+		for _, m := range members {
+			b.Query(`UPDATE rooms SET member = ? WHERE room_name = ? AND since = ? AND login = ?`, m, cv.ID, back, m.Login)
 		}
 		applied, iter, err := sess.ExecuteBatchCAS(b)
 		if iter != nil {
