@@ -61,7 +61,8 @@ type Conversation struct {
 	// Since is when it started: messages of an earlier conversation with
 	// the same ID (a deleted room) are older and never shown.
 	Since time.Time
-	// Members are who may read and post, by login.
+	// Members are who may read and post, by login: all of a DM's; of a
+	// room's, those read with it (see Room.Conversation).
 	Members map[string]UserRef
 }
 
@@ -74,7 +75,9 @@ func (c Conversation) Has(login string) bool {
 // IsDM reports whether a conversation id is a DM's.
 func IsDM(id string) bool { return strings.HasPrefix(id, dmPrefix) }
 
-// Conversation is the room as a conversation: its participants are members.
+// Conversation is the room as a conversation: its members are the
+// participants read with the room (the reader's standing, or those a text
+// mentions: see Mentionable), never all of a room's rows.
 func (r Room) Conversation() Conversation {
 	return Conversation{ID: r.Name, Since: r.CreatedAt, Members: r.Participants}
 }

@@ -355,16 +355,9 @@ func (s *Store) RoomFor(ctx context.Context, name, login string) (Room, error) {
 // consistency if serial is set (to see every committed LWT and settle any
 // in flight): two reads, the header's and the rows'.
 func (s *Store) room(ctx context.Context, name string, serial bool, logins ...string) (Room, error) {
-	if !ValidName(name) {
-		return Room{}, fmt.Errorf("store: room %q: %w", name, ErrNotFound)
-	}
-	name = NameKey(name)
-	q, err := s.query(ctx, selectHeader, name)
+	q, name, err := s.roomQuery(ctx, selectHeader, name, serial)
 	if err != nil {
 		return Room{}, err
-	}
-	if serial {
-		q = q.Consistency(gocql.Consistency(s.cfg.SerialConsistency))
 	}
 	var r Room
 	err = q.Scan(headerOf(&r)...)
@@ -375,6 +368,24 @@ func (s *Store) room(ctx context.Context, name string, serial bool, logins ...st
 		return Room{}, s.fail("read room "+name, err)
 	}
 	return s.withStanding(ctx, fixHeader(r), serial, logins)
+}
+
+// roomQuery is stmt for the room named name (in any case), at SERIAL if
+// serial is set, with the name's key; ErrNotFound for a name no room can
+// have.
+func (s *Store) roomQuery(ctx context.Context, stmt, name string, serial bool) (*gocql.Query, string, error) {
+	if !ValidName(name) {
+		return nil, "", fmt.Errorf("store: room %q: %w", name, ErrNotFound)
+	}
+	name = NameKey(name)
+	q, err := s.query(ctx, stmt, name)
+	if err != nil {
+		return nil, "", err
+	}
+	if serial {
+		q = q.Consistency(gocql.Consistency(s.cfg.SerialConsistency))
+	}
+	return q, name, nil
 }
 
 // withStanding is r with the standing of logins read (at SERIAL if
@@ -401,16 +412,9 @@ func (s *Store) withStanding(ctx context.Context, r Room, serial bool, logins []
 // roomAll reads a room with every participant, at SERIAL if serial is set:
 // one read of the whole partition, for a delete.
 func (s *Store) roomAll(ctx context.Context, name string, serial bool) (Room, error) {
-	if !ValidName(name) {
-		return Room{}, fmt.Errorf("store: room %q: %w", name, ErrNotFound)
-	}
-	name = NameKey(name)
-	q, err := s.query(ctx, selectRoom, name)
+	q, name, err := s.roomQuery(ctx, selectRoom, name, serial)
 	if err != nil {
 		return Room{}, err
-	}
-	if serial {
-		q = q.Consistency(gocql.Consistency(s.cfg.SerialConsistency))
 	}
 	found, err := s.readRooms(q)
 	if err != nil {
