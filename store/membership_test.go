@@ -209,8 +209,9 @@ func TestCreatorLeavesRacingPromote(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got.CreatorLogin == creator.Login || !got.HasParticipant(got.CreatorLogin) || got.Creator.Login != got.CreatorLogin {
-			t.Fatalf("round %d: creator %q (%q), participants %v", round, got.CreatorLogin, got.Creator.Login, got.Participants)
+		if got.CreatorLogin == creator.Login || !got.HasParticipant(got.CreatorLogin) || got.Creator.Login != got.CreatorLogin ||
+			got.Members != len(got.Participants) {
+			t.Fatalf("round %d: creator %q (%q), participants %v, counted %d", round, got.CreatorLogin, got.Creator.Login, got.Participants, got.Members)
 		}
 		heirs[got.CreatorLogin]++
 	}
@@ -339,8 +340,8 @@ func TestInviteRace(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if joined != 5 || len(got.Participants) != 6 {
-			t.Fatalf("round %d: %d joins succeeded, %d participants; want 5 and 6", round, joined, len(got.Participants))
+		if joined != 5 || len(got.Participants) != 6 || got.Members != 6 {
+			t.Fatalf("round %d: %d joins succeeded, %d participants, counted %d; want 5, 6 and 6", round, joined, len(got.Participants), got.Members)
 		}
 	}
 }
@@ -421,5 +422,67 @@ func TestRevokeBeatsAJoinThatReadTheLinkBefore(t *testing.T) {
 	}
 	if room, err := db.RoomWithAll(ctx, r.Name); err != nil || room.HasParticipant(guest.Login) {
 		t.Fatalf("after the revocation: %v %v", room.Participants, err)
+	}
+}
+
+// TestMembersCountUnderRaces (issue 21, item 5): the count of a room's
+// members (rooms.members, set by each change from the count it read, IF it
+// still is that count) equals its rows after joins, leaves, adds and
+// removals all at once.
+func TestMembersCountUnderRaces(t *testing.T) {
+	ctx := context.Background()
+	creator := newUser(t, unique("cnt"))
+	people := make([]store.User, 8)
+	for i := range people {
+		people[i] = newUser(t, unique("cntp"))
+	}
+	rounds := 50
+	if testing.Short() {
+		rounds = 10
+	}
+	for round := 0; round < rounds; round++ {
+		r, err := db.CreateRoom(ctx, creator.Ref(), store.NewRoom{Name: unique("cntr")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range people[:4] {
+			if _, err := db.JoinRoom(ctx, p.Ref(), r.Name); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var wg sync.WaitGroup
+		errs := make([]error, len(people))
+		for i, p := range people {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				// people[0:4] are members: one leaves, one is removed,
+				// two join or are added again; people[4:] join or are
+				// added. 1 + 2 + 4 members after.
+				switch {
+				case i == 0:
+					errs[i] = db.LeaveRoom(ctx, p.Ref(), r.Name)
+				case i == 1:
+					_, errs[i] = db.RemoveMember(ctx, creator.Login, r.Name, p.Login)
+				case i%2 == 0:
+					_, errs[i] = db.JoinRoom(ctx, p.Ref(), r.Name)
+				default:
+					_, errs[i] = db.AddMember(ctx, creator.Login, r.Name, p.Ref())
+				}
+			}()
+		}
+		wg.Wait()
+		for i, err := range errs {
+			if err != nil {
+				t.Fatalf("round %d: person %d: %v", round, i, err)
+			}
+		}
+		got, err := db.RoomWithAll(ctx, r.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Members != len(got.Participants) || got.Members != 7 {
+			t.Fatalf("round %d: counted %d, %d rows (%v); want 7", round, got.Members, len(got.Participants), got.Participants)
+		}
 	}
 }
