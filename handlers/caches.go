@@ -1,5 +1,7 @@
 // This file owns the room and user caches of each instance (issue 13): a
-// room's row (header, creator, participants) by name, a DM by address, and
+// room's header by name, a person's standing in it by room and login, its
+// first participants by name (issue 21: never all its members), a DM by
+// address, and
 // a person's row (their list of rooms, for the sidebar and the home page)
 // by login, so that a post, a room page or the home page does not read
 // them from Cassandra each time. The rules (DESIGN.md):

@@ -840,7 +840,7 @@ func (s *Store) enlist(ctx context.Context, login string, before Room) (Room, er
 	return r, err
 }
 
-// LeaveRoom removes user from the room (an LWT, like every chat_rooms
+// LeaveRoom removes user from the room (an LWT, like every rooms
 // write) and the room from the user's list. A creator who leaves while
 // others remain hands the creator role to an admin in the same LWT (see
 // handOver). It returns ErrNotFound if the room does not exist (the

@@ -5,9 +5,8 @@ package main
 // (-members): in each, people join and leave through HTTP, a member posts
 // right after a join dropped the room from the caches (cold) and again at
 // once (warm), and loads the room page. It prints p50 and p99 of each, the
-// big room's figure over the small one's, and the size of the big room's
-// participants cell (Cassandra's system_views.max_partition_size counts
-// flushed SSTables only, in whole MiB, which says nothing here).
+// big room's figure over the small one's, the big room's member rows, and
+// the partition sizes nodetool tablestats gives for rooms after a flush.
 
 import (
 	"context"
