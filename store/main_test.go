@@ -45,3 +45,21 @@ func joinAndRead(ctx context.Context, st *store.Store, user store.UserRef, room 
 	}
 	return st.RoomWithAll(ctx, room)
 }
+
+// newUsers signs n users up, their logins starting with prefix.
+func newUsers(t testing.TB, prefix string, n int) []store.User {
+	t.Helper()
+	out := make([]store.User, n)
+	for i := range out {
+		out[i] = newUser(t, unique(prefix))
+	}
+	return out
+}
+
+// roundsOf is full rounds of a race, or short ones with -short.
+func roundsOf(full, short int) int {
+	if testing.Short() {
+		return short
+	}
+	return full
+}

@@ -300,14 +300,8 @@ func TestInviteProblem(t *testing.T) {
 func TestInviteRace(t *testing.T) {
 	ctx := context.Background()
 	creator := newUser(t, unique("own"))
-	racers := make([]store.User, 20)
-	for i := range racers {
-		racers[i] = newUser(t, unique("racer"))
-	}
-	rounds := 1000
-	if testing.Short() {
-		rounds = 20
-	}
+	racers := newUsers(t, "racer", 20)
+	rounds := roundsOf(1000, 20)
 	for round := 0; round < rounds; round++ {
 		r := closedRoom(t, creator)
 		token, _, err := db.CreateInvite(ctx, creator.Ref(), r.Name, store.NewInvite{MaxUses: 5})
@@ -432,14 +426,8 @@ func TestRevokeBeatsAJoinThatReadTheLinkBefore(t *testing.T) {
 func TestMembersCountUnderRaces(t *testing.T) {
 	ctx := context.Background()
 	creator := newUser(t, unique("cnt"))
-	people := make([]store.User, 8)
-	for i := range people {
-		people[i] = newUser(t, unique("cntp"))
-	}
-	rounds := 50
-	if testing.Short() {
-		rounds = 10
-	}
+	people := newUsers(t, "cntp", 8)
+	rounds := roundsOf(50, 10)
 	for round := 0; round < rounds; round++ {
 		r, err := db.CreateRoom(ctx, creator.Ref(), store.NewRoom{Name: unique("cntr")})
 		if err != nil {
