@@ -19,7 +19,6 @@ package handlers
 import (
 	"context"
 	"errors"
-	"sync"
 	"time"
 
 	"github.com/gocql/gocql"
@@ -45,32 +44,25 @@ const (
 // hub) makes every standing of the room read again.
 type caches struct {
 	rooms    *web.RowCache[store.Room]
-	standing *web.RowCache[standing]
-	people   *web.RowCache[people]
+	standing *web.RowCache[underVersion[*store.UserRef]]
+	people   *web.RowCache[underVersion[[]store.UserRef]]
 	dms      *web.RowCache[store.DM]
 	users    *web.RowCache[store.User]
 }
 
-// standing is a person's standing in a room as read: their entry (nil if
-// not a participant) under the members' version and incarnation.
-type standing struct {
+// underVersion is what was read of a room's members (a person's entry,
+// nil if not a participant; the first participants) under the members'
+// version and the room's incarnation: read again under any other.
+type underVersion[T any] struct {
 	version gocql.UUID
 	since   time.Time
-	entry   *store.UserRef
-}
-
-// people are a room's first participants (the header's list) as read,
-// under the members' version and incarnation.
-type people struct {
-	version gocql.UUID
-	since   time.Time
-	first   []store.UserRef
+	value   T
 }
 
 func newCaches(ttl time.Duration, max int) *caches {
-	return &caches{rooms: web.NewRowCache[store.Room](ttl, max), standing: web.NewRowCache[standing](ttl, max),
-		people: web.NewRowCache[people](ttl, max),
-		dms:    web.NewRowCache[store.DM](ttl, max), users: web.NewRowCache[store.User](ttl, max)}
+	return &caches{rooms: web.NewRowCache[store.Room](ttl, max),
+		standing: web.NewRowCache[underVersion[*store.UserRef]](ttl, max), people: web.NewRowCache[underVersion[[]store.UserRef]](ttl, max),
+		dms: web.NewRowCache[store.DM](ttl, max), users: web.NewRowCache[store.User](ttl, max)}
 }
 
 // apply drops what inv names. A DM's members never change (they are its
@@ -114,57 +106,79 @@ func (s *Server) RoomFor(ctx context.Context, name, login string) (store.Room, e
 	if err != nil {
 		return r, err
 	}
-	st, stCached, err := s.standingIn(ctx, r, login)
+	entry, stCached, err := s.standingIn(ctx, r, login)
 	if err != nil {
 		return store.Room{}, err
 	}
-	if st.entry != nil || (!cached && !stCached) {
-		return r.WithStanding(login, st.entry), nil
+	if entry != nil || (!cached && !stCached) {
+		return r.WithStanding(login, entry), nil
 	}
 	s.caches.rooms.Forget(r.Name)
 	s.caches.standing.Forget(standingKey(r.Name, login))
 	if r, _, err = s.Room(ctx, name); err != nil {
 		return r, err
 	}
-	if st, _, err = s.standingIn(ctx, r, login); err != nil {
+	if entry, _, err = s.standingIn(ctx, r, login); err != nil {
 		return store.Room{}, err
 	}
-	return r.WithStanding(login, st.entry), nil
+	return r.WithStanding(login, entry), nil
 }
 
-// standingIn is login's standing in r through the cache: an entry read
-// under another version of r's members, or another room of its name, is
-// read again.
-func (s *Server) standingIn(ctx context.Context, r store.Room, login string) (standing, bool, error) {
-	key := standingKey(r.Name, login)
-	read := func() (standing, error) {
-		entry, err := s.db.Standing(ctx, r, login)
-		return standing{version: r.Version, since: r.CreatedAt, entry: entry}, err
-	}
-	st, cached, err := s.caches.standing.Load(key, read)
-	if err == nil && cached && (st.version != r.Version || !st.since.Equal(r.CreatedAt)) {
-		s.caches.standing.Forget(key)
-		st, cached, err = s.caches.standing.Load(key, read)
-	}
-	return st, cached, err
+// standingIn is login's entry in r (nil if not a participant) through the
+// cache, with whether it came from the cache.
+func (s *Server) standingIn(ctx context.Context, r store.Room, login string) (*store.UserRef, bool, error) {
+	return loadUnder(s.caches.standing, standingKey(r.Name, login), r, func() (*store.UserRef, error) {
+		return s.db.Standing(ctx, r, login)
+	})
 }
 
 func standingKey(room, login string) string { return room + "\x00" + login }
 
 // FirstPeople are r's first participants by login (at most
-// views.ShownParticipants), through the cache: read again under another
-// version of r's members.
+// views.ShownParticipants), through the cache.
 func (s *Server) FirstPeople(ctx context.Context, r store.Room) ([]store.UserRef, error) {
-	read := func() (people, error) {
-		first, err := s.db.RoomMembers(ctx, r, "", views.ShownParticipants)
-		return people{version: r.Version, since: r.CreatedAt, first: first}, err
+	first, _, err := loadUnder(s.caches.people, r.Name, r, func() ([]store.UserRef, error) {
+		return s.db.RoomMembers(ctx, r, "", views.ShownParticipants)
+	})
+	return first, err
+}
+
+// loadUnder reads key's value of r's members through cache: an entry read
+// under another version of r's members, or another room of its name, is
+// read again.
+func loadUnder[T any](cache *web.RowCache[underVersion[T]], key string, r store.Room, read func() (T, error)) (T, bool, error) {
+	load := func() (underVersion[T], error) {
+		v, err := read()
+		return underVersion[T]{version: r.Version, since: r.CreatedAt, value: v}, err
 	}
-	p, cached, err := s.caches.people.Load(r.Name, read)
-	if err == nil && cached && (p.version != r.Version || !p.since.Equal(r.CreatedAt)) {
-		s.caches.people.Forget(r.Name)
-		p, _, err = s.caches.people.Load(r.Name, read)
+	got, cached, err := cache.Load(key, load)
+	if err == nil && cached && (got.version != r.Version || !got.since.Equal(r.CreatedAt)) {
+		cache.Forget(key)
+		got, cached, err = cache.Load(key, load)
 	}
-	return p.first, err
+	return got.value, cached, err
+}
+
+// standings is rooms, each with login's standing through the cache (read
+// at most 8 at once), where mine says login's list names the room: every
+// participant is listed (the list is written before the LWT that makes
+// one, see store.JoinRoom), so the others need no read.
+func (s *Server) standings(ctx context.Context, rooms []store.Room, login string, mine func(string) bool) ([]store.Room, error) {
+	out := make([]store.Room, len(rooms))
+	var g errgroup.Group
+	g.SetLimit(8)
+	for i, r := range rooms {
+		if !mine(r.Name) {
+			out[i] = r.WithStanding(login, nil)
+			continue
+		}
+		g.Go(func() error {
+			entry, _, err := s.standingIn(ctx, r, login)
+			out[i] = r.WithStanding(login, entry)
+			return err
+		})
+	}
+	return out, g.Wait()
 }
 
 // user reads login's row through the cache.
@@ -214,25 +228,17 @@ func (s *Server) MyRooms(ctx context.Context, login string) ([]store.Room, error
 			s.caches.rooms.Put(name, r, version)
 		}
 	}
-	var (
-		g      errgroup.Group
-		mu     sync.Mutex
-		joined = make(map[string]store.Room, len(known))
-	)
-	g.SetLimit(8)
-	for name, r := range known {
-		g.Go(func() error {
-			st, _, err := s.standingIn(ctx, r, login)
-			mu.Lock()
-			joined[name] = r.WithStanding(login, st.entry)
-			mu.Unlock()
-			return err
-		})
+	list := make([]store.Room, 0, len(known))
+	for _, r := range known {
+		list = append(list, r)
 	}
-	if err := g.Wait(); err != nil {
+	withMine, err := s.standings(ctx, list, login, func(string) bool { return true })
+	if err != nil {
 		return nil, err
 	}
-	known = joined
+	for _, r := range withMine {
+		known[r.Name] = r
+	}
 	rooms := make([]store.Room, 0, len(u.ChatRooms))
 	for _, name := range u.ChatRooms {
 		r, ok := known[name]

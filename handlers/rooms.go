@@ -280,12 +280,9 @@ func (s *Server) Announce(ctx context.Context, r store.Room, about store.UserRef
 	return m, err == nil
 }
 
-// publishParticipants tells open pages of r its first participants and
-// how many there are, as read now (after a change).
+// publishParticipants tells open pages of r, as read after a change, its
+// first participants and how many there are.
 func (s *Server) publishParticipants(ctx context.Context, r store.Room) {
-	if now, _, err := s.Room(ctx, r.Name); err == nil {
-		r = now // the count after the change
-	}
 	people, err := s.FirstPeople(ctx, r)
 	if err != nil {
 		s.log.Warn("participants", "room", r.Name, "err", err)
@@ -349,26 +346,12 @@ func (s *Server) quoted(c echo.Context, cv conversation) string {
 	return "> " + strings.ReplaceAll(m.Content, "\n", "\n> ") + "\n\n— " + m.Author.Name() + " " + link + "\n\n"
 }
 
-// withMyStanding is rooms, each with login's standing: read (through its
-// cache) for the rooms login's list names, since every participant is
-// listed (the list is written before the LWT that makes one, see
-// store.JoinRoom); none for the others, who are not.
+// withMyStanding is rooms, each with login's standing (see standings: read
+// for the rooms login's list names).
 func (s *Server) withMyStanding(ctx context.Context, rooms []store.Room, login string) ([]store.Room, error) {
 	u, err := s.user(ctx, login)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]store.Room, len(rooms))
-	for i, r := range rooms {
-		var entry *store.UserRef
-		if slices.Contains(u.ChatRooms, r.Name) {
-			st, _, err := s.standingIn(ctx, r, login)
-			if err != nil {
-				return nil, err
-			}
-			entry = st.entry
-		}
-		out[i] = r.WithStanding(login, entry)
-	}
-	return out, nil
+	return s.standings(ctx, rooms, login, func(name string) bool { return slices.Contains(u.ChatRooms, name) })
 }

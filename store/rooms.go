@@ -398,13 +398,12 @@ func (s *Store) withStanding(ctx context.Context, r Room, serial bool, logins []
 	if err != nil {
 		return Room{}, err
 	}
-	r = r.WithStanding(logins[0], nil) // copies the maps
 	for _, l := range logins {
-		r.asked[l] = true
-		delete(r.Participants, l)
+		var entry *UserRef
 		if p, ok := found[l]; ok {
-			r.Participants[l] = p
+			entry = &p
 		}
+		r = r.WithStanding(l, entry)
 	}
 	return r, nil
 }
