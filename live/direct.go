@@ -10,10 +10,10 @@ package live
 import (
 	"errors"
 	"net"
-	"os"
 	"sync"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"github.com/gocql/gocql"
 	"github.com/killrchat/killrchat/live/sse"
@@ -23,28 +23,32 @@ import (
 // (busy) or frames wait (pending), the fan-out queues behind them, so the
 // stream's bytes go out in order whoever writes them.
 type directWriter struct {
-	out *eventWriter // its conn is the stream's socket
-	raw syscall.RawConn
+	// The fields a delivery reads come first, so that they share the
+	// cache lines of eventWriter.wrote (the writer lives in its
+	// eventWriter, see eventWriter.direct): a room of 10,000 streams
+	// reads them once a stream per message, from memory the other
+	// streams pushed out of the cache.
+	mu     sync.Mutex
+	busy   bool // the stream's goroutine is writing
+	failed bool // a write failed: the client is gone
+	closed bool // the stream ended
+	last   bool // the room was deleted: the stream ends once it is out
+	wide   bool // out.wide
+	// fd is the socket's descriptor, for the fan-out's writes. It is
+	// open while the writer is: the stream's connection is closed only
+	// after close (liveDirect's deferred close runs before the stream's
+	// ends), and every write holds mu and checks closed first. Writing
+	// to it directly, not through the net.Conn, spares each delivery the
+	// descriptor's lock and the poller's state.
+	fd      int
+	events  uint64      // events written or queued, for the heartbeat
+	pending net.Buffers // frames for the stream's goroutine to write
 	// sent are the replayed ids that may come live as well (see
 	// roomEvents); read only once the writer is attached.
 	sent map[gocql.UUID]struct{}
+	out  *eventWriter // its conn is the stream's socket
 	// wake tells the stream's goroutine to look at the writer.
 	wake chan struct{}
-
-	mu      sync.Mutex
-	pending net.Buffers // frames for the stream's goroutine to write
-	busy    bool        // the stream's goroutine is writing
-	failed  bool        // a write failed: the client is gone
-	closed  bool        // the stream ended
-	last    bool        // the room was deleted: the stream ends once it is out
-	events  uint64      // events written or queued, for the heartbeat
-
-	// frame, n and err are tryWrite's, for write (a method value made
-	// once, so that a write allocates nothing).
-	frame []byte
-	n     int
-	err   error
-	write func(fd uintptr) bool
 }
 
 // newDirectWriter returns the Sink of a hijacked stream's connection,
@@ -59,8 +63,11 @@ func newDirectWriter(out *eventWriter, sent map[gocql.UUID]struct{}) (*directWri
 	if err != nil {
 		return nil, err
 	}
-	w := &directWriter{out: out, raw: raw, sent: sent, wake: make(chan struct{}, 1), busy: true}
-	w.write = w.writeFD
+	w := &out.direct
+	*w = directWriter{out: out, fd: -1, wide: out.wide, sent: sent, wake: make(chan struct{}, 1), busy: true}
+	if err := raw.Control(func(fd uintptr) { w.fd = int(fd) }); err != nil {
+		return nil, err
+	}
 	return w, nil
 }
 
@@ -77,9 +84,9 @@ func (w *directWriter) Deliver(ev *Event) bool {
 	}
 	// A personal stream carries other conversations on: its page leaves
 	// the deleted room.
-	w.last = ev.Kind == KindRoomDeleted && !w.out.wide
+	w.last = ev.Kind == KindRoomDeleted && !w.wide
 	w.events++
-	frame := w.out.frameOf(ev)
+	frame := ev.frameFor(w.wide)
 	if w.busy || len(w.pending) > 0 {
 		if len(w.pending) >= subscriberQueue {
 			w.failed = true
@@ -106,36 +113,26 @@ func (w *directWriter) Deliver(ev *Event) bool {
 	return true
 }
 
-// tryWrite writes frame without waiting, as far as the socket takes it.
-// A deadline that passed (the stream's goroutine sets them) only means
-// the socket was full then: the rest is left for that goroutine.
+// tryWrite writes frame without waiting, as far as the socket takes it;
+// the caller holds mu and found the writer open. The socket is
+// non-blocking (the runtime's poller set it so), so the write returns at
+// once; it is a raw system call because it cannot block. What the socket
+// does not take now (it is full) is left for the stream's goroutine.
 func (w *directWriter) tryWrite(frame []byte) (int, error) {
-	w.frame, w.n, w.err = frame, 0, nil
-	err := w.raw.Write(w.write)
-	n := w.n
-	w.frame = nil
-	if err == nil {
-		err = w.err
-	}
-	if errors.Is(err, syscall.EAGAIN) || errors.Is(err, os.ErrDeadlineExceeded) {
-		err = nil
-	}
-	return n, err
-}
-
-func (w *directWriter) writeFD(fd uintptr) bool {
-	for w.n < len(w.frame) {
-		n, err := syscall.Write(int(fd), w.frame[w.n:])
-		if err == syscall.EINTR {
-			continue
+	n := 0
+	for n < len(frame) {
+		m, _, errno := syscall.RawSyscall(syscall.SYS_WRITE, uintptr(w.fd), uintptr(unsafe.Pointer(&frame[n])), uintptr(len(frame)-n))
+		switch errno {
+		case 0:
+			n += int(m)
+		case syscall.EINTR:
+		case syscall.EAGAIN:
+			return n, nil
+		default:
+			return n, errno
 		}
-		if err != nil {
-			w.err = err
-			break
-		}
-		w.n += n
 	}
-	return true // never wait for the socket: what is left, the stream's goroutine writes
+	return n, nil
 }
 
 func (w *directWriter) poke() {

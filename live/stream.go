@@ -646,6 +646,10 @@ type eventWriter struct {
 	// wide is set for a personal stream: its events say their
 	// conversation (see encodeWide).
 	wide bool
+	// direct is the stream's writer for the fan-out once the connection
+	// is hijacked (see newDirectWriter), kept in the same allocation as
+	// wrote, which each of its writes sets.
+	direct directWriter
 }
 
 // startStream writes the stream's response head (status 200 and the
@@ -692,8 +696,12 @@ func (e *eventWriter) replayed(conv string, id gocql.UUID, kind string, html []b
 }
 
 // frameOf is the shared frame of ev that this stream writes.
-func (e *eventWriter) frameOf(ev *Event) []byte {
-	if e.wide {
+func (e *eventWriter) frameOf(ev *Event) []byte { return ev.frameFor(e.wide) }
+
+// frameFor is the shared frame of ev for a personal stream (wide) or a
+// conversation's.
+func (ev *Event) frameFor(wide bool) []byte {
+	if wide {
 		return ev.wideFrame()
 	}
 	return ev.frame

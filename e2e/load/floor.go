@@ -32,39 +32,49 @@ func runFloor(ctx context.Context, args []string) error {
 	size := fs.Int("size", 700, "bytes a frame (the app's load message is about this)")
 	readers := fs.Int("readers", 2, "threads reading the connections")
 	_ = fs.Parse(args)
-	nMsgs := int(*rate * dur.Seconds())
+	_, err := measureFloor(ctx, *nSubs, *rate, *dur, *size, *readers)
+	return err
+}
+
+// measureFloor runs the floor, prints its figures and returns the writer
+// process's CPU per write (sse runs it too, after the app, so that the two
+// figures it compares are taken minutes apart, not runs apart).
+func measureFloor(ctx context.Context, nSubs int, rate float64, dur time.Duration, size, readers int) (time.Duration, error) {
+	nMsgs := int(rate * dur.Seconds())
 
 	exe, err := os.Executable()
 	if err != nil {
-		return err
+		return 0, err
 	}
-	cmd := exec.CommandContext(ctx, exe, "floorserve", strconv.Itoa(*nSubs), strconv.Itoa(*size))
+	cmd := exec.CommandContext(ctx, exe, "floorserve", strconv.Itoa(nSubs), strconv.Itoa(size))
 	cmd.Stderr = os.Stderr
 	toChild, _ := cmd.StdinPipe()
 	fromChild, _ := cmd.StdoutPipe()
 	if err := cmd.Start(); err != nil {
-		return err
+		return 0, err
 	}
 	defer func() { toChild.Close(); _ = cmd.Wait() }()
 	lines := bufio.NewScanner(fromChild)
 	if !lines.Scan() {
-		return fmt.Errorf("floorserve did not start")
+		return 0, fmt.Errorf("floorserve did not start")
 	}
 	addr := lines.Text()
 
 	subCtx, stop := context.WithCancel(ctx)
 	defer stop()
-	poller, err := newStreamPoller(subCtx, *readers)
+	poller, err := newStreamPoller(subCtx, readers)
 	if err != nil {
-		return err
+		return 0, err
 	}
-	recv := make([][]int64, *nSubs)
+	recv := make([][]int64, nSubs)
 	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer stop()
 	for i := range recv {
 		recv[i] = make([]int64, nMsgs)
 		conn, err := net.Dial("tcp", addr)
 		if err != nil {
-			return fmt.Errorf("connection %d: %w", i, err)
+			return 0, fmt.Errorf("connection %d: %w", i, err)
 		}
 		mine := recv[i]
 		ended, err := poller.add(&rawStream{conn: conn, buf: make([]byte, 8192)}, func(ev []byte, at time.Time) bool {
@@ -74,18 +84,18 @@ func runFloor(ctx context.Context, args []string) error {
 			return true
 		})
 		if err != nil {
-			return err
+			return 0, err
 		}
 		wg.Add(1)
 		go func() { defer wg.Done(); <-ended }()
 	}
 	if !lines.Scan() || lines.Text() != "ready" {
-		return fmt.Errorf("floorserve: %s", lines.Text())
+		return 0, fmt.Errorf("floorserve: %s", lines.Text())
 	}
 	time.Sleep(2 * time.Second)
 	cpu0, child0 := cpuTime(os.Getpid()), cpuTime(cmd.Process.Pid)
 	sent := make([]int64, nMsgs)
-	tick := time.NewTicker(time.Duration(float64(time.Second) / *rate))
+	tick := time.NewTicker(time.Duration(float64(time.Second) / rate))
 	for n := range nMsgs {
 		<-tick.C
 		sent[n] = time.Now().UnixNano()
@@ -110,17 +120,19 @@ func runFloor(ctx context.Context, args []string) error {
 		}
 		worst = append(worst, w)
 	}
-	events := float64(*nSubs * nMsgs)
+	events := float64(nSubs * nMsgs)
+	perWrite := time.Duration(float64(cpuChild.Nanoseconds()) / events)
 	fmt.Printf("\n== floor: %d connections, %d frames of %d bytes at %.0f/s, %d writer goroutines, no app\n",
-		*nSubs, nMsgs, *size, *rate, runtime.GOMAXPROCS(0))
+		nSubs, nMsgs, size, rate, runtime.GOMAXPROCS(0))
 	fmt.Printf("delivery latency from write order: %s\n", lat.summary())
 	fmt.Printf("slowest connection per frame:      %s\n", worst.summary())
 	fmt.Printf("missing %d\n", missing)
 	fmt.Printf("CPU: writer process %.1fµs per write, reader %.1fµs per event\n",
 		float64(cpuChild.Microseconds())/events, float64(cpuLoad.Microseconds())/events)
-	stop()
-	wg.Wait()
-	return nil
+	if missing > 0 {
+		return perWrite, fmt.Errorf("floor: %d frames missing", missing)
+	}
+	return perWrite, nil
 }
 
 // runFloorServe is floor's child: it accepts n connections, says "ready",

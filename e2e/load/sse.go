@@ -60,6 +60,7 @@ func runSSE(ctx context.Context, args []string) error {
 	heapProfile := fs.String("heapprofile", "", "write the app's heap profile with all connected and idle to this file")
 	readers := fs.Int("readers", 2, "threads the load generator reads the streams with")
 	loadProfile := fs.String("loadprofile", "", "write the load generator's own CPU profile while posting to this file")
+	floor := fs.Bool("floor", true, "then run floor with the same subscribers, rate, duration and the app's event size, and compare (needs -child)")
 	_ = fs.Parse(args)
 	if *nSubs > 10000 || *dur > 60*time.Second || *rate > 200 {
 		return fmt.Errorf("keep -subs <= 10000, -d <= 60s, -rate <= 200")
@@ -355,6 +356,17 @@ func runSSE(ctx context.Context, args []string) error {
 	t.printLogCounts(ctx)
 	if missing > 0 || dupes.Load() > 0 || postFail.Load() > 0 {
 		return fmt.Errorf("deliveries incomplete: missing %d, duplicated %d, posts failed %d", missing, dupes.Load(), postFail.Load())
+	}
+	if *floor && childPID != 0 && len(fromAccepted) > 0 {
+		// The floor right after, on the same machine in the same minute:
+		// runs minutes apart differ more than the app and the floor do.
+		perWrite, err := measureFloor(ctx, *nSubs, *rate, *dur, int(frameBytes.Load()), *readers)
+		if err != nil {
+			return err
+		}
+		app := float64(cpuApp.Nanoseconds()) / float64(len(fromAccepted))
+		fmt.Printf("\n== app / floor: %.2f× (app %.1fµs of CPU per delivered event, floor %.1fµs per write of the same %d bytes)\n",
+			app/float64(perWrite.Nanoseconds()), app/1000, float64(perWrite.Nanoseconds())/1000, frameBytes.Load())
 	}
 	return nil
 }
