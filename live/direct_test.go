@@ -218,3 +218,46 @@ func TestDirectWriterSkipsReplayed(t *testing.T) {
 		t.Fatalf("got %q, want only event 1", got)
 	}
 }
+
+// TestDirectWriterWritesNothingOnceClosed: the fan-out writes to the
+// socket's descriptor number, so once the stream has ended and its
+// connection is closed, a late delivery must not reach whatever socket
+// the kernel gives that number to next (another person's stream).
+func TestDirectWriterWritesNothingOnceClosed(t *testing.T) {
+	server, _ := streamPair(t)
+	w, err := newDirectWriter(&eventWriter{Conn: &sse.Conn{Net: server}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.flush(nil); err != nil {
+		t.Fatal(err)
+	}
+	fd := w.fd
+	w.close() // the stream's end: the writer first, then the connection
+	server.Close()
+	// Open sockets until one gets the closed one's number.
+	mine, peer := -1, -1
+	for range 50 {
+		p, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_NONBLOCK|syscall.SOCK_CLOEXEC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { syscall.Close(p[0]); syscall.Close(p[1]) })
+		if p[0] == fd || p[1] == fd {
+			mine, peer = p[0], p[1]
+			if p[1] == fd {
+				mine, peer = p[1], p[0]
+			}
+			break
+		}
+	}
+	if mine < 0 {
+		t.Fatalf("no new socket got descriptor %d back", fd)
+	}
+	if !w.Deliver(testEvent(1, 100)) {
+		t.Fatal("a closed writer refused an event")
+	}
+	if n, err := syscall.Read(peer, make([]byte, 1)); n > 0 || err != syscall.EAGAIN {
+		t.Fatalf("the socket that took the closed stream's descriptor %d got %d bytes (%v)", mine, n, err)
+	}
+}
