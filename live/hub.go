@@ -344,7 +344,7 @@ func NewLocalHub() *LocalHub {
 	h := &LocalHub{rooms: map[string]map[*Subscription]struct{}{}, watches: map[string]map[*ConversationWatch]struct{}{},
 		stop: make(chan struct{}), marks: watermark.New()}
 	for range runtime.GOMAXPROCS(0) {
-		sh := &fanShard{wake: make(chan struct{}, 1), rooms: map[string]map[*Subscription]struct{}{}}
+		sh := &fanShard{wake: make(chan struct{}, 1), rooms: map[string]*shardRoom{}}
 		h.shards = append(h.shards, sh)
 		go sh.run(h.stop)
 	}
@@ -460,7 +460,52 @@ type fanShard struct {
 	wake    chan struct{}
 	overrun map[string]bool // rooms whose events were not queued (see publish)
 	// rooms are the shard's subscriptions; only its goroutine uses them.
-	rooms map[string]map[*Subscription]struct{}
+	rooms map[string]*shardRoom
+}
+
+// shardRoom is a room's subscriptions on one shard, in the order they
+// were made. The fan-out writes to them in that order, which is about the
+// order their connections were accepted, and so the order the kernel
+// allocated their sockets in: a message then walks the kernel's memory
+// (and the readers' sockets) mostly forwards. Measured with floor's
+// writer: the same writes in a random order (a map's) cost 9.2–9.5 µs a
+// write against 6.6–7.2 µs in order.
+type shardRoom struct {
+	subs  []*Subscription // nil where one was removed, until compacted
+	at    map[*Subscription]int
+	holes int
+}
+
+func (r *shardRoom) add(sub *Subscription) {
+	if _, ok := r.at[sub]; ok {
+		return
+	}
+	r.at[sub] = len(r.subs)
+	r.subs = append(r.subs, sub)
+}
+
+// remove takes sub out, keeping the others' order; the holes close once
+// they are a quarter of the list.
+func (r *shardRoom) remove(sub *Subscription) {
+	i, ok := r.at[sub]
+	if !ok {
+		return
+	}
+	delete(r.at, sub)
+	r.subs[i] = nil
+	r.holes++
+	if r.holes*4 < len(r.subs) {
+		return
+	}
+	kept := r.subs[:0]
+	for _, s := range r.subs {
+		if s != nil {
+			r.at[s] = len(kept)
+			kept = append(kept, s)
+		}
+	}
+	clear(r.subs[len(kept):])
+	r.subs, r.holes = kept, 0
 }
 
 // shardOp is one of: an event to deliver, a subscription to add or
@@ -537,26 +582,34 @@ func (sh *fanShard) run(stop <-chan struct{}) {
 func (sh *fanShard) apply(op shardOp) {
 	switch {
 	case op.ev != nil:
-		for sub := range sh.rooms[op.ev.Conversation] {
-			sub.deliver(op.ev)
+		if r := sh.rooms[op.ev.Conversation]; r != nil {
+			for _, sub := range r.subs {
+				if sub != nil {
+					sub.deliver(op.ev)
+				}
+			}
 		}
 	case op.add != nil:
-		subs := sh.rooms[op.add.room]
-		if subs == nil {
-			subs = map[*Subscription]struct{}{}
-			sh.rooms[op.add.room] = subs
+		r := sh.rooms[op.add.room]
+		if r == nil {
+			r = &shardRoom{at: map[*Subscription]int{}}
+			sh.rooms[op.add.room] = r
 		}
-		subs[op.add] = struct{}{}
+		r.add(op.add)
 	case op.remove != nil:
-		if subs := sh.rooms[op.remove.room]; subs != nil {
-			delete(subs, op.remove)
-			if len(subs) == 0 {
+		if r := sh.rooms[op.remove.room]; r != nil {
+			r.remove(op.remove)
+			if len(r.at) == 0 {
 				delete(sh.rooms, op.remove.room)
 			}
 		}
 	case op.drop != "":
-		for sub := range sh.rooms[op.drop] {
-			sub.drop()
+		if r := sh.rooms[op.drop]; r != nil {
+			for _, sub := range r.subs {
+				if sub != nil {
+					sub.drop()
+				}
+			}
 		}
 	}
 }

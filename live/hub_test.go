@@ -137,3 +137,48 @@ func TestLeavingStopsTheWatch(t *testing.T) {
 	case <-time.After(200 * time.Millisecond):
 	}
 }
+
+// TestShardRoomKeepsSubscriptionOrder: a shard writes a room's streams in
+// the order they subscribed, and keeps that order, each once, as
+// subscriptions go and the list is compacted.
+func TestShardRoomKeepsSubscriptionOrder(t *testing.T) {
+	r := &shardRoom{at: map[*Subscription]int{}}
+	subs := make([]*Subscription, 40)
+	for i := range subs {
+		subs[i] = &Subscription{room: fmt.Sprint(i)}
+		r.add(subs[i])
+	}
+	r.add(subs[3]) // twice: still once
+	want := []*Subscription{}
+	for i, s := range subs {
+		if i%3 == 0 {
+			r.remove(s)
+		} else {
+			want = append(want, s)
+		}
+	}
+	r.remove(subs[0]) // gone already
+	extra := &Subscription{room: "late"}
+	r.add(extra)
+	want = append(want, extra)
+	var got []*Subscription
+	for _, s := range r.subs {
+		if s != nil {
+			got = append(got, s)
+		}
+	}
+	if len(got) != len(want) || len(r.at) != len(want) {
+		t.Fatalf("%d subscriptions listed, %d indexed, want %d", len(got), len(r.at), len(want))
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("position %d: subscription %s, want %s", i, got[i].room, want[i].room)
+		}
+		if r.subs[r.at[want[i]]] != want[i] {
+			t.Fatalf("subscription %s indexed at the wrong place", want[i].room)
+		}
+	}
+	if r.holes*4 >= len(r.subs) && r.holes > 0 {
+		t.Fatalf("%d holes in %d: never compacted", r.holes, len(r.subs))
+	}
+}
