@@ -299,3 +299,20 @@ func TestLiveStreamOutlivesTimeouts(t *testing.T) {
 		t.Fatalf("got %q", ev.data)
 	}
 }
+
+// TestStreamWritesUnderTheConnectionCap: behind the server main.go runs,
+// whose connection cap wraps every connection, a live stream is still
+// written by the fan-out itself (the figures of e2e/load sse are of that
+// path), and gets its room's messages.
+func TestStreamWritesUnderTheConnectionCap(t *testing.T) {
+	lim := web.DefaultHTTPLimits()
+	lim.MaxConns = 50
+	a := newServedApp(t, lim, nil, false)
+	alice, bob := a.signedUp(t, unique("alice")), a.signedUp(t, unique("bob"))
+	room := roomWith(t, alice, bob)
+	s := alice.subscribe(t, room, "")
+	defer s.close()
+	eventually(t, "the stream written by the fan-out", func() bool { return a.srv.Live().DirectStreams() == 1 })
+	postMessage(t, bob, room, "through the cap")
+	allReceive(t, []*stream{s}, "through the cap")
+}

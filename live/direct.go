@@ -55,11 +55,7 @@ type directWriter struct {
 // busy: the stream's goroutine writes what was queued before it attached,
 // then the fan-out writes the rest.
 func newDirectWriter(out *eventWriter, sent map[gocql.UUID]struct{}) (*directWriter, error) {
-	sc, ok := out.Net.(syscall.Conn)
-	if !ok {
-		return nil, errors.ErrUnsupported
-	}
-	raw, err := sc.SyscallConn()
+	raw, err := out.Raw() // under the server's connection cap's wrapper
 	if err != nil {
 		return nil, err
 	}
@@ -203,6 +199,8 @@ func (s *Engine) liveDirect(out *eventWriter, st *Stream, sent map[gocql.UUID]st
 		s.liveEvents(out, st, sent, nil)
 		return
 	}
+	s.direct.Add(1)
+	defer s.direct.Add(-1)
 	defer w.close()
 	// The replay's writes set deadlines: none may be left for the
 	// fan-out's.

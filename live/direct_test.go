@@ -261,3 +261,31 @@ func TestDirectWriterWritesNothingOnceClosed(t *testing.T) {
 		t.Fatalf("the socket that took the closed stream's descriptor %d got %d bytes (%v)", mine, n, err)
 	}
 }
+
+// wrapped is a connection as the server's connection cap (web's
+// ConnLimiter) hands it over: not a syscall.Conn itself, but saying what
+// it wraps. handlers' TestStreamWritesUnderTheConnectionCap checks that the
+// cap's own wrapper says so.
+type wrapped struct{ net.Conn }
+
+func (c wrapped) NetConn() net.Conn { return c.Conn }
+
+// TestDirectWriterUnderTheConnectionCap: the fan-out sees through the
+// wrapper to write to the socket itself, not falling back to a goroutine
+// per stream.
+func TestDirectWriterUnderTheConnectionCap(t *testing.T) {
+	server, client := streamPair(t)
+	w, err := newDirectWriter(&eventWriter{Conn: &sse.Conn{Net: wrapped{server}}}, nil)
+	if err != nil {
+		t.Fatalf("no direct writer under the cap: %v", err)
+	}
+	if err := w.flush(nil); err != nil {
+		t.Fatal(err)
+	}
+	if !w.Deliver(testEvent(7, 100)) {
+		t.Fatal("refused")
+	}
+	if got := readEvents(t, client, 1); !strings.Contains(got[0], "<li>7 ") {
+		t.Fatalf("read %q", got)
+	}
+}

@@ -10,6 +10,7 @@ package live
 import (
 	"context"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/gocql/gocql"
@@ -72,10 +73,17 @@ type Engine struct {
 	streams      *streamCounts
 	replays      *replaySlots
 	hangups      *hangups
+	// direct counts the streams the fan-out writes to (see liveDirect).
+	direct atomic.Int64
 	// browsers are the open personal streams (see OpenPersonal).
 	browsers browsers
 	closing  chan struct{}
 }
+
+// DirectStreams is how many open streams the fan-out writes to itself;
+// the others (HTTP/2, a connection that cannot be taken over) each have a
+// goroutine that writes its events, which costs more per event.
+func (s *Engine) DirectStreams() int64 { return s.direct.Load() }
 
 // New returns the engine. publish takes each message the sequencer
 // releases to the hub (rendering it if need be); render renders a

@@ -286,8 +286,10 @@ func startApp(verbose bool) (*app, error) {
 		_ = db.Drop()
 		return nil, err
 	}
-	hs := &http.Server{Handler: e, ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = hs.Serve(ln) }()
+	// The server main.go runs: its timeouts and its connection cap,
+	// whose wrapper every stream's connection comes in.
+	hs, served := web.NewHTTPServer(ln, e, web.DefaultHTTPLimits())
+	go func() { _ = hs.Serve(served) }()
 	return &app{url: "http://" + ln.Addr().String(), db: db, stop: func() {
 		srv.Shutdown()
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -128,28 +128,31 @@ func (c *Conn) Comment(text string) error {
 	return c.Send()
 }
 
-// PeerClosed says whether the client has closed a hijacked connection:
-// nothing reads it (a read would take a goroutine per connection), so
-// the caller looks, without waiting, whether the end of the stream from
-// the client has arrived. Anything else (data, or nothing) counts as
-// open.
-func (c *Conn) PeerClosed() bool {
-	if c.Net == nil {
-		return false
-	}
+// Raw is the socket under a hijacked connection, through the wrappers
+// that say what they wrap (NetConn, as the server's connection cap's
+// does): errors.ErrUnsupported when there is none.
+func (c *Conn) Raw() (syscall.RawConn, error) {
 	nc := c.Net
-	for {
+	for nc != nil {
+		if sc, ok := nc.(syscall.Conn); ok {
+			return sc.SyscallConn()
+		}
 		u, ok := nc.(interface{ NetConn() net.Conn })
 		if !ok {
 			break
 		}
 		nc = u.NetConn()
 	}
-	sc, ok := nc.(syscall.Conn)
-	if !ok {
-		return false
-	}
-	raw, err := sc.SyscallConn()
+	return nil, errors.ErrUnsupported
+}
+
+// PeerClosed says whether the client has closed a hijacked connection:
+// nothing reads it (a read would take a goroutine per connection), so
+// the caller looks, without waiting, whether the end of the stream from
+// the client has arrived. Anything else (data, or nothing) counts as
+// open.
+func (c *Conn) PeerClosed() bool {
+	raw, err := c.Raw()
 	if err != nil {
 		return false
 	}
