@@ -238,7 +238,7 @@ func TestDirectWriterWritesNothingOnceClosed(t *testing.T) {
 	// Open sockets until one gets the closed one's number.
 	mine, peer := -1, -1
 	for range 50 {
-		p, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_NONBLOCK|syscall.SOCK_CLOEXEC, 0)
+		p, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -256,6 +256,9 @@ func TestDirectWriterWritesNothingOnceClosed(t *testing.T) {
 	}
 	if !w.Deliver(testEvent(1, 100)) {
 		t.Fatal("a closed writer refused an event")
+	}
+	if err := syscall.SetNonblock(peer, true); err != nil {
+		t.Fatal(err)
 	}
 	if n, err := syscall.Read(peer, make([]byte, 1)); n > 0 || err != syscall.EAGAIN {
 		t.Fatalf("the socket that took the closed stream's descriptor %d got %d bytes (%v)", mine, n, err)

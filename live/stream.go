@@ -643,6 +643,10 @@ type eventWriter struct {
 	// which does not look at a stream written since its last look: the
 	// next write to a closed connection fails, and ends the stream.
 	wrote atomic.Bool
+	// hangupID and hangupFD are the stream's registration with the
+	// hangups' epoll (0: none); guarded by the hangups' mu.
+	hangupID uint64
+	hangupFD int
 	// wide is set for a personal stream: its events say their
 	// conversation (see encodeWide).
 	wide bool
