@@ -15,6 +15,7 @@ import (
 
 	"github.com/gocql/gocql"
 
+	"github.com/killrchat/killrchat/live/hangup"
 	"github.com/killrchat/killrchat/store"
 )
 
@@ -72,7 +73,7 @@ type Engine struct {
 	seq          *sequencer
 	streams      *streamCounts
 	replays      *replaySlots
-	hangups      *hangups
+	hangups      *hangup.Watcher
 	// direct counts the streams the fan-out writes to (see liveDirect).
 	direct atomic.Int64
 	// browsers are the open personal streams (see OpenPersonal).
@@ -110,7 +111,7 @@ func New(hub Hub, src Source, cfg Config, log *slog.Logger, open Gauge,
 		replays: newReplaySlots(cfg.MaxReplays, cfg.ReplayWait),
 		closing: make(chan struct{}),
 	}
-	e.hangups = newHangups(e.closing)
+	e.hangups = hangup.New(e.closing)
 	e.seq = newSequencer(publish, src.IDFloor)
 	if w, ok := hub.(interface {
 		SetWatermark(func() int64, time.Duration)

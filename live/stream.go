@@ -26,6 +26,7 @@ import (
 
 	"github.com/gocql/gocql"
 
+	"github.com/killrchat/killrchat/live/hangup"
 	"github.com/killrchat/killrchat/live/sse"
 	"github.com/killrchat/killrchat/live/watermark"
 	"github.com/killrchat/killrchat/store"
@@ -643,10 +644,8 @@ type eventWriter struct {
 	// which does not look at a stream written since its last look: the
 	// next write to a closed connection fails, and ends the stream.
 	wrote atomic.Bool
-	// hangupID and hangupFD are the stream's registration with the
-	// hangups' epoll (0: none); guarded by the hangups' mu.
-	hangupID uint64
-	hangupFD int
+	// hangup is the connection's place in the engine's hangups.
+	hangup *hangup.Entry
 	// wide is set for a personal stream: its events say their
 	// conversation (see encodeWide).
 	wide bool
@@ -667,7 +666,7 @@ func (s *Engine) startStream(res http.ResponseWriter, committed func()) (*eventW
 	e := &eventWriter{Conn: c}
 	if c.Net != nil {
 		e.gone = make(chan struct{})
-		s.hangups.add(e)
+		e.hangup = s.hangups.Add(c, e.gone, &e.wrote)
 	}
 	return e, nil
 }
@@ -675,7 +674,7 @@ func (s *Engine) startStream(res http.ResponseWriter, committed func()) (*eventW
 // endStream closes a hijacked connection (net/http closes the others).
 func (s *Engine) endStream(e *eventWriter) {
 	if e.Net != nil {
-		s.hangups.remove(e)
+		s.hangups.Remove(e.hangup)
 		e.Close()
 	}
 }

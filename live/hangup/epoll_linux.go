@@ -1,4 +1,4 @@
-package live
+package hangup
 
 import (
 	"syscall"
@@ -11,7 +11,7 @@ import (
 // client has nothing to send) wakes nobody.
 type peerWatch struct {
 	fd     int
-	closed bool // guarded by the hangups' mu
+	closed bool // guarded by the watcher's mu
 }
 
 func newPeerWatch() *peerWatch {
@@ -22,13 +22,13 @@ func newPeerWatch() *peerWatch {
 	return &peerWatch{fd: fd}
 }
 
-// add registers e's socket under id and returns its descriptor; false if
-// it has none or epoll refuses it. The caller holds the hangups' mu.
-func (w *peerWatch) add(e *eventWriter, id uint64) (int, bool) {
+// add registers c's socket under id and returns its descriptor; false if
+// it has none or epoll refuses it. The caller holds the watcher's mu.
+func (w *peerWatch) add(c Conn, id uint64) (int, bool) {
 	if w.closed {
 		return 0, false
 	}
-	raw, err := e.Raw()
+	raw, err := c.Raw()
 	if err != nil {
 		return 0, false
 	}
@@ -47,18 +47,18 @@ func (w *peerWatch) add(e *eventWriter, id uint64) (int, bool) {
 }
 
 // remove unregisters a socket, which must still be open. The caller
-// holds the hangups' mu.
+// holds the watcher's mu.
 func (w *peerWatch) remove(fd int) {
 	if !w.closed {
 		_ = syscall.EpollCtl(w.fd, syscall.EPOLL_CTL_DEL, fd, nil)
 	}
 }
 
-// waitWatched waits for hang-ups until the engine stops. It wakes every
-// hangupCheck to look at stop, and only it closes the epoll, between two
+// waitWatched waits for hang-ups until stop. It wakes every Check to
+// look at stop, and only it closes the epoll, between two
 // waits, so that no wait or registration ever uses a number the system
 // has given to another file.
-func (h *hangups) waitWatched() {
+func (h *Watcher) waitWatched() {
 	events := make([]syscall.EpollEvent, 256)
 	var ids []uint64
 	for {
@@ -71,7 +71,7 @@ func (h *hangups) waitWatched() {
 			return
 		default:
 		}
-		n, err := syscall.EpollWait(h.watch.fd, events, int(hangupCheck/time.Millisecond))
+		n, err := syscall.EpollWait(h.watch.fd, events, int(Check/time.Millisecond))
 		if err == syscall.EINTR {
 			continue
 		}
