@@ -327,9 +327,13 @@ func (c *Config) serveSettings() []*setting {
 			}},
 		{name: "session-key", env: "SESSION_KEY", usage: "hex key (32+ bytes) signing session cookies; every instance needs the same one; empty: a random one, so sessions end with the process",
 			accepts: "empty, or 64 or more hex digits", set: func(v string) bool {
+				if v == "" {
+					s.SessionKey = nil
+					return true
+				}
 				key, err := hex.DecodeString(v)
 				s.SessionKey = key
-				return v == "" || err == nil && len(key) >= 32
+				return err == nil && len(key) >= 32
 			}},
 		{name: "secure-cookies", env: "SECURE_COOKIES", def: "false", boolean: true,
 			usage:   "mark every cookie Secure and send HSTS always (TLS-only sites); without it, requests over TLS or X-Forwarded-Proto: https from a trusted proxy still get both",

@@ -67,7 +67,7 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 	log := m.Log
 	key := cfg.SessionKey
-	if key == nil {
+	if len(key) == 0 {
 		key = make([]byte, 32)
 		if _, err := rand.Read(key); err != nil {
 			return err

@@ -119,3 +119,46 @@ func (s *setting) docDefault() string {
 	}
 	return s.def
 }
+
+// Document is docs/configuration.md: every setting of every command, as
+// Parse reads them (a test keeps the file equal to it).
+func Document() string {
+	var b strings.Builder
+	b.WriteString(`# Configuration
+
+<!-- Generated from package cmd's settings: edit cmd/config.go, then run
+go test ./cmd -run TestConfigurationDocument -update -->
+
+KillrChat is one binary with two commands: ` + "`killrchat [serve]`" + ` (the
+default) runs the server, and ` + "`killrchat index-backfill`" + ` indexes the
+messages stored before the search index existed. Both read the same
+Cassandra settings.
+
+Each setting is read from its flag, else from its environment variable
+when that is set and not empty, else its default. A value that is not
+accepted stops the program at start, with exit status 2 and one
+sentence naming the setting and what it accepts. ` + "`--help`" + ` lists the
+settings of a command (` + "`killrchat index-backfill --help`" + `), and
+` + "`--version`" + ` prints the version and the commit the binary was built from
+(the version is set with ` + "`-ldflags \"-X github.com/killrchat/killrchat/cmd.Version=1.2.3\"`" + `).
+Flags that take true or false may be given alone (` + "`--push-off`" + `).
+`)
+	for _, command := range Commands {
+		c := Config{Command: command}
+		settings, _ := c.settings()
+		fmt.Fprintf(&b, "\n## %s\n\n", command)
+		b.WriteString("| Flag | Environment | Default | Meaning |\n|---|---|---|---|\n")
+		for _, s := range settings {
+			env, def := "", ""
+			if s.env != "" {
+				env = "`" + s.env + "`"
+			}
+			if d := s.docDefault(); d != "" {
+				def = "`" + d + "`"
+			}
+			fmt.Fprintf(&b, "| `--%s` | %s | %s | %s |\n", s.name, env, def, strings.ReplaceAll(s.usage, "|", `\|`))
+		}
+		b.WriteString("| `--version` |  |  | print the version and commit, and exit |\n")
+	}
+	return b.String()
+}
