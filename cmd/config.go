@@ -52,7 +52,7 @@ type Cassandra struct {
 	Port                           int
 	Keyspace, Replication, LocalDC string
 	Consistency, SerialConsistency string
-	Speculative                    time.Duration
+	Timeout, Speculative           time.Duration
 }
 
 // Store is the store's configuration for these settings (names already
@@ -61,7 +61,7 @@ func (c Cassandra) Store() store.Config {
 	cons, _ := store.ParseConsistency(c.Consistency)
 	serial, _ := store.ParseSerialConsistency(c.SerialConsistency)
 	return store.Config{Hosts: c.Hosts, Port: c.Port, Keyspace: c.Keyspace, Replication: c.Replication,
-		Consistency: cons, SerialConsistency: serial, LocalDC: c.LocalDC, Speculative: c.Speculative}
+		Consistency: cons, SerialConsistency: serial, LocalDC: c.LocalDC, Timeout: c.Timeout, Speculative: c.Speculative}
 }
 
 // ServeConfig is what `serve` needs besides Cassandra.
@@ -240,6 +240,9 @@ func (c *Config) cassandraSettings() []*setting {
 		{name: "cassandra-dc", env: "CASSANDRA_DC", def: "",
 			usage: "the local data centre: its nodes coordinate (LOCAL_QUORUM reads and writes go to its replicas); empty: every node in turn",
 			set:   text(&cs.LocalDC)},
+		{name: "cassandra-timeout", env: "CASSANDRA_TIMEOUT", def: "5s",
+			usage:   "how long a statement, or a connection to a node, may take before it fails",
+			accepts: "a duration above 0, such as 5s", set: duration(&cs.Timeout, positiveDuration)},
 		{name: "cassandra-speculative", env: "CASSANDRA_SPECULATIVE", def: "200ms",
 			usage:   "after this long without an answer, an idempotent statement is sent to a second node too, so that a slow or frozen node does not stall the requests it coordinates; 0: never",
 			accepts: "a duration of 0 or more, such as 200ms", set: duration(&cs.Speculative, notNegative)},

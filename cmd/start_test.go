@@ -1,7 +1,6 @@
 package cmd_test
 
 import (
-	"context"
 	"crypto/ecdh"
 	"crypto/rand"
 	"encoding/base64"
@@ -23,7 +22,7 @@ import (
 
 	"github.com/PuerkitoBio/goquery"
 
-	"github.com/killrchat/killrchat/cmd"
+	"github.com/killrchat/killrchat/cmd/cmdtest"
 	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/store/storetest"
 )
@@ -100,31 +99,11 @@ func (f *forwarder) forwarded(port int) bool {
 	return f.ports[port]
 }
 
-// noEnv is an empty environment: the tests' settings are their flags.
-func noEnv(string) (string, bool) { return "", false }
-
 func testLog(t *testing.T) *slog.Logger {
 	if testing.Verbose() {
 		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	}
 	return slog.New(slog.NewTextHandler(io.Discard, nil))
-}
-
-// startMain starts Main with args, as the binary would with those flags,
-// and returns its base URL; Close runs when the test ends.
-func startMain(t *testing.T, args ...string) (*cmd.Main, string) {
-	t.Helper()
-	cfg, err := cmd.Parse(args, noEnv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := cmd.NewMain(cfg)
-	m.Log = testLog(t)
-	if err := m.Run(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = m.Close() })
-	return m, "http://" + m.Addr().String()
 }
 
 // TestPushAfterCassandraComesUp: the program starts while Cassandra does
@@ -155,8 +134,12 @@ func TestPushAfterCassandraComesUp(t *testing.T) {
 	}))
 	defer ps.Close()
 
-	_, base := startMain(t, "--addr", "127.0.0.1:0", "--cassandra-hosts", fwd.addr(), "--cassandra-keyspace", ks,
-		"--push-allow-http-loopback", "--session-key", hex.EncodeToString([]byte(strings.Repeat("s", 32))), "--auth-rate", "1000")
+	m, base, err := cmdtest.Start(testLog(t), append(cmdtest.Flags(ks, hex.EncodeToString([]byte(strings.Repeat("s", 32)))),
+		"--cassandra-hosts", fwd.addr(), "--push-allow-http-loopback", "--auth-rate", "1000")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = m.Close() })
 
 	time.Sleep(2 * time.Second)
 	if code, _ := get(t, http.DefaultClient, base+"/readyz"); code != http.StatusServiceUnavailable {
@@ -167,15 +150,8 @@ func TestPushAfterCassandraComesUp(t *testing.T) {
 	}
 	fwd.opened.Store(true)
 
-	deadline := time.Now().Add(90 * time.Second)
-	for {
-		if code, body := get(t, http.DefaultClient, base+"/readyz"); code == http.StatusOK && strings.HasPrefix(body, "ready") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("/readyz did not say ready within 90 s of Cassandra answering")
-		}
-		time.Sleep(100 * time.Millisecond)
+	if err := cmdtest.WaitReady(base, 90*time.Second); err != nil {
+		t.Fatal(err)
 	}
 	ready := time.Now()
 	ada, adaLogin := signUp(t, base, "ada")
