@@ -7,9 +7,9 @@ import (
 	"github.com/killrchat/killrchat/web"
 )
 
-// watchAvatars keeps s.avatars (web.Avatars.Keep): loaded at start, every
-// few minutes and after the broker comes back, and changed in between by
-// the hub's invalidations.
+// watchAvatars keeps s.avatars (web.Avatars.Keep): loaded once Cassandra
+// answers, every few minutes and after the broker comes back, and changed
+// in between by the hub's invalidations.
 func (s *Server) watchAvatars() {
 	s.avatars = web.NewAvatars()
 	reload := make(chan struct{}, 1)
@@ -20,7 +20,16 @@ func (s *Server) watchAvatars() {
 		}
 	})
 	s.hub.WatchInvalidations(func(inv live.Invalidation) { s.avatars.Apply(inv.Avatars) })
-	go s.avatars.Keep(s.db.LoadAvatars, reload, s.closing, s.log)
+	go func() {
+		// Loaded once Cassandra answers, not retried against a store
+		// that is not connected yet.
+		select {
+		case <-s.db.Connected():
+		case <-s.closing:
+			return
+		}
+		s.avatars.Keep(s.db.LoadAvatars, reload, s.closing, s.log)
+	}()
 }
 
 // AvatarChanged tells every instance (this one at once) that login's

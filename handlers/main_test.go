@@ -3,6 +3,7 @@ package handlers_test
 import (
 	"bytes"
 	"context"
+	"encoding/hex"
 	"flag"
 	"fmt"
 	"io"
@@ -19,6 +20,7 @@ import (
 	"github.com/PuerkitoBio/goquery"
 	"github.com/labstack/echo/v4"
 
+	"github.com/killrchat/killrchat/cmd/cmdtest"
 	"github.com/killrchat/killrchat/handlers"
 	"github.com/killrchat/killrchat/handlers/routes"
 	"github.com/killrchat/killrchat/live"
@@ -81,6 +83,21 @@ func newApp(t testing.TB, st *store.Store, hub live.Hub, opts ...appOption) *app
 		ts.Close()
 	})
 	return &app{Server: ts, srv: srv, hub: hub}
+}
+
+// mainApp is the program started as the binary starts it (cmd.Main),
+// with real flags (args add to them) on the package's keyspace, once
+// /readyz says it is ready; it stops when the test ends. Its srv and hub
+// are nil: it is reached over HTTP only.
+func mainApp(t testing.TB, args ...string) *app {
+	t.Helper()
+	m, url, err := cmdtest.StartReady(slog.New(slog.NewTextHandler(io.Discard, nil)),
+		append(cmdtest.Flags(db.Keyspace, hex.EncodeToString(testKey)), append([]string{"--auth-rate", "1000"}, args...)...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = m.Close() })
+	return &app{Server: &httptest.Server{URL: url}}
 }
 
 // client is a browser without JavaScript: cookies, no automatic redirects.

@@ -279,7 +279,8 @@ func (s *Server) postRendered(ctx context.Context, in store.Place, pass *fence.P
 // pushPosted hands m to the Web Push sender, which finds who is away and
 // wants it (package push); only this instance, which stored m, does.
 func (s *Server) pushPosted(in store.Place, conv store.Conversation, m store.Message) {
-	if s.push == nil || m.System {
+	sender := s.Push()
+	if sender == nil || m.System {
 		return
 	}
 	name := m.Author.Name()
@@ -294,7 +295,7 @@ func (s *Server) pushPosted(in store.Place, conv store.Conversation, m store.Mes
 	case store.DM:
 		pm.Title, pm.Path = "a direct message", DMURL(p.Address)
 	}
-	s.push.Posted(pm)
+	sender.Posted(pm)
 }
 
 // save stores m. In a room, with a pass: with no read if the pass is

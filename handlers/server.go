@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/a-h/templ"
@@ -120,8 +121,8 @@ type Server struct {
 	recent    *recentPosts
 	indexer   *store.Indexer
 	presence  *presence.Tracker
-	// push sends Web Push notifications; nil when off or not set up.
-	push    *push.Sender
+	// push sends Web Push notifications; nil when off or not set up yet.
+	push    atomic.Pointer[push.Sender]
 	closing chan struct{} // closed by Shutdown
 	csrf    *web.CSRF
 	// uploadFiles takes a conversation's multipart post (see
@@ -222,19 +223,14 @@ func New(db *store.Store, metrics *web.Metrics, hub live.Hub, cfg Config, log *s
 	}
 	s.indexer = store.NewIndexer(db, log, cfg.SearchIndexRate, cfg.SearchIndexOff, s.closing)
 	if !cfg.PushOff {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		sender, err := push.New(ctx, db, cfg.Push, s.presence, func(result string) { metrics.Push.WithLabelValues(result).Inc() }, log, s.closing)
-		cancel()
-		if err != nil {
-			log.Warn("push: off, the VAPID keys could not be set up", "err", err)
-		}
-		s.push = sender
+		s.setUpPush()
 	}
 	return s
 }
 
-// Push is the Web Push sender (nil when off).
-func (s *Server) Push() *push.Sender { return s.push }
+// Push is the Web Push sender: nil when off, or until its VAPID keys are
+// set up (see setUpPush).
+func (s *Server) Push() *push.Sender { return s.push.Load() }
 
 // Register installs the middleware and lists the core's routes, then has
 // each module list its own (handlers/app lists every module).

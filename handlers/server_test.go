@@ -152,9 +152,9 @@ func TestClientGoneMidBody(t *testing.T) {
 // TestPagesAreNotStored: every dynamic response is Cache-Control:
 // no-store (a logged-in page must not be kept by a shared cache or shown
 // again from the back-button cache after logout); static files keep
-// their day of caching.
+// their day of caching. It runs on the program as the binary starts it.
 func TestPagesAreNotStored(t *testing.T) {
-	a := newApp(t, nil, nil)
+	a := mainApp(t)
 	c := a.signedUp(t, unique("cache"))
 	room := createRoom(t, c)
 	for _, path := range []string{"/", "/rooms", "/rooms/" + room, "/profile", "/rooms/new"} {

@@ -5,6 +5,7 @@ package store
 
 import (
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/gocql/gocql"
@@ -66,4 +67,26 @@ func speculation(delay time.Duration) gocql.SpeculativeExecutionPolicy {
 		return &gocql.NonSpeculativeExecution{}
 	}
 	return &gocql.SimpleSpeculativeExecution{NumAttempts: 1, TimeoutDelay: delay}
+}
+
+// ParseConsistency is the consistency level named name (ONE, QUORUM,
+// LOCAL_QUORUM, ...), as Config.Consistency wants it; an error if no level
+// has that name.
+func ParseConsistency(name string) (gocql.Consistency, error) {
+	var c gocql.Consistency
+	if err := c.UnmarshalText([]byte(name)); err != nil {
+		return 0, fmt.Errorf("store: consistency %q: %w", name, err)
+	}
+	return c, nil
+}
+
+// ParseSerialConsistency is the serial consistency named name (SERIAL or
+// LOCAL_SERIAL), as Config.SerialConsistency wants it; an error if none
+// has that name.
+func ParseSerialConsistency(name string) (gocql.SerialConsistency, error) {
+	var c gocql.SerialConsistency
+	if err := c.UnmarshalText([]byte(name)); err != nil {
+		return 0, fmt.Errorf("store: serial consistency %q: %w", name, err)
+	}
+	return c, nil
 }

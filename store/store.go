@@ -155,6 +155,9 @@ type Store struct {
 	places placesSetting
 	// speculative is Config.Speculative as the driver's policy.
 	speculative gocql.SpeculativeExecutionPolicy
+	// connected is closed once Connect succeeds (see Connected).
+	connected     chan struct{}
+	connectedOnce sync.Once
 }
 
 // New returns a Store that is not yet connected.
@@ -180,7 +183,7 @@ func New(cfg Config) *Store {
 	if cfg.ReadBudget <= 0 {
 		cfg.ReadBudget = DefaultReadBudget
 	}
-	return &Store{cfg: cfg, log: cfg.Log, Now: time.Now, speculative: speculation(cfg.Speculative),
+	return &Store{cfg: cfg, log: cfg.Log, Now: time.Now, speculative: speculation(cfg.Speculative), connected: make(chan struct{}),
 		decodeBudget: semaphore.NewWeighted(cfg.DecodeBudget), decodeBudgetSize: cfg.DecodeBudget,
 		readBudget: semaphore.NewWeighted(cfg.ReadBudget), readBudgetSize: cfg.ReadBudget}
 }
@@ -239,8 +242,14 @@ func (s *Store) Connect(ctx context.Context) error {
 	if !s.session.CompareAndSwap(nil, sess) {
 		sess.Close()
 	}
+	s.connectedOnce.Do(func() { close(s.connected) })
 	return nil
 }
+
+// Connected is closed once Connect has succeeded: what needs the database
+// to start (the VAPID keys, the avatars) waits for it instead of failing
+// while Cassandra is not up yet.
+func (s *Store) Connected() <-chan struct{} { return s.connected }
 
 // ConnectWithRetry calls Connect until it succeeds, backing off up to 15 s
 // between attempts and logging each failure. It returns early on a changed

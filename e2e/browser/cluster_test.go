@@ -9,13 +9,12 @@ import (
 	"github.com/chromedp/chromedp"
 	natsserver "github.com/nats-io/nats-server/v2/server"
 
-	"github.com/killrchat/killrchat/live/natshub"
 	"github.com/killrchat/killrchat/store"
 )
 
-// twoInstances starts two app instances over an embedded NATS broker, each
-// with its own store and hub on the package's keyspace, and returns their
-// addresses. They stop when the test ends.
+// twoInstances starts two app instances (Main, with --nats-url) over an
+// embedded NATS broker, each with its own store and hub on the package's
+// keyspace, and returns their addresses. They stop when the test ends.
 func twoInstances(t *testing.T) (a, b string) {
 	t.Helper()
 	ns, err := natsserver.NewServer(&natsserver.Options{Host: "127.0.0.1", Port: -1, NoSigs: true, NoLog: true})
@@ -29,22 +28,12 @@ func twoInstances(t *testing.T) (a, b string) {
 	t.Cleanup(ns.Shutdown)
 	var urls []string
 	for range 2 {
-		st, err := db.Another()
+		m, url, err := startMain(appLog(), "--nats-url", ns.ClientURL())
 		if err != nil {
 			t.Fatal(err)
 		}
-		hub, err := natshub.New(ns.ClientURL(), appLog())
-		if err != nil {
-			t.Fatal(err)
-		}
-		srv, ts := serve(st, hub, appLog())
-		t.Cleanup(func() {
-			srv.Shutdown()
-			ts.Close()
-			hub.Close()
-			st.Close()
-		})
-		urls = append(urls, ts.URL)
+		t.Cleanup(func() { m.Close() })
+		urls = append(urls, url)
 	}
 	return urls[0], urls[1]
 }

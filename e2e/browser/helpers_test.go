@@ -102,7 +102,7 @@ func (b *bt) newTab(label string, opts ...tabOption) *tab {
 	}
 	dctx, cancelDeadline := context.WithDeadline(b.env.browser, b.deadline)
 	ctx, cancelTab := chromedp.NewContext(dctx, chromedp.WithNewBrowserContext())
-	p := &tab{b: b, t: b.t, ctx: ctx, label: label, base: b.env.app.URL}
+	p := &tab{b: b, t: b.t, ctx: ctx, label: label, base: b.env.url}
 	b.t.Cleanup(func() {
 		cancelTab()
 		cancelDeadline()

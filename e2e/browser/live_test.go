@@ -39,7 +39,7 @@ func newPoster(t *testing.T, b *bt, first string) *poster {
 		t.Fatal(err)
 	}
 	u := newPerson(first, "Poster")
-	p := &poster{t: t, base: b.env.app.URL, login: u.login, client: &http.Client{Jar: jar, Timeout: 20 * time.Second}}
+	p := &poster{t: t, base: b.env.url, login: u.login, client: &http.Client{Jar: jar, Timeout: 20 * time.Second}}
 	p.form("/signup", url.Values{"login": {u.login}, "password": {u.password}, "password_confirm": {u.password},
 		"firstname": {u.first}, "lastname": {u.last}})
 	return p
@@ -90,7 +90,7 @@ func (p *poster) post(path, text string) {
 // openStreams is the server's gauge of open live streams (/metrics).
 func openStreams(t *testing.T, b *bt) int {
 	t.Helper()
-	resp, err := http.Get(b.env.app.URL + "/metrics")
+	resp, err := http.Get(b.env.url + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}

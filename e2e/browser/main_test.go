@@ -3,11 +3,11 @@ package browser
 import (
 	"bytes"
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,15 +16,10 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
-	"github.com/labstack/echo/v4"
 
-	"github.com/killrchat/killrchat/handlers"
-	"github.com/killrchat/killrchat/handlers/routes"
-	"github.com/killrchat/killrchat/live"
-	"github.com/killrchat/killrchat/static"
-	"github.com/killrchat/killrchat/store"
+	"github.com/killrchat/killrchat/cmd"
+	"github.com/killrchat/killrchat/cmd/cmdtest"
 	"github.com/killrchat/killrchat/store/storetest"
-	"github.com/killrchat/killrchat/web"
 )
 
 // testTimeout bounds every test: its tabs and every wait in them.
@@ -44,8 +39,8 @@ var (
 // env is what every test of the package shares: one app instance and one
 // browser process.
 type env struct {
-	app     *httptest.Server
-	srv     *handlers.Server
+	main    *cmd.Main
+	url     string          // the app's base URL
 	browser context.Context // a chromedp context that owns the browser
 	stop    func()
 }
@@ -97,18 +92,18 @@ func shared(t testing.TB) *env {
 	return theEnv
 }
 
-// serve starts an app instance on st and hub, listening on 127.0.0.1.
-func serve(st *store.Store, hub live.Hub, log *slog.Logger) (*handlers.Server, *httptest.Server) {
-	e := echo.New()
-	e.IPExtractor = echo.ExtractIPDirect()
-	srv := handlers.New(st, web.NewMetrics(), hub, handlers.Config{
-		SessionKey: bytes.Repeat([]byte("b"), 32),
-		AuthRate:   1000,
-		Limits:     web.Unlimited,
-		Static:     static.Files,
-	}, log)
-	routes.Register(e, srv)
-	return srv, httptest.NewServer(e)
+// startMain starts the program as the binary does, with real flags, on
+// the package's keyspace (args add to them), and waits until it is ready.
+func startMain(log *slog.Logger, args ...string) (*cmd.Main, string, error) {
+	return cmdtest.StartReady(log, append(cmdtest.Flags(db.Keyspace, hex.EncodeToString(bytes.Repeat([]byte("b"), 32))),
+		append([]string{
+			// The tests write far faster than any person.
+			"--auth-rate", "1000",
+			"--message-rate", "1e9", "--message-burst", "1073741824",
+			"--rooms-per-hour", "1073741824",
+			"--join-rate", "1e9", "--join-burst", "1073741824",
+			"--upload-bytes-per-hour", "1099511627776",
+		}, args...)...)...)
 }
 
 // appLog is an app instance's logger: warnings on stderr with -v.
@@ -123,12 +118,14 @@ func startEnv() (*env, error) {
 	if db == nil {
 		return nil, errors.New("no database (TestMain did not run storetest.Main)")
 	}
-	log := appLog()
-	srv, ts := serve(db.Store, live.NewLocalHub(), log)
+	m, url, err := startMain(appLog())
+	if err != nil {
+		return nil, err
+	}
 
 	profile, err := os.MkdirTemp("", "killrchat-chromium-")
 	if err != nil {
-		ts.Close()
+		m.Close()
 		return nil, err
 	}
 	opts := []chromedp.ExecAllocatorOption{
@@ -167,8 +164,7 @@ func startEnv() (*env, error) {
 		cancelBrowser()
 		cancelAlloc() // waits for the browser process to exit
 		_ = os.RemoveAll(profile)
-		srv.Shutdown()
-		ts.Close()
+		m.Close()
 	}
 	// The first action starts the browser; it must use a context without
 	// a deadline of its own, or the browser dies with it: so run it on
@@ -184,7 +180,7 @@ func startEnv() (*env, error) {
 		stop()
 		return nil, fmt.Errorf("start Chromium (%s): %w", chromiumPath, err)
 	}
-	return &env{app: ts, srv: srv, browser: browserCtx, stop: stop}, nil
+	return &env{main: m, url: url, browser: browserCtx, stop: stop}, nil
 }
 
 // artifactsDir is e2e/artifacts (gitignored), next to this package.
