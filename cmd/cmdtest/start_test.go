@@ -1,4 +1,4 @@
-package cmd_test
+package cmdtest_test
 
 import (
 	"crypto/ecdh"
