@@ -21,9 +21,9 @@ import (
 	"errors"
 	"time"
 
-	"github.com/gocql/gocql"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/live"
 	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/views"
@@ -54,7 +54,7 @@ type caches struct {
 // nil if not a participant; the first participants) under the members'
 // version and the room's incarnation: read again under any other.
 type underVersion[T any] struct {
-	version gocql.UUID
+	version chat.ID
 	since   time.Time
 	value   T
 }
@@ -247,7 +247,7 @@ func (s *Server) MyRooms(ctx context.Context, login string) ([]store.Room, error
 			// older than a join: ForgetRoom reads at SERIAL before it
 			// drops).
 			forgot, err := s.db.ForgetRoom(ctx, login, name)
-			if err != nil && !errors.Is(err, store.ErrNotFound) {
+			if err != nil && !errors.Is(err, chat.ErrNotFound) {
 				return nil, err
 			}
 			if forgot || !ok {

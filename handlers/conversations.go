@@ -11,9 +11,9 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/gocql/gocql"
 	"github.com/labstack/echo/v4"
 
+	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/views"
 )
@@ -64,7 +64,7 @@ func (s *Server) dmFor(ctx context.Context, address, login string) (conversation
 	}
 	cv := dmConversation(d, login)
 	if !cv.Member(login) {
-		return conversation{}, fmt.Errorf("dm %q seen by %q: %w", d.Address, login, store.ErrNotFound)
+		return conversation{}, fmt.Errorf("dm %q seen by %q: %w", d.Address, login, chat.ErrNotFound)
 	}
 	return cv, nil
 }
@@ -73,7 +73,7 @@ func (s *Server) dmFor(ctx context.Context, address, login string) (conversation
 // login is not in (it is its members' only, like a DM).
 func roomConversation(r store.Room, login string) (conversation, error) {
 	if !r.VisibleTo(login) {
-		return conversation{}, fmt.Errorf("closed room %q seen by %q: %w", r.Name, login, store.ErrNotFound)
+		return conversation{}, fmt.Errorf("closed room %q seen by %q: %w", r.Name, login, chat.ErrNotFound)
 	}
 	return conversation{Place: r, ID: r.Name, URL: RoomURL(r.Name), Title: r.DisplayName, Room: &r}, nil
 }
@@ -172,7 +172,7 @@ func (s *Server) roomView(c echo.Context, cv conversation) views.RoomView {
 }
 
 // MessageLink opens conversation conv around message id (the permalink).
-func MessageLink(conv string, id gocql.UUID) string {
+func MessageLink(conv string, id chat.ID) string {
 	at := "?at=" + url.QueryEscape(id.String()) + "#msg-" + id.String()
 	if address, ok := strings.CutPrefix(conv, "dm:"); ok {
 		return DMURL(address) + at
@@ -188,7 +188,7 @@ func (s *Server) VisibleRoom(c echo.Context) (store.Room, error) {
 		return store.Room{}, err
 	}
 	if cv.Room == nil {
-		return store.Room{}, store.ErrNotFound
+		return store.Room{}, chat.ErrNotFound
 	}
 	return *cv.Room, nil
 }

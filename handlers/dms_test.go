@@ -8,8 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gocql/gocql"
-
+	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/web"
 )
@@ -21,7 +20,7 @@ func dmMessages(t *testing.T, address string) []store.Message {
 	if err != nil {
 		t.Fatal(err)
 	}
-	msgs, _, err := db.MessagesBefore(ctxT(t), d, gocql.UUID{}, 100)
+	msgs, _, err := db.MessagesBefore(ctxT(t), d, chat.ID{}, 100)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +57,7 @@ func TestDMAuthorization(t *testing.T) {
 	if len(msgs) != 2 {
 		t.Fatalf("%d messages stored, want 2", len(msgs))
 	}
-	before := url.QueryEscape(gocql.MaxTimeUUID(time.Now().Add(time.Hour)).String())
+	before := url.QueryEscape(chat.MaxIDAt(time.Now().Add(time.Hour)).String())
 
 	t.Run("Members", func(t *testing.T) {
 		for _, c := range []*client{ada, bob} {

@@ -8,8 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gocql/gocql"
-
+	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/handlers"
 	"github.com/killrchat/killrchat/store"
 )
@@ -69,7 +68,7 @@ func TestClosedRoomIsNotThereForOutsiders(t *testing.T) {
 		t.Fatalf("remove: %d %s", p.StatusCode, text(p, "main"))
 	}
 	for _, c := range []*client{outsider, member} {
-		for _, path := range []string{"/rooms/" + room, "/rooms/" + room + "/messages?before=" + gocql.TimeUUID().String(),
+		for _, path := range []string{"/rooms/" + room, "/rooms/" + room + "/messages?before=" + chat.IDAt(time.Now()).String(),
 			"/rooms/" + room + "/members", "/rooms/" + room + "/members?q=o", "/rooms/" + room + "/members/suggestions?login=o", file} {
 			if p := c.get(path); p.StatusCode != http.StatusNotFound {
 				t.Errorf("%s: GET %s: %d, want 404", c.login, path, p.StatusCode)
@@ -86,7 +85,7 @@ func TestClosedRoomIsNotThereForOutsiders(t *testing.T) {
 			{"/rooms/" + room + "/join", nil},
 			{"/rooms/" + room + "/leave", nil},
 			{"/rooms/" + room + "/delete", nil},
-			{"/rooms/" + room + "/read", url.Values{"id": {gocql.TimeUUID().String()}}},
+			{"/rooms/" + room + "/read", url.Values{"id": {chat.IDAt(time.Now()).String()}}},
 			{"/rooms/" + room + "/kind", url.Values{"kind": {"open"}}},
 			{"/rooms/" + room + "/members", url.Values{"login": {c.login}}},
 			{"/rooms/" + room + "/members/" + owner.login + "/admin", nil},

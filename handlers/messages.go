@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/a-h/templ"
-	"github.com/gocql/gocql"
 	"github.com/labstack/echo/v4"
 
+	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/live"
 	"github.com/killrchat/killrchat/live/fence"
 	"github.com/killrchat/killrchat/push"
@@ -23,7 +23,7 @@ import (
 	"github.com/killrchat/killrchat/web"
 )
 
-var zeroID gocql.UUID
+var zeroID chat.ID
 
 // olderLink is the link to the page before msgs in the conversation at
 // base, or "" at its start.
@@ -69,7 +69,7 @@ func (s *Server) postMessage(c echo.Context) error {
 		html = h
 		return m, err
 	})
-	if errors.Is(err, store.ErrInvalid) {
+	if errors.Is(err, chat.ErrInvalid) {
 		return s.composerError(c, cv, WithErrors(views.Form{Values: map[string]string{"content": content, "client_id": clientID}, Errors: map[string]string{}}, err))
 	}
 	if err != nil {
@@ -338,11 +338,11 @@ func (s *Server) latest(c echo.Context, cv conversation) (msgs []store.Message, 
 			shown = append(shown, m)
 		}
 	}
-	return shown, older, gocql.MaxTimeUUID(store.TimeOfTicks(bound - 1)).String(), nil
+	return shown, older, chat.MaxIDAt(chat.TimeOfTicks(bound - 1)).String(), nil
 }
 
 func (s *Server) olderMessages(c echo.Context) error {
-	before, err := store.ParseMessageID(c.QueryParam("before"))
+	before, err := chat.ParseMessageID(c.QueryParam("before"))
 	if err != nil {
 		return echo.NewHTTPError(http.StatusBadRequest, "The link to older messages is malformed.")
 	}
@@ -351,7 +351,7 @@ func (s *Server) olderMessages(c echo.Context) error {
 		return err
 	}
 	if !cv.Member(MustUser(c).Login) {
-		return store.ErrNotParticipant
+		return chat.ErrNotParticipant
 	}
 	msgs, more, err := s.db.MessagesBefore(c.Request().Context(), cv.Place, before, messagesPerPage)
 	if err != nil {

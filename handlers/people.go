@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/views"
 	"github.com/labstack/echo/v4"
@@ -62,7 +63,7 @@ func (s *Server) Acquaintances(ctx context.Context, login, word string) (map[str
 	if word != "" && store.ValidName(word) {
 		if u, err := s.user(ctx, word); err == nil {
 			people[u.Login] = u.Ref()
-		} else if !errors.Is(err, store.ErrNotFound) {
+		} else if !errors.Is(err, chat.ErrNotFound) {
 			return nil, err
 		}
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/live"
 	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/views"
@@ -56,7 +57,7 @@ func (s *Server) listRooms(c echo.Context) error {
 		return err
 	}
 	page, err := s.db.Rooms(c.Request().Context(), state, s.cfg.RoomsPerPage)
-	if errors.Is(err, store.ErrInvalid) {
+	if errors.Is(err, chat.ErrInvalid) {
 		return echo.NewHTTPError(http.StatusBadRequest, "This page link is broken or has expired. Start again from the first page.")
 	}
 	if err != nil {
@@ -98,7 +99,7 @@ func (s *Server) createRoom(c echo.Context) error {
 			return err
 		}
 		f = WithErrors(f, err)
-		if errors.Is(err, store.ErrRoomExists) {
+		if errors.Is(err, chat.ErrRoomExists) {
 			// Said once, beside the field.
 			f.Errors["room_name"], f.Error = "This room name is taken.", ""
 		}
@@ -116,9 +117,9 @@ func (s *Server) roomOr404(c echo.Context) (store.Room, error) {
 	name := c.Param("room")
 	login := MustUser(c).Login
 	r, err := s.RoomFor(c.Request().Context(), name, login)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, chat.ErrNotFound) {
 		if u, uerr := s.user(c.Request().Context(), login); uerr == nil && slices.Contains(u.ChatRooms, store.NameKey(name)) {
-			if _, ferr := s.db.ForgetRoom(c.Request().Context(), login, name); ferr != nil && !errors.Is(ferr, store.ErrNotFound) {
+			if _, ferr := s.db.ForgetRoom(c.Request().Context(), login, name); ferr != nil && !errors.Is(ferr, chat.ErrNotFound) {
 				s.log.Warn("repair my rooms", "room", name, "err", ferr)
 			}
 			s.Invalidate(c.Request().Context(), live.Invalidation{Users: []string{login}})
@@ -334,7 +335,7 @@ func (s *Server) roomsNamedLike(c echo.Context, name string) error {
 // it; "" when the page was opened without one, or for a message that is
 // not there.
 func (s *Server) quoted(c echo.Context, cv conversation) string {
-	id, err := store.ParseMessageID(c.QueryParam("quote"))
+	id, err := chat.ParseMessageID(c.QueryParam("quote"))
 	if err != nil {
 		return ""
 	}

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/PuerkitoBio/goquery"
-	"github.com/gocql/gocql"
+	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/store"
 )
 
@@ -248,7 +248,7 @@ func TestSearchFollowsEditsAndDeletes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, _, st, err := db.Search(ctxT(t), []store.Conversation{r.Conversation()}, q, gocql.UUID{}, 20)
+		_, _, st, err := db.Search(ctxT(t), []store.Conversation{r.Conversation()}, q, chat.ID{}, 20)
 		if err != nil {
 			t.Fatal(err)
 		}

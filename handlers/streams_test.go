@@ -17,6 +17,7 @@ import (
 
 	"github.com/gorilla/securecookie"
 
+	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/handlers"
 	"github.com/killrchat/killrchat/live"
 	"github.com/killrchat/killrchat/live/ssetest"
@@ -269,7 +270,7 @@ func seed(t *testing.T, room string, n, size int) []store.Message {
 
 const firstTimeUUID = "00000000-0000-1000-8000-000000000000"
 
-var zeroUUID, _ = store.ParseMessageID(firstTimeUUID)
+var zeroUUID, _ = chat.ParseMessageID(firstTimeUUID)
 
 // TestReplayReadsPages: a replay of 130 messages comes out exact, in order,
 // read from Cassandra a page at a time (no read of messages asks for more

@@ -11,9 +11,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gocql/gocql"
 	"github.com/labstack/echo/v4"
 
+	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/live"
 	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/views"
@@ -69,7 +69,7 @@ func (s *Server) readSidebar(ctx context.Context, login, open string) sidebar {
 	// heads of their rooms.
 	var (
 		entries    []store.DMEntry
-		heads      map[string]gocql.UUID
+		heads      map[string]chat.ID
 		derr, herr error
 		wg         sync.WaitGroup
 	)
@@ -158,10 +158,10 @@ func (s *Server) markRoomRead(c echo.Context) error {
 
 // markID is the message id a mark-read request names: a timeuuid, not
 // further in the future than clocks may disagree.
-func markID(c echo.Context) (gocql.UUID, error) {
-	id, err := store.ParseMessageID(c.FormValue("id"))
+func markID(c echo.Context) (chat.ID, error) {
+	id, err := chat.ParseMessageID(c.FormValue("id"))
 	if err != nil || id.Time().After(time.Now().Add(markAheadSlack)) {
-		return gocql.UUID{}, echo.NewHTTPError(http.StatusBadRequest, "This is not the id of a message.")
+		return chat.ID{}, echo.NewHTTPError(http.StatusBadRequest, "This is not the id of a message.")
 	}
 	return id, nil
 }
@@ -170,10 +170,10 @@ func markID(c echo.Context) (gocql.UUID, error) {
 // browser without JavaScript. An older id than the stored marker changes
 // nothing (the store writes it with the id's own time), so two tabs never
 // move it backwards.
-func (s *Server) markRead(c echo.Context, conv store.Conversation, id gocql.UUID, back string) error {
+func (s *Server) markRead(c echo.Context, conv store.Conversation, id chat.ID, back string) error {
 	me := MustUser(c)
 	if !conv.Has(me.Login) {
-		return store.ErrNotParticipant
+		return chat.ErrNotParticipant
 	}
 	if err := s.db.MarkRead(c.Request().Context(), me.Login, conv.ID, id); err != nil {
 		return err
@@ -187,11 +187,11 @@ func (s *Server) markRead(c echo.Context, conv store.Conversation, id gocql.UUID
 // markShown marks conv read up to the newest of msgs, the messages a full
 // page shows, unless the marker (as it was before) is there already. A
 // failure only logs: the page is worth more than its marker.
-func (s *Server) markShown(ctx context.Context, login string, conv store.Conversation, msgs []store.Message, marker gocql.UUID) {
+func (s *Server) markShown(ctx context.Context, login string, conv store.Conversation, msgs []store.Message, marker chat.ID) {
 	if len(msgs) == 0 {
 		return
 	}
-	if newest := msgs[len(msgs)-1].ID; store.Later(newest, marker) {
+	if newest := msgs[len(msgs)-1].ID; newest.After(marker) {
 		if err := s.db.MarkRead(ctx, login, conv.ID, newest); err != nil {
 			s.log.Warn("mark read", "conversation", conv.ID, "err", err)
 		}
@@ -201,16 +201,16 @@ func (s *Server) markShown(ctx context.Context, login string, conv store.Convers
 // firstUnread is the first of msgs that the reader had not read: newer than
 // marker, neither their own nor a system message; zero if none, or if they
 // never read the conversation (everything would be "new").
-func firstUnread(msgs []store.Message, marker gocql.UUID, login string) gocql.UUID {
-	if marker == (gocql.UUID{}) {
-		return gocql.UUID{}
+func firstUnread(msgs []store.Message, marker chat.ID, login string) chat.ID {
+	if marker == (chat.ID{}) {
+		return chat.ID{}
 	}
 	for _, m := range msgs {
-		if store.Later(m.ID, marker) && !m.System && m.Author.Login != login {
+		if m.ID.After(marker) && !m.System && m.Author.Login != login {
 			return m.ID
 		}
 	}
-	return gocql.UUID{}
+	return chat.ID{}
 }
 
 // aroundPage is how many messages a page opened on one message shows on
@@ -222,7 +222,7 @@ const aroundPage = messagesPerPage / 2
 // links there. A page that does not reach the newest message links to it
 // instead of following the live stream. A malformed id is a 400.
 func (s *Server) around(c echo.Context, in store.Place, base string, v *views.RoomView) error {
-	at, err := store.ParseMessageID(c.QueryParam("at"))
+	at, err := chat.ParseMessageID(c.QueryParam("at"))
 	if err != nil {
 		return echo.NewHTTPError(http.StatusBadRequest, "The link to this message is malformed.")
 	}
@@ -231,7 +231,7 @@ func (s *Server) around(c echo.Context, in store.Place, base string, v *views.Ro
 	if err != nil {
 		return err
 	}
-	from := gocql.UUID{}
+	from := chat.ID{}
 	if len(before) > 0 {
 		from = before[len(before)-1].ID
 	}
@@ -249,7 +249,7 @@ func (s *Server) around(c echo.Context, in store.Place, base string, v *views.Ro
 	} else if len(v.Messages) > 0 {
 		v.After = v.Messages[len(v.Messages)-1].ID.String()
 	} else {
-		v.After = gocql.MinTimeUUID(time.Now().Add(-time.Minute)).String()
+		v.After = chat.MinIDAt(time.Now().Add(-time.Minute)).String()
 	}
 	return nil
 }

@@ -18,8 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gocql/gocql"
-
+	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/store/storetest"
 )
@@ -179,7 +178,7 @@ func TestMarkReadTwoTabs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if marker.String() != ids[5] && !store.Later(marker, mustID(t, ids[3])) {
+		if marker.String() != ids[5] && !marker.After(mustID(t, ids[3])) {
 			t.Fatalf("round %d: marker %s went back below %s", round, marker, newer)
 		}
 	}
@@ -197,8 +196,8 @@ func TestMarkReadTwoTabs(t *testing.T) {
 	})
 	t.Run("BadID", func(t *testing.T) {
 		before, _ := db.Marker(ctxT(t), bobLogin, room)
-		future := gocql.UUIDFromTime(time.Now().Add(24 * time.Hour)).String()
-		for _, id := range []string{"", "nope", gocql.MustRandomUUID().String(), future} {
+		future := chat.IDAt(time.Now().Add(24 * time.Hour)).String()
+		for _, id := range []string{"", "nope", "0f8fad5b-d9cb-469f-a165-70867728950e" /* version 4 */, future} {
 			if p := bob.post("/rooms/"+room+"/read", url.Values{"id": {id}}); p.StatusCode != http.StatusBadRequest {
 				t.Errorf("id %q: %d, want 400", id, p.StatusCode)
 			}
@@ -218,9 +217,9 @@ func TestMarkReadTwoTabs(t *testing.T) {
 	})
 }
 
-func mustID(t testing.TB, s string) gocql.UUID {
+func mustID(t testing.TB, s string) chat.ID {
 	t.Helper()
-	id, err := gocql.ParseUUID(s)
+	id, err := chat.ParseID(s)
 	if err != nil {
 		t.Fatal(err)
 	}

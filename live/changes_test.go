@@ -10,8 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gocql/gocql"
-
+	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/live/ssetest"
 	"github.com/killrchat/killrchat/store"
 )
@@ -21,8 +20,8 @@ import (
 // as its named event with an id of its own; a change published once the
 // stream is up comes live, named the same way.
 func TestReplayInterleavesChanges(t *testing.T) {
-	base := store.TicksOf(time.Now())
-	src := &memSource{local: map[gocql.UUID]bool{}, floor: base + 1000}
+	base := chat.TicksOf(time.Now())
+	src := &memSource{local: map[chat.ID]bool{}, floor: base + 1000}
 	hub := NewLocalHub()
 	defer hub.Close()
 	render := func(_ context.Context, m store.Message) ([]byte, error) {
@@ -41,7 +40,7 @@ func TestReplayInterleavesChanges(t *testing.T) {
 		{ID: idAt(base + 40), Message: m1.ID, Kind: store.ChangeReaction, Emoji: "ok", Added: true},
 		{ID: idAt(base + 50), Message: m2.ID, Kind: store.ChangeDelete},
 	}
-	for _, id := range []gocql.UUID{m1.ID, m2.ID, src.changes[0].ID, src.changes[1].ID, src.changes[2].ID} {
+	for _, id := range []chat.ID{m1.ID, m2.ID, src.changes[0].ID, src.changes[1].ID, src.changes[2].ID} {
 		src.local[id] = true
 	}
 
@@ -93,8 +92,8 @@ func TestReplayInterleavesChanges(t *testing.T) {
 	// above everything replayed.
 	if n := len(got); n == len(want) {
 		i := strings.LastIndex(got[n-1], "@")
-		cur, err := gocql.ParseUUID(got[n-1][i+1:])
-		if err != nil || store.Later(cur, sl.Msg.ID) || !store.Later(cur, src.changes[2].ID) {
+		cur, err := chat.ParseID(got[n-1][i+1:])
+		if err != nil || cur.After(sl.Msg.ID) || !cur.After(src.changes[2].ID) {
 			t.Errorf("the live edit's cursor %s (own id %s)", got[n-1][i+1:], sl.Msg.ID)
 		}
 		got[n-1] = got[n-1][:i+1]

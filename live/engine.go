@@ -13,8 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/gocql/gocql"
-
+	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/live/hangup"
 	"github.com/killrchat/killrchat/store"
 )
@@ -23,15 +22,15 @@ import (
 type Source interface {
 	// MessagesAfter is up to n messages of in after after, oldest first,
 	// and whether more follow.
-	MessagesAfter(ctx context.Context, in store.Place, after gocql.UUID, n int) ([]store.Message, bool, error)
+	MessagesAfter(ctx context.Context, in store.Place, after chat.ID, n int) ([]store.Message, bool, error)
 	// CountMessagesAfter counts in's messages after after, up to limit.
-	CountMessagesAfter(ctx context.Context, in store.Place, after gocql.UUID, limit int) (int, error)
+	CountMessagesAfter(ctx context.Context, in store.Place, after chat.ID, limit int) (int, error)
 	// ChangesAfter is up to n changes (edits, deletes, reactions) of in
-	// after after, oldest first, and whether more follow; store.ErrNotFound
+	// after after, oldest first, and whether more follow; chat.ErrNotFound
 	// when after is older than the change log keeps.
-	ChangesAfter(ctx context.Context, in store.Place, after gocql.UUID, n int) ([]store.Change, bool, error)
+	ChangesAfter(ctx context.Context, in store.Place, after chat.ID, n int) ([]store.Change, bool, error)
 	// MadeHere says whether this instance made the message id.
-	MadeHere(id gocql.UUID) bool
+	MadeHere(id chat.ID) bool
 	// IDFloor is a timestamp below every id this instance will make.
 	IDFloor() int64
 }
@@ -152,7 +151,7 @@ func (e *Engine) Bound(conversation string) int64 {
 // BeforeBound says whether a stored message lies on the "already
 // published" side of bound. Messages of other instances are not ordered by
 // this instance's bound, so they always count as published.
-func (e *Engine) BeforeBound(id gocql.UUID, bound int64) bool {
+func (e *Engine) BeforeBound(id chat.ID, bound int64) bool {
 	return id.Timestamp() < bound || !e.src.MadeHere(id)
 }
 

@@ -17,8 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/gocql/gocql"
-
+	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/live/fence"
 	"github.com/killrchat/killrchat/live/watermark"
 	"github.com/killrchat/killrchat/store"
@@ -59,11 +58,11 @@ func IsChange(kind string) bool {
 type Event struct {
 	Kind         string         `json:"kind"`
 	Conversation string         `json:"conversation"`
-	ID           gocql.UUID     `json:"id"`
+	ID           chat.ID        `json:"id"`
 	Message      *store.Message `json:"message,omitempty"`
 	// Target is the message a change (see IsChange) is about; ID is the
 	// change's own id.
-	Target       gocql.UUID      `json:"target,omitempty"`
+	Target       chat.ID         `json:"target,omitempty"`
 	Participants []store.UserRef `json:"participants,omitempty"`
 	// Total is how many participants the room has; Participants may be
 	// only the first of them.
@@ -79,7 +78,7 @@ type Event struct {
 	// room writes these very bytes.
 	frame []byte
 	// cursor is the SSE id the frame carries (see cursor).
-	cursor gocql.UUID
+	cursor chat.ID
 	// wide is the event as a personal stream writes it (see encodeWide):
 	// made once, by the first personal stream that writes it, and shared
 	// by the rest. Nil for an event no hub published (a test's).

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/store"
 )
 
@@ -22,7 +23,7 @@ func TestHubEncodesAnEventOnce(t *testing.T) {
 	b := hub.Subscribe("r", Subscriber{Login: "b"})
 	defer a.Close()
 	defer b.Close()
-	id, _ := store.ParseMessageID(firstTimeUUID)
+	id, _ := chat.ParseMessageID(firstTimeUUID)
 	m := store.Message{ID: id, Room: "r"}
 	if err := hub.Publish(context.Background(), Event{Kind: KindMessage, Conversation: "r", Message: &m, HTML: []byte("<li>x\ny</li>")}); err != nil {
 		t.Fatal(err)
@@ -104,7 +105,7 @@ func TestLeavingStopsTheWatch(t *testing.T) {
 	defer ada.Close()
 	defer bob.Close()
 	post := func(room string) {
-		id, _ := store.ParseMessageID(firstTimeUUID)
+		id, _ := chat.ParseMessageID(firstTimeUUID)
 		m := store.Message{ID: id, Room: room, Author: store.UserRef{Login: "cy"}, Content: "secret"}
 		if err := hub.Publish(context.Background(), Event{Kind: KindMessage, Conversation: room, Message: &m}); err != nil {
 			t.Fatal(err)

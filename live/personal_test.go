@@ -13,8 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gocql/gocql"
-
+	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/live/ssetest"
 	"github.com/killrchat/killrchat/store"
 )
@@ -33,17 +32,17 @@ func (m *convSource) add(conv string, at time.Time, text string) store.Message {
 	if m.msgs == nil {
 		m.msgs = map[string][]store.Message{}
 	}
-	msg := store.Message{ID: gocql.UUIDFromTime(at), Room: conv, Content: text}
+	msg := store.Message{ID: chat.IDAt(at), Room: conv, Content: text}
 	m.msgs[conv] = append(m.msgs[conv], msg)
 	return msg
 }
 
-func (m *convSource) MessagesAfter(_ context.Context, in store.Place, after gocql.UUID, n int) ([]store.Message, bool, error) {
+func (m *convSource) MessagesAfter(_ context.Context, in store.Place, after chat.ID, n int) ([]store.Message, bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var out []store.Message
 	for _, msg := range m.msgs[in.Conversation().ID] {
-		if store.Later(msg.ID, after) {
+		if msg.ID.After(after) {
 			out = append(out, msg)
 		}
 	}
@@ -54,17 +53,17 @@ func (m *convSource) MessagesAfter(_ context.Context, in store.Place, after gocq
 }
 
 // ChangesAfter: these conversations have no edits, deletes or reactions.
-func (m *convSource) ChangesAfter(context.Context, store.Place, gocql.UUID, int) ([]store.Change, bool, error) {
+func (m *convSource) ChangesAfter(context.Context, store.Place, chat.ID, int) ([]store.Change, bool, error) {
 	return nil, false, nil
 }
 
-func (m *convSource) CountMessagesAfter(ctx context.Context, in store.Place, after gocql.UUID, limit int) (int, error) {
+func (m *convSource) CountMessagesAfter(ctx context.Context, in store.Place, after chat.ID, limit int) (int, error) {
 	out, _, err := m.MessagesAfter(ctx, in, after, limit)
 	return len(out), err
 }
 
-func (m *convSource) MadeHere(gocql.UUID) bool { return false }
-func (m *convSource) IDFloor() int64           { return gocql.UUIDFromTime(time.Now()).Timestamp() }
+func (m *convSource) MadeHere(chat.ID) bool { return false }
+func (m *convSource) IDFloor() int64        { return chat.IDAt(time.Now()).Timestamp() }
 
 type countGauge struct{ n atomic.Int64 }
 
@@ -78,7 +77,7 @@ func renderTest(_ context.Context, m store.Message) ([]byte, error) {
 // personalServer serves personal streams of "ada" on GET /?b=<browser>,
 // carrying the conversations "a" and "b" from the resume points given,
 // and refusing "gone".
-func personalServer(t *testing.T, e *Engine, since map[string]gocql.UUID) *httptest.Server {
+func personalServer(t *testing.T, e *Engine, since map[string]chat.ID) *httptest.Server {
 	t.Helper()
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		st, err := e.OpenPersonal("ada", "127.0.0.1", "s1", r.URL.Query().Get("b"))
@@ -161,7 +160,7 @@ func TestPersonalStreamCarriesSeveralConversations(t *testing.T) {
 	e := New(hub, src, Config{}, slog.New(slog.DiscardHandler), gauge, renderTest, func(Event) {})
 	defer e.Shutdown()
 	// The browser has a up to a0, and b up to b1.
-	ts := personalServer(t, e, map[string]gocql.UUID{"a": a[0].ID, "b": b[1].ID})
+	ts := personalServer(t, e, map[string]chat.ID{"a": a[0].ID, "b": b[1].ID})
 	events, body := readStream(t, ts.URL+"?b=browser1")
 	defer body.Close()
 
@@ -182,7 +181,7 @@ func TestPersonalStreamCarriesSeveralConversations(t *testing.T) {
 	// Live: a replayed message that comes live too is not sent again;
 	// the events of "c" are not carried.
 	publish := func(conv, text string, at time.Time) store.Message {
-		m := store.Message{ID: gocql.UUIDFromTime(at), Room: conv, Content: text}
+		m := store.Message{ID: chat.IDAt(at), Room: conv, Content: text}
 		html, _ := renderTest(context.Background(), m)
 		if err := hub.Publish(context.Background(), Event{Kind: KindMessage, Conversation: conv, Message: &m, HTML: html}); err != nil {
 			t.Fatal(err)
@@ -268,7 +267,7 @@ func TestPersonalStreamOfABrowserReplacesItsOlder(t *testing.T) {
 		t.Fatalf("a third browser: %s, want 429", resp.Status)
 	}
 	// The other browser's stream still delivers.
-	m := store.Message{ID: gocql.UUIDFromTime(time.Now()), Room: "a", Content: "still here"}
+	m := store.Message{ID: chat.IDAt(time.Now()), Room: "a", Content: "still here"}
 	hub.Publish(context.Background(), Event{Kind: KindMessage, Conversation: "a", Message: &m, HTML: []byte("x")})
 	for _, s := range []<-chan ssetest.SpecRecord{other, second} {
 		if got := next(t, s); got.Data != "a\nx" {
@@ -286,7 +285,7 @@ func TestWideFrameEncodedOnce(t *testing.T) {
 	y := hub.Subscribe("r", Subscriber{Login: "y"})
 	defer x.Close()
 	defer y.Close()
-	id := gocql.UUIDFromTime(time.Now())
+	id := chat.IDAt(time.Now())
 	hub.Publish(context.Background(), Event{Kind: KindMessage, Conversation: "r", ID: id, HTML: []byte("<li>\r\nhi</li>")})
 	ex, ey := <-x.C, <-y.C
 	fx, fy := ex.wideFrame(), ey.wideFrame()

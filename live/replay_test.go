@@ -10,8 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gocql/gocql"
-
+	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/live/ssetest"
 	"github.com/killrchat/killrchat/store"
 )
@@ -22,16 +21,16 @@ type memSource struct {
 	mu      sync.Mutex
 	msgs    []store.Message // in id order
 	changes []store.Change  // in id order
-	local   map[gocql.UUID]bool
+	local   map[chat.ID]bool
 	floor   int64
 }
 
-func (m *memSource) MessagesAfter(_ context.Context, _ store.Place, after gocql.UUID, n int) ([]store.Message, bool, error) {
+func (m *memSource) MessagesAfter(_ context.Context, _ store.Place, after chat.ID, n int) ([]store.Message, bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var out []store.Message
 	for _, msg := range m.msgs {
-		if store.Later(msg.ID, after) {
+		if msg.ID.After(after) {
 			out = append(out, msg)
 		}
 	}
@@ -41,12 +40,12 @@ func (m *memSource) MessagesAfter(_ context.Context, _ store.Place, after gocql.
 	return out, false, nil
 }
 
-func (m *memSource) ChangesAfter(_ context.Context, _ store.Place, after gocql.UUID, n int) ([]store.Change, bool, error) {
+func (m *memSource) ChangesAfter(_ context.Context, _ store.Place, after chat.ID, n int) ([]store.Change, bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var out []store.Change
 	for _, ch := range m.changes {
-		if store.Later(ch.ID, after) {
+		if ch.ID.After(after) {
 			out = append(out, ch)
 		}
 	}
@@ -56,12 +55,12 @@ func (m *memSource) ChangesAfter(_ context.Context, _ store.Place, after gocql.U
 	return out, false, nil
 }
 
-func (m *memSource) CountMessagesAfter(ctx context.Context, in store.Place, after gocql.UUID, limit int) (int, error) {
+func (m *memSource) CountMessagesAfter(ctx context.Context, in store.Place, after chat.ID, limit int) (int, error) {
 	msgs, _, err := m.MessagesAfter(ctx, in, after, limit)
 	return len(msgs), err
 }
 
-func (m *memSource) MadeHere(id gocql.UUID) bool { return m.local[id] }
+func (m *memSource) MadeHere(id chat.ID) bool { return m.local[id] }
 
 func (m *memSource) IDFloor() int64 {
 	m.mu.Lock()
@@ -81,8 +80,8 @@ func (nopGauge) Dec() {}
 // replayed message's id must be a cursor below L: a client that goes away
 // right after it, before L is written, resumes from below L and gets it.
 func TestReplayCursorStaysBelowWhatComesLive(t *testing.T) {
-	base := store.TicksOf(time.Now())
-	src := &memSource{local: map[gocql.UUID]bool{}, floor: base}
+	base := chat.TicksOf(time.Now())
+	src := &memSource{local: map[chat.ID]bool{}, floor: base}
 	hub := NewLocalHub()
 	defer hub.Close()
 	render := func(_ context.Context, m store.Message) ([]byte, error) {
@@ -134,11 +133,11 @@ func TestReplayCursorStaysBelowWhatComesLive(t *testing.T) {
 	if len(got) != 2 {
 		t.Fatalf("events %+v, want the remote message replayed and the local one live", got)
 	}
-	cur, err := gocql.ParseUUID(got[0].LastID)
+	cur, err := chat.ParseID(got[0].LastID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Contains([]byte(got[0].Data), []byte("remote")) || !store.Later(local.ID, cur) {
+	if !bytes.Contains([]byte(got[0].Data), []byte("remote")) || !local.ID.After(cur) {
 		t.Fatalf("replayed %q with id %s: a resume from it would skip %s, still to come live", got[0].Data, cur, local.ID)
 	}
 }

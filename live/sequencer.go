@@ -7,8 +7,7 @@ package live
 import (
 	"sync"
 
-	"github.com/gocql/gocql"
-
+	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/store"
 )
 
@@ -37,7 +36,7 @@ type Slot struct {
 	// IsChange), whose Msg holds only its id and conversation.
 	Kind string
 	// Target is the message a change is about.
-	Target gocql.UUID
+	Target chat.ID
 	HTML   []byte
 	done   bool
 	ok     bool

@@ -5,13 +5,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gocql/gocql"
-
+	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/store"
 )
 
-func idAt(ticks int64) gocql.UUID {
-	return gocql.MinTimeUUID(store.TimeOfTicks(ticks))
+func idAt(ticks int64) chat.ID {
+	return chat.MinIDAt(chat.TimeOfTicks(ticks))
 }
 
 // TestHubCursorFollowsWatermarks: a hub that heard instance B's mark below
@@ -21,7 +20,7 @@ func idAt(ticks int64) gocql.UUID {
 func TestHubCursorFollowsWatermarks(t *testing.T) {
 	h := NewLocalHub()
 	defer h.Close()
-	base := store.TicksOf(time.Now())
+	base := chat.TicksOf(time.Now())
 	local := base + 1000
 	h.SetWatermark(func() int64 { return local }, 0)
 	sub := h.Subscribe("r", Subscriber{Login: "a"})

@@ -6,6 +6,7 @@ package store
 
 import (
 	"context"
+	"github.com/killrchat/killrchat/chat"
 	"time"
 )
 
@@ -51,7 +52,7 @@ func (s *Store) IndexBackfill(ctx context.Context, opts Backfill) (BackfillStats
 	start := time.Now()
 	var st BackfillStats
 	if opts.Until == 0 {
-		opts.Until = timeBucket(s.Now())
+		opts.Until = chat.TimeBucket(s.Now())
 	}
 	convs, err := s.allConversations(ctx, &st)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gocql/gocql"
 
+	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/store"
 )
 
@@ -25,8 +26,8 @@ func indexRows(t *testing.T, convs ...string) []string {
 		iter := sess.Query(`SELECT term, month, message_id FROM message_terms WHERE conversation = ? ALLOW FILTERING`, conv).PageSize(5000).Iter()
 		var term string
 		var month int
-		var id gocql.UUID
-		for iter.Scan(&term, &month, &id) {
+		var id chat.ID
+		for iter.Scan(&term, &month, (*gocql.UUID)(&id)) {
 			out = append(out, fmt.Sprintf("%s|%s|%d|%s", conv, term, month, id))
 		}
 		if err := iter.Close(); err != nil {
@@ -87,7 +88,7 @@ func TestIndexBackfill(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	if err := st.RecordDMMessage(ctx, dm, store.Message{ID: gocql.TimeUUID(), Author: ada.Ref(), Content: "last"}); err != nil {
+	if err := st.RecordDMMessage(ctx, dm, store.Message{ID: chat.ID(gocql.TimeUUID()), Author: ada.Ref(), Content: "last"}); err != nil {
 		t.Fatal(err)
 	}
 	convs := []string{one.Name, two.Name, dm.Conversation().ID}
@@ -110,7 +111,7 @@ func TestIndexBackfill(t *testing.T) {
 		t.Errorf("%d index rows, want %d", len(first), expected)
 	}
 	q, _ := store.ParseSearch("deploy runbook number7")
-	found, _, _, err := st.Search(ctx, []store.Conversation{one.Conversation(), two.Conversation(), dm.Conversation()}, q, gocql.UUID{}, 20)
+	found, _, _, err := st.Search(ctx, []store.Conversation{one.Conversation(), two.Conversation(), dm.Conversation()}, q, chat.ID{}, 20)
 	if err != nil || len(found) == 0 {
 		t.Errorf("search after the backfill: %d found, %v", len(found), err)
 	}

@@ -7,8 +7,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/gocql/gocql"
-
+	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/store"
 )
 
@@ -30,7 +29,7 @@ func reactedRoom(t *testing.T, author store.User) (store.Room, store.Message) {
 // reactionsOn reads the reactions of m as a page shows them.
 func reactionsOn(t *testing.T, in store.Place, m store.Message) []store.Reaction {
 	t.Helper()
-	msgs, _, err := db.MessagesBefore(context.Background(), in, gocql.UUID{}, 10)
+	msgs, _, err := db.MessagesBefore(context.Background(), in, chat.ID{}, 10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +83,7 @@ func TestReactionToggleRaces(t *testing.T) {
 	room, m := reactedRoom(t, author)
 	me := author.Ref()
 	for round := 0; round < 1000; round++ {
-		var ids [2]gocql.UUID
+		var ids [2]chat.ID
 		var errs [2]error
 		var wg sync.WaitGroup
 		for tab := 0; tab < 2; tab++ {
@@ -101,7 +100,7 @@ func TestReactionToggleRaces(t *testing.T) {
 		if err := errors.Join(errs[:]...); err != nil {
 			t.Fatal(err)
 		}
-		wantOn := store.Later(ids[0], ids[1]) // the add came last
+		wantOn := ids[0].After(ids[1]) // the add came last
 		on := len(reactionsOn(t, room, m)) == 1
 		if on != wantOn {
 			t.Fatalf("round %d: reacted = %v, want %v (the last action)", round, on, wantOn)
@@ -138,7 +137,7 @@ func TestChangesAfter(t *testing.T) {
 	if page, more, err := db.ChangesAfter(ctx, room, before, 2); err != nil || !more || len(page) != 2 {
 		t.Errorf("a page of 2: %d more=%v %v", len(page), more, err)
 	}
-	if _, err := db.Message(ctx, room, m.ID); !errors.Is(err, store.ErrNotFound) {
+	if _, err := db.Message(ctx, room, m.ID); !errors.Is(err, chat.ErrNotFound) {
 		t.Errorf("the deleted message: %v", err)
 	}
 }

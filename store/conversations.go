@@ -17,6 +17,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/gocql/gocql"
+	"github.com/killrchat/killrchat/chat"
 )
 
 const (
@@ -112,14 +113,14 @@ func (d DM) Others(login string) []UserRef {
 
 // DMAddress is the canonical address of a DM between logins: lower-case,
 // sorted, without repeats, joined by "+". It returns an error wrapping
-// ErrInvalid for a malformed login or fewer than 2 or more than 8 people.
+// chat.ErrInvalid for a malformed login or fewer than 2 or more than 8 people.
 func DMAddress(logins []string) (string, error) {
 	seen := map[string]bool{}
 	var out []string
 	for _, l := range logins {
 		l = strings.ToLower(strings.TrimSpace(l))
 		if !ValidName(l) {
-			return "", fmt.Errorf("store: dm member %q: %w", l, ErrInvalid)
+			return "", fmt.Errorf("store: dm member %q: %w", l, chat.ErrInvalid)
 		}
 		if !seen[l] {
 			seen[l] = true
@@ -127,7 +128,7 @@ func DMAddress(logins []string) (string, error) {
 		}
 	}
 	if len(out) < MinDMMembers || len(out) > MaxDMMembers {
-		return "", fmt.Errorf("store: a dm has %d to %d people, not %d: %w", MinDMMembers, MaxDMMembers, len(out), ErrInvalid)
+		return "", fmt.Errorf("store: a dm has %d to %d people, not %d: %w", MinDMMembers, MaxDMMembers, len(out), chat.ErrInvalid)
 	}
 	sort.Strings(out)
 	return strings.Join(out, "+"), nil
@@ -141,12 +142,12 @@ func ParseDMAddress(address string) (string, bool, error) {
 }
 
 // DM returns the DM at address (canonical or not) with its members read
-// from their accounts, or ErrNotFound if the address is malformed or names
+// from their accounts, or chat.ErrNotFound if the address is malformed or names
 // someone without an account.
 func (s *Store) DM(ctx context.Context, address string) (DM, error) {
 	canonical, _, err := ParseDMAddress(address)
 	if err != nil {
-		return DM{}, fmt.Errorf("store: dm %q: %w", address, ErrNotFound)
+		return DM{}, fmt.Errorf("store: dm %q: %w", address, chat.ErrNotFound)
 	}
 	logins := strings.Split(canonical, "+")
 	refs, err := s.UserRefs(ctx, logins)
@@ -154,7 +155,7 @@ func (s *Store) DM(ctx context.Context, address string) (DM, error) {
 		return DM{}, err
 	}
 	if len(refs) != len(logins) {
-		return DM{}, fmt.Errorf("store: dm %q: someone has no account: %w", address, ErrNotFound)
+		return DM{}, fmt.Errorf("store: dm %q: someone has no account: %w", address, chat.ErrNotFound)
 	}
 	return DM{Address: canonical, Members: refs}, nil
 }
@@ -183,7 +184,7 @@ func (s *Store) UserRefs(ctx context.Context, logins []string) ([]UserRef, error
 type DMEntry struct {
 	DM DM
 	// Last is the newest message: its id, author and first characters.
-	LastID      gocql.UUID
+	LastID      chat.ID
 	LastAuthor  UserRef
 	LastExcerpt string
 }
@@ -206,7 +207,7 @@ func (s *Store) RecordDMMessage(ctx context.Context, d DM, m Message) error {
 	errs := make(chan error, len(d.Members))
 	for _, member := range d.Members {
 		go func() {
-			args := []any{writeTime(m.ID), d.Members, m.ID, m.Author, excerpt, member.Login, dmPrefix + d.Address}
+			args := []any{writeTime(m.ID), d.Members, gocql.UUID(m.ID), m.Author, excerpt, member.Login, dmPrefix + d.Address}
 			b := sess.NewBatch(gocql.UnloggedBatch).WithContext(ctx)
 			b.SetConsistency(s.cfg.Consistency)
 			b.Entries = append(b.Entries,
@@ -238,7 +239,7 @@ func (s *Store) PersonalState(ctx context.Context, login string) (Markers, []DME
 	if err != nil {
 		return Markers{}, nil, err
 	}
-	m := Markers{Read: map[string]gocql.UUID{}, Mention: map[string]gocql.UUID{}, Level: map[string]Level{}}
+	m := Markers{Read: map[string]chat.ID{}, Mention: map[string]chat.ID{}, Level: map[string]Level{}}
 	var (
 		dms   []DMEntry
 		moved bool
@@ -248,21 +249,21 @@ func (s *Store) PersonalState(ctx context.Context, login string) (Markers, []DME
 		var (
 			e               DMEntry
 			conv            string
-			marker, mention gocql.UUID
+			marker, mention chat.ID
 			rowMoved        *bool
 			level           string
 		)
-		if !iter.Scan(&conv, &marker, &mention, &e.DM.Members, &e.LastID, &e.LastAuthor, &e.LastExcerpt, &rowMoved, &level) {
+		if !iter.Scan(&conv, (*gocql.UUID)(&marker), (*gocql.UUID)(&mention), &e.DM.Members, (*gocql.UUID)(&e.LastID), &e.LastAuthor, &e.LastExcerpt, &rowMoved, &level) {
 			break
 		}
 		if level != "" {
 			m.Level[conv] = Level(level)
 		}
 		moved = moved || (rowMoved != nil && *rowMoved)
-		if marker != (gocql.UUID{}) {
+		if marker != (chat.ID{}) {
 			m.Read[conv] = marker
 		}
-		if mention != (gocql.UUID{}) {
+		if mention != (chat.ID{}) {
 			m.Mention[conv] = mention
 		}
 		if len(e.DM.Members) > 0 {
@@ -297,7 +298,7 @@ func (s *Store) moveDMList(ctx context.Context, login string) ([]DMEntry, error)
 	err = s.eachConcurrently(ctx, len(dms), 8, func(ctx context.Context, i int) error {
 		e := dms[i]
 		return s.exec(ctx, "move the dm list of "+login, updateDMEntry,
-			writeTime(e.LastID), e.DM.Members, e.LastID, e.LastAuthor, e.LastExcerpt, login, dmPrefix+e.DM.Address)
+			writeTime(e.LastID), e.DM.Members, gocql.UUID(e.LastID), e.LastAuthor, e.LastExcerpt, login, dmPrefix+e.DM.Address)
 	})
 	if err != nil {
 		return nil, err
@@ -328,7 +329,7 @@ func (s *Store) oldDMList(ctx context.Context, login string) ([]DMEntry, error) 
 			e    DMEntry
 			conv string
 		)
-		if !iter.Scan(&conv, &e.DM.Members, &e.LastID, &e.LastAuthor, &e.LastExcerpt) {
+		if !iter.Scan(&conv, &e.DM.Members, (*gocql.UUID)(&e.LastID), &e.LastAuthor, &e.LastExcerpt) {
 			break
 		}
 		e.DM.Address = strings.TrimPrefix(conv, dmPrefix)
@@ -344,9 +345,9 @@ func (s *Store) oldDMList(ctx context.Context, login string) ([]DMEntry, error) 
 func sortDMs(dms []DMEntry) {
 	slices.SortFunc(dms, func(a, b DMEntry) int {
 		switch {
-		case Later(a.LastID, b.LastID):
+		case a.LastID.After(b.LastID):
 			return -1
-		case Later(b.LastID, a.LastID):
+		case b.LastID.After(a.LastID):
 			return 1
 		}
 		return strings.Compare(a.DM.Address, b.DM.Address)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gocql/gocql"
 
+	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/store"
 )
 
@@ -44,7 +45,7 @@ func TestFirstContactRace(t *testing.T) {
 	for round := 0; round < 100; round++ {
 		a, b := newUser(t, unique("fca")), newUser(t, unique("fcb"))
 		var wg sync.WaitGroup
-		ids := make([]gocql.UUID, 2)
+		ids := make([]chat.ID, 2)
 		for i, pair := range [][2]store.User{{a, b}, {b, a}} {
 			wg.Add(1)
 			go func() {
@@ -74,7 +75,7 @@ func TestFirstContactRace(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		msgs, _, err := db.MessagesBefore(ctx, d, gocql.UUID{}, 10)
+		msgs, _, err := db.MessagesBefore(ctx, d, chat.ID{}, 10)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -145,7 +146,7 @@ func TestDMListUnderConcurrentSends(t *testing.T) {
 		t.Fatalf("%d entries, want %d", len(list), partners)
 	}
 	for i, e := range list {
-		if i > 0 && store.Later(e.LastID, list[i-1].LastID) {
+		if i > 0 && e.LastID.After(list[i-1].LastID) {
 			t.Errorf("entry %d is newer than entry %d", i, i-1)
 		}
 		found := false
@@ -163,7 +164,7 @@ func TestDMListUnderConcurrentSends(t *testing.T) {
 func TestDMUnknownMember(t *testing.T) {
 	a := newUser(t, unique("dmk"))
 	for _, addr := range []string{a.Login + "+nobody" + unique("x"), a.Login, "not a+valid"} {
-		if _, err := db.DM(context.Background(), addr); !errors.Is(err, store.ErrNotFound) {
+		if _, err := db.DM(context.Background(), addr); !errors.Is(err, chat.ErrNotFound) {
 			t.Errorf("DM(%q): %v, want ErrNotFound", addr, err)
 		}
 	}
@@ -192,7 +193,7 @@ func TestDMListMovesBesideMarkers(t *testing.T) {
 		}
 		dms = append(dms, d)
 	}
-	if err := db.MarkRead(ctx, me.Login, dms[0].Conversation().ID, gocql.TimeUUID()); err != nil {
+	if err := db.MarkRead(ctx, me.Login, dms[0].Conversation().ID, chat.ID(gocql.TimeUUID())); err != nil {
 		t.Fatal(err)
 	}
 	markers, list, err := db.PersonalState(ctx, me.Login)

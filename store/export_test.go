@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/gocql/gocql"
+	"github.com/killrchat/killrchat/chat"
 )
 
 // SetTracer has Cassandra trace every statement s sends from now on (nil:
@@ -29,7 +30,7 @@ func (ix *Indexer) CatchUp() { ix.catchUp(make(chan struct{})) }
 // RecordOldDMEntry writes m as d's last message in login's dm_lists entry
 // alone, as versions before schema 010 did.
 func (s *Store) RecordOldDMEntry(ctx context.Context, login string, d DM, m Message) error {
-	return s.exec(ctx, "old dm list", updateDMList, writeTime(m.ID), d.Members, m.ID, m.Author, m.Content, login, dmPrefix+d.Address)
+	return s.exec(ctx, "old dm list", updateDMList, writeTime(m.ID), d.Members, gocql.UUID(m.ID), m.Author, m.Content, login, dmPrefix+d.Address)
 }
 
 // JoinWithInviteAsRead joins user by inv as it was read, perhaps before
@@ -40,7 +41,7 @@ func (s *Store) JoinWithInviteAsRead(ctx context.Context, user UserRef, inv Invi
 
 // SettleDelete and SettleJoin settle a delete or join of unknown outcome
 // that carried guard (see settleDelete, settleJoin).
-func (s *Store) SettleDelete(ctx context.Context, room string, guard gocql.UUID) (bool, error) {
+func (s *Store) SettleDelete(ctx context.Context, room string, guard chat.ID) (bool, error) {
 	return s.settleDelete(ctx, room, guard)
 }
 

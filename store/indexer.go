@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/killrchat/killrchat/chat"
 	"golang.org/x/time/rate"
 )
 
@@ -128,7 +129,7 @@ func (ix *Indexer) queue(j indexJob) {
 
 // fallBehind remembers m's day bucket, to index it whole later.
 func (ix *Indexer) fallBehind(conv Conversation, m Message) {
-	k := behindKey{conv: conv.ID, since: conv.Since.UnixMilli(), bucket: BucketOf(m.ID)}
+	k := behindKey{conv: conv.ID, since: conv.Since.UnixMilli(), bucket: chat.BucketOf(m.ID)}
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	if _, ok := ix.behind[k]; ok {

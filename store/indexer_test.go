@@ -5,8 +5,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/gocql/gocql"
-
+	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/store"
 )
 
@@ -33,7 +32,7 @@ func TestIndexerCatchesUp(t *testing.T) {
 	}
 	q, _ := store.ParseSearch(word)
 	search := func() int {
-		found, more, _, err := db.Search(context.Background(), []store.Conversation{room.Conversation()}, q, gocql.UUID{}, 50)
+		found, more, _, err := db.Search(context.Background(), []store.Conversation{room.Conversation()}, q, chat.ID{}, 50)
 		if err != nil || more {
 			t.Fatal(err, more)
 		}

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/gocql/gocql"
+	"github.com/killrchat/killrchat/chat"
 )
 
 const (
@@ -70,15 +71,15 @@ type Invite struct {
 }
 
 // Problem is why the link lets no one in at now, given the uses taken
-// (ErrInviteRevoked, ErrInviteExpired, ErrInviteUsedUp), or nil.
+// (chat.ErrInviteRevoked, chat.ErrInviteExpired, chat.ErrInviteUsedUp), or nil.
 func (i Invite) Problem(now time.Time, used int) error {
 	switch {
 	case i.Revoked:
-		return ErrInviteRevoked
+		return chat.ErrInviteRevoked
 	case !now.Before(i.ExpiresAt):
-		return ErrInviteExpired
+		return chat.ErrInviteExpired
 	case i.MaxUses > 0 && used >= i.MaxUses:
-		return ErrInviteUsedUp
+		return chat.ErrInviteUsedUp
 	}
 	return nil
 }
@@ -91,10 +92,10 @@ type NewInvite struct {
 	MaxUses int
 }
 
-// Validate returns a ValidationError for a TTL or a number of uses out of
+// Validate returns a chat.ValidationError for a TTL or a number of uses out of
 // range, or nil; it fills in the default TTL.
 func (f *NewInvite) Validate() error {
-	v := ValidationError{}
+	v := chat.ValidationError{}
 	if f.TTL == 0 {
 		f.TTL = DefaultInviteTTL
 	}
@@ -104,7 +105,7 @@ func (f *NewInvite) Validate() error {
 	if f.MaxUses < 0 || f.MaxUses > maxInviteUses {
 		v["max_uses"] = "Choose up to 10,000 uses, or leave it empty for any number."
 	}
-	return v.orNil()
+	return v.Err()
 }
 
 func tokenHash(token string) []byte {
@@ -114,8 +115,8 @@ func tokenHash(token string) []byte {
 
 // CreateInvite makes a link to the room for actor: any member of an open
 // room, an admin of a closed one. It returns the token (the only time it
-// is known) and the link, or a ValidationError, ErrNotFound,
-// ErrNotParticipant or ErrNotAdmin.
+// is known) and the link, or a chat.ValidationError, chat.ErrNotFound,
+// chat.ErrNotParticipant or chat.ErrNotAdmin.
 func (s *Store) CreateInvite(ctx context.Context, actor UserRef, room string, f NewInvite) (string, Invite, error) {
 	if err := f.Validate(); err != nil {
 		return "", Invite{}, err
@@ -159,7 +160,7 @@ func mayInvite(r Room, login string) error {
 	case r.IsAdmin(login), !r.Closed() && r.HasParticipant(login):
 		return nil
 	case !r.Closed():
-		return fmt.Errorf("store: invite to %q by %q: %w", r.Name, login, ErrNotParticipant)
+		return fmt.Errorf("store: invite to %q by %q: %w", r.Name, login, chat.ErrNotParticipant)
 	}
 	return refuse(r, login, "invite to")
 }
@@ -174,11 +175,11 @@ func scanInvite(scan func(...any) error, hash *[]byte) (Invite, error) {
 	return inv, err
 }
 
-// Invite returns the link with this token, or ErrNotFound (never made,
+// Invite returns the link with this token, or chat.ErrNotFound (never made,
 // or so long expired that it is gone).
 func (s *Store) Invite(ctx context.Context, token string) (Invite, error) {
 	if len(token) == 0 || len(token) > 100 {
-		return Invite{}, fmt.Errorf("store: invite: %w", ErrNotFound)
+		return Invite{}, fmt.Errorf("store: invite: %w", chat.ErrNotFound)
 	}
 	hash := tokenHash(token)
 	q, err := s.query(ctx, selectInvite, hash)
@@ -187,7 +188,7 @@ func (s *Store) Invite(ctx context.Context, token string) (Invite, error) {
 	}
 	inv, err := scanInvite(q.Scan, nil)
 	if errors.Is(err, gocql.ErrNotFound) {
-		return Invite{}, fmt.Errorf("store: invite: %w", ErrNotFound)
+		return Invite{}, fmt.Errorf("store: invite: %w", chat.ErrNotFound)
 	}
 	if err != nil {
 		return Invite{}, s.fail("read invite", err)
@@ -223,8 +224,8 @@ func (s *Store) Invites(ctx context.Context, room string) ([]Invite, error) {
 }
 
 // RevokeInvite revokes the room's link id, if actor is an admin of the
-// room. It returns ErrNotFound (no such room or link, or the room is closed
-// to actor) or ErrNotAdmin.
+// room. It returns chat.ErrNotFound (no such room or link, or the room is closed
+// to actor) or chat.ErrNotAdmin.
 func (s *Store) RevokeInvite(ctx context.Context, actor, room, id string) error {
 	r, err := s.RoomFor(ctx, room, actor)
 	if err != nil {
@@ -240,7 +241,7 @@ func (s *Store) RevokeInvite(ctx context.Context, actor, room, id string) error 
 	var hash []byte
 	inv, err := scanInvite(q.Scan, &hash)
 	if errors.Is(err, gocql.ErrNotFound) {
-		return fmt.Errorf("store: revoke invite %q: %w", id, ErrNotFound)
+		return fmt.Errorf("store: revoke invite %q: %w", id, chat.ErrNotFound)
 	}
 	if err != nil {
 		return s.fail("read invite "+id, err)
@@ -273,9 +274,9 @@ func (s *Store) RevokeInvite(ctx context.Context, actor, room, id string) error 
 
 // JoinByInvite adds user to the link's room and takes one of its uses, in
 // one LWT conditioned on the uses just read; a member already in the room
-// takes no use. It returns the room, or ErrNotFound (no such link or
-// room), ErrInviteRevoked, ErrInviteExpired, ErrInviteUsedUp, or
-// ErrConflict if others kept taking uses in between.
+// takes no use. It returns the room, or chat.ErrNotFound (no such link or
+// room), chat.ErrInviteRevoked, chat.ErrInviteExpired, chat.ErrInviteUsedUp, or
+// chat.ErrConflict if others kept taking uses in between.
 func (s *Store) JoinByInvite(ctx context.Context, user UserRef, token string) (Room, error) {
 	inv, err := s.Invite(ctx, token)
 	if err != nil {
@@ -304,7 +305,7 @@ func (s *Store) joinByInvite(ctx context.Context, user UserRef, inv Invite) (Roo
 			was = used
 		}
 		if _, revoked := r.InviteUses[revokedKey(inv.ID)]; revoked {
-			return nil, fmt.Errorf("store: join %q by invite: %w", r.Name, ErrInviteRevoked)
+			return nil, fmt.Errorf("store: join %q by invite: %w", r.Name, chat.ErrInviteRevoked)
 		}
 		return []batchStmt{{joinByInvite, []any{user, gocql.TimeUUID(), r.Members + 1, map[string]int{inv.ID: used + 1},
 			r.Name, r.CreatedAt, user.Login, r.CreatedAt, r.Members, inv.ID, was, revokedKey(inv.ID)}}}, nil

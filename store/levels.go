@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/gocql/gocql"
+	"github.com/killrchat/killrchat/chat"
 )
 
 // Level is how much a conversation tells a person.
@@ -36,14 +37,14 @@ func DefaultLevel(conversation string) Level {
 	return LevelMentions
 }
 
-// ParseLevel reads a level from a form, or returns a ValidationError.
+// ParseLevel reads a level from a form, or returns a chat.ValidationError.
 func ParseLevel(s string) (Level, error) {
 	for _, l := range Levels {
 		if string(l) == s {
 			return l, nil
 		}
 	}
-	return "", ValidationError{"level": "Choose everything, mentions or nothing."}
+	return "", chat.ValidationError{"level": "Choose everything, mentions or nothing."}
 }
 
 // LevelOf is login's level in conversation as m read it.

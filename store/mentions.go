@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/gocql/gocql"
+	"github.com/killrchat/killrchat/chat"
 )
 
 const (
@@ -131,7 +132,7 @@ func (s *Store) Mentionable(ctx context.Context, in Place, contents ...string) (
 
 // Mention is a message that mentions someone.
 type Mention struct {
-	MessageID    gocql.UUID
+	MessageID    chat.ID
 	Conversation string
 	Author       UserRef
 	Excerpt      string
@@ -161,10 +162,10 @@ func (s *Store) RecordMentions(ctx context.Context, conv Conversation, m Message
 	for _, login := range logins {
 		go func() {
 			errs <- s.exec(ctx, "record mention of "+login, insertMention,
-				login, monthOf(m.Time()), m.ID, conv.ID, m.Author, excerpt)
+				login, monthOf(m.Time()), gocql.UUID(m.ID), conv.ID, m.Author, excerpt)
 		}()
 		go func() {
-			errs <- s.exec(ctx, "mention head of "+login, updateMentionHead, writeTime(m.ID), m.ID, login, conv.ID)
+			errs <- s.exec(ctx, "mention head of "+login, updateMentionHead, writeTime(m.ID), gocql.UUID(m.ID), login, conv.ID)
 		}()
 	}
 	var first error
@@ -178,20 +179,20 @@ func (s *Store) RecordMentions(ctx context.Context, conv Conversation, m Message
 
 // Mentions returns up to n mentions of login before the message id before
 // (the newest if zero), newest first, from the last twelve months.
-func (s *Store) Mentions(ctx context.Context, login string, before gocql.UUID, n int) ([]Mention, error) {
-	if before == (gocql.UUID{}) {
-		before = gocql.MaxTimeUUID(s.Now().Add(time.Hour))
+func (s *Store) Mentions(ctx context.Context, login string, before chat.ID, n int) ([]Mention, error) {
+	if before == (chat.ID{}) {
+		before = chat.MaxIDAt(s.Now().Add(time.Hour))
 	}
 	var out []Mention
 	month := before.Time()
 	for i := 0; i < mentionMonths && len(out) < n; i++ {
-		q, err := s.query(ctx, selectMentions, login, monthOf(month), before, n-len(out))
+		q, err := s.query(ctx, selectMentions, login, monthOf(month), gocql.UUID(before), n-len(out))
 		if err != nil {
 			return nil, err
 		}
 		iter := q.Iter()
 		var m Mention
-		for iter.Scan(&m.MessageID, &m.Conversation, &m.Author, &m.Excerpt) {
+		for iter.Scan((*gocql.UUID)(&m.MessageID), &m.Conversation, &m.Author, &m.Excerpt) {
 			out = append(out, m)
 		}
 		if err := iter.Close(); err != nil {
@@ -205,7 +206,7 @@ func (s *Store) Mentions(ctx context.Context, login string, before gocql.UUID, n
 // mentionRef is where a mention was made: its conversation and message.
 type mentionRef struct {
 	conversation string
-	id           gocql.UUID
+	id           chat.ID
 }
 
 // recentMentions reads the mentions of login after the message id after,
@@ -214,10 +215,10 @@ type mentionRef struct {
 // rows in the order of the months, not the newest first). Each stops at
 // mentionScan rows; with after the oldest marker of a conversation with an
 // unread mention, it reads little more than the unread mentions.
-func (s *Store) recentMentions(ctx context.Context, login string, after gocql.UUID) ([]mentionRef, error) {
+func (s *Store) recentMentions(ctx context.Context, login string, after chat.ID) ([]mentionRef, error) {
 	now := s.Now().UTC()
-	since := gocql.MinTimeUUID(time.Date(now.Year(), now.Month()-1, 1, 0, 0, 0, 0, time.UTC))
-	if Later(after, since) {
+	since := chat.MinIDAt(time.Date(now.Year(), now.Month()-1, 1, 0, 0, 0, 0, time.UTC))
+	if after.After(since) {
 		since = after
 	}
 	months := []int{monthOf(now)}
@@ -228,14 +229,14 @@ func (s *Store) recentMentions(ctx context.Context, login string, after gocql.UU
 	err := walkBuckets(s, login, months, nil,
 		func() int { return mentionScan - len(out) },
 		func(month, limit int) ([]mentionRef, error) {
-			q, err := s.query(ctx, selectMentionsSince, login, month, since, limit)
+			q, err := s.query(ctx, selectMentionsSince, login, month, gocql.UUID(since), limit)
 			if err != nil {
 				return nil, err
 			}
 			var got []mentionRef
 			iter := q.PageSize(limit).Iter()
 			var m mentionRef
-			for iter.Scan(&m.conversation, &m.id) {
+			for iter.Scan(&m.conversation, (*gocql.UUID)(&m.id)) {
 				got = append(got, m)
 			}
 			if err := iter.Close(); err != nil {
@@ -250,7 +251,7 @@ func (s *Store) recentMentions(ctx context.Context, login string, after gocql.UU
 // countMentions counts the mentions newer than the marker of their
 // conversation, each count stopping at MaxUnread; with only set, only in
 // those conversations.
-func countMentions(recent []mentionRef, markers map[string]gocql.UUID, only map[string]time.Time) map[string]int {
+func countMentions(recent []mentionRef, markers map[string]chat.ID, only map[string]time.Time) map[string]int {
 	out := map[string]int{}
 	for _, m := range recent {
 		if only != nil {
@@ -258,7 +259,7 @@ func countMentions(recent []mentionRef, markers map[string]gocql.UUID, only map[
 				continue
 			}
 		}
-		if Later(m.id, markers[m.conversation]) && out[m.conversation] < MaxUnread {
+		if m.id.After(markers[m.conversation]) && out[m.conversation] < MaxUnread {
 			out[m.conversation]++
 		}
 	}

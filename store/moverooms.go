@@ -48,7 +48,7 @@ func (s *Store) moveRooms(ctx context.Context, sess *gocql.Session) error {
 		participants map[string]UserRef
 	)
 	for iter.Scan(&r.Name, &r.DisplayName, &r.CreatedAt, &r.Banner, &r.Creator, &r.CreatorLogin, &participants,
-		&r.Kind, &r.Admins, &r.InviteUses, &r.Guard) {
+		&r.Kind, &r.Admins, &r.InviteUses, (*gocql.UUID)(&r.Guard)) {
 		if r.CreatorLogin != "" {
 			ok, err := s.moveRoom(ctx, sess, r, participants)
 			if err != nil {

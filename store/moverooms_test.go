@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/store"
 )
 
@@ -62,7 +63,7 @@ func TestMoveRooms(t *testing.T) {
 	if err := db.MoveRooms(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.RoomWithAll(ctx, late); !errors.Is(err, store.ErrNotFound) {
+	if _, err := db.RoomWithAll(ctx, late); !errors.Is(err, chat.ErrNotFound) {
 		t.Fatalf("the move ran twice: %v", err)
 	}
 	// The moved room works: a member leaves, the creator deletes it.
@@ -75,7 +76,7 @@ func TestMoveRooms(t *testing.T) {
 	if _, err := db.DeleteRoom(ctx, a.Login, old); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.RoomWithAll(ctx, old); !errors.Is(err, store.ErrNotFound) {
+	if _, err := db.RoomWithAll(ctx, old); !errors.Is(err, chat.ErrNotFound) {
 		t.Fatalf("after the delete: %v", err)
 	}
 }

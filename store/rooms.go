@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/gocql/gocql"
+	"github.com/killrchat/killrchat/chat"
 	"golang.org/x/sync/errgroup"
 )
 
@@ -123,9 +124,9 @@ type Room struct {
 	InviteUses map[string]int
 	// Guard is the fence of statements of unknown outcome (see
 	// fenceRoom); zero for null.
-	Guard gocql.UUID
+	Guard chat.ID
 	// Version changes with every change of the participants.
-	Version gocql.UUID
+	Version chat.ID
 	// Members is how many participants the room has.
 	Members int
 }
@@ -200,12 +201,12 @@ type NewRoom struct {
 	Kind string
 }
 
-// Validate returns a ValidationError naming each bad field, or nil. It
+// Validate returns a chat.ValidationError naming each bad field, or nil. It
 // cleans the fields in place (see cleanText); the name keeps the case it
 // was typed in, and is stored under NameKey(Name).
 func (f *NewRoom) Validate() error {
 	f.Name = strings.TrimSpace(f.Name)
-	v := ValidationError{}
+	v := chat.ValidationError{}
 	if !ValidName(f.Name) {
 		v["room_name"] = nameProblem
 	}
@@ -217,7 +218,7 @@ func (f *NewRoom) Validate() error {
 	default:
 		v["kind"] = kindProblem
 	}
-	return v.orNil()
+	return v.Err()
 }
 
 // readRooms reads the rows of selectRoom: the room's header once, and as
@@ -256,7 +257,7 @@ func (s *Store) readRooms(q *gocql.Query) (map[string]Room, error) {
 // headerOf is where a row of roomHeader scans into.
 func headerOf(r *Room) []any {
 	return []any{&r.Name, &r.DisplayName, &r.CreatedAt, &r.Banner, &r.Creator, &r.CreatorLogin,
-		&r.Kind, &r.Admins, &r.InviteUses, &r.Guard, &r.Version, &r.Members}
+		&r.Kind, &r.Admins, &r.InviteUses, (*gocql.UUID)(&r.Guard), (*gocql.UUID)(&r.Version), &r.Members}
 }
 
 // fixHeader fills what rooms from before a column existed lack, and gives
@@ -287,8 +288,8 @@ func readHeaders(iter *gocql.Iter, each func(Room)) error {
 
 // CreateRoom creates a room by INSERT ... IF NOT EXISTS under the name's
 // lower-case key, with the creator as its first participant, then adds it
-// to the creator's rooms. It returns a ValidationError for bad input and
-// ErrRoomExists if the name is taken in any case ("LOBBY" when "Lobby"
+// to the creator's rooms. It returns a chat.ValidationError for bad input and
+// chat.ErrRoomExists if the name is taken in any case ("LOBBY" when "Lobby"
 // exists).
 func (s *Store) CreateRoom(ctx context.Context, creator UserRef, f NewRoom) (Room, error) {
 	if err := f.Validate(); err != nil {
@@ -305,9 +306,9 @@ func (s *Store) CreateRoom(ctx context.Context, creator UserRef, f NewRoom) (Roo
 	if err := s.addUserRoom(ctx, creator.Login, r); err != nil {
 		return Room{}, err
 	}
-	r.Version, r.Members = gocql.TimeUUID(), 1
+	r.Version, r.Members = chat.ID(gocql.TimeUUID()), 1
 	applied, err := s.lwtBatch(ctx, "create room "+r.Name, []batchStmt{
-		{createRoom, []any{r.DisplayName, r.CreatedAt, r.Banner, r.Creator, r.CreatorLogin, r.Kind, r.Version, r.Name}},
+		{createRoom, []any{r.DisplayName, r.CreatedAt, r.Banner, r.Creator, r.CreatorLogin, r.Kind, gocql.UUID(r.Version), r.Name}},
 		{setMember, []any{creator, r.Name, r.CreatedAt, creator.Login}},
 	}, nil,
 		func(ctx context.Context) (bool, error) {
@@ -332,7 +333,7 @@ func (s *Store) CreateRoom(ctx context.Context, creator UserRef, f NewRoom) (Roo
 		if err != nil {
 			return Room{}, err
 		}
-		return Room{}, fmt.Errorf("store: create room %q: %w", r.DisplayName, ErrRoomExists)
+		return Room{}, fmt.Errorf("store: create room %q: %w", r.DisplayName, chat.ErrRoomExists)
 	}
 	if err := s.recordRoomName(ctx, r); err != nil {
 		return Room{}, err
@@ -341,7 +342,7 @@ func (s *Store) CreateRoom(ctx context.Context, creator UserRef, f NewRoom) (Roo
 }
 
 // Room returns the header of the room named name, in any case, or
-// ErrNotFound; no one's standing is read (see RoomFor).
+// chat.ErrNotFound; no one's standing is read (see RoomFor).
 func (s *Store) Room(ctx context.Context, name string) (Room, error) {
 	return s.room(ctx, name, false)
 }
@@ -362,7 +363,7 @@ func (s *Store) room(ctx context.Context, name string, serial bool, logins ...st
 	var r Room
 	err = q.Scan(headerOf(&r)...)
 	if errors.Is(err, gocql.ErrNotFound) || (err == nil && r.CreatorLogin == "") {
-		return Room{}, fmt.Errorf("store: room %q: %w", name, ErrNotFound)
+		return Room{}, fmt.Errorf("store: room %q: %w", name, chat.ErrNotFound)
 	}
 	if err != nil {
 		return Room{}, s.fail("read room "+name, err)
@@ -371,11 +372,11 @@ func (s *Store) room(ctx context.Context, name string, serial bool, logins ...st
 }
 
 // roomQuery is stmt for the room named name (in any case), at SERIAL if
-// serial is set, with the name's key; ErrNotFound for a name no room can
+// serial is set, with the name's key; chat.ErrNotFound for a name no room can
 // have.
 func (s *Store) roomQuery(ctx context.Context, stmt, name string, serial bool) (*gocql.Query, string, error) {
 	if !ValidName(name) {
-		return nil, "", fmt.Errorf("store: room %q: %w", name, ErrNotFound)
+		return nil, "", fmt.Errorf("store: room %q: %w", name, chat.ErrNotFound)
 	}
 	name = NameKey(name)
 	q, err := s.query(ctx, stmt, name)
@@ -421,7 +422,7 @@ func (s *Store) roomAll(ctx context.Context, name string, serial bool) (Room, er
 	}
 	r, ok := found[name]
 	if !ok {
-		return Room{}, fmt.Errorf("store: room %q: %w", name, ErrNotFound)
+		return Room{}, fmt.Errorf("store: room %q: %w", name, chat.ErrNotFound)
 	}
 	return r, nil
 }
@@ -525,7 +526,7 @@ func (s *Store) readMembers(q *gocql.Query, r Room) ([]UserRef, error) {
 
 // standing reads whether login takes part in the room created at since,
 // without the other participants, and when the room of that name was
-// created (zero if there is none). It returns ErrNotFound if there is no
+// created (zero if there is none). It returns chat.ErrNotFound if there is no
 // such room.
 func (s *Store) standing(ctx context.Context, room string, since time.Time, login string) (time.Time, bool, error) {
 	q, err := s.query(ctx, selectStanding, room, since, login)
@@ -548,7 +549,7 @@ func (s *Store) standing(ctx context.Context, room string, since time.Time, logi
 	created = time.Time{}
 	err = q.Scan(&created)
 	if errors.Is(err, gocql.ErrNotFound) || (err == nil && created.IsZero()) {
-		return time.Time{}, false, fmt.Errorf("store: room %q: %w", room, ErrNotFound)
+		return time.Time{}, false, fmt.Errorf("store: room %q: %w", room, chat.ErrNotFound)
 	}
 	if err != nil {
 		return time.Time{}, false, s.fail("read room "+room, err)
@@ -564,7 +565,7 @@ type RoomPage struct {
 }
 
 // Rooms returns a page of at most n rooms starting at the paging state
-// from a previous page (nil for the first). It returns ErrInvalid if the
+// from a previous page (nil for the first). It returns chat.ErrInvalid if the
 // paging state is not one Cassandra accepts.
 func (s *Store) Rooms(ctx context.Context, state []byte, n int) (RoomPage, error) {
 	q, err := s.query(ctx, selectRooms)
@@ -578,7 +579,7 @@ func (s *Store) Rooms(ctx context.Context, state []byte, n int) (RoomPage, error
 	if err != nil {
 		var reqErr gocql.RequestError
 		if len(state) > 0 && errors.As(err, &reqErr) && reqErr.Code() == gocql.ErrCodeProtocol {
-			return RoomPage{}, fmt.Errorf("store: list rooms: paging state: %w (%w)", ErrInvalid, err)
+			return RoomPage{}, fmt.Errorf("store: list rooms: paging state: %w (%w)", chat.ErrInvalid, err)
 		}
 		return RoomPage{}, s.fail("list rooms", err)
 	}
@@ -666,7 +667,7 @@ func (s *Store) ForgetRoom(ctx context.Context, login, room string) (bool, error
 	if err == nil && r.HasParticipant(login) {
 		return false, nil
 	}
-	if err != nil && !errors.Is(err, ErrNotFound) {
+	if err != nil && !errors.Is(err, chat.ErrNotFound) {
 		return false, err
 	}
 	u, err := s.User(ctx, login)
@@ -679,7 +680,7 @@ func (s *Store) ForgetRoom(ctx context.Context, login, room string) (bool, error
 
 // JoinRoom adds user to the room (named in any case) with UPDATE ... IF
 // EXISTS, so a join that races a delete can never resurrect the room, then
-// adds the room to the user's list. It returns ErrNotFound if the room does
+// adds the room to the user's list. It returns chat.ErrNotFound if the room does
 // not exist (any more).
 func (s *Store) JoinRoom(ctx context.Context, user UserRef, room string) (Room, error) {
 	// A plain read first: the user's list needs the display name, and a
@@ -701,7 +702,7 @@ func (s *Store) JoinRoom(ctx context.Context, user UserRef, room string) (Room, 
 				return err
 			}
 		}
-		return fmt.Errorf("store: join room %q: %w", room, ErrNotFound)
+		return fmt.Errorf("store: join room %q: %w", room, chat.ErrNotFound)
 	}
 	target := before
 	for attempt := 0; ; attempt++ {
@@ -720,7 +721,7 @@ func (s *Store) JoinRoom(ctx context.Context, user UserRef, room string) (Room, 
 		// settled as not applied (and fenced): then again, with the room
 		// as it is.
 		r, err := s.room(ctx, room, true, user.Login)
-		if errors.Is(err, ErrNotFound) {
+		if errors.Is(err, chat.ErrNotFound) {
 			return Room{}, refused()
 		}
 		if err != nil {
@@ -745,7 +746,7 @@ func (s *Store) JoinRoom(ctx context.Context, user UserRef, room string) (Room, 
 func (s *Store) settleJoin(ctx context.Context, room Room, login string) (bool, error) {
 	r, err := s.room(ctx, room.Name, true, login)
 	switch {
-	case errors.Is(err, ErrNotFound):
+	case errors.Is(err, chat.ErrNotFound):
 		return false, nil // and no join can bring it back
 	case err != nil:
 		return false, err
@@ -764,7 +765,7 @@ func (s *Store) settleJoin(ctx context.Context, room Room, login string) (bool, 
 	// Gone, the guard moved (the late join can never apply), or it
 	// applied meanwhile.
 	r, err = s.room(ctx, room.Name, true, login)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, chat.ErrNotFound) {
 		return false, nil
 	}
 	return err == nil && r.CreatedAt.Equal(room.CreatedAt) && r.HasParticipant(login), err
@@ -774,9 +775,9 @@ func (s *Store) settleJoin(ctx context.Context, room Room, login string) (bool, 
 // and which carried guard, applied; if it did not, it makes sure it never
 // will (a frozen coordinator may still hold it: e2e/chaos saw a delete
 // answered "not found" apply seconds later) by moving the guard on.
-func (s *Store) settleDelete(ctx context.Context, room string, guard gocql.UUID) (bool, error) {
+func (s *Store) settleDelete(ctx context.Context, room string, guard chat.ID) (bool, error) {
 	_, err := s.room(ctx, room, true)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, chat.ErrNotFound) {
 		return true, nil // only the creator deletes, so it was this delete
 	}
 	if err != nil {
@@ -789,48 +790,48 @@ func (s *Store) settleDelete(ctx context.Context, room string, guard gocql.UUID)
 	// Gone (the delete applied meanwhile) or the guard moved (it never
 	// will).
 	_, err = s.room(ctx, room, true)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, chat.ErrNotFound) {
 		return true, nil
 	}
 	return false, err
 }
 
 // guardValue is g as a statement's value: null for the zero UUID.
-func guardValue(g gocql.UUID) any {
-	if g == (gocql.UUID{}) {
+func guardValue(g chat.ID) any {
+	if g == (chat.ID{}) {
 		return nil
 	}
-	return g
+	return gocql.UUID(g)
 }
 
 // uuidOf is a timeuuid from a CAS answer's previous values (zero for null).
-func uuidOf(v any) gocql.UUID {
+func uuidOf(v any) chat.ID {
 	switch u := v.(type) {
 	case gocql.UUID:
-		return u
+		return chat.ID(u)
 	case *gocql.UUID:
 		if u != nil {
-			return *u
+			return chat.ID(*u)
 		}
 	}
-	return gocql.UUID{}
+	return chat.ID{}
 }
 
 // enlist adds the room to login's list once login was added to its
 // participants (a join, an add, an invitation), and returns the room as
 // it is now. A delete may have applied between the LWT and the list
 // update, and its clean-up may have run before the update: it re-reads
-// (SERIAL) and undoes, with ErrNotFound.
+// (SERIAL) and undoes, with chat.ErrNotFound.
 func (s *Store) enlist(ctx context.Context, login string, before Room) (Room, error) {
 	if err := s.addUserRoom(ctx, login, before); err != nil {
 		return Room{}, err
 	}
 	r, err := s.room(ctx, before.Name, true, login)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, chat.ErrNotFound) {
 		if err := s.removeUserRoom(ctx, login, before.Name); err != nil {
 			return Room{}, err
 		}
-		return Room{}, fmt.Errorf("store: room %q: deleted meanwhile: %w", before.Name, ErrNotFound)
+		return Room{}, fmt.Errorf("store: room %q: deleted meanwhile: %w", before.Name, chat.ErrNotFound)
 	}
 	if err == nil && r.DisplayName != before.DisplayName {
 		// Deleted and created again, in another case, since the first read.
@@ -842,12 +843,12 @@ func (s *Store) enlist(ctx context.Context, login string, before Room) (Room, er
 // LeaveRoom removes user from the room (an LWT, like every rooms
 // write) and the room from the user's list. A creator who leaves while
 // others remain hands the creator role to an admin in the same LWT (see
-// handOver). It returns ErrNotFound if the room does not exist (the
-// user's list is cleaned either way) and ErrHandOver if the creator has no
+// handOver). It returns chat.ErrNotFound if the room does not exist (the
+// user's list is cleaned either way) and chat.ErrHandOver if the creator has no
 // admin to hand over to.
 func (s *Store) LeaveRoom(ctx context.Context, user UserRef, room string) error {
 	if !ValidName(room) {
-		return fmt.Errorf("store: leave room %q: %w", room, ErrNotFound)
+		return fmt.Errorf("store: leave room %q: %w", room, chat.ErrNotFound)
 	}
 	room = NameKey(room)
 	// Not the creator's leave (decided inside the LWT, on the header the
@@ -861,7 +862,7 @@ func (s *Store) LeaveRoom(ctx context.Context, user UserRef, room string) error 
 				[]any{[]string{user.Login}, gocql.TimeUUID(), r.Members - 1, room, since, user.Login, since, user.Login, r.Members}, nil,
 				func(ctx context.Context) (bool, error) {
 					got, err := s.room(ctx, room, true, user.Login)
-					if errors.Is(err, ErrNotFound) {
+					if errors.Is(err, chat.ErrNotFound) {
 						return false, nil
 					}
 					return err == nil && got.CreatedAt.Equal(since) && !got.HasParticipant(user.Login), err
@@ -881,11 +882,11 @@ func (s *Store) LeaveRoom(ctx context.Context, user UserRef, room string) error 
 			r, err = s.room(ctx, room, true, user.Login)
 		}
 		switch {
-		case errors.Is(err, ErrNotFound):
+		case errors.Is(err, chat.ErrNotFound):
 			if err := s.removeUserRoom(ctx, user.Login, room); err != nil {
 				return err
 			}
-			return fmt.Errorf("store: leave room %q: %w", room, ErrNotFound)
+			return fmt.Errorf("store: leave room %q: %w", room, chat.ErrNotFound)
 		case err != nil:
 			return err
 		case r.CreatorLogin == user.Login:
@@ -895,7 +896,7 @@ func (s *Store) LeaveRoom(ctx context.Context, user UserRef, room string) error 
 		}
 		// Still a participant: the settled attempt did not apply; again.
 	}
-	return fmt.Errorf("store: leave room %q: %w", room, ErrConflict)
+	return fmt.Errorf("store: leave room %q: %w", room, chat.ErrConflict)
 }
 
 // DeleteRoom deletes the room if login created it: DELETE ... IF
@@ -904,8 +905,8 @@ func (s *Store) LeaveRoom(ctx context.Context, user UserRef, room string) error 
 // someone joined or left in between, it re-reads and tries again (bounded).
 // After it applies, the room leaves every participant's list and all its
 // messages and buckets are deleted (in the background, should the first
-// try fail: the delete has applied, see retryCleanUp). It returns ErrNotFound, ErrNotCreator,
-// or ErrConflict when the participants kept changing.
+// try fail: the delete has applied, see retryCleanUp). It returns chat.ErrNotFound, chat.ErrNotCreator,
+// or chat.ErrConflict when the participants kept changing.
 func (s *Store) DeleteRoom(ctx context.Context, login, name string) (Room, error) {
 	return s.DeleteRoomFenced(ctx, login, name, nil)
 }
@@ -923,7 +924,7 @@ func (s *Store) DeleteRoomFenced(ctx context.Context, login, name string, fence 
 			return Room{}, err
 		}
 		if r.CreatorLogin != login {
-			return Room{}, fmt.Errorf("store: delete room %q by %q: %w", name, login, ErrNotCreator)
+			return Room{}, fmt.Errorf("store: delete room %q by %q: %w", name, login, chat.ErrNotCreator)
 		}
 		prev := map[string]any{}
 		applied, err := s.lwt(ctx, "delete room "+name, deleteRoom, []any{name, login, guardValue(r.Version), guardValue(r.Guard)}, prev,
@@ -948,13 +949,13 @@ func (s *Store) DeleteRoomFenced(ctx context.Context, login, name string, fence 
 			return r, nil
 		}
 		if c, _ := prev["creator_login"].(string); c != "" && c != login {
-			return Room{}, fmt.Errorf("store: delete room %q by %q: %w", name, login, ErrNotCreator)
+			return Room{}, fmt.Errorf("store: delete room %q by %q: %w", name, login, chat.ErrNotCreator)
 		}
 		// The participants (their version) or the guard changed since the read, the room
 		// is gone, or an unknown outcome was settled as not applied (and
 		// fenced): read again.
 	}
-	return Room{}, fmt.Errorf("store: delete room %q: %w", name, ErrConflict)
+	return Room{}, fmt.Errorf("store: delete room %q: %w", name, chat.ErrConflict)
 }
 
 // cleanUpRetries and cleanUpBackoff bound the background clean-up of a
@@ -974,7 +975,7 @@ func (s *Store) retryCleanUp(r Room) {
 		wait = min(2*wait, time.Minute)
 		ctx, cancel := context.WithTimeout(context.Background(), 4*s.cfg.Timeout)
 		_, err := s.room(ctx, r.Name, true)
-		if !errors.Is(err, ErrNotFound) {
+		if !errors.Is(err, chat.ErrNotFound) {
 			cancel()
 			if err == nil {
 				s.log.Warn("store: a deleted room's name is taken again; its clean-up stops", "room", r.Name)

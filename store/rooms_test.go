@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/store"
 )
 
@@ -37,7 +38,7 @@ func TestCreateRoomRace(t *testing.T) {
 				mu.Lock()
 				winners = append(winners, u.Login)
 				mu.Unlock()
-			case !errors.Is(err, store.ErrRoomExists):
+			case !errors.Is(err, chat.ErrRoomExists):
 				t.Errorf("create by %s: %v", u.Login, err)
 			}
 		}()
@@ -125,7 +126,7 @@ func raceDelete(t *testing.T, action string, rounds int) {
 			switch {
 			case err == nil:
 				joinsApplied++
-			case errors.Is(err, store.ErrNotFound):
+			case errors.Is(err, chat.ErrNotFound):
 				joinsRefused++
 			default:
 				t.Fatalf("round %d: %s by %s: %v", round, action, others[i].Login, err)
@@ -183,7 +184,7 @@ func TestDeleteRoom(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Run("ErrNotCreator", func(t *testing.T) {
-		if _, err := db.DeleteRoom(ctx, other.Login, name); !errors.Is(err, store.ErrNotCreator) {
+		if _, err := db.DeleteRoom(ctx, other.Login, name); !errors.Is(err, chat.ErrNotCreator) {
 			t.Fatalf("err = %v", err)
 		}
 		if _, err := db.RoomWithAll(ctx, name); err != nil {
@@ -194,7 +195,7 @@ func TestDeleteRoom(t *testing.T) {
 		if _, err := db.DeleteRoom(ctx, creator.Login, name); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := db.RoomWithAll(ctx, name); !errors.Is(err, store.ErrNotFound) {
+		if _, err := db.RoomWithAll(ctx, name); !errors.Is(err, chat.ErrNotFound) {
 			t.Fatalf("room still there: %v", err)
 		}
 		for _, login := range []string{creator.Login, other.Login} {
@@ -218,10 +219,10 @@ func TestDeleteRoom(t *testing.T) {
 		}
 	})
 	t.Run("ErrNotFound", func(t *testing.T) {
-		if _, err := db.DeleteRoom(ctx, creator.Login, name); !errors.Is(err, store.ErrNotFound) {
+		if _, err := db.DeleteRoom(ctx, creator.Login, name); !errors.Is(err, chat.ErrNotFound) {
 			t.Fatalf("err = %v", err)
 		}
-		if _, err := db.JoinRoom(ctx, other.Ref(), name); !errors.Is(err, store.ErrNotFound) {
+		if _, err := db.JoinRoom(ctx, other.Ref(), name); !errors.Is(err, chat.ErrNotFound) {
 			t.Fatalf("join deleted room: %v", err)
 		}
 	})
@@ -328,7 +329,7 @@ func TestRoomsPaging(t *testing.T) {
 		t.Errorf("saw %d rooms, want %d", len(seen), len(before)+120)
 	}
 	t.Run("ErrInvalid", func(t *testing.T) {
-		if _, err := db.Rooms(ctx, []byte("garbage-state"), 10); !errors.Is(err, store.ErrInvalid) {
+		if _, err := db.Rooms(ctx, []byte("garbage-state"), 10); !errors.Is(err, chat.ErrInvalid) {
 			t.Errorf("bad paging state: %v", err)
 		}
 	})

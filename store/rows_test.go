@@ -11,6 +11,7 @@ import (
 
 	"github.com/gocql/gocql"
 
+	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/store"
 )
 
@@ -173,7 +174,7 @@ func TestReadsCostWhatTheyReturn(t *testing.T) {
 	}
 	t.Run("NewestPage", func(t *testing.T) {
 		check(t, "the newest page", 2*(page+1), func() error {
-			msgs, more, err := st.MessagesBefore(ctx, room, gocql.UUID{}, page)
+			msgs, more, err := st.MessagesBefore(ctx, room, chat.ID{}, page)
 			if err == nil && (len(msgs) != page || !more || msgs[page-1].ID != head) {
 				err = fmt.Errorf("newest page: %d messages, more %v", len(msgs), more)
 			}

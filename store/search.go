@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gocql/gocql"
+	"github.com/killrchat/killrchat/chat"
 )
 
 const (
@@ -96,7 +97,7 @@ func (s *Store) IndexMessages(ctx context.Context, msgs []Message) error {
 		month int
 	}
 	var termOrder []termKey
-	terms := map[termKey][]gocql.UUID{}
+	terms := map[termKey][]chat.ID{}
 	var wordOrder []wordKey
 	words := map[wordKey][]Word{}
 	for _, m := range msgs {
@@ -133,7 +134,7 @@ func (s *Store) IndexMessages(ctx context.Context, msgs []Message) error {
 	for _, k := range termOrder {
 		var rows [][]any
 		for _, id := range terms[k] {
-			rows = append(rows, []any{k.conv, k.term, k.month, id})
+			rows = append(rows, []any{k.conv, k.term, k.month, gocql.UUID(id)})
 		}
 		parts = append(parts, indexPartition{stmt: insertTerm, rows: rows})
 		if !s.words.has(placeMemoKey(k.conv, k.month, k.term)) {
@@ -196,7 +197,7 @@ func (s *Store) UnindexMessage(ctx context.Context, m Message) error {
 	month := monthOf(m.Time())
 	var parts []indexPartition
 	for _, t := range terms {
-		parts = append(parts, indexPartition{stmt: deleteTerm, rows: [][]any{{m.Room, t, month, m.ID}}})
+		parts = append(parts, indexPartition{stmt: deleteTerm, rows: [][]any{{m.Room, t, month, gocql.UUID(m.ID)}}})
 	}
 	return s.writeBatches(ctx, "unindex message in "+m.Room, parts)
 }
@@ -295,7 +296,7 @@ func (w *wordMemo) add(key string) {
 
 // idBefore orders timeuuids as Cassandra orders message_id: by time, then
 // by the rest of their bytes.
-func idBefore(a, b gocql.UUID) bool {
+func idBefore(a, b chat.ID) bool {
 	ta, tb := a.Timestamp(), b.Timestamp()
 	if ta != tb {
 		return ta < tb
@@ -311,11 +312,11 @@ func idBefore(a, b gocql.UUID) bool {
 // bound is an upper limit on message ids: at or below id, or strictly
 // below it.
 type bound struct {
-	id        gocql.UUID
+	id        chat.ID
 	inclusive bool
 }
 
-func (b bound) admits(id gocql.UUID) bool {
+func (b bound) admits(id chat.ID) bool {
 	return idBefore(id, b.id) || (b.inclusive && id == b.id)
 }
 
@@ -323,7 +324,7 @@ func (b bound) admits(id gocql.UUID) bool {
 // newest first; seek jumps down without reading what lies between.
 type postingIter interface {
 	// seek returns the newest id within b, or false if none is left.
-	seek(ctx context.Context, b bound) (gocql.UUID, bool, error)
+	seek(ctx context.Context, b bound) (chat.ID, bool, error)
 	// density is how many ids a tick of time the last read found: after
 	// a first seek, it tells a rare term from a common one.
 	density() float64
@@ -334,15 +335,15 @@ type postings struct {
 	s                   *Store
 	conv, term          string
 	month               int
-	floor               gocql.UUID
-	buf                 []gocql.UUID // newest first; pos is the next to look at
+	floor               chat.ID
+	buf                 []chat.ID // newest first; pos is the next to look at
 	pos                 int
 	exhausted           bool // nothing below buf's last id
 	page, lastRead      int  // size of the next read, and of the last one
 	statements, fetched *int
 }
 
-func (p *postings) seek(ctx context.Context, b bound) (gocql.UUID, bool, error) {
+func (p *postings) seek(ctx context.Context, b bound) (chat.ID, bool, error) {
 	for {
 		for p.pos < len(p.buf) && !b.admits(p.buf[p.pos]) {
 			p.pos++
@@ -353,7 +354,7 @@ func (p *postings) seek(ctx context.Context, b bound) (gocql.UUID, bool, error) 
 		// Seeks only go down, so once a read reached the partition's
 		// floor, what the buffer held was all there was.
 		if p.exhausted {
-			return gocql.UUID{}, false, nil
+			return chat.ID{}, false, nil
 		}
 		p.page = firstPage
 		if n := len(p.buf); n > 0 {
@@ -367,7 +368,7 @@ func (p *postings) seek(ctx context.Context, b bound) (gocql.UUID, bool, error) 
 			}
 		}
 		if err := p.read(ctx, b); err != nil {
-			return gocql.UUID{}, false, err
+			return chat.ID{}, false, err
 		}
 	}
 }
@@ -390,14 +391,14 @@ func (p *postings) read(ctx context.Context, b bound) error {
 	if b.inclusive {
 		stmt = selectPostingsTo
 	}
-	q, err := p.s.query(ctx, stmt, p.conv, p.term, p.month, b.id, p.floor, p.page)
+	q, err := p.s.query(ctx, stmt, p.conv, p.term, p.month, gocql.UUID(b.id), gocql.UUID(p.floor), p.page)
 	if err != nil {
 		return err
 	}
 	iter := q.PageSize(0).Iter()
 	p.buf, p.pos = p.buf[:0], 0
-	var id gocql.UUID
-	for iter.Scan(&id) {
+	var id chat.ID
+	for iter.Scan((*gocql.UUID)(&id)) {
 		p.buf = append(p.buf, id)
 	}
 	if err := iter.Close(); err != nil {
@@ -412,13 +413,13 @@ func (p *postings) read(ctx context.Context, b bound) error {
 // unionIter is the newest id of any of its parts: a prefix's words.
 type unionIter []postingIter
 
-func (u unionIter) seek(ctx context.Context, b bound) (gocql.UUID, bool, error) {
-	var best gocql.UUID
+func (u unionIter) seek(ctx context.Context, b bound) (chat.ID, bool, error) {
+	var best chat.ID
 	found := false
 	for _, it := range u {
 		id, ok, err := it.seek(ctx, b)
 		if err != nil {
-			return gocql.UUID{}, false, err
+			return chat.ID{}, false, err
 		}
 		if ok && (!found || idBefore(best, id)) {
 			best, found = id, true
@@ -447,12 +448,12 @@ type andIter struct {
 
 func (a *andIter) density() float64 { return a.parts[0].density() }
 
-func (a *andIter) seek(ctx context.Context, b bound) (gocql.UUID, bool, error) {
+func (a *andIter) seek(ctx context.Context, b bound) (chat.ID, bool, error) {
 	if !a.ordered {
 		a.ordered = true
 		for _, it := range a.parts {
 			if _, ok, err := it.seek(ctx, b); err != nil || !ok {
-				return gocql.UUID{}, false, err
+				return chat.ID{}, false, err
 			}
 		}
 		sort.SliceStable(a.parts, func(i, j int) bool { return a.parts[i].density() < a.parts[j].density() })
@@ -460,13 +461,13 @@ func (a *andIter) seek(ctx context.Context, b bound) (gocql.UUID, bool, error) {
 	for {
 		cand, ok, err := a.parts[0].seek(ctx, b)
 		if err != nil || !ok {
-			return gocql.UUID{}, false, err
+			return chat.ID{}, false, err
 		}
 		agreed := true
 		for _, it := range a.parts[1:] {
 			id, ok, err := it.seek(ctx, bound{id: cand, inclusive: true})
 			if err != nil || !ok {
-				return gocql.UUID{}, false, err
+				return chat.ID{}, false, err
 			}
 			if id != cand {
 				b, agreed = bound{id: id, inclusive: true}, false
@@ -491,10 +492,10 @@ type SearchStats struct {
 // conversations the searcher is in now. Every result is checked against
 // the message as stored (see Matches), so one changed or deleted since it
 // was indexed is left out.
-func (s *Store) Search(ctx context.Context, convs []Conversation, q SearchQuery, before gocql.UUID, n int) ([]Message, bool, SearchStats, error) {
+func (s *Store) Search(ctx context.Context, convs []Conversation, q SearchQuery, before chat.ID, n int) ([]Message, bool, SearchStats, error) {
 	var st SearchStats
-	top := bound{id: gocql.MaxTimeUUID(s.Now().Add(time.Hour)), inclusive: true}
-	if before != (gocql.UUID{}) {
+	top := bound{id: chat.MaxIDAt(s.Now().Add(time.Hour)), inclusive: true}
+	if before != (chat.ID{}) {
 		top = bound{id: before}
 	}
 	months, err := s.searchMonths(ctx, convs, top.id, &st)
@@ -706,7 +707,7 @@ type monthConvs struct {
 // messages up to the id top, from their day buckets: one read per
 // conversation, a few at a time, unless this process read them lately
 // (see monthsMemo).
-func (s *Store) searchMonths(ctx context.Context, convs []Conversation, top gocql.UUID, st *SearchStats) ([]monthConvs, error) {
+func (s *Store) searchMonths(ctx context.Context, convs []Conversation, top chat.ID, st *SearchStats) ([]monthConvs, error) {
 	byMonth := map[int][]Conversation{}
 	var mu sync.Mutex
 	add := func(conv Conversation, months []int) {
@@ -728,7 +729,7 @@ func (s *Store) searchMonths(ctx context.Context, convs []Conversation, top gocq
 	}
 	err := s.eachConcurrently(ctx, len(unknown), searchReaders, func(ctx context.Context, i int) error {
 		conv := unknown[i]
-		q, err := s.query(ctx, selectBucketsAll, conv.ID, timeBucket(s.Now().Add(time.Hour)), timeBucket(conv.Since))
+		q, err := s.query(ctx, selectBucketsAll, conv.ID, chat.TimeBucket(s.Now().Add(time.Hour)), chat.TimeBucket(conv.Since))
 		if err != nil {
 			return err
 		}
@@ -826,7 +827,7 @@ type cell struct {
 type cellCursor struct {
 	cell
 	it   postingIter
-	head gocql.UUID
+	head chat.ID
 	ok   bool
 	st   SearchStats
 }
@@ -898,7 +899,7 @@ func (s *Store) searchCells(ctx context.Context, cells []cell, q SearchQuery, to
 
 type candidate struct {
 	conv Conversation
-	id   gocql.UUID
+	id   chat.ID
 }
 
 // matcher builds c's iterator over its matches of q: the AND of
@@ -974,13 +975,13 @@ func (s *Store) messagesByID(ctx context.Context, batch []candidate, st *SearchS
 	groups := map[key][]gocql.UUID{}
 	var keys []key
 	for _, c := range batch {
-		k := key{c.conv.ID, bucketOf(c.id)}
+		k := key{c.conv.ID, chat.BucketOf(c.id)}
 		if _, ok := groups[k]; !ok {
 			keys = append(keys, k)
 		}
-		groups[k] = append(groups[k], c.id)
+		groups[k] = append(groups[k], gocql.UUID(c.id))
 	}
-	found := make(map[gocql.UUID]Message, len(batch))
+	found := make(map[chat.ID]Message, len(batch))
 	var mu sync.Mutex
 	err := s.eachConcurrently(ctx, len(keys), searchReaders, func(ctx context.Context, i int) error {
 		k := keys[i]

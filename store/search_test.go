@@ -8,8 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gocql/gocql"
-
+	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/store"
 )
 
@@ -27,7 +26,7 @@ func post(t testing.TB, st *store.Store, in store.Place, author store.UserRef, c
 	return m
 }
 
-func search(t testing.TB, st *store.Store, convs []store.Conversation, query string, before gocql.UUID, n int) ([]store.Message, bool, store.SearchStats) {
+func search(t testing.TB, st *store.Store, convs []store.Conversation, query string, before chat.ID, n int) ([]store.Message, bool, store.SearchStats) {
 	t.Helper()
 	q, err := store.ParseSearch(query)
 	if err != nil {
@@ -83,18 +82,18 @@ func TestSearchFindsTermsNewestFirst(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.q, func(t *testing.T) {
-			found, more, _ := search(t, db.Store, convs, tt.q, gocql.UUID{}, 20)
+			found, more, _ := search(t, db.Store, convs, tt.q, chat.ID{}, 20)
 			if got := contents(found); strings.Join(got, "|") != strings.Join(tt.want, "|") || more {
 				t.Errorf("got %q (more %v), want %q", got, more, tt.want)
 			}
 		})
 	}
 	t.Run("OnlyGivenConversations", func(t *testing.T) {
-		found, _, _ := search(t, db.Store, []store.Conversation{dm.Conversation()}, word, gocql.UUID{}, 20)
+		found, _, _ := search(t, db.Store, []store.Conversation{dm.Conversation()}, word, chat.ID{}, 20)
 		if len(found) != 1 || found[0].Room != dm.Conversation().ID {
 			t.Errorf("searching the DM alone found %q", contents(found))
 		}
-		if found, _, _ := search(t, db.Store, nil, word, gocql.UUID{}, 20); len(found) != 0 {
+		if found, _, _ := search(t, db.Store, nil, word, chat.ID{}, 20); len(found) != 0 {
 			t.Errorf("searching no conversation found %q", contents(found))
 		}
 	})
@@ -131,7 +130,7 @@ func TestSearchChecksStoredMessage(t *testing.T) {
 	if err := db.IndexMessage(ctx, gone); err != nil {
 		t.Fatal(err)
 	}
-	found, _, _ := search(t, db.Store, []store.Conversation{room.Conversation()}, word, gocql.UUID{}, 20)
+	found, _, _ := search(t, db.Store, []store.Conversation{room.Conversation()}, word, chat.ID{}, 20)
 	if len(found) != 1 || found[0].ID != kept.ID {
 		t.Errorf("found %q, want only the kept message", contents(found))
 	}
@@ -139,7 +138,7 @@ func TestSearchChecksStoredMessage(t *testing.T) {
 	if err := db.UnindexMessage(ctx, kept); err != nil {
 		t.Fatal(err)
 	}
-	if found, _, _ := search(t, db.Store, []store.Conversation{room.Conversation()}, word, gocql.UUID{}, 20); len(found) != 0 {
+	if found, _, _ := search(t, db.Store, []store.Conversation{room.Conversation()}, word, chat.ID{}, 20); len(found) != 0 {
 		t.Errorf("after UnindexMessage found %q", contents(found))
 	}
 }
@@ -163,8 +162,8 @@ func TestSearchConcurrentPosts(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	seen := map[gocql.UUID]bool{}
-	before := gocql.UUID{}
+	seen := map[chat.ID]bool{}
+	before := chat.ID{}
 	for page := 0; ; page++ {
 		found, more, _ := search(t, db.Store, []store.Conversation{room.Conversation()}, word, before, 20)
 		for i, m := range found {
@@ -207,7 +206,7 @@ func TestSearchCostWithBigPartitions(t *testing.T) {
 		t.Fatal(err)
 	}
 	common, rare := unique("common"), unique("rare")
-	var rareIDs []gocql.UUID
+	var rareIDs []chat.ID
 	const total = 3000
 	sem := make(chan struct{}, 32)
 	var mu sync.Mutex
@@ -241,7 +240,7 @@ func TestSearchCostWithBigPartitions(t *testing.T) {
 	}
 	wg.Wait()
 	convs := []store.Conversation{room.Conversation()}
-	found, _, stats := search(t, st, convs, common+" "+rare, gocql.UUID{}, 20)
+	found, _, stats := search(t, st, convs, common+" "+rare, chat.ID{}, 20)
 	if len(found) != 3 {
 		t.Fatalf("found %d, want 3", len(found))
 	}
@@ -250,12 +249,12 @@ func TestSearchCostWithBigPartitions(t *testing.T) {
 	}
 	t.Logf("common AND rare: %+v", stats)
 	// The same in the other order: the rare term leads either way.
-	found, _, stats = search(t, st, convs, rare+" "+common, gocql.UUID{}, 20)
+	found, _, stats = search(t, st, convs, rare+" "+common, chat.ID{}, 20)
 	if len(found) != 3 || stats.Postings > 200 || stats.Statements > 40 {
 		t.Errorf("rare AND common: %d found, %d postings in %d statements", len(found), stats.Postings, stats.Statements)
 	}
 	t.Logf("rare AND common: %+v", stats)
-	found, more, stats := search(t, st, convs, common, gocql.UUID{}, 20)
+	found, more, stats := search(t, st, convs, common, chat.ID{}, 20)
 	if len(found) != 20 || !more || stats.Postings > 100 {
 		t.Errorf("common alone: %d found, more %v, %+v", len(found), more, stats)
 	}
@@ -300,7 +299,7 @@ func TestRareTermReadsOnlyWhereItIs(t *testing.T) {
 		clock = clock.AddDate(0, 1, 0)
 		_ = month
 	}
-	found, _, stats := search(t, st, convs, rare, gocql.UUID{}, 20)
+	found, _, stats := search(t, st, convs, rare, chat.ID{}, 20)
 	if len(found) != 3 {
 		t.Fatalf("found %d, want 3", len(found))
 	}
@@ -310,15 +309,15 @@ func TestRareTermReadsOnlyWhereItIs(t *testing.T) {
 	if stats.Statements > 40+3+3+3 || stats.Postings > 3 {
 		t.Errorf("a rare word read %d postings in %d statements", stats.Postings, stats.Statements)
 	}
-	found, _, stats = search(t, st, convs, rare, gocql.UUID{}, 20)
+	found, _, stats = search(t, st, convs, rare, chat.ID{}, 20)
 	if len(found) != 3 || stats.Statements > 3+3+3 {
 		t.Errorf("again (the months remembered): %d found in %d statements", len(found), stats.Statements)
 	}
-	found, _, stats = search(t, st, convs, unique("nowhere"), gocql.UUID{}, 20)
+	found, _, stats = search(t, st, convs, unique("nowhere"), chat.ID{}, 20)
 	if len(found) != 0 || stats.Postings != 0 || stats.Statements > 3 {
 		t.Errorf("a word that is nowhere: %d found, %+v", len(found), stats)
 	}
-	found, _, _ = search(t, st, convs, "ordinary "+rare, gocql.UUID{}, 20)
+	found, _, _ = search(t, st, convs, "ordinary "+rare, chat.ID{}, 20)
 	if len(found) != 3 {
 		t.Errorf("a common and a rare word: %d found, want 3", len(found))
 	}

@@ -3,6 +3,7 @@
 package store
 
 import (
+	"github.com/killrchat/killrchat/chat"
 	"strings"
 	"unicode"
 )
@@ -29,7 +30,7 @@ func fromTerm(login string) string { return "from:" + login }
 
 // ParseSearch reads a query: words (all must match), "exact phrases",
 // word* (a prefix of at least 3 characters), from:login and in:#room or
-// in:@login. It returns a ValidationError (field "q") for a query with
+// in:@login. It returns a chat.ValidationError (field "q") for a query with
 // nothing to look for, a short prefix, or a malformed from: or in:.
 func ParseSearch(raw string) (SearchQuery, error) {
 	var q SearchQuery
@@ -52,19 +53,19 @@ func ParseSearch(raw string) (SearchQuery, error) {
 		case hasFold(tok.text, "from:"):
 			login := strings.ToLower(strings.TrimPrefix(tok.text[len("from:"):], "@"))
 			if !ValidName(login) {
-				return SearchQuery{}, ValidationError{"q": "from: takes a login, as in from:ada."}
+				return SearchQuery{}, chat.ValidationError{"q": "from: takes a login, as in from:ada."}
 			}
 			q.From = login
 		case hasFold(tok.text, "in:"):
 			in := tok.text[len("in:"):]
 			if len(in) < 2 || (in[0] != '#' && in[0] != '@') || !ValidName(in[1:]) {
-				return SearchQuery{}, ValidationError{"q": "in: takes a room or a person, as in in:#lobby or in:@ada."}
+				return SearchQuery{}, chat.ValidationError{"q": "in: takes a room or a person, as in in:#lobby or in:@ada."}
 			}
 			q.In = in[:1] + strings.ToLower(in[1:])
 		case strings.HasSuffix(tok.text, "*"):
 			p := fold(strings.TrimRight(tok.text, "*"))
 			if len(p) < minPrefix || strings.IndexFunc(p, func(r rune) bool { return !isWordRune(r) }) >= 0 {
-				return SearchQuery{}, ValidationError{"q": "A prefix search needs at least 3 letters before the *, as in depl*."}
+				return SearchQuery{}, chat.ValidationError{"q": "A prefix search needs at least 3 letters before the *, as in depl*."}
 			}
 			q.Prefixes = append(q.Prefixes, p)
 		default:
@@ -72,7 +73,7 @@ func ParseSearch(raw string) (SearchQuery, error) {
 		}
 	}
 	if len(q.Terms) == 0 && len(q.Prefixes) == 0 && q.From == "" {
-		return SearchQuery{}, ValidationError{"q": "Type a word to search for (words as common as \"the\" are not searched)."}
+		return SearchQuery{}, chat.ValidationError{"q": "Type a word to search for (words as common as \"the\" are not searched)."}
 	}
 	return q, nil
 }

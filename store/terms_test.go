@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/store"
 )
 
@@ -80,7 +81,7 @@ func TestParseSearch(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := store.ParseSearch(tt.q)
 			if tt.bad {
-				if !errors.Is(err, store.ErrInvalid) {
+				if !errors.Is(err, chat.ErrInvalid) {
 					t.Errorf("ParseSearch(%q) = %+v, %v; want ErrInvalid", tt.q, got, err)
 				}
 				return

@@ -7,6 +7,7 @@ package store
 
 import (
 	"fmt"
+	"github.com/killrchat/killrchat/chat"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -75,7 +76,7 @@ func cleanText(s string, rule textRule) (string, string) {
 }
 
 // checkField cleans *s by rule in place, or records why it is refused.
-func checkField(v ValidationError, field string, s *string, rule textRule) {
+func checkField(v chat.ValidationError, field string, s *string, rule textRule) {
 	clean, problem := cleanText(*s, rule)
 	if problem != "" {
 		v[field] = problem

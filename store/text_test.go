@@ -1,6 +1,7 @@
 package store
 
 import (
+	"github.com/killrchat/killrchat/chat"
 	"strings"
 	"testing"
 	"unicode"
@@ -183,7 +184,7 @@ func TestSignUpValidate(t *testing.T) {
 			f := ok()
 			tt.edit(&f)
 			err := f.Validate()
-			v, isV := err.(ValidationError)
+			v, isV := err.(chat.ValidationError)
 			if !isV || v[tt.field] == "" || len(v) != 1 {
 				t.Fatalf("Validate() = %v; want only a %s error", err, tt.field)
 			}

@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/gocql/gocql"
+	"github.com/killrchat/killrchat/chat"
 	"golang.org/x/crypto/bcrypt"
 )
 
@@ -107,12 +108,12 @@ type SignUp struct {
 	Email, Bio                       string
 }
 
-// Validate returns a ValidationError naming each bad field, or nil.
+// Validate returns a chat.ValidationError naming each bad field, or nil.
 // It cleans the text fields in place (see cleanText); the login keeps the
 // case it was typed in, and is stored under NameKey(Login).
 func (f *SignUp) Validate() error {
 	f.Login = strings.TrimSpace(f.Login)
-	v := ValidationError{}
+	v := chat.ValidationError{}
 	if !ValidName(f.Login) {
 		v["login"] = nameProblem
 	}
@@ -120,10 +121,10 @@ func (f *SignUp) Validate() error {
 	checkField(v, "firstname", &f.Firstname, nameRule)
 	checkField(v, "lastname", &f.Lastname, nameRule)
 	checkProfile(v, &f.Email, &f.Bio)
-	return v.orNil()
+	return v.Err()
 }
 
-func checkPassword(v ValidationError, password, confirm string) {
+func checkPassword(v chat.ValidationError, password, confirm string) {
 	switch {
 	case utf8.RuneCountInString(password) < 8:
 		v["password"] = "At least 8 characters."
@@ -136,7 +137,7 @@ func checkPassword(v ValidationError, password, confirm string) {
 
 // checkProfile cleans the e-mail address and bio in place, or records
 // why they are refused.
-func checkProfile(v ValidationError, email, bio *string) {
+func checkProfile(v chat.ValidationError, email, bio *string) {
 	*email = strings.TrimSpace(*email)
 	if *email != "" && !validEmail(*email) {
 		v["email"] = "Not an e-mail address (one plain address such as ada@example.com, without '?', '&' or spaces)."
@@ -159,7 +160,7 @@ func validEmail(s string) bool {
 
 // CreateUser creates an account by INSERT ... IF NOT EXISTS under the
 // login's lower-case key, keeping the typed form for display. It returns a
-// ValidationError for bad input and ErrUserExists if the login is taken in
+// chat.ValidationError for bad input and chat.ErrUserExists if the login is taken in
 // any case ("Alice" when "alice" exists); an existing account is never
 // overwritten.
 func (s *Store) CreateUser(ctx context.Context, f SignUp) (User, error) {
@@ -193,13 +194,13 @@ func (s *Store) CreateUser(ctx context.Context, f SignUp) (User, error) {
 		return User{}, err
 	}
 	if !applied {
-		return User{}, fmt.Errorf("store: create user %q: %w", f.Login, ErrUserExists)
+		return User{}, fmt.Errorf("store: create user %q: %w", f.Login, chat.ErrUserExists)
 	}
 	return User{Login: key, DisplayLogin: f.Login, Firstname: f.Firstname, Lastname: f.Lastname,
 		Email: f.Email, Bio: f.Bio, CreatedAt: now}, nil
 }
 
-// User returns the account with this login, in any case, or ErrNotFound.
+// User returns the account with this login, in any case, or chat.ErrNotFound.
 func (s *Store) User(ctx context.Context, login string) (User, error) {
 	u, _, err := s.userWithHash(ctx, login)
 	return u, err
@@ -207,7 +208,7 @@ func (s *Store) User(ctx context.Context, login string) (User, error) {
 
 func (s *Store) userWithHash(ctx context.Context, login string) (User, string, error) {
 	if !ValidName(login) {
-		return User{}, "", fmt.Errorf("store: user %q: %w", login, ErrNotFound)
+		return User{}, "", fmt.Errorf("store: user %q: %w", login, chat.ErrNotFound)
 	}
 	login = NameKey(login)
 	q, err := s.query(ctx, selectUser, login)
@@ -220,7 +221,7 @@ func (s *Store) userWithHash(ctx context.Context, login string) (User, string, e
 	)
 	err = q.Scan(&u.Login, &u.DisplayLogin, &hash, &u.Firstname, &u.Lastname, &u.Email, &u.Bio, &u.ChatRooms, &u.RoomTitles, &u.CreatedAt)
 	if errors.Is(err, gocql.ErrNotFound) {
-		return User{}, "", fmt.Errorf("store: user %q: %w", login, ErrNotFound)
+		return User{}, "", fmt.Errorf("store: user %q: %w", login, chat.ErrNotFound)
 	}
 	if err != nil {
 		return User{}, "", s.fail("read user "+login, err)
@@ -234,11 +235,11 @@ func (s *Store) userWithHash(ctx context.Context, login string) (User, string, e
 
 // Authenticate returns the user if the password matches (the login in any
 // case: "ALICE" logs in as alice), and
-// ErrBadCredentials if the login is unknown or the password wrong; both
+// chat.ErrBadCredentials if the login is unknown or the password wrong; both
 // cases cost one bcrypt comparison, so they take about the same time.
 func (s *Store) Authenticate(ctx context.Context, login, password string) (User, error) {
 	u, hash, err := s.userWithHash(ctx, strings.TrimSpace(login))
-	if err != nil && !errors.Is(err, ErrNotFound) {
+	if err != nil && !errors.Is(err, chat.ErrNotFound) {
 		return User{}, err
 	}
 	ok, perr := passwordMatches(ctx, hash, password) // hash is "" for an unknown login
@@ -246,18 +247,18 @@ func (s *Store) Authenticate(ctx context.Context, login, password string) (User,
 		return User{}, perr
 	}
 	if !ok {
-		return User{}, fmt.Errorf("store: authenticate %q: %w", login, ErrBadCredentials)
+		return User{}, fmt.Errorf("store: authenticate %q: %w", login, chat.ErrBadCredentials)
 	}
 	return u, nil
 }
 
 // UpdateProfile changes the email and bio of login (names are fixed after
 // sign-up because they are denormalised into rooms and messages). It returns
-// a ValidationError for bad input.
+// a chat.ValidationError for bad input.
 func (s *Store) UpdateProfile(ctx context.Context, login, email, bio string) error {
-	v := ValidationError{}
+	v := chat.ValidationError{}
 	checkProfile(v, &email, &bio)
-	if err := v.orNil(); err != nil {
+	if err := v.Err(); err != nil {
 		return err
 	}
 	login = NameKey(login)
@@ -272,17 +273,17 @@ func (s *Store) UpdateProfile(ctx context.Context, login, email, bio string) err
 }
 
 // ChangePassword sets a new password after checking the old one. It returns
-// a ValidationError if the old password is wrong or the new one is bad.
+// a chat.ValidationError if the old password is wrong or the new one is bad.
 func (s *Store) ChangePassword(ctx context.Context, login, old, password, confirm string) error {
 	if _, err := s.Authenticate(ctx, login, old); err != nil {
-		if errors.Is(err, ErrBadCredentials) {
-			return ValidationError{"old_password": "This is not your current password."}
+		if errors.Is(err, chat.ErrBadCredentials) {
+			return chat.ValidationError{"old_password": "This is not your current password."}
 		}
 		return err
 	}
-	v := ValidationError{}
+	v := chat.ValidationError{}
 	checkPassword(v, password, confirm)
-	if err := v.orNil(); err != nil {
+	if err := v.Err(); err != nil {
 		return err
 	}
 	hash, err := hashPassword(ctx, password)

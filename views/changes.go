@@ -4,8 +4,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/gocql/gocql"
-
+	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/store"
 )
 
@@ -24,13 +23,13 @@ type MessageView struct {
 // click; any other (up to 16 characters) is one form away.
 var commonEmoji = []string{"👍", "❤️", "😂", "🎉", "😮", "👀"}
 
-var zeroUUID gocql.UUID
+var zeroUUID chat.ID
 
 // BodyID, EditedID and ReactionsID are the element ids of a message's
 // text, "(edited)" mark and reactions, which live events replace.
-func BodyID(id gocql.UUID) string      { return "body-" + id.String() }
-func EditedID(id gocql.UUID) string    { return "edited-" + id.String() }
-func ReactionsID(id gocql.UUID) string { return "reactions-" + id.String() }
+func BodyID(id chat.ID) string      { return "body-" + id.String() }
+func EditedID(id chat.ID) string    { return "edited-" + id.String() }
+func ReactionsID(id chat.ID) string { return "reactions-" + id.String() }
 
 // ConversationURL is the page of the conversation id: a room's
 // ("/rooms/lobby") or a DM's ("/dm/ada+bob").

@@ -6,8 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gocql/gocql"
-
+	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/store"
 )
 
@@ -59,7 +58,7 @@ func TestMessageText(t *testing.T) {
 }
 
 func msgAt(login string, at time.Time) store.Message {
-	return store.Message{ID: gocql.UUIDFromTime(at), Author: store.UserRef{Login: login}}
+	return store.Message{ID: chat.IDAt(at), Author: store.UserRef{Login: login}}
 }
 
 func TestLayoutMessages(t *testing.T) {

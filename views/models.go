@@ -10,8 +10,7 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/gocql/gocql"
-
+	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/store"
 )
 
@@ -239,9 +238,9 @@ type RoomView struct {
 	// FirstUnread is the first message the reader had not read when the
 	// page opened (neither theirs nor a system message): the "New since
 	// your last visit" divider goes above it. Zero for none.
-	FirstUnread gocql.UUID
+	FirstUnread chat.ID
 	// Highlight is the message a ?at= link opened the page around.
-	Highlight gocql.UUID
+	Highlight chat.ID
 	// Level is how much the conversation tells the viewer.
 	Level store.Level
 	// Newer, on a page opened around a message with newer ones below it,

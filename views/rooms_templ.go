@@ -5,16 +5,13 @@ package views
 
 //lint:file-ignore SA4006 This context is only used if a nested component is present.
 
-import "github.com/a-h/templ"
-import templruntime "github.com/a-h/templ/runtime"
-
 import (
+	"github.com/a-h/templ"
+	templruntime "github.com/a-h/templ/runtime"
+	"github.com/killrchat/killrchat/chat"
+	"github.com/killrchat/killrchat/store"
 	"strconv"
 	"time"
-
-	"github.com/gocql/gocql"
-
-	"github.com/killrchat/killrchat/store"
 )
 
 // RoomListView is a page of all rooms: one card per room (name, banner,
@@ -1137,7 +1134,7 @@ func messageList(msgs []store.Message, now time.Time, anchor bool) templ.Compone
 			templ_7745c5c3_Var50 = templ.NopComponent
 		}
 		ctx = templ.ClearChildren(ctx)
-		templ_7745c5c3_Err = messageMarks(msgs, now, anchor, gocql.UUID{}, gocql.UUID{}).Render(ctx, templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = messageMarks(msgs, now, anchor, chat.ID{}, chat.ID{}).Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -1148,7 +1145,7 @@ func messageList(msgs []store.Message, now time.Time, anchor bool) templ.Compone
 // messageMarks is messageList with, on a page opened for one reader, the
 // "New since your last visit" divider above the message firstUnread and
 // the message highlight (opened with ?at=) marked.
-func messageMarks(msgs []store.Message, now time.Time, anchor bool, firstUnread, highlight gocql.UUID) templ.Component {
+func messageMarks(msgs []store.Message, now time.Time, anchor bool, firstUnread, highlight chat.ID) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {

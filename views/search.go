@@ -5,8 +5,7 @@ package views
 import (
 	"net/url"
 
-	"github.com/gocql/gocql"
-
+	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/store"
 )
 
@@ -25,7 +24,7 @@ type SearchView struct {
 // SearchResult is a message found: where, by whom, its text in pieces
 // (the matched words marked) and its permalink.
 type SearchResult struct {
-	ID     gocql.UUID
+	ID     chat.ID
 	Author store.UserRef
 	Place  string
 	Link   string

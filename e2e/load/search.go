@@ -28,6 +28,7 @@ import (
 
 	"github.com/gocql/gocql"
 
+	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/store/storetest"
 )
@@ -240,7 +241,7 @@ func runSearch(ctx context.Context, args []string) error {
 			if err != nil {
 				return err
 			}
-			_, _, one, err := t.Store.Search(ctx, mine, pq, gocql.UUID{}, 20)
+			_, _, one, err := t.Store.Search(ctx, mine, pq, chat.ID{}, 20)
 			if err != nil {
 				return err
 			}
@@ -356,7 +357,7 @@ func seedSearch(ctx context.Context, sess *gocql.Session, convs []store.Conversa
 		terms := map[string][][]any{}
 		wordRows := map[int]map[string]string{}
 		for _, at := range times {
-			id := gocql.UUIDFromTime(at)
+			id := chat.IDAt(at)
 			var b strings.Builder
 			for k := range perMsg {
 				if k > 0 {
@@ -368,14 +369,14 @@ func seedSearch(ctx context.Context, sess *gocql.Session, convs []store.Conversa
 			bucket := at.UTC().Year()*10000 + int(at.UTC().Month())*100 + at.UTC().Day()
 			month := bucket / 100
 			author := authors[rng.IntN(len(authors))]
-			msgs[bucket] = append(msgs[bucket], []any{conv.ID, bucket, id, author, text})
+			msgs[bucket] = append(msgs[bucket], []any{conv.ID, bucket, gocql.UUID(id), author, text})
 			seen := map[string]bool{}
 			for _, sp := range store.TermSpans(text) {
 				for _, w := range sp.Words {
 					if !seen[w.Term] {
 						seen[w.Term] = true
 						key := fmt.Sprintf("%s\x00%d", w.Term, month)
-						terms[key] = append(terms[key], []any{conv.ID, w.Term, month, id})
+						terms[key] = append(terms[key], []any{conv.ID, w.Term, month, gocql.UUID(id)})
 					}
 					if wordRows[month] == nil {
 						wordRows[month] = map[string]string{}
@@ -384,7 +385,7 @@ func seedSearch(ctx context.Context, sess *gocql.Session, convs []store.Conversa
 				}
 			}
 			key := fmt.Sprintf("from:%s\x00%d", author.Login, month)
-			terms[key] = append(terms[key], []any{conv.ID, "from:" + author.Login, month, id})
+			terms[key] = append(terms[key], []any{conv.ID, "from:" + author.Login, month, gocql.UUID(id)})
 		}
 		for bucket, rs := range msgs {
 			send(seedBucket, [][]any{{conv.ID, bucket}})

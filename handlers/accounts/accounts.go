@@ -9,6 +9,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/handlers"
 	"github.com/killrchat/killrchat/live"
 	"github.com/killrchat/killrchat/store"
@@ -58,7 +59,7 @@ func (s routes) signup(c echo.Context) error {
 			return err
 		}
 		f = handlers.WithErrors(f, err)
-		if errors.Is(err, store.ErrUserExists) {
+		if errors.Is(err, chat.ErrUserExists) {
 			// Said once, beside the field.
 			f.Errors["login"], f.Error = "This login is taken.", ""
 		}

@@ -12,9 +12,9 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/gocql/gocql"
 	"github.com/labstack/echo/v4"
 
+	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/handlers"
 	"github.com/killrchat/killrchat/live"
 	"github.com/killrchat/killrchat/store"
@@ -49,17 +49,17 @@ func (s routes) memberConversation(c echo.Context) (handlers.Conversation, error
 		return handlers.Conversation{}, err
 	}
 	if me := handlers.MustUser(c); !cv.Member(me.Login) {
-		return handlers.Conversation{}, store.ErrNotFound
+		return handlers.Conversation{}, chat.ErrNotFound
 	}
 	s.InConversation(c, cv.Place)
 	return cv, nil
 }
 
 // messageID is the :id of the path, or ErrNotFound.
-func messageID(c echo.Context) (gocql.UUID, error) {
-	id, err := store.ParseMessageID(c.Param("id"))
+func messageID(c echo.Context) (chat.ID, error) {
+	id, err := chat.ParseMessageID(c.Param("id"))
 	if err != nil {
-		return gocql.UUID{}, store.ErrNotFound
+		return chat.ID{}, chat.ErrNotFound
 	}
 	return id, nil
 }
@@ -128,7 +128,7 @@ func (s routes) editMessage(c echo.Context) error {
 		edited store.Message
 		conv   store.Conversation
 	)
-	err = s.change(ctx, cv, live.KindEdit, m.ID, func(id gocql.UUID) ([]byte, error) {
+	err = s.change(ctx, cv, live.KindEdit, m.ID, func(id chat.ID) ([]byte, error) {
 		if edited, err = s.DB().EditMessage(ctx, cv.Place, m, content, id); err != nil {
 			return nil, err
 		}
@@ -143,7 +143,7 @@ func (s routes) editMessage(c echo.Context) error {
 		}
 		return s.RenderString(views.WithMembers(ctx, conv.Members), views.EditedBody(edited))
 	})
-	if errors.Is(err, store.ErrInvalid) {
+	if errors.Is(err, chat.ErrInvalid) {
 		f := handlers.WithErrors(views.Form{Values: map[string]string{"content": content}, Errors: map[string]string{}}, err)
 		return s.renderMessagePage(c, http.StatusUnprocessableEntity, cv, m, f)
 	}
@@ -166,7 +166,7 @@ func (s routes) deleteMessage(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
-	err = s.change(ctx, cv, live.KindDelete, m.ID, func(id gocql.UUID) ([]byte, error) {
+	err = s.change(ctx, cv, live.KindDelete, m.ID, func(id chat.ID) ([]byte, error) {
 		if err := s.DB().DeleteMessage(ctx, cv.Place, m, id); err != nil {
 			return nil, err
 		}
@@ -196,19 +196,19 @@ func (s routes) react(c echo.Context) error {
 		return err
 	}
 	if conv := cv.Place.Conversation(); id.Time().Before(conv.Since) || id.Time().After(time.Now().Add(time.Hour)) {
-		return store.ErrNotFound
+		return chat.ErrNotFound
 	}
 	me := handlers.MustUser(c)
 	ctx := c.Request().Context()
 	emoji, add := c.FormValue("emoji"), c.FormValue("add") != "0"
-	err = s.change(ctx, cv, live.KindReaction, id, func(change gocql.UUID) ([]byte, error) {
+	err = s.change(ctx, cv, live.KindReaction, id, func(change chat.ID) ([]byte, error) {
 		ch, err := s.DB().React(ctx, cv.Place, id, me, emoji, add, change)
 		if err != nil {
 			return nil, err
 		}
 		return handlers.ReactionJSON(ch)
 	})
-	if errors.Is(err, store.ErrInvalid) && !handlers.IsHTMX(c) {
+	if errors.Is(err, chat.ErrInvalid) && !handlers.IsHTMX(c) {
 		m, rerr := s.DB().Message(ctx, cv.Place, id)
 		if rerr != nil {
 			return rerr
@@ -228,7 +228,7 @@ func (s routes) react(c echo.Context) error {
 // instance, runs apply with that id (which writes it and returns its
 // event's data), and publishes it. An error of apply is returned, and
 // nothing is published.
-func (s routes) change(ctx context.Context, cv handlers.Conversation, kind string, target gocql.UUID, apply func(id gocql.UUID) ([]byte, error)) error {
+func (s routes) change(ctx context.Context, cv handlers.Conversation, kind string, target chat.ID, apply func(id chat.ID) ([]byte, error)) error {
 	sl, err := s.Live().Reserve(cv.ID, func() (store.Message, error) {
 		return store.Message{ID: s.DB().NewChangeID(), Room: cv.ID}, nil
 	})

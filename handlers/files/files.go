@@ -19,7 +19,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gocql/gocql"
+	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/handlers"
 	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/views"
@@ -205,7 +205,7 @@ func (s routes) postFiles(c echo.Context, in store.Place, composer func(views.Fo
 		m, err := s.PostOnce(req.Context(), me.Login, conv, clientID, func(ctx context.Context) (store.Message, error) {
 			return s.Post(ctx, in, func() (store.Message, error) { return s.DB().DraftMessage(in, me, content) })
 		})
-		if errors.Is(err, store.ErrInvalid) {
+		if errors.Is(err, chat.ErrInvalid) {
 			return composer(handlers.WithErrors(views.Form{Values: map[string]string{"content": content, "client_id": clientID}, Errors: map[string]string{}}, err))
 		}
 		if err != nil {
@@ -261,9 +261,9 @@ func fileKey(clientID string, n int) string {
 // uploadError maps what can end an upload to what a person reads.
 func (s routes) uploadError(err error) error {
 	var tooBig *http.MaxBytesError
-	var invalid store.ValidationError
+	var invalid chat.ValidationError
 	switch {
-	case errors.As(err, &tooBig), errors.Is(err, store.ErrTooLarge):
+	case errors.As(err, &tooBig), errors.Is(err, chat.ErrTooLarge):
 		s.Metrics().CountUpload("too_large", 0)
 		return s.errTooLarge()
 	case errors.Is(err, web.ErrOverBudget):
@@ -283,7 +283,7 @@ func (s routes) uploadError(err error) error {
 		s.Log().Info("malformed upload", "err", err)
 		return echo.NewHTTPError(http.StatusBadRequest,
 			"The upload could not be read: its form is malformed. Files before the fault were sent; nothing after it was stored.")
-	case errors.Is(err, store.ErrNotParticipant), errors.Is(err, store.ErrUnavailable):
+	case errors.Is(err, chat.ErrNotParticipant), errors.Is(err, chat.ErrUnavailable):
 		return err
 	}
 	s.Metrics().CountUpload("failed", 0)
@@ -300,9 +300,9 @@ var errMalformed = errors.New("malformed multipart body")
 // Range (206, 416), If-None-Match (304, with the sha256 as ETag) and HEAD;
 // the reader loads only the chunks a range covers, one at a time.
 func (s routes) downloadFile(c echo.Context) error {
-	id, err := gocql.ParseUUID(c.Param("id"))
+	id, err := chat.ParseID(c.Param("id"))
 	if err != nil {
-		return store.ErrNotFound
+		return chat.ErrNotFound
 	}
 	ctx := c.Request().Context()
 	a, err := s.DB().Attachment(ctx, id)
@@ -310,7 +310,7 @@ func (s routes) downloadFile(c echo.Context) error {
 		return err
 	}
 	if ok, err := s.canRead(ctx, handlers.MustUser(c).Login, a); err != nil || !ok {
-		return cmpErr(err, store.ErrNotFound)
+		return cmpErr(err, chat.ErrNotFound)
 	}
 	h := c.Response().Header()
 	h.Set("Content-Type", a.ContentType)
@@ -359,7 +359,7 @@ func (s routes) canRead(ctx context.Context, login string, a store.Attachment) (
 		return false, nil
 	}
 	r, err := s.RoomFor(ctx, a.Conversation, login)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, chat.ErrNotFound) {
 		return false, nil
 	}
 	if err != nil {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/handlers"
 	"github.com/killrchat/killrchat/live"
 	"github.com/killrchat/killrchat/store"
@@ -96,11 +97,11 @@ func (s routes) renderMembers(c echo.Context, status int, r store.Room, add, inv
 			used := r.InviteUses[inv.ID]
 			row := views.InviteRow{Invite: inv, Used: used, Status: "active"}
 			switch {
-			case errors.Is(inv.Problem(now, used), store.ErrInviteRevoked):
+			case errors.Is(inv.Problem(now, used), chat.ErrInviteRevoked):
 				row.Status = "revoked"
-			case errors.Is(inv.Problem(now, used), store.ErrInviteExpired):
+			case errors.Is(inv.Problem(now, used), chat.ErrInviteExpired):
 				row.Status = "expired"
-			case errors.Is(inv.Problem(now, used), store.ErrInviteUsedUp):
+			case errors.Is(inv.Problem(now, used), chat.ErrInviteUsedUp):
 				row.Status = "used up"
 			}
 			v.Invites = append(v.Invites, row)
@@ -170,7 +171,7 @@ func (s routes) addMember(c echo.Context) error {
 	f := handlers.FormOf(c, "login")
 	f.Values["login"] = strings.TrimPrefix(strings.TrimSpace(f.Value("login")), "@")
 	who, err := s.DB().User(ctx, f.Value("login"))
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, chat.ErrNotFound) {
 		f.Errors["login"] = "No one has this login."
 		return s.renderMembers(c, http.StatusUnprocessableEntity, r, f, views.Form{})
 	}
@@ -243,7 +244,7 @@ func (s routes) setRoomKind(c echo.Context) error {
 	_, err = s.DB().SetRoomKind(ctx, handlers.MustUser(c).Login, r.Name, c.FormValue("kind"))
 	s.Invalidate(ctx, live.Invalidation{Rooms: []string{r.Name}})
 	if err != nil {
-		var v store.ValidationError
+		var v chat.ValidationError
 		if errors.As(err, &v) {
 			return echo.NewHTTPError(http.StatusUnprocessableEntity, "A room is open or closed.")
 		}
@@ -263,7 +264,7 @@ func (s routes) setBanner(c echo.Context) error {
 	_, err = s.DB().SetBanner(ctx, handlers.MustUser(c).Login, r.Name, c.FormValue("banner"))
 	s.Invalidate(ctx, live.Invalidation{Rooms: []string{r.Name}})
 	if err != nil {
-		var v store.ValidationError
+		var v chat.ValidationError
 		if errors.As(err, &v) {
 			return echo.NewHTTPError(http.StatusUnprocessableEntity, "The banner: "+v["banner"])
 		}
@@ -301,7 +302,7 @@ func (s routes) createInvite(c echo.Context) error {
 	}
 	token, _, err := s.DB().CreateInvite(c.Request().Context(), handlers.MustUser(c), r.Name, form)
 	if err != nil {
-		var v store.ValidationError
+		var v chat.ValidationError
 		if errors.As(err, &v) {
 			return s.renderMembers(c, http.StatusUnprocessableEntity, r, views.Form{}, handlers.WithErrors(f, err))
 		}
@@ -343,11 +344,11 @@ func (s routes) invitation(c echo.Context) (store.Invite, store.Room, string, er
 // inviteProblem is the sentence for a link that no longer works.
 func inviteProblem(err error) string {
 	switch {
-	case errors.Is(err, store.ErrInviteExpired):
+	case errors.Is(err, chat.ErrInviteExpired):
 		return "This invitation link has expired."
-	case errors.Is(err, store.ErrInviteRevoked):
+	case errors.Is(err, chat.ErrInviteRevoked):
 		return "This invitation link was revoked by an admin of the room."
-	case errors.Is(err, store.ErrInviteUsedUp):
+	case errors.Is(err, chat.ErrInviteUsedUp):
 		return "This invitation link has been used as many times as it allows."
 	}
 	return ""
@@ -450,7 +451,7 @@ const suggestAll = 500
 func (s routes) suggestMembers(c echo.Context, conv store.Conversation) error {
 	me := handlers.MustUser(c)
 	if !conv.Has(me.Login) {
-		return store.ErrNotParticipant
+		return chat.ErrNotParticipant
 	}
 	q := strings.ToLower(strings.TrimPrefix(strings.TrimSpace(c.QueryParam("q")), "@"))
 	var out []store.UserRef

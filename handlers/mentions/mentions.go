@@ -9,7 +9,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/gocql/gocql"
+	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/handlers"
 	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/views"
@@ -31,10 +31,10 @@ func Register(srv *handlers.Server, r handlers.Routes) {
 // listMentions answers GET /mentions: the messages that mention the
 // viewer, newest first, a page at a time (?before= the oldest shown).
 func (s routes) listMentions(c echo.Context) error {
-	var before gocql.UUID
+	var before chat.ID
 	if b := c.QueryParam("before"); b != "" {
 		var err error
-		if before, err = store.ParseMessageID(b); err != nil {
+		if before, err = chat.ParseMessageID(b); err != nil {
 			return echo.NewHTTPError(http.StatusBadRequest, "The link to older mentions is malformed.")
 		}
 	}

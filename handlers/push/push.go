@@ -13,6 +13,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/handlers"
 	"github.com/killrchat/killrchat/store"
 )
@@ -76,7 +77,7 @@ func (s routes) unsubscribe(c echo.Context) error {
 		return echo.NewHTTPError(http.StatusUnprocessableEntity, "Which subscription? The endpoint is missing.")
 	}
 	err := s.DB().DeletePushSubscription(c.Request().Context(), handlers.MustUser(c).Login, endpoint)
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
+	if err != nil && !errors.Is(err, chat.ErrNotFound) {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)

@@ -10,9 +10,9 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/gocql/gocql"
 	"github.com/labstack/echo/v4"
 
+	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/handlers"
 	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/views"
@@ -87,19 +87,19 @@ func narrowTo(convs []store.Conversation, in string) []store.Conversation {
 
 // searchCursor signs the id of the last result shown: the next page's
 // ?after=, opaque to the browser.
-func (s routes) searchCursor(id gocql.UUID) (string, error) {
+func (s routes) searchCursor(id chat.ID) (string, error) {
 	return s.Sign("search", id.String())
 }
 
-func (s routes) searchBefore(token string) (gocql.UUID, error) {
+func (s routes) searchBefore(token string) (chat.ID, error) {
 	if token == "" {
-		return gocql.UUID{}, nil
+		return chat.ID{}, nil
 	}
 	var id string
 	if err := s.Unsign("search", token, &id); err != nil {
-		return gocql.UUID{}, echo.NewHTTPError(http.StatusBadRequest, "This link to more results is broken or has expired. Search again.")
+		return chat.ID{}, echo.NewHTTPError(http.StatusBadRequest, "This link to more results is broken or has expired. Search again.")
 	}
-	return store.ParseMessageID(id)
+	return chat.ParseMessageID(id)
 }
 
 // search answers GET /search?q=: the page with its form, the viewer's
@@ -115,7 +115,7 @@ func (s routes) search(c echo.Context) error {
 	status := http.StatusOK
 	if raw != "" {
 		if err := s.searchResults(c, me.Login, raw, &v); err != nil {
-			var ve store.ValidationError
+			var ve chat.ValidationError
 			if !errors.As(err, &ve) {
 				return err
 			}
