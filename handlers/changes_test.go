@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/killrchat/killrchat/chat"
-	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/views"
 )
 
@@ -26,7 +25,7 @@ func latestID(t *testing.T, room, content string) string {
 }
 
 // storedMessage reads one message of place, or fails.
-func storedMessage(t *testing.T, in store.Place, id string) (store.Message, error) {
+func storedMessage(t *testing.T, in chat.Place, id string) (chat.Message, error) {
 	t.Helper()
 	uid, err := chat.ParseID(id)
 	if err != nil {
@@ -35,7 +34,7 @@ func storedMessage(t *testing.T, in store.Place, id string) (store.Message, erro
 	return db.Message(ctxT(t), in, uid)
 }
 
-func roomPlace(t *testing.T, room string) store.Room {
+func roomPlace(t *testing.T, room string) chat.Room {
 	t.Helper()
 	r, err := db.Room(ctxT(t), room)
 	if err != nil {

@@ -9,12 +9,11 @@ import (
 	"time"
 
 	"github.com/killrchat/killrchat/chat"
-	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/web"
 )
 
 // dmMessages are the messages stored in the DM at address, oldest first.
-func dmMessages(t *testing.T, address string) []store.Message {
+func dmMessages(t *testing.T, address string) []chat.Message {
 	t.Helper()
 	d, err := db.DM(ctxT(t), address)
 	if err != nil {
@@ -29,7 +28,7 @@ func dmMessages(t *testing.T, address string) []store.Message {
 
 func dmAddress(t testing.TB, logins ...string) string {
 	t.Helper()
-	a, err := store.DMAddress(logins)
+	a, err := chat.DMAddress(logins)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/PuerkitoBio/goquery"
 	"github.com/labstack/echo/v4"
 
+	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/handlers"
 	"github.com/killrchat/killrchat/handlers/routes"
 	"github.com/killrchat/killrchat/live"
@@ -204,7 +205,7 @@ func (a *app) signedUp(t testing.TB, login string) *client {
 	if p := c.post("/signup", signupForm(login, "password1")); p.StatusCode != http.StatusSeeOther {
 		t.Fatalf("sign up %s: %d %s", login, p.StatusCode, text(p, "main"))
 	}
-	c.login = store.NameKey(login)
+	c.login = chat.NameKey(login)
 	return c
 }
 

@@ -10,7 +10,6 @@ import (
 
 	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/handlers"
-	"github.com/killrchat/killrchat/store"
 )
 
 // closedRoomBy makes a closed room through the form and adds the others
@@ -35,7 +34,7 @@ func addMember(t *testing.T, c *client, room, login string, want int) {
 	}
 }
 
-func participants(t *testing.T, room string) map[string]store.UserRef {
+func participants(t *testing.T, room string) map[string]chat.UserRef {
 	t.Helper()
 	r, err := db.Store.Room(ctxT(t), room)
 	if err != nil {
@@ -45,7 +44,7 @@ func participants(t *testing.T, room string) map[string]store.UserRef {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := map[string]store.UserRef{}
+	out := map[string]chat.UserRef{}
 	for _, p := range people {
 		out[p.Login] = p
 	}
@@ -306,7 +305,7 @@ func TestBigRoomHeaderListsFifty(t *testing.T) {
 	room := createRoom(t, owner)
 	for i := 0; i < 120; i++ {
 		login := unique("m")
-		if _, err := db.Store.JoinRoom(ctxT(t), store.UserRef{Login: login, Firstname: "M", Lastname: login}, room); err != nil {
+		if _, err := db.Store.JoinRoom(ctxT(t), chat.UserRef{Login: login, Firstname: "M", Lastname: login}, room); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -21,7 +21,6 @@ import (
 	"github.com/killrchat/killrchat/handlers"
 	"github.com/killrchat/killrchat/live"
 	"github.com/killrchat/killrchat/live/ssetest"
-	"github.com/killrchat/killrchat/store"
 )
 
 // specStream is a room stream read with the HTML standard's parser, which
@@ -227,7 +226,7 @@ func TestStreamCapPerIP(t *testing.T) {
 
 // seed stores n messages of size characters in room, directly, with a few
 // writers at once; it returns them oldest first.
-func seed(t *testing.T, room string, n, size int) []store.Message {
+func seed(t *testing.T, room string, n, size int) []chat.Message {
 	t.Helper()
 	r, err := db.Room(ctxT(t), room)
 	if err != nil {

@@ -43,7 +43,7 @@ type sidebar struct {
 	read bool
 	// entries is the whole DM list as read, or dmErr why it was not:
 	// GET /dm shows it without reading it again.
-	entries []store.DMEntry
+	entries []chat.DMEntry
 	dmErr   error
 }
 
@@ -68,7 +68,7 @@ func (s *Server) readSidebar(ctx context.Context, login, open string) sidebar {
 	// the DM list with each DM's last message, which is its head) and the
 	// heads of their rooms.
 	var (
-		entries    []store.DMEntry
+		entries    []chat.DMEntry
 		heads      map[string]chat.ID
 		derr, herr error
 		wg         sync.WaitGroup
@@ -170,7 +170,7 @@ func markID(c echo.Context) (chat.ID, error) {
 // browser without JavaScript. An older id than the stored marker changes
 // nothing (the store writes it with the id's own time), so two tabs never
 // move it backwards.
-func (s *Server) markRead(c echo.Context, conv store.Conversation, id chat.ID, back string) error {
+func (s *Server) markRead(c echo.Context, conv chat.Conversation, id chat.ID, back string) error {
 	me := MustUser(c)
 	if !conv.Has(me.Login) {
 		return chat.ErrNotParticipant
@@ -187,7 +187,7 @@ func (s *Server) markRead(c echo.Context, conv store.Conversation, id chat.ID, b
 // markShown marks conv read up to the newest of msgs, the messages a full
 // page shows, unless the marker (as it was before) is there already. A
 // failure only logs: the page is worth more than its marker.
-func (s *Server) markShown(ctx context.Context, login string, conv store.Conversation, msgs []store.Message, marker chat.ID) {
+func (s *Server) markShown(ctx context.Context, login string, conv chat.Conversation, msgs []chat.Message, marker chat.ID) {
 	if len(msgs) == 0 {
 		return
 	}
@@ -201,7 +201,7 @@ func (s *Server) markShown(ctx context.Context, login string, conv store.Convers
 // firstUnread is the first of msgs that the reader had not read: newer than
 // marker, neither their own nor a system message; zero if none, or if they
 // never read the conversation (everything would be "new").
-func firstUnread(msgs []store.Message, marker chat.ID, login string) chat.ID {
+func firstUnread(msgs []chat.Message, marker chat.ID, login string) chat.ID {
 	if marker == (chat.ID{}) {
 		return chat.ID{}
 	}
@@ -221,7 +221,7 @@ const aroundPage = messagesPerPage / 2
 // page centred on it and the message highlighted: the list of mentions
 // links there. A page that does not reach the newest message links to it
 // instead of following the live stream. A malformed id is a 400.
-func (s *Server) around(c echo.Context, in store.Place, base string, v *views.RoomView) error {
+func (s *Server) around(c echo.Context, in chat.Place, base string, v *views.RoomView) error {
 	at, err := chat.ParseMessageID(c.QueryParam("at"))
 	if err != nil {
 		return echo.NewHTTPError(http.StatusBadRequest, "The link to this message is malformed.")
@@ -258,7 +258,7 @@ func (s *Server) around(c echo.Context, in store.Place, base string, v *views.Ro
 // mentions of the members of place (see views.WithMembers), among them
 // every one that msgs mention: the page, its fragments, a replay (which
 // looks up the members each replayed message mentions, see Mentioning).
-func (s *Server) InConversation(c echo.Context, place store.Place, msgs ...store.Message) {
+func (s *Server) InConversation(c echo.Context, place chat.Place, msgs ...chat.Message) {
 	r := c.Request()
 	c.SetRequest(r.WithContext(s.Mentioning(r.Context(), place, msgs...)))
 }
@@ -270,7 +270,7 @@ type placeKey struct{}
 // place that msgs mention (one read of their rows in a room, none in a
 // DM, see store.Mentionable), added to those ctx has for place. A failed read is
 // logged: the mentions show as text.
-func (s *Server) Mentioning(ctx context.Context, place store.Place, msgs ...store.Message) context.Context {
+func (s *Server) Mentioning(ctx context.Context, place chat.Place, msgs ...chat.Message) context.Context {
 	contents := make([]string, 0, len(msgs))
 	for _, m := range msgs {
 		contents = append(contents, m.Content)
@@ -280,7 +280,7 @@ func (s *Server) Mentioning(ctx context.Context, place store.Place, msgs ...stor
 		s.log.Warn("mentioned members", "conversation", conv.ID, "err", err)
 	}
 	members := conv.Members
-	if had, ok := ctx.Value(placeKey{}).(store.Place); ok && had.Conversation().ID == conv.ID {
+	if had, ok := ctx.Value(placeKey{}).(chat.Place); ok && had.Conversation().ID == conv.ID {
 		members = views.AddMembers(ctx, members) // those looked up before, for this place
 	}
 	return context.WithValue(views.WithMembers(ctx, members), placeKey{}, place)
@@ -289,8 +289,8 @@ func (s *Server) Mentioning(ctx context.Context, place store.Place, msgs ...stor
 // MentioningEach is ctx for rendering m in the place ctx renders for (if
 // any): the members m mentions looked up, for a message rendered alone
 // (a replay, an edit).
-func (s *Server) MentioningEach(ctx context.Context, m store.Message) context.Context {
-	if place, ok := ctx.Value(placeKey{}).(store.Place); ok {
+func (s *Server) MentioningEach(ctx context.Context, m chat.Message) context.Context {
+	if place, ok := ctx.Value(placeKey{}).(chat.Place); ok {
 		return s.Mentioning(ctx, place, m)
 	}
 	return ctx
@@ -299,7 +299,7 @@ func (s *Server) MentioningEach(ctx context.Context, m store.Message) context.Co
 // recordMentions records m under every member it mentions. Only a message
 // that mentions someone costs a statement, so a plain post runs what it
 // ran before; a failure is logged, not returned: the message is stored.
-func (s *Server) recordMentions(ctx context.Context, conv store.Conversation, m store.Message) {
+func (s *Server) recordMentions(ctx context.Context, conv chat.Conversation, m chat.Message) {
 	// conv holds the members m mentions (see store.Mentionable).
 	if m.System || len(store.Mentioned(m.Content, conv.Members)) == 0 {
 		return

@@ -47,11 +47,11 @@ func busyPerson(t testing.TB, a *app, rooms, dms, unread int) (*client, string) 
 	ctx := ctxT(t)
 	login := unique("busy")
 	c := a.signedUp(t, login)
-	me := store.UserRef{Login: login, Firstname: "Ada", Lastname: "Lovelace"}
+	me := chat.UserRef{Login: login, Firstname: "Ada", Lastname: "Lovelace"}
 	other := newUser(t, unique("other"))
 	var names []string
 	for i := 0; i < rooms; i++ {
-		r, err := db.CreateRoom(ctx, me, store.NewRoom{Name: unique("busyroom")})
+		r, err := db.CreateRoom(ctx, me, chat.NewRoom{Name: unique("busyroom")})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -103,13 +103,13 @@ func busyPerson(t testing.TB, a *app, rooms, dms, unread int) (*client, string) 
 	return c, login
 }
 
-func newUser(t testing.TB, login string) store.UserRef {
+func newUser(t testing.TB, login string) chat.UserRef {
 	t.Helper()
-	u, err := db.CreateUser(ctxT(t), store.SignUp{Login: login, Password: "password1", PasswordConfirm: "password1", Firstname: "Bob", Lastname: "Builder"})
+	u, err := db.CreateUser(ctxT(t), chat.SignUp{Login: login, Password: "password1", PasswordConfirm: "password1", Firstname: "Bob", Lastname: "Builder"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return store.UserRef{Login: u.Login, Firstname: u.Firstname, Lastname: u.Lastname}
+	return chat.UserRef{Login: u.Login, Firstname: u.Firstname, Lastname: u.Lastname}
 }
 
 // TestHomeStatementBudget: the home page of a person in 50 rooms and 20

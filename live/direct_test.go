@@ -11,7 +11,6 @@ import (
 
 	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/live/sse"
-	"github.com/killrchat/killrchat/store"
 )
 
 // streamPair is a loopback TCP connection whose server side sends into
@@ -54,7 +53,7 @@ func streamPair(t *testing.T) (server, client net.Conn) {
 // testEvent is a message event of about size bytes, numbered i.
 func testEvent(i, size int) *Event {
 	id := chat.IDAt(time.Unix(1700000000, int64(i)*1000))
-	ev := Event{Kind: KindMessage, ID: id, Message: &store.Message{ID: id}, HTML: []byte(fmt.Sprintf("<li>%d %s</li>", i, strings.Repeat("x", size)))}
+	ev := Event{Kind: KindMessage, ID: id, Message: &chat.Message{ID: id}, HTML: []byte(fmt.Sprintf("<li>%d %s</li>", i, strings.Repeat("x", size)))}
 	ev.frame = encodeEvent(ev)
 	return &ev
 }

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/killrchat/killrchat/chat"
-	"github.com/killrchat/killrchat/store"
 )
 
 const firstTimeUUID = "00000000-0000-1000-8000-000000000000"
@@ -24,7 +23,7 @@ func TestHubEncodesAnEventOnce(t *testing.T) {
 	defer a.Close()
 	defer b.Close()
 	id, _ := chat.ParseMessageID(firstTimeUUID)
-	m := store.Message{ID: id, Room: "r"}
+	m := chat.Message{ID: id, Room: "r"}
 	if err := hub.Publish(context.Background(), Event{Kind: KindMessage, Conversation: "r", Message: &m, HTML: []byte("<li>x\ny</li>")}); err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +105,7 @@ func TestLeavingStopsTheWatch(t *testing.T) {
 	defer bob.Close()
 	post := func(room string) {
 		id, _ := chat.ParseMessageID(firstTimeUUID)
-		m := store.Message{ID: id, Room: room, Author: store.UserRef{Login: "cy"}, Content: "secret"}
+		m := chat.Message{ID: id, Room: room, Author: chat.UserRef{Login: "cy"}, Content: "secret"}
 		if err := hub.Publish(context.Background(), Event{Kind: KindMessage, Conversation: room, Message: &m}); err != nil {
 			t.Fatal(err)
 		}

@@ -15,7 +15,6 @@ import (
 
 	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/live/ssetest"
-	"github.com/killrchat/killrchat/store"
 )
 
 // convSource is a Source of several conversations' messages in memory, as if another
@@ -23,24 +22,24 @@ import (
 // one is dropped by id).
 type convSource struct {
 	mu   sync.Mutex
-	msgs map[string][]store.Message
+	msgs map[string][]chat.Message
 }
 
-func (m *convSource) add(conv string, at time.Time, text string) store.Message {
+func (m *convSource) add(conv string, at time.Time, text string) chat.Message {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.msgs == nil {
-		m.msgs = map[string][]store.Message{}
+		m.msgs = map[string][]chat.Message{}
 	}
-	msg := store.Message{ID: chat.IDAt(at), Room: conv, Content: text}
+	msg := chat.Message{ID: chat.IDAt(at), Room: conv, Content: text}
 	m.msgs[conv] = append(m.msgs[conv], msg)
 	return msg
 }
 
-func (m *convSource) MessagesAfter(_ context.Context, in store.Place, after chat.ID, n int) ([]store.Message, bool, error) {
+func (m *convSource) MessagesAfter(_ context.Context, in chat.Place, after chat.ID, n int) ([]chat.Message, bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var out []store.Message
+	var out []chat.Message
 	for _, msg := range m.msgs[in.Conversation().ID] {
 		if msg.ID.After(after) {
 			out = append(out, msg)
@@ -53,11 +52,11 @@ func (m *convSource) MessagesAfter(_ context.Context, in store.Place, after chat
 }
 
 // ChangesAfter: these conversations have no edits, deletes or reactions.
-func (m *convSource) ChangesAfter(context.Context, store.Place, chat.ID, int) ([]store.Change, bool, error) {
+func (m *convSource) ChangesAfter(context.Context, chat.Place, chat.ID, int) ([]chat.Change, bool, error) {
 	return nil, false, nil
 }
 
-func (m *convSource) CountMessagesAfter(ctx context.Context, in store.Place, after chat.ID, limit int) (int, error) {
+func (m *convSource) CountMessagesAfter(ctx context.Context, in chat.Place, after chat.ID, limit int) (int, error) {
 	out, _, err := m.MessagesAfter(ctx, in, after, limit)
 	return len(out), err
 }
@@ -70,7 +69,7 @@ type countGauge struct{ n atomic.Int64 }
 func (g *countGauge) Inc() { g.n.Add(1) }
 func (g *countGauge) Dec() { g.n.Add(-1) }
 
-func renderTest(_ context.Context, m store.Message) ([]byte, error) {
+func renderTest(_ context.Context, m chat.Message) ([]byte, error) {
 	return []byte(fmt.Sprintf("<li id=\"msg-%s\">%s</li>", m.ID, m.Content)), nil
 }
 
@@ -92,7 +91,7 @@ func personalServer(t *testing.T, e *Engine, since map[string]chat.ID) *httptest
 		st.Unsubscribe("gone")
 		st.Refuse("gone", KindStreamEnd)
 		for _, conv := range []string{"a", "b"} {
-			st.Resume(conv, store.Conversation{ID: conv}, since[conv], r.Context())
+			st.Resume(conv, chat.Conversation{ID: conv}, since[conv], r.Context())
 		}
 		if err := st.TakeReplay(r.Context()); err != nil {
 			http.Error(w, err.Error(), http.StatusServiceUnavailable)
@@ -151,7 +150,7 @@ func TestPersonalStreamCarriesSeveralConversations(t *testing.T) {
 	defer hub.Close()
 	src := &convSource{}
 	base := time.Now().Add(-time.Minute)
-	var a, b []store.Message
+	var a, b []chat.Message
 	for i := 0; i < 3; i++ {
 		a = append(a, src.add("a", base.Add(time.Duration(i)*time.Second), fmt.Sprint("a", i)))
 		b = append(b, src.add("b", base.Add(time.Duration(i)*time.Second+time.Millisecond), fmt.Sprint("b", i)))
@@ -180,8 +179,8 @@ func TestPersonalStreamCarriesSeveralConversations(t *testing.T) {
 
 	// Live: a replayed message that comes live too is not sent again;
 	// the events of "c" are not carried.
-	publish := func(conv, text string, at time.Time) store.Message {
-		m := store.Message{ID: chat.IDAt(at), Room: conv, Content: text}
+	publish := func(conv, text string, at time.Time) chat.Message {
+		m := chat.Message{ID: chat.IDAt(at), Room: conv, Content: text}
 		html, _ := renderTest(context.Background(), m)
 		if err := hub.Publish(context.Background(), Event{Kind: KindMessage, Conversation: conv, Message: &m, HTML: html}); err != nil {
 			t.Fatal(err)
@@ -199,7 +198,7 @@ func TestPersonalStreamCarriesSeveralConversations(t *testing.T) {
 		conv, _, _ := strings.Cut(ev.Data, "\n")
 		got[conv] = ev
 	}
-	for conv, m := range map[string]store.Message{"a": la, "b": lb} {
+	for conv, m := range map[string]chat.Message{"a": la, "b": lb} {
 		html, _ := renderTest(context.Background(), m)
 		if ev := got[conv]; ev.Name != KindMessage || ev.Data != conv+"\n"+string(html) || ev.LastID != m.ID.String() {
 			t.Fatalf("live event %+v, want %s's message %s", ev, conv, m.Content)
@@ -267,7 +266,7 @@ func TestPersonalStreamOfABrowserReplacesItsOlder(t *testing.T) {
 		t.Fatalf("a third browser: %s, want 429", resp.Status)
 	}
 	// The other browser's stream still delivers.
-	m := store.Message{ID: chat.IDAt(time.Now()), Room: "a", Content: "still here"}
+	m := chat.Message{ID: chat.IDAt(time.Now()), Room: "a", Content: "still here"}
 	hub.Publish(context.Background(), Event{Kind: KindMessage, Conversation: "a", Message: &m, HTML: []byte("x")})
 	for _, s := range []<-chan ssetest.SpecRecord{other, second} {
 		if got := next(t, s); got.Data != "a\nx" {

@@ -12,23 +12,22 @@ import (
 
 	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/live/ssetest"
-	"github.com/killrchat/killrchat/store"
 )
 
 // memSource is a conversation's stored messages in memory, for the
 // engine's tests (the handlers' tests run it on Cassandra).
 type memSource struct {
 	mu      sync.Mutex
-	msgs    []store.Message // in id order
-	changes []store.Change  // in id order
+	msgs    []chat.Message // in id order
+	changes []chat.Change  // in id order
 	local   map[chat.ID]bool
 	floor   int64
 }
 
-func (m *memSource) MessagesAfter(_ context.Context, _ store.Place, after chat.ID, n int) ([]store.Message, bool, error) {
+func (m *memSource) MessagesAfter(_ context.Context, _ chat.Place, after chat.ID, n int) ([]chat.Message, bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var out []store.Message
+	var out []chat.Message
 	for _, msg := range m.msgs {
 		if msg.ID.After(after) {
 			out = append(out, msg)
@@ -40,10 +39,10 @@ func (m *memSource) MessagesAfter(_ context.Context, _ store.Place, after chat.I
 	return out, false, nil
 }
 
-func (m *memSource) ChangesAfter(_ context.Context, _ store.Place, after chat.ID, n int) ([]store.Change, bool, error) {
+func (m *memSource) ChangesAfter(_ context.Context, _ chat.Place, after chat.ID, n int) ([]chat.Change, bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var out []store.Change
+	var out []chat.Change
 	for _, ch := range m.changes {
 		if ch.ID.After(after) {
 			out = append(out, ch)
@@ -55,7 +54,7 @@ func (m *memSource) ChangesAfter(_ context.Context, _ store.Place, after chat.ID
 	return out, false, nil
 }
 
-func (m *memSource) CountMessagesAfter(ctx context.Context, in store.Place, after chat.ID, limit int) (int, error) {
+func (m *memSource) CountMessagesAfter(ctx context.Context, in chat.Place, after chat.ID, limit int) (int, error) {
 	msgs, _, err := m.MessagesAfter(ctx, in, after, limit)
 	return len(msgs), err
 }
@@ -84,16 +83,16 @@ func TestReplayCursorStaysBelowWhatComesLive(t *testing.T) {
 	src := &memSource{local: map[chat.ID]bool{}, floor: base}
 	hub := NewLocalHub()
 	defer hub.Close()
-	render := func(_ context.Context, m store.Message) ([]byte, error) {
+	render := func(_ context.Context, m chat.Message) ([]byte, error) {
 		return []byte(`<li id="msg-` + m.ID.String() + `">` + m.Content + `</li>`), nil
 	}
 	e := New(hub, src, Config{}, slog.New(slog.NewTextHandler(io.Discard, nil)), nopGauge{}, render,
 		func(ev Event) { _ = hub.Publish(context.Background(), ev) })
-	room := store.Conversation{ID: "r"}
+	room := chat.Conversation{ID: "r"}
 
 	since := idAt(base + 5)
-	sl, err := e.Reserve("r", func() (store.Message, error) {
-		m := store.Message{ID: idAt(src.IDFloor() + 100), Room: "r", Content: "local"}
+	sl, err := e.Reserve("r", func() (chat.Message, error) {
+		m := chat.Message{ID: idAt(src.IDFloor() + 100), Room: "r", Content: "local"}
 		src.local[m.ID] = true
 		src.floor = m.ID.Timestamp() // the floor is above every id made
 		return m, nil
@@ -102,8 +101,8 @@ func TestReplayCursorStaysBelowWhatComesLive(t *testing.T) {
 		t.Fatal(err)
 	}
 	local := sl.Msg
-	remote := store.Message{ID: idAt(local.ID.Timestamp() + 50), Room: "r", Content: "remote"}
-	src.msgs = []store.Message{local, remote} // both stored
+	remote := chat.Message{ID: idAt(local.ID.Timestamp() + 50), Room: "r", Content: "remote"}
+	src.msgs = []chat.Message{local, remote} // both stored
 
 	st, err := e.Open("a", "ip", "s", since)
 	if err != nil {

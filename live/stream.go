@@ -97,7 +97,7 @@ type feed struct {
 	conv  string
 	sub   *Subscription
 	bound int64
-	in    store.Place     // nil until Resume
+	in    chat.Place      // nil until Resume
 	since chat.ID         // zero: nothing to replay
 	ctx   context.Context // renders its replay (nil: Run's)
 }
@@ -201,7 +201,7 @@ func (st *Stream) Unsubscribe(conversation string) {
 // Resume says where conversation is (it is read, and the reader is a
 // member), and, for a personal stream, after which id its client's copy
 // ends (zero: replay nothing); ctx renders its replayed messages.
-func (st *Stream) Resume(conversation string, in store.Place, since chat.ID, ctx context.Context) {
+func (st *Stream) Resume(conversation string, in chat.Place, since chat.ID, ctx context.Context) {
 	for _, f := range st.feeds {
 		if f.conv == conversation {
 			f.in, f.ctx = in, ctx
@@ -332,7 +332,7 @@ const noticeLength = 100
 // id, its author, the first noticeLength characters of its text (plain
 // text: a notification shows no HTML, and the page escapes nothing), and
 // whether it mentions login.
-func notice(m *store.Message, login string) []byte {
+func notice(m *chat.Message, login string) []byte {
 	if m == nil {
 		return nil
 	}
@@ -348,13 +348,13 @@ func notice(m *store.Message, login string) []byte {
 		Text    string `json:"text"`
 		Mention bool   `json:"mention"`
 	}{m.ID.String(), m.Author.Login, name, text,
-		len(store.Mentioned(m.Content, map[string]store.UserRef{login: {Login: login}})) > 0})
+		len(store.Mentioned(m.Content, map[string]chat.UserRef{login: {Login: login}})) > 0})
 	return b
 }
 
 // NoticeText is what a notification of m says: the first noticeLength
 // characters of its text, as plain text, or the file it sends.
-func NoticeText(m *store.Message) string {
+func NoticeText(m *chat.Message) string {
 	text := m.Content
 	if m.Attachment != nil && strings.TrimSpace(text) == "" {
 		text = "sent a file: " + m.Attachment.Name
@@ -502,7 +502,7 @@ func (s *Engine) replayStart(since chat.ID) chat.ID { return since }
 //
 // It reads from start (see replayStart); only what comes after since
 // counts towards the replay's limit.
-func (s *Engine) replay(ctx context.Context, out *eventWriter, in store.Place, start, since chat.ID, bound int64, sent map[chat.ID]struct{}) bool {
+func (s *Engine) replay(ctx context.Context, out *eventWriter, in chat.Place, start, since chat.ID, bound int64, sent map[chat.ID]struct{}) bool {
 	deadline := time.Now().Add(replayTimeout)
 	// The changes (edits, deletes, reactions) go between the messages, in
 	// id order. They are read once, first: every change below mark0 is
@@ -577,7 +577,7 @@ func (s *Engine) replay(ctx context.Context, out *eventWriter, in store.Place, s
 // false when the stream must end: the database failed, or more changes
 // were missed than a replay gives, or older ones than the change log
 // keeps, and the client was told to reload the page.
-func (s *Engine) replayChanges(ctx context.Context, out *eventWriter, in store.Place, start chat.ID) ([]store.Change, bool) {
+func (s *Engine) replayChanges(ctx context.Context, out *eventWriter, in chat.Place, start chat.ID) ([]chat.Change, bool) {
 	if s.renderChange == nil {
 		return nil, true
 	}
@@ -599,7 +599,7 @@ func (s *Engine) replayChanges(ctx context.Context, out *eventWriter, in store.P
 // before upTo (all of them when upTo is zero), taking them off the list,
 // each with its cursor at most mark. Like a message, a change of this
 // instance above bound comes live.
-func (s *Engine) sendChanges(ctx context.Context, out *eventWriter, in store.Place, changes *[]store.Change,
+func (s *Engine) sendChanges(ctx context.Context, out *eventWriter, in chat.Place, changes *[]chat.Change,
 	upTo chat.ID, mark, bound int64, sent map[chat.ID]struct{}) bool {
 	for len(*changes) > 0 {
 		ch := (*changes)[0]

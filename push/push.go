@@ -25,6 +25,7 @@ import (
 	webpush "github.com/SherClockHolmes/webpush-go"
 	"golang.org/x/time/rate"
 
+	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/store"
 )
 
@@ -79,7 +80,7 @@ type Message struct {
 	// Members are the conversation's members by login: a DM's all, a
 	// room's those the message mentions (see store.Mentionable); shared,
 	// never changed.
-	Members    map[string]store.UserRef
+	Members    map[string]chat.UserRef
 	Author     string
 	AuthorName string
 	Title      string // "#general" or the DM's name
@@ -235,7 +236,7 @@ func (s *Sender) work(closing <-chan struct{}) {
 
 // everyoneWanting is m's members (those it mentions), and the members of
 // its room among those whose level is everything.
-func (s *Sender) everyoneWanting(ctx context.Context, m Message, levels map[string]store.Level) (map[string]store.UserRef, error) {
+func (s *Sender) everyoneWanting(ctx context.Context, m Message, levels map[string]store.Level) (map[string]chat.UserRef, error) {
 	var want []string
 	for login, level := range levels {
 		if _, ok := m.Members[login]; !ok && level == store.LevelEverything {
@@ -282,7 +283,7 @@ func (s *Sender) deliver(m Message) {
 		return
 	}
 	members := m.Members
-	if !store.IsDM(m.Conversation) {
+	if !chat.IsDM(m.Conversation) {
 		// A room's message carries the members it mentions, not all
 		// (a room may have 10,000): those who want every message are
 		// looked up among the members, by their rows.

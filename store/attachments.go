@@ -18,12 +18,8 @@ import (
 	"image"
 	"io"
 	"net/http"
-	"path"
-	"strings"
 	"sync"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/gocql/gocql"
 	"github.com/killrchat/killrchat/chat"
@@ -74,8 +70,6 @@ const (
 	// chunkHead is how much of a chunk an upload reads into its own
 	// buffer before it takes one of the process's chunk buffers.
 	chunkHead = 32 << 10
-	// maxFileName is the longest stored file name, in characters.
-	maxFileName = 200
 	// sweepDays is how many days of pending_uploads a sweep reads.
 	sweepDays = 7
 )
@@ -86,7 +80,7 @@ type Attachment struct {
 	ID chat.ID
 	// Conversation is the id of the room or DM it was posted in.
 	Conversation string
-	Uploader     UserRef
+	Uploader     chat.UserRef
 	// Name is the cleaned file name the uploader gave.
 	Name string
 	Size int64
@@ -112,24 +106,12 @@ type Attachment struct {
 // Inline reports whether the file may be shown by a browser in our
 // origin: a raster image whose header was read. Everything else (HTML,
 // SVG, PDF, text) is only ever downloaded.
-func (a Attachment) Inline() bool { return RasterImage(a.ContentType) && a.Width > 0 }
+func (a Attachment) Inline() bool { return chat.RasterImage(a.ContentType) && a.Width > 0 }
 
 // Ref is what a message keeps of the attachment.
-func (a Attachment) Ref() AttachmentRef {
-	return AttachmentRef{ID: a.ID, Name: a.Name, Size: a.Size, ContentType: a.ContentType,
+func (a Attachment) Ref() chat.AttachmentRef {
+	return chat.AttachmentRef{ID: a.ID, Name: a.Name, Size: a.Size, ContentType: a.ContentType,
 		PreviewID: a.PreviewID, PreviewWidth: a.PreviewWidth, PreviewHeight: a.PreviewHeight}
-}
-
-// AttachmentRef is the attachment of a message, denormalised into it (the
-// user-defined type attachment_ref) so a page of messages is one query.
-type AttachmentRef struct {
-	ID            chat.ID
-	Name          string
-	Size          int64
-	ContentType   string
-	PreviewID     chat.ID
-	PreviewWidth  int
-	PreviewHeight int
 }
 
 // attachmentUDT is an AttachmentRef as the driver reads and writes the
@@ -145,59 +127,18 @@ type attachmentUDT struct {
 }
 
 // udtOf is r as the driver writes it.
-func udtOf(r *AttachmentRef) *attachmentUDT {
+func udtOf(r *chat.AttachmentRef) *attachmentUDT {
 	return &attachmentUDT{ID: gocql.UUID(r.ID), Name: r.Name, Size: r.Size, ContentType: r.ContentType,
 		PreviewID: gocql.UUID(r.PreviewID), PreviewWidth: r.PreviewWidth, PreviewHeight: r.PreviewHeight}
 }
 
 // ref is u as the message carries it, nil for no attachment.
-func (u *attachmentUDT) ref() *AttachmentRef {
+func (u *attachmentUDT) ref() *chat.AttachmentRef {
 	if u == nil {
 		return nil
 	}
-	return &AttachmentRef{ID: chat.ID(u.ID), Name: u.Name, Size: u.Size, ContentType: u.ContentType,
+	return &chat.AttachmentRef{ID: chat.ID(u.ID), Name: u.Name, Size: u.Size, ContentType: u.ContentType,
 		PreviewID: chat.ID(u.PreviewID), PreviewWidth: u.PreviewWidth, PreviewHeight: u.PreviewHeight}
-}
-
-// HasPreview reports whether the message shows the file as an image.
-func (r AttachmentRef) HasPreview() bool { return r.PreviewID != (chat.ID{}) }
-
-// RasterImage reports whether a sniffed content type is one of the raster
-// images served inline: PNG, JPEG, GIF or WebP.
-func RasterImage(contentType string) bool {
-	switch contentType {
-	case "image/png", "image/jpeg", "image/gif", "image/webp":
-		return true
-	}
-	return false
-}
-
-// CleanFileName makes an uploader's file name safe to store and show: the
-// last path element only, valid UTF-8, no control or format characters,
-// trimmed, at most 200 characters; "file" if nothing is left.
-func CleanFileName(name string) string {
-	name = strings.ToValidUTF8(name, "")
-	if i := strings.LastIndexAny(name, `/\`); i >= 0 {
-		name = name[i+1:]
-	}
-	name = strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) || unicode.In(r, unicode.Cf) {
-			return -1
-		}
-		return r
-	}, name)
-	name = strings.TrimSpace(name)
-	if utf8.RuneCountInString(name) > maxFileName {
-		ext := path.Ext(name)
-		if utf8.RuneCountInString(ext) > 20 {
-			ext = ""
-		}
-		name = string([]rune(name)[:maxFileName-utf8.RuneCountInString(ext)]) + ext
-	}
-	if name == "" || name == "." || name == ".." {
-		return "file"
-	}
-	return name
 }
 
 // chunkLimit is the most chunks a file of at most limit bytes has.
@@ -240,12 +181,12 @@ func (s *Store) releaseChunkBuffer(b []byte) { s.chunkBufs <- b }
 // chat.ValidationError for an image with more than MaxImagePixels pixels
 // (checked from its header, before anything is stored), and the reading
 // error of body when the upload is cut off.
-func (s *Store) StoreAttachment(ctx context.Context, in Place, uploader UserRef, name string, body io.Reader, limit int64) (Attachment, error) {
+func (s *Store) StoreAttachment(ctx context.Context, in chat.Place, uploader chat.UserRef, name string, body io.Reader, limit int64) (Attachment, error) {
 	conv := in.Conversation()
 	if !conv.Has(uploader.Login) {
 		return Attachment{}, fmt.Errorf("store: upload to %q by %q: %w", conv.ID, uploader.Login, chat.ErrNotParticipant)
 	}
-	a, err := s.storeChunks(ctx, conv.ID, uploader, CleanFileName(name), body, limit)
+	a, err := s.storeChunks(ctx, conv.ID, uploader, chat.CleanFileName(name), body, limit)
 	if err != nil {
 		return Attachment{}, err
 	}
@@ -263,7 +204,7 @@ func (s *Store) StoreAttachment(ctx context.Context, in Place, uploader UserRef,
 
 // storeChunks writes the pending rows and the chunks of body. The
 // attachment it returns is complete but still pending.
-func (s *Store) storeChunks(ctx context.Context, conv string, uploader UserRef, name string, body io.Reader, limit int64) (Attachment, error) {
+func (s *Store) storeChunks(ctx context.Context, conv string, uploader chat.UserRef, name string, body io.Reader, limit int64) (Attachment, error) {
 	a := Attachment{ID: chat.ID(gocql.UUIDFromTime(s.Now())), Conversation: conv, Uploader: uploader, Name: name,
 		ChunkSize: ChunkSize, Status: StatusPending}
 	most := chunkLimit(limit)
@@ -394,7 +335,7 @@ func fill(body io.Reader, buf []byte) (int, error) {
 // before anything of it is stored or decoded.
 func inspect(a *Attachment, first []byte) error {
 	a.ContentType = http.DetectContentType(first)
-	if !RasterImage(a.ContentType) {
+	if !chat.RasterImage(a.ContentType) {
 		return nil
 	}
 	cfg, _, err := image.DecodeConfig(bytes.NewReader(first))

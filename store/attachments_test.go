@@ -38,8 +38,8 @@ func sumOf(r io.Reader) []byte {
 
 // conversationOf is a conversation with these members, as a room or DM
 // would give.
-func conversationOf(members ...store.User) store.Conversation {
-	c := store.Conversation{ID: unique("files"), Since: time.Now().Add(-time.Hour), Members: map[string]store.UserRef{}}
+func conversationOf(members ...chat.User) chat.Conversation {
+	c := chat.Conversation{ID: unique("files"), Since: time.Now().Add(-time.Hour), Members: map[string]chat.UserRef{}}
 	for _, m := range members {
 		c.Members[m.Login] = m.Ref()
 	}
@@ -444,7 +444,7 @@ func TestAttachmentMessage(t *testing.T) {
 func TestDeleteRoomDeletesAttachments(t *testing.T) {
 	ctx := context.Background()
 	ada := newUser(t, unique("ada"))
-	r, err := db.CreateRoom(ctx, ada.Ref(), store.NewRoom{Name: unique("filesroom")})
+	r, err := db.CreateRoom(ctx, ada.Ref(), chat.NewRoom{Name: unique("filesroom")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -476,7 +476,7 @@ func TestCleanFileName(t *testing.T) {
 		"..":                              "file",
 		strings.Repeat("x", 300) + ".png": strings.Repeat("x", 196) + ".png",
 	} {
-		if got := store.CleanFileName(in); got != want {
+		if got := chat.CleanFileName(in); got != want {
 			t.Errorf("CleanFileName(%q) = %q, want %q", in, got, want)
 		}
 	}

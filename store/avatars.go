@@ -42,11 +42,11 @@ type Avatar struct {
 // Version names this picture in URLs and ETags.
 func (a Avatar) Version() string { return a.Small.String() }
 
-func avatarConversation(login string) string { return "avatar:" + NameKey(login) }
+func avatarConversation(login string) string { return "avatar:" + chat.NameKey(login) }
 
 func avatarShard(login string) int {
 	h := fnv.New32a()
-	_, _ = h.Write([]byte(NameKey(login)))
+	_, _ = h.Write([]byte(chat.NameKey(login)))
 	return int(h.Sum32() % avatarShards)
 }
 
@@ -63,7 +63,7 @@ func AvatarImage(contentType string) bool {
 // avatar, and deletes the one it replaces. It returns chat.ErrTooLarge past
 // limit and a chat.ValidationError for a file that is not a PNG, JPEG or WebP
 // image (sniffed, not named) or is too large to decode.
-func (s *Store) SetAvatar(ctx context.Context, user UserRef, body io.Reader, limit int64) (Avatar, error) {
+func (s *Store) SetAvatar(ctx context.Context, user chat.UserRef, body io.Reader, limit int64) (Avatar, error) {
 	conv := avatarConversation(user.Login)
 	up, err := s.storeChunks(ctx, conv, user, "avatar-upload", body, limit)
 	if err != nil {
@@ -111,7 +111,7 @@ func (s *Store) SetAvatar(ctx context.Context, user UserRef, body io.Reader, lim
 		*p.id = a.ID
 	}
 	old, oldErr := s.Avatar(ctx, user.Login)
-	if err := s.exec(ctx, "set avatar", insertAvatar, avatarShard(user.Login), NameKey(user.Login), gocql.UUID(av.Large), gocql.UUID(av.Small)); err != nil {
+	if err := s.exec(ctx, "set avatar", insertAvatar, avatarShard(user.Login), chat.NameKey(user.Login), gocql.UUID(av.Large), gocql.UUID(av.Small)); err != nil {
 		return Avatar{}, err
 	}
 	if oldErr == nil {
@@ -129,7 +129,7 @@ func (s *Store) RemoveAvatar(ctx context.Context, login string) error {
 	if err != nil {
 		return err
 	}
-	if err := s.exec(ctx, "remove avatar", deleteAvatar, avatarShard(login), NameKey(login)); err != nil {
+	if err := s.exec(ctx, "remove avatar", deleteAvatar, avatarShard(login), chat.NameKey(login)); err != nil {
 		return err
 	}
 	s.dropAvatarFiles(ctx, old)
@@ -152,7 +152,7 @@ func (s *Store) dropAvatarFiles(ctx context.Context, av Avatar) {
 
 // Avatar returns login's picture, or chat.ErrNotFound.
 func (s *Store) Avatar(ctx context.Context, login string) (Avatar, error) {
-	q, err := s.query(ctx, selectAvatar, avatarShard(login), NameKey(login))
+	q, err := s.query(ctx, selectAvatar, avatarShard(login), chat.NameKey(login))
 	if err != nil {
 		return Avatar{}, err
 	}

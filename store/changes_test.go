@@ -12,10 +12,10 @@ import (
 )
 
 // reactedRoom is a new room of author with one message in it.
-func reactedRoom(t *testing.T, author store.User) (store.Room, store.Message) {
+func reactedRoom(t *testing.T, author chat.User) (chat.Room, chat.Message) {
 	t.Helper()
 	ctx := context.Background()
-	room, err := db.CreateRoom(ctx, author.Ref(), store.NewRoom{Name: unique("react")})
+	room, err := db.CreateRoom(ctx, author.Ref(), chat.NewRoom{Name: unique("react")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,7 +27,7 @@ func reactedRoom(t *testing.T, author store.User) (store.Room, store.Message) {
 }
 
 // reactionsOn reads the reactions of m as a page shows them.
-func reactionsOn(t *testing.T, in store.Place, m store.Message) []store.Reaction {
+func reactionsOn(t *testing.T, in chat.Place, m chat.Message) []chat.Reaction {
 	t.Helper()
 	msgs, _, err := db.MessagesBefore(context.Background(), in, chat.ID{}, 10)
 	if err != nil {
@@ -52,7 +52,7 @@ func TestConcurrentReactions(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make(chan error, 50)
 	for i := 0; i < 50; i++ {
-		who := store.UserRef{Login: unique("fan"), Firstname: "Fan"}
+		who := chat.UserRef{Login: unique("fan"), Firstname: "Fan"}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -67,7 +67,7 @@ func TestConcurrentReactions(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	got := store.GroupReactions(reactionsOn(t, room, m))
+	got := chat.GroupReactions(reactionsOn(t, room, m))
 	if len(got) != 1 || got[0].Emoji != "👍" || len(got[0].People) != 50 {
 		t.Fatalf("after 50 reactions at once: %+v", got)
 	}
@@ -129,9 +129,9 @@ func TestChangesAfter(t *testing.T) {
 	if err != nil || more || len(got) != 3 {
 		t.Fatalf("changes: %d more=%v %v", len(got), more, err)
 	}
-	if got[0].Kind != store.ChangeEdit || got[0].Content != "edited text" || got[0].ID != edited.Edited ||
-		got[1].Kind != store.ChangeReaction || got[1].Emoji != "ok" || !got[1].Added || got[1].Reactor.Login != author.Login ||
-		got[2].Kind != store.ChangeDelete || got[2].Message != m.ID {
+	if got[0].Kind != chat.ChangeEdit || got[0].Content != "edited text" || got[0].ID != edited.Edited ||
+		got[1].Kind != chat.ChangeReaction || got[1].Emoji != "ok" || !got[1].Added || got[1].Reactor.Login != author.Login ||
+		got[2].Kind != chat.ChangeDelete || got[2].Message != m.ID {
 		t.Errorf("changes: %+v", got)
 	}
 	if page, more, err := db.ChangesAfter(ctx, room, before, 2); err != nil || !more || len(page) != 2 {
@@ -159,7 +159,7 @@ func TestCheckReaction(t *testing.T) {
 		{"a\tb", "", false},
 		{"\u200b", "", false},
 	} {
-		got, err := store.CheckReaction(tt.in)
+		got, err := chat.CheckReaction(tt.in)
 		if (err == nil) != tt.ok || got != tt.want {
 			t.Errorf("CheckReaction(%q) = %q, %v", tt.in, got, err)
 		}
@@ -167,7 +167,7 @@ func TestCheckReaction(t *testing.T) {
 }
 
 func TestMentionedNotInCode(t *testing.T) {
-	members := map[string]store.UserRef{"ada": {Login: "ada"}, "bob": {Login: "bob"}, "cy": {Login: "cy"}}
+	members := map[string]chat.UserRef{"ada": {Login: "ada"}, "bob": {Login: "bob"}, "cy": {Login: "cy"}}
 	for _, tt := range []struct {
 		in   string
 		want []string

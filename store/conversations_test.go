@@ -29,7 +29,7 @@ func TestDMAddress(t *testing.T) {
 		{"BadLogin", []string{"ada", "b+b"}, "", true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := store.DMAddress(tt.logins)
+			got, err := chat.DMAddress(tt.logins)
 			if (err != nil) != tt.err || got != tt.want {
 				t.Fatalf("DMAddress(%v) = %q, %v", tt.logins, got, err)
 			}
@@ -46,7 +46,7 @@ func TestFirstContactRace(t *testing.T) {
 		a, b := newUser(t, unique("fca")), newUser(t, unique("fcb"))
 		var wg sync.WaitGroup
 		ids := make([]chat.ID, 2)
-		for i, pair := range [][2]store.User{{a, b}, {b, a}} {
+		for i, pair := range [][2]chat.User{{a, b}, {b, a}} {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -82,7 +82,7 @@ func TestFirstContactRace(t *testing.T) {
 		if len(msgs) != 2 {
 			t.Fatalf("round %d: the conversation holds %d messages, want both", round, len(msgs))
 		}
-		for _, u := range []store.User{a, b} {
+		for _, u := range []chat.User{a, b} {
 			list, err := db.DMList(ctx, u.Login)
 			if err != nil {
 				t.Fatal(err)
@@ -101,7 +101,7 @@ func TestDMListUnderConcurrentSends(t *testing.T) {
 	ctx := context.Background()
 	me := newUser(t, unique("inbox"))
 	const partners, each = 10, 50
-	last := make([]store.Message, partners)
+	last := make([]chat.Message, partners)
 	var wg sync.WaitGroup
 	for p := 0; p < partners; p++ {
 		wg.Add(1)
@@ -177,7 +177,7 @@ func TestDMUnknownMember(t *testing.T) {
 func TestDMListMovesBesideMarkers(t *testing.T) {
 	ctx := context.Background()
 	me := newUser(t, unique("mover"))
-	var dms []store.DM
+	var dms []chat.DM
 	for i := range 3 {
 		other := newUser(t, unique(fmt.Sprintf("old%d", i)))
 		d, err := db.DM(ctx, me.Login+"+"+other.Login)

@@ -61,7 +61,7 @@ type Invite struct {
 	// 8 bytes of the token's hash, in hex.
 	ID        string
 	Room      string
-	CreatedBy UserRef
+	CreatedBy chat.UserRef
 	CreatedAt time.Time
 	ExpiresAt time.Time
 	// MaxUses is how many people may join by it; 0 for any number.
@@ -117,7 +117,7 @@ func tokenHash(token string) []byte {
 // room, an admin of a closed one. It returns the token (the only time it
 // is known) and the link, or a chat.ValidationError, chat.ErrNotFound,
 // chat.ErrNotParticipant or chat.ErrNotAdmin.
-func (s *Store) CreateInvite(ctx context.Context, actor UserRef, room string, f NewInvite) (string, Invite, error) {
+func (s *Store) CreateInvite(ctx context.Context, actor chat.UserRef, room string, f NewInvite) (string, Invite, error) {
 	if err := f.Validate(); err != nil {
 		return "", Invite{}, err
 	}
@@ -155,7 +155,7 @@ func (s *Store) CreateInvite(ctx context.Context, actor UserRef, room string, f 
 }
 
 // mayInvite is nil if login may make links to r or add people to it.
-func mayInvite(r Room, login string) error {
+func mayInvite(r chat.Room, login string) error {
 	switch {
 	case r.IsAdmin(login), !r.Closed() && r.HasParticipant(login):
 		return nil
@@ -199,7 +199,7 @@ func (s *Store) Invite(ctx context.Context, token string) (Invite, error) {
 
 // Invites returns the room's links, for its admins, oldest first.
 func (s *Store) Invites(ctx context.Context, room string) ([]Invite, error) {
-	q, err := s.query(ctx, selectRoomInvites, NameKey(room))
+	q, err := s.query(ctx, selectRoomInvites, chat.NameKey(room))
 	if err != nil {
 		return nil, err
 	}
@@ -249,7 +249,7 @@ func (s *Store) RevokeInvite(ctx context.Context, actor, room, id string) error 
 	// The room's mark first: from its LWT on, no join by the link can
 	// apply, whatever the join read of the link before (JoinByInvite's
 	// condition), so a revocation that answers is one no join outlives.
-	_, err = s.changeRoom(ctx, "revoke invite to", r.Name, these(actor), func(r Room) ([]batchStmt, error) {
+	_, err = s.changeRoom(ctx, "revoke invite to", r.Name, these(actor), func(r chat.Room) ([]batchStmt, error) {
 		if !r.IsAdmin(actor) {
 			return nil, refuse(r, actor, "revoke invite to")
 		}
@@ -257,7 +257,7 @@ func (s *Store) RevokeInvite(ctx context.Context, actor, room, id string) error 
 			return nil, nil
 		}
 		return []batchStmt{{markRevoked, []any{map[string]int{revokedKey(id): 1}, r.Name}}}, nil
-	}, func(r Room) bool { _, done := r.InviteUses[revokedKey(id)]; return done })
+	}, func(r chat.Room) bool { _, done := r.InviteUses[revokedKey(id)]; return done })
 	if err != nil {
 		return err
 	}
@@ -277,22 +277,22 @@ func (s *Store) RevokeInvite(ctx context.Context, actor, room, id string) error 
 // takes no use. It returns the room, or chat.ErrNotFound (no such link or
 // room), chat.ErrInviteRevoked, chat.ErrInviteExpired, chat.ErrInviteUsedUp, or
 // chat.ErrConflict if others kept taking uses in between.
-func (s *Store) JoinByInvite(ctx context.Context, user UserRef, token string) (Room, error) {
+func (s *Store) JoinByInvite(ctx context.Context, user chat.UserRef, token string) (chat.Room, error) {
 	inv, err := s.Invite(ctx, token)
 	if err != nil {
-		return Room{}, err
+		return chat.Room{}, err
 	}
 	return s.joinByInvite(ctx, user, inv)
 }
 
 // joinByInvite is JoinByInvite with the link as read, perhaps before it
 // was revoked: the room's revocation mark still refuses the join.
-func (s *Store) joinByInvite(ctx context.Context, user UserRef, inv Invite) (Room, error) {
+func (s *Store) joinByInvite(ctx context.Context, user chat.UserRef, inv Invite) (chat.Room, error) {
 	undo, err := s.listFirst(ctx, user.Login, inv.Room)
 	if err != nil {
-		return Room{}, err
+		return chat.Room{}, err
 	}
-	before, err := s.changeRoom(ctx, "join by invite", inv.Room, these(user.Login), func(r Room) ([]batchStmt, error) {
+	before, err := s.changeRoom(ctx, "join by invite", inv.Room, these(user.Login), func(r chat.Room) ([]batchStmt, error) {
 		if r.HasParticipant(user.Login) {
 			return nil, nil
 		}
@@ -309,9 +309,9 @@ func (s *Store) joinByInvite(ctx context.Context, user UserRef, inv Invite) (Roo
 		}
 		return []batchStmt{{joinByInvite, []any{user, gocql.TimeUUID(), r.Members + 1, map[string]int{inv.ID: used + 1},
 			r.Name, r.CreatedAt, user.Login, r.CreatedAt, r.Members, inv.ID, was, revokedKey(inv.ID)}}}, nil
-	}, func(r Room) bool { return r.HasParticipant(user.Login) })
+	}, func(r chat.Room) bool { return r.HasParticipant(user.Login) })
 	if err != nil {
-		return Room{}, undo(err)
+		return chat.Room{}, undo(err)
 	}
 	return s.enlist(ctx, user.Login, before)
 }

@@ -31,7 +31,7 @@ const updateLevel = `UPDATE read_markers SET level = ? WHERE login = ? AND conve
 // DefaultLevel is a conversation's level until its person sets one:
 // everything for a DM, mentions for a room.
 func DefaultLevel(conversation string) Level {
-	if strings.HasPrefix(conversation, dmPrefix) {
+	if strings.HasPrefix(conversation, chat.DMPrefix) {
 		return LevelEverything
 	}
 	return LevelMentions

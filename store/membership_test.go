@@ -13,10 +13,10 @@ import (
 )
 
 // closedRoom creates a closed room by creator with the others as members.
-func closedRoom(t *testing.T, creator store.User, others ...store.User) store.Room {
+func closedRoom(t *testing.T, creator chat.User, others ...chat.User) chat.Room {
 	t.Helper()
 	ctx := context.Background()
-	r, err := db.CreateRoom(ctx, creator.Ref(), store.NewRoom{Name: unique("closed"), Kind: store.KindClosed})
+	r, err := db.CreateRoom(ctx, creator.Ref(), chat.NewRoom{Name: unique("closed"), Kind: chat.KindClosed})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,10 +51,10 @@ func TestClosedRoomRefusesJoin(t *testing.T) {
 	if err != nil || got.HasParticipant(outsider.Login) || lists(t, outsider.Login, r.Name) {
 		t.Fatalf("outsider got in: %v %v", got.Participants, err)
 	}
-	if _, err := db.CreateRoom(ctx, outsider.Ref(), store.NewRoom{Name: r.Name}); !errors.Is(err, chat.ErrRoomExists) {
+	if _, err := db.CreateRoom(ctx, outsider.Ref(), chat.NewRoom{Name: r.Name}); !errors.Is(err, chat.ErrRoomExists) {
 		t.Fatalf("a closed room's name is taken: %v", err)
 	}
-	if _, err := db.CreateRoom(ctx, outsider.Ref(), store.NewRoom{Name: unique("k"), Kind: "secret"}); !errors.Is(err, chat.ErrInvalid) {
+	if _, err := db.CreateRoom(ctx, outsider.Ref(), chat.NewRoom{Name: unique("k"), Kind: "secret"}); !errors.Is(err, chat.ErrInvalid) {
 		t.Fatalf("bad kind: %v", err)
 	}
 }
@@ -62,7 +62,7 @@ func TestClosedRoomRefusesJoin(t *testing.T) {
 func TestSetRoomKind(t *testing.T) {
 	ctx := context.Background()
 	creator, member, outsider := newUser(t, unique("own")), newUser(t, unique("mem")), newUser(t, unique("out"))
-	r, err := db.CreateRoom(ctx, creator.Ref(), store.NewRoom{Name: unique("kind")})
+	r, err := db.CreateRoom(ctx, creator.Ref(), chat.NewRoom{Name: unique("kind")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +70,7 @@ func TestSetRoomKind(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Run("ErrNotAdmin", func(t *testing.T) {
-		if _, err := db.SetRoomKind(ctx, member.Login, r.Name, store.KindClosed); !errors.Is(err, chat.ErrNotAdmin) {
+		if _, err := db.SetRoomKind(ctx, member.Login, r.Name, chat.KindClosed); !errors.Is(err, chat.ErrNotAdmin) {
 			t.Fatalf("member closes: %v", err)
 		}
 		if got, _ := db.RoomWithAll(ctx, r.Name); got.Closed() {
@@ -78,7 +78,7 @@ func TestSetRoomKind(t *testing.T) {
 		}
 	})
 	t.Run("OK", func(t *testing.T) {
-		if _, err := db.SetRoomKind(ctx, creator.Login, r.Name, store.KindClosed); err != nil {
+		if _, err := db.SetRoomKind(ctx, creator.Login, r.Name, chat.KindClosed); err != nil {
 			t.Fatal(err)
 		}
 		if got, _ := db.RoomWithAll(ctx, r.Name); !got.Closed() {
@@ -86,7 +86,7 @@ func TestSetRoomKind(t *testing.T) {
 		}
 	})
 	t.Run("OutsiderErrNotFound", func(t *testing.T) {
-		if _, err := db.SetRoomKind(ctx, outsider.Login, r.Name, store.KindOpen); !errors.Is(err, chat.ErrNotFound) {
+		if _, err := db.SetRoomKind(ctx, outsider.Login, r.Name, chat.KindOpen); !errors.Is(err, chat.ErrNotFound) {
 			t.Fatalf("outsider opens: %v", err)
 		}
 	})
@@ -96,7 +96,7 @@ func TestAddMember(t *testing.T) {
 	ctx := context.Background()
 	creator, member, newcomer, outsider := newUser(t, unique("own")), newUser(t, unique("mem")), newUser(t, unique("new")), newUser(t, unique("out"))
 	t.Run("OpenByMember", func(t *testing.T) {
-		r, err := db.CreateRoom(ctx, creator.Ref(), store.NewRoom{Name: unique("open")})
+		r, err := db.CreateRoom(ctx, creator.Ref(), chat.NewRoom{Name: unique("open")})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -428,7 +428,7 @@ func TestMembersCountUnderRaces(t *testing.T) {
 	people := newUsers(t, "cntp", 8)
 	rounds := roundsOf(50, 10)
 	for round := 0; round < rounds; round++ {
-		r, err := db.CreateRoom(ctx, creator.Ref(), store.NewRoom{Name: unique("cntr")})
+		r, err := db.CreateRoom(ctx, creator.Ref(), chat.NewRoom{Name: unique("cntr")})
 		if err != nil {
 			t.Fatal(err)
 		}

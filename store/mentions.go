@@ -41,7 +41,7 @@ type MentionSpan struct {
 // MentionSpans returns every mention of a member in content, in order
 // (repeats included), so that a reader shows exactly what Mentioned
 // records. Trailing ".", "_" and "-" end a sentence, not a login.
-func MentionSpans(content string, members map[string]UserRef) []MentionSpan {
+func MentionSpans(content string, members map[string]chat.UserRef) []MentionSpan {
 	if strings.IndexByte(content, '@') < 0 || len(members) == 0 {
 		return nil // most messages mention no one: no regexp to run
 	}
@@ -60,7 +60,7 @@ func MentionSpans(content string, members map[string]UserRef) []MentionSpan {
 // once, in order of first mention (author included if they mention
 // themselves). An "@login" in Markdown code (a fenced block or a `span`)
 // is not a mention: the page shows it as code.
-func Mentioned(content string, members map[string]UserRef) []string {
+func Mentioned(content string, members map[string]chat.UserRef) []string {
 	var out []string
 	seen := map[string]bool{}
 	for _, m := range MentionSpans(withoutCode(content), members) {
@@ -87,7 +87,7 @@ func mentionCandidates(contents []string) []string {
 		}
 		for _, loc := range mentionToken.FindAllStringSubmatchIndex(c, -1) {
 			login := strings.ToLower(strings.TrimRight(c[loc[2]:loc[3]], "._-"))
-			if !seen[login] && ValidName(login) && len(out) < maxMentionLookups {
+			if !seen[login] && chat.ValidName(login) && len(out) < maxMentionLookups {
 				seen[login] = true
 				out = append(out, login)
 			}
@@ -100,9 +100,9 @@ func mentionCandidates(contents []string) []string {
 // member that contents mention: a DM's members are all there already; a
 // room's are read for the logins the contents name (one read of their
 // rows), never all of them, and added to those read with the room.
-func (s *Store) Mentionable(ctx context.Context, in Place, contents ...string) (Conversation, error) {
+func (s *Store) Mentionable(ctx context.Context, in chat.Place, contents ...string) (chat.Conversation, error) {
 	conv := in.Conversation()
-	r, ok := in.(Room)
+	r, ok := in.(chat.Room)
 	if !ok {
 		return conv, nil
 	}
@@ -119,7 +119,7 @@ func (s *Store) Mentionable(ctx context.Context, in Place, contents ...string) (
 	if err != nil {
 		return conv, err
 	}
-	members := make(map[string]UserRef, len(conv.Members)+len(found))
+	members := make(map[string]chat.UserRef, len(conv.Members)+len(found))
 	for l, p := range conv.Members {
 		members[l] = p
 	}
@@ -134,7 +134,7 @@ func (s *Store) Mentionable(ctx context.Context, in Place, contents ...string) (
 type Mention struct {
 	MessageID    chat.ID
 	Conversation string
-	Author       UserRef
+	Author       chat.UserRef
 	Excerpt      string
 }
 
@@ -147,7 +147,7 @@ func monthOf(t time.Time) int {
 // RecordMentions records m under every member of conv it mentions, except
 // its author, and makes m their newest mention in conv (the mention head
 // beside their read marker, see ReadMarkers). The writes run concurrently.
-func (s *Store) RecordMentions(ctx context.Context, conv Conversation, m Message) error {
+func (s *Store) RecordMentions(ctx context.Context, conv chat.Conversation, m chat.Message) error {
 	excerpt := m.Content
 	if utf8.RuneCountInString(excerpt) > excerptLength {
 		excerpt = string([]rune(excerpt)[:excerptLength]) + "…"

@@ -1,12 +1,13 @@
 package store
 
 import (
+	"github.com/killrchat/killrchat/chat"
 	"slices"
 	"testing"
 )
 
 func TestMentioned(t *testing.T) {
-	members := map[string]UserRef{"ada": {Login: "ada"}, "bob.b": {Login: "bob.b"}, "cy_1": {Login: "cy_1"}}
+	members := map[string]chat.UserRef{"ada": {Login: "ada"}, "bob.b": {Login: "bob.b"}, "cy_1": {Login: "cy_1"}}
 	for _, tt := range []struct {
 		name, content string
 		want          []string

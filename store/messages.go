@@ -36,53 +36,15 @@ const (
 		WHERE room_name = ? AND time_bucket = ? AND message_id > ? ORDER BY message_id ASC LIMIT ?`
 	selectMessageIDsUp = `SELECT message_id FROM chat_room_messages
 		WHERE room_name = ? AND time_bucket = ? AND message_id > ? ORDER BY message_id ASC LIMIT ?`
-
-	// MaxContent is the longest message, in characters, after trimming.
-	MaxContent = 4000
 )
-
-// Message is one chat message. Its id is a timeuuid made by the server,
-// which also gives its time and its day bucket.
-type Message struct {
-	ID chat.ID
-	// Room is the id of the conversation: a room's name, or a DM's id.
-	Room    string
-	Author  UserRef
-	Content string
-	// System marks messages the server writes, such as "X joins the room".
-	System bool
-	// Attachment is the file the message carries, if any.
-	Attachment *AttachmentRef
-	// Edited is the id of the message's last edit (zero if never edited):
-	// when it was edited, too.
-	Edited chat.ID
-	// Reactions are people's reactions, on pages (see MessagesBefore).
-	Reactions []Reaction
-}
-
-// Time is when the message was posted.
-func (m Message) Time() time.Time { return m.ID.Time() }
-
-// CheckContent cleans a message (line ends made "\n", edges trimmed, see
-// cleanText) and returns it, or a chat.ValidationError if it is not valid
-// UTF-8, holds a control character other than "\n" and "\t", shows
-// nothing (only spaces or invisible characters), or is longer than
-// MaxContent characters.
-func CheckContent(content string) (string, error) {
-	content, problem := cleanText(content, contentRule)
-	if problem != "" {
-		return "", chat.ValidationError{"content": problem}
-	}
-	return content, nil
-}
 
 // PostMessage stores a message by author in room: DraftMessage then
 // SaveMessage. It returns chat.ErrNotParticipant unless author takes part in
 // room, and a chat.ValidationError for empty or too long content.
-func (s *Store) PostMessage(ctx context.Context, in Place, author UserRef, content string) (Message, error) {
+func (s *Store) PostMessage(ctx context.Context, in chat.Place, author chat.UserRef, content string) (chat.Message, error) {
 	m, err := s.DraftMessage(in, author, content)
 	if err != nil {
-		return Message{}, err
+		return chat.Message{}, err
 	}
 	return m, s.SaveMessage(ctx, in, m)
 }
@@ -91,42 +53,42 @@ func (s *Store) PostMessage(ctx context.Context, in Place, author UserRef, conte
 // ids are made in the order of the calls. It returns chat.ErrNotParticipant
 // unless author takes part in room, and a chat.ValidationError for empty or too
 // long content.
-func (s *Store) DraftMessage(in Place, author UserRef, content string) (Message, error) {
+func (s *Store) DraftMessage(in chat.Place, author chat.UserRef, content string) (chat.Message, error) {
 	conv := in.Conversation()
 	if !conv.Has(author.Login) {
-		return Message{}, fmt.Errorf("store: post in %q by %q: %w", conv.ID, author.Login, chat.ErrNotParticipant)
+		return chat.Message{}, fmt.Errorf("store: post in %q by %q: %w", conv.ID, author.Login, chat.ErrNotParticipant)
 	}
-	content, err := CheckContent(content)
+	content, err := chat.CheckContent(content)
 	if err != nil {
-		return Message{}, err
+		return chat.Message{}, err
 	}
-	return Message{ID: s.ids.Next(s.Now()), Room: conv.ID, Author: author, Content: content}, nil
+	return chat.Message{ID: s.ids.Next(s.Now()), Room: conv.ID, Author: author, Content: content}, nil
 }
 
 // DraftAttachmentMessage is DraftMessage for a message that carries a
 // file: its content may be empty. It returns chat.ErrNotParticipant unless
 // author takes part in room, and a chat.ValidationError for content that is
 // not valid (see CheckContent) when there is any.
-func (s *Store) DraftAttachmentMessage(in Place, author UserRef, content string, file AttachmentRef) (Message, error) {
+func (s *Store) DraftAttachmentMessage(in chat.Place, author chat.UserRef, content string, file chat.AttachmentRef) (chat.Message, error) {
 	conv := in.Conversation()
 	if !conv.Has(author.Login) {
-		return Message{}, fmt.Errorf("store: post in %q by %q: %w", conv.ID, author.Login, chat.ErrNotParticipant)
+		return chat.Message{}, fmt.Errorf("store: post in %q by %q: %w", conv.ID, author.Login, chat.ErrNotParticipant)
 	}
 	if strings.TrimSpace(content) != "" {
 		var err error
-		if content, err = CheckContent(content); err != nil {
-			return Message{}, err
+		if content, err = chat.CheckContent(content); err != nil {
+			return chat.Message{}, err
 		}
 	} else {
 		content = ""
 	}
-	return Message{ID: s.ids.Next(s.Now()), Room: conv.ID, Author: author, Content: content, Attachment: &file}, nil
+	return chat.Message{ID: s.ids.Next(s.Now()), Room: conv.ID, Author: author, Content: content, Attachment: &file}, nil
 }
 
 // DraftSystemMessage makes a message written by the server about someone,
 // such as "Ada Lovelace joins the room", without storing it.
-func (s *Store) DraftSystemMessage(in Place, about UserRef, text string) Message {
-	return Message{ID: s.ids.Next(s.Now()), Room: in.Conversation().ID, Author: about, Content: text, System: true}
+func (s *Store) DraftSystemMessage(in chat.Place, about chat.UserRef, text string) chat.Message {
+	return chat.Message{ID: s.ids.Next(s.Now()), Room: in.Conversation().ID, Author: about, Content: text, System: true}
 }
 
 // SaveMessage stores a drafted message in its day bucket, recording the
@@ -143,7 +105,7 @@ func (s *Store) DraftSystemMessage(in Place, about UserRef, text string) Message
 // caches knew: either the read sees the delete's LWT, or that LWT
 // finished after the insert and the delete's clean-up, which runs after
 // its LWT, deletes the message with its bucket.
-func (s *Store) SaveMessage(ctx context.Context, in Place, m Message) error {
+func (s *Store) SaveMessage(ctx context.Context, in chat.Place, m chat.Message) error {
 	return s.saveMessage(ctx, in, m, true)
 }
 
@@ -152,11 +114,11 @@ func (s *Store) SaveMessage(ctx context.Context, in Place, m Message) error {
 // whose check of the room is kept by a fence (live/fence): every change
 // that takes the right to post away waits for the caller's write before it
 // is acknowledged. A caller whose fence did not hold calls ConfirmPost.
-func (s *Store) SaveFencedMessage(ctx context.Context, in Place, m Message) error {
+func (s *Store) SaveFencedMessage(ctx context.Context, in chat.Place, m chat.Message) error {
 	return s.saveMessage(ctx, in, m, false)
 }
 
-func (s *Store) saveMessage(ctx context.Context, in Place, m Message, check bool) error {
+func (s *Store) saveMessage(ctx context.Context, in chat.Place, m chat.Message, check bool) error {
 	bucket := chat.BucketOf(m.ID)
 	if err := s.recordBucket(ctx, in.Conversation(), bucket); err != nil {
 		return err
@@ -173,7 +135,7 @@ func (s *Store) saveMessage(ctx context.Context, in Place, m Message, check bool
 	if err := q.Exec(); err != nil {
 		return s.fail("post message in "+m.Room, err)
 	}
-	r, isRoom := in.(Room)
+	r, isRoom := in.(chat.Room)
 	if !isRoom || !check {
 		// After the message, so a head never names a message that is not stored.
 		return s.setHead(ctx, m.Room, m.ID)
@@ -193,7 +155,7 @@ func (s *Store) saveMessage(ctx context.Context, in Place, m Message, check bool
 // again) since the caller read it, or the author removed, the message is
 // taken back and chat.ErrNotFound or chat.ErrNotParticipant returned (see
 // SaveMessage).
-func (s *Store) ConfirmPost(ctx context.Context, r Room, m Message) error {
+func (s *Store) ConfirmPost(ctx context.Context, r chat.Room, m chat.Message) error {
 	created, member, err := s.standing(ctx, r.Name, r.CreatedAt, m.Author.Login)
 	switch {
 	case errors.Is(err, chat.ErrNotFound):
@@ -219,7 +181,7 @@ func (s *Store) ConfirmPost(ctx context.Context, r Room, m Message) error {
 // first message of that bucket, so paging can always reach it; the memo
 // only saves repeating the write. Its key has the conversation's start, so
 // a room deleted and created again under the same name records anew.
-func (s *Store) recordBucket(ctx context.Context, conv Conversation, bucket int) error {
+func (s *Store) recordBucket(ctx context.Context, conv chat.Conversation, bucket int) error {
 	key := fmt.Sprintf("%s\x00%d\x00%d", conv.ID, conv.Since.UnixMilli(), bucket)
 	if _, ok := s.knownBuckets.Load(key); ok {
 		return nil
@@ -238,7 +200,7 @@ func (s *Store) recordBucket(ctx context.Context, conv Conversation, bucket int)
 
 // floorOf is an id below every message of conv: messages left behind by
 // an earlier room of the same name are never shown.
-func floorOf(conv Conversation) chat.ID {
+func floorOf(conv chat.Conversation) chat.ID {
 	return chat.MinIDAt(conv.Since.Add(-time.Millisecond))
 }
 
@@ -252,7 +214,7 @@ func floorOf(conv Conversation) chat.ID {
 // page therefore reads about the rows it returns, however many messages
 // its day holds: never an IN over days with ORDER BY, which Cassandra
 // answers by reading every row of those days (DESIGN.md rule 14).
-func (s *Store) MessagesBefore(ctx context.Context, in Place, before chat.ID, n int) ([]Message, bool, error) {
+func (s *Store) MessagesBefore(ctx context.Context, in chat.Place, before chat.ID, n int) ([]chat.Message, bool, error) {
 	conv := in.Conversation()
 	now := s.Now()
 	if before == (chat.ID{}) {
@@ -266,7 +228,7 @@ func (s *Store) MessagesBefore(ctx context.Context, in Place, before chat.ID, n 
 		to = now
 	}
 	first := daysDown(before.Time(), to, start)
-	newestFirst := make([]Message, 0, n+1)
+	newestFirst := make([]chat.Message, 0, n+1)
 	var list func() (*gocql.Query, error)
 	if len(first) > 0 && first[len(first)-1] > start {
 		list = func() (*gocql.Query, error) {
@@ -275,14 +237,14 @@ func (s *Store) MessagesBefore(ctx context.Context, in Place, before chat.ID, n 
 	}
 	err := walkBuckets(s, conv.ID, first, list,
 		func() int { return n + 1 - len(newestFirst) },
-		func(bucket, limit int) ([]Message, error) {
+		func(bucket, limit int) ([]chat.Message, error) {
 			q, err := s.query(ctx, selectMessagesDown, conv.ID, bucket, gocql.UUID(before), gocql.UUID(floor), limit)
 			if err != nil {
 				return nil, err
 			}
 			return s.scanMessages(q.PageSize(limit).Iter(), conv.ID, "read messages of ")
 		},
-		func(ms []Message) { newestFirst = append(newestFirst, ms...) })
+		func(ms []chat.Message) { newestFirst = append(newestFirst, ms...) })
 	if err != nil {
 		return nil, false, err
 	}
@@ -392,19 +354,19 @@ func daysDown(from, to time.Time, start int) []int {
 // starts after the last id of this one), so a replay never holds more
 // than a page in memory. It reads the day of after first, and lists the
 // later days only if that one is short (see walkBuckets).
-func (s *Store) MessagesAfter(ctx context.Context, in Place, after chat.ID, limit int) ([]Message, bool, error) {
+func (s *Store) MessagesAfter(ctx context.Context, in chat.Place, after chat.ID, limit int) ([]chat.Message, bool, error) {
 	conv := in.Conversation()
 	after = fromStart(conv, after)
-	out := make([]Message, 0, min(limit+1, 1000))
+	out := make([]chat.Message, 0, min(limit+1, 1000))
 	err := walkUp(ctx, s, conv, after, func() int { return limit + 1 - len(out) },
-		func(bucket, want int) ([]Message, error) {
+		func(bucket, want int) ([]chat.Message, error) {
 			q, err := s.query(ctx, selectMessagesUp, conv.ID, bucket, gocql.UUID(after), want)
 			if err != nil {
 				return nil, err
 			}
 			return s.scanMessages(q.PageSize(min(want, 1000)).Iter(), conv.ID, "replay messages of ")
 		},
-		func(ms []Message) { out = append(out, ms...) })
+		func(ms []chat.Message) { out = append(out, ms...) })
 	if err != nil {
 		return nil, false, err
 	}
@@ -417,7 +379,7 @@ func (s *Store) MessagesAfter(ctx context.Context, in Place, after chat.ID, limi
 // CountMessagesAfter counts the messages of room posted after the message
 // id after, stopping at limit: the live stream asks it whether a backlog is
 // small enough to replay before it sends any of it. It reads ids only.
-func (s *Store) CountMessagesAfter(ctx context.Context, in Place, after chat.ID, limit int) (int, error) {
+func (s *Store) CountMessagesAfter(ctx context.Context, in chat.Place, after chat.ID, limit int) (int, error) {
 	conv := in.Conversation()
 	after = fromStart(conv, after)
 	n := 0
@@ -443,7 +405,7 @@ func (s *Store) CountMessagesAfter(ctx context.Context, in Place, after chat.ID,
 }
 
 // fromStart is after, or the conversation's floor if after is older.
-func fromStart(conv Conversation, after chat.ID) chat.ID {
+func fromStart(conv chat.Conversation, after chat.ID) chat.ID {
 	if floor := floorOf(conv); after.Time().Before(floor.Time()) {
 		return floor
 	}
@@ -454,7 +416,7 @@ func fromStart(conv Conversation, after chat.ID) chat.ID {
 // first, and the later listed days only if it is short. No day after the
 // clock's next hour can hold a message, so from that day on nothing is
 // listed.
-func walkUp[T any](ctx context.Context, s *Store, conv Conversation, after chat.ID,
+func walkUp[T any](ctx context.Context, s *Store, conv chat.Conversation, after chat.ID,
 	want func() int, read func(bucket, limit int) (T, error), keep func(T)) error {
 	from := chat.BucketOf(after)
 	var list func() (*gocql.Query, error)
@@ -465,8 +427,8 @@ func walkUp[T any](ctx context.Context, s *Store, conv Conversation, after chat.
 }
 
 // scanMessages reads every message of iter; op names the read in errors.
-func (s *Store) scanMessages(iter *gocql.Iter, conv, op string) ([]Message, error) {
-	var out []Message
+func (s *Store) scanMessages(iter *gocql.Iter, conv, op string) ([]chat.Message, error) {
+	var out []chat.Message
 	for m, ok := scanMessage(iter, conv); ok; m, ok = scanMessage(iter, conv) {
 		out = append(out, m)
 	}
@@ -481,9 +443,9 @@ func (s *Store) scanMessages(iter *gocql.Iter, conv, op string) ([]Message, erro
 // passes over a row with
 // no author: what an edit that raced the message's delete leaves behind
 // (its update wrote the content alone).
-func scanMessage(iter *gocql.Iter, room string) (Message, bool) {
+func scanMessage(iter *gocql.Iter, room string) (chat.Message, bool) {
 	for {
-		m := Message{Room: room}
+		m := chat.Message{Room: room}
 		var edited *gocql.UUID
 		var file *attachmentUDT
 		if !iter.Scan((*gocql.UUID)(&m.ID), &m.Author, &m.Content, &m.System, &file, &edited) {
@@ -500,7 +462,7 @@ func scanMessage(iter *gocql.Iter, room string) (Message, bool) {
 
 // oldestFirst reverses a newest-first slice in place: the one place where
 // messages are put in display order.
-func oldestFirst(ms []Message) []Message {
+func oldestFirst(ms []chat.Message) []chat.Message {
 	for i, j := 0, len(ms)-1; i < j; i, j = i+1, j-1 {
 		ms[i], ms[j] = ms[j], ms[i]
 	}

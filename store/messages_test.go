@@ -13,7 +13,6 @@ import (
 	"github.com/gocql/gocql"
 
 	"github.com/killrchat/killrchat/chat"
-	"github.com/killrchat/killrchat/store"
 )
 
 // TestMessagesBeforeWalksBuckets posts 500 messages over 30 days, with
@@ -34,7 +33,7 @@ func TestMessagesBeforeWalksBuckets(t *testing.T) {
 	defer st.Close()
 	st.Now = func() time.Time { return clock }
 
-	room, err := st.CreateRoom(ctx, author.Ref(), store.NewRoom{Name: unique("paging")})
+	room, err := st.CreateRoom(ctx, author.Ref(), chat.NewRoom{Name: unique("paging")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +180,7 @@ func TestMessagesBeforeWalksBuckets(t *testing.T) {
 func TestMessageIDsAreUniqueAndOrdered(t *testing.T) {
 	ctx := context.Background()
 	author := newUser(t, unique("ids"))
-	room, err := db.CreateRoom(ctx, author.Ref(), store.NewRoom{Name: unique("ids")})
+	room, err := db.CreateRoom(ctx, author.Ref(), chat.NewRoom{Name: unique("ids")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,21 +221,21 @@ func TestMessageIDsAreUniqueAndOrdered(t *testing.T) {
 func TestPostMessage(t *testing.T) {
 	ctx := context.Background()
 	author, stranger := newUser(t, unique("poster")), newUser(t, unique("stranger"))
-	room, err := db.CreateRoom(ctx, author.Ref(), store.NewRoom{Name: unique("post")})
+	room, err := db.CreateRoom(ctx, author.Ref(), chat.NewRoom{Name: unique("post")})
 	if err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {
 		name    string
-		who     store.User
+		who     chat.User
 		content string
 		want    error
 	}{
 		{"OK", author, "  hello\nworld  ", nil},
 		{"ErrNotParticipant", stranger, "hi", chat.ErrNotParticipant},
 		{"Empty", author, "   \n ", chat.ErrInvalid},
-		{"TooLong", author, strings.Repeat("é", store.MaxContent+1), chat.ErrInvalid},
-		{"Longest", author, strings.Repeat("é", store.MaxContent), nil},
+		{"TooLong", author, strings.Repeat("é", chat.MaxContent+1), chat.ErrInvalid},
+		{"Longest", author, strings.Repeat("é", chat.MaxContent), nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -296,7 +295,7 @@ func TestPostInDeletedRoom(t *testing.T) {
 	}
 	for _, recreate := range []bool{false, true} {
 		t.Run(fmt.Sprintf("recreated=%v", recreate), func(t *testing.T) {
-			stale, err := db.CreateRoom(ctx, author.Ref(), store.NewRoom{Name: unique("gone")})
+			stale, err := db.CreateRoom(ctx, author.Ref(), chat.NewRoom{Name: unique("gone")})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -304,7 +303,7 @@ func TestPostInDeletedRoom(t *testing.T) {
 				t.Fatal(err)
 			}
 			if recreate {
-				if _, err := db.CreateRoom(ctx, author.Ref(), store.NewRoom{Name: stale.Name}); err != nil {
+				if _, err := db.CreateRoom(ctx, author.Ref(), chat.NewRoom{Name: stale.Name}); err != nil {
 					t.Fatal(err)
 				}
 			}

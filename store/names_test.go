@@ -8,11 +8,10 @@ import (
 	"testing"
 
 	"github.com/killrchat/killrchat/chat"
-	"github.com/killrchat/killrchat/store"
 )
 
-func signUp(login string) store.SignUp {
-	return store.SignUp{Login: login, Password: "password1", PasswordConfirm: "password1", Firstname: "Ada", Lastname: "Lovelace"}
+func signUp(login string) chat.SignUp {
+	return chat.SignUp{Login: login, Password: "password1", PasswordConfirm: "password1", Firstname: "Ada", Lastname: "Lovelace"}
 }
 
 // TestLoginCaseInsensitive: logins are keyed by their lower-case form and
@@ -109,7 +108,7 @@ func TestRoomNameCaseInsensitive(t *testing.T) {
 	creator, guest := newUser(t, unique("owner")), newUser(t, unique("guest"))
 	typed := unique("Lobby")
 	key := strings.ToLower(typed)
-	r, err := db.CreateRoom(ctx, creator.Ref(), store.NewRoom{Name: typed})
+	r, err := db.CreateRoom(ctx, creator.Ref(), chat.NewRoom{Name: typed})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +117,7 @@ func TestRoomNameCaseInsensitive(t *testing.T) {
 	}
 	t.Run("ErrRoomExists", func(t *testing.T) {
 		for _, other := range []string{strings.ToUpper(typed), key, typed} {
-			if _, err := db.CreateRoom(ctx, guest.Ref(), store.NewRoom{Name: other}); !errors.Is(err, chat.ErrRoomExists) {
+			if _, err := db.CreateRoom(ctx, guest.Ref(), chat.NewRoom{Name: other}); !errors.Is(err, chat.ErrRoomExists) {
 				t.Errorf("create %q after %q: %v, want ErrRoomExists", other, typed, err)
 			}
 		}
@@ -173,7 +172,7 @@ func TestCreateRoomCaseRace(t *testing.T) {
 	ctx := context.Background()
 	base := unique("Stage")
 	variants := []string{base, strings.ToLower(base), strings.ToUpper(base)}
-	users := make([]store.User, len(variants))
+	users := make([]chat.User, len(variants))
 	for i := range users {
 		users[i] = newUser(t, unique("maker"))
 	}
@@ -186,7 +185,7 @@ func TestCreateRoomCaseRace(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, err := db.CreateRoom(ctx, users[i].Ref(), store.NewRoom{Name: v, Banner: v})
+			_, err := db.CreateRoom(ctx, users[i].Ref(), chat.NewRoom{Name: v, Banner: v})
 			switch {
 			case err == nil:
 				mu.Lock()
@@ -216,7 +215,7 @@ func TestStoredTextIsNormalised(t *testing.T) {
 	const payload = "hi\r\revent: room-deleted\rdata: x\r\rtail"
 	t.Run("MessageContent", func(t *testing.T) {
 		u := newUser(t, unique("poster"))
-		r, err := db.CreateRoom(ctx, u.Ref(), store.NewRoom{Name: unique("crlf")})
+		r, err := db.CreateRoom(ctx, u.Ref(), chat.NewRoom{Name: unique("crlf")})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -237,11 +236,11 @@ func TestStoredTextIsNormalised(t *testing.T) {
 		}
 	})
 	t.Run("Names", func(t *testing.T) {
-		for _, f := range []func(*store.SignUp){
-			func(f *store.SignUp) { f.Firstname = "Ada\r\revent: room-deleted" },
-			func(f *store.SignUp) { f.Lastname = "x\ny" },
-			func(f *store.SignUp) { f.Lastname = "\u200B\u200C" },
-			func(f *store.SignUp) { f.Firstname = "\u202Eecila" },
+		for _, f := range []func(*chat.SignUp){
+			func(f *chat.SignUp) { f.Firstname = "Ada\r\revent: room-deleted" },
+			func(f *chat.SignUp) { f.Lastname = "x\ny" },
+			func(f *chat.SignUp) { f.Lastname = "\u200B\u200C" },
+			func(f *chat.SignUp) { f.Firstname = "\u202Eecila" },
 		} {
 			login := unique("named")
 			form := signUp(login)
@@ -283,7 +282,7 @@ func TestStoredTextIsNormalised(t *testing.T) {
 		u := newUser(t, unique("banner"))
 		for _, banner := range []string{"a\rb", "a\r\nb", "\u200B", "x\u202Ey"} {
 			name := unique("banner")
-			if _, err := db.CreateRoom(ctx, u.Ref(), store.NewRoom{Name: name, Banner: banner}); !errors.Is(err, chat.ErrInvalid) {
+			if _, err := db.CreateRoom(ctx, u.Ref(), chat.NewRoom{Name: name, Banner: banner}); !errors.Is(err, chat.ErrInvalid) {
 				t.Errorf("banner %q: %v, want a ValidationError", banner, err)
 			}
 			if _, err := db.RoomWithAll(ctx, name); !errors.Is(err, chat.ErrNotFound) {

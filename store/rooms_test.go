@@ -12,14 +12,13 @@ import (
 	"time"
 
 	"github.com/killrchat/killrchat/chat"
-	"github.com/killrchat/killrchat/store"
 )
 
 func TestCreateRoomRace(t *testing.T) {
 	ctx := context.Background()
 	name := unique("race")
 	const n = 50
-	users := make([]store.User, n)
+	users := make([]chat.User, n)
 	for i := range users {
 		users[i] = newUser(t, unique("creator"))
 	}
@@ -32,7 +31,7 @@ func TestCreateRoomRace(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, err := db.CreateRoom(ctx, u.Ref(), store.NewRoom{Name: name, Banner: "by " + u.Login})
+			_, err := db.CreateRoom(ctx, u.Ref(), chat.NewRoom{Name: name, Banner: "by " + u.Login})
 			switch {
 			case err == nil:
 				mu.Lock()
@@ -66,7 +65,7 @@ func TestCreateRoomRace(t *testing.T) {
 func raceDelete(t *testing.T, action string, rounds int) {
 	ctx := context.Background()
 	creator := newUser(t, unique("owner"))
-	others := make([]store.User, 3)
+	others := make([]chat.User, 3)
 	for i := range others {
 		others[i] = newUser(t, unique("racer"))
 	}
@@ -79,7 +78,7 @@ func raceDelete(t *testing.T, action string, rounds int) {
 	for round := 0; round < rounds; round++ {
 		name := fmt.Sprintf("%s%d", action, round)
 		name = unique(name[:min(len(name), 20)])
-		if _, err := db.CreateRoom(ctx, creator.Ref(), store.NewRoom{Name: name}); err != nil {
+		if _, err := db.CreateRoom(ctx, creator.Ref(), chat.NewRoom{Name: name}); err != nil {
 			t.Fatal(err)
 		}
 		if action == "leave" {
@@ -141,7 +140,7 @@ func raceDelete(t *testing.T, action string, rounds int) {
 			t.Fatalf("round %d: room %s still has a row after delete (zombie)", round, name)
 		}
 		// Repair on read, then nobody lists the room.
-		for _, u := range append([]store.User{creator}, others...) {
+		for _, u := range append([]chat.User{creator}, others...) {
 			if _, err := db.MyRooms(ctx, u.Login); err != nil {
 				t.Fatal(err)
 			}
@@ -173,7 +172,7 @@ func TestDeleteRoom(t *testing.T) {
 	ctx := context.Background()
 	creator, other := newUser(t, unique("own")), newUser(t, unique("oth"))
 	name := unique("del")
-	if _, err := db.CreateRoom(ctx, creator.Ref(), store.NewRoom{Name: name}); err != nil {
+	if _, err := db.CreateRoom(ctx, creator.Ref(), chat.NewRoom{Name: name}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := db.JoinRoom(ctx, other.Ref(), name); err != nil {
@@ -244,7 +243,7 @@ func TestRoomsWritesAreConditional(t *testing.T) {
 	a, b := newUser(t, unique("lwta")), newUser(t, unique("lwtb"))
 	name := unique("lwt")
 	db.Recorder.Start()
-	r, err := db.CreateRoom(ctx, a.Ref(), store.NewRoom{Name: name})
+	r, err := db.CreateRoom(ctx, a.Ref(), chat.NewRoom{Name: name})
 	if err == nil {
 		_, err = db.JoinRoom(ctx, b.Ref(), name)
 	}
@@ -307,7 +306,7 @@ func TestRoomsPaging(t *testing.T) {
 	for i := 0; i < 120; i++ {
 		name := unique("page")
 		want[name] = true
-		if _, err := db.CreateRoom(ctx, owner.Ref(), store.NewRoom{Name: name}); err != nil {
+		if _, err := db.CreateRoom(ctx, owner.Ref(), chat.NewRoom{Name: name}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -51,9 +51,9 @@ const (
 )
 
 // indexEntries are the terms and words m is indexed under.
-func indexEntries(m Message) (terms []string, words []Word) {
+func indexEntries(m chat.Message) (terms []string, words []chat.Word) {
 	seen := map[string]bool{}
-	for _, sp := range TermSpans(indexedText(m)) {
+	for _, sp := range chat.TermSpans(chat.IndexedText(m)) {
 		for _, w := range sp.Words {
 			if !seen[w.Form] {
 				seen[w.Form] = true
@@ -61,14 +61,14 @@ func indexEntries(m Message) (terms []string, words []Word) {
 			}
 		}
 	}
-	terms = append(Terms(indexedText(m)), fromTerm(m.Author.Login))
+	terms = append(chat.Terms(chat.IndexedText(m)), chat.FromTerm(m.Author.Login))
 	return terms, words
 }
 
 // IndexMessage writes m's terms and words to the search index: see
 // IndexMessages.
-func (s *Store) IndexMessage(ctx context.Context, m Message) error {
-	return s.IndexMessages(ctx, []Message{m})
+func (s *Store) IndexMessage(ctx context.Context, m chat.Message) error {
+	return s.IndexMessages(ctx, []chat.Message{m})
 }
 
 // IndexMessages writes the terms and words of msgs to the search index.
@@ -84,7 +84,7 @@ func (s *Store) IndexMessage(ctx context.Context, m Message) error {
 // post most of its Cassandra time when written row by row). The batches
 // run a few at a time; the first error is returned, after the others are
 // tried.
-func (s *Store) IndexMessages(ctx context.Context, msgs []Message) error {
+func (s *Store) IndexMessages(ctx context.Context, msgs []chat.Message) error {
 	if _, err := s.placesFrom(ctx); err != nil {
 		return err
 	}
@@ -99,7 +99,7 @@ func (s *Store) IndexMessages(ctx context.Context, msgs []Message) error {
 	var termOrder []termKey
 	terms := map[termKey][]chat.ID{}
 	var wordOrder []wordKey
-	words := map[wordKey][]Word{}
+	words := map[wordKey][]chat.Word{}
 	for _, m := range msgs {
 		if m.System {
 			continue
@@ -192,7 +192,7 @@ func placeMemoKey(conv string, month int, term string) string {
 // stored message anyway, so until it runs a changed or deleted message is
 // only read, never shown. Words stay in conversation_words: a prefix that
 // finds a word no message has any more reads an empty partition.
-func (s *Store) UnindexMessage(ctx context.Context, m Message) error {
+func (s *Store) UnindexMessage(ctx context.Context, m chat.Message) error {
 	terms, _ := indexEntries(m)
 	month := monthOf(m.Time())
 	var parts []indexPartition
@@ -492,7 +492,7 @@ type SearchStats struct {
 // conversations the searcher is in now. Every result is checked against
 // the message as stored (see Matches), so one changed or deleted since it
 // was indexed is left out.
-func (s *Store) Search(ctx context.Context, convs []Conversation, q SearchQuery, before chat.ID, n int) ([]Message, bool, SearchStats, error) {
+func (s *Store) Search(ctx context.Context, convs []chat.Conversation, q chat.SearchQuery, before chat.ID, n int) ([]chat.Message, bool, SearchStats, error) {
 	var st SearchStats
 	top := bound{id: chat.MaxIDAt(s.Now().Add(time.Hour)), inclusive: true}
 	if before != (chat.ID{}) {
@@ -505,7 +505,7 @@ func (s *Store) Search(ctx context.Context, convs []Conversation, q SearchQuery,
 	// The newest month alone first: a common term fills the page there.
 	// If it does not, every older month at once: a rare term is in few of
 	// them, and reading them one after the other would only add waits.
-	var out []Message
+	var out []chat.Message
 	for take := 1; len(months) > 0; take = len(months) {
 		cells, err := s.placedCells(ctx, months[:take], q, &st)
 		if err != nil {
@@ -533,10 +533,10 @@ const placesBatch = 100
 // term and month, all at once), so a rare term reads postings only where
 // it is; a month before the places are complete (placesFrom), or a
 // query of prefixes only, keeps every conversation.
-func (s *Store) placedCells(ctx context.Context, months []monthConvs, q SearchQuery, st *SearchStats) ([]cell, error) {
+func (s *Store) placedCells(ctx context.Context, months []monthConvs, q chat.SearchQuery, st *SearchStats) ([]cell, error) {
 	terms := append([]string(nil), q.Terms...)
 	if q.From != "" {
-		terms = append(terms, fromTerm(q.From))
+		terms = append(terms, chat.FromTerm(q.From))
 	}
 	from := 0
 	if len(terms) > 0 {
@@ -700,17 +700,17 @@ func (s *Store) PlacesComplete(ctx context.Context) error {
 // monthConvs is a month and the conversations that have messages in it.
 type monthConvs struct {
 	month int
-	convs []Conversation
+	convs []chat.Conversation
 }
 
 // searchMonths lists, newest first, the months in which convs have
 // messages up to the id top, from their day buckets: one read per
 // conversation, a few at a time, unless this process read them lately
 // (see monthsMemo).
-func (s *Store) searchMonths(ctx context.Context, convs []Conversation, top chat.ID, st *SearchStats) ([]monthConvs, error) {
-	byMonth := map[int][]Conversation{}
+func (s *Store) searchMonths(ctx context.Context, convs []chat.Conversation, top chat.ID, st *SearchStats) ([]monthConvs, error) {
+	byMonth := map[int][]chat.Conversation{}
 	var mu sync.Mutex
-	add := func(conv Conversation, months []int) {
+	add := func(conv chat.Conversation, months []int) {
 		mu.Lock()
 		defer mu.Unlock()
 		for _, m := range months {
@@ -719,7 +719,7 @@ func (s *Store) searchMonths(ctx context.Context, convs []Conversation, top chat
 			}
 		}
 	}
-	var unknown []Conversation
+	var unknown []chat.Conversation
 	for _, conv := range convs {
 		if months, ok := s.months.get(conv, s.Now()); ok {
 			add(conv, months)
@@ -786,11 +786,11 @@ type monthsEntry struct {
 	at     time.Time
 }
 
-func monthsKey(conv Conversation) string {
+func monthsKey(conv chat.Conversation) string {
 	return fmt.Sprintf("%s\x00%d", conv.ID, conv.Since.UnixMilli())
 }
 
-func (mm *monthsMemo) get(conv Conversation, now time.Time) ([]int, bool) {
+func (mm *monthsMemo) get(conv chat.Conversation, now time.Time) ([]int, bool) {
 	mm.mu.Lock()
 	defer mm.mu.Unlock()
 	e, ok := mm.m[monthsKey(conv)]
@@ -800,7 +800,7 @@ func (mm *monthsMemo) get(conv Conversation, now time.Time) ([]int, bool) {
 	return e.months, true
 }
 
-func (mm *monthsMemo) put(conv Conversation, months []int, now time.Time) {
+func (mm *monthsMemo) put(conv chat.Conversation, months []int, now time.Time) {
 	mm.mu.Lock()
 	defer mm.mu.Unlock()
 	if mm.m == nil || len(mm.m) >= monthsMemoSize {
@@ -810,7 +810,7 @@ func (mm *monthsMemo) put(conv Conversation, months []int, now time.Time) {
 }
 
 // forget drops conv's list: it has a new day bucket.
-func (mm *monthsMemo) forget(conv Conversation) {
+func (mm *monthsMemo) forget(conv chat.Conversation) {
 	mm.mu.Lock()
 	defer mm.mu.Unlock()
 	delete(mm.m, monthsKey(conv))
@@ -818,7 +818,7 @@ func (mm *monthsMemo) forget(conv Conversation) {
 
 // cell is one conversation's month: where a term's postings are.
 type cell struct {
-	conv  Conversation
+	conv  chat.Conversation
 	month int
 }
 
@@ -836,7 +836,7 @@ type cellCursor struct {
 // cell's newest match is found at once (searchReaders at a time), then
 // they are merged, and each candidate checked against its stored message,
 // a batch at a time.
-func (s *Store) searchCells(ctx context.Context, cells []cell, q SearchQuery, top bound, n int, st *SearchStats) ([]Message, error) {
+func (s *Store) searchCells(ctx context.Context, cells []cell, q chat.SearchQuery, top bound, n int, st *SearchStats) ([]chat.Message, error) {
 	cursors := make([]*cellCursor, len(cells))
 	err := s.eachConcurrently(ctx, len(cells), searchReaders, func(ctx context.Context, i int) error {
 		c := &cellCursor{cell: cells[i]}
@@ -857,7 +857,7 @@ func (s *Store) searchCells(ctx context.Context, cells []cell, q SearchQuery, to
 	if err != nil {
 		return nil, err
 	}
-	var out []Message
+	var out []chat.Message
 	for len(out) < n {
 		// The next batch of candidates, newest first across the cells.
 		var batch []candidate
@@ -898,7 +898,7 @@ func (s *Store) searchCells(ctx context.Context, cells []cell, q SearchQuery, to
 }
 
 type candidate struct {
-	conv Conversation
+	conv chat.Conversation
 	id   chat.ID
 }
 
@@ -906,7 +906,7 @@ type candidate struct {
 // its terms' postings, the author's, and for each prefix the union of the
 // postings of the words it begins. It is nil when a prefix begins no word
 // of the month.
-func (s *Store) matcher(ctx context.Context, c *cellCursor, q SearchQuery) (postingIter, error) {
+func (s *Store) matcher(ctx context.Context, c *cellCursor, q chat.SearchQuery) (postingIter, error) {
 	month := c.month
 	floor := floorOf(c.conv)
 	post := func(term string) *postings {
@@ -918,7 +918,7 @@ func (s *Store) matcher(ctx context.Context, c *cellCursor, q SearchQuery) (post
 		parts = append(parts, post(t))
 	}
 	if q.From != "" {
-		parts = append(parts, post(fromTerm(q.From)))
+		parts = append(parts, post(chat.FromTerm(q.From)))
 	}
 	for _, p := range q.Prefixes {
 		terms, err := s.prefixTerms(ctx, c.conv.ID, month, p)
@@ -967,7 +967,7 @@ func (s *Store) prefixTerms(ctx context.Context, conv string, month int, prefix 
 // messagesByID reads the candidates' messages as stored, one statement per
 // conversation and day, all at once, and returns those found in the
 // candidates' order.
-func (s *Store) messagesByID(ctx context.Context, batch []candidate, st *SearchStats) ([]Message, error) {
+func (s *Store) messagesByID(ctx context.Context, batch []candidate, st *SearchStats) ([]chat.Message, error) {
 	type key struct {
 		conv   string
 		bucket int
@@ -981,7 +981,7 @@ func (s *Store) messagesByID(ctx context.Context, batch []candidate, st *SearchS
 		}
 		groups[k] = append(groups[k], gocql.UUID(c.id))
 	}
-	found := make(map[chat.ID]Message, len(batch))
+	found := make(map[chat.ID]chat.Message, len(batch))
 	var mu sync.Mutex
 	err := s.eachConcurrently(ctx, len(keys), searchReaders, func(ctx context.Context, i int) error {
 		k := keys[i]
@@ -990,7 +990,7 @@ func (s *Store) messagesByID(ctx context.Context, batch []candidate, st *SearchS
 			return err
 		}
 		iter := q.PageSize(0).Iter()
-		var ms []Message
+		var ms []chat.Message
 		for m, ok := scanMessage(iter, k.conv); ok; m, ok = scanMessage(iter, k.conv) {
 			ms = append(ms, m)
 		}
@@ -1009,7 +1009,7 @@ func (s *Store) messagesByID(ctx context.Context, batch []candidate, st *SearchS
 	}
 	st.Statements += len(keys)
 	st.Checked += len(batch)
-	out := make([]Message, 0, len(batch))
+	out := make([]chat.Message, 0, len(batch))
 	for _, c := range batch {
 		if m, ok := found[c.id]; ok {
 			out = append(out, m)

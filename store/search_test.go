@@ -13,7 +13,7 @@ import (
 )
 
 // post stores and indexes a message, as the post path and its indexer do.
-func post(t testing.TB, st *store.Store, in store.Place, author store.UserRef, content string) store.Message {
+func post(t testing.TB, st *store.Store, in chat.Place, author chat.UserRef, content string) chat.Message {
 	t.Helper()
 	ctx := context.Background()
 	m, err := st.PostMessage(ctx, in, author, content)
@@ -26,9 +26,9 @@ func post(t testing.TB, st *store.Store, in store.Place, author store.UserRef, c
 	return m
 }
 
-func search(t testing.TB, st *store.Store, convs []store.Conversation, query string, before chat.ID, n int) ([]store.Message, bool, store.SearchStats) {
+func search(t testing.TB, st *store.Store, convs []chat.Conversation, query string, before chat.ID, n int) ([]chat.Message, bool, store.SearchStats) {
 	t.Helper()
-	q, err := store.ParseSearch(query)
+	q, err := chat.ParseSearch(query)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +39,7 @@ func search(t testing.TB, st *store.Store, convs []store.Conversation, query str
 	return found, more, stats
 }
 
-func contents(ms []store.Message) []string {
+func contents(ms []chat.Message) []string {
 	out := make([]string, len(ms))
 	for i, m := range ms {
 		out[i] = m.Content
@@ -50,7 +50,7 @@ func contents(ms []store.Message) []string {
 func TestSearchFindsTermsNewestFirst(t *testing.T) {
 	ctx := context.Background()
 	ada, bob := newUser(t, unique("ada")), newUser(t, unique("bob"))
-	room, err := db.CreateRoom(ctx, ada.Ref(), store.NewRoom{Name: unique("search")})
+	room, err := db.CreateRoom(ctx, ada.Ref(), chat.NewRoom{Name: unique("search")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,13 +58,13 @@ func TestSearchFindsTermsNewestFirst(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dm := store.DM{Address: ada.Login + "+" + bob.Login, Members: []store.UserRef{ada.Ref(), bob.Ref()}}
+	dm := chat.DM{Address: ada.Login + "+" + bob.Login, Members: []chat.UserRef{ada.Ref(), bob.Ref()}}
 	word := unique("zebra")
 	post(t, db.Store, room, ada.Ref(), "the runbook for "+word+" is in the wiki")
 	post(t, db.Store, dm, bob.Ref(), "Café "+word+" deploying now")
 	post(t, db.Store, room, bob.Ref(), "unrelated chatter")
 	last := post(t, db.Store, room, bob.Ref(), "DEPLOYED the "+word+" pipeline")
-	convs := []store.Conversation{room.Conversation(), dm.Conversation()}
+	convs := []chat.Conversation{room.Conversation(), dm.Conversation()}
 
 	tests := []struct {
 		q    string
@@ -89,7 +89,7 @@ func TestSearchFindsTermsNewestFirst(t *testing.T) {
 		})
 	}
 	t.Run("OnlyGivenConversations", func(t *testing.T) {
-		found, _, _ := search(t, db.Store, []store.Conversation{dm.Conversation()}, word, chat.ID{}, 20)
+		found, _, _ := search(t, db.Store, []chat.Conversation{dm.Conversation()}, word, chat.ID{}, 20)
 		if len(found) != 1 || found[0].Room != dm.Conversation().ID {
 			t.Errorf("searching the DM alone found %q", contents(found))
 		}
@@ -110,7 +110,7 @@ func TestSearchFindsTermsNewestFirst(t *testing.T) {
 func TestSearchChecksStoredMessage(t *testing.T) {
 	ctx := context.Background()
 	ada := newUser(t, unique("ada"))
-	room, err := db.CreateRoom(ctx, ada.Ref(), store.NewRoom{Name: unique("edits")})
+	room, err := db.CreateRoom(ctx, ada.Ref(), chat.NewRoom{Name: unique("edits")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +130,7 @@ func TestSearchChecksStoredMessage(t *testing.T) {
 	if err := db.IndexMessage(ctx, gone); err != nil {
 		t.Fatal(err)
 	}
-	found, _, _ := search(t, db.Store, []store.Conversation{room.Conversation()}, word, chat.ID{}, 20)
+	found, _, _ := search(t, db.Store, []chat.Conversation{room.Conversation()}, word, chat.ID{}, 20)
 	if len(found) != 1 || found[0].ID != kept.ID {
 		t.Errorf("found %q, want only the kept message", contents(found))
 	}
@@ -138,7 +138,7 @@ func TestSearchChecksStoredMessage(t *testing.T) {
 	if err := db.UnindexMessage(ctx, kept); err != nil {
 		t.Fatal(err)
 	}
-	if found, _, _ := search(t, db.Store, []store.Conversation{room.Conversation()}, word, chat.ID{}, 20); len(found) != 0 {
+	if found, _, _ := search(t, db.Store, []chat.Conversation{room.Conversation()}, word, chat.ID{}, 20); len(found) != 0 {
 		t.Errorf("after UnindexMessage found %q", contents(found))
 	}
 }
@@ -148,7 +148,7 @@ func TestSearchChecksStoredMessage(t *testing.T) {
 func TestSearchConcurrentPosts(t *testing.T) {
 	ctx := context.Background()
 	ada := newUser(t, unique("ada"))
-	room, err := db.CreateRoom(ctx, ada.Ref(), store.NewRoom{Name: unique("busy")})
+	room, err := db.CreateRoom(ctx, ada.Ref(), chat.NewRoom{Name: unique("busy")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +165,7 @@ func TestSearchConcurrentPosts(t *testing.T) {
 	seen := map[chat.ID]bool{}
 	before := chat.ID{}
 	for page := 0; ; page++ {
-		found, more, _ := search(t, db.Store, []store.Conversation{room.Conversation()}, word, before, 20)
+		found, more, _ := search(t, db.Store, []chat.Conversation{room.Conversation()}, word, before, 20)
 		for i, m := range found {
 			if seen[m.ID] {
 				t.Fatalf("page %d: %s twice", page, m.Content)
@@ -201,7 +201,7 @@ func TestSearchCostWithBigPartitions(t *testing.T) {
 	defer st.Close()
 	clock := time.Date(2026, 5, 20, 8, 0, 0, 0, time.UTC)
 	st.Now = func() time.Time { return clock }
-	room, err := st.CreateRoom(ctx, ada.Ref(), store.NewRoom{Name: unique("big")})
+	room, err := st.CreateRoom(ctx, ada.Ref(), chat.NewRoom{Name: unique("big")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,7 +239,7 @@ func TestSearchCostWithBigPartitions(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	convs := []store.Conversation{room.Conversation()}
+	convs := []chat.Conversation{room.Conversation()}
 	found, _, stats := search(t, st, convs, common+" "+rare, chat.ID{}, 20)
 	if len(found) != 3 {
 		t.Fatalf("found %d, want 3", len(found))
@@ -277,10 +277,10 @@ func TestRareTermReadsOnlyWhereItIs(t *testing.T) {
 	clock := time.Date(2026, 3, 10, 8, 0, 0, 0, time.UTC)
 	st.Now = func() time.Time { return clock }
 	rare := unique("zanzibar")
-	var convs []store.Conversation
-	var rooms []store.Room
+	var convs []chat.Conversation
+	var rooms []chat.Room
 	for i := range 40 {
-		r, err := st.CreateRoom(ctx, ada.Ref(), store.NewRoom{Name: unique("place")})
+		r, err := st.CreateRoom(ctx, ada.Ref(), chat.NewRoom{Name: unique("place")})
 		if err != nil {
 			t.Fatal(err)
 		}

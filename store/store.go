@@ -1,5 +1,6 @@
-// Package store owns KillrChat's domain types, their validation, and every
-// CQL statement the application runs. Handlers call it; it calls gocql.
+// Package store is KillrChat's Cassandra adapter: every CQL statement the
+// application runs, over the domain types of package chat. Handlers call
+// it; it alone (with schema) calls gocql.
 package store
 
 import (

@@ -235,7 +235,7 @@ type tally struct{ count, scanned int }
 func (s *Store) countUnread(iter *gocql.Iter, login, conversation string, limit int) (tally, error) {
 	var (
 		t      tally
-		author UserRef
+		author chat.UserRef
 		system bool
 	)
 	for t.count < limit && iter.Scan(&author, &system) {

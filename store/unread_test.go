@@ -19,7 +19,7 @@ import (
 func TestSendRacesMarkRead(t *testing.T) {
 	ctx := context.Background()
 	a, b := newUser(t, unique("senda")), newUser(t, unique("readb"))
-	room, err := db.CreateRoom(ctx, a.Ref(), store.NewRoom{Name: unique("unread")})
+	room, err := db.CreateRoom(ctx, a.Ref(), chat.NewRoom{Name: unique("unread")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +135,7 @@ func TestMarkerNeverMovesBack(t *testing.T) {
 func TestUnreadSkipsOwnAndSystemAndStops(t *testing.T) {
 	ctx := context.Background()
 	a, b := newUser(t, unique("ua")), newUser(t, unique("ub"))
-	room, err := db.CreateRoom(ctx, a.Ref(), store.NewRoom{Name: unique("unreadcap")})
+	room, err := db.CreateRoom(ctx, a.Ref(), chat.NewRoom{Name: unique("unreadcap")})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,13 +5,15 @@ package views
 
 //lint:file-ignore SA4006 This context is only used if a nested component is present.
 
+import "github.com/a-h/templ"
+import templruntime "github.com/a-h/templ/runtime"
+
 import (
-	"github.com/a-h/templ"
-	templruntime "github.com/a-h/templ/runtime"
-	"github.com/killrchat/killrchat/chat"
-	"github.com/killrchat/killrchat/store"
 	"strconv"
 	"time"
+
+	"github.com/killrchat/killrchat/chat"
+	"github.com/killrchat/killrchat/store"
 )
 
 // RoomListView is a page of all rooms: one card per room (name, banner,
@@ -1017,7 +1019,7 @@ func olderRow(label, older string) templ.Component {
 // of 10,000 would otherwise send 10,000 names with every page and every
 // join). oob marks it for an out-of-band swap when it arrives over the
 // live stream.
-func Participants(room string, people []store.UserRef, total int, oob bool) templ.Component {
+func Participants(room string, people []chat.UserRef, total int, oob bool) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {
@@ -1113,7 +1115,7 @@ func Participants(room string, people []store.UserRef, total int, oob bool) temp
 // messageList is a list of messages, grouped by author and separated by
 // day (see layoutMessages); the newest carries the #latest anchor that
 // room links point at, so a page opens on it even without JavaScript.
-func messageList(msgs []store.Message, now time.Time, anchor bool) templ.Component {
+func messageList(msgs []chat.Message, now time.Time, anchor bool) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {
@@ -1145,7 +1147,7 @@ func messageList(msgs []store.Message, now time.Time, anchor bool) templ.Compone
 // messageMarks is messageList with, on a page opened for one reader, the
 // "New since your last visit" divider above the message firstUnread and
 // the message highlight (opened with ?at=) marked.
-func messageMarks(msgs []store.Message, now time.Time, anchor bool, firstUnread, highlight chat.ID) templ.Component {
+func messageMarks(msgs []chat.Message, now time.Time, anchor bool, firstUnread, highlight chat.ID) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {
@@ -1225,7 +1227,7 @@ func messageMarks(msgs []store.Message, now time.Time, anchor bool, firstUnread,
 // MessageItem is one message: the room page, older pages and the live
 // stream all render it, with the same element id. A message alone is
 // never shown as the continuation of a group: app.js groups live ones.
-func MessageItem(m store.Message) templ.Component {
+func MessageItem(m chat.Message) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {
@@ -1254,7 +1256,7 @@ func MessageItem(m store.Message) templ.Component {
 	})
 }
 
-func messageItem(m store.Message, cont, last, highlight bool) templ.Component {
+func messageItem(m chat.Message, cont, last, highlight bool) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {
@@ -1703,7 +1705,7 @@ func stagedFiles() templ.Component {
 // attachment is a message's file: an image's preview (its size set, so
 // nothing moves when it loads) opening the full image, and the file's
 // name, size and download link.
-func attachment(a store.AttachmentRef) templ.Component {
+func attachment(a chat.AttachmentRef) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {
@@ -1874,7 +1876,7 @@ func attachment(a store.AttachmentRef) templ.Component {
 
 // PostedFiles answers an htmx post of files: like Posted, with a message
 // per file.
-func PostedFiles(ms []store.Message, nextClientID string) templ.Component {
+func PostedFiles(ms []chat.Message, nextClientID string) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {

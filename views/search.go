@@ -6,7 +6,6 @@ import (
 	"net/url"
 
 	"github.com/killrchat/killrchat/chat"
-	"github.com/killrchat/killrchat/store"
 )
 
 // SearchView is the search page: the query, the error it had if any, the
@@ -25,7 +24,7 @@ type SearchView struct {
 // (the matched words marked) and its permalink.
 type SearchResult struct {
 	ID     chat.ID
-	Author store.UserRef
+	Author chat.UserRef
 	Place  string
 	Link   string
 	Text   []TextPiece

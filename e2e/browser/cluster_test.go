@@ -9,8 +9,8 @@ import (
 	"github.com/chromedp/chromedp"
 	natsserver "github.com/nats-io/nats-server/v2/server"
 
+	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/live/natshub"
-	"github.com/killrchat/killrchat/store"
 )
 
 // twoInstances starts two app instances over an embedded NATS broker, each
@@ -106,7 +106,7 @@ func TestAcrossInstances(t *testing.T) {
 	o.waitJS("bob's live connection", `document.documentElement.getAttribute("data-live") === "up"`)
 	a.post("nothing for bob " + unique("#"))
 	settleNotes(t, 0, "a room message at the mentions level, across instances", o)
-	address, err := store.DMAddress([]string{ada, bob})
+	address, err := chat.DMAddress([]string{ada, bob})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -413,7 +413,7 @@ func (w *world) checkUnread(ctx context.Context, db *gocql.Session, room string,
 		iter := db.Query(`SELECT message_id, author, system_message FROM chat_room_messages WHERE room_name = ? AND time_bucket = ?`,
 			room, bucket).WithContext(ctx).Iter()
 		var m stored
-		var author store.UserRef
+		var author chat.UserRef
 		for iter.Scan((*gocql.UUID)(&m.id), &author, &m.system) {
 			m.author = author.Login
 			msgs = append(msgs, m)
@@ -473,7 +473,7 @@ func roomParticipants(ctx context.Context, db *gocql.Session, name string) (map[
 	var (
 		created, since time.Time
 		login          string
-		member         *store.UserRef
+		member         *chat.UserRef
 		out            = map[string]bool{}
 		found          bool
 	)

@@ -21,7 +21,6 @@ import (
 	"sync"
 
 	"github.com/killrchat/killrchat/chat"
-	"github.com/killrchat/killrchat/store"
 )
 
 // bodyOf finds a message's text in its HTML: the element id, the id of
@@ -218,12 +217,12 @@ func (ch *changer) after(ctx context.Context, p int, u *user, o *own, body, room
 // checkChanges compares each subscriber's view with what Cassandra holds:
 // for every message the view holds (received, not deleted), the stored
 // text and reactions; a message the view saw deleted must not be stored.
-func checkChanges(ctx context.Context, t *target, room store.Room, subs []*subscriber, example func(string, ...any)) (int, error) {
+func checkChanges(ctx context.Context, t *target, room chat.Room, subs []*subscriber, example func(string, ...any)) (int, error) {
 	msgs, _, err := t.Store.MessagesBefore(ctx, room, chat.ID{}, 60000)
 	if err != nil {
 		return 0, err
 	}
-	stored := make(map[string]store.Message, len(msgs))
+	stored := make(map[string]chat.Message, len(msgs))
 	for _, m := range msgs {
 		stored[m.ID.String()] = m
 	}

@@ -33,7 +33,6 @@ import (
 	"time"
 
 	"github.com/killrchat/killrchat/chat"
-	"github.com/killrchat/killrchat/store"
 )
 
 // received is one message event as a subscriber saw it.
@@ -615,7 +614,7 @@ type browserTotals struct {
 // page's oldest on. A message twice on one connection counts as
 // duplicated; sent again on a later connection, it is dropped by id as a
 // browser drops it, and counted apart.
-func checkAsBrowser(ctx context.Context, t *target, room store.Room, i int, sub *subscriber, tot *browserTotals, example func(string, ...any)) (bool, error) {
+func checkAsBrowser(ctx context.Context, t *target, room chat.Room, i int, sub *subscriber, tot *browserTotals, example func(string, ...any)) (bool, error) {
 	parse := func(s string) chat.ID { u, _ := chat.ParseID(s); return u }
 	list := make([]chat.ID, 0, len(sub.pageIDs)+len(sub.got))
 	in := map[chat.ID]bool{}

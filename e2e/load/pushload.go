@@ -19,6 +19,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/store"
 )
 
@@ -58,7 +59,7 @@ func setupPushRoom(ctx context.Context, t *target, room string, n int, ps *pushS
 	_, _ = rand.Read(auth)
 	sub := store.PushSubscription{P256dh: base64.RawURLEncoding.EncodeToString(key.PublicKey().Bytes()),
 		Auth: base64.RawURLEncoding.EncodeToString(auth)}
-	conv := store.NameKey(room)
+	conv := chat.NameKey(room)
 	sem := make(chan struct{}, 8)
 	errs := make(chan error, len(people))
 	var wg sync.WaitGroup

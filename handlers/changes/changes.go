@@ -17,7 +17,6 @@ import (
 	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/handlers"
 	"github.com/killrchat/killrchat/live"
-	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/views"
 )
 
@@ -65,14 +64,14 @@ func messageID(c echo.Context) (chat.ID, error) {
 }
 
 // messageOf reads the conversation and the message the request names.
-func (s routes) messageOf(c echo.Context) (handlers.Conversation, store.Message, error) {
+func (s routes) messageOf(c echo.Context) (handlers.Conversation, chat.Message, error) {
 	cv, err := s.memberConversation(c)
 	if err != nil {
-		return handlers.Conversation{}, store.Message{}, err
+		return handlers.Conversation{}, chat.Message{}, err
 	}
 	id, err := messageID(c)
 	if err != nil {
-		return handlers.Conversation{}, store.Message{}, err
+		return handlers.Conversation{}, chat.Message{}, err
 	}
 	m, err := s.DB().Message(c.Request().Context(), cv.Place, id)
 	return cv, m, err
@@ -95,11 +94,11 @@ func (s routes) showMessage(c echo.Context) error {
 	return s.renderMessagePage(c, http.StatusOK, cv, m, f)
 }
 
-func (s routes) renderMessagePage(c echo.Context, status int, cv handlers.Conversation, m store.Message, f views.Form) error {
+func (s routes) renderMessagePage(c echo.Context, status int, cv handlers.Conversation, m chat.Message, f views.Form) error {
 	me := handlers.MustUser(c)
 	v := views.MessageView{Message: m, Title: cv.Title, Form: f,
-		CanEdit:   store.CanEdit(m, me.Login) == nil,
-		CanDelete: store.CanDelete(m, me.Login, moderates(cv, me.Login)) == nil}
+		CanEdit:   chat.CanEdit(m, me.Login) == nil,
+		CanDelete: chat.CanDelete(m, me.Login, moderates(cv, me.Login)) == nil}
 	s.InConversation(c, cv.Place, m)
 	return s.Render(c, status, views.Page{Title: "Message in " + cv.Title, Room: cv.ID}, views.MessagePage(v))
 }
@@ -119,14 +118,14 @@ func (s routes) editMessage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := store.CanEdit(m, handlers.MustUser(c).Login); err != nil {
+	if err := chat.CanEdit(m, handlers.MustUser(c).Login); err != nil {
 		return err
 	}
 	ctx := c.Request().Context()
 	content := c.FormValue("content")
 	var (
-		edited store.Message
-		conv   store.Conversation
+		edited chat.Message
+		conv   chat.Conversation
 	)
 	err = s.change(ctx, cv, live.KindEdit, m.ID, func(id chat.ID) ([]byte, error) {
 		if edited, err = s.DB().EditMessage(ctx, cv.Place, m, content, id); err != nil {
@@ -162,7 +161,7 @@ func (s routes) deleteMessage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := store.CanDelete(m, handlers.MustUser(c).Login, moderates(cv, handlers.MustUser(c).Login)); err != nil {
+	if err := chat.CanDelete(m, handlers.MustUser(c).Login, moderates(cv, handlers.MustUser(c).Login)); err != nil {
 		return err
 	}
 	ctx := c.Request().Context()
@@ -219,7 +218,7 @@ func (s routes) react(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return changed(c, views.Permalink(store.Message{ID: id, Room: cv.ID}))
+	return changed(c, views.Permalink(chat.Message{ID: id, Room: cv.ID}))
 }
 
 // change makes a change (kind) of the message target in cv: it takes the
@@ -229,8 +228,8 @@ func (s routes) react(c echo.Context) error {
 // event's data), and publishes it. An error of apply is returned, and
 // nothing is published.
 func (s routes) change(ctx context.Context, cv handlers.Conversation, kind string, target chat.ID, apply func(id chat.ID) ([]byte, error)) error {
-	sl, err := s.Live().Reserve(cv.ID, func() (store.Message, error) {
-		return store.Message{ID: s.DB().NewChangeID(), Room: cv.ID}, nil
+	sl, err := s.Live().Reserve(cv.ID, func() (chat.Message, error) {
+		return chat.Message{ID: s.DB().NewChangeID(), Room: cv.ID}, nil
 	})
 	if err != nil {
 		return err

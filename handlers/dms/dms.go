@@ -15,7 +15,6 @@ import (
 
 	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/handlers"
-	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/views"
 )
 
@@ -75,13 +74,13 @@ func (s routes) dmAddressOf(c echo.Context, me string, logins []string) (string,
 		return "", fmt.Errorf("type at least one login: %w", chat.ErrInvalid)
 	}
 	for _, l := range logins {
-		if !store.ValidName(l) {
+		if !chat.ValidName(l) {
 			return "", fmt.Errorf("%q is not a login: %w", l, chat.ErrInvalid)
 		}
 	}
-	address, err := store.DMAddress(append([]string{me}, logins...))
+	address, err := chat.DMAddress(append([]string{me}, logins...))
 	if err != nil {
-		return "", fmt.Errorf("a conversation has %d to %d people, you included: %w", store.MinDMMembers, store.MaxDMMembers, chat.ErrInvalid)
+		return "", fmt.Errorf("a conversation has %d to %d people, you included: %w", chat.MinDMMembers, chat.MaxDMMembers, chat.ErrInvalid)
 	}
 	members := strings.Split(address, "+")
 	refs, err := s.DB().UserRefs(c.Request().Context(), members)
@@ -91,7 +90,7 @@ func (s routes) dmAddressOf(c echo.Context, me string, logins []string) (string,
 	if len(refs) != len(members) {
 		var missing []string
 		for _, m := range members {
-			if !slices.ContainsFunc(refs, func(r store.UserRef) bool { return r.Login == m }) {
+			if !slices.ContainsFunc(refs, func(r chat.UserRef) bool { return r.Login == m }) {
 				missing = append(missing, m)
 			}
 		}
@@ -152,7 +151,7 @@ func (s routes) suggestions(c echo.Context, typed string) ([]views.Suggestion, e
 		if !handlers.Matches(p, word) {
 			continue
 		}
-		address, err := store.DMAddress(append([]string{me.Login, p.Login}, words...))
+		address, err := chat.DMAddress(append([]string{me.Login, p.Login}, words...))
 		if err != nil {
 			continue // too many people typed, or a malformed word: nothing to open
 		}

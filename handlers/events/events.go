@@ -20,7 +20,6 @@ import (
 	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/handlers"
 	"github.com/killrchat/killrchat/live"
-	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/views"
 	"github.com/killrchat/killrchat/web"
 )
@@ -151,10 +150,10 @@ func parseCarried(values []string) ([]carried, error) {
 // canonical "dm:" id.
 func validConversationID(id string) bool {
 	if address, ok := strings.CutPrefix(id, "dm:"); ok {
-		canonical, _, err := store.ParseDMAddress(address)
+		canonical, _, err := chat.ParseDMAddress(address)
 		return err == nil && canonical == address
 	}
-	return store.ValidName(id) && store.NameKey(id) == id
+	return chat.ValidName(id) && chat.NameKey(id) == id
 }
 
 // validBrowserKey says whether b is a browser's key: up to 64 letters,

@@ -61,7 +61,7 @@ func (s routes) errTooLarge() error {
 // goes with the first); text without a file is posted as usual.
 // composer renders the composer with a form's errors (422); back is where
 // a plain form goes next.
-func (s routes) postFiles(c echo.Context, in store.Place, composer func(views.Form) error, back string) error {
+func (s routes) postFiles(c echo.Context, in chat.Place, composer func(views.Form) error, back string) error {
 	req := c.Request()
 	me := handlers.MustUser(c)
 	maxBody := s.Config().MaxUpload + formSlack
@@ -101,7 +101,7 @@ func (s routes) postFiles(c echo.Context, in store.Place, composer func(views.Fo
 		content  string
 		clientID string
 		sawCSRF  bool
-		posted   []store.Message
+		posted   []chat.Message
 		files    int
 		budgeted = req.ContentLength > 0
 	)
@@ -143,11 +143,11 @@ func (s routes) postFiles(c echo.Context, in store.Place, composer func(views.Fo
 				return echo.NewHTTPError(http.StatusBadRequest, "This message form is broken. Reload the page and send again.")
 			}
 		case name == "content":
-			if content, err = web.ReadField(part, 4*store.MaxContent+1024); err != nil {
+			if content, err = web.ReadField(part, 4*chat.MaxContent+1024); err != nil {
 				return s.uploadError(err)
 			}
 			if strings.TrimSpace(content) != "" {
-				if _, err := store.CheckContent(content); err != nil {
+				if _, err := chat.CheckContent(content); err != nil {
 					return composer(handlers.WithErrors(views.Form{Values: map[string]string{"content": content, "client_id": clientID}, Errors: map[string]string{}}, err))
 				}
 			}
@@ -176,7 +176,7 @@ func (s routes) postFiles(c echo.Context, in store.Place, composer func(views.Fo
 			content = "" // the text goes with the first file only
 			stored := false
 			m, err := s.PostOnce(req.Context(), me.Login, conv, fileKey(clientID, files),
-				func(ctx context.Context) (store.Message, error) {
+				func(ctx context.Context) (chat.Message, error) {
 					stored = true
 					return s.postFile(ctx, in, me, part.FileName(), file, text)
 				})
@@ -202,8 +202,8 @@ func (s routes) postFiles(c echo.Context, in store.Place, composer func(views.Fo
 		return web.ErrCSRF // an empty body: still no token
 	}
 	if len(posted) == 0 {
-		m, err := s.PostOnce(req.Context(), me.Login, conv, clientID, func(ctx context.Context) (store.Message, error) {
-			return s.Post(ctx, in, func() (store.Message, error) { return s.DB().DraftMessage(in, me, content) })
+		m, err := s.PostOnce(req.Context(), me.Login, conv, clientID, func(ctx context.Context) (chat.Message, error) {
+			return s.Post(ctx, in, func() (chat.Message, error) { return s.DB().DraftMessage(in, me, content) })
 		})
 		if errors.Is(err, chat.ErrInvalid) {
 			return composer(handlers.WithErrors(views.Form{Values: map[string]string{"content": content, "client_id": clientID}, Errors: map[string]string{}}, err))
@@ -228,23 +228,23 @@ const postTimeout = 30 * time.Second
 // own: a client that hangs up after its last byte still gets its message.
 // A file whose message cannot be posted (the room was deleted meanwhile,
 // Cassandra failed) is deleted, so no file is ever left without one.
-func (s routes) postFile(ctx context.Context, in store.Place, me store.UserRef, name string, body io.Reader, text string) (store.Message, error) {
+func (s routes) postFile(ctx context.Context, in chat.Place, me chat.UserRef, name string, body io.Reader, text string) (chat.Message, error) {
 	a, err := s.DB().StoreAttachment(ctx, in, me, name, body, s.Config().MaxUpload)
 	if err != nil {
-		return store.Message{}, s.uploadError(err)
+		return chat.Message{}, s.uploadError(err)
 	}
 	s.Metrics().CountUpload("stored", a.Size)
 	s.FileStored(ctx)
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), postTimeout)
 	defer cancel()
-	m, err := s.Post(ctx, in, func() (store.Message, error) {
+	m, err := s.Post(ctx, in, func() (chat.Message, error) {
 		return s.DB().DraftAttachmentMessage(in, me, text, a.Ref())
 	})
 	if err != nil {
 		if derr := s.DB().DiscardAttachment(ctx, a); derr != nil {
 			s.Log().Warn("discard the file of a message not posted", "attachment", a.ID, "err", derr)
 		}
-		return store.Message{}, err
+		return chat.Message{}, err
 	}
 	return m, nil
 }
@@ -350,7 +350,7 @@ func cmpErr(err, otherwise error) error {
 // conversation now: a DM's members are in its id; a room's are read, and
 // a file of an earlier room of the same name (deleted) is no one's.
 func (s routes) canRead(ctx context.Context, login string, a store.Attachment) (bool, error) {
-	if store.IsDM(a.Conversation) {
+	if chat.IsDM(a.Conversation) {
 		for _, m := range strings.Split(strings.TrimPrefix(a.Conversation, "dm:"), "+") {
 			if m == login {
 				return true, nil

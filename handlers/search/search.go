@@ -14,7 +14,6 @@ import (
 
 	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/handlers"
-	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/views"
 )
 
@@ -36,13 +35,13 @@ func Register(srv *handlers.Server, r handlers.Routes) {
 // and their DMs, as conversations, with each one's place and link. Rooms
 // they left or were never in, and DMs they are not in, are not in it, so
 // they are never read, not even to count.
-func (s routes) searchScope(ctx context.Context, login string) ([]store.Conversation, map[string]string, error) {
+func (s routes) searchScope(ctx context.Context, login string) ([]chat.Conversation, map[string]string, error) {
 	var (
-		rooms       []store.Room
-		dms         []store.DMEntry
+		rooms       []chat.Room
+		dms         []chat.DMEntry
 		rerr, derr  error
 		wg          sync.WaitGroup
-		convs       []store.Conversation
+		convs       []chat.Conversation
 		placeOfConv = map[string]string{}
 	)
 	wg.Add(2)
@@ -70,15 +69,15 @@ func (s routes) searchScope(ctx context.Context, login string) ([]store.Conversa
 
 // narrowTo keeps the conversations in: names, "#room" or "@login" (every
 // DM of the viewer's with that person).
-func narrowTo(convs []store.Conversation, in string) []store.Conversation {
+func narrowTo(convs []chat.Conversation, in string) []chat.Conversation {
 	if in == "" {
 		return convs
 	}
-	var out []store.Conversation
+	var out []chat.Conversation
 	for _, c := range convs {
 		switch {
 		case in[0] == '#' && c.ID == in[1:],
-			in[0] == '@' && store.IsDM(c.ID) && c.Has(in[1:]):
+			in[0] == '@' && chat.IsDM(c.ID) && c.Has(in[1:]):
 			out = append(out, c)
 		}
 	}
@@ -144,7 +143,7 @@ func (s routes) search(c echo.Context) error {
 // searchResults fills v with a page of the results of raw for login.
 func (s routes) searchResults(c echo.Context, login, raw string, v *views.SearchView) error {
 	ctx := c.Request().Context()
-	q, err := store.ParseSearch(raw)
+	q, err := chat.ParseSearch(raw)
 	if err != nil {
 		return err
 	}

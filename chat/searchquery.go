@@ -1,9 +1,9 @@
 // This file owns the search query language and what it means for one
 // message: which messages match, and which words of one to mark.
-package store
+
+package chat
 
 import (
-	"github.com/killrchat/killrchat/chat"
 	"strings"
 	"unicode"
 )
@@ -24,13 +24,13 @@ type SearchQuery struct {
 	In       string
 }
 
-// fromTerm is the term a message is indexed under for its author: no word
+// FromTerm is the term a message is indexed under for its author: no word
 // can contain ':', so it never meets a term of the text.
-func fromTerm(login string) string { return "from:" + login }
+func FromTerm(login string) string { return "from:" + login }
 
 // ParseSearch reads a query: words (all must match), "exact phrases",
 // word* (a prefix of at least 3 characters), from:login and in:#room or
-// in:@login. It returns a chat.ValidationError (field "q") for a query with
+// in:@login. It returns a ValidationError (field "q") for a query with
 // nothing to look for, a short prefix, or a malformed from: or in:.
 func ParseSearch(raw string) (SearchQuery, error) {
 	var q SearchQuery
@@ -53,19 +53,19 @@ func ParseSearch(raw string) (SearchQuery, error) {
 		case hasFold(tok.text, "from:"):
 			login := strings.ToLower(strings.TrimPrefix(tok.text[len("from:"):], "@"))
 			if !ValidName(login) {
-				return SearchQuery{}, chat.ValidationError{"q": "from: takes a login, as in from:ada."}
+				return SearchQuery{}, ValidationError{"q": "from: takes a login, as in from:ada."}
 			}
 			q.From = login
 		case hasFold(tok.text, "in:"):
 			in := tok.text[len("in:"):]
 			if len(in) < 2 || (in[0] != '#' && in[0] != '@') || !ValidName(in[1:]) {
-				return SearchQuery{}, chat.ValidationError{"q": "in: takes a room or a person, as in in:#lobby or in:@ada."}
+				return SearchQuery{}, ValidationError{"q": "in: takes a room or a person, as in in:#lobby or in:@ada."}
 			}
 			q.In = in[:1] + strings.ToLower(in[1:])
 		case strings.HasSuffix(tok.text, "*"):
 			p := fold(strings.TrimRight(tok.text, "*"))
 			if len(p) < minPrefix || strings.IndexFunc(p, func(r rune) bool { return !isWordRune(r) }) >= 0 {
-				return SearchQuery{}, chat.ValidationError{"q": "A prefix search needs at least 3 letters before the *, as in depl*."}
+				return SearchQuery{}, ValidationError{"q": "A prefix search needs at least 3 letters before the *, as in depl*."}
 			}
 			q.Prefixes = append(q.Prefixes, p)
 		default:
@@ -73,7 +73,7 @@ func ParseSearch(raw string) (SearchQuery, error) {
 		}
 	}
 	if len(q.Terms) == 0 && len(q.Prefixes) == 0 && q.From == "" {
-		return SearchQuery{}, chat.ValidationError{"q": "Type a word to search for (words as common as \"the\" are not searched)."}
+		return SearchQuery{}, ValidationError{"q": "Type a word to search for (words as common as \"the\" are not searched)."}
 	}
 	return q, nil
 }
@@ -118,9 +118,9 @@ func phraseText(text string) string {
 	return strings.Join(strings.Fields(fold(text)), " ")
 }
 
-// indexedText is what a message is searchable by: its text and the name
+// IndexedText is what a message is searchable by: its text and the name
 // of its file.
-func indexedText(m Message) string {
+func IndexedText(m Message) string {
 	if m.Attachment != nil && m.Attachment.Name != "" {
 		return m.Content + "\n" + m.Attachment.Name
 	}
@@ -134,7 +134,7 @@ func (q SearchQuery) Matches(m Message) bool {
 	if m.System || (q.From != "" && m.Author.Login != q.From) {
 		return false
 	}
-	text := indexedText(m)
+	text := IndexedText(m)
 	terms, forms := map[string]bool{}, []string{}
 	for _, sp := range TermSpans(text) {
 		for _, w := range sp.Words {

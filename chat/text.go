@@ -3,11 +3,11 @@
 // UTF-8, no control characters, something visible, a length bound, and for
 // one-line fields no line breaks and no bidi overrides). Logins and room
 // names are stricter still (ASCII, see ValidName) and keyed by NameKey.
-package store
+
+package chat
 
 import (
 	"fmt"
-	"github.com/killrchat/killrchat/chat"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -76,7 +76,7 @@ func cleanText(s string, rule textRule) (string, string) {
 }
 
 // checkField cleans *s by rule in place, or records why it is refused.
-func checkField(v chat.ValidationError, field string, s *string, rule textRule) {
+func checkField(v ValidationError, field string, s *string, rule textRule) {
 	clean, problem := cleanText(*s, rule)
 	if problem != "" {
 		v[field] = problem

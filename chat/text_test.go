@@ -1,7 +1,6 @@
-package store
+package chat
 
 import (
-	"github.com/killrchat/killrchat/chat"
 	"strings"
 	"testing"
 	"unicode"
@@ -184,7 +183,7 @@ func TestSignUpValidate(t *testing.T) {
 			f := ok()
 			tt.edit(&f)
 			err := f.Validate()
-			v, isV := err.(chat.ValidationError)
+			v, isV := err.(ValidationError)
 			if !isV || v[tt.field] == "" || len(v) != 1 {
 				t.Fatalf("Validate() = %v; want only a %s error", err, tt.field)
 			}
