@@ -18,7 +18,6 @@ import (
 	"github.com/killrchat/killrchat/live"
 	"github.com/killrchat/killrchat/live/fence"
 	"github.com/killrchat/killrchat/push"
-	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/views"
 	"github.com/killrchat/killrchat/web"
 )
@@ -287,7 +286,7 @@ func (s *Server) pushPosted(in chat.Place, conv chat.Conversation, m chat.Messag
 		name = m.Author.Login
 	}
 	pm := push.Message{Conversation: conv.ID, Author: m.Author.Login, AuthorName: name, ID: m.ID.String(),
-		Text: live.NoticeText(&m), Mentioned: store.Mentioned(m.Content, conv.Members), Members: conv.Members}
+		Text: live.NoticeText(&m), Mentioned: chat.Mentioned(m.Content, conv.Members), Members: conv.Members}
 	switch p := in.(type) {
 	case chat.Room:
 		pm.Title, pm.Path = "#"+p.DisplayName, RoomURL(p.Name)

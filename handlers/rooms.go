@@ -16,7 +16,6 @@ import (
 
 	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/live"
-	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/views"
 )
 
@@ -177,7 +176,7 @@ func (s *Server) showRoom(c echo.Context) error {
 		}
 	}
 	if level == "" {
-		level = store.DefaultLevel(cv.ID)
+		level = chat.DefaultLevel(cv.ID)
 	}
 	v.Level = level
 	s.markShown(ctx, me.Login, cv.Place.Conversation(), v.Messages, marker)

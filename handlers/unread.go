@@ -15,7 +15,6 @@ import (
 
 	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/live"
-	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/views"
 )
 
@@ -38,7 +37,7 @@ type sidebar struct {
 	dms      []views.SidebarDM
 	unread   map[string]int
 	mentions map[string]int
-	markers  store.Markers
+	markers  chat.Markers
 	// read says the markers were read (a failure leaves them empty).
 	read bool
 	// entries is the whole DM list as read, or dmErr why it was not:
@@ -119,7 +118,7 @@ func (sb sidebar) fill(page *views.Page) {
 	page.Unread, page.Mentions = sb.unread, sb.mentions
 	page.Levels = sb.markers.Level
 	for conv, l := range sb.markers.Level {
-		if l == store.LevelNothing {
+		if l == chat.LevelNothing {
 			if page.Quiet == nil {
 				page.Quiet = map[string]bool{}
 			}
@@ -301,7 +300,7 @@ func (s *Server) MentioningEach(ctx context.Context, m chat.Message) context.Con
 // ran before; a failure is logged, not returned: the message is stored.
 func (s *Server) recordMentions(ctx context.Context, conv chat.Conversation, m chat.Message) {
 	// conv holds the members m mentions (see store.Mentionable).
-	if m.System || len(store.Mentioned(m.Content, conv.Members)) == 0 {
+	if m.System || len(chat.Mentioned(m.Content, conv.Members)) == 0 {
 		return
 	}
 	if err := s.db.RecordMentions(ctx, conv, m); err != nil {

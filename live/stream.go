@@ -28,7 +28,6 @@ import (
 	"github.com/killrchat/killrchat/live/hangup"
 	"github.com/killrchat/killrchat/live/sse"
 	"github.com/killrchat/killrchat/live/watermark"
-	"github.com/killrchat/killrchat/store"
 )
 
 const (
@@ -348,7 +347,7 @@ func notice(m *chat.Message, login string) []byte {
 		Text    string `json:"text"`
 		Mention bool   `json:"mention"`
 	}{m.ID.String(), m.Author.Login, name, text,
-		len(store.Mentioned(m.Content, map[string]chat.UserRef{login: {Login: login}})) > 0})
+		len(chat.Mentioned(m.Content, map[string]chat.UserRef{login: {Login: login}})) > 0})
 	return b
 }
 

@@ -111,7 +111,7 @@ func (s *Store) ForgetMessage(ctx context.Context, in chat.Place, m chat.Message
 	if err != nil {
 		errs = append(errs, err)
 	}
-	for _, login := range Mentioned(m.Content, conv.Members) {
+	for _, login := range chat.Mentioned(m.Content, conv.Members) {
 		if login != m.Author.Login {
 			errs = append(errs, s.exec(ctx, "delete mention of "+login, deleteMention, login, monthOf(m.Time()), gocql.UUID(m.ID)))
 		}
@@ -147,12 +147,12 @@ func (s *Store) deleteMessageFile(ctx context.Context, conv string, a chat.Attac
 // added, and deletes those it took away: none when the mentions stay.
 func (s *Store) UpdateMentions(ctx context.Context, conv chat.Conversation, before, after chat.Message) error {
 	old := map[string]bool{}
-	for _, l := range Mentioned(before.Content, conv.Members) {
+	for _, l := range chat.Mentioned(before.Content, conv.Members) {
 		old[l] = true
 	}
 	added := false
 	var errs []error
-	for _, l := range Mentioned(after.Content, conv.Members) {
+	for _, l := range chat.Mentioned(after.Content, conv.Members) {
 		if !old[l] {
 			added = true
 		}

@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/killrchat/killrchat/chat"
-	"github.com/killrchat/killrchat/store"
 )
 
 // reactedRoom is a new room of author with one message in it.
@@ -181,7 +180,7 @@ func TestMentionedNotInCode(t *testing.T) {
 		{"**@ada** and ~~@bob~~", []string{"ada", "bob"}},
 		{"an odd ` @ada", []string{"ada"}},
 	} {
-		got := store.Mentioned(tt.in, members)
+		got := chat.Mentioned(tt.in, members)
 		if strings.Join(got, ",") != strings.Join(tt.want, ",") {
 			t.Errorf("Mentioned(%q) = %v, want %v", tt.in, got, tt.want)
 		}

@@ -122,12 +122,12 @@ func (s *Store) RecordDMMessage(ctx context.Context, d chat.DM, m chat.Message) 
 // conversation, and their DMs with each one's last message, most recent
 // activity first. A person whose DM list was written before schema 010
 // has it moved on this first read (see moveDMList).
-func (s *Store) PersonalState(ctx context.Context, login string) (Markers, []chat.DMEntry, error) {
+func (s *Store) PersonalState(ctx context.Context, login string) (chat.Markers, []chat.DMEntry, error) {
 	q, err := s.query(ctx, selectPersonal, login)
 	if err != nil {
-		return Markers{}, nil, err
+		return chat.Markers{}, nil, err
 	}
-	m := Markers{Read: map[string]chat.ID{}, Mention: map[string]chat.ID{}, Level: map[string]Level{}}
+	m := chat.Markers{Read: map[string]chat.ID{}, Mention: map[string]chat.ID{}, Level: map[string]chat.Level{}}
 	var (
 		dms   []chat.DMEntry
 		moved bool
@@ -145,7 +145,7 @@ func (s *Store) PersonalState(ctx context.Context, login string) (Markers, []cha
 			break
 		}
 		if level != "" {
-			m.Level[conv] = Level(level)
+			m.Level[conv] = chat.Level(level)
 		}
 		moved = moved || (rowMoved != nil && *rowMoved)
 		if marker != (chat.ID{}) {
@@ -160,11 +160,11 @@ func (s *Store) PersonalState(ctx context.Context, login string) (Markers, []cha
 		}
 	}
 	if err := iter.Close(); err != nil {
-		return Markers{}, nil, s.fail("read the markers and dms of "+login, err)
+		return chat.Markers{}, nil, s.fail("read the markers and dms of "+login, err)
 	}
 	if !moved {
 		if dms, err = s.moveDMList(ctx, login); err != nil {
-			return Markers{}, nil, err
+			return chat.Markers{}, nil, err
 		}
 	}
 	sortDMs(dms)

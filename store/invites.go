@@ -44,69 +44,10 @@ const (
 	// fails its condition once it is.
 	markRevoked = `UPDATE rooms SET invite_uses = invite_uses + ? WHERE room_name = ? IF creator_login != null`
 
-	// DefaultInviteTTL is how long a link lets people in unless its maker
-	// says otherwise; MaxInviteTTL the longest allowed.
-	DefaultInviteTTL = 7 * 24 * time.Hour
-	MaxInviteTTL     = 90 * 24 * time.Hour
 	// inviteKept is how long a link's row outlives its expiry, so it still
 	// gets its own "expired" page.
 	inviteKept = 30 * 24 * time.Hour
-	// maxInviteUses bounds a link's uses; 0 is any number.
-	maxInviteUses = 10_000
 )
-
-// Invite is an invitation link, without its token.
-type Invite struct {
-	// ID names the link to its room's admins (for revoking): the first
-	// 8 bytes of the token's hash, in hex.
-	ID        string
-	Room      string
-	CreatedBy chat.UserRef
-	CreatedAt time.Time
-	ExpiresAt time.Time
-	// MaxUses is how many people may join by it; 0 for any number.
-	MaxUses int
-	Revoked bool
-	hash    []byte
-}
-
-// Problem is why the link lets no one in at now, given the uses taken
-// (chat.ErrInviteRevoked, chat.ErrInviteExpired, chat.ErrInviteUsedUp), or nil.
-func (i Invite) Problem(now time.Time, used int) error {
-	switch {
-	case i.Revoked:
-		return chat.ErrInviteRevoked
-	case !now.Before(i.ExpiresAt):
-		return chat.ErrInviteExpired
-	case i.MaxUses > 0 && used >= i.MaxUses:
-		return chat.ErrInviteUsedUp
-	}
-	return nil
-}
-
-// NewInvite is the form that makes a link.
-type NewInvite struct {
-	// TTL is how long it works: DefaultInviteTTL when zero.
-	TTL time.Duration
-	// MaxUses is how many people may join by it; 0 for any number.
-	MaxUses int
-}
-
-// Validate returns a chat.ValidationError for a TTL or a number of uses out of
-// range, or nil; it fills in the default TTL.
-func (f *NewInvite) Validate() error {
-	v := chat.ValidationError{}
-	if f.TTL == 0 {
-		f.TTL = DefaultInviteTTL
-	}
-	if f.TTL < time.Minute || f.TTL > MaxInviteTTL {
-		v["expires"] = "Choose between a minute and 90 days."
-	}
-	if f.MaxUses < 0 || f.MaxUses > maxInviteUses {
-		v["max_uses"] = "Choose up to 10,000 uses, or leave it empty for any number."
-	}
-	return v.Err()
-}
 
 func tokenHash(token string) []byte {
 	h := sha256.Sum256([]byte(token))
@@ -117,7 +58,7 @@ func tokenHash(token string) []byte {
 // room, an admin of a closed one. It returns the token (the only time it
 // is known) and the link, or a chat.ValidationError, chat.ErrNotFound,
 // chat.ErrNotParticipant or chat.ErrNotAdmin.
-func (s *Store) CreateInvite(ctx context.Context, actor chat.UserRef, room string, f NewInvite) (string, Invite, error) {
+func (s *Store) CreateInvite(ctx context.Context, actor chat.UserRef, room string, f chat.NewInvite) (string, Invite, error) {
 	if err := f.Validate(); err != nil {
 		return "", Invite{}, err
 	}
@@ -319,3 +260,32 @@ func (s *Store) joinByInvite(ctx context.Context, user chat.UserRef, inv Invite)
 // revokedKey is the key of link id's revocation mark in the room's
 // invite_uses.
 func revokedKey(id string) string { return id + ":revoked" }
+
+// Invite is an invitation link, without its token.
+type Invite struct {
+	// ID names the link to its room's admins (for revoking): the first
+	// 8 bytes of the token's hash, in hex.
+	ID        string
+	Room      string
+	CreatedBy chat.UserRef
+	CreatedAt time.Time
+	ExpiresAt time.Time
+	// MaxUses is how many people may join by it; 0 for any number.
+	MaxUses int
+	Revoked bool
+	hash    []byte
+}
+
+// Problem is why the link lets no one in at now, given the uses taken
+// (chat.ErrInviteRevoked, chat.ErrInviteExpired, chat.ErrInviteUsedUp), or nil.
+func (i Invite) Problem(now time.Time, used int) error {
+	switch {
+	case i.Revoked:
+		return chat.ErrInviteRevoked
+	case !now.Before(i.ExpiresAt):
+		return chat.ErrInviteExpired
+	case i.MaxUses > 0 && used >= i.MaxUses:
+		return chat.ErrInviteUsedUp
+	}
+	return nil
+}

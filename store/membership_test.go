@@ -222,20 +222,20 @@ func TestInviteLinks(t *testing.T) {
 	creator, member, guest := newUser(t, unique("own")), newUser(t, unique("mem")), newUser(t, unique("gst"))
 	r := closedRoom(t, creator, member)
 	t.Run("ErrNotAdmin", func(t *testing.T) {
-		if _, _, err := db.CreateInvite(ctx, member.Ref(), r.Name, store.NewInvite{}); !errors.Is(err, chat.ErrNotAdmin) {
+		if _, _, err := db.CreateInvite(ctx, member.Ref(), r.Name, chat.NewInvite{}); !errors.Is(err, chat.ErrNotAdmin) {
 			t.Fatalf("member makes a link to a closed room: %v", err)
 		}
 	})
 	t.Run("Invalid", func(t *testing.T) {
-		if _, _, err := db.CreateInvite(ctx, creator.Ref(), r.Name, store.NewInvite{MaxUses: -1}); !errors.Is(err, chat.ErrInvalid) {
+		if _, _, err := db.CreateInvite(ctx, creator.Ref(), r.Name, chat.NewInvite{MaxUses: -1}); !errors.Is(err, chat.ErrInvalid) {
 			t.Fatalf("negative uses: %v", err)
 		}
 	})
-	token, inv, err := db.CreateInvite(ctx, creator.Ref(), r.Name, store.NewInvite{MaxUses: 1})
+	token, inv, err := db.CreateInvite(ctx, creator.Ref(), r.Name, chat.NewInvite{MaxUses: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(token) < 22 || inv.ExpiresAt.Sub(inv.CreatedAt) != store.DefaultInviteTTL {
+	if len(token) < 22 || inv.ExpiresAt.Sub(inv.CreatedAt) != chat.DefaultInviteTTL {
 		t.Fatalf("token %q, expiry %v", token, inv.ExpiresAt.Sub(inv.CreatedAt))
 	}
 	if _, err := db.Invite(ctx, token+"x"); !errors.Is(err, chat.ErrNotFound) {
@@ -253,7 +253,7 @@ func TestInviteLinks(t *testing.T) {
 	if _, err := db.JoinByInvite(ctx, late.Ref(), token); !errors.Is(err, chat.ErrInviteUsedUp) {
 		t.Fatalf("used-up link: %v", err)
 	}
-	token2, inv2, err := db.CreateInvite(ctx, creator.Ref(), r.Name, store.NewInvite{})
+	token2, inv2, err := db.CreateInvite(ctx, creator.Ref(), r.Name, chat.NewInvite{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -303,7 +303,7 @@ func TestInviteRace(t *testing.T) {
 	rounds := roundsOf(1000, 20)
 	for round := 0; round < rounds; round++ {
 		r := closedRoom(t, creator)
-		token, _, err := db.CreateInvite(ctx, creator.Ref(), r.Name, store.NewInvite{MaxUses: 5})
+		token, _, err := db.CreateInvite(ctx, creator.Ref(), r.Name, chat.NewInvite{MaxUses: 5})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -399,7 +399,7 @@ func TestRevokeBeatsAJoinThatReadTheLinkBefore(t *testing.T) {
 	ctx := context.Background()
 	creator, guest := newUser(t, unique("own")), newUser(t, unique("gst"))
 	r := closedRoom(t, creator)
-	token, made, err := db.CreateInvite(ctx, creator.Ref(), r.Name, store.NewInvite{})
+	token, made, err := db.CreateInvite(ctx, creator.Ref(), r.Name, chat.NewInvite{})
 	if err != nil {
 		t.Fatal(err)
 	}

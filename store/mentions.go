@@ -4,8 +4,6 @@ package store
 
 import (
 	"context"
-	"regexp"
-	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -27,75 +25,6 @@ const (
 	mentionScan = 1000
 )
 
-// mentionToken is "@" and a login-shaped word, not inside an e-mail
-// address or another word.
-var mentionToken = regexp.MustCompile(`(?:^|[^\w@.+-])@([a-zA-Z0-9][a-zA-Z0-9_.-]{1,40})`)
-
-// MentionSpan is where a message's text mentions a member: the byte range
-// [Start, End) of "@login" as typed, and the member's login.
-type MentionSpan struct {
-	Start, End int
-	Login      string
-}
-
-// MentionSpans returns every mention of a member in content, in order
-// (repeats included), so that a reader shows exactly what Mentioned
-// records. Trailing ".", "_" and "-" end a sentence, not a login.
-func MentionSpans(content string, members map[string]chat.UserRef) []MentionSpan {
-	if strings.IndexByte(content, '@') < 0 || len(members) == 0 {
-		return nil // most messages mention no one: no regexp to run
-	}
-	var out []MentionSpan
-	for _, loc := range mentionToken.FindAllStringSubmatchIndex(content, -1) {
-		raw := strings.TrimRight(content[loc[2]:loc[3]], "._-")
-		login := strings.ToLower(raw)
-		if _, ok := members[login]; ok {
-			out = append(out, MentionSpan{Start: loc[2] - 1, End: loc[2] + len(raw), Login: login})
-		}
-	}
-	return out
-}
-
-// Mentioned returns the logins of members that content mentions, each
-// once, in order of first mention (author included if they mention
-// themselves). An "@login" in Markdown code (a fenced block or a `span`)
-// is not a mention: the page shows it as code.
-func Mentioned(content string, members map[string]chat.UserRef) []string {
-	var out []string
-	seen := map[string]bool{}
-	for _, m := range MentionSpans(withoutCode(content), members) {
-		if !seen[m.Login] {
-			seen[m.Login] = true
-			out = append(out, m.Login)
-		}
-	}
-	return out
-}
-
-// maxMentionLookups bounds the logins one lookup of a room's members
-// reads (see Mentionable).
-const maxMentionLookups = 100
-
-// mentionCandidates are the logins that contents name after "@", each
-// once: who they mention if they are members.
-func mentionCandidates(contents []string) []string {
-	var out []string
-	seen := map[string]bool{}
-	for _, c := range contents {
-		if strings.IndexByte(c, '@') < 0 {
-			continue
-		}
-		for _, loc := range mentionToken.FindAllStringSubmatchIndex(c, -1) {
-			login := strings.ToLower(strings.TrimRight(c[loc[2]:loc[3]], "._-"))
-			if !seen[login] && chat.ValidName(login) && len(out) < maxMentionLookups {
-				seen[login] = true
-				out = append(out, login)
-			}
-		}
-	}
-	return out
-}
-
 // Mentionable is the conversation of in, whose members include every
 // member that contents mention: a DM's members are all there already; a
 // room's are read for the logins the contents name (one read of their
@@ -107,7 +36,7 @@ func (s *Store) Mentionable(ctx context.Context, in chat.Place, contents ...stri
 		return conv, nil
 	}
 	var want []string
-	for _, l := range mentionCandidates(contents) {
+	for _, l := range chat.MentionCandidates(contents) {
 		if !r.Knows(l) {
 			want = append(want, l)
 		}
@@ -130,14 +59,6 @@ func (s *Store) Mentionable(ctx context.Context, in chat.Place, contents ...stri
 	return conv, nil
 }
 
-// Mention is a message that mentions someone.
-type Mention struct {
-	MessageID    chat.ID
-	Conversation string
-	Author       chat.UserRef
-	Excerpt      string
-}
-
 // monthOf is the UTC month of t as yyyyMM, the partition of a mention.
 func monthOf(t time.Time) int {
 	y, m, _ := t.UTC().Date()
@@ -153,7 +74,7 @@ func (s *Store) RecordMentions(ctx context.Context, conv chat.Conversation, m ch
 		excerpt = string([]rune(excerpt)[:excerptLength]) + "…"
 	}
 	var logins []string
-	for _, login := range Mentioned(m.Content, conv.Members) {
+	for _, login := range chat.Mentioned(m.Content, conv.Members) {
 		if login != m.Author.Login {
 			logins = append(logins, login)
 		}
@@ -179,11 +100,11 @@ func (s *Store) RecordMentions(ctx context.Context, conv chat.Conversation, m ch
 
 // Mentions returns up to n mentions of login before the message id before
 // (the newest if zero), newest first, from the last twelve months.
-func (s *Store) Mentions(ctx context.Context, login string, before chat.ID, n int) ([]Mention, error) {
+func (s *Store) Mentions(ctx context.Context, login string, before chat.ID, n int) ([]chat.Mention, error) {
 	if before == (chat.ID{}) {
 		before = chat.MaxIDAt(s.Now().Add(time.Hour))
 	}
-	var out []Mention
+	var out []chat.Mention
 	month := before.Time()
 	for i := 0; i < mentionMonths && len(out) < n; i++ {
 		q, err := s.query(ctx, selectMentions, login, monthOf(month), gocql.UUID(before), n-len(out))
@@ -191,7 +112,7 @@ func (s *Store) Mentions(ctx context.Context, login string, before chat.ID, n in
 			return nil, err
 		}
 		iter := q.Iter()
-		var m Mention
+		var m chat.Mention
 		for iter.Scan((*gocql.UUID)(&m.MessageID), &m.Conversation, &m.Author, &m.Excerpt) {
 			out = append(out, m)
 		}
@@ -264,76 +185,4 @@ func countMentions(recent []mentionRef, markers map[string]chat.ID, only map[str
 		}
 	}
 	return out
-}
-
-// withoutCode is content with its Markdown code (fenced blocks and code
-// spans) blanked out, byte for byte, as the page's renderer reads them in
-// the common cases.
-func withoutCode(content string) string {
-	if !strings.ContainsAny(content, "`~") {
-		return content
-	}
-	b := []byte(content)
-	blank := func(from, to int) {
-		for i := from; i < to; i++ {
-			if b[i] != '\n' {
-				b[i] = ' '
-			}
-		}
-	}
-	// Fenced blocks: from a line opening with ``` or ~~~ to the line that
-	// closes it with at least as many of the same, or the end.
-	var fence string
-	start := 0
-	for lineStart := 0; lineStart < len(b); {
-		end := strings.IndexByte(content[lineStart:], '\n')
-		if end < 0 {
-			end = len(content)
-		} else {
-			end += lineStart + 1
-		}
-		line := strings.TrimLeft(content[lineStart:end], " ")
-		switch {
-		case fence == "" && (strings.HasPrefix(line, "```") || strings.HasPrefix(line, "~~~")):
-			n := len(line) - len(strings.TrimLeft(line, line[:1]))
-			fence, start = strings.Repeat(line[:1], n), lineStart
-		case fence != "" && strings.HasPrefix(strings.TrimSpace(line), fence):
-			blank(start, end)
-			fence = ""
-		}
-		lineStart = end
-	}
-	if fence != "" {
-		blank(start, len(b))
-	}
-	// Code spans: a run of backticks up to the next run of the same length.
-	s := string(b)
-	for i := 0; i < len(s); {
-		if s[i] != '`' {
-			i++
-			continue
-		}
-		n := len(s[i:]) - len(strings.TrimLeft(s[i:], "`"))
-		closing := -1
-		for j := i + n; j < len(s); {
-			k := strings.IndexByte(s[j:], '`')
-			if k < 0 {
-				break
-			}
-			k += j
-			m := len(s[k:]) - len(strings.TrimLeft(s[k:], "`"))
-			if m == n {
-				closing = k
-				break
-			}
-			j = k + m
-		}
-		if closing < 0 {
-			i += n
-			continue
-		}
-		blank(i, closing+n)
-		i = closing + n
-	}
-	return string(b)
 }

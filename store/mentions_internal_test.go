@@ -21,7 +21,7 @@ func TestMentioned(t *testing.T) {
 		{"InParentheses", "(@ada)", []string{"ada"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := Mentioned(tt.content, members); !slices.Equal(got, tt.want) {
+			if got := chat.Mentioned(tt.content, members); !slices.Equal(got, tt.want) {
 				t.Fatalf("Mentioned(%q) = %v, want %v", tt.content, got, tt.want)
 			}
 		})

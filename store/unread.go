@@ -57,24 +57,14 @@ func (s *Store) MarkRead(ctx context.Context, login, conversation string, upTo c
 	return s.exec(ctx, "mark read", updateMarker, writeTime(upTo), gocql.UUID(upTo), login, conversation)
 }
 
-// Markers is what one partition read says of a person's conversations:
-// the read marker in each (Read), and the newest message that mentions
-// them in each (Mention; see RecordMentions).
-type Markers struct {
-	Read, Mention map[string]chat.ID
-	// Level holds the levels the person set (see LevelOf); PersonalState
-	// reads them, ReadMarkers does not.
-	Level map[string]Level
-}
-
 // ReadMarkers returns login's markers and mention heads, in one partition
 // read.
-func (s *Store) ReadMarkers(ctx context.Context, login string) (Markers, error) {
+func (s *Store) ReadMarkers(ctx context.Context, login string) (chat.Markers, error) {
 	q, err := s.query(ctx, selectMarkers, login)
 	if err != nil {
-		return Markers{}, err
+		return chat.Markers{}, err
 	}
-	m := Markers{Read: map[string]chat.ID{}, Mention: map[string]chat.ID{}}
+	m := chat.Markers{Read: map[string]chat.ID{}, Mention: map[string]chat.ID{}}
 	iter := q.Iter()
 	var (
 		conv            string
@@ -89,7 +79,7 @@ func (s *Store) ReadMarkers(ctx context.Context, login string) (Markers, error) 
 		}
 	}
 	if err := iter.Close(); err != nil {
-		return Markers{}, s.fail("read markers of "+login, err)
+		return chat.Markers{}, s.fail("read markers of "+login, err)
 	}
 	return m, nil
 }
@@ -99,13 +89,6 @@ func (s *Store) ReadMarkers(ctx context.Context, login string) (Markers, error) 
 func (s *Store) Markers(ctx context.Context, login string) (map[string]chat.ID, error) {
 	m, err := s.ReadMarkers(ctx, login)
 	return m.Read, err
-}
-
-// unreadMention reports whether login's newest mention in conversation is
-// past their marker there.
-func (m Markers) unreadMention(conversation string) bool {
-	mention, ok := m.Mention[conversation]
-	return ok && mention.After(m.Read[conversation])
 }
 
 // idsByConversation runs a query of (conversation, id) rows into a map.
@@ -138,7 +121,7 @@ func (s *Store) Marker(ctx context.Context, login, conversation string) (chat.ID
 
 // MarkerAndLevel is login's marker in conversation (zero if none) and
 // their level there, in one read of one row.
-func (s *Store) MarkerAndLevel(ctx context.Context, login, conversation string) (chat.ID, Level, error) {
+func (s *Store) MarkerAndLevel(ctx context.Context, login, conversation string) (chat.ID, chat.Level, error) {
 	q, err := s.query(ctx, selectMarker, login, conversation)
 	if err != nil {
 		return chat.ID{}, "", err
@@ -151,9 +134,9 @@ func (s *Store) MarkerAndLevel(ctx context.Context, login, conversation string) 
 		return chat.ID{}, "", s.fail("read marker of "+login, err)
 	}
 	if level == "" {
-		return id, DefaultLevel(conversation), nil
+		return id, chat.DefaultLevel(conversation), nil
 	}
-	return id, Level(level), nil
+	return id, chat.Level(level), nil
 }
 
 // setHead records id as conversation's latest message, unless a newer one
@@ -259,22 +242,16 @@ func (s *Store) Unread(ctx context.Context, login string, conversations map[stri
 	return st.Unread, err
 }
 
-// UnreadState is a person's unread messages and unread mentions, by
-// conversation id.
-type UnreadState struct {
-	Unread, Mentions map[string]int
-}
-
 // UnreadState is Unread and, from the same markers, the unread mentions in
 // those conversations. The markers (one partition) and the heads (one IN
 // query) are read at once, then see CountUnread.
-func (s *Store) UnreadState(ctx context.Context, login string, conversations map[string]time.Time) (UnreadState, error) {
+func (s *Store) UnreadState(ctx context.Context, login string, conversations map[string]time.Time) (chat.UnreadState, error) {
 	ids := make([]string, 0, len(conversations))
 	for c := range conversations {
 		ids = append(ids, c)
 	}
 	var (
-		markers    Markers
+		markers    chat.Markers
 		heads      map[string]chat.ID
 		merr, herr error
 		wg         sync.WaitGroup
@@ -284,7 +261,7 @@ func (s *Store) UnreadState(ctx context.Context, login string, conversations map
 	go func() { defer wg.Done(); heads, herr = s.Heads(ctx, ids) }()
 	wg.Wait()
 	if err := errors.Join(merr, herr); err != nil {
-		return UnreadState{}, err
+		return chat.UnreadState{}, err
 	}
 	return s.CountUnread(ctx, login, markers, heads, conversations, "")
 }
@@ -296,7 +273,7 @@ func (s *Store) UnreadState(ctx context.Context, login string, conversations map
 // each bounded; the mentions are read only if a mention head is past its
 // marker, and only those after the oldest such marker. open, if set, is the conversation the page
 // shows and marks read: it is not counted, and shows 0.
-func (s *Store) CountUnread(ctx context.Context, login string, markers Markers, heads map[string]chat.ID, conversations map[string]time.Time, open string) (UnreadState, error) {
+func (s *Store) CountUnread(ctx context.Context, login string, markers chat.Markers, heads map[string]chat.ID, conversations map[string]time.Time, open string) (chat.UnreadState, error) {
 	out := make(map[string]int, len(conversations))
 	var (
 		wg       sync.WaitGroup
@@ -314,7 +291,7 @@ func (s *Store) CountUnread(ctx context.Context, login string, markers Markers, 
 		if c == open {
 			continue
 		}
-		if markers.unreadMention(c) {
+		if markers.UnreadMention(c) {
 			if m := markers.Read[c]; !mentions || mentionsAfter.After(m) {
 				mentionsAfter = m
 			}
@@ -343,14 +320,14 @@ func (s *Store) CountUnread(ctx context.Context, login string, markers Markers, 
 		var err error
 		if recent, err = s.recentMentions(ctx, login, mentionsAfter); err != nil {
 			wg.Wait()
-			return UnreadState{}, err
+			return chat.UnreadState{}, err
 		}
 	}
 	wg.Wait()
 	if first != nil {
-		return UnreadState{}, first
+		return chat.UnreadState{}, first
 	}
-	st := UnreadState{Unread: out, Mentions: countMentions(recent, markers.Read, conversations)}
+	st := chat.UnreadState{Unread: out, Mentions: countMentions(recent, markers.Read, conversations)}
 	delete(st.Mentions, open)
 	return st, nil
 }

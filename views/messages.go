@@ -14,7 +14,6 @@ import (
 	"github.com/a-h/templ"
 
 	"github.com/killrchat/killrchat/chat"
-	"github.com/killrchat/killrchat/store"
 )
 
 // urlCandidate finds what may be a web address: http:// or https:// and
@@ -102,7 +101,7 @@ func messageText(s string) templ.Component {
 // class "mention-me"; a message rendered once for every live stream knows
 // no viewer, and app.js adds the class from <body data-viewer>.
 func mentionHTML(text string, members map[string]chat.UserRef, viewer string) string {
-	return markSpans(text, store.MentionSpans(text, members), func(m store.MentionSpan, said string) string {
+	return markSpans(text, chat.MentionSpans(text, members), func(m chat.MentionSpan, said string) string {
 		class := "mention"
 		if m.Login == viewer {
 			class += " mention-me"
@@ -114,7 +113,7 @@ func mentionHTML(text string, members map[string]chat.UserRef, viewer string) st
 
 // markSpans is text escaped, each span (in order, not overlapping) replaced
 // by mark of the span and its escaped text.
-func markSpans(text string, spans []store.MentionSpan, mark func(m store.MentionSpan, said string) string) string {
+func markSpans(text string, spans []chat.MentionSpan, mark func(m chat.MentionSpan, said string) string) string {
 	if len(spans) == 0 {
 		return templ.EscapeString(text)
 	}
@@ -134,11 +133,11 @@ func markSpans(text string, spans []store.MentionSpan, mark func(m store.Mention
 func mentionExcerpt(text string) templ.Component {
 	return templ.ComponentFunc(func(ctx context.Context, w io.Writer) error {
 		viewer := viewerOf(ctx)
-		var spans []store.MentionSpan
+		var spans []chat.MentionSpan
 		if viewer != "" {
-			spans = store.MentionSpans(text, map[string]chat.UserRef{viewer: {Login: viewer}})
+			spans = chat.MentionSpans(text, map[string]chat.UserRef{viewer: {Login: viewer}})
 		}
-		html := markSpans(text, spans, func(_ store.MentionSpan, said string) string {
+		html := markSpans(text, spans, func(_ chat.MentionSpan, said string) string {
 			return `<mark class="mention-me">` + said + `</mark>`
 		})
 		_, err := io.WriteString(w, html)

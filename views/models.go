@@ -41,16 +41,16 @@ type Page struct {
 	// their badge is a dot, and they count in no total.
 	Quiet map[string]bool
 	// Levels are the levels the person set (see LevelOf).
-	Levels map[string]store.Level
+	Levels map[string]chat.Level
 }
 
 // LevelOf is how much conversation tells the person: what they set, or
 // the default (app.js reads it off the sidebar for notifications).
-func (p Page) LevelOf(conversation string) store.Level {
+func (p Page) LevelOf(conversation string) chat.Level {
 	if l, ok := p.Levels[conversation]; ok {
 		return l
 	}
-	return store.DefaultLevel(conversation)
+	return chat.DefaultLevel(conversation)
 }
 
 // SidebarDM is a direct message as the sidebar lists it.
@@ -242,7 +242,7 @@ type RoomView struct {
 	// Highlight is the message a ?at= link opened the page around.
 	Highlight chat.ID
 	// Level is how much the conversation tells the viewer.
-	Level store.Level
+	Level chat.Level
 	// Newer, on a page opened around a message with newer ones below it,
 	// links to the latest messages; such a page has no live stream.
 	Newer string
@@ -318,7 +318,7 @@ type MentionList struct {
 
 // MentionItem is a message that mentions the viewer, with where it was said.
 type MentionItem struct {
-	store.Mention
+	chat.Mention
 	// Place names the conversation ("#room", or the DM's other members);
 	// Link opens it around the message.
 	Place, Link string
@@ -374,11 +374,11 @@ const (
 )
 
 // levelLabel says what a level tells, for its radio button.
-func levelLabel(l store.Level) string {
+func levelLabel(l chat.Level) string {
 	switch l {
-	case store.LevelEverything:
+	case chat.LevelEverything:
 		return "Every message"
-	case store.LevelMentions:
+	case chat.LevelMentions:
 		return "Mentions of me"
 	}
 	return "Nothing (a quiet dot)"

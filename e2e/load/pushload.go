@@ -20,7 +20,6 @@ import (
 	"time"
 
 	"github.com/killrchat/killrchat/chat"
-	"github.com/killrchat/killrchat/store"
 )
 
 // pushService answers 201 to every push, as a push service does, and
@@ -57,7 +56,7 @@ func setupPushRoom(ctx context.Context, t *target, room string, n int, ps *pushS
 	}
 	auth := make([]byte, 16)
 	_, _ = rand.Read(auth)
-	sub := store.PushSubscription{P256dh: base64.RawURLEncoding.EncodeToString(key.PublicKey().Bytes()),
+	sub := chat.PushSubscription{P256dh: base64.RawURLEncoding.EncodeToString(key.PublicKey().Bytes()),
 		Auth: base64.RawURLEncoding.EncodeToString(auth)}
 	conv := chat.NameKey(room)
 	sem := make(chan struct{}, 8)
@@ -73,7 +72,7 @@ func setupPushRoom(ctx context.Context, t *target, room string, n int, ps *pushS
 				err = fmt.Errorf("%s joins %s: %d %.200s", u.login, room, code, body)
 			}
 			if err == nil {
-				err = t.Store.SetLevel(ctx, u.login, conv, store.LevelEverything)
+				err = t.Store.SetLevel(ctx, u.login, conv, chat.LevelEverything)
 			}
 			if err == nil {
 				s := sub

@@ -281,7 +281,7 @@ func (s routes) createInvite(c echo.Context) error {
 		return err
 	}
 	f := handlers.FormOf(c, "expires_days", "max_uses")
-	var form store.NewInvite
+	var form chat.NewInvite
 	if d := strings.TrimSpace(f.Value("expires_days")); d != "" {
 		days, err := strconv.Atoi(d)
 		if err != nil || days < 1 || days > 90 {

@@ -13,7 +13,6 @@ import (
 
 	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/handlers"
-	"github.com/killrchat/killrchat/store"
 )
 
 // routes are the notification settings' routes, on the core's server.
@@ -39,7 +38,7 @@ func (s routes) setLevel(c echo.Context) error {
 	if !cv.Member(me.Login) {
 		return chat.ErrNotFound
 	}
-	level, err := store.ParseLevel(c.FormValue("level"))
+	level, err := chat.ParseLevel(c.FormValue("level"))
 	if err != nil {
 		var ve chat.ValidationError
 		if errors.As(err, &ve) {

@@ -15,7 +15,6 @@ import (
 
 	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/handlers"
-	"github.com/killrchat/killrchat/store"
 )
 
 type routes struct{ *handlers.Server }
@@ -55,7 +54,7 @@ func (s routes) subscribe(c echo.Context) error {
 	if s.Push() == nil {
 		return echo.NewHTTPError(http.StatusServiceUnavailable, "Push notifications are off on this server.")
 	}
-	sub := store.PushSubscription{
+	sub := chat.PushSubscription{
 		Endpoint: strings.TrimSpace(c.FormValue("endpoint")),
 		P256dh:   strings.TrimSpace(c.FormValue("p256dh")),
 		Auth:     strings.TrimSpace(c.FormValue("auth")),
