@@ -15,6 +15,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/live"
 	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/views"
@@ -81,7 +82,7 @@ func (s *Server) Unsign(name, token string, dst any) error { return s.pages.Deco
 // UploadHandler takes a multipart post of the composer in a conversation:
 // composer renders the composer with a form's errors (422); back is where
 // a plain form goes next.
-type UploadHandler func(c echo.Context, in store.Place, composer func(views.Form) error, back string) error
+type UploadHandler func(c echo.Context, in chat.Place, composer func(views.Form) error, back string) error
 
 // HandleUploads has h take the conversations' multipart posts (the files
 // module); without one they are refused with 415.
@@ -122,6 +123,6 @@ func (s *Server) MessageRate() *web.KeyedLimiter { return s.limits.messages }
 // PostOnce posts at most once per (author, conversation, client id) within
 // a while, returning the first post's message to a repeat (see
 // recentPosts); save posts.
-func (s *Server) PostOnce(ctx context.Context, author, conv, clientID string, save func(context.Context) (store.Message, error)) (store.Message, error) {
+func (s *Server) PostOnce(ctx context.Context, author, conv, clientID string, save func(context.Context) (chat.Message, error)) (chat.Message, error) {
 	return s.recent.post(ctx, postKey{author: author, room: conv, clientID: clientID}, save)
 }

@@ -14,8 +14,8 @@ import (
 	"github.com/labstack/echo/v4/middleware"
 	"golang.org/x/time/rate"
 
+	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/live"
-	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/web"
 )
 
@@ -45,22 +45,22 @@ func Session(c echo.Context) *sessions.Session {
 }
 
 // CurrentUser is the logged-in user, from the session only.
-func CurrentUser(c echo.Context) (store.UserRef, bool) {
+func CurrentUser(c echo.Context) (chat.UserRef, bool) {
 	sess := Session(c)
 	if sess == nil {
-		return store.UserRef{}, false
+		return chat.UserRef{}, false
 	}
 	login, _ := sess.Values[web.KeyLogin].(string)
 	if login == "" {
-		return store.UserRef{}, false
+		return chat.UserRef{}, false
 	}
 	first, _ := sess.Values[web.KeyFirstname].(string)
 	last, _ := sess.Values[web.KeyLastname].(string)
-	return store.UserRef{Login: login, Firstname: first, Lastname: last}, true
+	return chat.UserRef{Login: login, Firstname: first, Lastname: last}, true
 }
 
 // MustUser is currentUser behind requireUser, where a user is certain.
-func MustUser(c echo.Context) store.UserRef {
+func MustUser(c echo.Context) chat.UserRef {
 	u, _ := CurrentUser(c)
 	return u
 }
@@ -90,7 +90,7 @@ func (s *Server) requireUser(next echo.HandlerFunc) echo.HandlerFunc {
 
 // LogIn starts a new session for u: a fresh id (never the one the visitor
 // came with, against session fixation), the old row deleted.
-func (s *Server) LogIn(c echo.Context, u store.User, remember bool) error {
+func (s *Server) LogIn(c echo.Context, u chat.User, remember bool) error {
 	old := Session(c)
 	if old != nil && old.ID != "" {
 		login, _ := old.Values[web.KeyLogin].(string)

@@ -12,9 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gocql/gocql"
-
-	"github.com/killrchat/killrchat/store"
+	"github.com/killrchat/killrchat/chat"
 )
 
 // picture is a w×h PNG, opaque (a gradient) or with transparency.
@@ -154,8 +152,8 @@ func TestAvatars(t *testing.T) {
 	if err != nil || av2 == av {
 		t.Fatalf("not replaced: %v %v", av2, err)
 	}
-	for _, id := range []gocql.UUID{av.Large, av.Small} {
-		if _, err := db.Attachment(ctxT(t), id); !errors.Is(err, store.ErrNotFound) {
+	for _, id := range []chat.ID{av.Large, av.Small} {
+		if _, err := db.Attachment(ctxT(t), id); !errors.Is(err, chat.ErrNotFound) {
 			t.Errorf("replaced square %v kept: %v", id, err)
 		}
 	}
@@ -168,7 +166,7 @@ func TestAvatars(t *testing.T) {
 	if p := ada.post("/profile/avatar/delete", nil); p.StatusCode != http.StatusSeeOther {
 		t.Fatalf("remove: %d", p.StatusCode)
 	}
-	if _, err := db.Avatar(ctxT(t), ada.login); !errors.Is(err, store.ErrNotFound) {
+	if _, err := db.Avatar(ctxT(t), ada.login); !errors.Is(err, chat.ErrNotFound) {
 		t.Errorf("avatar after removal: %v", err)
 	}
 	for deadline := time.Now().Add(5 * time.Second); hoverPicture(bobOnB, ada.login) != ""; time.Sleep(50 * time.Millisecond) {
@@ -176,7 +174,7 @@ func TestAvatars(t *testing.T) {
 			t.Fatal("B still draws the removed picture")
 		}
 	}
-	if _, err := db.Attachment(ctxT(t), av2.Small); !errors.Is(err, store.ErrNotFound) {
+	if _, err := db.Attachment(ctxT(t), av2.Small); !errors.Is(err, chat.ErrNotFound) {
 		t.Errorf("removed picture's file kept: %v", err)
 	}
 }

@@ -21,11 +21,10 @@ import (
 	"errors"
 	"time"
 
-	"github.com/gocql/gocql"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/live"
-	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/views"
 	"github.com/killrchat/killrchat/web"
 )
@@ -43,26 +42,26 @@ const (
 // change of the members (a new version, its header dropped through the
 // hub) makes every standing of the room read again.
 type caches struct {
-	rooms    *web.RowCache[store.Room]
-	standing *web.RowCache[underVersion[*store.UserRef]]
-	people   *web.RowCache[underVersion[[]store.UserRef]]
-	dms      *web.RowCache[store.DM]
-	users    *web.RowCache[store.User]
+	rooms    *web.RowCache[chat.Room]
+	standing *web.RowCache[underVersion[*chat.UserRef]]
+	people   *web.RowCache[underVersion[[]chat.UserRef]]
+	dms      *web.RowCache[chat.DM]
+	users    *web.RowCache[chat.User]
 }
 
 // underVersion is what was read of a room's members (a person's entry,
 // nil if not a participant; the first participants) under the members'
 // version and the room's incarnation: read again under any other.
 type underVersion[T any] struct {
-	version gocql.UUID
+	version chat.ID
 	since   time.Time
 	value   T
 }
 
 func newCaches(ttl time.Duration, max int) *caches {
-	return &caches{rooms: web.NewRowCache[store.Room](ttl, max),
-		standing: web.NewRowCache[underVersion[*store.UserRef]](ttl, max), people: web.NewRowCache[underVersion[[]store.UserRef]](ttl, max),
-		dms: web.NewRowCache[store.DM](ttl, max), users: web.NewRowCache[store.User](ttl, max)}
+	return &caches{rooms: web.NewRowCache[chat.Room](ttl, max),
+		standing: web.NewRowCache[underVersion[*chat.UserRef]](ttl, max), people: web.NewRowCache[underVersion[[]chat.UserRef]](ttl, max),
+		dms: web.NewRowCache[chat.DM](ttl, max), users: web.NewRowCache[chat.User](ttl, max)}
 }
 
 // apply drops what inv names. A DM's members never change (they are its
@@ -88,12 +87,12 @@ func (cs *caches) reset() {
 // Room reads the header of the room named name (in any case) through the
 // cache, with whether it came from the cache; no one's standing is in it
 // (see RoomFor).
-func (s *Server) Room(ctx context.Context, name string) (store.Room, bool, error) {
-	if !store.ValidName(name) {
+func (s *Server) Room(ctx context.Context, name string) (chat.Room, bool, error) {
+	if !chat.ValidName(name) {
 		r, err := s.db.Room(ctx, name) // its ErrNotFound, without a cache entry
 		return r, false, err
 	}
-	return s.caches.rooms.Load(store.NameKey(name), func() (store.Room, error) { return s.db.Room(ctx, name) })
+	return s.caches.rooms.Load(chat.NameKey(name), func() (chat.Room, error) { return s.db.Room(ctx, name) })
 }
 
 // RoomFor reads the room named name with login's standing, both through
@@ -101,14 +100,14 @@ func (s *Server) Room(ctx context.Context, name string) (store.Room, bool, error
 // reads Cassandra again before anyone is refused: a join on another
 // instance may be newer than the entry (its invalidation still on the
 // way).
-func (s *Server) RoomFor(ctx context.Context, name, login string) (store.Room, error) {
+func (s *Server) RoomFor(ctx context.Context, name, login string) (chat.Room, error) {
 	r, cached, err := s.Room(ctx, name)
 	if err != nil {
 		return r, err
 	}
 	entry, stCached, err := s.standingIn(ctx, r, login)
 	if err != nil {
-		return store.Room{}, err
+		return chat.Room{}, err
 	}
 	if entry != nil || (!cached && !stCached) {
 		return r.WithStanding(login, entry), nil
@@ -119,15 +118,15 @@ func (s *Server) RoomFor(ctx context.Context, name, login string) (store.Room, e
 		return r, err
 	}
 	if entry, _, err = s.standingIn(ctx, r, login); err != nil {
-		return store.Room{}, err
+		return chat.Room{}, err
 	}
 	return r.WithStanding(login, entry), nil
 }
 
 // standingIn is login's entry in r (nil if not a participant) through the
 // cache, with whether it came from the cache.
-func (s *Server) standingIn(ctx context.Context, r store.Room, login string) (*store.UserRef, bool, error) {
-	return loadUnder(s.caches.standing, standingKey(r.Name, login), r, func() (*store.UserRef, error) {
+func (s *Server) standingIn(ctx context.Context, r chat.Room, login string) (*chat.UserRef, bool, error) {
+	return loadUnder(s.caches.standing, standingKey(r.Name, login), r, func() (*chat.UserRef, error) {
 		return s.db.Standing(ctx, r, login)
 	})
 }
@@ -136,8 +135,8 @@ func standingKey(room, login string) string { return room + "\x00" + login }
 
 // FirstPeople are r's first participants by login (at most
 // views.ShownParticipants), through the cache.
-func (s *Server) FirstPeople(ctx context.Context, r store.Room) ([]store.UserRef, error) {
-	first, _, err := loadUnder(s.caches.people, r.Name, r, func() ([]store.UserRef, error) {
+func (s *Server) FirstPeople(ctx context.Context, r chat.Room) ([]chat.UserRef, error) {
+	first, _, err := loadUnder(s.caches.people, r.Name, r, func() ([]chat.UserRef, error) {
 		return s.db.RoomMembers(ctx, r, "", views.ShownParticipants)
 	})
 	return first, err
@@ -146,7 +145,7 @@ func (s *Server) FirstPeople(ctx context.Context, r store.Room) ([]store.UserRef
 // loadUnder reads key's value of r's members through cache: an entry read
 // under another version of r's members, or another room of its name, is
 // read again.
-func loadUnder[T any](cache *web.RowCache[underVersion[T]], key string, r store.Room, read func() (T, error)) (T, bool, error) {
+func loadUnder[T any](cache *web.RowCache[underVersion[T]], key string, r chat.Room, read func() (T, error)) (T, bool, error) {
 	load := func() (underVersion[T], error) {
 		v, err := read()
 		return underVersion[T]{version: r.Version, since: r.CreatedAt, value: v}, err
@@ -163,8 +162,8 @@ func loadUnder[T any](cache *web.RowCache[underVersion[T]], key string, r store.
 // at most 8 at once), where mine says login's list names the room: every
 // participant is listed (the list is written before the LWT that makes
 // one, see store.JoinRoom), so the others need no read.
-func (s *Server) standings(ctx context.Context, rooms []store.Room, login string, mine func(string) bool) ([]store.Room, error) {
-	out := make([]store.Room, len(rooms))
+func (s *Server) standings(ctx context.Context, rooms []chat.Room, login string, mine func(string) bool) ([]chat.Room, error) {
+	out := make([]chat.Room, len(rooms))
 	var g errgroup.Group
 	g.SetLimit(8)
 	for i, r := range rooms {
@@ -182,18 +181,18 @@ func (s *Server) standings(ctx context.Context, rooms []store.Room, login string
 }
 
 // user reads login's row through the cache.
-func (s *Server) user(ctx context.Context, login string) (store.User, error) {
-	u, _, err := s.caches.users.Load(login, func() (store.User, error) { return s.db.User(ctx, login) })
+func (s *Server) user(ctx context.Context, login string) (chat.User, error) {
+	u, _, err := s.caches.users.Load(login, func() (chat.User, error) { return s.db.User(ctx, login) })
 	return u, err
 }
 
 // dm reads the DM at address through the cache (by its canonical address).
-func (s *Server) dm(ctx context.Context, address string) (store.DM, error) {
-	canonical, _, err := store.ParseDMAddress(address)
+func (s *Server) dm(ctx context.Context, address string) (chat.DM, error) {
+	canonical, _, err := chat.ParseDMAddress(address)
 	if err != nil {
 		return s.db.DM(ctx, address) // its ErrNotFound
 	}
-	d, _, err := s.caches.dms.Load(canonical, func() (store.DM, error) { return s.db.DM(ctx, canonical) })
+	d, _, err := s.caches.dms.Load(canonical, func() (chat.DM, error) { return s.db.DM(ctx, canonical) })
 	return d, err
 }
 
@@ -203,12 +202,12 @@ func (s *Server) dm(ctx context.Context, address string) (store.DM, error) {
 // standing from its cache (or one read of one row). A listed room that no
 // longer exists (its delete raced a join), or that login does not take
 // part in, is removed from the list on the way.
-func (s *Server) MyRooms(ctx context.Context, login string) ([]store.Room, error) {
+func (s *Server) MyRooms(ctx context.Context, login string) ([]chat.Room, error) {
 	u, err := s.user(ctx, login)
 	if err != nil {
 		return nil, err
 	}
-	known := make(map[string]store.Room, len(u.ChatRooms))
+	known := make(map[string]chat.Room, len(u.ChatRooms))
 	var missing []string
 	for _, name := range u.ChatRooms {
 		if r, ok := s.caches.rooms.Peek(name); ok {
@@ -228,7 +227,7 @@ func (s *Server) MyRooms(ctx context.Context, login string) ([]store.Room, error
 			s.caches.rooms.Put(name, r, version)
 		}
 	}
-	list := make([]store.Room, 0, len(known))
+	list := make([]chat.Room, 0, len(known))
 	for _, r := range known {
 		list = append(list, r)
 	}
@@ -239,7 +238,7 @@ func (s *Server) MyRooms(ctx context.Context, login string) ([]store.Room, error
 	for _, r := range withMine {
 		known[r.Name] = r
 	}
-	rooms := make([]store.Room, 0, len(u.ChatRooms))
+	rooms := make([]chat.Room, 0, len(u.ChatRooms))
 	for _, name := range u.ChatRooms {
 		r, ok := known[name]
 		if !ok || !r.HasParticipant(login) {
@@ -247,7 +246,7 @@ func (s *Server) MyRooms(ctx context.Context, login string) ([]store.Room, error
 			// older than a join: ForgetRoom reads at SERIAL before it
 			// drops).
 			forgot, err := s.db.ForgetRoom(ctx, login, name)
-			if err != nil && !errors.Is(err, store.ErrNotFound) {
+			if err != nil && !errors.Is(err, chat.ErrNotFound) {
 				return nil, err
 			}
 			if forgot || !ok {

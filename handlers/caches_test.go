@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/handlers"
-	"github.com/killrchat/killrchat/store"
 )
 
 // longCaches keeps cached rooms, DMs and users for an hour, so only the
@@ -135,7 +135,7 @@ func TestRoomCacheAcrossInstances(t *testing.T) {
 // instance, as if the invalidation had been lost.
 func leaveBehindBack(t *testing.T, login, room string) {
 	t.Helper()
-	if err := db.LeaveRoom(ctxT(t), store.UserRef{Login: login}, room); err != nil {
+	if err := db.LeaveRoom(ctxT(t), chat.UserRef{Login: login}, room); err != nil {
 		t.Fatal(err)
 	}
 }

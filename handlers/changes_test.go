@@ -10,9 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gocql/gocql"
-
-	"github.com/killrchat/killrchat/store"
+	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/views"
 )
 
@@ -27,16 +25,16 @@ func latestID(t *testing.T, room, content string) string {
 }
 
 // storedMessage reads one message of place, or fails.
-func storedMessage(t *testing.T, in store.Place, id string) (store.Message, error) {
+func storedMessage(t *testing.T, in chat.Place, id string) (chat.Message, error) {
 	t.Helper()
-	uid, err := gocql.ParseUUID(id)
+	uid, err := chat.ParseID(id)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return db.Message(ctxT(t), in, uid)
 }
 
-func roomPlace(t *testing.T, room string) store.Room {
+func roomPlace(t *testing.T, room string) chat.Room {
 	t.Helper()
 	r, err := db.Room(ctxT(t), room)
 	if err != nil {
@@ -65,7 +63,7 @@ func TestEditAndDelete(t *testing.T) {
 		if p := bob.post(base+id+"/delete", nil); p.StatusCode != http.StatusForbidden {
 			t.Errorf("bob deletes ada's message: %d", p.StatusCode)
 		}
-		if m, err := storedMessage(t, roomPlace(t, room), id); err != nil || m.Content != "teh typo" || m.Edited != (gocql.UUID{}) {
+		if m, err := storedMessage(t, roomPlace(t, room), id); err != nil || m.Content != "teh typo" || m.Edited != (chat.ID{}) {
 			t.Errorf("after bob's tries: %+v %v", m, err)
 		}
 	})
@@ -95,7 +93,7 @@ func TestEditAndDelete(t *testing.T) {
 			t.Fatalf("edit: %d %q %s", p.StatusCode, p.Header.Get("Location"), text(p, "main"))
 		}
 		m, err := storedMessage(t, roomPlace(t, room), id)
-		if err != nil || m.Content != "the typo, fixed" || m.Author.Login != ada.login || m.Edited == (gocql.UUID{}) {
+		if err != nil || m.Content != "the typo, fixed" || m.Author.Login != ada.login || m.Edited == (chat.ID{}) {
 			t.Fatalf("stored after the edit: %+v %v", m, err)
 		}
 		page := bob.get("/rooms/" + room)
@@ -249,7 +247,7 @@ func TestReactionsOverHTTP(t *testing.T) {
 		t.Errorf("reaction to a malformed id: %d", p.StatusCode)
 	}
 	r := roomPlace(t, room)
-	msgs, _, err := db.MessagesBefore(ctxT(t), r, gocql.UUID{}, 10)
+	msgs, _, err := db.MessagesBefore(ctxT(t), r, chat.ID{}, 10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -300,7 +298,7 @@ func TestChangesLive(t *testing.T) {
 		if got[i].name != w.name || !strings.Contains(got[i].data, w.has) || got[i].id == "" {
 			t.Errorf("live change %d: %+v, want %s with %s", i, got[i], w.name, w.has)
 		}
-		if i > 0 && !store.Later(mustUUID(t, got[i].id), mustUUID(t, got[i-1].id)) {
+		if i > 0 && !mustUUID(t, got[i].id).After(mustUUID(t, got[i-1].id)) {
 			t.Errorf("change %d's id is not after the one before", i)
 		}
 	}
@@ -324,9 +322,9 @@ func TestChangesLive(t *testing.T) {
 	}
 }
 
-func mustUUID(t *testing.T, s string) gocql.UUID {
+func mustUUID(t *testing.T, s string) chat.ID {
 	t.Helper()
-	id, err := gocql.ParseUUID(s)
+	id, err := chat.ParseID(s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -382,10 +380,10 @@ func TestEditMentionsAndDeleteFiles(t *testing.T) {
 	if p := ada.post("/rooms/"+room+"/messages/"+fileMsg+"/delete", nil); p.StatusCode != http.StatusSeeOther {
 		t.Fatalf("delete: %d", p.StatusCode)
 	}
-	if _, err := db.Attachment(ctxT(t), m.Attachment.ID); !errors.Is(err, store.ErrNotFound) {
+	if _, err := db.Attachment(ctxT(t), m.Attachment.ID); !errors.Is(err, chat.ErrNotFound) {
 		t.Errorf("the deleted message's file: %v", err)
 	}
-	if _, err := db.Chunk(ctxT(t), m.Attachment.ID, 0); !errors.Is(err, store.ErrNotFound) {
+	if _, err := db.Chunk(ctxT(t), m.Attachment.ID, 0); !errors.Is(err, chat.ErrNotFound) {
 		t.Errorf("the deleted message's chunk: %v", err)
 	}
 	if p := bob.get(views.FileURL(m.Attachment.ID.String(), m.Attachment.Name)); p.StatusCode != http.StatusNotFound {

@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gocql/gocql"
 	natsserver "github.com/nats-io/nats-server/v2/server"
 
+	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/handlers"
 	"github.com/killrchat/killrchat/live/natshub"
 	"github.com/killrchat/killrchat/store"
@@ -162,7 +162,7 @@ func expectResumed(t *testing.T, s *stream, room, id string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	after, _ := store.ParseMessageID(id)
+	after, _ := chat.ParseMessageID(id)
 	want, _, err := db.MessagesAfter(ctxT(t), r, after, 1000)
 	if err != nil || len(want) == 0 {
 		t.Fatalf("stored after %s: %d %v", id, len(want), err)
@@ -366,7 +366,7 @@ func TestRemovalFencesPostsOnAnotherInstance(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			msgs, _, err := db.MessagesBefore(ctxT(t), r, gocql.UUID{}, 1000)
+			msgs, _, err := db.MessagesBefore(ctxT(t), r, chat.ID{}, 1000)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -11,17 +11,16 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/gocql/gocql"
 	"github.com/labstack/echo/v4"
 
-	"github.com/killrchat/killrchat/store"
+	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/views"
 )
 
 // conversation is a room or a DM as the handlers use it.
 type conversation struct {
 	// Place is what the message functions of the store take.
-	Place store.Place
+	Place chat.Place
 	// ID is the conversation id: a room's name or a DM's "dm:" id. The
 	// sequencer, the hub and the streams are keyed by it.
 	ID string
@@ -31,8 +30,8 @@ type conversation struct {
 	// Title names it for people: a room's display name, a DM's other members.
 	Title string
 	// Room is the room, nil for a DM; DM is the DM, nil for a room.
-	Room *store.Room
-	DM   *store.DM
+	Room *chat.Room
+	DM   *chat.DM
 }
 
 // Member reports whether login may read and post.
@@ -64,16 +63,16 @@ func (s *Server) dmFor(ctx context.Context, address, login string) (conversation
 	}
 	cv := dmConversation(d, login)
 	if !cv.Member(login) {
-		return conversation{}, fmt.Errorf("dm %q seen by %q: %w", d.Address, login, store.ErrNotFound)
+		return conversation{}, fmt.Errorf("dm %q seen by %q: %w", d.Address, login, chat.ErrNotFound)
 	}
 	return cv, nil
 }
 
 // roomConversation is r as login sees it: ErrNotFound for a closed room
 // login is not in (it is its members' only, like a DM).
-func roomConversation(r store.Room, login string) (conversation, error) {
+func roomConversation(r chat.Room, login string) (conversation, error) {
 	if !r.VisibleTo(login) {
-		return conversation{}, fmt.Errorf("closed room %q seen by %q: %w", r.Name, login, store.ErrNotFound)
+		return conversation{}, fmt.Errorf("closed room %q seen by %q: %w", r.Name, login, chat.ErrNotFound)
 	}
 	return conversation{Place: r, ID: r.Name, URL: RoomURL(r.Name), Title: r.DisplayName, Room: &r}, nil
 }
@@ -96,17 +95,17 @@ func (s *Server) ConversationByID(ctx context.Context, login, id string) (conver
 // it is read (a stream subscribes first), or "" for a malformed DM address.
 func ConversationKey(c echo.Context) string {
 	if addr := c.Param("logins"); addr != "" {
-		canonical, _, err := store.ParseDMAddress(addr)
+		canonical, _, err := chat.ParseDMAddress(addr)
 		if err != nil {
 			return ""
 		}
-		return store.DM{Address: canonical}.Conversation().ID
+		return chat.DM{Address: canonical}.Conversation().ID
 	}
 	return c.Param("room")
 }
 
 // dmConversation is d as seen by login.
-func dmConversation(d store.DM, login string) conversation {
+func dmConversation(d chat.DM, login string) conversation {
 	return conversation{Place: d, ID: d.Conversation().ID, URL: DMURL(d.Address), Title: DMTitle(d, login), DM: &d}
 }
 
@@ -115,7 +114,7 @@ func dmConversation(d store.DM, login string) conversation {
 func DMURL(address string) string { return "/dm/" + address }
 
 // DMTitle names a DM after its members other than login.
-func DMTitle(d store.DM, login string) string {
+func DMTitle(d chat.DM, login string) string {
 	var names []string
 	for _, m := range d.Others(login) {
 		names = append(names, m.Name())
@@ -133,7 +132,7 @@ func DMTitle(d store.DM, login string) string {
 func CanonicalDM(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		addr := c.Param("logins")
-		canonical, ok, err := store.ParseDMAddress(addr)
+		canonical, ok, err := chat.ParseDMAddress(addr)
 		if err != nil || ok {
 			return next(c)
 		}
@@ -172,7 +171,7 @@ func (s *Server) roomView(c echo.Context, cv conversation) views.RoomView {
 }
 
 // MessageLink opens conversation conv around message id (the permalink).
-func MessageLink(conv string, id gocql.UUID) string {
+func MessageLink(conv string, id chat.ID) string {
 	at := "?at=" + url.QueryEscape(id.String()) + "#msg-" + id.String()
 	if address, ok := strings.CutPrefix(conv, "dm:"); ok {
 		return DMURL(address) + at
@@ -182,13 +181,13 @@ func MessageLink(conv string, id gocql.UUID) string {
 
 // VisibleRoom reads the room in the path for the current user: ErrNotFound
 // for a closed room they are not in (see conversationOf).
-func (s *Server) VisibleRoom(c echo.Context) (store.Room, error) {
+func (s *Server) VisibleRoom(c echo.Context) (chat.Room, error) {
 	cv, err := s.ConversationOf(c)
 	if err != nil {
-		return store.Room{}, err
+		return chat.Room{}, err
 	}
 	if cv.Room == nil {
-		return store.Room{}, store.ErrNotFound
+		return chat.Room{}, chat.ErrNotFound
 	}
 	return *cv.Room, nil
 }

@@ -8,20 +8,18 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gocql/gocql"
-
-	"github.com/killrchat/killrchat/store"
+	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/web"
 )
 
 // dmMessages are the messages stored in the DM at address, oldest first.
-func dmMessages(t *testing.T, address string) []store.Message {
+func dmMessages(t *testing.T, address string) []chat.Message {
 	t.Helper()
 	d, err := db.DM(ctxT(t), address)
 	if err != nil {
 		t.Fatal(err)
 	}
-	msgs, _, err := db.MessagesBefore(ctxT(t), d, gocql.UUID{}, 100)
+	msgs, _, err := db.MessagesBefore(ctxT(t), d, chat.ID{}, 100)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,7 +28,7 @@ func dmMessages(t *testing.T, address string) []store.Message {
 
 func dmAddress(t testing.TB, logins ...string) string {
 	t.Helper()
-	a, err := store.DMAddress(logins)
+	a, err := chat.DMAddress(logins)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +56,7 @@ func TestDMAuthorization(t *testing.T) {
 	if len(msgs) != 2 {
 		t.Fatalf("%d messages stored, want 2", len(msgs))
 	}
-	before := url.QueryEscape(gocql.MaxTimeUUID(time.Now().Add(time.Hour)).String())
+	before := url.QueryEscape(chat.MaxIDAt(time.Now().Add(time.Hour)).String())
 
 	t.Run("Members", func(t *testing.T) {
 		for _, c := range []*client{ada, bob} {

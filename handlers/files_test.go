@@ -21,6 +21,7 @@ import (
 
 	"github.com/PuerkitoBio/goquery"
 
+	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/handlers"
 	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/web"
@@ -505,7 +506,7 @@ func TestFilesInDMs(t *testing.T) {
 	a := newApp(t, nil, nil)
 	adaLogin, bobLogin := unique("fada"), unique("fbob")
 	ada, bob, eve := a.signedUp(t, adaLogin), a.signedUp(t, bobLogin), a.signedUp(t, unique("feve"))
-	addr, err := store.DMAddress([]string{adaLogin, bobLogin})
+	addr, err := chat.DMAddress([]string{adaLogin, bobLogin})
 	if err != nil {
 		t.Fatal(err)
 	}

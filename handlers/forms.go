@@ -8,7 +8,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/killrchat/killrchat/store"
+	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/views"
 	"github.com/killrchat/killrchat/web"
 )
@@ -25,7 +25,7 @@ func FormOf(c echo.Context, fields ...string) views.Form {
 // WithErrors adds a store error to the form: field errors for a
 // ValidationError, a form-level sentence otherwise.
 func WithErrors(f views.Form, err error) views.Form {
-	var v store.ValidationError
+	var v chat.ValidationError
 	if errors.As(err, &v) {
 		for field, msg := range v {
 			f.Errors[field] = msg
@@ -39,7 +39,7 @@ func WithErrors(f views.Form, err error) views.Form {
 
 // FormStatus is the status of a form re-rendered for err.
 func FormStatus(err error) int {
-	if errors.Is(err, store.ErrInvalid) {
+	if errors.Is(err, chat.ErrInvalid) {
 		return http.StatusUnprocessableEntity
 	}
 	code, _ := web.StatusOf(err)

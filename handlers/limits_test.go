@@ -7,8 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gocql/gocql"
-
+	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/handlers"
 	"github.com/killrchat/killrchat/web"
 )
@@ -70,7 +69,7 @@ func TestPerUserLimits(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		msgs, _, err := db.MessagesBefore(ctxT(t), r, gocql.UUID{}, 50)
+		msgs, _, err := db.MessagesBefore(ctxT(t), r, chat.ID{}, 50)
 		if err != nil {
 			t.Fatal(err)
 		}

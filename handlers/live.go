@@ -7,8 +7,8 @@ import (
 	"context"
 	"encoding/json"
 
+	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/live"
-	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/views"
 	"github.com/killrchat/killrchat/web"
 )
@@ -73,7 +73,7 @@ func (s *Server) Invalidate(ctx context.Context, inv live.Invalidation) {
 // with no read. A failure is logged: an instance that did not answer has
 // its posts check with a read.
 func (s *Server) Fence(ctx context.Context, room string, inv live.Invalidation) {
-	if err := s.hub.Fence(ctx, store.NameKey(room), inv); err != nil {
+	if err := s.hub.Fence(ctx, chat.NameKey(room), inv); err != nil {
 		s.metrics.FenceTimeouts.Inc()
 		s.log.Warn("fence", "room", room, "err", err)
 	}
@@ -92,7 +92,7 @@ type reactionEvent struct {
 }
 
 // ReactionJSON is ch as its live event's data.
-func ReactionJSON(ch store.Change) ([]byte, error) {
+func ReactionJSON(ch chat.Change) ([]byte, error) {
 	name := ch.Reactor.Name()
 	if name == "" {
 		name = ch.Reactor.Login
@@ -103,13 +103,13 @@ func ReactionJSON(ch store.Change) ([]byte, error) {
 
 // renderChange renders a change of in as its live event carried it, for
 // a replay.
-func (s *Server) renderChange(ctx context.Context, in store.Place, ch store.Change) ([]byte, error) {
+func (s *Server) renderChange(ctx context.Context, in chat.Place, ch chat.Change) ([]byte, error) {
 	switch ch.Kind {
-	case store.ChangeEdit:
-		m := store.Message{ID: ch.Message, Room: in.Conversation().ID, Content: ch.Content, Edited: ch.ID}
+	case chat.ChangeEdit:
+		m := chat.Message{ID: ch.Message, Room: in.Conversation().ID, Content: ch.Content, Edited: ch.ID}
 		return s.RenderString(s.Mentioning(ctx, in, m), views.EditedBody(m))
-	case store.ChangeDelete:
-		return []byte(views.MessageID(store.Message{ID: ch.Message})), nil
+	case chat.ChangeDelete:
+		return []byte(views.MessageID(chat.Message{ID: ch.Message})), nil
 	}
 	return ReactionJSON(ch)
 }

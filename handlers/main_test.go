@@ -20,6 +20,7 @@ import (
 	"github.com/PuerkitoBio/goquery"
 	"github.com/labstack/echo/v4"
 
+	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/cmd/cmdtest"
 	"github.com/killrchat/killrchat/handlers"
 	"github.com/killrchat/killrchat/handlers/routes"
@@ -221,7 +222,7 @@ func (a *app) signedUp(t testing.TB, login string) *client {
 	if p := c.post("/signup", signupForm(login, "password1")); p.StatusCode != http.StatusSeeOther {
 		t.Fatalf("sign up %s: %d %s", login, p.StatusCode, text(p, "main"))
 	}
-	c.login = store.NameKey(login)
+	c.login = chat.NameKey(login)
 	return c
 }
 

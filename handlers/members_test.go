@@ -8,10 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gocql/gocql"
-
+	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/handlers"
-	"github.com/killrchat/killrchat/store"
 )
 
 // closedRoomBy makes a closed room through the form and adds the others
@@ -36,7 +34,7 @@ func addMember(t *testing.T, c *client, room, login string, want int) {
 	}
 }
 
-func participants(t *testing.T, room string) map[string]store.UserRef {
+func participants(t *testing.T, room string) map[string]chat.UserRef {
 	t.Helper()
 	r, err := db.Store.Room(ctxT(t), room)
 	if err != nil {
@@ -46,7 +44,7 @@ func participants(t *testing.T, room string) map[string]store.UserRef {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := map[string]store.UserRef{}
+	out := map[string]chat.UserRef{}
 	for _, p := range people {
 		out[p.Login] = p
 	}
@@ -69,7 +67,7 @@ func TestClosedRoomIsNotThereForOutsiders(t *testing.T) {
 		t.Fatalf("remove: %d %s", p.StatusCode, text(p, "main"))
 	}
 	for _, c := range []*client{outsider, member} {
-		for _, path := range []string{"/rooms/" + room, "/rooms/" + room + "/messages?before=" + gocql.TimeUUID().String(),
+		for _, path := range []string{"/rooms/" + room, "/rooms/" + room + "/messages?before=" + chat.IDAt(time.Now()).String(),
 			"/rooms/" + room + "/members", "/rooms/" + room + "/members?q=o", "/rooms/" + room + "/members/suggestions?login=o", file} {
 			if p := c.get(path); p.StatusCode != http.StatusNotFound {
 				t.Errorf("%s: GET %s: %d, want 404", c.login, path, p.StatusCode)
@@ -86,7 +84,7 @@ func TestClosedRoomIsNotThereForOutsiders(t *testing.T) {
 			{"/rooms/" + room + "/join", nil},
 			{"/rooms/" + room + "/leave", nil},
 			{"/rooms/" + room + "/delete", nil},
-			{"/rooms/" + room + "/read", url.Values{"id": {gocql.TimeUUID().String()}}},
+			{"/rooms/" + room + "/read", url.Values{"id": {chat.IDAt(time.Now()).String()}}},
 			{"/rooms/" + room + "/kind", url.Values{"kind": {"open"}}},
 			{"/rooms/" + room + "/members", url.Values{"login": {c.login}}},
 			{"/rooms/" + room + "/members/" + owner.login + "/admin", nil},
@@ -307,7 +305,7 @@ func TestBigRoomHeaderListsFifty(t *testing.T) {
 	room := createRoom(t, owner)
 	for i := 0; i < 120; i++ {
 		login := unique("m")
-		if _, err := db.Store.JoinRoom(ctxT(t), store.UserRef{Login: login, Firstname: "M", Lastname: login}, room); err != nil {
+		if _, err := db.Store.JoinRoom(ctxT(t), chat.UserRef{Login: login, Firstname: "M", Lastname: login}, room); err != nil {
 			t.Fatal(err)
 		}
 	}

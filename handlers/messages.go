@@ -12,22 +12,21 @@ import (
 	"time"
 
 	"github.com/a-h/templ"
-	"github.com/gocql/gocql"
 	"github.com/labstack/echo/v4"
 
+	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/live"
 	"github.com/killrchat/killrchat/live/fence"
 	"github.com/killrchat/killrchat/push"
-	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/views"
 	"github.com/killrchat/killrchat/web"
 )
 
-var zeroID gocql.UUID
+var zeroID chat.ID
 
 // olderLink is the link to the page before msgs in the conversation at
 // base, or "" at its start.
-func olderLink(base string, msgs []store.Message, more bool) string {
+func olderLink(base string, msgs []chat.Message, more bool) string {
 	if !more || len(msgs) == 0 {
 		return ""
 	}
@@ -41,7 +40,7 @@ func (s *Server) postMessage(c echo.Context) error {
 	// and is checked with a read after its write instead.
 	var pass *fence.Pass
 	if room := c.Param("room"); room != "" && !web.IsMultipart(c.Request()) {
-		pass = s.hub.Enter(store.NameKey(room))
+		pass = s.hub.Enter(chat.NameKey(room))
 		defer pass.Leave()
 	}
 	cv, err := s.ConversationOf(c)
@@ -64,12 +63,12 @@ func (s *Server) postMessage(c echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, "This message form is broken. Reload the page and send again.")
 	}
 	var html []byte // the message as the live streams got it, when this request stored it
-	m, err := s.recent.post(c.Request().Context(), postKey{author: me.Login, room: cv.ID, clientID: clientID}, func(ctx context.Context) (store.Message, error) {
-		m, h, err := s.postRendered(ctx, cv.Place, pass, func() (store.Message, error) { return s.db.DraftMessage(cv.Place, me, content) })
+	m, err := s.recent.post(c.Request().Context(), postKey{author: me.Login, room: cv.ID, clientID: clientID}, func(ctx context.Context) (chat.Message, error) {
+		m, h, err := s.postRendered(ctx, cv.Place, pass, func() (chat.Message, error) { return s.db.DraftMessage(cv.Place, me, content) })
 		html = h
 		return m, err
 	})
-	if errors.Is(err, store.ErrInvalid) {
+	if errors.Is(err, chat.ErrInvalid) {
 		return s.composerError(c, cv, WithErrors(views.Form{Values: map[string]string{"content": content, "client_id": clientID}, Errors: map[string]string{}}, err))
 	}
 	if err != nil {
@@ -142,7 +141,7 @@ type recentPost struct {
 	key  postKey
 	at   time.Time
 	done chan struct{} // closed once msg and err are set
-	msg  store.Message
+	msg  chat.Message
 	err  error
 }
 
@@ -153,7 +152,7 @@ func newRecentPosts(max int, ttl time.Duration, now func() time.Time) *recentPos
 // post runs save once per key within the TTL and returns its message to
 // every caller with that key. A failed save is forgotten, so a retry
 // tries again. An empty client_id is never remembered.
-func (rp *recentPosts) post(ctx context.Context, k postKey, save func(context.Context) (store.Message, error)) (store.Message, error) {
+func (rp *recentPosts) post(ctx context.Context, k postKey, save func(context.Context) (chat.Message, error)) (chat.Message, error) {
 	if k.clientID == "" {
 		return save(ctx)
 	}
@@ -178,7 +177,7 @@ func (rp *recentPosts) post(ctx context.Context, k postKey, save func(context.Co
 		select {
 		case <-e.done:
 		case <-ctx.Done():
-			return store.Message{}, ctx.Err()
+			return chat.Message{}, ctx.Err()
 		}
 		if e.err == nil {
 			return e.msg, nil
@@ -234,7 +233,7 @@ func (s *Server) composerError(c echo.Context, cv conversation, f views.Form) er
 // is settled.
 // It renders the message here, outside the sequencer's lock, once for all
 // the live streams. The draft's error is returned as it is.
-func (s *Server) Post(ctx context.Context, in store.Place, draft func() (store.Message, error)) (store.Message, error) {
+func (s *Server) Post(ctx context.Context, in chat.Place, draft func() (chat.Message, error)) (chat.Message, error) {
 	m, _, err := s.postRendered(ctx, in, nil, draft)
 	return m, err
 }
@@ -242,14 +241,14 @@ func (s *Server) Post(ctx context.Context, in store.Place, draft func() (store.M
 // postRendered is post, also returning the message rendered for the live
 // streams (nil if rendering failed), which the poster's own answer reuses.
 // A room post with a pass (see postMessage) writes with no read.
-func (s *Server) postRendered(ctx context.Context, in store.Place, pass *fence.Pass, draft func() (store.Message, error)) (store.Message, []byte, error) {
+func (s *Server) postRendered(ctx context.Context, in chat.Place, pass *fence.Pass, draft func() (chat.Message, error)) (chat.Message, []byte, error) {
 	sl, err := s.live.Reserve(in.Conversation().ID, draft)
 	if err != nil {
-		return store.Message{}, nil, err
+		return chat.Message{}, nil, err
 	}
 	if err := s.save(ctx, in, pass, sl.Msg); err != nil {
 		s.live.Finish(sl, false)
-		return store.Message{}, nil, err
+		return chat.Message{}, nil, err
 	}
 	// What other people's sidebars read when this message's event reaches
 	// them is written before it is published: a DM's entry in its members'
@@ -260,7 +259,7 @@ func (s *Server) postRendered(ctx context.Context, in store.Place, pass *fence.P
 	if err != nil {
 		s.log.Warn("mentioned members", "conversation", conv.ID, "err", err)
 	}
-	if d, ok := in.(store.DM); ok {
+	if d, ok := in.(chat.DM); ok {
 		if err := s.db.RecordDMMessage(ctx, d, sl.Msg); err != nil {
 			s.log.Warn("dm list", "dm", conv.ID, "err", err)
 		}
@@ -278,7 +277,7 @@ func (s *Server) postRendered(ctx context.Context, in store.Place, pass *fence.P
 
 // pushPosted hands m to the Web Push sender, which finds who is away and
 // wants it (package push); only this instance, which stored m, does.
-func (s *Server) pushPosted(in store.Place, conv store.Conversation, m store.Message) {
+func (s *Server) pushPosted(in chat.Place, conv chat.Conversation, m chat.Message) {
 	sender := s.Push()
 	if sender == nil || m.System {
 		return
@@ -288,11 +287,11 @@ func (s *Server) pushPosted(in store.Place, conv store.Conversation, m store.Mes
 		name = m.Author.Login
 	}
 	pm := push.Message{Conversation: conv.ID, Author: m.Author.Login, AuthorName: name, ID: m.ID.String(),
-		Text: live.NoticeText(&m), Mentioned: store.Mentioned(m.Content, conv.Members), Members: conv.Members}
+		Text: live.NoticeText(&m), Mentioned: chat.Mentioned(m.Content, conv.Members), Members: conv.Members}
 	switch p := in.(type) {
-	case store.Room:
+	case chat.Room:
 		pm.Title, pm.Path = "#"+p.DisplayName, RoomURL(p.Name)
-	case store.DM:
+	case chat.DM:
 		pm.Title, pm.Path = "a direct message", DMURL(p.Address)
 	}
 	sender.Posted(pm)
@@ -301,8 +300,8 @@ func (s *Server) pushPosted(in store.Place, conv store.Conversation, m store.Mes
 // save stores m. In a room, with a pass: with no read if the pass is
 // held when it leaves (every fence found it, live/fence), and else read
 // again after the write, as without one (store.ConfirmPost).
-func (s *Server) save(ctx context.Context, in store.Place, pass *fence.Pass, m store.Message) error {
-	r, isRoom := in.(store.Room)
+func (s *Server) save(ctx context.Context, in chat.Place, pass *fence.Pass, m chat.Message) error {
+	r, isRoom := in.(chat.Room)
 	if !isRoom || pass == nil {
 		if isRoom {
 			s.metrics.RoomPosts.WithLabelValues("read").Inc()
@@ -326,7 +325,7 @@ func (s *Server) save(ctx context.Context, in store.Place, pass *fence.Pass, m s
 // the room's bound (see sequencer), and its stream starts just below the
 // bound, so a message still being written when the page was read is
 // neither lost nor shown twice.
-func (s *Server) latest(c echo.Context, cv conversation) (msgs []store.Message, older, after string, err error) {
+func (s *Server) latest(c echo.Context, cv conversation) (msgs []chat.Message, older, after string, err error) {
 	bound := s.live.Bound(cv.ID)
 	msgs, more, err := s.db.MessagesBefore(c.Request().Context(), cv.Place, zeroID, messagesPerPage)
 	if err != nil {
@@ -339,11 +338,11 @@ func (s *Server) latest(c echo.Context, cv conversation) (msgs []store.Message, 
 			shown = append(shown, m)
 		}
 	}
-	return shown, older, gocql.MaxTimeUUID(store.TimeOfTicks(bound - 1)).String(), nil
+	return shown, older, chat.MaxIDAt(chat.TimeOfTicks(bound - 1)).String(), nil
 }
 
 func (s *Server) olderMessages(c echo.Context) error {
-	before, err := store.ParseMessageID(c.QueryParam("before"))
+	before, err := chat.ParseMessageID(c.QueryParam("before"))
 	if err != nil {
 		return echo.NewHTTPError(http.StatusBadRequest, "The link to older messages is malformed.")
 	}
@@ -352,7 +351,7 @@ func (s *Server) olderMessages(c echo.Context) error {
 		return err
 	}
 	if !cv.Member(MustUser(c).Login) {
-		return store.ErrNotParticipant
+		return chat.ErrNotParticipant
 	}
 	msgs, more, err := s.db.MessagesBefore(c.Request().Context(), cv.Place, before, messagesPerPage)
 	if err != nil {

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/gocql/gocql"
+	"github.com/killrchat/killrchat/chat"
 )
 
 // stored are the texts of the room's stored messages that equal content.
@@ -17,7 +17,7 @@ func stored(t *testing.T, room, content string) []string {
 	if err != nil {
 		t.Fatalf("read room: %v", err)
 	}
-	msgs, _, err := db.MessagesBefore(ctxT(t), r, gocql.UUID{}, 200)
+	msgs, _, err := db.MessagesBefore(ctxT(t), r, chat.ID{}, 200)
 	if err != nil {
 		t.Fatalf("read messages: %v", err)
 	}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/killrchat/killrchat/store"
+	"github.com/killrchat/killrchat/chat"
 )
 
 // nameParams are the route parameters that hold a login or room name.
@@ -30,7 +30,7 @@ func canonicalNames(next echo.HandlerFunc) echo.HandlerFunc {
 		for i, name := range names {
 			canon[i] = values[i]
 			if slices.Contains(nameParams, name) {
-				if key := store.NameKey(values[i]); key != values[i] {
+				if key := chat.NameKey(values[i]); key != values[i] {
 					canon[i], changed = key, true
 				}
 			}

@@ -5,8 +5,9 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
-	"github.com/gocql/gocql"
+	"github.com/killrchat/killrchat/chat"
 )
 
 // TestLoginCaseInsensitive: sign-up keeps the typed login for display,
@@ -71,7 +72,7 @@ func TestRoomNameCaseInsensitive(t *testing.T) {
 		}
 	})
 	t.Run("GetRedirectsToCanonical", func(t *testing.T) {
-		id := gocql.TimeUUID().String()
+		id := chat.IDAt(time.Now()).String()
 		for path, want := range map[string]string{
 			"/rooms/" + strings.ToUpper(typed):                            "/rooms/" + key,
 			"/rooms/" + typed + "?notice=welcome":                         "/rooms/" + key + "?notice=welcome",
@@ -170,7 +171,7 @@ func TestRejectsInvisibleAndControlText(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		msgs, _, err := db.MessagesBefore(ctxT(t), r, gocql.UUID{}, 10)
+		msgs, _, err := db.MessagesBefore(ctxT(t), r, chat.ID{}, 10)
 		if err != nil || len(msgs) != 0 {
 			t.Errorf("refused content was stored: %d messages, %v", len(msgs), err)
 		}
@@ -182,7 +183,7 @@ func TestRejectsInvisibleAndControlText(t *testing.T) {
 			t.Fatalf("post: %d", p.StatusCode)
 		}
 		r, _ := db.Room(ctxT(t), name)
-		msgs, _, err := db.MessagesBefore(ctxT(t), r, gocql.UUID{}, 10)
+		msgs, _, err := db.MessagesBefore(ctxT(t), r, chat.ID{}, 10)
 		if err != nil || len(msgs) != 1 || strings.Contains(msgs[0].Content, "\r") {
 			t.Fatalf("stored %d messages (%v): %+v", len(msgs), err, msgs)
 		}

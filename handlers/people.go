@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/killrchat/killrchat/store"
+	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/views"
 	"github.com/labstack/echo/v4"
 )
@@ -28,8 +28,8 @@ const (
 // rooms' rows: a small room's all, a big one's whose login starts with
 // word; the DM list in one partition), and whoever has exactly the login
 // word (one read by key), by login.
-func (s *Server) Acquaintances(ctx context.Context, login, word string) (map[string]store.UserRef, error) {
-	people := map[string]store.UserRef{}
+func (s *Server) Acquaintances(ctx context.Context, login, word string) (map[string]chat.UserRef, error) {
+	people := map[string]chat.UserRef{}
 	rooms, err := s.MyRooms(ctx, login)
 	if err != nil {
 		return nil, err
@@ -37,7 +37,7 @@ func (s *Server) Acquaintances(ctx context.Context, login, word string) (map[str
 	for _, r := range rooms {
 		// A room's rows, not its 10,000 members: a small room whole, a
 		// big one those whose login starts with word.
-		var members []store.UserRef
+		var members []chat.UserRef
 		if r.Members <= acquaintAll {
 			members, err = s.db.RoomMembers(ctx, r, "", acquaintAll)
 		} else {
@@ -59,10 +59,10 @@ func (s *Server) Acquaintances(ctx context.Context, login, word string) (map[str
 			people[p.Login] = p
 		}
 	}
-	if word != "" && store.ValidName(word) {
+	if word != "" && chat.ValidName(word) {
 		if u, err := s.user(ctx, word); err == nil {
 			people[u.Login] = u.Ref()
-		} else if !errors.Is(err, store.ErrNotFound) {
+		} else if !errors.Is(err, chat.ErrNotFound) {
 			return nil, err
 		}
 	}
@@ -71,7 +71,7 @@ func (s *Server) Acquaintances(ctx context.Context, login, word string) (map[str
 
 // Matches reports whether p's login or name contains word (lower-case);
 // every one matches "".
-func Matches(p store.UserRef, word string) bool {
+func Matches(p chat.UserRef, word string) bool {
 	return word == "" || strings.Contains(p.Login, word) || strings.Contains(strings.ToLower(p.Name()), word)
 }
 
@@ -92,7 +92,7 @@ func (s *Server) listDMs(c echo.Context) error {
 	me := MustUser(c)
 	ctx := c.Request().Context()
 	page := views.Page{Title: "Direct messages"}
-	var entries []store.DMEntry
+	var entries []chat.DMEntry
 	if IsHTMX(c) {
 		var err error
 		if entries, err = s.db.DMList(ctx, me.Login); err != nil {

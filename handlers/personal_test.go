@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/killrchat/killrchat/store"
+	"github.com/killrchat/killrchat/chat"
 )
 
 // TestPersonalEvents: GET /events carries the conversations it is asked
@@ -107,7 +107,7 @@ func TestPersonalEvents(t *testing.T) {
 }
 
 // storedIn is the messages of room, oldest first.
-func storedIn(t *testing.T, room string) []store.Message {
+func storedIn(t *testing.T, room string) []chat.Message {
 	t.Helper()
 	r, err := db.Room(ctxT(t), room)
 	if err != nil {
@@ -117,7 +117,7 @@ func storedIn(t *testing.T, room string) []store.Message {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []store.Message
+	var out []chat.Message
 	for _, m := range msgs {
 		if !m.System {
 			out = append(out, m)

@@ -14,8 +14,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/live"
-	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/views"
 )
 
@@ -56,7 +56,7 @@ func (s *Server) listRooms(c echo.Context) error {
 		return err
 	}
 	page, err := s.db.Rooms(c.Request().Context(), state, s.cfg.RoomsPerPage)
-	if errors.Is(err, store.ErrInvalid) {
+	if errors.Is(err, chat.ErrInvalid) {
 		return echo.NewHTTPError(http.StatusBadRequest, "This page link is broken or has expired. Start again from the first page.")
 	}
 	if err != nil {
@@ -90,7 +90,7 @@ func (s *Server) newRoom(c echo.Context) error {
 func (s *Server) createRoom(c echo.Context) error {
 	f := FormOf(c, "room_name", "banner", "kind")
 	me := MustUser(c)
-	r, err := s.db.CreateRoom(c.Request().Context(), me, store.NewRoom{Name: f.Value("room_name"), Banner: f.Value("banner"), Kind: f.Value("kind")})
+	r, err := s.db.CreateRoom(c.Request().Context(), me, chat.NewRoom{Name: f.Value("room_name"), Banner: f.Value("banner"), Kind: f.Value("kind")})
 	// The creator's list of rooms changed (or may have, on an error).
 	s.Invalidate(c.Request().Context(), live.Invalidation{Users: []string{me.Login}})
 	if err != nil {
@@ -98,7 +98,7 @@ func (s *Server) createRoom(c echo.Context) error {
 			return err
 		}
 		f = WithErrors(f, err)
-		if errors.Is(err, store.ErrRoomExists) {
+		if errors.Is(err, chat.ErrRoomExists) {
 			// Said once, beside the field.
 			f.Errors["room_name"], f.Error = "This room name is taken.", ""
 		}
@@ -112,13 +112,13 @@ func RoomURL(name string) string { return "/rooms/" + url.PathEscape(name) }
 // roomOr404 reads the room named in the path (through the cache, see
 // roomFor); for a viewer whose list still names a room that is gone, it
 // repairs the list on the way.
-func (s *Server) roomOr404(c echo.Context) (store.Room, error) {
+func (s *Server) roomOr404(c echo.Context) (chat.Room, error) {
 	name := c.Param("room")
 	login := MustUser(c).Login
 	r, err := s.RoomFor(c.Request().Context(), name, login)
-	if errors.Is(err, store.ErrNotFound) {
-		if u, uerr := s.user(c.Request().Context(), login); uerr == nil && slices.Contains(u.ChatRooms, store.NameKey(name)) {
-			if _, ferr := s.db.ForgetRoom(c.Request().Context(), login, name); ferr != nil && !errors.Is(ferr, store.ErrNotFound) {
+	if errors.Is(err, chat.ErrNotFound) {
+		if u, uerr := s.user(c.Request().Context(), login); uerr == nil && slices.Contains(u.ChatRooms, chat.NameKey(name)) {
+			if _, ferr := s.db.ForgetRoom(c.Request().Context(), login, name); ferr != nil && !errors.Is(ferr, chat.ErrNotFound) {
 				s.log.Warn("repair my rooms", "room", name, "err", ferr)
 			}
 			s.Invalidate(c.Request().Context(), live.Invalidation{Users: []string{login}})
@@ -176,7 +176,7 @@ func (s *Server) showRoom(c echo.Context) error {
 		}
 	}
 	if level == "" {
-		level = store.DefaultLevel(cv.ID)
+		level = chat.DefaultLevel(cv.ID)
 	}
 	v.Level = level
 	s.markShown(ctx, me.Login, cv.Place.Conversation(), v.Messages, marker)
@@ -193,7 +193,7 @@ func (s *Server) joinRoom(c echo.Context) error {
 	r, err := s.db.JoinRoom(c.Request().Context(), me, c.Param("room"))
 	// The room's participants and the person's list changed, or may have
 	// on an error: both are read again.
-	s.Invalidate(c.Request().Context(), live.Invalidation{Rooms: []string{store.NameKey(c.Param("room"))}, Users: []string{me.Login}})
+	s.Invalidate(c.Request().Context(), live.Invalidation{Rooms: []string{chat.NameKey(c.Param("room"))}, Users: []string{me.Login}})
 	if err != nil {
 		return err
 	}
@@ -215,7 +215,7 @@ func (s *Server) leaveRoom(c echo.Context) error {
 	err := s.db.LeaveRoom(c.Request().Context(), me, name)
 	// Before the leave is acknowledged, no post of the leaver's that
 	// checked the room before it is still writing (live/fence).
-	s.Fence(c.Request().Context(), name, live.Invalidation{Rooms: []string{store.NameKey(name)}, Users: []string{me.Login}})
+	s.Fence(c.Request().Context(), name, live.Invalidation{Rooms: []string{chat.NameKey(name)}, Users: []string{me.Login}})
 	if err != nil {
 		return err
 	}
@@ -259,7 +259,7 @@ func (s *Server) deleteRoom(c echo.Context) error {
 // Welcome announces a new member (joined, added, or in by a link); they
 // start with everything before their arrival read, as in every chat:
 // history is there to scroll, not to count.
-func (s *Server) Welcome(ctx context.Context, r store.Room, who store.UserRef, text string) {
+func (s *Server) Welcome(ctx context.Context, r chat.Room, who chat.UserRef, text string) {
 	if m, ok := s.Announce(ctx, r, who, text); ok {
 		if err := s.db.MarkRead(ctx, who.Login, r.Name, m.ID); err != nil {
 			s.log.Warn("mark read on arrival", "room", r.Name, "err", err)
@@ -271,8 +271,8 @@ func (s *Server) Welcome(ctx context.Context, r store.Room, who store.UserRef, t
 // pages the new participants; it returns the message, if stored. A
 // failure here does not undo the join or leave, so it is logged, not
 // returned.
-func (s *Server) Announce(ctx context.Context, r store.Room, about store.UserRef, text string) (store.Message, bool) {
-	m, err := s.Post(ctx, r, func() (store.Message, error) { return s.db.DraftSystemMessage(r, about, text), nil })
+func (s *Server) Announce(ctx context.Context, r chat.Room, about chat.UserRef, text string) (chat.Message, bool) {
+	m, err := s.Post(ctx, r, func() (chat.Message, error) { return s.db.DraftSystemMessage(r, about, text), nil })
 	if err != nil {
 		s.log.Warn("system message", "room", r.Name, "err", err)
 	}
@@ -282,7 +282,7 @@ func (s *Server) Announce(ctx context.Context, r store.Room, about store.UserRef
 
 // publishParticipants tells open pages of r, as read after a change, its
 // first participants and how many there are.
-func (s *Server) publishParticipants(ctx context.Context, r store.Room) {
+func (s *Server) publishParticipants(ctx context.Context, r chat.Room) {
 	people, err := s.FirstPeople(ctx, r)
 	if err != nil {
 		s.log.Warn("participants", "room", r.Name, "err", err)
@@ -307,7 +307,7 @@ func (s *Server) roomsNamedLike(c echo.Context, name string) error {
 		return err
 	}
 	me := MustUser(c).Login
-	var page []store.Room
+	var page []chat.Room
 	for _, n := range names {
 		if r, ok := found[n]; ok {
 			page = append(page, r)
@@ -334,7 +334,7 @@ func (s *Server) roomsNamedLike(c echo.Context, name string) error {
 // it; "" when the page was opened without one, or for a message that is
 // not there.
 func (s *Server) quoted(c echo.Context, cv conversation) string {
-	id, err := store.ParseMessageID(c.QueryParam("quote"))
+	id, err := chat.ParseMessageID(c.QueryParam("quote"))
 	if err != nil {
 		return ""
 	}
@@ -348,7 +348,7 @@ func (s *Server) quoted(c echo.Context, cv conversation) string {
 
 // withMyStanding is rooms, each with login's standing (see standings: read
 // for the rooms login's list names).
-func (s *Server) withMyStanding(ctx context.Context, rooms []store.Room, login string) ([]store.Room, error) {
+func (s *Server) withMyStanding(ctx context.Context, rooms []chat.Room, login string) ([]chat.Room, error) {
 	u, err := s.user(ctx, login)
 	if err != nil {
 		return nil, err

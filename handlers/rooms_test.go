@@ -11,7 +11,7 @@ import (
 
 	"github.com/PuerkitoBio/goquery"
 
-	"github.com/killrchat/killrchat/store"
+	"github.com/killrchat/killrchat/chat"
 )
 
 // createRoom makes a room through the form and returns its name.
@@ -134,7 +134,7 @@ func TestRoomListPaging(t *testing.T) {
 	mine := map[string]bool{}
 	for i := 0; i < 25; i++ {
 		name := unique("listed")
-		if _, err := db.CreateRoom(ctxT(t), me.Ref(), store.NewRoom{Name: name}); err != nil {
+		if _, err := db.CreateRoom(ctxT(t), me.Ref(), chat.NewRoom{Name: name}); err != nil {
 			t.Fatal(err)
 		}
 		mine[name] = true

@@ -7,8 +7,7 @@ import (
 	"testing"
 
 	"github.com/PuerkitoBio/goquery"
-	"github.com/gocql/gocql"
-	"github.com/killrchat/killrchat/store"
+	"github.com/killrchat/killrchat/chat"
 )
 
 // searchPage searches as c, once the index has caught up.
@@ -244,11 +243,11 @@ func TestSearchFollowsEditsAndDeletes(t *testing.T) {
 	}
 	r := roomPlace(t, room)
 	for _, word := range []string{before, gone} {
-		q, err := store.ParseSearch(word)
+		q, err := chat.ParseSearch(word)
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, _, st, err := db.Search(ctxT(t), []store.Conversation{r.Conversation()}, q, gocql.UUID{}, 20)
+		_, _, st, err := db.Search(ctxT(t), []chat.Conversation{r.Conversation()}, q, chat.ID{}, 20)
 		if err != nil {
 			t.Fatal(err)
 		}

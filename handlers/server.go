@@ -21,6 +21,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 
+	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/live"
 	"github.com/killrchat/killrchat/live/presence"
 	"github.com/killrchat/killrchat/push"
@@ -210,7 +211,7 @@ func New(db *store.Store, metrics *web.Metrics, hub live.Hub, cfg Config, log *s
 		MaxStreamsPerUser: cfg.MaxStreamsPerUser, MaxStreamsPerIP: cfg.MaxStreamsPerIP,
 		MaxReplays: cfg.MaxReplays, ReplayWait: cfg.ReplayWait, ResumeWindow: cfg.ResumeWindow,
 	}, log, metrics.SSEConnections,
-		func(ctx context.Context, m store.Message) ([]byte, error) {
+		func(ctx context.Context, m chat.Message) ([]byte, error) {
 			return s.RenderString(s.MentioningEach(ctx, m), views.MessageItem(m))
 		},
 		func(ev live.Event) { s.publish(context.Background(), ev) })

@@ -17,10 +17,10 @@ import (
 
 	"github.com/gorilla/securecookie"
 
+	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/handlers"
 	"github.com/killrchat/killrchat/live"
 	"github.com/killrchat/killrchat/live/ssetest"
-	"github.com/killrchat/killrchat/store"
 )
 
 // specStream is a room stream read with the HTML standard's parser, which
@@ -226,7 +226,7 @@ func TestStreamCapPerIP(t *testing.T) {
 
 // seed stores n messages of size characters in room, directly, with a few
 // writers at once; it returns them oldest first.
-func seed(t *testing.T, room string, n, size int) []store.Message {
+func seed(t *testing.T, room string, n, size int) []chat.Message {
 	t.Helper()
 	r, err := db.Room(ctxT(t), room)
 	if err != nil {
@@ -269,7 +269,7 @@ func seed(t *testing.T, room string, n, size int) []store.Message {
 
 const firstTimeUUID = "00000000-0000-1000-8000-000000000000"
 
-var zeroUUID, _ = store.ParseMessageID(firstTimeUUID)
+var zeroUUID, _ = chat.ParseMessageID(firstTimeUUID)
 
 // TestReplayReadsPages: a replay of 130 messages comes out exact, in order,
 // read from Cassandra a page at a time (no read of messages asks for more

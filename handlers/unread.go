@@ -11,11 +11,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gocql/gocql"
 	"github.com/labstack/echo/v4"
 
+	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/live"
-	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/views"
 )
 
@@ -38,12 +37,12 @@ type sidebar struct {
 	dms      []views.SidebarDM
 	unread   map[string]int
 	mentions map[string]int
-	markers  store.Markers
+	markers  chat.Markers
 	// read says the markers were read (a failure leaves them empty).
 	read bool
 	// entries is the whole DM list as read, or dmErr why it was not:
 	// GET /dm shows it without reading it again.
-	entries []store.DMEntry
+	entries []chat.DMEntry
 	dmErr   error
 }
 
@@ -68,8 +67,8 @@ func (s *Server) readSidebar(ctx context.Context, login, open string) sidebar {
 	// the DM list with each DM's last message, which is its head) and the
 	// heads of their rooms.
 	var (
-		entries    []store.DMEntry
-		heads      map[string]gocql.UUID
+		entries    []chat.DMEntry
+		heads      map[string]chat.ID
 		derr, herr error
 		wg         sync.WaitGroup
 	)
@@ -119,7 +118,7 @@ func (sb sidebar) fill(page *views.Page) {
 	page.Unread, page.Mentions = sb.unread, sb.mentions
 	page.Levels = sb.markers.Level
 	for conv, l := range sb.markers.Level {
-		if l == store.LevelNothing {
+		if l == chat.LevelNothing {
 			if page.Quiet == nil {
 				page.Quiet = map[string]bool{}
 			}
@@ -158,10 +157,10 @@ func (s *Server) markRoomRead(c echo.Context) error {
 
 // markID is the message id a mark-read request names: a timeuuid, not
 // further in the future than clocks may disagree.
-func markID(c echo.Context) (gocql.UUID, error) {
-	id, err := store.ParseMessageID(c.FormValue("id"))
+func markID(c echo.Context) (chat.ID, error) {
+	id, err := chat.ParseMessageID(c.FormValue("id"))
 	if err != nil || id.Time().After(time.Now().Add(markAheadSlack)) {
-		return gocql.UUID{}, echo.NewHTTPError(http.StatusBadRequest, "This is not the id of a message.")
+		return chat.ID{}, echo.NewHTTPError(http.StatusBadRequest, "This is not the id of a message.")
 	}
 	return id, nil
 }
@@ -170,10 +169,10 @@ func markID(c echo.Context) (gocql.UUID, error) {
 // browser without JavaScript. An older id than the stored marker changes
 // nothing (the store writes it with the id's own time), so two tabs never
 // move it backwards.
-func (s *Server) markRead(c echo.Context, conv store.Conversation, id gocql.UUID, back string) error {
+func (s *Server) markRead(c echo.Context, conv chat.Conversation, id chat.ID, back string) error {
 	me := MustUser(c)
 	if !conv.Has(me.Login) {
-		return store.ErrNotParticipant
+		return chat.ErrNotParticipant
 	}
 	if err := s.db.MarkRead(c.Request().Context(), me.Login, conv.ID, id); err != nil {
 		return err
@@ -187,11 +186,11 @@ func (s *Server) markRead(c echo.Context, conv store.Conversation, id gocql.UUID
 // markShown marks conv read up to the newest of msgs, the messages a full
 // page shows, unless the marker (as it was before) is there already. A
 // failure only logs: the page is worth more than its marker.
-func (s *Server) markShown(ctx context.Context, login string, conv store.Conversation, msgs []store.Message, marker gocql.UUID) {
+func (s *Server) markShown(ctx context.Context, login string, conv chat.Conversation, msgs []chat.Message, marker chat.ID) {
 	if len(msgs) == 0 {
 		return
 	}
-	if newest := msgs[len(msgs)-1].ID; store.Later(newest, marker) {
+	if newest := msgs[len(msgs)-1].ID; newest.After(marker) {
 		if err := s.db.MarkRead(ctx, login, conv.ID, newest); err != nil {
 			s.log.Warn("mark read", "conversation", conv.ID, "err", err)
 		}
@@ -201,16 +200,16 @@ func (s *Server) markShown(ctx context.Context, login string, conv store.Convers
 // firstUnread is the first of msgs that the reader had not read: newer than
 // marker, neither their own nor a system message; zero if none, or if they
 // never read the conversation (everything would be "new").
-func firstUnread(msgs []store.Message, marker gocql.UUID, login string) gocql.UUID {
-	if marker == (gocql.UUID{}) {
-		return gocql.UUID{}
+func firstUnread(msgs []chat.Message, marker chat.ID, login string) chat.ID {
+	if marker == (chat.ID{}) {
+		return chat.ID{}
 	}
 	for _, m := range msgs {
-		if store.Later(m.ID, marker) && !m.System && m.Author.Login != login {
+		if m.ID.After(marker) && !m.System && m.Author.Login != login {
 			return m.ID
 		}
 	}
-	return gocql.UUID{}
+	return chat.ID{}
 }
 
 // aroundPage is how many messages a page opened on one message shows on
@@ -221,8 +220,8 @@ const aroundPage = messagesPerPage / 2
 // page centred on it and the message highlighted: the list of mentions
 // links there. A page that does not reach the newest message links to it
 // instead of following the live stream. A malformed id is a 400.
-func (s *Server) around(c echo.Context, in store.Place, base string, v *views.RoomView) error {
-	at, err := store.ParseMessageID(c.QueryParam("at"))
+func (s *Server) around(c echo.Context, in chat.Place, base string, v *views.RoomView) error {
+	at, err := chat.ParseMessageID(c.QueryParam("at"))
 	if err != nil {
 		return echo.NewHTTPError(http.StatusBadRequest, "The link to this message is malformed.")
 	}
@@ -231,7 +230,7 @@ func (s *Server) around(c echo.Context, in store.Place, base string, v *views.Ro
 	if err != nil {
 		return err
 	}
-	from := gocql.UUID{}
+	from := chat.ID{}
 	if len(before) > 0 {
 		from = before[len(before)-1].ID
 	}
@@ -249,7 +248,7 @@ func (s *Server) around(c echo.Context, in store.Place, base string, v *views.Ro
 	} else if len(v.Messages) > 0 {
 		v.After = v.Messages[len(v.Messages)-1].ID.String()
 	} else {
-		v.After = gocql.MinTimeUUID(time.Now().Add(-time.Minute)).String()
+		v.After = chat.MinIDAt(time.Now().Add(-time.Minute)).String()
 	}
 	return nil
 }
@@ -258,7 +257,7 @@ func (s *Server) around(c echo.Context, in store.Place, base string, v *views.Ro
 // mentions of the members of place (see views.WithMembers), among them
 // every one that msgs mention: the page, its fragments, a replay (which
 // looks up the members each replayed message mentions, see Mentioning).
-func (s *Server) InConversation(c echo.Context, place store.Place, msgs ...store.Message) {
+func (s *Server) InConversation(c echo.Context, place chat.Place, msgs ...chat.Message) {
 	r := c.Request()
 	c.SetRequest(r.WithContext(s.Mentioning(r.Context(), place, msgs...)))
 }
@@ -270,7 +269,7 @@ type placeKey struct{}
 // place that msgs mention (one read of their rows in a room, none in a
 // DM, see store.Mentionable), added to those ctx has for place. A failed read is
 // logged: the mentions show as text.
-func (s *Server) Mentioning(ctx context.Context, place store.Place, msgs ...store.Message) context.Context {
+func (s *Server) Mentioning(ctx context.Context, place chat.Place, msgs ...chat.Message) context.Context {
 	contents := make([]string, 0, len(msgs))
 	for _, m := range msgs {
 		contents = append(contents, m.Content)
@@ -280,7 +279,7 @@ func (s *Server) Mentioning(ctx context.Context, place store.Place, msgs ...stor
 		s.log.Warn("mentioned members", "conversation", conv.ID, "err", err)
 	}
 	members := conv.Members
-	if had, ok := ctx.Value(placeKey{}).(store.Place); ok && had.Conversation().ID == conv.ID {
+	if had, ok := ctx.Value(placeKey{}).(chat.Place); ok && had.Conversation().ID == conv.ID {
 		members = views.AddMembers(ctx, members) // those looked up before, for this place
 	}
 	return context.WithValue(views.WithMembers(ctx, members), placeKey{}, place)
@@ -289,8 +288,8 @@ func (s *Server) Mentioning(ctx context.Context, place store.Place, msgs ...stor
 // MentioningEach is ctx for rendering m in the place ctx renders for (if
 // any): the members m mentions looked up, for a message rendered alone
 // (a replay, an edit).
-func (s *Server) MentioningEach(ctx context.Context, m store.Message) context.Context {
-	if place, ok := ctx.Value(placeKey{}).(store.Place); ok {
+func (s *Server) MentioningEach(ctx context.Context, m chat.Message) context.Context {
+	if place, ok := ctx.Value(placeKey{}).(chat.Place); ok {
 		return s.Mentioning(ctx, place, m)
 	}
 	return ctx
@@ -299,9 +298,9 @@ func (s *Server) MentioningEach(ctx context.Context, m store.Message) context.Co
 // recordMentions records m under every member it mentions. Only a message
 // that mentions someone costs a statement, so a plain post runs what it
 // ran before; a failure is logged, not returned: the message is stored.
-func (s *Server) recordMentions(ctx context.Context, conv store.Conversation, m store.Message) {
+func (s *Server) recordMentions(ctx context.Context, conv chat.Conversation, m chat.Message) {
 	// conv holds the members m mentions (see store.Mentionable).
-	if m.System || len(store.Mentioned(m.Content, conv.Members)) == 0 {
+	if m.System || len(chat.Mentioned(m.Content, conv.Members)) == 0 {
 		return
 	}
 	if err := s.db.RecordMentions(ctx, conv, m); err != nil {

@@ -18,8 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gocql/gocql"
-
+	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/store/storetest"
 )
@@ -48,11 +47,11 @@ func busyPerson(t testing.TB, a *app, rooms, dms, unread int) (*client, string) 
 	ctx := ctxT(t)
 	login := unique("busy")
 	c := a.signedUp(t, login)
-	me := store.UserRef{Login: login, Firstname: "Ada", Lastname: "Lovelace"}
+	me := chat.UserRef{Login: login, Firstname: "Ada", Lastname: "Lovelace"}
 	other := newUser(t, unique("other"))
 	var names []string
 	for i := 0; i < rooms; i++ {
-		r, err := db.CreateRoom(ctx, me, store.NewRoom{Name: unique("busyroom")})
+		r, err := db.CreateRoom(ctx, me, chat.NewRoom{Name: unique("busyroom")})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -104,13 +103,13 @@ func busyPerson(t testing.TB, a *app, rooms, dms, unread int) (*client, string) 
 	return c, login
 }
 
-func newUser(t testing.TB, login string) store.UserRef {
+func newUser(t testing.TB, login string) chat.UserRef {
 	t.Helper()
-	u, err := db.CreateUser(ctxT(t), store.SignUp{Login: login, Password: "password1", PasswordConfirm: "password1", Firstname: "Bob", Lastname: "Builder"})
+	u, err := db.CreateUser(ctxT(t), chat.SignUp{Login: login, Password: "password1", PasswordConfirm: "password1", Firstname: "Bob", Lastname: "Builder"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return store.UserRef{Login: u.Login, Firstname: u.Firstname, Lastname: u.Lastname}
+	return chat.UserRef{Login: u.Login, Firstname: u.Firstname, Lastname: u.Lastname}
 }
 
 // TestHomeStatementBudget: the home page of a person in 50 rooms and 20
@@ -179,7 +178,7 @@ func TestMarkReadTwoTabs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if marker.String() != ids[5] && !store.Later(marker, mustID(t, ids[3])) {
+		if marker.String() != ids[5] && !marker.After(mustID(t, ids[3])) {
 			t.Fatalf("round %d: marker %s went back below %s", round, marker, newer)
 		}
 	}
@@ -197,8 +196,8 @@ func TestMarkReadTwoTabs(t *testing.T) {
 	})
 	t.Run("BadID", func(t *testing.T) {
 		before, _ := db.Marker(ctxT(t), bobLogin, room)
-		future := gocql.UUIDFromTime(time.Now().Add(24 * time.Hour)).String()
-		for _, id := range []string{"", "nope", gocql.MustRandomUUID().String(), future} {
+		future := chat.IDAt(time.Now().Add(24 * time.Hour)).String()
+		for _, id := range []string{"", "nope", "0f8fad5b-d9cb-469f-a165-70867728950e" /* version 4 */, future} {
 			if p := bob.post("/rooms/"+room+"/read", url.Values{"id": {id}}); p.StatusCode != http.StatusBadRequest {
 				t.Errorf("id %q: %d, want 400", id, p.StatusCode)
 			}
@@ -218,9 +217,9 @@ func TestMarkReadTwoTabs(t *testing.T) {
 	})
 }
 
-func mustID(t testing.TB, s string) gocql.UUID {
+func mustID(t testing.TB, s string) chat.ID {
 	t.Helper()
-	id, err := gocql.ParseUUID(s)
+	id, err := chat.ParseID(s)
 	if err != nil {
 		t.Fatal(err)
 	}

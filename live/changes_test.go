@@ -10,10 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gocql/gocql"
-
+	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/live/ssetest"
-	"github.com/killrchat/killrchat/store"
 )
 
 // TestReplayInterleavesChanges: a stream that resumes gets the edits,
@@ -21,27 +19,27 @@ import (
 // as its named event with an id of its own; a change published once the
 // stream is up comes live, named the same way.
 func TestReplayInterleavesChanges(t *testing.T) {
-	base := store.TicksOf(time.Now())
-	src := &memSource{local: map[gocql.UUID]bool{}, floor: base + 1000}
+	base := chat.TicksOf(time.Now())
+	src := &memSource{local: map[chat.ID]bool{}, floor: base + 1000}
 	hub := NewLocalHub()
 	defer hub.Close()
-	render := func(_ context.Context, m store.Message) ([]byte, error) {
+	render := func(_ context.Context, m chat.Message) ([]byte, error) {
 		return []byte(`<li id="msg-` + m.ID.String() + `">` + m.Content + `</li>`), nil
 	}
 	e := New(hub, src, Config{}, slog.New(slog.NewTextHandler(io.Discard, nil)), nopGauge{}, render,
 		func(ev Event) { _ = hub.Publish(context.Background(), ev) })
-	e.RenderChanges(func(_ context.Context, _ store.Place, ch store.Change) ([]byte, error) {
+	e.RenderChanges(func(_ context.Context, _ chat.Place, ch chat.Change) ([]byte, error) {
 		return []byte(ch.Kind + " of " + ch.Message.String()), nil
 	})
-	m1 := store.Message{ID: idAt(base + 10), Room: "r", Content: "one"}
-	m2 := store.Message{ID: idAt(base + 30), Room: "r", Content: "two"}
-	src.msgs = []store.Message{m1, m2}
-	src.changes = []store.Change{
-		{ID: idAt(base + 20), Message: m1.ID, Kind: store.ChangeEdit, Content: "one, edited"},
-		{ID: idAt(base + 40), Message: m1.ID, Kind: store.ChangeReaction, Emoji: "ok", Added: true},
-		{ID: idAt(base + 50), Message: m2.ID, Kind: store.ChangeDelete},
+	m1 := chat.Message{ID: idAt(base + 10), Room: "r", Content: "one"}
+	m2 := chat.Message{ID: idAt(base + 30), Room: "r", Content: "two"}
+	src.msgs = []chat.Message{m1, m2}
+	src.changes = []chat.Change{
+		{ID: idAt(base + 20), Message: m1.ID, Kind: chat.ChangeEdit, Content: "one, edited"},
+		{ID: idAt(base + 40), Message: m1.ID, Kind: chat.ChangeReaction, Emoji: "ok", Added: true},
+		{ID: idAt(base + 50), Message: m2.ID, Kind: chat.ChangeDelete},
 	}
-	for _, id := range []gocql.UUID{m1.ID, m2.ID, src.changes[0].ID, src.changes[1].ID, src.changes[2].ID} {
+	for _, id := range []chat.ID{m1.ID, m2.ID, src.changes[0].ID, src.changes[1].ID, src.changes[2].ID} {
 		src.local[id] = true
 	}
 
@@ -54,8 +52,8 @@ func TestReplayInterleavesChanges(t *testing.T) {
 	}
 	st.Subscribe("r")
 	// Published live once the stream is subscribed: an edit of m1.
-	sl, err := e.Reserve("r", func() (store.Message, error) {
-		return store.Message{ID: idAt(src.IDFloor() + 100), Room: "r"}, nil
+	sl, err := e.Reserve("r", func() (chat.Message, error) {
+		return chat.Message{ID: idAt(src.IDFloor() + 100), Room: "r"}, nil
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -66,7 +64,7 @@ func TestReplayInterleavesChanges(t *testing.T) {
 	rec := httptest.NewRecorder()
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
-	st.Resume("r", store.Conversation{ID: "r"}, idAt(base+5), ctx)
+	st.Resume("r", chat.Conversation{ID: "r"}, idAt(base+5), ctx)
 	st.Run(ctx, rec, func() {})
 	st.Close()
 
@@ -93,8 +91,8 @@ func TestReplayInterleavesChanges(t *testing.T) {
 	// above everything replayed.
 	if n := len(got); n == len(want) {
 		i := strings.LastIndex(got[n-1], "@")
-		cur, err := gocql.ParseUUID(got[n-1][i+1:])
-		if err != nil || store.Later(cur, sl.Msg.ID) || !store.Later(cur, src.changes[2].ID) {
+		cur, err := chat.ParseID(got[n-1][i+1:])
+		if err != nil || cur.After(sl.Msg.ID) || !cur.After(src.changes[2].ID) {
 			t.Errorf("the live edit's cursor %s (own id %s)", got[n-1][i+1:], sl.Msg.ID)
 		}
 		got[n-1] = got[n-1][:i+1]

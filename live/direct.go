@@ -15,7 +15,7 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/gocql/gocql"
+	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/live/sse"
 )
 
@@ -45,7 +45,7 @@ type directWriter struct {
 	pending net.Buffers // frames for the stream's goroutine to write
 	// sent are the replayed ids that may come live as well (see
 	// roomEvents); read only once the writer is attached.
-	sent map[gocql.UUID]struct{}
+	sent map[chat.ID]struct{}
 	out  *eventWriter // its conn is the stream's socket
 	// wake tells the stream's goroutine to look at the writer.
 	wake chan struct{}
@@ -54,7 +54,7 @@ type directWriter struct {
 // newDirectWriter returns the Sink of a hijacked stream's connection,
 // busy: the stream's goroutine writes what was queued before it attached,
 // then the fan-out writes the rest.
-func newDirectWriter(out *eventWriter, sent map[gocql.UUID]struct{}) (*directWriter, error) {
+func newDirectWriter(out *eventWriter, sent map[chat.ID]struct{}) (*directWriter, error) {
 	raw, err := out.Raw() // under the server's connection cap's wrapper
 	if err != nil {
 		return nil, err
@@ -193,7 +193,7 @@ func (w *directWriter) close() {
 
 // liveDirect is liveEvents for a hijacked stream: the fan-out writes the
 // subscriptions' events through w, and this goroutine writes the rest.
-func (s *Engine) liveDirect(out *eventWriter, st *Stream, sent map[gocql.UUID]struct{}) {
+func (s *Engine) liveDirect(out *eventWriter, st *Stream, sent map[chat.ID]struct{}) {
 	w, err := newDirectWriter(out, sent)
 	if err != nil {
 		s.liveEvents(out, st, sent, nil)

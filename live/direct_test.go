@@ -9,10 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gocql/gocql"
-
+	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/live/sse"
-	"github.com/killrchat/killrchat/store"
 )
 
 // streamPair is a loopback TCP connection whose server side sends into
@@ -54,8 +52,8 @@ func streamPair(t *testing.T) (server, client net.Conn) {
 
 // testEvent is a message event of about size bytes, numbered i.
 func testEvent(i, size int) *Event {
-	id := gocql.UUIDFromTime(time.Unix(1700000000, int64(i)*1000))
-	ev := Event{Kind: KindMessage, ID: id, Message: &store.Message{ID: id}, HTML: []byte(fmt.Sprintf("<li>%d %s</li>", i, strings.Repeat("x", size)))}
+	id := chat.IDAt(time.Unix(1700000000, int64(i)*1000))
+	ev := Event{Kind: KindMessage, ID: id, Message: &chat.Message{ID: id}, HTML: []byte(fmt.Sprintf("<li>%d %s</li>", i, strings.Repeat("x", size)))}
 	ev.frame = encodeEvent(ev)
 	return &ev
 }
@@ -207,7 +205,7 @@ func TestDirectWriterDropsAStalledReader(t *testing.T) {
 func TestDirectWriterSkipsReplayed(t *testing.T) {
 	server, client := streamPair(t)
 	ev0, ev1 := testEvent(0, 10), testEvent(1, 10)
-	w, err := newDirectWriter(&eventWriter{Conn: &sse.Conn{Net: server}}, map[gocql.UUID]struct{}{ev0.Message.ID: {}})
+	w, err := newDirectWriter(&eventWriter{Conn: &sse.Conn{Net: server}}, map[chat.ID]struct{}{ev0.Message.ID: {}})
 	if err != nil {
 		t.Fatal(err)
 	}

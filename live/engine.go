@@ -13,25 +13,23 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/gocql/gocql"
-
+	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/live/hangup"
-	"github.com/killrchat/killrchat/store"
 )
 
 // Source is what a resumed stream reads from the database (a *store.Store).
 type Source interface {
 	// MessagesAfter is up to n messages of in after after, oldest first,
 	// and whether more follow.
-	MessagesAfter(ctx context.Context, in store.Place, after gocql.UUID, n int) ([]store.Message, bool, error)
+	MessagesAfter(ctx context.Context, in chat.Place, after chat.ID, n int) ([]chat.Message, bool, error)
 	// CountMessagesAfter counts in's messages after after, up to limit.
-	CountMessagesAfter(ctx context.Context, in store.Place, after gocql.UUID, limit int) (int, error)
+	CountMessagesAfter(ctx context.Context, in chat.Place, after chat.ID, limit int) (int, error)
 	// ChangesAfter is up to n changes (edits, deletes, reactions) of in
-	// after after, oldest first, and whether more follow; store.ErrNotFound
+	// after after, oldest first, and whether more follow; chat.ErrNotFound
 	// when after is older than the change log keeps.
-	ChangesAfter(ctx context.Context, in store.Place, after gocql.UUID, n int) ([]store.Change, bool, error)
+	ChangesAfter(ctx context.Context, in chat.Place, after chat.ID, n int) ([]chat.Change, bool, error)
 	// MadeHere says whether this instance made the message id.
-	MadeHere(id gocql.UUID) bool
+	MadeHere(id chat.ID) bool
 	// IDFloor is a timestamp below every id this instance will make.
 	IDFloor() int64
 }
@@ -64,9 +62,9 @@ type Config struct {
 type Engine struct {
 	hub    Hub
 	src    Source
-	render func(context.Context, store.Message) ([]byte, error)
+	render func(context.Context, chat.Message) ([]byte, error)
 	// renderChange renders a replayed change (see RenderChanges).
-	renderChange func(context.Context, store.Place, store.Change) ([]byte, error)
+	renderChange func(context.Context, chat.Place, chat.Change) ([]byte, error)
 	cfg          Config
 	log          *slog.Logger
 	open         Gauge
@@ -90,7 +88,7 @@ func (s *Engine) DirectStreams() int64 { return s.direct.Load() }
 // releases to the hub (rendering it if need be); render renders a
 // replayed message; open counts the open streams.
 func New(hub Hub, src Source, cfg Config, log *slog.Logger, open Gauge,
-	render func(context.Context, store.Message) ([]byte, error), publish func(Event)) *Engine {
+	render func(context.Context, chat.Message) ([]byte, error), publish func(Event)) *Engine {
 	if cfg.MaxStreamsPerUser == 0 {
 		cfg.MaxStreamsPerUser = DefaultMaxStreamsPerUser
 	}
@@ -124,13 +122,13 @@ func New(hub Hub, src Source, cfg Config, log *slog.Logger, open Gauge,
 // RenderChanges sets how a replayed change (an edit, a delete, a
 // reaction) is rendered: the same HTML its live event carried. Without
 // it, a replay sends messages only.
-func (e *Engine) RenderChanges(render func(context.Context, store.Place, store.Change) ([]byte, error)) {
+func (e *Engine) RenderChanges(render func(context.Context, chat.Place, chat.Change) ([]byte, error)) {
 	e.renderChange = render
 }
 
 // Reserve drafts a message of conversation (draft gives it its id, in
 // order) and queues it for publication; Finish settles it.
-func (e *Engine) Reserve(conversation string, draft func() (store.Message, error)) (*Slot, error) {
+func (e *Engine) Reserve(conversation string, draft func() (chat.Message, error)) (*Slot, error) {
 	return e.seq.reserve(conversation, draft)
 }
 
@@ -152,7 +150,7 @@ func (e *Engine) Bound(conversation string) int64 {
 // BeforeBound says whether a stored message lies on the "already
 // published" side of bound. Messages of other instances are not ordered by
 // this instance's bound, so they always count as published.
-func (e *Engine) BeforeBound(id gocql.UUID, bound int64) bool {
+func (e *Engine) BeforeBound(id chat.ID, bound int64) bool {
 	return id.Timestamp() < bound || !e.src.MadeHere(id)
 }
 

@@ -17,11 +17,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/gocql/gocql"
-
+	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/live/fence"
 	"github.com/killrchat/killrchat/live/watermark"
-	"github.com/killrchat/killrchat/store"
 )
 
 // Kinds of events. The SSE event name of an event is its kind; message
@@ -57,14 +55,14 @@ func IsChange(kind string) bool {
 // Event is something open pages of a conversation must learn: a kind, the
 // conversation, and the id of the message it concerns (zero if none).
 type Event struct {
-	Kind         string         `json:"kind"`
-	Conversation string         `json:"conversation"`
-	ID           gocql.UUID     `json:"id"`
-	Message      *store.Message `json:"message,omitempty"`
+	Kind         string        `json:"kind"`
+	Conversation string        `json:"conversation"`
+	ID           chat.ID       `json:"id"`
+	Message      *chat.Message `json:"message,omitempty"`
 	// Target is the message a change (see IsChange) is about; ID is the
 	// change's own id.
-	Target       gocql.UUID      `json:"target,omitempty"`
-	Participants []store.UserRef `json:"participants,omitempty"`
+	Target       chat.ID        `json:"target,omitempty"`
+	Participants []chat.UserRef `json:"participants,omitempty"`
 	// Total is how many participants the room has; Participants may be
 	// only the first of them.
 	Total int `json:"total,omitempty"`
@@ -79,7 +77,7 @@ type Event struct {
 	// room writes these very bytes.
 	frame []byte
 	// cursor is the SSE id the frame carries (see cursor).
-	cursor gocql.UUID
+	cursor chat.ID
 	// wide is the event as a personal stream writes it (see encodeWide):
 	// made once, by the first personal stream that writes it, and shared
 	// by the rest. Nil for an event no hub published (a test's).
@@ -653,10 +651,10 @@ func userKey(login string) string { return "user:" + login }
 // watch: it is never changed.
 type Unread struct {
 	Conversation string
-	Message      *store.Message
+	Message      *chat.Message
 }
 
-func (w *ConversationWatch) notify(conversation string, m *store.Message) {
+func (w *ConversationWatch) notify(conversation string, m *chat.Message) {
 	if m.Author.Login == w.login {
 		return // one's own message leaves nothing unread
 	}

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/killrchat/killrchat/store"
+	"github.com/killrchat/killrchat/chat"
 )
 
 const firstTimeUUID = "00000000-0000-1000-8000-000000000000"
@@ -22,8 +22,8 @@ func TestHubEncodesAnEventOnce(t *testing.T) {
 	b := hub.Subscribe("r", Subscriber{Login: "b"})
 	defer a.Close()
 	defer b.Close()
-	id, _ := store.ParseMessageID(firstTimeUUID)
-	m := store.Message{ID: id, Room: "r"}
+	id, _ := chat.ParseMessageID(firstTimeUUID)
+	m := chat.Message{ID: id, Room: "r"}
 	if err := hub.Publish(context.Background(), Event{Kind: KindMessage, Conversation: "r", Message: &m, HTML: []byte("<li>x\ny</li>")}); err != nil {
 		t.Fatal(err)
 	}
@@ -104,8 +104,8 @@ func TestLeavingStopsTheWatch(t *testing.T) {
 	defer ada.Close()
 	defer bob.Close()
 	post := func(room string) {
-		id, _ := store.ParseMessageID(firstTimeUUID)
-		m := store.Message{ID: id, Room: room, Author: store.UserRef{Login: "cy"}, Content: "secret"}
+		id, _ := chat.ParseMessageID(firstTimeUUID)
+		m := chat.Message{ID: id, Room: room, Author: chat.UserRef{Login: "cy"}, Content: "secret"}
 		if err := hub.Publish(context.Background(), Event{Kind: KindMessage, Conversation: room, Message: &m}); err != nil {
 			t.Fatal(err)
 		}

@@ -13,10 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gocql/gocql"
-
+	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/live/ssetest"
-	"github.com/killrchat/killrchat/store"
 )
 
 // convSource is a Source of several conversations' messages in memory, as if another
@@ -24,26 +22,26 @@ import (
 // one is dropped by id).
 type convSource struct {
 	mu   sync.Mutex
-	msgs map[string][]store.Message
+	msgs map[string][]chat.Message
 }
 
-func (m *convSource) add(conv string, at time.Time, text string) store.Message {
+func (m *convSource) add(conv string, at time.Time, text string) chat.Message {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.msgs == nil {
-		m.msgs = map[string][]store.Message{}
+		m.msgs = map[string][]chat.Message{}
 	}
-	msg := store.Message{ID: gocql.UUIDFromTime(at), Room: conv, Content: text}
+	msg := chat.Message{ID: chat.IDAt(at), Room: conv, Content: text}
 	m.msgs[conv] = append(m.msgs[conv], msg)
 	return msg
 }
 
-func (m *convSource) MessagesAfter(_ context.Context, in store.Place, after gocql.UUID, n int) ([]store.Message, bool, error) {
+func (m *convSource) MessagesAfter(_ context.Context, in chat.Place, after chat.ID, n int) ([]chat.Message, bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var out []store.Message
+	var out []chat.Message
 	for _, msg := range m.msgs[in.Conversation().ID] {
-		if store.Later(msg.ID, after) {
+		if msg.ID.After(after) {
 			out = append(out, msg)
 		}
 	}
@@ -54,31 +52,31 @@ func (m *convSource) MessagesAfter(_ context.Context, in store.Place, after gocq
 }
 
 // ChangesAfter: these conversations have no edits, deletes or reactions.
-func (m *convSource) ChangesAfter(context.Context, store.Place, gocql.UUID, int) ([]store.Change, bool, error) {
+func (m *convSource) ChangesAfter(context.Context, chat.Place, chat.ID, int) ([]chat.Change, bool, error) {
 	return nil, false, nil
 }
 
-func (m *convSource) CountMessagesAfter(ctx context.Context, in store.Place, after gocql.UUID, limit int) (int, error) {
+func (m *convSource) CountMessagesAfter(ctx context.Context, in chat.Place, after chat.ID, limit int) (int, error) {
 	out, _, err := m.MessagesAfter(ctx, in, after, limit)
 	return len(out), err
 }
 
-func (m *convSource) MadeHere(gocql.UUID) bool { return false }
-func (m *convSource) IDFloor() int64           { return gocql.UUIDFromTime(time.Now()).Timestamp() }
+func (m *convSource) MadeHere(chat.ID) bool { return false }
+func (m *convSource) IDFloor() int64        { return chat.IDAt(time.Now()).Timestamp() }
 
 type countGauge struct{ n atomic.Int64 }
 
 func (g *countGauge) Inc() { g.n.Add(1) }
 func (g *countGauge) Dec() { g.n.Add(-1) }
 
-func renderTest(_ context.Context, m store.Message) ([]byte, error) {
+func renderTest(_ context.Context, m chat.Message) ([]byte, error) {
 	return []byte(fmt.Sprintf("<li id=\"msg-%s\">%s</li>", m.ID, m.Content)), nil
 }
 
 // personalServer serves personal streams of "ada" on GET /?b=<browser>,
 // carrying the conversations "a" and "b" from the resume points given,
 // and refusing "gone".
-func personalServer(t *testing.T, e *Engine, since map[string]gocql.UUID) *httptest.Server {
+func personalServer(t *testing.T, e *Engine, since map[string]chat.ID) *httptest.Server {
 	t.Helper()
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		st, err := e.OpenPersonal("ada", "127.0.0.1", "s1", r.URL.Query().Get("b"))
@@ -93,7 +91,7 @@ func personalServer(t *testing.T, e *Engine, since map[string]gocql.UUID) *httpt
 		st.Unsubscribe("gone")
 		st.Refuse("gone", KindStreamEnd)
 		for _, conv := range []string{"a", "b"} {
-			st.Resume(conv, store.Conversation{ID: conv}, since[conv], r.Context())
+			st.Resume(conv, chat.Conversation{ID: conv}, since[conv], r.Context())
 		}
 		if err := st.TakeReplay(r.Context()); err != nil {
 			http.Error(w, err.Error(), http.StatusServiceUnavailable)
@@ -152,7 +150,7 @@ func TestPersonalStreamCarriesSeveralConversations(t *testing.T) {
 	defer hub.Close()
 	src := &convSource{}
 	base := time.Now().Add(-time.Minute)
-	var a, b []store.Message
+	var a, b []chat.Message
 	for i := 0; i < 3; i++ {
 		a = append(a, src.add("a", base.Add(time.Duration(i)*time.Second), fmt.Sprint("a", i)))
 		b = append(b, src.add("b", base.Add(time.Duration(i)*time.Second+time.Millisecond), fmt.Sprint("b", i)))
@@ -161,7 +159,7 @@ func TestPersonalStreamCarriesSeveralConversations(t *testing.T) {
 	e := New(hub, src, Config{}, slog.New(slog.DiscardHandler), gauge, renderTest, func(Event) {})
 	defer e.Shutdown()
 	// The browser has a up to a0, and b up to b1.
-	ts := personalServer(t, e, map[string]gocql.UUID{"a": a[0].ID, "b": b[1].ID})
+	ts := personalServer(t, e, map[string]chat.ID{"a": a[0].ID, "b": b[1].ID})
 	events, body := readStream(t, ts.URL+"?b=browser1")
 	defer body.Close()
 
@@ -181,8 +179,8 @@ func TestPersonalStreamCarriesSeveralConversations(t *testing.T) {
 
 	// Live: a replayed message that comes live too is not sent again;
 	// the events of "c" are not carried.
-	publish := func(conv, text string, at time.Time) store.Message {
-		m := store.Message{ID: gocql.UUIDFromTime(at), Room: conv, Content: text}
+	publish := func(conv, text string, at time.Time) chat.Message {
+		m := chat.Message{ID: chat.IDAt(at), Room: conv, Content: text}
 		html, _ := renderTest(context.Background(), m)
 		if err := hub.Publish(context.Background(), Event{Kind: KindMessage, Conversation: conv, Message: &m, HTML: html}); err != nil {
 			t.Fatal(err)
@@ -200,7 +198,7 @@ func TestPersonalStreamCarriesSeveralConversations(t *testing.T) {
 		conv, _, _ := strings.Cut(ev.Data, "\n")
 		got[conv] = ev
 	}
-	for conv, m := range map[string]store.Message{"a": la, "b": lb} {
+	for conv, m := range map[string]chat.Message{"a": la, "b": lb} {
 		html, _ := renderTest(context.Background(), m)
 		if ev := got[conv]; ev.Name != KindMessage || ev.Data != conv+"\n"+string(html) || ev.LastID != m.ID.String() {
 			t.Fatalf("live event %+v, want %s's message %s", ev, conv, m.Content)
@@ -268,7 +266,7 @@ func TestPersonalStreamOfABrowserReplacesItsOlder(t *testing.T) {
 		t.Fatalf("a third browser: %s, want 429", resp.Status)
 	}
 	// The other browser's stream still delivers.
-	m := store.Message{ID: gocql.UUIDFromTime(time.Now()), Room: "a", Content: "still here"}
+	m := chat.Message{ID: chat.IDAt(time.Now()), Room: "a", Content: "still here"}
 	hub.Publish(context.Background(), Event{Kind: KindMessage, Conversation: "a", Message: &m, HTML: []byte("x")})
 	for _, s := range []<-chan ssetest.SpecRecord{other, second} {
 		if got := next(t, s); got.Data != "a\nx" {
@@ -286,7 +284,7 @@ func TestWideFrameEncodedOnce(t *testing.T) {
 	y := hub.Subscribe("r", Subscriber{Login: "y"})
 	defer x.Close()
 	defer y.Close()
-	id := gocql.UUIDFromTime(time.Now())
+	id := chat.IDAt(time.Now())
 	hub.Publish(context.Background(), Event{Kind: KindMessage, Conversation: "r", ID: id, HTML: []byte("<li>\r\nhi</li>")})
 	ex, ey := <-x.C, <-y.C
 	fx, fy := ex.wideFrame(), ey.wideFrame()

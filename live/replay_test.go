@@ -10,28 +10,26 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gocql/gocql"
-
+	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/live/ssetest"
-	"github.com/killrchat/killrchat/store"
 )
 
 // memSource is a conversation's stored messages in memory, for the
 // engine's tests (the handlers' tests run it on Cassandra).
 type memSource struct {
 	mu      sync.Mutex
-	msgs    []store.Message // in id order
-	changes []store.Change  // in id order
-	local   map[gocql.UUID]bool
+	msgs    []chat.Message // in id order
+	changes []chat.Change  // in id order
+	local   map[chat.ID]bool
 	floor   int64
 }
 
-func (m *memSource) MessagesAfter(_ context.Context, _ store.Place, after gocql.UUID, n int) ([]store.Message, bool, error) {
+func (m *memSource) MessagesAfter(_ context.Context, _ chat.Place, after chat.ID, n int) ([]chat.Message, bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var out []store.Message
+	var out []chat.Message
 	for _, msg := range m.msgs {
-		if store.Later(msg.ID, after) {
+		if msg.ID.After(after) {
 			out = append(out, msg)
 		}
 	}
@@ -41,12 +39,12 @@ func (m *memSource) MessagesAfter(_ context.Context, _ store.Place, after gocql.
 	return out, false, nil
 }
 
-func (m *memSource) ChangesAfter(_ context.Context, _ store.Place, after gocql.UUID, n int) ([]store.Change, bool, error) {
+func (m *memSource) ChangesAfter(_ context.Context, _ chat.Place, after chat.ID, n int) ([]chat.Change, bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var out []store.Change
+	var out []chat.Change
 	for _, ch := range m.changes {
-		if store.Later(ch.ID, after) {
+		if ch.ID.After(after) {
 			out = append(out, ch)
 		}
 	}
@@ -56,12 +54,12 @@ func (m *memSource) ChangesAfter(_ context.Context, _ store.Place, after gocql.U
 	return out, false, nil
 }
 
-func (m *memSource) CountMessagesAfter(ctx context.Context, in store.Place, after gocql.UUID, limit int) (int, error) {
+func (m *memSource) CountMessagesAfter(ctx context.Context, in chat.Place, after chat.ID, limit int) (int, error) {
 	msgs, _, err := m.MessagesAfter(ctx, in, after, limit)
 	return len(msgs), err
 }
 
-func (m *memSource) MadeHere(id gocql.UUID) bool { return m.local[id] }
+func (m *memSource) MadeHere(id chat.ID) bool { return m.local[id] }
 
 func (m *memSource) IDFloor() int64 {
 	m.mu.Lock()
@@ -81,20 +79,20 @@ func (nopGauge) Dec() {}
 // replayed message's id must be a cursor below L: a client that goes away
 // right after it, before L is written, resumes from below L and gets it.
 func TestReplayCursorStaysBelowWhatComesLive(t *testing.T) {
-	base := store.TicksOf(time.Now())
-	src := &memSource{local: map[gocql.UUID]bool{}, floor: base}
+	base := chat.TicksOf(time.Now())
+	src := &memSource{local: map[chat.ID]bool{}, floor: base}
 	hub := NewLocalHub()
 	defer hub.Close()
-	render := func(_ context.Context, m store.Message) ([]byte, error) {
+	render := func(_ context.Context, m chat.Message) ([]byte, error) {
 		return []byte(`<li id="msg-` + m.ID.String() + `">` + m.Content + `</li>`), nil
 	}
 	e := New(hub, src, Config{}, slog.New(slog.NewTextHandler(io.Discard, nil)), nopGauge{}, render,
 		func(ev Event) { _ = hub.Publish(context.Background(), ev) })
-	room := store.Conversation{ID: "r"}
+	room := chat.Conversation{ID: "r"}
 
 	since := idAt(base + 5)
-	sl, err := e.Reserve("r", func() (store.Message, error) {
-		m := store.Message{ID: idAt(src.IDFloor() + 100), Room: "r", Content: "local"}
+	sl, err := e.Reserve("r", func() (chat.Message, error) {
+		m := chat.Message{ID: idAt(src.IDFloor() + 100), Room: "r", Content: "local"}
 		src.local[m.ID] = true
 		src.floor = m.ID.Timestamp() // the floor is above every id made
 		return m, nil
@@ -103,8 +101,8 @@ func TestReplayCursorStaysBelowWhatComesLive(t *testing.T) {
 		t.Fatal(err)
 	}
 	local := sl.Msg
-	remote := store.Message{ID: idAt(local.ID.Timestamp() + 50), Room: "r", Content: "remote"}
-	src.msgs = []store.Message{local, remote} // both stored
+	remote := chat.Message{ID: idAt(local.ID.Timestamp() + 50), Room: "r", Content: "remote"}
+	src.msgs = []chat.Message{local, remote} // both stored
 
 	st, err := e.Open("a", "ip", "s", since)
 	if err != nil {
@@ -134,11 +132,11 @@ func TestReplayCursorStaysBelowWhatComesLive(t *testing.T) {
 	if len(got) != 2 {
 		t.Fatalf("events %+v, want the remote message replayed and the local one live", got)
 	}
-	cur, err := gocql.ParseUUID(got[0].LastID)
+	cur, err := chat.ParseID(got[0].LastID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Contains([]byte(got[0].Data), []byte("remote")) || !store.Later(local.ID, cur) {
+	if !bytes.Contains([]byte(got[0].Data), []byte("remote")) || !local.ID.After(cur) {
 		t.Fatalf("replayed %q with id %s: a resume from it would skip %s, still to come live", got[0].Data, cur, local.ID)
 	}
 }

@@ -7,9 +7,7 @@ package live
 import (
 	"sync"
 
-	"github.com/gocql/gocql"
-
-	"github.com/killrchat/killrchat/store"
+	"github.com/killrchat/killrchat/chat"
 )
 
 // sequencer publishes each room's messages in the order of their ids, even
@@ -32,12 +30,12 @@ type sequencer struct {
 // poster sets HTML (the message rendered for the live streams) before
 // Finish.
 type Slot struct {
-	Msg store.Message
+	Msg chat.Message
 	// Kind is the event's kind: KindMessage if unset, or a change (see
 	// IsChange), whose Msg holds only its id and conversation.
 	Kind string
 	// Target is the message a change is about.
-	Target gocql.UUID
+	Target chat.ID
 	HTML   []byte
 	done   bool
 	ok     bool
@@ -71,7 +69,7 @@ func (q *sequencer) subscribe(room string, subscribe func() *Subscription) (*Sub
 }
 
 // reserve drafts a message (giving it its id) and queues it for publication.
-func (q *sequencer) reserve(room string, draft func() (store.Message, error)) (*Slot, error) {
+func (q *sequencer) reserve(room string, draft func() (chat.Message, error)) (*Slot, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	m, err := draft()

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gocql/gocql"
+	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/live/sse"
 	"github.com/killrchat/killrchat/live/ssetest"
 )
@@ -24,8 +24,8 @@ func specLineBreaks(s string) string {
 	return strings.ReplaceAll(strings.ReplaceAll(s, "\r\n", "\n"), "\r", "\n")
 }
 
-var testEventID = func() gocql.UUID {
-	id, err := gocql.ParseUUID("5d1c7a2e-3f0b-11f1-8000-0242ac120002")
+var testEventID = func() chat.ID {
+	id, err := chat.ParseID("5d1c7a2e-3f0b-11f1-8000-0242ac120002")
 	if err != nil {
 		panic(err)
 	}

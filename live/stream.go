@@ -24,12 +24,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/gocql/gocql"
-
+	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/live/hangup"
 	"github.com/killrchat/killrchat/live/sse"
 	"github.com/killrchat/killrchat/live/watermark"
-	"github.com/killrchat/killrchat/store"
 )
 
 const (
@@ -53,7 +51,7 @@ const (
 )
 
 // zeroID is the zero message id: no id.
-var zeroID gocql.UUID
+var zeroID chat.ID
 
 // Errors of Engine.Open.
 var (
@@ -76,7 +74,7 @@ type Stream struct {
 	e   *Engine
 	who Subscriber
 	// since is where a conversation's stream resumes (zero: a fresh page).
-	since gocql.UUID
+	since chat.ID
 	ends  streamEnds
 	// feeds are the conversations it carries, in the order subscribed.
 	feeds []*feed
@@ -98,8 +96,8 @@ type feed struct {
 	conv  string
 	sub   *Subscription
 	bound int64
-	in    store.Place     // nil until Resume
-	since gocql.UUID      // zero: nothing to replay
+	in    chat.Place      // nil until Resume
+	since chat.ID         // zero: nothing to replay
 	ctx   context.Context // renders its replay (nil: Run's)
 }
 
@@ -107,7 +105,7 @@ type feed struct {
 // from ip, which resumes after since (zero: a fresh page). It is refused
 // with ErrTooManyForUser or ErrTooManyForIP, the streams already open
 // left alone.
-func (e *Engine) Open(login, ip, session string, since gocql.UUID) (*Stream, error) {
+func (e *Engine) Open(login, ip, session string, since chat.ID) (*Stream, error) {
 	closeStream, byUser, ok := e.streams.open(login, ip, false)
 	if !ok {
 		if byUser {
@@ -118,7 +116,7 @@ func (e *Engine) Open(login, ip, session string, since gocql.UUID) (*Stream, err
 	return e.newStream(login, session, since, closeStream), nil
 }
 
-func (e *Engine) newStream(login, session string, since gocql.UUID, closeStream func()) *Stream {
+func (e *Engine) newStream(login, session string, since chat.ID, closeStream func()) *Stream {
 	st := &Stream{e: e, who: Subscriber{Login: login, Session: session, signals: newStreamSignals()}, since: since}
 	st.ends.add(closeStream)
 	st.ends.add(func() {
@@ -202,7 +200,7 @@ func (st *Stream) Unsubscribe(conversation string) {
 // Resume says where conversation is (it is read, and the reader is a
 // member), and, for a personal stream, after which id its client's copy
 // ends (zero: replay nothing); ctx renders its replayed messages.
-func (st *Stream) Resume(conversation string, in store.Place, since gocql.UUID, ctx context.Context) {
+func (st *Stream) Resume(conversation string, in chat.Place, since chat.ID, ctx context.Context) {
 	for _, f := range st.feeds {
 		if f.conv == conversation {
 			f.in, f.ctx = in, ctx
@@ -256,13 +254,13 @@ func (st *Stream) Run(ctx context.Context, w http.ResponseWriter, committed func
 	// sent holds the replayed ids that may come live as well: other
 	// instances' only, since this instance's below the bound were
 	// published before the subscription.
-	var sent map[gocql.UUID]struct{}
+	var sent map[chat.ID]struct{}
 	for _, f := range st.feeds {
 		if f.since == zeroID || f.in == nil {
 			continue
 		}
 		if sent == nil {
-			sent = map[gocql.UUID]struct{}{}
+			sent = map[chat.ID]struct{}{}
 		}
 		rctx := f.ctx
 		if rctx == nil {
@@ -333,7 +331,7 @@ const noticeLength = 100
 // id, its author, the first noticeLength characters of its text (plain
 // text: a notification shows no HTML, and the page escapes nothing), and
 // whether it mentions login.
-func notice(m *store.Message, login string) []byte {
+func notice(m *chat.Message, login string) []byte {
 	if m == nil {
 		return nil
 	}
@@ -349,13 +347,13 @@ func notice(m *store.Message, login string) []byte {
 		Text    string `json:"text"`
 		Mention bool   `json:"mention"`
 	}{m.ID.String(), m.Author.Login, name, text,
-		len(store.Mentioned(m.Content, map[string]store.UserRef{login: {Login: login}})) > 0})
+		len(chat.Mentioned(m.Content, map[string]chat.UserRef{login: {Login: login}})) > 0})
 	return b
 }
 
 // NoticeText is what a notification of m says: the first noticeLength
 // characters of its text, as plain text, or the file it sends.
-func NoticeText(m *store.Message) string {
+func NoticeText(m *chat.Message) string {
 	text := m.Content
 	if m.Attachment != nil && strings.TrimSpace(text) == "" {
 		text = "sent a file: " + m.Attachment.Name
@@ -395,7 +393,7 @@ func (q queueSink) Deliver(ev *Event) bool {
 // person's other conversations, to out until the stream ends; done is
 // the request's end while the handler still runs (nil once the connection
 // is hijacked: out.gone tells of a hang-up then).
-func (s *Engine) liveEvents(out *eventWriter, st *Stream, sent map[gocql.UUID]struct{}, done <-chan struct{}) {
+func (s *Engine) liveEvents(out *eventWriter, st *Stream, sent map[chat.ID]struct{}, done <-chan struct{}) {
 	tick := time.NewTicker(heartbeat)
 	defer tick.Stop()
 	events := make(queueSink, subscriberQueue*max(1, len(st.feeds)))
@@ -481,7 +479,7 @@ func (e *streamEnds) handOver() streamEnds {
 }
 
 // idOf is the id of a message event or a change, or the zero id.
-func idOf(ev *Event) gocql.UUID {
+func idOf(ev *Event) chat.ID {
 	if ev.Kind == KindMessage || IsChange(ev.Kind) {
 		return ev.ID
 	}
@@ -492,7 +490,7 @@ func idOf(ev *Event) gocql.UUID {
 // client's id is a cursor (see live/watermark): the page has every message
 // below it, from this instance and from every other, so the replay needs
 // nothing before it, however late messages travel.
-func (s *Engine) replayStart(since gocql.UUID) gocql.UUID { return since }
+func (s *Engine) replayStart(since chat.ID) chat.ID { return since }
 
 // replay writes the messages of in after since that lie below bound (see
 // sequencer), page by page: a page is read, written, and only then is the
@@ -503,7 +501,7 @@ func (s *Engine) replayStart(since gocql.UUID) gocql.UUID { return since }
 //
 // It reads from start (see replayStart); only what comes after since
 // counts towards the replay's limit.
-func (s *Engine) replay(ctx context.Context, out *eventWriter, in store.Place, start, since gocql.UUID, bound int64, sent map[gocql.UUID]struct{}) bool {
+func (s *Engine) replay(ctx context.Context, out *eventWriter, in chat.Place, start, since chat.ID, bound int64, sent map[chat.ID]struct{}) bool {
 	deadline := time.Now().Add(replayTimeout)
 	// The changes (edits, deletes, reactions) go between the messages, in
 	// id order. They are read once, first: every change below mark0 is
@@ -556,7 +554,7 @@ func (s *Engine) replay(ctx context.Context, out *eventWriter, in store.Place, s
 			if !s.src.MadeHere(m.ID) {
 				sent[m.ID] = struct{}{}
 			}
-			if store.Later(m.ID, since) {
+			if m.ID.After(since) {
 				replayed++
 			}
 		}
@@ -578,12 +576,12 @@ func (s *Engine) replay(ctx context.Context, out *eventWriter, in store.Place, s
 // false when the stream must end: the database failed, or more changes
 // were missed than a replay gives, or older ones than the change log
 // keeps, and the client was told to reload the page.
-func (s *Engine) replayChanges(ctx context.Context, out *eventWriter, in store.Place, start gocql.UUID) ([]store.Change, bool) {
+func (s *Engine) replayChanges(ctx context.Context, out *eventWriter, in chat.Place, start chat.ID) ([]chat.Change, bool) {
 	if s.renderChange == nil {
 		return nil, true
 	}
 	changes, more, err := s.src.ChangesAfter(ctx, in, start, replayLimit)
-	if errors.Is(err, store.ErrNotFound) || (err == nil && more) {
+	if errors.Is(err, chat.ErrNotFound) || (err == nil && more) {
 		_ = out.event(in.Conversation().ID, KindReload, []byte("too many changes missed"))
 		return nil, false
 	}
@@ -600,11 +598,11 @@ func (s *Engine) replayChanges(ctx context.Context, out *eventWriter, in store.P
 // before upTo (all of them when upTo is zero), taking them off the list,
 // each with its cursor at most mark. Like a message, a change of this
 // instance above bound comes live.
-func (s *Engine) sendChanges(ctx context.Context, out *eventWriter, in store.Place, changes *[]store.Change,
-	upTo gocql.UUID, mark, bound int64, sent map[gocql.UUID]struct{}) bool {
+func (s *Engine) sendChanges(ctx context.Context, out *eventWriter, in chat.Place, changes *[]chat.Change,
+	upTo chat.ID, mark, bound int64, sent map[chat.ID]struct{}) bool {
 	for len(*changes) > 0 {
 		ch := (*changes)[0]
-		if upTo != zeroID && !store.Later(upTo, ch.ID) {
+		if upTo != zeroID && !upTo.After(ch.ID) {
 			return true
 		}
 		*changes = (*changes)[1:]
@@ -681,13 +679,13 @@ func (s *Engine) endStream(e *eventWriter) {
 
 // message writes one replayed message of conv, encoded for this stream
 // alone.
-func (e *eventWriter) message(conv string, id gocql.UUID, html []byte) error {
+func (e *eventWriter) message(conv string, id chat.ID, html []byte) error {
 	return e.replayed(conv, id, KindMessage, html)
 }
 
 // replayed writes one replayed event of conv and kind with its id (a
 // cursor), encoded for this stream alone.
-func (e *eventWriter) replayed(conv string, id gocql.UUID, kind string, html []byte) error {
+func (e *eventWriter) replayed(conv string, id chat.ID, kind string, html []byte) error {
 	e.Buf.Reset()
 	if e.wide {
 		sse.AppendWide(&e.Buf, id, kind, conv, html)
@@ -740,7 +738,7 @@ func encodeEvent(ev Event) []byte {
 
 // frameID is the SSE id an event carries: a message's cursor (its own id
 // when it has none), or none.
-func frameID(ev *Event) gocql.UUID {
+func frameID(ev *Event) chat.ID {
 	id := idOf(ev)
 	if id != zeroID && ev.cursor != zeroID {
 		id = ev.cursor

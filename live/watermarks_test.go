@@ -5,13 +5,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gocql/gocql"
-
-	"github.com/killrchat/killrchat/store"
+	"github.com/killrchat/killrchat/chat"
 )
 
-func idAt(ticks int64) gocql.UUID {
-	return gocql.MinTimeUUID(store.TimeOfTicks(ticks))
+func idAt(ticks int64) chat.ID {
+	return chat.MinIDAt(chat.TimeOfTicks(ticks))
 }
 
 // TestHubCursorFollowsWatermarks: a hub that heard instance B's mark below
@@ -21,14 +19,14 @@ func idAt(ticks int64) gocql.UUID {
 func TestHubCursorFollowsWatermarks(t *testing.T) {
 	h := NewLocalHub()
 	defer h.Close()
-	base := store.TicksOf(time.Now())
+	base := chat.TicksOf(time.Now())
 	local := base + 1000
 	h.SetWatermark(func() int64 { return local }, 0)
 	sub := h.Subscribe("r", Subscriber{Login: "a"})
 	defer sub.Close()
 
 	h.heardMark("b", base+10)
-	m := store.Message{ID: idAt(base + 20), Room: "r"}
+	m := chat.Message{ID: idAt(base + 20), Room: "r"}
 	_ = h.Publish(context.Background(), Event{Kind: KindMessage, Conversation: "r", Message: &m, Watermark: base + 21})
 	if ev := <-sub.C; ev.cursor.Timestamp() != base+9 {
 		t.Fatalf("cursor at %d, want %d (below B's mark)", ev.cursor.Timestamp(), base+9)
@@ -40,7 +38,7 @@ func TestHubCursorFollowsWatermarks(t *testing.T) {
 	}
 
 	local = base + 40 // this instance holds back a message at base+40
-	r := store.Message{ID: idAt(base + 45), Room: "r"}
+	r := chat.Message{ID: idAt(base + 45), Room: "r"}
 	h.publishRemote(Event{Kind: KindMessage, Conversation: "r", ID: r.ID, Message: &r, Watermark: base + 46}, "b")
 	if ev := <-sub.C; ev.cursor.Timestamp() != base+29 {
 		t.Fatalf("remote cursor at %d, want %d (B's mark before this event)", ev.cursor.Timestamp(), base+29)
@@ -55,8 +53,8 @@ func TestSequencerWatermark(t *testing.T) {
 	floor := int64(1000)
 	q := newSequencer(func(ev Event) { got = append(got, ev) }, func() int64 { floor++; return floor })
 	draft := func(room string, ticks int64) *Slot {
-		sl, err := q.reserve(room, func() (store.Message, error) {
-			return store.Message{ID: idAt(ticks), Room: room}, nil
+		sl, err := q.reserve(room, func() (chat.Message, error) {
+			return chat.Message{ID: idAt(ticks), Room: room}, nil
 		})
 		if err != nil {
 			t.Fatal(err)

@@ -25,6 +25,7 @@ import (
 	webpush "github.com/SherClockHolmes/webpush-go"
 	"golang.org/x/time/rate"
 
+	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/store"
 )
 
@@ -79,7 +80,7 @@ type Message struct {
 	// Members are the conversation's members by login: a DM's all, a
 	// room's those the message mentions (see store.Mentionable); shared,
 	// never changed.
-	Members    map[string]store.UserRef
+	Members    map[string]chat.UserRef
 	Author     string
 	AuthorName string
 	Title      string // "#general" or the DM's name
@@ -173,7 +174,7 @@ func (s *Sender) PublicKey() string { return s.pub }
 // CheckSubscription says what is wrong with sub, if anything: an endpoint
 // must be https (or, when allowed, http on 127.0.0.1), p256dh a P-256
 // public key (65 bytes) and auth 16 bytes, all base64url.
-func (s *Sender) CheckSubscription(sub store.PushSubscription) error {
+func (s *Sender) CheckSubscription(sub chat.PushSubscription) error {
 	u, err := url.Parse(sub.Endpoint)
 	if err != nil || u.Host == "" || len(sub.Endpoint) > 1000 || u.User != nil {
 		return errors.New("The push endpoint is not a URL.")
@@ -235,10 +236,10 @@ func (s *Sender) work(closing <-chan struct{}) {
 
 // everyoneWanting is m's members (those it mentions), and the members of
 // its room among those whose level is everything.
-func (s *Sender) everyoneWanting(ctx context.Context, m Message, levels map[string]store.Level) (map[string]store.UserRef, error) {
+func (s *Sender) everyoneWanting(ctx context.Context, m Message, levels map[string]chat.Level) (map[string]chat.UserRef, error) {
 	var want []string
 	for login, level := range levels {
-		if _, ok := m.Members[login]; !ok && level == store.LevelEverything {
+		if _, ok := m.Members[login]; !ok && level == chat.LevelEverything {
 			want = append(want, login)
 		}
 	}
@@ -282,7 +283,7 @@ func (s *Sender) deliver(m Message) {
 		return
 	}
 	members := m.Members
-	if !store.IsDM(m.Conversation) {
+	if !chat.IsDM(m.Conversation) {
 		// A room's message carries the members it mentions, not all
 		// (a room may have 10,000): those who want every message are
 		// looked up among the members, by their rows.
@@ -299,12 +300,12 @@ func (s *Sender) deliver(m Message) {
 		}
 		level, ok := levels[login]
 		if !ok {
-			level = store.DefaultLevel(m.Conversation)
+			level = chat.DefaultLevel(m.Conversation)
 		}
 		switch {
-		case level == store.LevelNothing:
+		case level == chat.LevelNothing:
 			continue
-		case level == store.LevelMentions && !slices.Contains(m.Mentioned, login):
+		case level == chat.LevelMentions && !slices.Contains(m.Mentioned, login):
 			continue
 		}
 		if s.presence != nil && s.presence.SeenWithin(login, Away) {
@@ -330,7 +331,7 @@ func (s *Sender) deliver(m Message) {
 
 // send pushes payload to one browser, retrying a 429 or 5xx with backoff;
 // a 404 or 410 (the subscription is gone) deletes it.
-func (s *Sender) send(ctx context.Context, login string, sub store.PushSubscription, payload []byte) {
+func (s *Sender) send(ctx context.Context, login string, sub chat.PushSubscription, payload []byte) {
 	if s.CheckSubscription(sub) != nil {
 		s.count("failed")
 		return

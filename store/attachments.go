@@ -18,14 +18,11 @@ import (
 	"image"
 	"io"
 	"net/http"
-	"path"
-	"strings"
 	"sync"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/gocql/gocql"
+	"github.com/killrchat/killrchat/chat"
 )
 
 const (
@@ -73,22 +70,17 @@ const (
 	// chunkHead is how much of a chunk an upload reads into its own
 	// buffer before it takes one of the process's chunk buffers.
 	chunkHead = 32 << 10
-	// maxFileName is the longest stored file name, in characters.
-	maxFileName = 200
 	// sweepDays is how many days of pending_uploads a sweep reads.
 	sweepDays = 7
 )
 
-// ErrTooLarge is returned for an upload longer than its limit.
-var ErrTooLarge = errors.New("the file is too large")
-
 // Attachment is a stored file and what is known of it.
 type Attachment struct {
 	// ID is a timeuuid; the time is when the upload started.
-	ID gocql.UUID
+	ID chat.ID
 	// Conversation is the id of the room or DM it was posted in.
 	Conversation string
-	Uploader     UserRef
+	Uploader     chat.UserRef
 	// Name is the cleaned file name the uploader gave.
 	Name string
 	Size int64
@@ -104,7 +96,7 @@ type Attachment struct {
 	Width, Height int
 	// PreviewID names the image's preview (itself when it is small
 	// enough); zero when there is none.
-	PreviewID                   gocql.UUID
+	PreviewID                   chat.ID
 	PreviewWidth, PreviewHeight int
 	// decodeBytes is what decoding the image takes (see decodedBytes),
 	// known only during its upload.
@@ -114,17 +106,17 @@ type Attachment struct {
 // Inline reports whether the file may be shown by a browser in our
 // origin: a raster image whose header was read. Everything else (HTML,
 // SVG, PDF, text) is only ever downloaded.
-func (a Attachment) Inline() bool { return RasterImage(a.ContentType) && a.Width > 0 }
+func (a Attachment) Inline() bool { return chat.RasterImage(a.ContentType) && a.Width > 0 }
 
 // Ref is what a message keeps of the attachment.
-func (a Attachment) Ref() AttachmentRef {
-	return AttachmentRef{ID: a.ID, Name: a.Name, Size: a.Size, ContentType: a.ContentType,
+func (a Attachment) Ref() chat.AttachmentRef {
+	return chat.AttachmentRef{ID: a.ID, Name: a.Name, Size: a.Size, ContentType: a.ContentType,
 		PreviewID: a.PreviewID, PreviewWidth: a.PreviewWidth, PreviewHeight: a.PreviewHeight}
 }
 
-// AttachmentRef is the attachment of a message, denormalised into it (the
-// user-defined type attachment_ref) so a page of messages is one query.
-type AttachmentRef struct {
+// attachmentUDT is an AttachmentRef as the driver reads and writes the
+// user-defined type attachment_ref.
+type attachmentUDT struct {
 	ID            gocql.UUID `cql:"id"`
 	Name          string     `cql:"file_name"`
 	Size          int64      `cql:"size"`
@@ -134,45 +126,19 @@ type AttachmentRef struct {
 	PreviewHeight int        `cql:"preview_height"`
 }
 
-// HasPreview reports whether the message shows the file as an image.
-func (r AttachmentRef) HasPreview() bool { return r.PreviewID != (gocql.UUID{}) }
-
-// RasterImage reports whether a sniffed content type is one of the raster
-// images served inline: PNG, JPEG, GIF or WebP.
-func RasterImage(contentType string) bool {
-	switch contentType {
-	case "image/png", "image/jpeg", "image/gif", "image/webp":
-		return true
-	}
-	return false
+// udtOf is r as the driver writes it.
+func udtOf(r *chat.AttachmentRef) *attachmentUDT {
+	return &attachmentUDT{ID: gocql.UUID(r.ID), Name: r.Name, Size: r.Size, ContentType: r.ContentType,
+		PreviewID: gocql.UUID(r.PreviewID), PreviewWidth: r.PreviewWidth, PreviewHeight: r.PreviewHeight}
 }
 
-// CleanFileName makes an uploader's file name safe to store and show: the
-// last path element only, valid UTF-8, no control or format characters,
-// trimmed, at most 200 characters; "file" if nothing is left.
-func CleanFileName(name string) string {
-	name = strings.ToValidUTF8(name, "")
-	if i := strings.LastIndexAny(name, `/\`); i >= 0 {
-		name = name[i+1:]
+// ref is u as the message carries it, nil for no attachment.
+func (u *attachmentUDT) ref() *chat.AttachmentRef {
+	if u == nil {
+		return nil
 	}
-	name = strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) || unicode.In(r, unicode.Cf) {
-			return -1
-		}
-		return r
-	}, name)
-	name = strings.TrimSpace(name)
-	if utf8.RuneCountInString(name) > maxFileName {
-		ext := path.Ext(name)
-		if utf8.RuneCountInString(ext) > 20 {
-			ext = ""
-		}
-		name = string([]rune(name)[:maxFileName-utf8.RuneCountInString(ext)]) + ext
-	}
-	if name == "" || name == "." || name == ".." {
-		return "file"
-	}
-	return name
+	return &chat.AttachmentRef{ID: chat.ID(u.ID), Name: u.Name, Size: u.Size, ContentType: u.ContentType,
+		PreviewID: chat.ID(u.PreviewID), PreviewWidth: u.PreviewWidth, PreviewHeight: u.PreviewHeight}
 }
 
 // chunkLimit is the most chunks a file of at most limit bytes has.
@@ -210,17 +176,17 @@ func (s *Store) releaseChunkBuffer(b []byte) { s.chunkBufs <- b }
 // uploadParallelism in flight. A raster image gets a preview of at most
 // PreviewWidth×PreviewHeight, stored as its own attachment. The metadata
 // turns ready only after every chunk is stored; on any error what was
-// written is deleted. It returns ErrNotParticipant unless uploader is a
-// member of in, ErrTooLarge when body holds more than limit bytes, a
-// ValidationError for an image with more than MaxImagePixels pixels
+// written is deleted. It returns chat.ErrNotParticipant unless uploader is a
+// member of in, chat.ErrTooLarge when body holds more than limit bytes, a
+// chat.ValidationError for an image with more than MaxImagePixels pixels
 // (checked from its header, before anything is stored), and the reading
 // error of body when the upload is cut off.
-func (s *Store) StoreAttachment(ctx context.Context, in Place, uploader UserRef, name string, body io.Reader, limit int64) (Attachment, error) {
+func (s *Store) StoreAttachment(ctx context.Context, in chat.Place, uploader chat.UserRef, name string, body io.Reader, limit int64) (Attachment, error) {
 	conv := in.Conversation()
 	if !conv.Has(uploader.Login) {
-		return Attachment{}, fmt.Errorf("store: upload to %q by %q: %w", conv.ID, uploader.Login, ErrNotParticipant)
+		return Attachment{}, fmt.Errorf("store: upload to %q by %q: %w", conv.ID, uploader.Login, chat.ErrNotParticipant)
 	}
-	a, err := s.storeChunks(ctx, conv.ID, uploader, CleanFileName(name), body, limit)
+	a, err := s.storeChunks(ctx, conv.ID, uploader, chat.CleanFileName(name), body, limit)
 	if err != nil {
 		return Attachment{}, err
 	}
@@ -238,16 +204,16 @@ func (s *Store) StoreAttachment(ctx context.Context, in Place, uploader UserRef,
 
 // storeChunks writes the pending rows and the chunks of body. The
 // attachment it returns is complete but still pending.
-func (s *Store) storeChunks(ctx context.Context, conv string, uploader UserRef, name string, body io.Reader, limit int64) (Attachment, error) {
-	a := Attachment{ID: gocql.UUIDFromTime(s.Now()), Conversation: conv, Uploader: uploader, Name: name,
+func (s *Store) storeChunks(ctx context.Context, conv string, uploader chat.UserRef, name string, body io.Reader, limit int64) (Attachment, error) {
+	a := Attachment{ID: chat.ID(gocql.UUIDFromTime(s.Now())), Conversation: conv, Uploader: uploader, Name: name,
 		ChunkSize: ChunkSize, Status: StatusPending}
 	most := chunkLimit(limit)
 	// The pending row goes first: from then on a crash leaves something
 	// the sweeper finds. The listing lets a room's deletion find it too.
-	if err := s.exec(ctx, "record pending upload", insertPendingUpload, bucketOf(a.ID), a.ID, conv, most); err != nil {
+	if err := s.exec(ctx, "record pending upload", insertPendingUpload, chat.BucketOf(a.ID), gocql.UUID(a.ID), conv, most); err != nil {
 		return Attachment{}, err
 	}
-	if err := s.exec(ctx, "list attachment", insertConversationAttachment, conv, a.ID, most); err != nil {
+	if err := s.exec(ctx, "list attachment", insertConversationAttachment, conv, gocql.UUID(a.ID), most); err != nil {
 		s.discardUpload(ctx, a, 0)
 		return Attachment{}, err
 	}
@@ -303,7 +269,7 @@ func (s *Store) storeChunks(ctx context.Context, conv string, uploader UserRef, 
 		last := errors.Is(rerr, io.EOF)
 		switch {
 		case a.Size > limit:
-			rerr = fmt.Errorf("store: upload %q: more than %d bytes: %w", name, limit, ErrTooLarge)
+			rerr = fmt.Errorf("store: upload %q: more than %d bytes: %w", name, limit, chat.ErrTooLarge)
 		case last:
 			rerr = nil
 		case rerr != nil:
@@ -328,7 +294,7 @@ func (s *Store) storeChunks(ctx context.Context, conv string, uploader UserRef, 
 			defer wg.Done()
 			// The driver copies the blob into its frame, so the buffer
 			// is free again when Exec returns.
-			if err := s.exec(ctx, "store chunk", insertChunk, a.ID, no, data); err != nil {
+			if err := s.exec(ctx, "store chunk", insertChunk, gocql.UUID(a.ID), no, data); err != nil {
 				fail(err)
 			}
 			s.releaseChunkBuffer(buf)
@@ -369,7 +335,7 @@ func fill(body io.Reader, buf []byte) (int, error) {
 // before anything of it is stored or decoded.
 func inspect(a *Attachment, first []byte) error {
 	a.ContentType = http.DetectContentType(first)
-	if !RasterImage(a.ContentType) {
+	if !chat.RasterImage(a.ContentType) {
 		return nil
 	}
 	cfg, _, err := image.DecodeConfig(bytes.NewReader(first))
@@ -377,7 +343,7 @@ func inspect(a *Attachment, first []byte) error {
 		return nil // not an image after all: kept as a file
 	}
 	if cfg.Width <= 0 || cfg.Height <= 0 || int64(cfg.Width)*int64(cfg.Height) > MaxImagePixels {
-		return ValidationError{"file": fmt.Sprintf("This image is %d×%d pixels; images of more than %d megapixels are refused.",
+		return chat.ValidationError{"file": fmt.Sprintf("This image is %d×%d pixels; images of more than %d megapixels are refused.",
 			cfg.Width, cfg.Height, MaxImagePixels/1_000_000)}
 	}
 	a.Width, a.Height, a.decodeBytes = cfg.Width, cfg.Height, decodedBytes(cfg)
@@ -385,9 +351,9 @@ func inspect(a *Attachment, first []byte) error {
 }
 
 func (s *Store) writeAttachmentRow(ctx context.Context, a Attachment) error {
-	return s.exec(ctx, "store attachment "+a.ID.String(), insertAttachment, a.ID, a.Conversation, a.Uploader, a.Name,
+	return s.exec(ctx, "store attachment "+a.ID.String(), insertAttachment, gocql.UUID(a.ID), a.Conversation, a.Uploader, a.Name,
 		a.Size, a.ContentType, a.SHA256, a.ChunkSize, a.Chunks, a.Status, a.Width, a.Height,
-		a.PreviewID, a.PreviewWidth, a.PreviewHeight)
+		gocql.UUID(a.PreviewID), a.PreviewWidth, a.PreviewHeight)
 }
 
 // finishAttachment turns a fully stored attachment ready: the metadata
@@ -399,10 +365,10 @@ func (s *Store) finishAttachment(ctx context.Context, a Attachment) error {
 		s.discardUpload(ctx, a, a.Chunks)
 		return err
 	}
-	if err := s.exec(ctx, "list attachment", insertConversationAttachment, a.Conversation, a.ID, a.Chunks); err != nil {
+	if err := s.exec(ctx, "list attachment", insertConversationAttachment, a.Conversation, gocql.UUID(a.ID), a.Chunks); err != nil {
 		return err
 	}
-	return s.exec(ctx, "finish upload", deletePendingUpload, bucketOf(a.ID), a.ID)
+	return s.exec(ctx, "finish upload", deletePendingUpload, chat.BucketOf(a.ID), gocql.UUID(a.ID))
 }
 
 // discardUpload deletes what a failed upload wrote: its first chunks
@@ -415,7 +381,7 @@ func (s *Store) discardUpload(ctx context.Context, a Attachment, chunks int) {
 		s.log.Warn("store: discard upload; the sweeper will retry", "attachment", a.ID, "err", err)
 		return
 	}
-	if err := s.exec(ctx, "discard pending upload", deletePendingUpload, bucketOf(a.ID), a.ID); err != nil {
+	if err := s.exec(ctx, "discard pending upload", deletePendingUpload, chat.BucketOf(a.ID), gocql.UUID(a.ID)); err != nil {
 		s.log.Warn("store: discard pending upload", "attachment", a.ID, "err", err)
 	}
 }
@@ -423,48 +389,48 @@ func (s *Store) discardUpload(ctx context.Context, a Attachment, chunks int) {
 // deleteAttachment deletes the chunks, the metadata row and the listing
 // row of an attachment, chunks first: a row is never left pointing at
 // nothing the sweeper can find.
-func (s *Store) deleteAttachment(ctx context.Context, conv string, id gocql.UUID, chunks int) error {
+func (s *Store) deleteAttachment(ctx context.Context, conv string, id chat.ID, chunks int) error {
 	for no := range chunks {
-		if err := s.exec(ctx, "delete chunk", deleteChunk, id, no); err != nil {
+		if err := s.exec(ctx, "delete chunk", deleteChunk, gocql.UUID(id), no); err != nil {
 			return err
 		}
 	}
-	if err := s.exec(ctx, "delete attachment", deleteAttachment, id); err != nil {
+	if err := s.exec(ctx, "delete attachment", deleteAttachment, gocql.UUID(id)); err != nil {
 		return err
 	}
-	return s.exec(ctx, "unlist attachment", deleteConversationAttachment, conv, id)
+	return s.exec(ctx, "unlist attachment", deleteConversationAttachment, conv, gocql.UUID(id))
 }
 
 // DiscardAttachment deletes a stored attachment and its preview: the
 // file of a message that could not be posted. Deleting what is already
 // gone is no error.
 func (s *Store) DiscardAttachment(ctx context.Context, a Attachment) error {
-	if a.PreviewID != (gocql.UUID{}) && a.PreviewID != a.ID {
+	if a.PreviewID != (chat.ID{}) && a.PreviewID != a.ID {
 		p, err := s.Attachment(ctx, a.PreviewID)
 		switch {
 		case err == nil:
 			if err := s.deleteAttachment(ctx, p.Conversation, p.ID, p.Chunks); err != nil {
 				return err
 			}
-		case !errors.Is(err, ErrNotFound):
+		case !errors.Is(err, chat.ErrNotFound):
 			return err
 		}
 	}
 	return s.deleteAttachment(ctx, a.Conversation, a.ID, a.Chunks)
 }
 
-// Attachment returns the ready attachment id, or ErrNotFound (also while
+// Attachment returns the ready attachment id, or chat.ErrNotFound (also while
 // it is still being uploaded).
-func (s *Store) Attachment(ctx context.Context, id gocql.UUID) (Attachment, error) {
-	q, err := s.query(ctx, selectAttachment, id)
+func (s *Store) Attachment(ctx context.Context, id chat.ID) (Attachment, error) {
+	q, err := s.query(ctx, selectAttachment, gocql.UUID(id))
 	if err != nil {
 		return Attachment{}, err
 	}
 	var a Attachment
-	err = q.Scan(&a.ID, &a.Conversation, &a.Uploader, &a.Name, &a.Size, &a.ContentType, &a.SHA256,
-		&a.ChunkSize, &a.Chunks, &a.Status, &a.Width, &a.Height, &a.PreviewID, &a.PreviewWidth, &a.PreviewHeight)
+	err = q.Scan((*gocql.UUID)(&a.ID), &a.Conversation, &a.Uploader, &a.Name, &a.Size, &a.ContentType, &a.SHA256,
+		&a.ChunkSize, &a.Chunks, &a.Status, &a.Width, &a.Height, (*gocql.UUID)(&a.PreviewID), &a.PreviewWidth, &a.PreviewHeight)
 	if errors.Is(err, gocql.ErrNotFound) || (err == nil && a.Status != StatusReady) {
-		return Attachment{}, fmt.Errorf("store: attachment %s: %w", id, ErrNotFound)
+		return Attachment{}, fmt.Errorf("store: attachment %s: %w", id, chat.ErrNotFound)
 	}
 	if err != nil {
 		return Attachment{}, s.fail("read attachment", err)
@@ -477,16 +443,16 @@ func (s *Store) Attachment(ctx context.Context, id gocql.UUID) (Attachment, erro
 func (s *Store) ChunkReads() int64 { return s.chunkReads.Load() }
 
 // Chunk reads chunk no of attachment id.
-func (s *Store) Chunk(ctx context.Context, id gocql.UUID, no int) ([]byte, error) {
+func (s *Store) Chunk(ctx context.Context, id chat.ID, no int) ([]byte, error) {
 	s.chunkReads.Add(1)
-	q, err := s.query(ctx, selectChunk, id, no)
+	q, err := s.query(ctx, selectChunk, gocql.UUID(id), no)
 	if err != nil {
 		return nil, err
 	}
 	var data []byte
 	if err := q.Scan(&data); err != nil {
 		if errors.Is(err, gocql.ErrNotFound) {
-			return nil, fmt.Errorf("store: chunk %d of %s: %w", no, id, ErrNotFound)
+			return nil, fmt.Errorf("store: chunk %d of %s: %w", no, id, chat.ErrNotFound)
 		}
 		return nil, s.fail("read chunk", err)
 	}
@@ -582,20 +548,20 @@ func (r *AttachmentReader) Seek(offset int64, whence int) (int64, error) {
 func (s *Store) SweepUploads(ctx context.Context, olderThan time.Time) (int, error) {
 	removed := 0
 	for d := range sweepDays {
-		day := timeBucket(olderThan.AddDate(0, 0, -d))
-		q, err := s.query(ctx, selectPendingUploads, day, gocql.MinTimeUUID(olderThan))
+		day := chat.TimeBucket(olderThan.AddDate(0, 0, -d))
+		q, err := s.query(ctx, selectPendingUploads, day, gocql.UUID(chat.MinIDAt(olderThan)))
 		if err != nil {
 			return removed, err
 		}
 		type pending struct {
-			id    gocql.UUID
+			id    chat.ID
 			conv  string
 			limit int
 		}
 		var found []pending
 		iter := q.Iter()
 		var p pending
-		for iter.Scan(&p.id, &p.conv, &p.limit) {
+		for iter.Scan((*gocql.UUID)(&p.id), &p.conv, &p.limit) {
 			found = append(found, p)
 		}
 		if err := iter.Close(); err != nil {
@@ -612,7 +578,7 @@ func (s *Store) SweepUploads(ctx context.Context, olderThan time.Time) (int, err
 				}
 				removed++
 			}
-			if err := s.exec(ctx, "sweep pending upload", deletePendingUpload, day, p.id); err != nil {
+			if err := s.exec(ctx, "sweep pending upload", deletePendingUpload, day, gocql.UUID(p.id)); err != nil {
 				return removed, err
 			}
 		}
@@ -620,8 +586,8 @@ func (s *Store) SweepUploads(ctx context.Context, olderThan time.Time) (int, err
 	return removed, nil
 }
 
-func (s *Store) attachmentStatus(ctx context.Context, id gocql.UUID) (string, error) {
-	q, err := s.query(ctx, selectAttachmentStatus, id)
+func (s *Store) attachmentStatus(ctx context.Context, id chat.ID) (string, error) {
+	q, err := s.query(ctx, selectAttachmentStatus, gocql.UUID(id))
 	if err != nil {
 		return "", err
 	}
@@ -643,14 +609,14 @@ func (s *Store) conversationAttachmentDeletes(ctx context.Context, conv string) 
 	var stmts []batchStmt
 	iter := q.Iter()
 	var (
-		id     gocql.UUID
+		id     chat.ID
 		chunks int
 	)
-	for iter.Scan(&id, &chunks) {
+	for iter.Scan((*gocql.UUID)(&id), &chunks) {
 		for no := range chunks {
-			stmts = append(stmts, batchStmt{deleteChunk, []any{id, no}})
+			stmts = append(stmts, batchStmt{deleteChunk, []any{gocql.UUID(id), no}})
 		}
-		stmts = append(stmts, batchStmt{deleteAttachment, []any{id}})
+		stmts = append(stmts, batchStmt{deleteAttachment, []any{gocql.UUID(id)}})
 	}
 	if err := iter.Close(); err != nil {
 		return nil, s.fail("list attachments of "+conv, err)

@@ -20,7 +20,7 @@ import (
 	"time"
 
 	"github.com/gocql/gocql"
-
+	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/store"
 )
 
@@ -38,8 +38,8 @@ func sumOf(r io.Reader) []byte {
 
 // conversationOf is a conversation with these members, as a room or DM
 // would give.
-func conversationOf(members ...store.User) store.Conversation {
-	c := store.Conversation{ID: unique("files"), Since: time.Now().Add(-time.Hour), Members: map[string]store.UserRef{}}
+func conversationOf(members ...chat.User) chat.Conversation {
+	c := chat.Conversation{ID: unique("files"), Since: time.Now().Add(-time.Hour), Members: map[string]chat.UserRef{}}
 	for _, m := range members {
 		c.Members[m.Login] = m.Ref()
 	}
@@ -129,7 +129,7 @@ func TestAttachmentRangeReadsOnlyItsChunks(t *testing.T) {
 }
 
 // chunkRows counts the chunk rows and the other rows an attachment has.
-func attachmentRows(t *testing.T, conv string, id gocql.UUID, chunks int) (found []string) {
+func attachmentRows(t *testing.T, conv string, id chat.ID, chunks int) (found []string) {
 	t.Helper()
 	sess, err := db.Session()
 	if err != nil {
@@ -146,26 +146,26 @@ func attachmentRows(t *testing.T, conv string, id gocql.UUID, chunks int) (found
 		}
 	}
 	for no := range chunks {
-		count(fmt.Sprintf("chunk %d", no), `SELECT count(*) FROM attachment_chunks WHERE attachment_id = ? AND chunk_no = ?`, id, no)
+		count(fmt.Sprintf("chunk %d", no), `SELECT count(*) FROM attachment_chunks WHERE attachment_id = ? AND chunk_no = ?`, gocql.UUID(id), no)
 	}
-	count("attachments", `SELECT count(*) FROM attachments WHERE id = ?`, id)
-	count("listing", `SELECT count(*) FROM attachments_by_conversation WHERE conversation = ? AND attachment_id = ?`, conv, id)
+	count("attachments", `SELECT count(*) FROM attachments WHERE id = ?`, gocql.UUID(id))
+	count("listing", `SELECT count(*) FROM attachments_by_conversation WHERE conversation = ? AND attachment_id = ?`, conv, gocql.UUID(id))
 	day := id.Time().UTC().Year()*10000 + int(id.Time().UTC().Month())*100 + id.Time().UTC().Day()
-	count("pending", `SELECT count(*) FROM pending_uploads WHERE day = ? AND attachment_id = ?`, day, id)
+	count("pending", `SELECT count(*) FROM pending_uploads WHERE day = ? AND attachment_id = ?`, day, gocql.UUID(id))
 	return found
 }
 
 // listedIDs are the attachments listed for a conversation.
-func listedIDs(t *testing.T, conv string) []gocql.UUID {
+func listedIDs(t *testing.T, conv string) []chat.ID {
 	sess, err := db.Session()
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer sess.Close()
 	iter := sess.Query(`SELECT attachment_id FROM attachments_by_conversation WHERE conversation = ?`, conv).Iter()
-	var ids []gocql.UUID
-	var id gocql.UUID
-	for iter.Scan(&id) {
+	var ids []chat.ID
+	var id chat.ID
+	for iter.Scan((*gocql.UUID)(&id)) {
 		ids = append(ids, id)
 	}
 	if err := iter.Close(); err != nil {
@@ -197,7 +197,7 @@ func TestAttachmentCutOffLeavesNothing(t *testing.T) {
 	ctx := context.Background()
 	ada := newUser(t, unique("ada"))
 	conv := conversationOf(ada)
-	var id gocql.UUID
+	var id chat.ID
 	body := &stallingReader{r: randomBytes(3_000_000, 3), err: io.ErrUnexpectedEOF, at: func() {
 		ids := listedIDs(t, conv.ID)
 		if len(ids) != 1 {
@@ -205,7 +205,7 @@ func TestAttachmentCutOffLeavesNothing(t *testing.T) {
 			return
 		}
 		id = ids[0]
-		if _, err := db.Attachment(ctx, id); !errors.Is(err, store.ErrNotFound) {
+		if _, err := db.Attachment(ctx, id); !errors.Is(err, chat.ErrNotFound) {
 			t.Errorf("a pending attachment is served: %v", err)
 		}
 	}}
@@ -223,7 +223,7 @@ func TestAttachmentTooLarge(t *testing.T) {
 	ada := newUser(t, unique("ada"))
 	conv := conversationOf(ada)
 	_, err := db.StoreAttachment(ctx, conv, ada.Ref(), "big.bin", randomBytes(3*store.ChunkSize, 1), 2*store.ChunkSize+7)
-	if !errors.Is(err, store.ErrTooLarge) {
+	if !errors.Is(err, chat.ErrTooLarge) {
 		t.Fatalf("got %v, want ErrTooLarge", err)
 	}
 	if ids := listedIDs(t, conv.ID); len(ids) != 0 {
@@ -231,7 +231,7 @@ func TestAttachmentTooLarge(t *testing.T) {
 	}
 	// A member-only conversation: an outsider stores nothing.
 	bob := newUser(t, unique("bob"))
-	if _, err := db.StoreAttachment(ctx, conv, bob.Ref(), "x", strings.NewReader("x"), 10); !errors.Is(err, store.ErrNotParticipant) {
+	if _, err := db.StoreAttachment(ctx, conv, bob.Ref(), "x", strings.NewReader("x"), 10); !errors.Is(err, chat.ErrNotParticipant) {
 		t.Errorf("outsider upload: %v, want ErrNotParticipant", err)
 	}
 }
@@ -387,7 +387,7 @@ func TestAttachmentPreviews(t *testing.T) {
 	t.Run("decompression bomb is refused before anything is stored", func(t *testing.T) {
 		before := len(listedIDs(t, conv.ID))
 		_, err := store1(t, "bomb.png", bombPNG(50_000, 50_000))
-		if !errors.Is(err, store.ErrInvalid) {
+		if !errors.Is(err, chat.ErrInvalid) {
 			t.Fatalf("got %v, want a ValidationError", err)
 		}
 		if after := len(listedIDs(t, conv.ID)); after != before {
@@ -429,7 +429,7 @@ func TestAttachmentMessage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	msgs, _, err := db.MessagesBefore(ctx, conv, gocql.UUID{}, 10)
+	msgs, _, err := db.MessagesBefore(ctx, conv, chat.ID{}, 10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -444,7 +444,7 @@ func TestAttachmentMessage(t *testing.T) {
 func TestDeleteRoomDeletesAttachments(t *testing.T) {
 	ctx := context.Background()
 	ada := newUser(t, unique("ada"))
-	r, err := db.CreateRoom(ctx, ada.Ref(), store.NewRoom{Name: unique("filesroom")})
+	r, err := db.CreateRoom(ctx, ada.Ref(), chat.NewRoom{Name: unique("filesroom")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -459,7 +459,7 @@ func TestDeleteRoomDeletesAttachments(t *testing.T) {
 	if _, err := db.DeleteRoom(ctx, ada.Login, r.Name); err != nil {
 		t.Fatal(err)
 	}
-	for _, id := range []gocql.UUID{a.ID, img.ID, img.PreviewID} {
+	for _, id := range []chat.ID{a.ID, img.ID, img.PreviewID} {
 		if left := attachmentRows(t, r.Name, id, 2); len(left) > 0 {
 			t.Errorf("attachment %s of a deleted room left %v", id, left)
 		}
@@ -476,7 +476,7 @@ func TestCleanFileName(t *testing.T) {
 		"..":                              "file",
 		strings.Repeat("x", 300) + ".png": strings.Repeat("x", 196) + ".png",
 	} {
-		if got := store.CleanFileName(in); got != want {
+		if got := chat.CleanFileName(in); got != want {
 			t.Errorf("CleanFileName(%q) = %q, want %q", in, got, want)
 		}
 	}

@@ -17,6 +17,7 @@ import (
 	"io"
 
 	"github.com/gocql/gocql"
+	"github.com/killrchat/killrchat/chat"
 	"golang.org/x/image/draw"
 )
 
@@ -35,17 +36,17 @@ const (
 // Avatar is a person's picture: its two squares' attachments. Small's id
 // is the picture's version (a new upload gets new ids).
 type Avatar struct {
-	Large, Small gocql.UUID
+	Large, Small chat.ID
 }
 
 // Version names this picture in URLs and ETags.
 func (a Avatar) Version() string { return a.Small.String() }
 
-func avatarConversation(login string) string { return "avatar:" + NameKey(login) }
+func avatarConversation(login string) string { return "avatar:" + chat.NameKey(login) }
 
 func avatarShard(login string) int {
 	h := fnv.New32a()
-	_, _ = h.Write([]byte(NameKey(login)))
+	_, _ = h.Write([]byte(chat.NameKey(login)))
 	return int(h.Sum32() % avatarShards)
 }
 
@@ -59,10 +60,10 @@ func AvatarImage(contentType string) bool {
 }
 
 // SetAvatar makes the picture read from body (at most limit bytes) user's
-// avatar, and deletes the one it replaces. It returns ErrTooLarge past
-// limit and a ValidationError for a file that is not a PNG, JPEG or WebP
+// avatar, and deletes the one it replaces. It returns chat.ErrTooLarge past
+// limit and a chat.ValidationError for a file that is not a PNG, JPEG or WebP
 // image (sniffed, not named) or is too large to decode.
-func (s *Store) SetAvatar(ctx context.Context, user UserRef, body io.Reader, limit int64) (Avatar, error) {
+func (s *Store) SetAvatar(ctx context.Context, user chat.UserRef, body io.Reader, limit int64) (Avatar, error) {
 	conv := avatarConversation(user.Login)
 	up, err := s.storeChunks(ctx, conv, user, "avatar-upload", body, limit)
 	if err != nil {
@@ -71,7 +72,7 @@ func (s *Store) SetAvatar(ctx context.Context, user UserRef, body io.Reader, lim
 	// The upload is only read here: it goes whatever happens.
 	defer s.discardUpload(ctx, up, up.Chunks)
 	if !AvatarImage(up.ContentType) || up.Width <= 0 {
-		return Avatar{}, ValidationError{"picture": "Choose a PNG, JPEG or WebP picture."}
+		return Avatar{}, chat.ValidationError{"picture": "Choose a PNG, JPEG or WebP picture."}
 	}
 	var large, small []byte
 	err = s.decodeImage(ctx, up, func(src image.Image) (err error) {
@@ -85,19 +86,19 @@ func (s *Store) SetAvatar(ctx context.Context, user UserRef, body io.Reader, lim
 		return err
 	})
 	if errors.Is(err, errNoPreview) {
-		return Avatar{}, ValidationError{"picture": "This picture is too large to read; choose a smaller one."}
+		return Avatar{}, chat.ValidationError{"picture": "This picture is too large to read; choose a smaller one."}
 	}
 	if err != nil {
-		var ve ValidationError
-		if errors.As(err, &ve) || errors.Is(err, ErrUnavailable) || ctx.Err() != nil {
+		var ve chat.ValidationError
+		if errors.As(err, &ve) || errors.Is(err, chat.ErrUnavailable) || ctx.Err() != nil {
 			return Avatar{}, err
 		}
-		return Avatar{}, ValidationError{"picture": "This picture could not be read."}
+		return Avatar{}, chat.ValidationError{"picture": "This picture could not be read."}
 	}
 	var av Avatar
 	for _, p := range []struct {
 		data []byte
-		id   *gocql.UUID
+		id   *chat.ID
 		name string
 	}{{large, &av.Large, "avatar-large"}, {small, &av.Small, "avatar-small"}} {
 		a, err := s.storeChunks(ctx, conv, user, p.name, bytes.NewReader(p.data), int64(len(p.data)))
@@ -110,7 +111,7 @@ func (s *Store) SetAvatar(ctx context.Context, user UserRef, body io.Reader, lim
 		*p.id = a.ID
 	}
 	old, oldErr := s.Avatar(ctx, user.Login)
-	if err := s.exec(ctx, "set avatar", insertAvatar, avatarShard(user.Login), NameKey(user.Login), av.Large, av.Small); err != nil {
+	if err := s.exec(ctx, "set avatar", insertAvatar, avatarShard(user.Login), chat.NameKey(user.Login), gocql.UUID(av.Large), gocql.UUID(av.Small)); err != nil {
 		return Avatar{}, err
 	}
 	if oldErr == nil {
@@ -122,13 +123,13 @@ func (s *Store) SetAvatar(ctx context.Context, user UserRef, body io.Reader, lim
 // RemoveAvatar takes login's picture away (the initials show again).
 func (s *Store) RemoveAvatar(ctx context.Context, login string) error {
 	old, err := s.Avatar(ctx, login)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, chat.ErrNotFound) {
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	if err := s.exec(ctx, "remove avatar", deleteAvatar, avatarShard(login), NameKey(login)); err != nil {
+	if err := s.exec(ctx, "remove avatar", deleteAvatar, avatarShard(login), chat.NameKey(login)); err != nil {
 		return err
 	}
 	s.dropAvatarFiles(ctx, old)
@@ -138,27 +139,27 @@ func (s *Store) RemoveAvatar(ctx context.Context, login string) error {
 // dropAvatarFiles deletes a replaced picture's squares; what it cannot
 // delete stays listed under the person's avatar conversation.
 func (s *Store) dropAvatarFiles(ctx context.Context, av Avatar) {
-	for _, id := range []gocql.UUID{av.Large, av.Small} {
+	for _, id := range []chat.ID{av.Large, av.Small} {
 		a, err := s.Attachment(ctx, id)
 		if err == nil {
 			err = s.deleteAttachment(ctx, a.Conversation, a.ID, a.Chunks)
 		}
-		if err != nil && !errors.Is(err, ErrNotFound) {
+		if err != nil && !errors.Is(err, chat.ErrNotFound) {
 			s.log.Warn("store: old avatar left", "attachment", id, "err", err)
 		}
 	}
 }
 
-// Avatar returns login's picture, or ErrNotFound.
+// Avatar returns login's picture, or chat.ErrNotFound.
 func (s *Store) Avatar(ctx context.Context, login string) (Avatar, error) {
-	q, err := s.query(ctx, selectAvatar, avatarShard(login), NameKey(login))
+	q, err := s.query(ctx, selectAvatar, avatarShard(login), chat.NameKey(login))
 	if err != nil {
 		return Avatar{}, err
 	}
 	var av Avatar
-	err = q.Scan(&av.Large, &av.Small)
+	err = q.Scan((*gocql.UUID)(&av.Large), (*gocql.UUID)(&av.Small))
 	if errors.Is(err, gocql.ErrNotFound) {
-		return Avatar{}, fmt.Errorf("store: avatar of %q: %w", login, ErrNotFound)
+		return Avatar{}, fmt.Errorf("store: avatar of %q: %w", login, chat.ErrNotFound)
 	}
 	if err != nil {
 		return Avatar{}, s.fail("read avatar", err)
@@ -177,9 +178,9 @@ func (s *Store) LoadAvatars(ctx context.Context) (map[string]string, error) {
 		iter := q.PageSize(1000).Iter()
 		var (
 			login string
-			small gocql.UUID
+			small chat.ID
 		)
-		for iter.Scan(&login, &small) {
+		for iter.Scan(&login, (*gocql.UUID)(&small)) {
 			out[login] = small.String()
 		}
 		if err := iter.Close(); err != nil {

@@ -6,6 +6,7 @@ package store
 
 import (
 	"context"
+	"github.com/killrchat/killrchat/chat"
 	"time"
 )
 
@@ -51,7 +52,7 @@ func (s *Store) IndexBackfill(ctx context.Context, opts Backfill) (BackfillStats
 	start := time.Now()
 	var st BackfillStats
 	if opts.Until == 0 {
-		opts.Until = timeBucket(s.Now())
+		opts.Until = chat.TimeBucket(s.Now())
 	}
 	convs, err := s.allConversations(ctx, &st)
 	if err != nil {
@@ -94,14 +95,14 @@ func (s *Store) IndexBackfill(ctx context.Context, opts Backfill) (BackfillStats
 
 // allConversations lists every room (listing it in room_names on the
 // way) and every DM. It reads the whole tables: an offline job, paged.
-func (s *Store) allConversations(ctx context.Context, st *BackfillStats) ([]Conversation, error) {
-	var out []Conversation
+func (s *Store) allConversations(ctx context.Context, st *BackfillStats) ([]chat.Conversation, error) {
+	var out []chat.Conversation
 	q, err := s.query(ctx, selectAllRooms)
 	if err != nil {
 		return nil, err
 	}
 	iter := q.PageSize(500).Iter()
-	var r Room
+	var r chat.Room
 	for iter.Scan(&r.Name, &r.DisplayName, &r.CreatedAt) {
 		if r.CreatedAt.IsZero() {
 			continue // a deleted room's rows, not yet cleaned up
@@ -129,7 +130,7 @@ func (s *Store) allConversations(ctx context.Context, st *BackfillStats) ([]Conv
 	for iter.Scan(&id) {
 		if !seen[id] {
 			seen[id] = true
-			out = append(out, Conversation{ID: id, Since: dmEpoch})
+			out = append(out, chat.Conversation{ID: id, Since: chat.DMEpoch})
 		}
 	}
 	if err := iter.Close(); err != nil {
@@ -158,7 +159,7 @@ func (s *Store) backfillDone(ctx context.Context, job string) (map[string]int, e
 
 // backfillConversation indexes conv's buckets after the bucket from, up
 // to opts.Until, oldest first, recording each one once it is done.
-func (s *Store) backfillConversation(ctx context.Context, opts Backfill, conv Conversation, from int, st *BackfillStats, pace *pacer, report func(bool)) error {
+func (s *Store) backfillConversation(ctx context.Context, opts Backfill, conv chat.Conversation, from int, st *BackfillStats, pace *pacer, report func(bool)) error {
 	q, err := s.query(ctx, selectBucketsUpTo, conv.ID, from, opts.Until)
 	if err != nil {
 		return err
@@ -236,7 +237,7 @@ func (p *pacer) wait(ctx context.Context) error {
 // each group with its size: it paces the work, and its error stops it.
 // The backfill calls it, and the app's indexer for a bucket whose
 // messages it could not queue.
-func (s *Store) IndexBucket(ctx context.Context, conv Conversation, bucket int, wait func(ctx context.Context, n int) error) (int, error) {
+func (s *Store) IndexBucket(ctx context.Context, conv chat.Conversation, bucket int, wait func(ctx context.Context, n int) error) (int, error) {
 	mq, err := s.query(ctx, selectBucketMsgs, conv.ID, bucket)
 	if err != nil {
 		return 0, err
@@ -246,7 +247,7 @@ func (s *Store) IndexBucket(ctx context.Context, conv Conversation, bucket int, 
 	errs := make(chan error, backfillParallelism)
 	inFlight, indexed := 0, 0
 	var first error
-	var group []Message
+	var group []chat.Message
 	dispatch := func() {
 		if wait != nil {
 			if err := wait(ctx, len(group)); err != nil {

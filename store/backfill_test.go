@@ -10,6 +10,7 @@ import (
 
 	"github.com/gocql/gocql"
 
+	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/store"
 )
 
@@ -25,8 +26,8 @@ func indexRows(t *testing.T, convs ...string) []string {
 		iter := sess.Query(`SELECT term, month, message_id FROM message_terms WHERE conversation = ? ALLOW FILTERING`, conv).PageSize(5000).Iter()
 		var term string
 		var month int
-		var id gocql.UUID
-		for iter.Scan(&term, &month, &id) {
+		var id chat.ID
+		for iter.Scan(&term, &month, (*gocql.UUID)(&id)) {
 			out = append(out, fmt.Sprintf("%s|%s|%d|%s", conv, term, month, id))
 		}
 		if err := iter.Close(); err != nil {
@@ -51,16 +52,16 @@ func TestIndexBackfill(t *testing.T) {
 	var mu sync.Mutex
 	clock := time.Date(2025, 2, 10, 8, 0, 0, 0, time.UTC)
 	st.Now = func() time.Time { mu.Lock(); defer mu.Unlock(); return clock }
-	one, err := st.CreateRoom(ctx, ada.Ref(), store.NewRoom{Name: unique("old")})
+	one, err := st.CreateRoom(ctx, ada.Ref(), chat.NewRoom{Name: unique("old")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	two, err := st.CreateRoom(ctx, ada.Ref(), store.NewRoom{Name: unique("older")})
+	two, err := st.CreateRoom(ctx, ada.Ref(), chat.NewRoom{Name: unique("older")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	dm := store.DM{Address: ada.Login + "+" + bob.Login, Members: []store.UserRef{ada.Ref(), bob.Ref()}}
-	places := []store.Place{one, two, dm}
+	dm := chat.DM{Address: ada.Login + "+" + bob.Login, Members: []chat.UserRef{ada.Ref(), bob.Ref()}}
+	places := []chat.Place{one, two, dm}
 	words := []string{"deploy", "runbook", "coffee", "release", "incident", "lunch", "review"}
 	const total = 10_000
 	expected := 0
@@ -76,7 +77,7 @@ func TestIndexBackfill(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		expected += len(store.Terms(text)) + 1 // and its author
+		expected += len(chat.Terms(text)) + 1 // and its author
 		sem <- struct{}{}
 		wg.Add(1)
 		go func() {
@@ -87,7 +88,7 @@ func TestIndexBackfill(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	if err := st.RecordDMMessage(ctx, dm, store.Message{ID: gocql.TimeUUID(), Author: ada.Ref(), Content: "last"}); err != nil {
+	if err := st.RecordDMMessage(ctx, dm, chat.Message{ID: chat.ID(gocql.TimeUUID()), Author: ada.Ref(), Content: "last"}); err != nil {
 		t.Fatal(err)
 	}
 	convs := []string{one.Name, two.Name, dm.Conversation().ID}
@@ -109,8 +110,8 @@ func TestIndexBackfill(t *testing.T) {
 	if len(first) != expected {
 		t.Errorf("%d index rows, want %d", len(first), expected)
 	}
-	q, _ := store.ParseSearch("deploy runbook number7")
-	found, _, _, err := st.Search(ctx, []store.Conversation{one.Conversation(), two.Conversation(), dm.Conversation()}, q, gocql.UUID{}, 20)
+	q, _ := chat.ParseSearch("deploy runbook number7")
+	found, _, _, err := st.Search(ctx, []chat.Conversation{one.Conversation(), two.Conversation(), dm.Conversation()}, q, chat.ID{}, 20)
 	if err != nil || len(found) == 0 {
 		t.Errorf("search after the backfill: %d found, %v", len(found), err)
 	}

@@ -19,7 +19,7 @@ import (
 
 	"github.com/gocql/gocql"
 
-	"github.com/killrchat/killrchat/store"
+	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/store/storetest"
 )
 
@@ -33,7 +33,7 @@ func BenchmarkCreateRoom(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		name := unique("bcroom")
 		t0 := time.Now()
-		if _, err := db.CreateRoom(ctx, creator.Ref(), store.NewRoom{Name: name}); err != nil {
+		if _, err := db.CreateRoom(ctx, creator.Ref(), chat.NewRoom{Name: name}); err != nil {
 			b.Fatal(err)
 		}
 		lat = append(lat, time.Since(t0))
@@ -51,7 +51,7 @@ func BenchmarkJoinRoom(b *testing.B) {
 	names := make([]string, b.N)
 	for i := range names {
 		names[i] = unique("bjroom")
-		if _, err := db.CreateRoom(ctx, creator.Ref(), store.NewRoom{Name: names[i]}); err != nil {
+		if _, err := db.CreateRoom(ctx, creator.Ref(), chat.NewRoom{Name: names[i]}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -78,7 +78,7 @@ func BenchmarkDeleteRoom(b *testing.B) {
 	names := make([]string, b.N)
 	for i := range names {
 		names[i] = unique("bdroom")
-		r, err := db.CreateRoom(ctx, creator.Ref(), store.NewRoom{Name: names[i]})
+		r, err := db.CreateRoom(ctx, creator.Ref(), chat.NewRoom{Name: names[i]})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -10,11 +10,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/gocql/gocql"
+	"github.com/killrchat/killrchat/chat"
 )
 
 const (
@@ -37,145 +37,83 @@ const (
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	selectChangesUp = `SELECT change_id, message_id, kind, content, emoji, reactor, added FROM message_changes
 		WHERE conversation = ? AND day = ? AND change_id > ? LIMIT ?`
-
-	// MaxReactionText is the longest reaction, in characters: one emoji
-	// (which may be several code points) or a short word.
-	MaxReactionText = 16
-	// MaxReactions is how many distinct reactions a message shows.
-	MaxReactions = 20
-	// ChangeRetention is how long the change log keeps a change (the
-	// table's TTL): a stream that resumes from further back reloads.
-	ChangeRetention = 30 * 24 * time.Hour
 )
-
-// Kinds of change.
-const (
-	ChangeEdit     = "edit"
-	ChangeDelete   = "delete"
-	ChangeReaction = "reaction"
-)
-
-// ErrNotAuthor: only the author may edit a message, and only the author
-// or the room's creator may delete it.
-var ErrNotAuthor = errors.New("only the author of a message can change it")
-
-// Reaction is one person's reaction to a message.
-type Reaction struct {
-	Emoji   string
-	Reactor UserRef
-	// Change is the id of the change that added it: the newest action of
-	// a person on an emoji wins, here as in Cassandra.
-	Change gocql.UUID
-}
-
-// Change is one edit, delete or reaction of a message, as the change log
-// holds it for a resumed stream.
-type Change struct {
-	ID      gocql.UUID
-	Message gocql.UUID
-	Kind    string
-	// Content is an edit's new text.
-	Content string
-	// Emoji, Reactor and Added say who added (or took back) which reaction.
-	Emoji   string
-	Reactor UserRef
-	Added   bool
-}
 
 // NewChangeID is the id of a change made now, in the order of the
 // store's other ids (messages' too), in a microsecond of its own (see
-// idGenerator.nextMicro).
-func (s *Store) NewChangeID() gocql.UUID { return s.ids.nextMicro(s.Now()) }
+// chat.IDGenerator.nextMicro).
+func (s *Store) NewChangeID() chat.ID { return s.ids.NextMicro(s.Now()) }
 
-// Message returns the message id of in, or ErrNotFound (also for a
+// Message returns the message id of in, or chat.ErrNotFound (also for a
 // message of an earlier room of the same name).
-func (s *Store) Message(ctx context.Context, in Place, id gocql.UUID) (Message, error) {
+func (s *Store) Message(ctx context.Context, in chat.Place, id chat.ID) (chat.Message, error) {
 	conv := in.Conversation()
-	if !Later(id, floorOf(conv)) {
-		return Message{}, fmt.Errorf("store: message %s of %q: %w", id, conv.ID, ErrNotFound)
+	if !id.After(floorOf(conv)) {
+		return chat.Message{}, fmt.Errorf("store: message %s of %q: %w", id, conv.ID, chat.ErrNotFound)
 	}
-	q, err := s.query(ctx, selectMessage, conv.ID, bucketOf(id), id)
+	q, err := s.query(ctx, selectMessage, conv.ID, chat.BucketOf(id), gocql.UUID(id))
 	if err != nil {
-		return Message{}, err
+		return chat.Message{}, err
 	}
 	ms, err := s.scanMessages(q.Iter(), conv.ID, "read message of ")
 	if err != nil {
-		return Message{}, err
+		return chat.Message{}, err
 	}
 	if len(ms) == 0 {
-		return Message{}, fmt.Errorf("store: message %s of %q: %w", id, conv.ID, ErrNotFound)
+		return chat.Message{}, fmt.Errorf("store: message %s of %q: %w", id, conv.ID, chat.ErrNotFound)
 	}
 	return ms[0], nil
-}
-
-// CanEdit returns ErrNotAuthor unless login wrote m, and a system message
-// is nobody's to edit.
-func CanEdit(m Message, login string) error {
-	if m.System || m.Author.Login != login {
-		return fmt.Errorf("store: edit %s by %q: %w", m.ID, login, ErrNotAuthor)
-	}
-	return nil
-}
-
-// CanDelete says whether login may delete m: its author may (a system
-// message has none), and so may a moderator of its room (its creator or
-// one of its admins, as the caller read the room).
-func CanDelete(m Message, login string, moderator bool) error {
-	if (m.Author.Login == login && !m.System) || moderator {
-		return nil
-	}
-	return fmt.Errorf("store: delete %s by %q: %w", m.ID, login, ErrNotAuthor)
 }
 
 // EditMessage replaces the content of m (read with Message; the caller
 // checked CanEdit) by content, as the change id change, and records the
 // change: two statements. Mentions are the caller's (see MentionChanges).
-// It returns a ValidationError for content that CheckContent refuses, and
+// It returns a chat.ValidationError for content that CheckContent refuses, and
 // the message as edited.
-func (s *Store) EditMessage(ctx context.Context, in Place, m Message, content string, change gocql.UUID) (Message, error) {
-	content, err := CheckContent(content)
+func (s *Store) EditMessage(ctx context.Context, in chat.Place, m chat.Message, content string, change chat.ID) (chat.Message, error) {
+	content, err := chat.CheckContent(content)
 	if err != nil && !(m.Attachment != nil && strings.TrimSpace(content) == "") {
-		return Message{}, err
+		return chat.Message{}, err
 	}
 	conv := in.Conversation()
 	// USING TIMESTAMP the change's time: of two edits racing, the later
 	// change wins, whatever order they reach Cassandra in.
-	if err := s.exec(ctx, "edit message in "+conv.ID, updateContent, writeTime(change), content, change,
-		conv.ID, bucketOf(m.ID), m.ID); err != nil {
-		return Message{}, err
+	if err := s.exec(ctx, "edit message in "+conv.ID, updateContent, writeTime(change), content, gocql.UUID(change),
+		conv.ID, chat.BucketOf(m.ID), gocql.UUID(m.ID)); err != nil {
+		return chat.Message{}, err
 	}
 	m.Content, m.Edited = content, change
-	return m, s.recordChange(ctx, conv, Change{ID: change, Message: m.ID, Kind: ChangeEdit, Content: content})
+	return m, s.recordChange(ctx, conv, chat.Change{ID: change, Message: m.ID, Kind: chat.ChangeEdit, Content: content})
 }
 
 // DeleteMessage deletes m (read with Message; the caller checked
 // CanDelete) with its reactions, and records the change: three
 // statements. Then ForgetMessage frees what m leaves behind.
-func (s *Store) DeleteMessage(ctx context.Context, in Place, m Message, change gocql.UUID) error {
+func (s *Store) DeleteMessage(ctx context.Context, in chat.Place, m chat.Message, change chat.ID) error {
 	conv := in.Conversation()
-	bucket := bucketOf(m.ID)
-	if err := s.exec(ctx, "delete message in "+conv.ID, deleteMessage, conv.ID, bucket, m.ID); err != nil {
+	bucket := chat.BucketOf(m.ID)
+	if err := s.exec(ctx, "delete message in "+conv.ID, deleteMessage, conv.ID, bucket, gocql.UUID(m.ID)); err != nil {
 		return err
 	}
-	if err := s.exec(ctx, "delete reactions in "+conv.ID, deleteMessageReactions, conv.ID, bucket, m.ID); err != nil {
+	if err := s.exec(ctx, "delete reactions in "+conv.ID, deleteMessageReactions, conv.ID, bucket, gocql.UUID(m.ID)); err != nil {
 		return err
 	}
-	return s.recordChange(ctx, conv, Change{ID: change, Message: m.ID, Kind: ChangeDelete})
+	return s.recordChange(ctx, conv, chat.Change{ID: change, Message: m.ID, Kind: chat.ChangeDelete})
 }
 
 // ForgetMessage deletes what a deleted message m leaves behind: the
 // mentions it made (they stop counting as unread) and its attachment,
 // chunks first. None of it is shown once m is gone, so a failure here is
 // for the logs; a message without mentions or file costs nothing.
-func (s *Store) ForgetMessage(ctx context.Context, in Place, m Message) error {
+func (s *Store) ForgetMessage(ctx context.Context, in chat.Place, m chat.Message) error {
 	conv, err := s.Mentionable(ctx, in, m.Content)
 	var errs []error
 	if err != nil {
 		errs = append(errs, err)
 	}
-	for _, login := range Mentioned(m.Content, conv.Members) {
+	for _, login := range chat.Mentioned(m.Content, conv.Members) {
 		if login != m.Author.Login {
-			errs = append(errs, s.exec(ctx, "delete mention of "+login, deleteMention, login, monthOf(m.Time()), m.ID))
+			errs = append(errs, s.exec(ctx, "delete mention of "+login, deleteMention, login, monthOf(m.Time()), gocql.UUID(m.ID)))
 		}
 	}
 	if a := m.Attachment; a != nil {
@@ -185,14 +123,14 @@ func (s *Store) ForgetMessage(ctx context.Context, in Place, m Message) error {
 }
 
 // deleteMessageFile deletes a message's attachment and its preview.
-func (s *Store) deleteMessageFile(ctx context.Context, conv string, a AttachmentRef) error {
-	ids := []gocql.UUID{a.ID}
+func (s *Store) deleteMessageFile(ctx context.Context, conv string, a chat.AttachmentRef) error {
+	ids := []chat.ID{a.ID}
 	if a.HasPreview() && a.PreviewID != a.ID {
 		ids = append(ids, a.PreviewID)
 	}
 	for _, id := range ids {
 		meta, err := s.Attachment(ctx, id)
-		if errors.Is(err, ErrNotFound) {
+		if errors.Is(err, chat.ErrNotFound) {
 			continue
 		}
 		if err != nil {
@@ -207,14 +145,14 @@ func (s *Store) deleteMessageFile(ctx context.Context, conv string, a Attachment
 
 // UpdateMentions records the mentions that an edit from before to after
 // added, and deletes those it took away: none when the mentions stay.
-func (s *Store) UpdateMentions(ctx context.Context, conv Conversation, before, after Message) error {
+func (s *Store) UpdateMentions(ctx context.Context, conv chat.Conversation, before, after chat.Message) error {
 	old := map[string]bool{}
-	for _, l := range Mentioned(before.Content, conv.Members) {
+	for _, l := range chat.Mentioned(before.Content, conv.Members) {
 		old[l] = true
 	}
 	added := false
 	var errs []error
-	for _, l := range Mentioned(after.Content, conv.Members) {
+	for _, l := range chat.Mentioned(after.Content, conv.Members) {
 		if !old[l] {
 			added = true
 		}
@@ -222,7 +160,7 @@ func (s *Store) UpdateMentions(ctx context.Context, conv Conversation, before, a
 	}
 	for l := range old {
 		if l != after.Author.Login {
-			errs = append(errs, s.exec(ctx, "delete mention of "+l, deleteMention, l, monthOf(after.Time()), after.ID))
+			errs = append(errs, s.exec(ctx, "delete mention of "+l, deleteMention, l, monthOf(after.Time()), gocql.UUID(after.ID)))
 		}
 	}
 	if added {
@@ -232,91 +170,77 @@ func (s *Store) UpdateMentions(ctx context.Context, conv Conversation, before, a
 	return errors.Join(errs...)
 }
 
-// CheckReaction cleans a reaction (edges trimmed) and returns it, or a
-// ValidationError unless it is one line of 1 to MaxReactionText visible
-// characters.
-func CheckReaction(text string) (string, error) {
-	text, problem := cleanText(text, textRule{required: true, max: MaxReactionText, empty: "Pick a reaction."})
-	if problem == "" && strings.ContainsAny(text, "\t") {
-		problem = "Must be on one line."
-	}
-	if problem != "" {
-		return "", ValidationError{"emoji": problem}
-	}
-	return text, nil
-}
-
 // React adds (add) or takes back who's reaction emoji to the message id
 // of in, as the change id change, and records the change: two statements
 // and no read. Both are written USING TIMESTAMP the change's time, so of
 // two actions of one person the later change wins. It returns a
-// ValidationError for a reaction CheckReaction refuses. That the message
+// chat.ValidationError for a reaction CheckReaction refuses. That the message
 // exists is the caller's to know: a reaction to a message that is not
 // there is never shown.
-func (s *Store) React(ctx context.Context, in Place, id gocql.UUID, who UserRef, emoji string, add bool, change gocql.UUID) (Change, error) {
-	emoji, err := CheckReaction(emoji)
+func (s *Store) React(ctx context.Context, in chat.Place, id chat.ID, who chat.UserRef, emoji string, add bool, change chat.ID) (chat.Change, error) {
+	emoji, err := chat.CheckReaction(emoji)
 	if err != nil {
-		return Change{}, err
+		return chat.Change{}, err
 	}
 	conv := in.Conversation()
-	bucket := bucketOf(id)
+	bucket := chat.BucketOf(id)
 	if add {
-		err = s.exec(ctx, "react in "+conv.ID, insertReaction, conv.ID, bucket, id, emoji, who.Login, who, change, writeTime(change))
+		err = s.exec(ctx, "react in "+conv.ID, insertReaction, conv.ID, bucket, gocql.UUID(id), emoji, who.Login, who, gocql.UUID(change), writeTime(change))
 	} else {
-		err = s.exec(ctx, "take back a reaction in "+conv.ID, deleteReaction, writeTime(change), conv.ID, bucket, id, emoji, who.Login)
+		err = s.exec(ctx, "take back a reaction in "+conv.ID, deleteReaction, writeTime(change), conv.ID, bucket, gocql.UUID(id), emoji, who.Login)
 	}
 	if err != nil {
-		return Change{}, err
+		return chat.Change{}, err
 	}
-	ch := Change{ID: change, Message: id, Kind: ChangeReaction, Emoji: emoji, Reactor: who, Added: add}
+	ch := chat.Change{ID: change, Message: id, Kind: chat.ChangeReaction, Emoji: emoji, Reactor: who, Added: add}
 	return ch, s.recordChange(ctx, conv, ch)
 }
 
 // recordChange appends ch to conv's change log, in the day of its id.
-func (s *Store) recordChange(ctx context.Context, conv Conversation, ch Change) error {
+func (s *Store) recordChange(ctx context.Context, conv chat.Conversation, ch chat.Change) error {
 	var content, emoji any = gocql.UnsetValue, gocql.UnsetValue
 	var reactor any = gocql.UnsetValue
 	var added any = gocql.UnsetValue
 	switch ch.Kind {
-	case ChangeEdit:
+	case chat.ChangeEdit:
 		content = ch.Content
-	case ChangeReaction:
+	case chat.ChangeReaction:
 		emoji, reactor, added = ch.Emoji, ch.Reactor, ch.Added
 	}
-	return s.exec(ctx, "record change in "+conv.ID, insertChange, conv.ID, bucketOf(ch.ID), ch.ID, ch.Message, ch.Kind,
+	return s.exec(ctx, "record change in "+conv.ID, insertChange, conv.ID, chat.BucketOf(ch.ID), gocql.UUID(ch.ID), gocql.UUID(ch.Message), ch.Kind,
 		content, emoji, reactor, added)
 }
 
 // ChangesAfter returns up to limit changes of in after the id after,
 // oldest first, and whether more follow. It reads the day of after and
 // the days after it up to the clock's next hour, one single-partition
-// query each, until it has limit+1. It returns ErrNotFound when after is
+// query each, until it has limit+1. It returns chat.ErrNotFound when after is
 // older than the log keeps (ChangeRetention) and than the conversation:
 // the caller cannot resume.
-func (s *Store) ChangesAfter(ctx context.Context, in Place, after gocql.UUID, limit int) ([]Change, bool, error) {
+func (s *Store) ChangesAfter(ctx context.Context, in chat.Place, after chat.ID, limit int) ([]chat.Change, bool, error) {
 	conv := in.Conversation()
 	now := s.Now()
 	// From the conversation's start at the earliest: only a cursor past
 	// both the log's reach and the start may have lost changes.
 	after = fromStart(conv, after)
-	if after.Time().Before(now.Add(-ChangeRetention + time.Hour)) {
-		return nil, false, fmt.Errorf("store: changes of %q since %s: %w", conv.ID, after.Time(), ErrNotFound)
+	if after.Time().Before(now.Add(-chat.ChangeRetention + time.Hour)) {
+		return nil, false, fmt.Errorf("store: changes of %q since %s: %w", conv.ID, after.Time(), chat.ErrNotFound)
 	}
-	var out []Change
-	for day := after.Time().UTC(); timeBucket(day) <= timeBucket(now.Add(time.Hour)) && len(out) <= limit; day = day.AddDate(0, 0, 1) {
-		q, err := s.query(ctx, selectChangesUp, conv.ID, timeBucket(day), after, limit+1-len(out))
+	var out []chat.Change
+	for day := after.Time().UTC(); chat.TimeBucket(day) <= chat.TimeBucket(now.Add(time.Hour)) && len(out) <= limit; day = day.AddDate(0, 0, 1) {
+		q, err := s.query(ctx, selectChangesUp, conv.ID, chat.TimeBucket(day), gocql.UUID(after), limit+1-len(out))
 		if err != nil {
 			return nil, false, err
 		}
 		iter := q.PageSize(limit + 1).Iter()
-		var ch Change
+		var ch chat.Change
 		var content, emoji *string
 		var added *bool
-		var reactor *UserRef
-		for iter.Scan(&ch.ID, &ch.Message, &ch.Kind, &content, &emoji, &reactor, &added) {
+		var reactor *chat.UserRef
+		for iter.Scan((*gocql.UUID)(&ch.ID), (*gocql.UUID)(&ch.Message), &ch.Kind, &content, &emoji, &reactor, &added) {
 			ch.Content, ch.Emoji, ch.Added, ch.Reactor = deref(content), deref(emoji), deref(added), deref(reactor)
 			out = append(out, ch)
-			ch = Change{}
+			ch = chat.Change{}
 		}
 		if err := iter.Close(); err != nil {
 			return nil, false, s.fail("read changes of "+conv.ID, err)
@@ -340,38 +264,38 @@ func deref[T any](p *T) T {
 // walk of in) and sets each message's Reactions: one single-partition
 // slice per day bucket the messages span, from the oldest message to the
 // newest, which reads the reactions of these messages and no others.
-func (s *Store) addReactions(ctx context.Context, conv Conversation, msgs []Message) error {
+func (s *Store) addReactions(ctx context.Context, conv chat.Conversation, msgs []chat.Message) error {
 	if len(msgs) == 0 {
 		return nil
 	}
-	byID := make(map[gocql.UUID]int, len(msgs))
+	byID := make(map[chat.ID]int, len(msgs))
 	for i, m := range msgs {
 		byID[m.ID] = i
 	}
 	for lo := 0; lo < len(msgs); {
-		bucket := bucketOf(msgs[lo].ID)
+		bucket := chat.BucketOf(msgs[lo].ID)
 		hi := lo
-		for hi+1 < len(msgs) && bucketOf(msgs[hi+1].ID) == bucket {
+		for hi+1 < len(msgs) && chat.BucketOf(msgs[hi+1].ID) == bucket {
 			hi++
 		}
-		q, err := s.query(ctx, selectReactions, conv.ID, bucket, msgs[lo].ID, msgs[hi].ID)
+		q, err := s.query(ctx, selectReactions, conv.ID, bucket, gocql.UUID(msgs[lo].ID), gocql.UUID(msgs[hi].ID))
 		if err != nil {
 			return err
 		}
 		iter := q.PageSize(1000).Iter()
 		var (
-			id gocql.UUID
-			r  Reaction
+			id chat.ID
+			r  chat.Reaction
 			l  string
 		)
-		for iter.Scan(&id, &r.Emoji, &l, &r.Reactor, &r.Change) {
+		for iter.Scan((*gocql.UUID)(&id), &r.Emoji, &l, &r.Reactor, (*gocql.UUID)(&r.Change)) {
 			if i, ok := byID[id]; ok {
 				if r.Reactor.Login == "" {
 					r.Reactor.Login = l
 				}
 				msgs[i].Reactions = append(msgs[i].Reactions, r)
 			}
-			r = Reaction{}
+			r = chat.Reaction{}
 		}
 		if err := iter.Close(); err != nil {
 			return s.fail("read reactions of "+conv.ID, err)
@@ -379,56 +303,4 @@ func (s *Store) addReactions(ctx context.Context, conv Conversation, msgs []Mess
 		lo = hi + 1
 	}
 	return nil
-}
-
-// ReactionGroup is the people who reacted to a message with one emoji.
-type ReactionGroup struct {
-	Emoji  string
-	People []UserRef
-}
-
-// Has reports whether login is among the group's people.
-func (g ReactionGroup) Has(login string) bool {
-	for _, p := range g.People {
-		if p.Login == login {
-			return true
-		}
-	}
-	return false
-}
-
-// GroupReactions groups a message's reactions by emoji, in the order each
-// emoji was first used, keeping the first MaxReactions emojis: no read
-// stands before a reaction, so the bound is kept where reactions are shown.
-func GroupReactions(rs []Reaction) []ReactionGroup {
-	var out []ReactionGroup
-	index := map[string]int{}
-	for _, r := range sortedByChange(rs) {
-		i, ok := index[r.Emoji]
-		if !ok {
-			if len(out) == MaxReactions {
-				continue
-			}
-			i = len(out)
-			index[r.Emoji] = i
-			out = append(out, ReactionGroup{Emoji: r.Emoji})
-		}
-		out[i].People = append(out[i].People, r.Reactor)
-	}
-	return out
-}
-
-// sortedByChange is a copy of rs, oldest change first.
-func sortedByChange(rs []Reaction) []Reaction {
-	out := slices.Clone(rs)
-	slices.SortStableFunc(out, func(a, b Reaction) int {
-		switch {
-		case Later(b.Change, a.Change):
-			return -1
-		case Later(a.Change, b.Change):
-			return 1
-		}
-		return 0
-	})
-	return out
 }

@@ -7,16 +7,14 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/gocql/gocql"
-
-	"github.com/killrchat/killrchat/store"
+	"github.com/killrchat/killrchat/chat"
 )
 
 // reactedRoom is a new room of author with one message in it.
-func reactedRoom(t *testing.T, author store.User) (store.Room, store.Message) {
+func reactedRoom(t *testing.T, author chat.User) (chat.Room, chat.Message) {
 	t.Helper()
 	ctx := context.Background()
-	room, err := db.CreateRoom(ctx, author.Ref(), store.NewRoom{Name: unique("react")})
+	room, err := db.CreateRoom(ctx, author.Ref(), chat.NewRoom{Name: unique("react")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,9 +26,9 @@ func reactedRoom(t *testing.T, author store.User) (store.Room, store.Message) {
 }
 
 // reactionsOn reads the reactions of m as a page shows them.
-func reactionsOn(t *testing.T, in store.Place, m store.Message) []store.Reaction {
+func reactionsOn(t *testing.T, in chat.Place, m chat.Message) []chat.Reaction {
 	t.Helper()
-	msgs, _, err := db.MessagesBefore(context.Background(), in, gocql.UUID{}, 10)
+	msgs, _, err := db.MessagesBefore(context.Background(), in, chat.ID{}, 10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +51,7 @@ func TestConcurrentReactions(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make(chan error, 50)
 	for i := 0; i < 50; i++ {
-		who := store.UserRef{Login: unique("fan"), Firstname: "Fan"}
+		who := chat.UserRef{Login: unique("fan"), Firstname: "Fan"}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -68,7 +66,7 @@ func TestConcurrentReactions(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	got := store.GroupReactions(reactionsOn(t, room, m))
+	got := chat.GroupReactions(reactionsOn(t, room, m))
 	if len(got) != 1 || got[0].Emoji != "👍" || len(got[0].People) != 50 {
 		t.Fatalf("after 50 reactions at once: %+v", got)
 	}
@@ -84,7 +82,7 @@ func TestReactionToggleRaces(t *testing.T) {
 	room, m := reactedRoom(t, author)
 	me := author.Ref()
 	for round := 0; round < 1000; round++ {
-		var ids [2]gocql.UUID
+		var ids [2]chat.ID
 		var errs [2]error
 		var wg sync.WaitGroup
 		for tab := 0; tab < 2; tab++ {
@@ -101,7 +99,7 @@ func TestReactionToggleRaces(t *testing.T) {
 		if err := errors.Join(errs[:]...); err != nil {
 			t.Fatal(err)
 		}
-		wantOn := store.Later(ids[0], ids[1]) // the add came last
+		wantOn := ids[0].After(ids[1]) // the add came last
 		on := len(reactionsOn(t, room, m)) == 1
 		if on != wantOn {
 			t.Fatalf("round %d: reacted = %v, want %v (the last action)", round, on, wantOn)
@@ -130,15 +128,15 @@ func TestChangesAfter(t *testing.T) {
 	if err != nil || more || len(got) != 3 {
 		t.Fatalf("changes: %d more=%v %v", len(got), more, err)
 	}
-	if got[0].Kind != store.ChangeEdit || got[0].Content != "edited text" || got[0].ID != edited.Edited ||
-		got[1].Kind != store.ChangeReaction || got[1].Emoji != "ok" || !got[1].Added || got[1].Reactor.Login != author.Login ||
-		got[2].Kind != store.ChangeDelete || got[2].Message != m.ID {
+	if got[0].Kind != chat.ChangeEdit || got[0].Content != "edited text" || got[0].ID != edited.Edited ||
+		got[1].Kind != chat.ChangeReaction || got[1].Emoji != "ok" || !got[1].Added || got[1].Reactor.Login != author.Login ||
+		got[2].Kind != chat.ChangeDelete || got[2].Message != m.ID {
 		t.Errorf("changes: %+v", got)
 	}
 	if page, more, err := db.ChangesAfter(ctx, room, before, 2); err != nil || !more || len(page) != 2 {
 		t.Errorf("a page of 2: %d more=%v %v", len(page), more, err)
 	}
-	if _, err := db.Message(ctx, room, m.ID); !errors.Is(err, store.ErrNotFound) {
+	if _, err := db.Message(ctx, room, m.ID); !errors.Is(err, chat.ErrNotFound) {
 		t.Errorf("the deleted message: %v", err)
 	}
 }
@@ -160,7 +158,7 @@ func TestCheckReaction(t *testing.T) {
 		{"a\tb", "", false},
 		{"\u200b", "", false},
 	} {
-		got, err := store.CheckReaction(tt.in)
+		got, err := chat.CheckReaction(tt.in)
 		if (err == nil) != tt.ok || got != tt.want {
 			t.Errorf("CheckReaction(%q) = %q, %v", tt.in, got, err)
 		}
@@ -168,7 +166,7 @@ func TestCheckReaction(t *testing.T) {
 }
 
 func TestMentionedNotInCode(t *testing.T) {
-	members := map[string]store.UserRef{"ada": {Login: "ada"}, "bob": {Login: "bob"}, "cy": {Login: "cy"}}
+	members := map[string]chat.UserRef{"ada": {Login: "ada"}, "bob": {Login: "bob"}, "cy": {Login: "cy"}}
 	for _, tt := range []struct {
 		in   string
 		want []string
@@ -182,7 +180,7 @@ func TestMentionedNotInCode(t *testing.T) {
 		{"**@ada** and ~~@bob~~", []string{"ada", "bob"}},
 		{"an odd ` @ada", []string{"ada"}},
 	} {
-		got := store.Mentioned(tt.in, members)
+		got := chat.Mentioned(tt.in, members)
 		if strings.Join(got, ",") != strings.Join(tt.want, ",") {
 			t.Errorf("Mentioned(%q) = %v, want %v", tt.in, got, tt.want)
 		}

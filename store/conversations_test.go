@@ -10,6 +10,7 @@ import (
 
 	"github.com/gocql/gocql"
 
+	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/store"
 )
 
@@ -28,7 +29,7 @@ func TestDMAddress(t *testing.T) {
 		{"BadLogin", []string{"ada", "b+b"}, "", true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := store.DMAddress(tt.logins)
+			got, err := chat.DMAddress(tt.logins)
 			if (err != nil) != tt.err || got != tt.want {
 				t.Fatalf("DMAddress(%v) = %q, %v", tt.logins, got, err)
 			}
@@ -44,8 +45,8 @@ func TestFirstContactRace(t *testing.T) {
 	for round := 0; round < 100; round++ {
 		a, b := newUser(t, unique("fca")), newUser(t, unique("fcb"))
 		var wg sync.WaitGroup
-		ids := make([]gocql.UUID, 2)
-		for i, pair := range [][2]store.User{{a, b}, {b, a}} {
+		ids := make([]chat.ID, 2)
+		for i, pair := range [][2]chat.User{{a, b}, {b, a}} {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -74,14 +75,14 @@ func TestFirstContactRace(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		msgs, _, err := db.MessagesBefore(ctx, d, gocql.UUID{}, 10)
+		msgs, _, err := db.MessagesBefore(ctx, d, chat.ID{}, 10)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if len(msgs) != 2 {
 			t.Fatalf("round %d: the conversation holds %d messages, want both", round, len(msgs))
 		}
-		for _, u := range []store.User{a, b} {
+		for _, u := range []chat.User{a, b} {
 			list, err := db.DMList(ctx, u.Login)
 			if err != nil {
 				t.Fatal(err)
@@ -100,7 +101,7 @@ func TestDMListUnderConcurrentSends(t *testing.T) {
 	ctx := context.Background()
 	me := newUser(t, unique("inbox"))
 	const partners, each = 10, 50
-	last := make([]store.Message, partners)
+	last := make([]chat.Message, partners)
 	var wg sync.WaitGroup
 	for p := 0; p < partners; p++ {
 		wg.Add(1)
@@ -145,7 +146,7 @@ func TestDMListUnderConcurrentSends(t *testing.T) {
 		t.Fatalf("%d entries, want %d", len(list), partners)
 	}
 	for i, e := range list {
-		if i > 0 && store.Later(e.LastID, list[i-1].LastID) {
+		if i > 0 && e.LastID.After(list[i-1].LastID) {
 			t.Errorf("entry %d is newer than entry %d", i, i-1)
 		}
 		found := false
@@ -163,7 +164,7 @@ func TestDMListUnderConcurrentSends(t *testing.T) {
 func TestDMUnknownMember(t *testing.T) {
 	a := newUser(t, unique("dmk"))
 	for _, addr := range []string{a.Login + "+nobody" + unique("x"), a.Login, "not a+valid"} {
-		if _, err := db.DM(context.Background(), addr); !errors.Is(err, store.ErrNotFound) {
+		if _, err := db.DM(context.Background(), addr); !errors.Is(err, chat.ErrNotFound) {
 			t.Errorf("DM(%q): %v, want ErrNotFound", addr, err)
 		}
 	}
@@ -176,7 +177,7 @@ func TestDMUnknownMember(t *testing.T) {
 func TestDMListMovesBesideMarkers(t *testing.T) {
 	ctx := context.Background()
 	me := newUser(t, unique("mover"))
-	var dms []store.DM
+	var dms []chat.DM
 	for i := range 3 {
 		other := newUser(t, unique(fmt.Sprintf("old%d", i)))
 		d, err := db.DM(ctx, me.Login+"+"+other.Login)
@@ -192,7 +193,7 @@ func TestDMListMovesBesideMarkers(t *testing.T) {
 		}
 		dms = append(dms, d)
 	}
-	if err := db.MarkRead(ctx, me.Login, dms[0].Conversation().ID, gocql.TimeUUID()); err != nil {
+	if err := db.MarkRead(ctx, me.Login, dms[0].Conversation().ID, chat.ID(gocql.TimeUUID())); err != nil {
 		t.Fatal(err)
 	}
 	markers, list, err := db.PersonalState(ctx, me.Login)

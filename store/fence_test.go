@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/killrchat/killrchat/store"
+	"github.com/killrchat/killrchat/chat"
 )
 
 // TestLateDeleteIsFenced: a delete whose outcome was unknown and settled
@@ -14,7 +14,7 @@ import (
 func TestLateDeleteIsFenced(t *testing.T) {
 	ctx := context.Background()
 	creator := newUser(t, unique("fdc"))
-	r, err := db.CreateRoom(ctx, creator.Ref(), store.NewRoom{Name: unique("fdr")})
+	r, err := db.CreateRoom(ctx, creator.Ref(), chat.NewRoom{Name: unique("fdr")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +44,7 @@ func TestLateDeleteIsFenced(t *testing.T) {
 func TestLateJoinIsFenced(t *testing.T) {
 	ctx := context.Background()
 	creator, joiner := newUser(t, unique("fjc")), newUser(t, unique("fjj"))
-	r, err := db.CreateRoom(ctx, creator.Ref(), store.NewRoom{Name: unique("fjr")})
+	r, err := db.CreateRoom(ctx, creator.Ref(), chat.NewRoom{Name: unique("fjr")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +80,7 @@ func TestLateJoinIsFenced(t *testing.T) {
 func TestListFollowsParticipants(t *testing.T) {
 	ctx := context.Background()
 	creator, other := newUser(t, unique("lfc")), newUser(t, unique("lfo"))
-	r, err := db.CreateRoom(ctx, creator.Ref(), store.NewRoom{Name: unique("lfr")})
+	r, err := db.CreateRoom(ctx, creator.Ref(), chat.NewRoom{Name: unique("lfr")})
 	if err != nil {
 		t.Fatal(err)
 	}

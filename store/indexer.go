@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/killrchat/killrchat/chat"
 	"golang.org/x/time/rate"
 )
 
@@ -65,7 +66,7 @@ type Indexer struct {
 	mu      sync.Mutex
 	pending int
 	idle    *sync.Cond
-	behind  map[behindKey]Conversation
+	behind  map[behindKey]chat.Conversation
 }
 
 // behindKey is a day bucket of a conversation with messages not queued.
@@ -77,14 +78,14 @@ type behindKey struct {
 
 // indexJob is a message of conv to index (add) or to take out (remove).
 type indexJob struct {
-	conv        Conversation
-	add, remove *Message
+	conv        chat.Conversation
+	add, remove *chat.Message
 }
 
 // NewIndexer starts the workers until closing closes; perSecond <= 0 is
 // unpaced, and off indexes nothing (see Indexer).
 func NewIndexer(db *Store, log *slog.Logger, perSecond float64, off bool, closing <-chan struct{}) *Indexer {
-	ix := &Indexer{db: db, log: log, off: off, jobs: make(chan indexJob, indexQueue), behind: map[behindKey]Conversation{}}
+	ix := &Indexer{db: db, log: log, off: off, jobs: make(chan indexJob, indexQueue), behind: map[behindKey]chat.Conversation{}}
 	if perSecond > 0 {
 		ix.limit = rate.NewLimiter(rate.Limit(perSecond), indexBatch)
 	}
@@ -96,13 +97,13 @@ func NewIndexer(db *Store, log *slog.Logger, perSecond float64, off bool, closin
 }
 
 // Index queues m, a message of conv, to be indexed; it never waits.
-func (ix *Indexer) Index(conv Conversation, m Message) {
+func (ix *Indexer) Index(conv chat.Conversation, m chat.Message) {
 	ix.queue(indexJob{conv: conv, add: &m})
 }
 
 // Reindex is the message lifecycle's hook: old (nil for none) leaves the
 // index and updated (nil for a delete) enters it.
-func (ix *Indexer) Reindex(conv Conversation, old, updated *Message) {
+func (ix *Indexer) Reindex(conv chat.Conversation, old, updated *chat.Message) {
 	ix.queue(indexJob{conv: conv, add: updated, remove: old})
 }
 
@@ -127,8 +128,8 @@ func (ix *Indexer) queue(j indexJob) {
 }
 
 // fallBehind remembers m's day bucket, to index it whole later.
-func (ix *Indexer) fallBehind(conv Conversation, m Message) {
-	k := behindKey{conv: conv.ID, since: conv.Since.UnixMilli(), bucket: BucketOf(m.ID)}
+func (ix *Indexer) fallBehind(conv chat.Conversation, m chat.Message) {
+	k := behindKey{conv: conv.ID, since: conv.Since.UnixMilli(), bucket: chat.BucketOf(m.ID)}
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	if _, ok := ix.behind[k]; ok {
@@ -177,7 +178,7 @@ func (ix *Indexer) work(closing <-chan struct{}, catchUp bool) {
 			case <-ctx.Done():
 			}
 		}()
-		var adds []Message
+		var adds []chat.Message
 		flush := func() {
 			if len(adds) == 0 {
 				return
@@ -219,7 +220,7 @@ func (ix *Indexer) catchUp(closing <-chan struct{}) {
 	}
 	ix.mu.Lock()
 	var k behindKey
-	var conv Conversation
+	var conv chat.Conversation
 	found := false
 	for k, conv = range ix.behind {
 		delete(ix.behind, k)

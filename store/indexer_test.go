@@ -5,8 +5,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/gocql/gocql"
-
+	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/store"
 )
 
@@ -15,7 +14,7 @@ import (
 // whole.
 func TestIndexerCatchesUp(t *testing.T) {
 	ada := newUser(t, unique("ada")).Ref()
-	room, err := db.CreateRoom(context.Background(), ada, store.NewRoom{Name: unique("behind")})
+	room, err := db.CreateRoom(context.Background(), ada, chat.NewRoom{Name: unique("behind")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,9 +30,9 @@ func TestIndexerCatchesUp(t *testing.T) {
 	if ix.Behind() != 1 {
 		t.Fatalf("%d buckets behind, want 1", ix.Behind())
 	}
-	q, _ := store.ParseSearch(word)
+	q, _ := chat.ParseSearch(word)
 	search := func() int {
-		found, more, _, err := db.Search(context.Background(), []store.Conversation{room.Conversation()}, q, gocql.UUID{}, 50)
+		found, more, _, err := db.Search(context.Background(), []chat.Conversation{room.Conversation()}, q, chat.ID{}, 50)
 		if err != nil || more {
 			t.Fatal(err, more)
 		}

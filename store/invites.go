@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/gocql/gocql"
+	"github.com/killrchat/killrchat/chat"
 )
 
 const (
@@ -43,69 +44,10 @@ const (
 	// fails its condition once it is.
 	markRevoked = `UPDATE rooms SET invite_uses = invite_uses + ? WHERE room_name = ? IF creator_login != null`
 
-	// DefaultInviteTTL is how long a link lets people in unless its maker
-	// says otherwise; MaxInviteTTL the longest allowed.
-	DefaultInviteTTL = 7 * 24 * time.Hour
-	MaxInviteTTL     = 90 * 24 * time.Hour
 	// inviteKept is how long a link's row outlives its expiry, so it still
 	// gets its own "expired" page.
 	inviteKept = 30 * 24 * time.Hour
-	// maxInviteUses bounds a link's uses; 0 is any number.
-	maxInviteUses = 10_000
 )
-
-// Invite is an invitation link, without its token.
-type Invite struct {
-	// ID names the link to its room's admins (for revoking): the first
-	// 8 bytes of the token's hash, in hex.
-	ID        string
-	Room      string
-	CreatedBy UserRef
-	CreatedAt time.Time
-	ExpiresAt time.Time
-	// MaxUses is how many people may join by it; 0 for any number.
-	MaxUses int
-	Revoked bool
-	hash    []byte
-}
-
-// Problem is why the link lets no one in at now, given the uses taken
-// (ErrInviteRevoked, ErrInviteExpired, ErrInviteUsedUp), or nil.
-func (i Invite) Problem(now time.Time, used int) error {
-	switch {
-	case i.Revoked:
-		return ErrInviteRevoked
-	case !now.Before(i.ExpiresAt):
-		return ErrInviteExpired
-	case i.MaxUses > 0 && used >= i.MaxUses:
-		return ErrInviteUsedUp
-	}
-	return nil
-}
-
-// NewInvite is the form that makes a link.
-type NewInvite struct {
-	// TTL is how long it works: DefaultInviteTTL when zero.
-	TTL time.Duration
-	// MaxUses is how many people may join by it; 0 for any number.
-	MaxUses int
-}
-
-// Validate returns a ValidationError for a TTL or a number of uses out of
-// range, or nil; it fills in the default TTL.
-func (f *NewInvite) Validate() error {
-	v := ValidationError{}
-	if f.TTL == 0 {
-		f.TTL = DefaultInviteTTL
-	}
-	if f.TTL < time.Minute || f.TTL > MaxInviteTTL {
-		v["expires"] = "Choose between a minute and 90 days."
-	}
-	if f.MaxUses < 0 || f.MaxUses > maxInviteUses {
-		v["max_uses"] = "Choose up to 10,000 uses, or leave it empty for any number."
-	}
-	return v.orNil()
-}
 
 func tokenHash(token string) []byte {
 	h := sha256.Sum256([]byte(token))
@@ -114,9 +56,9 @@ func tokenHash(token string) []byte {
 
 // CreateInvite makes a link to the room for actor: any member of an open
 // room, an admin of a closed one. It returns the token (the only time it
-// is known) and the link, or a ValidationError, ErrNotFound,
-// ErrNotParticipant or ErrNotAdmin.
-func (s *Store) CreateInvite(ctx context.Context, actor UserRef, room string, f NewInvite) (string, Invite, error) {
+// is known) and the link, or a chat.ValidationError, chat.ErrNotFound,
+// chat.ErrNotParticipant or chat.ErrNotAdmin.
+func (s *Store) CreateInvite(ctx context.Context, actor chat.UserRef, room string, f chat.NewInvite) (string, Invite, error) {
 	if err := f.Validate(); err != nil {
 		return "", Invite{}, err
 	}
@@ -154,12 +96,12 @@ func (s *Store) CreateInvite(ctx context.Context, actor UserRef, room string, f 
 }
 
 // mayInvite is nil if login may make links to r or add people to it.
-func mayInvite(r Room, login string) error {
+func mayInvite(r chat.Room, login string) error {
 	switch {
 	case r.IsAdmin(login), !r.Closed() && r.HasParticipant(login):
 		return nil
 	case !r.Closed():
-		return fmt.Errorf("store: invite to %q by %q: %w", r.Name, login, ErrNotParticipant)
+		return fmt.Errorf("store: invite to %q by %q: %w", r.Name, login, chat.ErrNotParticipant)
 	}
 	return refuse(r, login, "invite to")
 }
@@ -174,11 +116,11 @@ func scanInvite(scan func(...any) error, hash *[]byte) (Invite, error) {
 	return inv, err
 }
 
-// Invite returns the link with this token, or ErrNotFound (never made,
+// Invite returns the link with this token, or chat.ErrNotFound (never made,
 // or so long expired that it is gone).
 func (s *Store) Invite(ctx context.Context, token string) (Invite, error) {
 	if len(token) == 0 || len(token) > 100 {
-		return Invite{}, fmt.Errorf("store: invite: %w", ErrNotFound)
+		return Invite{}, fmt.Errorf("store: invite: %w", chat.ErrNotFound)
 	}
 	hash := tokenHash(token)
 	q, err := s.query(ctx, selectInvite, hash)
@@ -187,7 +129,7 @@ func (s *Store) Invite(ctx context.Context, token string) (Invite, error) {
 	}
 	inv, err := scanInvite(q.Scan, nil)
 	if errors.Is(err, gocql.ErrNotFound) {
-		return Invite{}, fmt.Errorf("store: invite: %w", ErrNotFound)
+		return Invite{}, fmt.Errorf("store: invite: %w", chat.ErrNotFound)
 	}
 	if err != nil {
 		return Invite{}, s.fail("read invite", err)
@@ -198,7 +140,7 @@ func (s *Store) Invite(ctx context.Context, token string) (Invite, error) {
 
 // Invites returns the room's links, for its admins, oldest first.
 func (s *Store) Invites(ctx context.Context, room string) ([]Invite, error) {
-	q, err := s.query(ctx, selectRoomInvites, NameKey(room))
+	q, err := s.query(ctx, selectRoomInvites, chat.NameKey(room))
 	if err != nil {
 		return nil, err
 	}
@@ -223,8 +165,8 @@ func (s *Store) Invites(ctx context.Context, room string) ([]Invite, error) {
 }
 
 // RevokeInvite revokes the room's link id, if actor is an admin of the
-// room. It returns ErrNotFound (no such room or link, or the room is closed
-// to actor) or ErrNotAdmin.
+// room. It returns chat.ErrNotFound (no such room or link, or the room is closed
+// to actor) or chat.ErrNotAdmin.
 func (s *Store) RevokeInvite(ctx context.Context, actor, room, id string) error {
 	r, err := s.RoomFor(ctx, room, actor)
 	if err != nil {
@@ -240,7 +182,7 @@ func (s *Store) RevokeInvite(ctx context.Context, actor, room, id string) error 
 	var hash []byte
 	inv, err := scanInvite(q.Scan, &hash)
 	if errors.Is(err, gocql.ErrNotFound) {
-		return fmt.Errorf("store: revoke invite %q: %w", id, ErrNotFound)
+		return fmt.Errorf("store: revoke invite %q: %w", id, chat.ErrNotFound)
 	}
 	if err != nil {
 		return s.fail("read invite "+id, err)
@@ -248,7 +190,7 @@ func (s *Store) RevokeInvite(ctx context.Context, actor, room, id string) error 
 	// The room's mark first: from its LWT on, no join by the link can
 	// apply, whatever the join read of the link before (JoinByInvite's
 	// condition), so a revocation that answers is one no join outlives.
-	_, err = s.changeRoom(ctx, "revoke invite to", r.Name, these(actor), func(r Room) ([]batchStmt, error) {
+	_, err = s.changeRoom(ctx, "revoke invite to", r.Name, these(actor), func(r chat.Room) ([]batchStmt, error) {
 		if !r.IsAdmin(actor) {
 			return nil, refuse(r, actor, "revoke invite to")
 		}
@@ -256,7 +198,7 @@ func (s *Store) RevokeInvite(ctx context.Context, actor, room, id string) error 
 			return nil, nil
 		}
 		return []batchStmt{{markRevoked, []any{map[string]int{revokedKey(id): 1}, r.Name}}}, nil
-	}, func(r Room) bool { _, done := r.InviteUses[revokedKey(id)]; return done })
+	}, func(r chat.Room) bool { _, done := r.InviteUses[revokedKey(id)]; return done })
 	if err != nil {
 		return err
 	}
@@ -273,25 +215,25 @@ func (s *Store) RevokeInvite(ctx context.Context, actor, room, id string) error 
 
 // JoinByInvite adds user to the link's room and takes one of its uses, in
 // one LWT conditioned on the uses just read; a member already in the room
-// takes no use. It returns the room, or ErrNotFound (no such link or
-// room), ErrInviteRevoked, ErrInviteExpired, ErrInviteUsedUp, or
-// ErrConflict if others kept taking uses in between.
-func (s *Store) JoinByInvite(ctx context.Context, user UserRef, token string) (Room, error) {
+// takes no use. It returns the room, or chat.ErrNotFound (no such link or
+// room), chat.ErrInviteRevoked, chat.ErrInviteExpired, chat.ErrInviteUsedUp, or
+// chat.ErrConflict if others kept taking uses in between.
+func (s *Store) JoinByInvite(ctx context.Context, user chat.UserRef, token string) (chat.Room, error) {
 	inv, err := s.Invite(ctx, token)
 	if err != nil {
-		return Room{}, err
+		return chat.Room{}, err
 	}
 	return s.joinByInvite(ctx, user, inv)
 }
 
 // joinByInvite is JoinByInvite with the link as read, perhaps before it
 // was revoked: the room's revocation mark still refuses the join.
-func (s *Store) joinByInvite(ctx context.Context, user UserRef, inv Invite) (Room, error) {
+func (s *Store) joinByInvite(ctx context.Context, user chat.UserRef, inv Invite) (chat.Room, error) {
 	undo, err := s.listFirst(ctx, user.Login, inv.Room)
 	if err != nil {
-		return Room{}, err
+		return chat.Room{}, err
 	}
-	before, err := s.changeRoom(ctx, "join by invite", inv.Room, these(user.Login), func(r Room) ([]batchStmt, error) {
+	before, err := s.changeRoom(ctx, "join by invite", inv.Room, these(user.Login), func(r chat.Room) ([]batchStmt, error) {
 		if r.HasParticipant(user.Login) {
 			return nil, nil
 		}
@@ -304,13 +246,13 @@ func (s *Store) joinByInvite(ctx context.Context, user UserRef, inv Invite) (Roo
 			was = used
 		}
 		if _, revoked := r.InviteUses[revokedKey(inv.ID)]; revoked {
-			return nil, fmt.Errorf("store: join %q by invite: %w", r.Name, ErrInviteRevoked)
+			return nil, fmt.Errorf("store: join %q by invite: %w", r.Name, chat.ErrInviteRevoked)
 		}
 		return []batchStmt{{joinByInvite, []any{user, gocql.TimeUUID(), r.Members + 1, map[string]int{inv.ID: used + 1},
 			r.Name, r.CreatedAt, user.Login, r.CreatedAt, r.Members, inv.ID, was, revokedKey(inv.ID)}}}, nil
-	}, func(r Room) bool { return r.HasParticipant(user.Login) })
+	}, func(r chat.Room) bool { return r.HasParticipant(user.Login) })
 	if err != nil {
-		return Room{}, undo(err)
+		return chat.Room{}, undo(err)
 	}
 	return s.enlist(ctx, user.Login, before)
 }
@@ -318,3 +260,32 @@ func (s *Store) joinByInvite(ctx context.Context, user UserRef, inv Invite) (Roo
 // revokedKey is the key of link id's revocation mark in the room's
 // invite_uses.
 func revokedKey(id string) string { return id + ":revoked" }
+
+// Invite is an invitation link, without its token.
+type Invite struct {
+	// ID names the link to its room's admins (for revoking): the first
+	// 8 bytes of the token's hash, in hex.
+	ID        string
+	Room      string
+	CreatedBy chat.UserRef
+	CreatedAt time.Time
+	ExpiresAt time.Time
+	// MaxUses is how many people may join by it; 0 for any number.
+	MaxUses int
+	Revoked bool
+	hash    []byte
+}
+
+// Problem is why the link lets no one in at now, given the uses taken
+// (chat.ErrInviteRevoked, chat.ErrInviteExpired, chat.ErrInviteUsedUp), or nil.
+func (i Invite) Problem(now time.Time, used int) error {
+	switch {
+	case i.Revoked:
+		return chat.ErrInviteRevoked
+	case !now.Before(i.ExpiresAt):
+		return chat.ErrInviteExpired
+	case i.MaxUses > 0 && used >= i.MaxUses:
+		return chat.ErrInviteUsedUp
+	}
+	return nil
+}

@@ -6,58 +6,17 @@ package store
 
 import (
 	"context"
-	"strings"
 
 	"github.com/gocql/gocql"
+	"github.com/killrchat/killrchat/chat"
 )
-
-// Level is how much a conversation tells a person.
-type Level string
-
-// The levels: every message, only messages that mention the person, or
-// nothing (its unread badge becomes a quiet dot).
-const (
-	LevelEverything Level = "everything"
-	LevelMentions   Level = "mentions"
-	LevelNothing    Level = "nothing"
-)
-
-// Levels are the levels in the order a menu offers them.
-var Levels = []Level{LevelEverything, LevelMentions, LevelNothing}
 
 const updateLevel = `UPDATE read_markers SET level = ? WHERE login = ? AND conversation = ?`
 
-// DefaultLevel is a conversation's level until its person sets one:
-// everything for a DM, mentions for a room.
-func DefaultLevel(conversation string) Level {
-	if strings.HasPrefix(conversation, dmPrefix) {
-		return LevelEverything
-	}
-	return LevelMentions
-}
-
-// ParseLevel reads a level from a form, or returns a ValidationError.
-func ParseLevel(s string) (Level, error) {
-	for _, l := range Levels {
-		if string(l) == s {
-			return l, nil
-		}
-	}
-	return "", ValidationError{"level": "Choose everything, mentions or nothing."}
-}
-
-// LevelOf is login's level in conversation as m read it.
-func (m Markers) LevelOf(conversation string) Level {
-	if l, ok := m.Level[conversation]; ok {
-		return l
-	}
-	return DefaultLevel(conversation)
-}
-
 // SetLevel sets login's level in conversation (one write, no read; the
 // caller checks that login takes part in it).
-func (s *Store) SetLevel(ctx context.Context, login, conversation string, level Level) error {
-	if _, err := ParseLevel(string(level)); err != nil {
+func (s *Store) SetLevel(ctx context.Context, login, conversation string, level chat.Level) error {
+	if _, err := chat.ParseLevel(string(level)); err != nil {
 		return err
 	}
 	sess, err := s.db()

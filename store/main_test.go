@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/store/storetest"
 )
@@ -25,9 +26,9 @@ var seq atomic.Int64
 func unique(prefix string) string { return fmt.Sprintf("%s%d", prefix, seq.Add(1)) }
 
 // newUser signs a user up.
-func newUser(t testing.TB, login string) store.User {
+func newUser(t testing.TB, login string) chat.User {
 	t.Helper()
-	u, err := db.CreateUser(context.Background(), store.SignUp{
+	u, err := db.CreateUser(context.Background(), chat.SignUp{
 		Login: login, Password: "password1", PasswordConfirm: "password1", Firstname: "First" + login, Lastname: "Last",
 	})
 	if err != nil {
@@ -39,17 +40,17 @@ func newUser(t testing.TB, login string) store.User {
 // joinAndRead joins user to room and reads the room with every
 // participant's standing (a room read for one person holds theirs only),
 // for a test that posts as several people.
-func joinAndRead(ctx context.Context, st *store.Store, user store.UserRef, room string) (store.Room, error) {
+func joinAndRead(ctx context.Context, st *store.Store, user chat.UserRef, room string) (chat.Room, error) {
 	if _, err := st.JoinRoom(ctx, user, room); err != nil {
-		return store.Room{}, err
+		return chat.Room{}, err
 	}
 	return st.RoomWithAll(ctx, room)
 }
 
 // newUsers signs n users up, their logins starting with prefix.
-func newUsers(t testing.TB, prefix string, n int) []store.User {
+func newUsers(t testing.TB, prefix string, n int) []chat.User {
 	t.Helper()
-	out := make([]store.User, n)
+	out := make([]chat.User, n)
 	for i := range out {
 		out[i] = newUser(t, unique(prefix))
 	}

@@ -8,16 +8,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gocql/gocql"
-
+	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/store"
 )
 
 // closedRoom creates a closed room by creator with the others as members.
-func closedRoom(t *testing.T, creator store.User, others ...store.User) store.Room {
+func closedRoom(t *testing.T, creator chat.User, others ...chat.User) chat.Room {
 	t.Helper()
 	ctx := context.Background()
-	r, err := db.CreateRoom(ctx, creator.Ref(), store.NewRoom{Name: unique("closed"), Kind: store.KindClosed})
+	r, err := db.CreateRoom(ctx, creator.Ref(), chat.NewRoom{Name: unique("closed"), Kind: chat.KindClosed})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,17 +44,17 @@ func TestClosedRoomRefusesJoin(t *testing.T) {
 	if !r.Closed() {
 		t.Fatalf("kind = %q", r.Kind)
 	}
-	if _, err := db.JoinRoom(ctx, outsider.Ref(), r.Name); !errors.Is(err, store.ErrNotFound) {
+	if _, err := db.JoinRoom(ctx, outsider.Ref(), r.Name); !errors.Is(err, chat.ErrNotFound) {
 		t.Fatalf("join a closed room: %v, want ErrNotFound", err)
 	}
 	got, err := db.RoomWithAll(ctx, r.Name)
 	if err != nil || got.HasParticipant(outsider.Login) || lists(t, outsider.Login, r.Name) {
 		t.Fatalf("outsider got in: %v %v", got.Participants, err)
 	}
-	if _, err := db.CreateRoom(ctx, outsider.Ref(), store.NewRoom{Name: r.Name}); !errors.Is(err, store.ErrRoomExists) {
+	if _, err := db.CreateRoom(ctx, outsider.Ref(), chat.NewRoom{Name: r.Name}); !errors.Is(err, chat.ErrRoomExists) {
 		t.Fatalf("a closed room's name is taken: %v", err)
 	}
-	if _, err := db.CreateRoom(ctx, outsider.Ref(), store.NewRoom{Name: unique("k"), Kind: "secret"}); !errors.Is(err, store.ErrInvalid) {
+	if _, err := db.CreateRoom(ctx, outsider.Ref(), chat.NewRoom{Name: unique("k"), Kind: "secret"}); !errors.Is(err, chat.ErrInvalid) {
 		t.Fatalf("bad kind: %v", err)
 	}
 }
@@ -63,7 +62,7 @@ func TestClosedRoomRefusesJoin(t *testing.T) {
 func TestSetRoomKind(t *testing.T) {
 	ctx := context.Background()
 	creator, member, outsider := newUser(t, unique("own")), newUser(t, unique("mem")), newUser(t, unique("out"))
-	r, err := db.CreateRoom(ctx, creator.Ref(), store.NewRoom{Name: unique("kind")})
+	r, err := db.CreateRoom(ctx, creator.Ref(), chat.NewRoom{Name: unique("kind")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +70,7 @@ func TestSetRoomKind(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Run("ErrNotAdmin", func(t *testing.T) {
-		if _, err := db.SetRoomKind(ctx, member.Login, r.Name, store.KindClosed); !errors.Is(err, store.ErrNotAdmin) {
+		if _, err := db.SetRoomKind(ctx, member.Login, r.Name, chat.KindClosed); !errors.Is(err, chat.ErrNotAdmin) {
 			t.Fatalf("member closes: %v", err)
 		}
 		if got, _ := db.RoomWithAll(ctx, r.Name); got.Closed() {
@@ -79,7 +78,7 @@ func TestSetRoomKind(t *testing.T) {
 		}
 	})
 	t.Run("OK", func(t *testing.T) {
-		if _, err := db.SetRoomKind(ctx, creator.Login, r.Name, store.KindClosed); err != nil {
+		if _, err := db.SetRoomKind(ctx, creator.Login, r.Name, chat.KindClosed); err != nil {
 			t.Fatal(err)
 		}
 		if got, _ := db.RoomWithAll(ctx, r.Name); !got.Closed() {
@@ -87,7 +86,7 @@ func TestSetRoomKind(t *testing.T) {
 		}
 	})
 	t.Run("OutsiderErrNotFound", func(t *testing.T) {
-		if _, err := db.SetRoomKind(ctx, outsider.Login, r.Name, store.KindOpen); !errors.Is(err, store.ErrNotFound) {
+		if _, err := db.SetRoomKind(ctx, outsider.Login, r.Name, chat.KindOpen); !errors.Is(err, chat.ErrNotFound) {
 			t.Fatalf("outsider opens: %v", err)
 		}
 	})
@@ -97,11 +96,11 @@ func TestAddMember(t *testing.T) {
 	ctx := context.Background()
 	creator, member, newcomer, outsider := newUser(t, unique("own")), newUser(t, unique("mem")), newUser(t, unique("new")), newUser(t, unique("out"))
 	t.Run("OpenByMember", func(t *testing.T) {
-		r, err := db.CreateRoom(ctx, creator.Ref(), store.NewRoom{Name: unique("open")})
+		r, err := db.CreateRoom(ctx, creator.Ref(), chat.NewRoom{Name: unique("open")})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := db.AddMember(ctx, outsider.Login, r.Name, newcomer.Ref()); !errors.Is(err, store.ErrNotParticipant) {
+		if _, err := db.AddMember(ctx, outsider.Login, r.Name, newcomer.Ref()); !errors.Is(err, chat.ErrNotParticipant) {
 			t.Fatalf("add by a non-member: %v", err)
 		}
 		if _, err := db.JoinRoom(ctx, member.Ref(), r.Name); err != nil {
@@ -114,10 +113,10 @@ func TestAddMember(t *testing.T) {
 	})
 	t.Run("ClosedByAdminOnly", func(t *testing.T) {
 		r := closedRoom(t, creator, member)
-		if _, err := db.AddMember(ctx, member.Login, r.Name, newcomer.Ref()); !errors.Is(err, store.ErrNotAdmin) {
+		if _, err := db.AddMember(ctx, member.Login, r.Name, newcomer.Ref()); !errors.Is(err, chat.ErrNotAdmin) {
 			t.Fatalf("add by a member of a closed room: %v", err)
 		}
-		if _, err := db.AddMember(ctx, outsider.Login, r.Name, newcomer.Ref()); !errors.Is(err, store.ErrNotFound) {
+		if _, err := db.AddMember(ctx, outsider.Login, r.Name, newcomer.Ref()); !errors.Is(err, chat.ErrNotFound) {
 			t.Fatalf("add by an outsider of a closed room: %v", err)
 		}
 		if got, _ := db.RoomWithAll(ctx, r.Name); got.HasParticipant(newcomer.Login) || lists(t, newcomer.Login, r.Name) {
@@ -137,16 +136,16 @@ func TestRemoveMember(t *testing.T) {
 	ctx := context.Background()
 	creator, admin, member := newUser(t, unique("own")), newUser(t, unique("adm")), newUser(t, unique("mem"))
 	r := closedRoom(t, creator, admin, member)
-	if _, err := db.MakeAdmin(ctx, member.Login, r.Name, member.Login); !errors.Is(err, store.ErrNotAdmin) {
+	if _, err := db.MakeAdmin(ctx, member.Login, r.Name, member.Login); !errors.Is(err, chat.ErrNotAdmin) {
 		t.Fatalf("self-promotion: %v", err)
 	}
 	if _, err := db.MakeAdmin(ctx, creator.Login, r.Name, admin.Login); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.RemoveMember(ctx, member.Login, r.Name, admin.Login); !errors.Is(err, store.ErrNotAdmin) {
+	if _, err := db.RemoveMember(ctx, member.Login, r.Name, admin.Login); !errors.Is(err, chat.ErrNotAdmin) {
 		t.Fatalf("removal by a member: %v", err)
 	}
-	if _, err := db.RemoveMember(ctx, admin.Login, r.Name, creator.Login); !errors.Is(err, store.ErrNotCreator) {
+	if _, err := db.RemoveMember(ctx, admin.Login, r.Name, creator.Login); !errors.Is(err, chat.ErrNotCreator) {
 		t.Fatalf("removal of the creator: %v", err)
 	}
 	if _, err := db.RemoveMember(ctx, admin.Login, r.Name, member.Login); err != nil {
@@ -156,7 +155,7 @@ func TestRemoveMember(t *testing.T) {
 	if err != nil || got.HasParticipant(member.Login) || lists(t, member.Login, r.Name) || !got.HasParticipant(admin.Login) {
 		t.Fatalf("after removal: %v %v", got.Participants, err)
 	}
-	if _, err := db.RemoveMember(ctx, admin.Login, r.Name, member.Login); !errors.Is(err, store.ErrNotFound) {
+	if _, err := db.RemoveMember(ctx, admin.Login, r.Name, member.Login); !errors.Is(err, chat.ErrNotFound) {
 		t.Fatalf("removal of a non-member: %v", err)
 	}
 }
@@ -165,7 +164,7 @@ func TestCreatorLeaves(t *testing.T) {
 	ctx := context.Background()
 	creator, admin, member := newUser(t, unique("own")), newUser(t, unique("adm")), newUser(t, unique("mem"))
 	r := closedRoom(t, creator, admin, member)
-	if err := db.LeaveRoom(ctx, creator.Ref(), r.Name); !errors.Is(err, store.ErrHandOver) {
+	if err := db.LeaveRoom(ctx, creator.Ref(), r.Name); !errors.Is(err, chat.ErrHandOver) {
 		t.Fatalf("leave with no admin: %v", err)
 	}
 	if _, err := db.MakeAdmin(ctx, creator.Login, r.Name, admin.Login); err != nil {
@@ -223,23 +222,23 @@ func TestInviteLinks(t *testing.T) {
 	creator, member, guest := newUser(t, unique("own")), newUser(t, unique("mem")), newUser(t, unique("gst"))
 	r := closedRoom(t, creator, member)
 	t.Run("ErrNotAdmin", func(t *testing.T) {
-		if _, _, err := db.CreateInvite(ctx, member.Ref(), r.Name, store.NewInvite{}); !errors.Is(err, store.ErrNotAdmin) {
+		if _, _, err := db.CreateInvite(ctx, member.Ref(), r.Name, chat.NewInvite{}); !errors.Is(err, chat.ErrNotAdmin) {
 			t.Fatalf("member makes a link to a closed room: %v", err)
 		}
 	})
 	t.Run("Invalid", func(t *testing.T) {
-		if _, _, err := db.CreateInvite(ctx, creator.Ref(), r.Name, store.NewInvite{MaxUses: -1}); !errors.Is(err, store.ErrInvalid) {
+		if _, _, err := db.CreateInvite(ctx, creator.Ref(), r.Name, chat.NewInvite{MaxUses: -1}); !errors.Is(err, chat.ErrInvalid) {
 			t.Fatalf("negative uses: %v", err)
 		}
 	})
-	token, inv, err := db.CreateInvite(ctx, creator.Ref(), r.Name, store.NewInvite{MaxUses: 1})
+	token, inv, err := db.CreateInvite(ctx, creator.Ref(), r.Name, chat.NewInvite{MaxUses: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(token) < 22 || inv.ExpiresAt.Sub(inv.CreatedAt) != store.DefaultInviteTTL {
+	if len(token) < 22 || inv.ExpiresAt.Sub(inv.CreatedAt) != chat.DefaultInviteTTL {
 		t.Fatalf("token %q, expiry %v", token, inv.ExpiresAt.Sub(inv.CreatedAt))
 	}
-	if _, err := db.Invite(ctx, token+"x"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := db.Invite(ctx, token+"x"); !errors.Is(err, chat.ErrNotFound) {
 		t.Fatalf("wrong token: %v", err)
 	}
 	got, err := db.JoinByInvite(ctx, guest.Ref(), token)
@@ -251,20 +250,20 @@ func TestInviteLinks(t *testing.T) {
 		t.Fatalf("member uses the link again: %v", err)
 	}
 	late := newUser(t, unique("late"))
-	if _, err := db.JoinByInvite(ctx, late.Ref(), token); !errors.Is(err, store.ErrInviteUsedUp) {
+	if _, err := db.JoinByInvite(ctx, late.Ref(), token); !errors.Is(err, chat.ErrInviteUsedUp) {
 		t.Fatalf("used-up link: %v", err)
 	}
-	token2, inv2, err := db.CreateInvite(ctx, creator.Ref(), r.Name, store.NewInvite{})
+	token2, inv2, err := db.CreateInvite(ctx, creator.Ref(), r.Name, chat.NewInvite{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := db.RevokeInvite(ctx, member.Login, r.Name, inv2.ID); !errors.Is(err, store.ErrNotAdmin) {
+	if err := db.RevokeInvite(ctx, member.Login, r.Name, inv2.ID); !errors.Is(err, chat.ErrNotAdmin) {
 		t.Fatalf("revoke by a member: %v", err)
 	}
 	if err := db.RevokeInvite(ctx, creator.Login, r.Name, inv2.ID); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.JoinByInvite(ctx, late.Ref(), token2); !errors.Is(err, store.ErrInviteRevoked) {
+	if _, err := db.JoinByInvite(ctx, late.Ref(), token2); !errors.Is(err, chat.ErrInviteRevoked) {
 		t.Fatalf("revoked link: %v", err)
 	}
 	list, err := db.Invites(ctx, r.Name)
@@ -283,9 +282,9 @@ func TestInviteProblem(t *testing.T) {
 	}{
 		{"OK", store.Invite{ExpiresAt: now.Add(time.Second), MaxUses: 2}, 1, nil},
 		{"AnyNumber", store.Invite{ExpiresAt: now.Add(time.Second)}, 1000, nil},
-		{"ErrInviteExpired", store.Invite{ExpiresAt: now}, 0, store.ErrInviteExpired},
-		{"ErrInviteUsedUp", store.Invite{ExpiresAt: now.Add(time.Hour), MaxUses: 2}, 2, store.ErrInviteUsedUp},
-		{"ErrInviteRevoked", store.Invite{ExpiresAt: now.Add(time.Hour), Revoked: true}, 0, store.ErrInviteRevoked},
+		{"ErrInviteExpired", store.Invite{ExpiresAt: now}, 0, chat.ErrInviteExpired},
+		{"ErrInviteUsedUp", store.Invite{ExpiresAt: now.Add(time.Hour), MaxUses: 2}, 2, chat.ErrInviteUsedUp},
+		{"ErrInviteRevoked", store.Invite{ExpiresAt: now.Add(time.Hour), Revoked: true}, 0, chat.ErrInviteRevoked},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := tc.inv.Problem(now, tc.used); !errors.Is(got, tc.want) {
@@ -304,7 +303,7 @@ func TestInviteRace(t *testing.T) {
 	rounds := roundsOf(1000, 20)
 	for round := 0; round < rounds; round++ {
 		r := closedRoom(t, creator)
-		token, _, err := db.CreateInvite(ctx, creator.Ref(), r.Name, store.NewInvite{MaxUses: 5})
+		token, _, err := db.CreateInvite(ctx, creator.Ref(), r.Name, chat.NewInvite{MaxUses: 5})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -326,7 +325,7 @@ func TestInviteRace(t *testing.T) {
 			switch {
 			case err == nil:
 				joined++
-			case !errors.Is(err, store.ErrInviteUsedUp):
+			case !errors.Is(err, chat.ErrInviteUsedUp):
 				t.Fatalf("round %d: racer %d: %v", round, i, err)
 			}
 		}
@@ -364,13 +363,13 @@ func TestRemoveRacingPost(t *testing.T) {
 		if removeErr != nil {
 			t.Fatalf("round %d: remove: %v", round, removeErr)
 		}
-		if postErr != nil && !errors.Is(postErr, store.ErrNotParticipant) {
+		if postErr != nil && !errors.Is(postErr, chat.ErrNotParticipant) {
 			t.Fatalf("round %d: post: %v", round, postErr)
 		}
-		if _, err := db.PostMessage(ctx, r, member.Ref(), "late"); !errors.Is(err, store.ErrNotParticipant) {
+		if _, err := db.PostMessage(ctx, r, member.Ref(), "late"); !errors.Is(err, chat.ErrNotParticipant) {
 			t.Fatalf("round %d: a post after the removal: %v", round, err)
 		}
-		msgs, _, err := db.MessagesBefore(ctx, r, gocql.UUID{}, 10)
+		msgs, _, err := db.MessagesBefore(ctx, r, chat.ID{}, 10)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -400,7 +399,7 @@ func TestRevokeBeatsAJoinThatReadTheLinkBefore(t *testing.T) {
 	ctx := context.Background()
 	creator, guest := newUser(t, unique("own")), newUser(t, unique("gst"))
 	r := closedRoom(t, creator)
-	token, made, err := db.CreateInvite(ctx, creator.Ref(), r.Name, store.NewInvite{})
+	token, made, err := db.CreateInvite(ctx, creator.Ref(), r.Name, chat.NewInvite{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -411,7 +410,7 @@ func TestRevokeBeatsAJoinThatReadTheLinkBefore(t *testing.T) {
 	if err := db.RevokeInvite(ctx, creator.Login, r.Name, made.ID); err != nil { // ...it is revoked...
 		t.Fatal(err)
 	}
-	if got, err := db.JoinWithInviteAsRead(ctx, guest.Ref(), inv); !errors.Is(err, store.ErrInviteRevoked) { // ...then the join goes on
+	if got, err := db.JoinWithInviteAsRead(ctx, guest.Ref(), inv); !errors.Is(err, chat.ErrInviteRevoked) { // ...then the join goes on
 		t.Fatalf("a join with the link as read before its revocation: %v, members %v", err, got.Participants)
 	}
 	if room, err := db.RoomWithAll(ctx, r.Name); err != nil || room.HasParticipant(guest.Login) {
@@ -429,7 +428,7 @@ func TestMembersCountUnderRaces(t *testing.T) {
 	people := newUsers(t, "cntp", 8)
 	rounds := roundsOf(50, 10)
 	for round := 0; round < rounds; round++ {
-		r, err := db.CreateRoom(ctx, creator.Ref(), store.NewRoom{Name: unique("cntr")})
+		r, err := db.CreateRoom(ctx, creator.Ref(), chat.NewRoom{Name: unique("cntr")})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,12 +1,13 @@
 package store
 
 import (
+	"github.com/killrchat/killrchat/chat"
 	"slices"
 	"testing"
 )
 
 func TestMentioned(t *testing.T) {
-	members := map[string]UserRef{"ada": {Login: "ada"}, "bob.b": {Login: "bob.b"}, "cy_1": {Login: "cy_1"}}
+	members := map[string]chat.UserRef{"ada": {Login: "ada"}, "bob.b": {Login: "bob.b"}, "cy_1": {Login: "cy_1"}}
 	for _, tt := range []struct {
 		name, content string
 		want          []string
@@ -20,7 +21,7 @@ func TestMentioned(t *testing.T) {
 		{"InParentheses", "(@ada)", []string{"ada"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := Mentioned(tt.content, members); !slices.Equal(got, tt.want) {
+			if got := chat.Mentioned(tt.content, members); !slices.Equal(got, tt.want) {
 				t.Fatalf("Mentioned(%q) = %v, want %v", tt.content, got, tt.want)
 			}
 		})

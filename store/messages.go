@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gocql/gocql"
+	"github.com/killrchat/killrchat/chat"
 )
 
 const (
@@ -35,97 +36,59 @@ const (
 		WHERE room_name = ? AND time_bucket = ? AND message_id > ? ORDER BY message_id ASC LIMIT ?`
 	selectMessageIDsUp = `SELECT message_id FROM chat_room_messages
 		WHERE room_name = ? AND time_bucket = ? AND message_id > ? ORDER BY message_id ASC LIMIT ?`
-
-	// MaxContent is the longest message, in characters, after trimming.
-	MaxContent = 4000
 )
 
-// Message is one chat message. Its id is a timeuuid made by the server,
-// which also gives its time and its day bucket.
-type Message struct {
-	ID gocql.UUID
-	// Room is the id of the conversation: a room's name, or a DM's id.
-	Room    string
-	Author  UserRef
-	Content string
-	// System marks messages the server writes, such as "X joins the room".
-	System bool
-	// Attachment is the file the message carries, if any.
-	Attachment *AttachmentRef
-	// Edited is the id of the message's last edit (zero if never edited):
-	// when it was edited, too.
-	Edited gocql.UUID
-	// Reactions are people's reactions, on pages (see MessagesBefore).
-	Reactions []Reaction
-}
-
-// Time is when the message was posted.
-func (m Message) Time() time.Time { return m.ID.Time() }
-
-// CheckContent cleans a message (line ends made "\n", edges trimmed, see
-// cleanText) and returns it, or a ValidationError if it is not valid
-// UTF-8, holds a control character other than "\n" and "\t", shows
-// nothing (only spaces or invisible characters), or is longer than
-// MaxContent characters.
-func CheckContent(content string) (string, error) {
-	content, problem := cleanText(content, contentRule)
-	if problem != "" {
-		return "", ValidationError{"content": problem}
-	}
-	return content, nil
-}
-
 // PostMessage stores a message by author in room: DraftMessage then
-// SaveMessage. It returns ErrNotParticipant unless author takes part in
-// room, and a ValidationError for empty or too long content.
-func (s *Store) PostMessage(ctx context.Context, in Place, author UserRef, content string) (Message, error) {
+// SaveMessage. It returns chat.ErrNotParticipant unless author takes part in
+// room, and a chat.ValidationError for empty or too long content.
+func (s *Store) PostMessage(ctx context.Context, in chat.Place, author chat.UserRef, content string) (chat.Message, error) {
 	m, err := s.DraftMessage(in, author, content)
 	if err != nil {
-		return Message{}, err
+		return chat.Message{}, err
 	}
 	return m, s.SaveMessage(ctx, in, m)
 }
 
 // DraftMessage checks a message and gives it its id, without storing it;
-// ids are made in the order of the calls. It returns ErrNotParticipant
-// unless author takes part in room, and a ValidationError for empty or too
+// ids are made in the order of the calls. It returns chat.ErrNotParticipant
+// unless author takes part in room, and a chat.ValidationError for empty or too
 // long content.
-func (s *Store) DraftMessage(in Place, author UserRef, content string) (Message, error) {
+func (s *Store) DraftMessage(in chat.Place, author chat.UserRef, content string) (chat.Message, error) {
 	conv := in.Conversation()
 	if !conv.Has(author.Login) {
-		return Message{}, fmt.Errorf("store: post in %q by %q: %w", conv.ID, author.Login, ErrNotParticipant)
+		return chat.Message{}, fmt.Errorf("store: post in %q by %q: %w", conv.ID, author.Login, chat.ErrNotParticipant)
 	}
-	content, err := CheckContent(content)
+	content, err := chat.CheckContent(content)
 	if err != nil {
-		return Message{}, err
+		return chat.Message{}, err
 	}
-	return Message{ID: s.ids.next(s.Now()), Room: conv.ID, Author: author, Content: content}, nil
+	return chat.Message{ID: s.ids.Next(s.Now()), Room: conv.ID, Author: author, Content: content}, nil
 }
 
 // DraftAttachmentMessage is DraftMessage for a message that carries a
-// file: its content may be empty. It returns ErrNotParticipant unless
-// author takes part in room, and a ValidationError for content that is
+// file: its content may be empty. It returns chat.ErrNotParticipant unless
+// author takes part in room, and a chat.ValidationError for content that is
 // not valid (see CheckContent) when there is any.
-func (s *Store) DraftAttachmentMessage(in Place, author UserRef, content string, file AttachmentRef) (Message, error) {
+func (s *Store) DraftAttachmentMessage(in chat.Place, author chat.UserRef, content string, file chat.AttachmentRef) (chat.Message, error) {
 	conv := in.Conversation()
 	if !conv.Has(author.Login) {
-		return Message{}, fmt.Errorf("store: post in %q by %q: %w", conv.ID, author.Login, ErrNotParticipant)
+		return chat.Message{}, fmt.Errorf("store: post in %q by %q: %w", conv.ID, author.Login, chat.ErrNotParticipant)
 	}
 	if strings.TrimSpace(content) != "" {
 		var err error
-		if content, err = CheckContent(content); err != nil {
-			return Message{}, err
+		if content, err = chat.CheckContent(content); err != nil {
+			return chat.Message{}, err
 		}
 	} else {
 		content = ""
 	}
-	return Message{ID: s.ids.next(s.Now()), Room: conv.ID, Author: author, Content: content, Attachment: &file}, nil
+	return chat.Message{ID: s.ids.Next(s.Now()), Room: conv.ID, Author: author, Content: content, Attachment: &file}, nil
 }
 
 // DraftSystemMessage makes a message written by the server about someone,
 // such as "Ada Lovelace joins the room", without storing it.
-func (s *Store) DraftSystemMessage(in Place, about UserRef, text string) Message {
-	return Message{ID: s.ids.next(s.Now()), Room: in.Conversation().ID, Author: about, Content: text, System: true}
+func (s *Store) DraftSystemMessage(in chat.Place, about chat.UserRef, text string) chat.Message {
+	return chat.Message{ID: s.ids.Next(s.Now()), Room: in.Conversation().ID, Author: about, Content: text, System: true}
 }
 
 // SaveMessage stores a drafted message in its day bucket, recording the
@@ -135,14 +98,14 @@ func (s *Store) DraftSystemMessage(in Place, about UserRef, text string) Message
 // In a room it then reads the room's creation time and the author's entry
 // (beside the head's write, so the post waits for one round trip more, not
 // two): a room deleted, or deleted and created again, since the caller
-// read it loses the message again, and SaveMessage returns ErrNotFound; an
-// author removed (or gone) since loses it too, with ErrNotParticipant, so
+// read it loses the message again, and SaveMessage returns chat.ErrNotFound; an
+// author removed (or gone) since loses it too, with chat.ErrNotParticipant, so
 // no message is stored after a removal is acknowledged. The read comes after the
 // insert, so it holds whatever instance deleted the room and whatever its
 // caches knew: either the read sees the delete's LWT, or that LWT
 // finished after the insert and the delete's clean-up, which runs after
 // its LWT, deletes the message with its bucket.
-func (s *Store) SaveMessage(ctx context.Context, in Place, m Message) error {
+func (s *Store) SaveMessage(ctx context.Context, in chat.Place, m chat.Message) error {
 	return s.saveMessage(ctx, in, m, true)
 }
 
@@ -151,28 +114,28 @@ func (s *Store) SaveMessage(ctx context.Context, in Place, m Message) error {
 // whose check of the room is kept by a fence (live/fence): every change
 // that takes the right to post away waits for the caller's write before it
 // is acknowledged. A caller whose fence did not hold calls ConfirmPost.
-func (s *Store) SaveFencedMessage(ctx context.Context, in Place, m Message) error {
+func (s *Store) SaveFencedMessage(ctx context.Context, in chat.Place, m chat.Message) error {
 	return s.saveMessage(ctx, in, m, false)
 }
 
-func (s *Store) saveMessage(ctx context.Context, in Place, m Message, check bool) error {
-	bucket := bucketOf(m.ID)
+func (s *Store) saveMessage(ctx context.Context, in chat.Place, m chat.Message, check bool) error {
+	bucket := chat.BucketOf(m.ID)
 	if err := s.recordBucket(ctx, in.Conversation(), bucket); err != nil {
 		return err
 	}
 	// No attachment is left unset, not null: a null would write a tombstone.
 	var file any = gocql.UnsetValue
 	if m.Attachment != nil {
-		file = m.Attachment
+		file = udtOf(m.Attachment)
 	}
-	q, err := s.query(ctx, insertMessage, m.Room, bucket, m.ID, m.Author, m.Content, m.System, file)
+	q, err := s.query(ctx, insertMessage, m.Room, bucket, gocql.UUID(m.ID), m.Author, m.Content, m.System, file)
 	if err != nil {
 		return err
 	}
 	if err := q.Exec(); err != nil {
 		return s.fail("post message in "+m.Room, err)
 	}
-	r, isRoom := in.(Room)
+	r, isRoom := in.(chat.Room)
 	if !isRoom || !check {
 		// After the message, so a head never names a message that is not stored.
 		return s.setHead(ctx, m.Room, m.ID)
@@ -190,25 +153,25 @@ func (s *Store) saveMessage(ctx context.Context, in Place, m Message, check bool
 // ConfirmPost reads the room's creation time and the author's entry after
 // m was stored in r: if the room was deleted (or deleted and created
 // again) since the caller read it, or the author removed, the message is
-// taken back and ErrNotFound or ErrNotParticipant returned (see
+// taken back and chat.ErrNotFound or chat.ErrNotParticipant returned (see
 // SaveMessage).
-func (s *Store) ConfirmPost(ctx context.Context, r Room, m Message) error {
+func (s *Store) ConfirmPost(ctx context.Context, r chat.Room, m chat.Message) error {
 	created, member, err := s.standing(ctx, r.Name, r.CreatedAt, m.Author.Login)
 	switch {
-	case errors.Is(err, ErrNotFound):
+	case errors.Is(err, chat.ErrNotFound):
 		// Deleted since: taken back below.
 	case err != nil:
 		return err
 	case !created.Equal(r.CreatedAt):
-		err = fmt.Errorf("store: room %q was deleted and created again: %w", r.Name, ErrNotFound)
+		err = fmt.Errorf("store: room %q was deleted and created again: %w", r.Name, chat.ErrNotFound)
 	case !member && !m.System:
 		// Removed (or gone) since the caller's check: the removal's LWT
 		// applied before this read, so the message is taken back.
-		err = fmt.Errorf("store: post in %q by %q: %w", r.Name, m.Author.Login, ErrNotParticipant)
+		err = fmt.Errorf("store: post in %q by %q: %w", r.Name, m.Author.Login, chat.ErrNotParticipant)
 	default:
 		return nil
 	}
-	if derr := s.exec(context.WithoutCancel(ctx), "unpost message in "+m.Room, deleteMessage, m.Room, bucketOf(m.ID), m.ID); derr != nil {
+	if derr := s.exec(context.WithoutCancel(ctx), "unpost message in "+m.Room, deleteMessage, m.Room, chat.BucketOf(m.ID), gocql.UUID(m.ID)); derr != nil {
 		s.log.Warn("store: a message posted in a deleted room is left", "room", m.Room, "id", m.ID, "err", derr)
 	}
 	return fmt.Errorf("store: post in %q: %w", m.Room, err)
@@ -218,7 +181,7 @@ func (s *Store) ConfirmPost(ctx context.Context, r Room, m Message) error {
 // first message of that bucket, so paging can always reach it; the memo
 // only saves repeating the write. Its key has the conversation's start, so
 // a room deleted and created again under the same name records anew.
-func (s *Store) recordBucket(ctx context.Context, conv Conversation, bucket int) error {
+func (s *Store) recordBucket(ctx context.Context, conv chat.Conversation, bucket int) error {
 	key := fmt.Sprintf("%s\x00%d\x00%d", conv.ID, conv.Since.UnixMilli(), bucket)
 	if _, ok := s.knownBuckets.Load(key); ok {
 		return nil
@@ -237,8 +200,8 @@ func (s *Store) recordBucket(ctx context.Context, conv Conversation, bucket int)
 
 // floorOf is an id below every message of conv: messages left behind by
 // an earlier room of the same name are never shown.
-func floorOf(conv Conversation) gocql.UUID {
-	return gocql.MinTimeUUID(conv.Since.Add(-time.Millisecond))
+func floorOf(conv chat.Conversation) chat.ID {
+	return chat.MinIDAt(conv.Since.Add(-time.Millisecond))
 }
 
 // MessagesBefore returns up to n messages of room posted before the
@@ -251,21 +214,21 @@ func floorOf(conv Conversation) gocql.UUID {
 // page therefore reads about the rows it returns, however many messages
 // its day holds: never an IN over days with ORDER BY, which Cassandra
 // answers by reading every row of those days (DESIGN.md rule 14).
-func (s *Store) MessagesBefore(ctx context.Context, in Place, before gocql.UUID, n int) ([]Message, bool, error) {
+func (s *Store) MessagesBefore(ctx context.Context, in chat.Place, before chat.ID, n int) ([]chat.Message, bool, error) {
 	conv := in.Conversation()
 	now := s.Now()
-	if before == (gocql.UUID{}) {
+	if before == (chat.ID{}) {
 		// An hour ahead, for messages of an instance whose clock is ahead.
-		before = gocql.MaxTimeUUID(now.Add(time.Hour))
+		before = chat.MaxIDAt(now.Add(time.Hour))
 	}
 	floor := floorOf(conv)
-	start := timeBucket(conv.Since)
+	start := chat.TimeBucket(conv.Since)
 	to := before.Time()
 	if now.Before(to) {
 		to = now
 	}
 	first := daysDown(before.Time(), to, start)
-	newestFirst := make([]Message, 0, n+1)
+	newestFirst := make([]chat.Message, 0, n+1)
 	var list func() (*gocql.Query, error)
 	if len(first) > 0 && first[len(first)-1] > start {
 		list = func() (*gocql.Query, error) {
@@ -274,14 +237,14 @@ func (s *Store) MessagesBefore(ctx context.Context, in Place, before gocql.UUID,
 	}
 	err := walkBuckets(s, conv.ID, first, list,
 		func() int { return n + 1 - len(newestFirst) },
-		func(bucket, limit int) ([]Message, error) {
-			q, err := s.query(ctx, selectMessagesDown, conv.ID, bucket, before, floor, limit)
+		func(bucket, limit int) ([]chat.Message, error) {
+			q, err := s.query(ctx, selectMessagesDown, conv.ID, bucket, gocql.UUID(before), gocql.UUID(floor), limit)
 			if err != nil {
 				return nil, err
 			}
 			return s.scanMessages(q.PageSize(limit).Iter(), conv.ID, "read messages of ")
 		},
-		func(ms []Message) { newestFirst = append(newestFirst, ms...) })
+		func(ms []chat.Message) { newestFirst = append(newestFirst, ms...) })
 	if err != nil {
 		return nil, false, err
 	}
@@ -378,9 +341,9 @@ func walkBuckets[T any](s *Store, conv string, first []int, list func() (*gocql.
 // none when from is before start.
 func daysDown(from, to time.Time, start int) []int {
 	var out []int
-	last := max(timeBucket(to), start)
-	for day := from.UTC(); timeBucket(day) >= last; day = day.AddDate(0, 0, -1) {
-		out = append(out, timeBucket(day))
+	last := max(chat.TimeBucket(to), start)
+	for day := from.UTC(); chat.TimeBucket(day) >= last; day = day.AddDate(0, 0, -1) {
+		out = append(out, chat.TimeBucket(day))
 	}
 	return out
 }
@@ -391,19 +354,19 @@ func daysDown(from, to time.Time, start int) []int {
 // starts after the last id of this one), so a replay never holds more
 // than a page in memory. It reads the day of after first, and lists the
 // later days only if that one is short (see walkBuckets).
-func (s *Store) MessagesAfter(ctx context.Context, in Place, after gocql.UUID, limit int) ([]Message, bool, error) {
+func (s *Store) MessagesAfter(ctx context.Context, in chat.Place, after chat.ID, limit int) ([]chat.Message, bool, error) {
 	conv := in.Conversation()
 	after = fromStart(conv, after)
-	out := make([]Message, 0, min(limit+1, 1000))
+	out := make([]chat.Message, 0, min(limit+1, 1000))
 	err := walkUp(ctx, s, conv, after, func() int { return limit + 1 - len(out) },
-		func(bucket, want int) ([]Message, error) {
-			q, err := s.query(ctx, selectMessagesUp, conv.ID, bucket, after, want)
+		func(bucket, want int) ([]chat.Message, error) {
+			q, err := s.query(ctx, selectMessagesUp, conv.ID, bucket, gocql.UUID(after), want)
 			if err != nil {
 				return nil, err
 			}
 			return s.scanMessages(q.PageSize(min(want, 1000)).Iter(), conv.ID, "replay messages of ")
 		},
-		func(ms []Message) { out = append(out, ms...) })
+		func(ms []chat.Message) { out = append(out, ms...) })
 	if err != nil {
 		return nil, false, err
 	}
@@ -416,20 +379,20 @@ func (s *Store) MessagesAfter(ctx context.Context, in Place, after gocql.UUID, l
 // CountMessagesAfter counts the messages of room posted after the message
 // id after, stopping at limit: the live stream asks it whether a backlog is
 // small enough to replay before it sends any of it. It reads ids only.
-func (s *Store) CountMessagesAfter(ctx context.Context, in Place, after gocql.UUID, limit int) (int, error) {
+func (s *Store) CountMessagesAfter(ctx context.Context, in chat.Place, after chat.ID, limit int) (int, error) {
 	conv := in.Conversation()
 	after = fromStart(conv, after)
 	n := 0
 	err := walkUp(ctx, s, conv, after, func() int { return limit - n },
 		func(bucket, want int) (int, error) {
-			q, err := s.query(ctx, selectMessageIDsUp, conv.ID, bucket, after, want)
+			q, err := s.query(ctx, selectMessageIDsUp, conv.ID, bucket, gocql.UUID(after), want)
 			if err != nil {
 				return 0, err
 			}
 			iter := q.PageSize(min(want, 1000)).Iter()
 			got := 0
-			var id gocql.UUID
-			for iter.Scan(&id) {
+			var id chat.ID
+			for iter.Scan((*gocql.UUID)(&id)) {
 				got++
 			}
 			if err := iter.Close(); err != nil {
@@ -442,7 +405,7 @@ func (s *Store) CountMessagesAfter(ctx context.Context, in Place, after gocql.UU
 }
 
 // fromStart is after, or the conversation's floor if after is older.
-func fromStart(conv Conversation, after gocql.UUID) gocql.UUID {
+func fromStart(conv chat.Conversation, after chat.ID) chat.ID {
 	if floor := floorOf(conv); after.Time().Before(floor.Time()) {
 		return floor
 	}
@@ -453,19 +416,19 @@ func fromStart(conv Conversation, after gocql.UUID) gocql.UUID {
 // first, and the later listed days only if it is short. No day after the
 // clock's next hour can hold a message, so from that day on nothing is
 // listed.
-func walkUp[T any](ctx context.Context, s *Store, conv Conversation, after gocql.UUID,
+func walkUp[T any](ctx context.Context, s *Store, conv chat.Conversation, after chat.ID,
 	want func() int, read func(bucket, limit int) (T, error), keep func(T)) error {
-	from := bucketOf(after)
+	from := chat.BucketOf(after)
 	var list func() (*gocql.Query, error)
-	if from < timeBucket(s.Now().Add(time.Hour)) {
+	if from < chat.TimeBucket(s.Now().Add(time.Hour)) {
 		list = func() (*gocql.Query, error) { return s.query(ctx, selectBucketsUp, conv.ID, from+1) }
 	}
 	return walkBuckets(s, conv.ID, []int{from}, list, want, read, keep)
 }
 
 // scanMessages reads every message of iter; op names the read in errors.
-func (s *Store) scanMessages(iter *gocql.Iter, conv, op string) ([]Message, error) {
-	var out []Message
+func (s *Store) scanMessages(iter *gocql.Iter, conv, op string) ([]chat.Message, error) {
+	var out []chat.Message
 	for m, ok := scanMessage(iter, conv); ok; m, ok = scanMessage(iter, conv) {
 		out = append(out, m)
 	}
@@ -480,24 +443,26 @@ func (s *Store) scanMessages(iter *gocql.Iter, conv, op string) ([]Message, erro
 // passes over a row with
 // no author: what an edit that raced the message's delete leaves behind
 // (its update wrote the content alone).
-func scanMessage(iter *gocql.Iter, room string) (Message, bool) {
+func scanMessage(iter *gocql.Iter, room string) (chat.Message, bool) {
 	for {
-		m := Message{Room: room}
+		m := chat.Message{Room: room}
 		var edited *gocql.UUID
-		if !iter.Scan(&m.ID, &m.Author, &m.Content, &m.System, &m.Attachment, &edited) {
+		var file *attachmentUDT
+		if !iter.Scan((*gocql.UUID)(&m.ID), &m.Author, &m.Content, &m.System, &file, &edited) {
 			return m, false
 		}
+		m.Attachment = file.ref()
 		if m.Author.Login == "" {
 			continue
 		}
-		m.Edited = deref(edited)
+		m.Edited = chat.ID(deref(edited))
 		return m, true
 	}
 }
 
 // oldestFirst reverses a newest-first slice in place: the one place where
 // messages are put in display order.
-func oldestFirst(ms []Message) []Message {
+func oldestFirst(ms []chat.Message) []chat.Message {
 	for i, j := 0, len(ms)-1; i < j; i, j = i+1, j-1 {
 		ms[i], ms[j] = ms[j], ms[i]
 	}

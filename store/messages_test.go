@@ -12,7 +12,7 @@ import (
 
 	"github.com/gocql/gocql"
 
-	"github.com/killrchat/killrchat/store"
+	"github.com/killrchat/killrchat/chat"
 )
 
 // TestMessagesBeforeWalksBuckets posts 500 messages over 30 days, with
@@ -33,7 +33,7 @@ func TestMessagesBeforeWalksBuckets(t *testing.T) {
 	defer st.Close()
 	st.Now = func() time.Time { return clock }
 
-	room, err := st.CreateRoom(ctx, author.Ref(), store.NewRoom{Name: unique("paging")})
+	room, err := st.CreateRoom(ctx, author.Ref(), chat.NewRoom{Name: unique("paging")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +43,7 @@ func TestMessagesBeforeWalksBuckets(t *testing.T) {
 			days = append(days, d)
 		}
 	}
-	var posted []gocql.UUID
+	var posted []chat.ID
 	for i := 0; i < 500; i++ {
 		day := days[i*len(days)/500]
 		clock = start.AddDate(0, 0, day).Add(time.Duration(i) * time.Minute)
@@ -55,8 +55,8 @@ func TestMessagesBeforeWalksBuckets(t *testing.T) {
 	}
 	clock = start.AddDate(0, 0, 31)
 
-	var walked []gocql.UUID
-	before := gocql.UUID{}
+	var walked []chat.ID
+	before := chat.ID{}
 	for page := 0; ; page++ {
 		db.Recorder.Start()
 		msgs, more, err := st.MessagesBefore(ctx, room, before, 50)
@@ -82,7 +82,7 @@ func TestMessagesBeforeWalksBuckets(t *testing.T) {
 			}
 		}
 		// Prepend: pages come newest first.
-		ids := make([]gocql.UUID, 0, len(msgs)+len(walked))
+		ids := make([]chat.ID, 0, len(msgs)+len(walked))
 		for _, m := range msgs {
 			ids = append(ids, m.ID)
 		}
@@ -118,7 +118,7 @@ func TestMessagesBeforeWalksBuckets(t *testing.T) {
 	// page one query per bucket it reads and none asking for more than a
 	// page (plus one to know whether more follow).
 	t.Run("MessagesAfterPages", func(t *testing.T) {
-		var got []gocql.UUID
+		var got []chat.ID
 		after := posted[9]
 		for page := 0; ; page++ {
 			db.Recorder.Start()
@@ -161,14 +161,14 @@ func TestMessagesBeforeWalksBuckets(t *testing.T) {
 
 	t.Run("CountMessagesAfter", func(t *testing.T) {
 		for _, tc := range []struct {
-			after       gocql.UUID
+			after       chat.ID
 			limit, want int
 		}{
 			{posted[99], 1000, 400},
 			{posted[99], 400, 400},
 			{posted[99], 123, 123},
 			{posted[499], 10, 0},
-			{gocql.UUID{}, 5000, 500},
+			{chat.ID{}, 5000, 500},
 		} {
 			if n, err := db.CountMessagesAfter(ctx, room, tc.after, tc.limit); err != nil || n != tc.want {
 				t.Errorf("count after %v up to %d = %d %v, want %d", tc.after, tc.limit, n, err, tc.want)
@@ -180,7 +180,7 @@ func TestMessagesBeforeWalksBuckets(t *testing.T) {
 func TestMessageIDsAreUniqueAndOrdered(t *testing.T) {
 	ctx := context.Background()
 	author := newUser(t, unique("ids"))
-	room, err := db.CreateRoom(ctx, author.Ref(), store.NewRoom{Name: unique("ids")})
+	room, err := db.CreateRoom(ctx, author.Ref(), chat.NewRoom{Name: unique("ids")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +190,7 @@ func TestMessageIDsAreUniqueAndOrdered(t *testing.T) {
 	defer func() { db.Now = time.Now }()
 	var (
 		mu  sync.Mutex
-		ids = map[gocql.UUID]bool{}
+		ids = map[chat.ID]bool{}
 		wg  sync.WaitGroup
 	)
 	for i := 0; i < 200; i++ {
@@ -221,21 +221,21 @@ func TestMessageIDsAreUniqueAndOrdered(t *testing.T) {
 func TestPostMessage(t *testing.T) {
 	ctx := context.Background()
 	author, stranger := newUser(t, unique("poster")), newUser(t, unique("stranger"))
-	room, err := db.CreateRoom(ctx, author.Ref(), store.NewRoom{Name: unique("post")})
+	room, err := db.CreateRoom(ctx, author.Ref(), chat.NewRoom{Name: unique("post")})
 	if err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {
 		name    string
-		who     store.User
+		who     chat.User
 		content string
 		want    error
 	}{
 		{"OK", author, "  hello\nworld  ", nil},
-		{"ErrNotParticipant", stranger, "hi", store.ErrNotParticipant},
-		{"Empty", author, "   \n ", store.ErrInvalid},
-		{"TooLong", author, strings.Repeat("é", store.MaxContent+1), store.ErrInvalid},
-		{"Longest", author, strings.Repeat("é", store.MaxContent), nil},
+		{"ErrNotParticipant", stranger, "hi", chat.ErrNotParticipant},
+		{"Empty", author, "   \n ", chat.ErrInvalid},
+		{"TooLong", author, strings.Repeat("é", chat.MaxContent+1), chat.ErrInvalid},
+		{"Longest", author, strings.Repeat("é", chat.MaxContent), nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -248,7 +248,7 @@ func TestPostMessage(t *testing.T) {
 			}
 		})
 	}
-	msgs, _, err := db.MessagesBefore(ctx, room, gocql.UUID{}, 10)
+	msgs, _, err := db.MessagesBefore(ctx, room, chat.ID{}, 10)
 	if err != nil || len(msgs) != 2 || msgs[0].Content != "hello\nworld" || msgs[0].Author != author.Ref() {
 		t.Fatalf("stored: %+v %v", msgs, err)
 	}
@@ -259,13 +259,13 @@ func TestParseMessageID(t *testing.T) {
 		in string
 		ok bool
 	}{
-		{gocql.TimeUUID().String(), true},
+		{chat.ID(gocql.TimeUUID()).String(), true},
 		{"not-a-uuid", false},
 		{"", false},
 		{"00000000-0000-4000-8000-000000000000", false}, // version 4
 	} {
 		t.Run(tt.in, func(t *testing.T) {
-			_, err := store.ParseMessageID(tt.in)
+			_, err := chat.ParseMessageID(tt.in)
 			if (err == nil) != tt.ok {
 				t.Errorf("ParseMessageID(%q): %v", tt.in, err)
 			}
@@ -295,7 +295,7 @@ func TestPostInDeletedRoom(t *testing.T) {
 	}
 	for _, recreate := range []bool{false, true} {
 		t.Run(fmt.Sprintf("recreated=%v", recreate), func(t *testing.T) {
-			stale, err := db.CreateRoom(ctx, author.Ref(), store.NewRoom{Name: unique("gone")})
+			stale, err := db.CreateRoom(ctx, author.Ref(), chat.NewRoom{Name: unique("gone")})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -303,11 +303,11 @@ func TestPostInDeletedRoom(t *testing.T) {
 				t.Fatal(err)
 			}
 			if recreate {
-				if _, err := db.CreateRoom(ctx, author.Ref(), store.NewRoom{Name: stale.Name}); err != nil {
+				if _, err := db.CreateRoom(ctx, author.Ref(), chat.NewRoom{Name: stale.Name}); err != nil {
 					t.Fatal(err)
 				}
 			}
-			if _, err := db.PostMessage(ctx, stale, author.Ref(), "into the void"); !errors.Is(err, store.ErrNotFound) {
+			if _, err := db.PostMessage(ctx, stale, author.Ref(), "into the void"); !errors.Is(err, chat.ErrNotFound) {
 				t.Errorf("post in a deleted room: %v, want ErrNotFound", err)
 			}
 			if n := stored(t, stale.Name); n != 0 {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/gocql/gocql"
+	"github.com/killrchat/killrchat/chat"
 )
 
 const (
@@ -44,11 +45,11 @@ func (s *Store) moveRooms(ctx context.Context, sess *gocql.Session) error {
 	start, moved := time.Now(), 0
 	iter := sess.Query(selectOldRooms).WithContext(ctx).PageSize(100).Iter()
 	var (
-		r            Room
-		participants map[string]UserRef
+		r            chat.Room
+		participants map[string]chat.UserRef
 	)
 	for iter.Scan(&r.Name, &r.DisplayName, &r.CreatedAt, &r.Banner, &r.Creator, &r.CreatorLogin, &participants,
-		&r.Kind, &r.Admins, &r.InviteUses, &r.Guard) {
+		&r.Kind, &r.Admins, &r.InviteUses, (*gocql.UUID)(&r.Guard)) {
 		if r.CreatorLogin != "" {
 			ok, err := s.moveRoom(ctx, sess, r, participants)
 			if err != nil {
@@ -59,7 +60,7 @@ func (s *Store) moveRooms(ctx context.Context, sess *gocql.Session) error {
 				moved++
 			}
 		}
-		r, participants = Room{}, nil
+		r, participants = chat.Room{}, nil
 	}
 	if err := iter.Close(); err != nil {
 		return fmt.Errorf("store: move rooms: %w", err)
@@ -73,7 +74,7 @@ func (s *Store) moveRooms(ctx context.Context, sess *gocql.Session) error {
 
 // moveRoom moves one room, unless rooms has one of its name; it tells
 // whether it did.
-func (s *Store) moveRoom(ctx context.Context, sess *gocql.Session, r Room, participants map[string]UserRef) (bool, error) {
+func (s *Store) moveRoom(ctx context.Context, sess *gocql.Session, r chat.Room, participants map[string]chat.UserRef) (bool, error) {
 	var there string
 	err := sess.Query(selectMoved, r.Name).WithContext(ctx).Scan(&there)
 	if err == nil && there != "" {

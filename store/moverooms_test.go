@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/store"
 )
 
@@ -26,14 +27,14 @@ func TestMoveRooms(t *testing.T) {
 	created := time.Now().Add(-time.Hour).UTC().Truncate(time.Millisecond)
 	insert := `INSERT INTO chat_rooms (room_name, display_name, creation_date, banner, creator, creator_login, participants, kind, admins)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS`
-	people := map[string]store.UserRef{a.Login: a.Ref(), b.Login: b.Ref(), c.Login: c.Ref()}
-	if err := sess.Query(insert, old, "Old-"+old, created, "a banner", a.Ref(), a.Login, people, store.KindClosed, []string{b.Login}).Exec(); err != nil {
+	people := map[string]chat.UserRef{a.Login: a.Ref(), b.Login: b.Ref(), c.Login: c.Ref()}
+	if err := sess.Query(insert, old, "Old-"+old, created, "a banner", a.Ref(), a.Login, people, chat.KindClosed, []string{b.Login}).Exec(); err != nil {
 		t.Fatal(err)
 	}
 	if err := sess.Query(insert, taken, taken, created, "", c.Ref(), c.Login, people, nil, nil).Exec(); err != nil {
 		t.Fatal(err)
 	}
-	mine, err := db.CreateRoom(ctx, a.Ref(), store.NewRoom{Name: taken})
+	mine, err := db.CreateRoom(ctx, a.Ref(), chat.NewRoom{Name: taken})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +49,7 @@ func TestMoveRooms(t *testing.T) {
 		t.Fatal(err)
 	}
 	if r.DisplayName != "Old-"+old || !r.CreatedAt.Equal(created) || r.Banner != "a banner" || r.CreatorLogin != a.Login ||
-		r.Kind != store.KindClosed || len(r.Admins) != 1 || r.Admins[0] != b.Login || len(r.Participants) != 3 || r.Participants[c.Login] != c.Ref() {
+		r.Kind != chat.KindClosed || len(r.Admins) != 1 || r.Admins[0] != b.Login || len(r.Participants) != 3 || r.Participants[c.Login] != c.Ref() {
 		t.Fatalf("moved room: %+v", r)
 	}
 	if got, err := db.RoomWithAll(ctx, taken); err != nil || got.CreatorLogin != a.Login || len(got.Participants) != 1 || !got.CreatedAt.Equal(mine.CreatedAt) {
@@ -62,7 +63,7 @@ func TestMoveRooms(t *testing.T) {
 	if err := db.MoveRooms(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.RoomWithAll(ctx, late); !errors.Is(err, store.ErrNotFound) {
+	if _, err := db.RoomWithAll(ctx, late); !errors.Is(err, chat.ErrNotFound) {
 		t.Fatalf("the move ran twice: %v", err)
 	}
 	// The moved room works: a member leaves, the creator deletes it.
@@ -75,7 +76,7 @@ func TestMoveRooms(t *testing.T) {
 	if _, err := db.DeleteRoom(ctx, a.Login, old); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.RoomWithAll(ctx, old); !errors.Is(err, store.ErrNotFound) {
+	if _, err := db.RoomWithAll(ctx, old); !errors.Is(err, chat.ErrNotFound) {
 		t.Fatalf("after the delete: %v", err)
 	}
 }

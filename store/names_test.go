@@ -7,13 +7,11 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/gocql/gocql"
-
-	"github.com/killrchat/killrchat/store"
+	"github.com/killrchat/killrchat/chat"
 )
 
-func signUp(login string) store.SignUp {
-	return store.SignUp{Login: login, Password: "password1", PasswordConfirm: "password1", Firstname: "Ada", Lastname: "Lovelace"}
+func signUp(login string) chat.SignUp {
+	return chat.SignUp{Login: login, Password: "password1", PasswordConfirm: "password1", Firstname: "Ada", Lastname: "Lovelace"}
 }
 
 // TestLoginCaseInsensitive: logins are keyed by their lower-case form and
@@ -31,7 +29,7 @@ func TestLoginCaseInsensitive(t *testing.T) {
 	}
 	t.Run("ErrUserExists", func(t *testing.T) {
 		for _, other := range []string{key, strings.ToUpper(typed), typed} {
-			if _, err := db.CreateUser(ctx, signUp(other)); !errors.Is(err, store.ErrUserExists) {
+			if _, err := db.CreateUser(ctx, signUp(other)); !errors.Is(err, chat.ErrUserExists) {
 				t.Errorf("sign up %q after %q: %v, want ErrUserExists", other, typed, err)
 			}
 		}
@@ -49,7 +47,7 @@ func TestLoginCaseInsensitive(t *testing.T) {
 		if err != nil || got.Login != key {
 			t.Fatalf("Authenticate(upper) = %q, %v; want %q", got.Login, err, key)
 		}
-		if _, err := db.Authenticate(ctx, strings.ToUpper(typed), "wrong-password"); !errors.Is(err, store.ErrBadCredentials) {
+		if _, err := db.Authenticate(ctx, strings.ToUpper(typed), "wrong-password"); !errors.Is(err, chat.ErrBadCredentials) {
 			t.Errorf("wrong password: %v", err)
 		}
 	})
@@ -57,7 +55,7 @@ func TestLoginCaseInsensitive(t *testing.T) {
 		// "\u212A" lower-cases to "k" in Unicode; it must not reach "kiwi…".
 		k := unique("kiwi")
 		newUser(t, k)
-		if _, err := db.User(ctx, "\u212A"+k[1:]); !errors.Is(err, store.ErrNotFound) {
+		if _, err := db.User(ctx, "\u212A"+k[1:]); !errors.Is(err, chat.ErrNotFound) {
 			t.Errorf("Kelvin-sign login found %q: %v", k, err)
 		}
 	})
@@ -87,7 +85,7 @@ func TestCreateUserCaseRace(t *testing.T) {
 					mu.Lock()
 					winners = append(winners, v)
 					mu.Unlock()
-				case !errors.Is(err, store.ErrUserExists):
+				case !errors.Is(err, chat.ErrUserExists):
 					t.Errorf("sign up %q: %v", v, err)
 				}
 			}()
@@ -110,7 +108,7 @@ func TestRoomNameCaseInsensitive(t *testing.T) {
 	creator, guest := newUser(t, unique("owner")), newUser(t, unique("guest"))
 	typed := unique("Lobby")
 	key := strings.ToLower(typed)
-	r, err := db.CreateRoom(ctx, creator.Ref(), store.NewRoom{Name: typed})
+	r, err := db.CreateRoom(ctx, creator.Ref(), chat.NewRoom{Name: typed})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +117,7 @@ func TestRoomNameCaseInsensitive(t *testing.T) {
 	}
 	t.Run("ErrRoomExists", func(t *testing.T) {
 		for _, other := range []string{strings.ToUpper(typed), key, typed} {
-			if _, err := db.CreateRoom(ctx, guest.Ref(), store.NewRoom{Name: other}); !errors.Is(err, store.ErrRoomExists) {
+			if _, err := db.CreateRoom(ctx, guest.Ref(), chat.NewRoom{Name: other}); !errors.Is(err, chat.ErrRoomExists) {
 				t.Errorf("create %q after %q: %v, want ErrRoomExists", other, typed, err)
 			}
 		}
@@ -142,7 +140,7 @@ func TestRoomNameCaseInsensitive(t *testing.T) {
 		if _, err := db.PostMessage(ctx, r, guest.Ref(), "hello"); err != nil {
 			t.Fatal(err)
 		}
-		msgs, _, err := db.MessagesBefore(ctx, r, gocql.UUID{}, 10)
+		msgs, _, err := db.MessagesBefore(ctx, r, chat.ID{}, 10)
 		if err != nil || len(msgs) != 1 || msgs[0].Room != key {
 			t.Fatalf("messages under the key: %v, %v", msgs, err)
 		}
@@ -158,7 +156,7 @@ func TestRoomNameCaseInsensitive(t *testing.T) {
 		if _, err := db.DeleteRoom(ctx, creator.Login, strings.ToUpper(typed)); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := db.RoomWithAll(ctx, key); !errors.Is(err, store.ErrNotFound) {
+		if _, err := db.RoomWithAll(ctx, key); !errors.Is(err, chat.ErrNotFound) {
 			t.Errorf("after delete: %v", err)
 		}
 		u, _ := db.User(ctx, creator.Login)
@@ -174,7 +172,7 @@ func TestCreateRoomCaseRace(t *testing.T) {
 	ctx := context.Background()
 	base := unique("Stage")
 	variants := []string{base, strings.ToLower(base), strings.ToUpper(base)}
-	users := make([]store.User, len(variants))
+	users := make([]chat.User, len(variants))
 	for i := range users {
 		users[i] = newUser(t, unique("maker"))
 	}
@@ -187,13 +185,13 @@ func TestCreateRoomCaseRace(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, err := db.CreateRoom(ctx, users[i].Ref(), store.NewRoom{Name: v, Banner: v})
+			_, err := db.CreateRoom(ctx, users[i].Ref(), chat.NewRoom{Name: v, Banner: v})
 			switch {
 			case err == nil:
 				mu.Lock()
 				winners = append(winners, i)
 				mu.Unlock()
-			case !errors.Is(err, store.ErrRoomExists):
+			case !errors.Is(err, chat.ErrRoomExists):
 				t.Errorf("create %q: %v", v, err)
 			}
 		}()
@@ -217,7 +215,7 @@ func TestStoredTextIsNormalised(t *testing.T) {
 	const payload = "hi\r\revent: room-deleted\rdata: x\r\rtail"
 	t.Run("MessageContent", func(t *testing.T) {
 		u := newUser(t, unique("poster"))
-		r, err := db.CreateRoom(ctx, u.Ref(), store.NewRoom{Name: unique("crlf")})
+		r, err := db.CreateRoom(ctx, u.Ref(), chat.NewRoom{Name: unique("crlf")})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -225,11 +223,11 @@ func TestStoredTextIsNormalised(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, bad := range []string{"\u200B\u200D\uFEFF", " \u2060 ", "ring\x07bell", "esc\x1b[2J", "n\u0085el"} {
-			if _, err := db.PostMessage(ctx, r, u.Ref(), bad); !errors.Is(err, store.ErrInvalid) {
+			if _, err := db.PostMessage(ctx, r, u.Ref(), bad); !errors.Is(err, chat.ErrInvalid) {
 				t.Errorf("post %q: %v, want a ValidationError", bad, err)
 			}
 		}
-		msgs, _, err := db.MessagesBefore(ctx, r, gocql.UUID{}, 10)
+		msgs, _, err := db.MessagesBefore(ctx, r, chat.ID{}, 10)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -238,20 +236,20 @@ func TestStoredTextIsNormalised(t *testing.T) {
 		}
 	})
 	t.Run("Names", func(t *testing.T) {
-		for _, f := range []func(*store.SignUp){
-			func(f *store.SignUp) { f.Firstname = "Ada\r\revent: room-deleted" },
-			func(f *store.SignUp) { f.Lastname = "x\ny" },
-			func(f *store.SignUp) { f.Lastname = "\u200B\u200C" },
-			func(f *store.SignUp) { f.Firstname = "\u202Eecila" },
+		for _, f := range []func(*chat.SignUp){
+			func(f *chat.SignUp) { f.Firstname = "Ada\r\revent: room-deleted" },
+			func(f *chat.SignUp) { f.Lastname = "x\ny" },
+			func(f *chat.SignUp) { f.Lastname = "\u200B\u200C" },
+			func(f *chat.SignUp) { f.Firstname = "\u202Eecila" },
 		} {
 			login := unique("named")
 			form := signUp(login)
 			f(&form)
-			var v store.ValidationError
+			var v chat.ValidationError
 			if _, err := db.CreateUser(ctx, form); !errors.As(err, &v) {
 				t.Errorf("sign up with %q %q: %v, want a ValidationError", form.Firstname, form.Lastname, err)
 			}
-			if _, err := db.User(ctx, login); !errors.Is(err, store.ErrNotFound) {
+			if _, err := db.User(ctx, login); !errors.Is(err, chat.ErrNotFound) {
 				t.Errorf("refused sign-up %s left a row: %v", login, err)
 			}
 		}
@@ -284,10 +282,10 @@ func TestStoredTextIsNormalised(t *testing.T) {
 		u := newUser(t, unique("banner"))
 		for _, banner := range []string{"a\rb", "a\r\nb", "\u200B", "x\u202Ey"} {
 			name := unique("banner")
-			if _, err := db.CreateRoom(ctx, u.Ref(), store.NewRoom{Name: name, Banner: banner}); !errors.Is(err, store.ErrInvalid) {
+			if _, err := db.CreateRoom(ctx, u.Ref(), chat.NewRoom{Name: name, Banner: banner}); !errors.Is(err, chat.ErrInvalid) {
 				t.Errorf("banner %q: %v, want a ValidationError", banner, err)
 			}
-			if _, err := db.RoomWithAll(ctx, name); !errors.Is(err, store.ErrNotFound) {
+			if _, err := db.RoomWithAll(ctx, name); !errors.Is(err, chat.ErrNotFound) {
 				t.Errorf("refused room %s exists: %v", name, err)
 			}
 		}
@@ -306,7 +304,7 @@ func TestUpdateProfileEmail(t *testing.T) {
 		"alice?cc=mallory@evil.example", "alice&cc=mallory@evil.example",
 		`"a b"@example.com`, "a@example.com?subject=x", "Ada <ada@example.com>",
 	} {
-		var v store.ValidationError
+		var v chat.ValidationError
 		if err := db.UpdateProfile(ctx, u.Login, email, "changed"); !errors.As(err, &v) || v["email"] == "" {
 			t.Errorf("email %q: %v, want an email field error", email, err)
 		}
@@ -317,7 +315,7 @@ func TestUpdateProfileEmail(t *testing.T) {
 	}
 	form := signUp(unique("mailer"))
 	form.Email = "alice?cc=mallory@evil.example"
-	if _, err := db.CreateUser(ctx, form); !errors.Is(err, store.ErrInvalid) {
+	if _, err := db.CreateUser(ctx, form); !errors.Is(err, chat.ErrInvalid) {
 		t.Errorf("sign up with that email: %v", err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"runtime"
 
+	"github.com/killrchat/killrchat/chat"
 	"golang.org/x/crypto/bcrypt"
 )
 
@@ -15,12 +16,12 @@ import (
 var bcryptSlots = make(chan struct{}, runtime.GOMAXPROCS(0))
 
 // withBcryptSlot runs fn once a slot is free, or returns ctx's error
-// (wrapped as ErrUnavailable) if the request ends first.
+// (wrapped as chat.ErrUnavailable) if the request ends first.
 func withBcryptSlot(ctx context.Context, fn func()) error {
 	select {
 	case bcryptSlots <- struct{}{}:
 	case <-ctx.Done():
-		return fmt.Errorf("store: waiting to check a password: %w (%w)", ErrUnavailable, ctx.Err())
+		return fmt.Errorf("store: waiting to check a password: %w (%w)", chat.ErrUnavailable, ctx.Err())
 	}
 	defer func() { <-bcryptSlots }()
 	fn()

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"github.com/killrchat/killrchat/chat"
 	"testing"
 	"time"
 )
@@ -26,8 +27,8 @@ func TestBcryptQueues(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
-	if _, err := hashPassword(ctx, "password1"); !errors.Is(err, ErrUnavailable) {
-		t.Fatalf("hash with no free slot: %v, want ErrUnavailable after the deadline", err)
+	if _, err := hashPassword(ctx, "password1"); !errors.Is(err, chat.ErrUnavailable) {
+		t.Fatalf("hash with no free slot: %v, want chat.ErrUnavailable after the deadline", err)
 	}
 
 	done := make(chan error, 1)

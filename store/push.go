@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/gocql/gocql"
+	"github.com/killrchat/killrchat/chat"
 )
 
 const (
@@ -22,14 +23,8 @@ const (
 	selectConvLvls = `SELECT login, level FROM conversation_levels WHERE conversation = ?`
 )
 
-// PushSubscription is a browser's push subscription (the Push API's
-// endpoint and keys, base64url).
-type PushSubscription struct {
-	Endpoint, P256dh, Auth string
-}
-
 // SavePushSubscription stores sub for login (again: the same row).
-func (s *Store) SavePushSubscription(ctx context.Context, login string, sub PushSubscription) error {
+func (s *Store) SavePushSubscription(ctx context.Context, login string, sub chat.PushSubscription) error {
 	return s.exec(ctx, "save a push subscription", insertPushSub, login, sub.Endpoint, sub.P256dh, sub.Auth, s.Now())
 }
 
@@ -39,14 +34,14 @@ func (s *Store) DeletePushSubscription(ctx context.Context, login, endpoint stri
 }
 
 // PushSubscriptions are login's subscriptions (at most 20 browsers).
-func (s *Store) PushSubscriptions(ctx context.Context, login string) ([]PushSubscription, error) {
+func (s *Store) PushSubscriptions(ctx context.Context, login string) ([]chat.PushSubscription, error) {
 	q, err := s.query(ctx, selectPushSubs, login)
 	if err != nil {
 		return nil, err
 	}
 	iter := q.Iter()
-	var out []PushSubscription
-	var sub PushSubscription
+	var out []chat.PushSubscription
+	var sub chat.PushSubscription
 	for iter.Scan(&sub.Endpoint, &sub.P256dh, &sub.Auth) {
 		out = append(out, sub)
 	}
@@ -59,8 +54,8 @@ func (s *Store) PushSubscriptions(ctx context.Context, login string) ([]PushSubs
 // PushSubscriptionsOf are the subscriptions of logins, by login: one
 // read per pushSubsBatch people (a key lookup each), so a message for a
 // thousand people away costs ten statements, not a thousand.
-func (s *Store) PushSubscriptionsOf(ctx context.Context, logins []string) (map[string][]PushSubscription, error) {
-	out := map[string][]PushSubscription{}
+func (s *Store) PushSubscriptionsOf(ctx context.Context, logins []string) (map[string][]chat.PushSubscription, error) {
+	out := map[string][]chat.PushSubscription{}
 	for i := 0; i < len(logins); i += pushSubsBatch {
 		q, err := s.query(ctx, selectPushSubsOf, logins[i:min(i+pushSubsBatch, len(logins))])
 		if err != nil {
@@ -68,7 +63,7 @@ func (s *Store) PushSubscriptionsOf(ctx context.Context, logins []string) (map[s
 		}
 		iter := q.PageSize(1000).Iter()
 		var login string
-		var sub PushSubscription
+		var sub chat.PushSubscription
 		for iter.Scan(&login, &sub.Endpoint, &sub.P256dh, &sub.Auth) {
 			out[login] = append(out[login], sub)
 		}
@@ -131,16 +126,16 @@ func (s *Store) VAPIDKeys(ctx context.Context, generate func() (public, private 
 
 // ConversationLevels are the levels people set in conversation, by login
 // (the others have DefaultLevel).
-func (s *Store) ConversationLevels(ctx context.Context, conversation string) (map[string]Level, error) {
+func (s *Store) ConversationLevels(ctx context.Context, conversation string) (map[string]chat.Level, error) {
 	q, err := s.query(ctx, selectConvLvls, conversation)
 	if err != nil {
 		return nil, err
 	}
 	iter := q.PageSize(5000).Iter()
-	out := map[string]Level{}
+	out := map[string]chat.Level{}
 	var login, level string
 	for iter.Scan(&login, &level) {
-		out[login] = Level(level)
+		out[login] = chat.Level(level)
 	}
 	if err := iter.Close(); err != nil {
 		return nil, s.fail("read the levels of "+conversation, err)

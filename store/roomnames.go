@@ -5,6 +5,7 @@ package store
 
 import (
 	"context"
+	"github.com/killrchat/killrchat/chat"
 	"strings"
 	"unicode/utf8"
 )
@@ -26,13 +27,15 @@ func initialOf(key string) string {
 }
 
 // recordRoomName lists r under its initial.
-func (s *Store) recordRoomName(ctx context.Context, r Room) error {
+func (s *Store) recordRoomName(ctx context.Context, r chat.Room) error {
 	return s.exec(ctx, "list room name "+r.Name, insertRoomName, initialOf(r.Name), r.Name, r.DisplayName, r.CreatedAt.UnixMicro())
 }
 
 // RecordRoomName lists an existing room by name (the backfill calls it
 // for rooms created before room_names existed). It is idempotent.
-func (s *Store) RecordRoomName(ctx context.Context, r Room) error { return s.recordRoomName(ctx, r) }
+func (s *Store) RecordRoomName(ctx context.Context, r chat.Room) error {
+	return s.recordRoomName(ctx, r)
+}
 
 // RoomNamesWithPrefix returns up to n room keys that start with prefix
 // (in any case), in order, after the key after ("" for the first page),
@@ -68,5 +71,5 @@ func (s *Store) RoomNamesWithPrefix(ctx context.Context, prefix, after string, n
 
 // validNamePrefix reports whether some valid room name starts with p.
 func validNamePrefix(p string) bool {
-	return ValidName(p + strings.Repeat("x", max(0, 3-len(p))))
+	return chat.ValidName(p + strings.Repeat("x", max(0, 3-len(p))))
 }

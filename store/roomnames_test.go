@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/killrchat/killrchat/store"
+	"github.com/killrchat/killrchat/chat"
 )
 
 func TestRoomNamesWithPrefix(t *testing.T) {
@@ -14,7 +14,7 @@ func TestRoomNamesWithPrefix(t *testing.T) {
 	stem := unique("Qz")
 	var made []string
 	for _, name := range []string{stem + "Alpha", stem + "alpine", stem + "Beta"} {
-		r, err := db.CreateRoom(ctx, ada.Ref(), store.NewRoom{Name: name})
+		r, err := db.CreateRoom(ctx, ada.Ref(), chat.NewRoom{Name: name})
 		if err != nil {
 			t.Fatal(err)
 		}

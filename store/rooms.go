@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/gocql/gocql"
+	"github.com/killrchat/killrchat/chat"
 	"golang.org/x/sync/errgroup"
 )
 
@@ -96,141 +97,17 @@ const (
 	deleteAttempts = 20
 )
 
-// Room is a chat room with its creator and participants, read in one query.
-type Room struct {
-	// Name is the key: lower-case, in URLs, hub events, message
-	// partitions and the users' lists of rooms.
-	Name string
-	// DisplayName is the name as its creator typed it ("Lobby" for "lobby").
-	DisplayName  string
-	Banner       string
-	Creator      UserRef
-	CreatorLogin string
-	CreatedAt    time.Time
-	// Participants are the participants read with the room, by login:
-	// all of them (a read for a delete), or those whose standing was
-	// asked for (RoomFor, WithStanding). A room of 10,000 members is not
-	// read whole for one person's request.
-	Participants map[string]UserRef
-	// asked are the logins whose standing was read, unless all were.
-	asked map[string]bool
-	all   bool
-	// Kind is KindOpen or KindClosed.
-	Kind string
-	// Admins are the logins of the admins other than the creator.
-	Admins []string
-	// InviteUses counts the uses taken of each invitation link, by its id.
-	InviteUses map[string]int
-	// Guard is the fence of statements of unknown outcome (see
-	// fenceRoom); zero for null.
-	Guard gocql.UUID
-	// Version changes with every change of the participants.
-	Version gocql.UUID
-	// Members is how many participants the room has.
-	Members int
-}
-
-// Room kinds: an open room is listed to everyone and anyone joins it; a
-// closed room is seen by its members only, who join by being added or by
-// an invitation link.
-const (
-	KindOpen   = "open"
-	KindClosed = "closed"
-)
-
-// Closed reports whether the room is closed.
-func (r Room) Closed() bool { return r.Kind == KindClosed }
-
-// VisibleTo reports whether login may see the room at all: an open room
-// is everyone's to see, a closed one its participants'.
-func (r Room) VisibleTo(login string) bool { return !r.Closed() || r.HasParticipant(login) }
-
-// IsAdmin reports whether login is a participant and an admin: the
-// creator or a promoted member.
-func (r Room) IsAdmin(login string) bool {
-	return r.HasParticipant(login) && r.HoldsAdmin(login)
-}
-
-// HasParticipant reports whether login takes part in the room. The room
-// must have been read with login's standing (or all participants): asking
-// about anyone else is a programming error, and panics rather than answer
-// "no" to a member.
-func (r Room) HasParticipant(login string) bool {
-	if !r.Knows(login) {
-		panic(fmt.Sprintf("store: room %q was read without the standing of %q", r.Name, login))
-	}
-	_, ok := r.Participants[login]
-	return ok
-}
-
-// Knows reports whether the room was read with login's standing.
-func (r Room) Knows(login string) bool { return r.all || r.asked[login] }
-
-// HoldsAdmin reports whether login is the creator or a promoted admin,
-// whether or not still a participant (see IsAdmin).
-func (r Room) HoldsAdmin(login string) bool {
-	return r.CreatorLogin == login || slices.Contains(r.Admins, login)
-}
-
-// WithStanding is r with login's standing as given (nil: not a
-// participant), read apart from the room (a cache holds them apart).
-func (r Room) WithStanding(login string, entry *UserRef) Room {
-	asked := make(map[string]bool, len(r.asked)+1)
-	for l := range r.asked {
-		asked[l] = true
-	}
-	asked[login] = true
-	participants := make(map[string]UserRef, len(r.Participants)+1)
-	for l, p := range r.Participants {
-		participants[l] = p
-	}
-	delete(participants, login)
-	if entry != nil {
-		participants[login] = *entry
-	}
-	r.asked, r.Participants = asked, participants
-	return r
-}
-
-// NewRoom is the room creation form.
-type NewRoom struct {
-	Name   string
-	Banner string
-	// Kind is KindOpen (also for "") or KindClosed.
-	Kind string
-}
-
-// Validate returns a ValidationError naming each bad field, or nil. It
-// cleans the fields in place (see cleanText); the name keeps the case it
-// was typed in, and is stored under NameKey(Name).
-func (f *NewRoom) Validate() error {
-	f.Name = strings.TrimSpace(f.Name)
-	v := ValidationError{}
-	if !ValidName(f.Name) {
-		v["room_name"] = nameProblem
-	}
-	checkField(v, "banner", &f.Banner, bannerRule)
-	switch f.Kind {
-	case "":
-		f.Kind = KindOpen
-	case KindOpen, KindClosed:
-	default:
-		v["kind"] = kindProblem
-	}
-	return v.orNil()
-}
-
 // readRooms reads the rows of selectRoom: the room's header once, and as
 // its participants every member of its incarnation. A partition without
 // a header (a deleted room whose rows are not yet cleaned up) is no room.
-func (s *Store) readRooms(q *gocql.Query) (map[string]Room, error) {
-	found := map[string]Room{}
+func (s *Store) readRooms(q *gocql.Query) (map[string]chat.Room, error) {
+	found := map[string]chat.Room{}
 	iter := q.Iter()
 	var (
-		r      Room
+		r      chat.Room
 		since  time.Time
 		login  string
-		member *UserRef
+		member *chat.UserRef
 	)
 	for iter.Scan(append(headerOf(&r), &since, &login, &member)...) {
 		if r.CreatorLogin == "" {
@@ -239,13 +116,13 @@ func (s *Store) readRooms(q *gocql.Query) (map[string]Room, error) {
 		got, ok := found[r.Name]
 		if !ok {
 			got = fixHeader(r)
-			got.Participants, got.all = map[string]UserRef{}, true
+			got = got.WithAllParticipants(map[string]chat.UserRef{})
 			found[r.Name] = got
 		}
 		if login != "" && member != nil && since.Equal(got.CreatedAt) {
 			got.Participants[login] = *member
 		}
-		r, member = Room{}, nil
+		r, member = chat.Room{}, nil
 	}
 	if err := iter.Close(); err != nil {
 		return nil, err
@@ -254,60 +131,60 @@ func (s *Store) readRooms(q *gocql.Query) (map[string]Room, error) {
 }
 
 // headerOf is where a row of roomHeader scans into.
-func headerOf(r *Room) []any {
+func headerOf(r *chat.Room) []any {
 	return []any{&r.Name, &r.DisplayName, &r.CreatedAt, &r.Banner, &r.Creator, &r.CreatorLogin,
-		&r.Kind, &r.Admins, &r.InviteUses, &r.Guard, &r.Version, &r.Members}
+		&r.Kind, &r.Admins, &r.InviteUses, (*gocql.UUID)(&r.Guard), (*gocql.UUID)(&r.Version), &r.Members}
 }
 
 // fixHeader fills what rooms from before a column existed lack, and gives
 // the room its maps (no standing read yet).
-func fixHeader(r Room) Room {
+func fixHeader(r chat.Room) chat.Room {
 	if r.Kind == "" { // a room from before kinds existed
-		r.Kind = KindOpen
+		r.Kind = chat.KindOpen
 	}
 	if r.DisplayName == "" { // a row from before display_name existed
 		r.DisplayName = r.Name
 	}
-	r.Participants, r.asked = map[string]UserRef{}, map[string]bool{}
+	r.Participants = map[string]chat.UserRef{} // asked of no one yet
 	return r
 }
 
 // readHeaders reads rows of roomHeader, skipping partitions without a
 // header (a deleted room's rows not yet cleaned up).
-func readHeaders(iter *gocql.Iter, each func(Room)) error {
-	var r Room
+func readHeaders(iter *gocql.Iter, each func(chat.Room)) error {
+	var r chat.Room
 	for iter.Scan(headerOf(&r)...) {
 		if r.CreatorLogin != "" {
 			each(fixHeader(r))
 		}
-		r = Room{}
+		r = chat.Room{}
 	}
 	return iter.Close()
 }
 
 // CreateRoom creates a room by INSERT ... IF NOT EXISTS under the name's
 // lower-case key, with the creator as its first participant, then adds it
-// to the creator's rooms. It returns a ValidationError for bad input and
-// ErrRoomExists if the name is taken in any case ("LOBBY" when "Lobby"
+// to the creator's rooms. It returns a chat.ValidationError for bad input and
+// chat.ErrRoomExists if the name is taken in any case ("LOBBY" when "Lobby"
 // exists).
-func (s *Store) CreateRoom(ctx context.Context, creator UserRef, f NewRoom) (Room, error) {
+func (s *Store) CreateRoom(ctx context.Context, creator chat.UserRef, f chat.NewRoom) (chat.Room, error) {
 	if err := f.Validate(); err != nil {
-		return Room{}, err
+		return chat.Room{}, err
 	}
-	r := Room{
-		Name: NameKey(f.Name), DisplayName: f.Name, Banner: f.Banner, Creator: creator, CreatorLogin: creator.Login,
+	r := chat.Room{
+		Name: chat.NameKey(f.Name), DisplayName: f.Name, Banner: f.Banner, Creator: creator, CreatorLogin: creator.Login,
 		CreatedAt:    s.Now().UTC().Truncate(time.Millisecond),
-		Participants: map[string]UserRef{creator.Login: creator}, Kind: f.Kind,
+		Participants: map[string]chat.UserRef{creator.Login: creator}, Kind: f.Kind,
 	}
 	// The creator's list first, as a join does: if the outcome stays
 	// unknown the creator, should the room exist, is listed; an entry for
 	// a room not made is dropped on read (ForgetRoom).
 	if err := s.addUserRoom(ctx, creator.Login, r); err != nil {
-		return Room{}, err
+		return chat.Room{}, err
 	}
-	r.Version, r.Members = gocql.TimeUUID(), 1
+	r.Version, r.Members = chat.ID(gocql.TimeUUID()), 1
 	applied, err := s.lwtBatch(ctx, "create room "+r.Name, []batchStmt{
-		{createRoom, []any{r.DisplayName, r.CreatedAt, r.Banner, r.Creator, r.CreatorLogin, r.Kind, r.Version, r.Name}},
+		{createRoom, []any{r.DisplayName, r.CreatedAt, r.Banner, r.Creator, r.CreatorLogin, r.Kind, gocql.UUID(r.Version), r.Name}},
 		{setMember, []any{creator, r.Name, r.CreatedAt, creator.Login}},
 	}, nil,
 		func(ctx context.Context) (bool, error) {
@@ -318,7 +195,7 @@ func (s *Store) CreateRoom(ctx context.Context, creator UserRef, f NewRoom) (Roo
 			return got.CreatorLogin == r.CreatorLogin && got.CreatedAt.Equal(r.CreatedAt), nil
 		})
 	if err != nil {
-		return Room{}, err
+		return chat.Room{}, err
 	}
 	if !applied {
 		// Taken: the entry goes, unless the creator takes part in the
@@ -330,54 +207,54 @@ func (s *Store) CreateRoom(ctx context.Context, creator UserRef, f NewRoom) (Roo
 			err = s.removeUserRoom(ctx, creator.Login, r.Name)
 		}
 		if err != nil {
-			return Room{}, err
+			return chat.Room{}, err
 		}
-		return Room{}, fmt.Errorf("store: create room %q: %w", r.DisplayName, ErrRoomExists)
+		return chat.Room{}, fmt.Errorf("store: create room %q: %w", r.DisplayName, chat.ErrRoomExists)
 	}
 	if err := s.recordRoomName(ctx, r); err != nil {
-		return Room{}, err
+		return chat.Room{}, err
 	}
 	return r, nil
 }
 
 // Room returns the header of the room named name, in any case, or
-// ErrNotFound; no one's standing is read (see RoomFor).
-func (s *Store) Room(ctx context.Context, name string) (Room, error) {
+// chat.ErrNotFound; no one's standing is read (see RoomFor).
+func (s *Store) Room(ctx context.Context, name string) (chat.Room, error) {
 	return s.room(ctx, name, false)
 }
 
 // RoomFor returns the room named name with login's standing.
-func (s *Store) RoomFor(ctx context.Context, name, login string) (Room, error) {
+func (s *Store) RoomFor(ctx context.Context, name, login string) (chat.Room, error) {
 	return s.room(ctx, name, false, login)
 }
 
 // room reads a room's header and the standing of logins, at SERIAL
 // consistency if serial is set (to see every committed LWT and settle any
 // in flight): two reads, the header's and the rows'.
-func (s *Store) room(ctx context.Context, name string, serial bool, logins ...string) (Room, error) {
+func (s *Store) room(ctx context.Context, name string, serial bool, logins ...string) (chat.Room, error) {
 	q, name, err := s.roomQuery(ctx, selectHeader, name, serial)
 	if err != nil {
-		return Room{}, err
+		return chat.Room{}, err
 	}
-	var r Room
+	var r chat.Room
 	err = q.Scan(headerOf(&r)...)
 	if errors.Is(err, gocql.ErrNotFound) || (err == nil && r.CreatorLogin == "") {
-		return Room{}, fmt.Errorf("store: room %q: %w", name, ErrNotFound)
+		return chat.Room{}, fmt.Errorf("store: room %q: %w", name, chat.ErrNotFound)
 	}
 	if err != nil {
-		return Room{}, s.fail("read room "+name, err)
+		return chat.Room{}, s.fail("read room "+name, err)
 	}
 	return s.withStanding(ctx, fixHeader(r), serial, logins)
 }
 
 // roomQuery is stmt for the room named name (in any case), at SERIAL if
-// serial is set, with the name's key; ErrNotFound for a name no room can
+// serial is set, with the name's key; chat.ErrNotFound for a name no room can
 // have.
 func (s *Store) roomQuery(ctx context.Context, stmt, name string, serial bool) (*gocql.Query, string, error) {
-	if !ValidName(name) {
-		return nil, "", fmt.Errorf("store: room %q: %w", name, ErrNotFound)
+	if !chat.ValidName(name) {
+		return nil, "", fmt.Errorf("store: room %q: %w", name, chat.ErrNotFound)
 	}
-	name = NameKey(name)
+	name = chat.NameKey(name)
 	q, err := s.query(ctx, stmt, name)
 	if err != nil {
 		return nil, "", err
@@ -390,16 +267,16 @@ func (s *Store) roomQuery(ctx context.Context, stmt, name string, serial bool) (
 
 // withStanding is r with the standing of logins read (at SERIAL if
 // serial): one read of their rows.
-func (s *Store) withStanding(ctx context.Context, r Room, serial bool, logins []string) (Room, error) {
+func (s *Store) withStanding(ctx context.Context, r chat.Room, serial bool, logins []string) (chat.Room, error) {
 	if len(logins) == 0 {
 		return r, nil
 	}
 	found, err := s.entries(ctx, r, serial, logins)
 	if err != nil {
-		return Room{}, err
+		return chat.Room{}, err
 	}
 	for _, l := range logins {
-		var entry *UserRef
+		var entry *chat.UserRef
 		if p, ok := found[l]; ok {
 			entry = &p
 		}
@@ -410,25 +287,25 @@ func (s *Store) withStanding(ctx context.Context, r Room, serial bool, logins []
 
 // roomAll reads a room with every participant, at SERIAL if serial is set:
 // one read of the whole partition, for a delete.
-func (s *Store) roomAll(ctx context.Context, name string, serial bool) (Room, error) {
+func (s *Store) roomAll(ctx context.Context, name string, serial bool) (chat.Room, error) {
 	q, name, err := s.roomQuery(ctx, selectRoom, name, serial)
 	if err != nil {
-		return Room{}, err
+		return chat.Room{}, err
 	}
 	found, err := s.readRooms(q)
 	if err != nil {
-		return Room{}, s.fail("read room "+name, err)
+		return chat.Room{}, s.fail("read room "+name, err)
 	}
 	r, ok := found[name]
 	if !ok {
-		return Room{}, fmt.Errorf("store: room %q: %w", name, ErrNotFound)
+		return chat.Room{}, fmt.Errorf("store: room %q: %w", name, chat.ErrNotFound)
 	}
 	return r, nil
 }
 
 // entries reads the rows of logins in r's incarnation: the participants
 // among them.
-func (s *Store) entries(ctx context.Context, r Room, serial bool, logins []string) (map[string]UserRef, error) {
+func (s *Store) entries(ctx context.Context, r chat.Room, serial bool, logins []string) (map[string]chat.UserRef, error) {
 	q, err := s.query(ctx, selectEntries, r.Name, r.CreatedAt, logins)
 	if err != nil {
 		return nil, err
@@ -436,11 +313,11 @@ func (s *Store) entries(ctx context.Context, r Room, serial bool, logins []strin
 	if serial {
 		q = q.Consistency(gocql.Consistency(s.cfg.SerialConsistency))
 	}
-	found := map[string]UserRef{}
+	found := map[string]chat.UserRef{}
 	iter := q.Iter()
 	var (
 		login  string
-		member *UserRef
+		member *chat.UserRef
 	)
 	for iter.Scan(&login, &member) {
 		if member != nil {
@@ -456,7 +333,7 @@ func (s *Store) entries(ctx context.Context, r Room, serial bool, logins []strin
 
 // Standing reads whether login takes part in r (the incarnation read),
 // with their entry: one row.
-func (s *Store) Standing(ctx context.Context, r Room, login string) (*UserRef, error) {
+func (s *Store) Standing(ctx context.Context, r chat.Room, login string) (*chat.UserRef, error) {
 	found, err := s.entries(ctx, r, false, []string{login})
 	if err != nil {
 		return nil, err
@@ -469,22 +346,22 @@ func (s *Store) Standing(ctx context.Context, r Room, login string) (*UserRef, e
 
 // MembersOf returns which of logins take part in r, with their entries:
 // one read of their rows, whatever the room's size.
-func (s *Store) MembersOf(ctx context.Context, r Room, logins []string) (map[string]UserRef, error) {
+func (s *Store) MembersOf(ctx context.Context, r chat.Room, logins []string) (map[string]chat.UserRef, error) {
 	if len(logins) == 0 {
-		return map[string]UserRef{}, nil
+		return map[string]chat.UserRef{}, nil
 	}
 	return s.entries(ctx, r, false, logins)
 }
 
 // RoomMembersFrom returns at most n participants of r whose login starts
 // with prefix, in login order: a slice of the room's rows.
-func (s *Store) RoomMembersFrom(ctx context.Context, r Room, prefix string, n int) ([]UserRef, error) {
+func (s *Store) RoomMembersFrom(ctx context.Context, r chat.Room, prefix string, n int) ([]chat.UserRef, error) {
 	q, err := s.query(ctx, selectMembersFrom, r.Name, r.CreatedAt, prefix, n)
 	if err != nil {
 		return nil, err
 	}
 	people, err := s.readMembers(q, r)
-	var out []UserRef
+	var out []chat.UserRef
 	for _, p := range people {
 		if strings.HasPrefix(p.Login, prefix) {
 			out = append(out, p)
@@ -495,7 +372,7 @@ func (s *Store) RoomMembersFrom(ctx context.Context, r Room, prefix string, n in
 
 // RoomMembers returns at most n participants of r whose login comes after
 // after ("" for the first), in login order: a slice of the room's rows.
-func (s *Store) RoomMembers(ctx context.Context, r Room, after string, n int) ([]UserRef, error) {
+func (s *Store) RoomMembers(ctx context.Context, r chat.Room, after string, n int) ([]chat.UserRef, error) {
 	q, err := s.query(ctx, selectMemberPage, r.Name, r.CreatedAt, after, n)
 	if err != nil {
 		return nil, err
@@ -504,11 +381,11 @@ func (s *Store) RoomMembers(ctx context.Context, r Room, after string, n int) ([
 }
 
 // readMembers reads rows of login and member.
-func (s *Store) readMembers(q *gocql.Query, r Room) ([]UserRef, error) {
+func (s *Store) readMembers(q *gocql.Query, r chat.Room) ([]chat.UserRef, error) {
 	var (
-		out    []UserRef
+		out    []chat.UserRef
 		login  string
-		member *UserRef
+		member *chat.UserRef
 	)
 	iter := q.Iter()
 	for iter.Scan(&login, &member) {
@@ -525,7 +402,7 @@ func (s *Store) readMembers(q *gocql.Query, r Room) ([]UserRef, error) {
 
 // standing reads whether login takes part in the room created at since,
 // without the other participants, and when the room of that name was
-// created (zero if there is none). It returns ErrNotFound if there is no
+// created (zero if there is none). It returns chat.ErrNotFound if there is no
 // such room.
 func (s *Store) standing(ctx context.Context, room string, since time.Time, login string) (time.Time, bool, error) {
 	q, err := s.query(ctx, selectStanding, room, since, login)
@@ -533,7 +410,7 @@ func (s *Store) standing(ctx context.Context, room string, since time.Time, logi
 		return time.Time{}, false, err
 	}
 	var created time.Time
-	var entry *UserRef
+	var entry *chat.UserRef
 	err = q.Scan(&created, &entry)
 	if err == nil && entry != nil && created.Equal(since) {
 		return created, true, nil
@@ -548,7 +425,7 @@ func (s *Store) standing(ctx context.Context, room string, since time.Time, logi
 	created = time.Time{}
 	err = q.Scan(&created)
 	if errors.Is(err, gocql.ErrNotFound) || (err == nil && created.IsZero()) {
-		return time.Time{}, false, fmt.Errorf("store: room %q: %w", room, ErrNotFound)
+		return time.Time{}, false, fmt.Errorf("store: room %q: %w", room, chat.ErrNotFound)
 	}
 	if err != nil {
 		return time.Time{}, false, s.fail("read room "+room, err)
@@ -558,13 +435,13 @@ func (s *Store) standing(ctx context.Context, room string, since time.Time, logi
 
 // RoomPage is one page of the list of all rooms.
 type RoomPage struct {
-	Rooms []Room
+	Rooms []chat.Room
 	// Next is Cassandra's paging state for the next page; empty on the last.
 	Next []byte
 }
 
 // Rooms returns a page of at most n rooms starting at the paging state
-// from a previous page (nil for the first). It returns ErrInvalid if the
+// from a previous page (nil for the first). It returns chat.ErrInvalid if the
 // paging state is not one Cassandra accepts.
 func (s *Store) Rooms(ctx context.Context, state []byte, n int) (RoomPage, error) {
 	q, err := s.query(ctx, selectRooms)
@@ -573,12 +450,12 @@ func (s *Store) Rooms(ctx context.Context, state []byte, n int) (RoomPage, error
 	}
 	iter := q.PageSize(n).PageState(state).Iter()
 	var page RoomPage
-	err = readHeaders(iter, func(r Room) { page.Rooms = append(page.Rooms, r) })
+	err = readHeaders(iter, func(r chat.Room) { page.Rooms = append(page.Rooms, r) })
 	page.Next = iter.PageState()
 	if err != nil {
 		var reqErr gocql.RequestError
 		if len(state) > 0 && errors.As(err, &reqErr) && reqErr.Code() == gocql.ErrCodeProtocol {
-			return RoomPage{}, fmt.Errorf("store: list rooms: paging state: %w (%w)", ErrInvalid, err)
+			return RoomPage{}, fmt.Errorf("store: list rooms: paging state: %w (%w)", chat.ErrInvalid, err)
 		}
 		return RoomPage{}, s.fail("list rooms", err)
 	}
@@ -590,7 +467,7 @@ func (s *Store) Rooms(ctx context.Context, state []byte, n int) (RoomPage, error
 // read a room, at once), and repairs the list on read: a listed room that
 // no longer exists (its delete raced a join), or that login does not take
 // part in, is removed from it.
-func (s *Store) MyRooms(ctx context.Context, login string) ([]Room, error) {
+func (s *Store) MyRooms(ctx context.Context, login string) ([]chat.Room, error) {
 	u, err := s.User(ctx, login)
 	if err != nil {
 		return nil, err
@@ -602,7 +479,7 @@ func (s *Store) MyRooms(ctx context.Context, login string) ([]Room, error) {
 	var (
 		g      errgroup.Group
 		mu     sync.Mutex
-		joined = map[string]Room{}
+		joined = map[string]chat.Room{}
 	)
 	g.SetLimit(8)
 	for _, r := range found {
@@ -617,7 +494,7 @@ func (s *Store) MyRooms(ctx context.Context, login string) ([]Room, error) {
 	if err := g.Wait(); err != nil {
 		return nil, err
 	}
-	rooms := make([]Room, 0, len(found))
+	rooms := make([]chat.Room, 0, len(found))
 	for _, name := range u.ChatRooms {
 		r, ok := joined[name]
 		if ok && r.HasParticipant(login) {
@@ -640,8 +517,8 @@ func (s *Store) MyRooms(ctx context.Context, login string) ([]Room, error) {
 
 // RoomsNamed reads the headers of the rooms with these name keys in one
 // query; a name with no room is not in the map.
-func (s *Store) RoomsNamed(ctx context.Context, names []string) (map[string]Room, error) {
-	found := map[string]Room{}
+func (s *Store) RoomsNamed(ctx context.Context, names []string) (map[string]chat.Room, error) {
+	found := map[string]chat.Room{}
 	if len(names) == 0 {
 		return found, nil
 	}
@@ -649,7 +526,7 @@ func (s *Store) RoomsNamed(ctx context.Context, names []string) (map[string]Room
 	if err != nil {
 		return nil, err
 	}
-	if err := readHeaders(q.Iter(), func(r Room) { found[r.Name] = r }); err != nil {
+	if err := readHeaders(q.Iter(), func(r chat.Room) { found[r.Name] = r }); err != nil {
 		return nil, s.fail("read rooms", err)
 	}
 	return found, nil
@@ -661,12 +538,12 @@ func (s *Store) RoomsNamed(ctx context.Context, names []string) (map[string]Room
 // whose outcome stayed unknown did not apply (the list is written first,
 // see JoinRoom). It tells whether it removed the entry.
 func (s *Store) ForgetRoom(ctx context.Context, login, room string) (bool, error) {
-	room = NameKey(room)
+	room = chat.NameKey(room)
 	r, err := s.room(ctx, room, true, login)
 	if err == nil && r.HasParticipant(login) {
 		return false, nil
 	}
-	if err != nil && !errors.Is(err, ErrNotFound) {
+	if err != nil && !errors.Is(err, chat.ErrNotFound) {
 		return false, err
 	}
 	u, err := s.User(ctx, login)
@@ -679,21 +556,21 @@ func (s *Store) ForgetRoom(ctx context.Context, login, room string) (bool, error
 
 // JoinRoom adds user to the room (named in any case) with UPDATE ... IF
 // EXISTS, so a join that races a delete can never resurrect the room, then
-// adds the room to the user's list. It returns ErrNotFound if the room does
+// adds the room to the user's list. It returns chat.ErrNotFound if the room does
 // not exist (any more).
-func (s *Store) JoinRoom(ctx context.Context, user UserRef, room string) (Room, error) {
+func (s *Store) JoinRoom(ctx context.Context, user chat.UserRef, room string) (chat.Room, error) {
 	// A plain read first: the user's list needs the display name, and a
 	// room that does not exist costs no Paxos round.
 	before, err := s.room(ctx, room, false, user.Login)
 	if err != nil {
-		return Room{}, fmt.Errorf("store: join room: %w", err)
+		return chat.Room{}, fmt.Errorf("store: join room: %w", err)
 	}
 	room = before.Name
 	// The list first: a participant is then always listed, even when the
 	// join's outcome stays unknown (a node lost mid-join, e2e/chaos); an
 	// entry whose join did not apply is dropped on read (ForgetRoom).
 	if err := s.addUserRoom(ctx, user.Login, before); err != nil {
-		return Room{}, err
+		return chat.Room{}, err
 	}
 	refused := func() error {
 		if !before.HasParticipant(user.Login) {
@@ -701,7 +578,7 @@ func (s *Store) JoinRoom(ctx context.Context, user UserRef, room string) (Room, 
 				return err
 			}
 		}
-		return fmt.Errorf("store: join room %q: %w", room, ErrNotFound)
+		return fmt.Errorf("store: join room %q: %w", room, chat.ErrNotFound)
 	}
 	target := before
 	for attempt := 0; ; attempt++ {
@@ -710,7 +587,7 @@ func (s *Store) JoinRoom(ctx context.Context, user UserRef, room string) (Room, 
 				target.CreatedAt, guardValue(target.Guard), target.Members}, nil,
 			func(ctx context.Context) (bool, error) { return s.settleJoin(ctx, target, user.Login) })
 		if err != nil {
-			return Room{}, err
+			return chat.Room{}, err
 		}
 		if applied {
 			break
@@ -720,18 +597,18 @@ func (s *Store) JoinRoom(ctx context.Context, user UserRef, room string) (Room, 
 		// settled as not applied (and fenced): then again, with the room
 		// as it is.
 		r, err := s.room(ctx, room, true, user.Login)
-		if errors.Is(err, ErrNotFound) {
-			return Room{}, refused()
+		if errors.Is(err, chat.ErrNotFound) {
+			return chat.Room{}, refused()
 		}
 		if err != nil {
-			return Room{}, fmt.Errorf("store: join room: %w", err)
+			return chat.Room{}, fmt.Errorf("store: join room: %w", err)
 		}
 		if r.HasParticipant(user.Login) {
 			target = r
 			break // in already (or the unknown outcome applied after all)
 		}
 		if r.Closed() || attempt == changeAttempts {
-			return Room{}, refused()
+			return chat.Room{}, refused()
 		}
 		target = r
 	}
@@ -742,10 +619,10 @@ func (s *Store) JoinRoom(ctx context.Context, user UserRef, room string) (Room, 
 // incarnation and guard), whose outcome is unknown, applied; if it did not, it makes sure
 // it never will (a frozen coordinator may still hold it) by moving the
 // guard on, IF login is still not a participant.
-func (s *Store) settleJoin(ctx context.Context, room Room, login string) (bool, error) {
+func (s *Store) settleJoin(ctx context.Context, room chat.Room, login string) (bool, error) {
 	r, err := s.room(ctx, room.Name, true, login)
 	switch {
-	case errors.Is(err, ErrNotFound):
+	case errors.Is(err, chat.ErrNotFound):
 		return false, nil // and no join can bring it back
 	case err != nil:
 		return false, err
@@ -764,7 +641,7 @@ func (s *Store) settleJoin(ctx context.Context, room Room, login string) (bool, 
 	// Gone, the guard moved (the late join can never apply), or it
 	// applied meanwhile.
 	r, err = s.room(ctx, room.Name, true, login)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, chat.ErrNotFound) {
 		return false, nil
 	}
 	return err == nil && r.CreatedAt.Equal(room.CreatedAt) && r.HasParticipant(login), err
@@ -774,9 +651,9 @@ func (s *Store) settleJoin(ctx context.Context, room Room, login string) (bool, 
 // and which carried guard, applied; if it did not, it makes sure it never
 // will (a frozen coordinator may still hold it: e2e/chaos saw a delete
 // answered "not found" apply seconds later) by moving the guard on.
-func (s *Store) settleDelete(ctx context.Context, room string, guard gocql.UUID) (bool, error) {
+func (s *Store) settleDelete(ctx context.Context, room string, guard chat.ID) (bool, error) {
 	_, err := s.room(ctx, room, true)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, chat.ErrNotFound) {
 		return true, nil // only the creator deletes, so it was this delete
 	}
 	if err != nil {
@@ -789,48 +666,48 @@ func (s *Store) settleDelete(ctx context.Context, room string, guard gocql.UUID)
 	// Gone (the delete applied meanwhile) or the guard moved (it never
 	// will).
 	_, err = s.room(ctx, room, true)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, chat.ErrNotFound) {
 		return true, nil
 	}
 	return false, err
 }
 
 // guardValue is g as a statement's value: null for the zero UUID.
-func guardValue(g gocql.UUID) any {
-	if g == (gocql.UUID{}) {
+func guardValue(g chat.ID) any {
+	if g == (chat.ID{}) {
 		return nil
 	}
-	return g
+	return gocql.UUID(g)
 }
 
 // uuidOf is a timeuuid from a CAS answer's previous values (zero for null).
-func uuidOf(v any) gocql.UUID {
+func uuidOf(v any) chat.ID {
 	switch u := v.(type) {
 	case gocql.UUID:
-		return u
+		return chat.ID(u)
 	case *gocql.UUID:
 		if u != nil {
-			return *u
+			return chat.ID(*u)
 		}
 	}
-	return gocql.UUID{}
+	return chat.ID{}
 }
 
 // enlist adds the room to login's list once login was added to its
 // participants (a join, an add, an invitation), and returns the room as
 // it is now. A delete may have applied between the LWT and the list
 // update, and its clean-up may have run before the update: it re-reads
-// (SERIAL) and undoes, with ErrNotFound.
-func (s *Store) enlist(ctx context.Context, login string, before Room) (Room, error) {
+// (SERIAL) and undoes, with chat.ErrNotFound.
+func (s *Store) enlist(ctx context.Context, login string, before chat.Room) (chat.Room, error) {
 	if err := s.addUserRoom(ctx, login, before); err != nil {
-		return Room{}, err
+		return chat.Room{}, err
 	}
 	r, err := s.room(ctx, before.Name, true, login)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, chat.ErrNotFound) {
 		if err := s.removeUserRoom(ctx, login, before.Name); err != nil {
-			return Room{}, err
+			return chat.Room{}, err
 		}
-		return Room{}, fmt.Errorf("store: room %q: deleted meanwhile: %w", before.Name, ErrNotFound)
+		return chat.Room{}, fmt.Errorf("store: room %q: deleted meanwhile: %w", before.Name, chat.ErrNotFound)
 	}
 	if err == nil && r.DisplayName != before.DisplayName {
 		// Deleted and created again, in another case, since the first read.
@@ -842,14 +719,14 @@ func (s *Store) enlist(ctx context.Context, login string, before Room) (Room, er
 // LeaveRoom removes user from the room (an LWT, like every rooms
 // write) and the room from the user's list. A creator who leaves while
 // others remain hands the creator role to an admin in the same LWT (see
-// handOver). It returns ErrNotFound if the room does not exist (the
-// user's list is cleaned either way) and ErrHandOver if the creator has no
+// handOver). It returns chat.ErrNotFound if the room does not exist (the
+// user's list is cleaned either way) and chat.ErrHandOver if the creator has no
 // admin to hand over to.
-func (s *Store) LeaveRoom(ctx context.Context, user UserRef, room string) error {
-	if !ValidName(room) {
-		return fmt.Errorf("store: leave room %q: %w", room, ErrNotFound)
+func (s *Store) LeaveRoom(ctx context.Context, user chat.UserRef, room string) error {
+	if !chat.ValidName(room) {
+		return fmt.Errorf("store: leave room %q: %w", room, chat.ErrNotFound)
 	}
-	room = NameKey(room)
+	room = chat.NameKey(room)
 	// Not the creator's leave (decided inside the LWT, on the header the
 	// read found): a creator's fails, and hands over.
 	r, err := s.room(ctx, room, false, user.Login)
@@ -861,7 +738,7 @@ func (s *Store) LeaveRoom(ctx context.Context, user UserRef, room string) error 
 				[]any{[]string{user.Login}, gocql.TimeUUID(), r.Members - 1, room, since, user.Login, since, user.Login, r.Members}, nil,
 				func(ctx context.Context) (bool, error) {
 					got, err := s.room(ctx, room, true, user.Login)
-					if errors.Is(err, ErrNotFound) {
+					if errors.Is(err, chat.ErrNotFound) {
 						return false, nil
 					}
 					return err == nil && got.CreatedAt.Equal(since) && !got.HasParticipant(user.Login), err
@@ -881,11 +758,11 @@ func (s *Store) LeaveRoom(ctx context.Context, user UserRef, room string) error 
 			r, err = s.room(ctx, room, true, user.Login)
 		}
 		switch {
-		case errors.Is(err, ErrNotFound):
+		case errors.Is(err, chat.ErrNotFound):
 			if err := s.removeUserRoom(ctx, user.Login, room); err != nil {
 				return err
 			}
-			return fmt.Errorf("store: leave room %q: %w", room, ErrNotFound)
+			return fmt.Errorf("store: leave room %q: %w", room, chat.ErrNotFound)
 		case err != nil:
 			return err
 		case r.CreatorLogin == user.Login:
@@ -895,7 +772,7 @@ func (s *Store) LeaveRoom(ctx context.Context, user UserRef, room string) error 
 		}
 		// Still a participant: the settled attempt did not apply; again.
 	}
-	return fmt.Errorf("store: leave room %q: %w", room, ErrConflict)
+	return fmt.Errorf("store: leave room %q: %w", room, chat.ErrConflict)
 }
 
 // DeleteRoom deletes the room if login created it: DELETE ... IF
@@ -904,9 +781,9 @@ func (s *Store) LeaveRoom(ctx context.Context, user UserRef, room string) error 
 // someone joined or left in between, it re-reads and tries again (bounded).
 // After it applies, the room leaves every participant's list and all its
 // messages and buckets are deleted (in the background, should the first
-// try fail: the delete has applied, see retryCleanUp). It returns ErrNotFound, ErrNotCreator,
-// or ErrConflict when the participants kept changing.
-func (s *Store) DeleteRoom(ctx context.Context, login, name string) (Room, error) {
+// try fail: the delete has applied, see retryCleanUp). It returns chat.ErrNotFound, chat.ErrNotCreator,
+// or chat.ErrConflict when the participants kept changing.
+func (s *Store) DeleteRoom(ctx context.Context, login, name string) (chat.Room, error) {
 	return s.DeleteRoomFenced(ctx, login, name, nil)
 }
 
@@ -915,21 +792,21 @@ func (s *Store) DeleteRoom(ctx context.Context, login, name string) (Room, error
 // once no post that checked the room before can still be writing
 // (live/fence), so the clean-up deletes every message such a post
 // stored. A fence's error is logged; the clean-up runs anyway.
-func (s *Store) DeleteRoomFenced(ctx context.Context, login, name string, fence func(ctx context.Context, room string) error) (Room, error) {
-	name = NameKey(name)
+func (s *Store) DeleteRoomFenced(ctx context.Context, login, name string, fence func(ctx context.Context, room string) error) (chat.Room, error) {
+	name = chat.NameKey(name)
 	for attempt := 0; attempt < deleteAttempts; attempt++ {
 		r, err := s.roomAll(ctx, name, true)
 		if err != nil {
-			return Room{}, err
+			return chat.Room{}, err
 		}
 		if r.CreatorLogin != login {
-			return Room{}, fmt.Errorf("store: delete room %q by %q: %w", name, login, ErrNotCreator)
+			return chat.Room{}, fmt.Errorf("store: delete room %q by %q: %w", name, login, chat.ErrNotCreator)
 		}
 		prev := map[string]any{}
 		applied, err := s.lwt(ctx, "delete room "+name, deleteRoom, []any{name, login, guardValue(r.Version), guardValue(r.Guard)}, prev,
 			func(ctx context.Context) (bool, error) { return s.settleDelete(ctx, name, r.Guard) })
 		if err != nil {
-			return Room{}, err
+			return chat.Room{}, err
 		}
 		if applied {
 			if fence != nil {
@@ -948,13 +825,13 @@ func (s *Store) DeleteRoomFenced(ctx context.Context, login, name string, fence 
 			return r, nil
 		}
 		if c, _ := prev["creator_login"].(string); c != "" && c != login {
-			return Room{}, fmt.Errorf("store: delete room %q by %q: %w", name, login, ErrNotCreator)
+			return chat.Room{}, fmt.Errorf("store: delete room %q by %q: %w", name, login, chat.ErrNotCreator)
 		}
 		// The participants (their version) or the guard changed since the read, the room
 		// is gone, or an unknown outcome was settled as not applied (and
 		// fenced): read again.
 	}
-	return Room{}, fmt.Errorf("store: delete room %q: %w", name, ErrConflict)
+	return chat.Room{}, fmt.Errorf("store: delete room %q: %w", name, chat.ErrConflict)
 }
 
 // cleanUpRetries and cleanUpBackoff bound the background clean-up of a
@@ -967,14 +844,14 @@ const (
 // retryCleanUp tries the clean-up of the deleted room r again, backing
 // off, until it succeeds or a room of the same name exists again (whose
 // new messages share r's partitions: what r left stays, unseen).
-func (s *Store) retryCleanUp(r Room) {
+func (s *Store) retryCleanUp(r chat.Room) {
 	wait := cleanUpBackoff
 	for attempt := 1; attempt <= cleanUpRetries; attempt++ {
 		time.Sleep(wait)
 		wait = min(2*wait, time.Minute)
 		ctx, cancel := context.WithTimeout(context.Background(), 4*s.cfg.Timeout)
 		_, err := s.room(ctx, r.Name, true)
-		if !errors.Is(err, ErrNotFound) {
+		if !errors.Is(err, chat.ErrNotFound) {
 			cancel()
 			if err == nil {
 				s.log.Warn("store: a deleted room's name is taken again; its clean-up stops", "room", r.Name)
@@ -996,7 +873,7 @@ func (s *Store) retryCleanUp(r Room) {
 // every participant's list and deletes every message bucket and every
 // attachment (chunks included) of the room, in
 // logged batches so each batch completes even if this process dies midway.
-func (s *Store) cleanUpRoom(ctx context.Context, r Room) error {
+func (s *Store) cleanUpRoom(ctx context.Context, r chat.Room) error {
 	sess, err := s.db()
 	if err != nil {
 		return err
@@ -1045,7 +922,7 @@ type batchStmt struct {
 	values []any
 }
 
-func (s *Store) addUserRoom(ctx context.Context, login string, room Room) error {
+func (s *Store) addUserRoom(ctx context.Context, login string, room chat.Room) error {
 	q, err := s.query(ctx, addUserRoom, []string{room.Name}, map[string]string{room.Name: room.DisplayName}, login)
 	if err != nil {
 		return err

@@ -11,14 +11,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/killrchat/killrchat/store"
+	"github.com/killrchat/killrchat/chat"
 )
 
 func TestCreateRoomRace(t *testing.T) {
 	ctx := context.Background()
 	name := unique("race")
 	const n = 50
-	users := make([]store.User, n)
+	users := make([]chat.User, n)
 	for i := range users {
 		users[i] = newUser(t, unique("creator"))
 	}
@@ -31,13 +31,13 @@ func TestCreateRoomRace(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, err := db.CreateRoom(ctx, u.Ref(), store.NewRoom{Name: name, Banner: "by " + u.Login})
+			_, err := db.CreateRoom(ctx, u.Ref(), chat.NewRoom{Name: name, Banner: "by " + u.Login})
 			switch {
 			case err == nil:
 				mu.Lock()
 				winners = append(winners, u.Login)
 				mu.Unlock()
-			case !errors.Is(err, store.ErrRoomExists):
+			case !errors.Is(err, chat.ErrRoomExists):
 				t.Errorf("create by %s: %v", u.Login, err)
 			}
 		}()
@@ -65,7 +65,7 @@ func TestCreateRoomRace(t *testing.T) {
 func raceDelete(t *testing.T, action string, rounds int) {
 	ctx := context.Background()
 	creator := newUser(t, unique("owner"))
-	others := make([]store.User, 3)
+	others := make([]chat.User, 3)
 	for i := range others {
 		others[i] = newUser(t, unique("racer"))
 	}
@@ -78,7 +78,7 @@ func raceDelete(t *testing.T, action string, rounds int) {
 	for round := 0; round < rounds; round++ {
 		name := fmt.Sprintf("%s%d", action, round)
 		name = unique(name[:min(len(name), 20)])
-		if _, err := db.CreateRoom(ctx, creator.Ref(), store.NewRoom{Name: name}); err != nil {
+		if _, err := db.CreateRoom(ctx, creator.Ref(), chat.NewRoom{Name: name}); err != nil {
 			t.Fatal(err)
 		}
 		if action == "leave" {
@@ -125,7 +125,7 @@ func raceDelete(t *testing.T, action string, rounds int) {
 			switch {
 			case err == nil:
 				joinsApplied++
-			case errors.Is(err, store.ErrNotFound):
+			case errors.Is(err, chat.ErrNotFound):
 				joinsRefused++
 			default:
 				t.Fatalf("round %d: %s by %s: %v", round, action, others[i].Login, err)
@@ -140,7 +140,7 @@ func raceDelete(t *testing.T, action string, rounds int) {
 			t.Fatalf("round %d: room %s still has a row after delete (zombie)", round, name)
 		}
 		// Repair on read, then nobody lists the room.
-		for _, u := range append([]store.User{creator}, others...) {
+		for _, u := range append([]chat.User{creator}, others...) {
 			if _, err := db.MyRooms(ctx, u.Login); err != nil {
 				t.Fatal(err)
 			}
@@ -172,7 +172,7 @@ func TestDeleteRoom(t *testing.T) {
 	ctx := context.Background()
 	creator, other := newUser(t, unique("own")), newUser(t, unique("oth"))
 	name := unique("del")
-	if _, err := db.CreateRoom(ctx, creator.Ref(), store.NewRoom{Name: name}); err != nil {
+	if _, err := db.CreateRoom(ctx, creator.Ref(), chat.NewRoom{Name: name}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := db.JoinRoom(ctx, other.Ref(), name); err != nil {
@@ -183,7 +183,7 @@ func TestDeleteRoom(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Run("ErrNotCreator", func(t *testing.T) {
-		if _, err := db.DeleteRoom(ctx, other.Login, name); !errors.Is(err, store.ErrNotCreator) {
+		if _, err := db.DeleteRoom(ctx, other.Login, name); !errors.Is(err, chat.ErrNotCreator) {
 			t.Fatalf("err = %v", err)
 		}
 		if _, err := db.RoomWithAll(ctx, name); err != nil {
@@ -194,7 +194,7 @@ func TestDeleteRoom(t *testing.T) {
 		if _, err := db.DeleteRoom(ctx, creator.Login, name); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := db.RoomWithAll(ctx, name); !errors.Is(err, store.ErrNotFound) {
+		if _, err := db.RoomWithAll(ctx, name); !errors.Is(err, chat.ErrNotFound) {
 			t.Fatalf("room still there: %v", err)
 		}
 		for _, login := range []string{creator.Login, other.Login} {
@@ -218,10 +218,10 @@ func TestDeleteRoom(t *testing.T) {
 		}
 	})
 	t.Run("ErrNotFound", func(t *testing.T) {
-		if _, err := db.DeleteRoom(ctx, creator.Login, name); !errors.Is(err, store.ErrNotFound) {
+		if _, err := db.DeleteRoom(ctx, creator.Login, name); !errors.Is(err, chat.ErrNotFound) {
 			t.Fatalf("err = %v", err)
 		}
-		if _, err := db.JoinRoom(ctx, other.Ref(), name); !errors.Is(err, store.ErrNotFound) {
+		if _, err := db.JoinRoom(ctx, other.Ref(), name); !errors.Is(err, chat.ErrNotFound) {
 			t.Fatalf("join deleted room: %v", err)
 		}
 	})
@@ -243,7 +243,7 @@ func TestRoomsWritesAreConditional(t *testing.T) {
 	a, b := newUser(t, unique("lwta")), newUser(t, unique("lwtb"))
 	name := unique("lwt")
 	db.Recorder.Start()
-	r, err := db.CreateRoom(ctx, a.Ref(), store.NewRoom{Name: name})
+	r, err := db.CreateRoom(ctx, a.Ref(), chat.NewRoom{Name: name})
 	if err == nil {
 		_, err = db.JoinRoom(ctx, b.Ref(), name)
 	}
@@ -306,7 +306,7 @@ func TestRoomsPaging(t *testing.T) {
 	for i := 0; i < 120; i++ {
 		name := unique("page")
 		want[name] = true
-		if _, err := db.CreateRoom(ctx, owner.Ref(), store.NewRoom{Name: name}); err != nil {
+		if _, err := db.CreateRoom(ctx, owner.Ref(), chat.NewRoom{Name: name}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -328,7 +328,7 @@ func TestRoomsPaging(t *testing.T) {
 		t.Errorf("saw %d rooms, want %d", len(seen), len(before)+120)
 	}
 	t.Run("ErrInvalid", func(t *testing.T) {
-		if _, err := db.Rooms(ctx, []byte("garbage-state"), 10); !errors.Is(err, store.ErrInvalid) {
+		if _, err := db.Rooms(ctx, []byte("garbage-state"), 10); !errors.Is(err, chat.ErrInvalid) {
 			t.Errorf("bad paging state: %v", err)
 		}
 	})

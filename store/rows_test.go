@@ -11,6 +11,7 @@ import (
 
 	"github.com/gocql/gocql"
 
+	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/store"
 )
 
@@ -114,10 +115,10 @@ func TestReadsCostWhatTheyReturn(t *testing.T) {
 	defer sess.Close()
 
 	author, reader := newUser(t, unique("busy")), newUser(t, unique("reader"))
-	if _, err := st.CreateRoom(ctx, author.Ref(), store.NewRoom{Name: unique("busyroom")}); err != nil {
+	if _, err := st.CreateRoom(ctx, author.Ref(), chat.NewRoom{Name: unique("busyroom")}); err != nil {
 		t.Fatal(err)
 	}
-	room, err := st.CreateRoom(ctx, author.Ref(), store.NewRoom{Name: unique("busyroom")})
+	room, err := st.CreateRoom(ctx, author.Ref(), chat.NewRoom{Name: unique("busyroom")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +127,7 @@ func TestReadsCostWhatTheyReturn(t *testing.T) {
 	}
 	// A busy day, written 32 at a time: the messages take their ids in
 	// order here, and land in any order.
-	posted := make([]store.Message, busy)
+	posted := make([]chat.Message, busy)
 	for i := range posted {
 		if posted[i], err = st.DraftMessage(room, author.Ref(), fmt.Sprintf("message %d", i)); err != nil {
 			t.Fatal(err)
@@ -134,7 +135,7 @@ func TestReadsCostWhatTheyReturn(t *testing.T) {
 	}
 	saveAll(t, st, room, posted)
 	// Then the last 1,200 mention the reader.
-	mentions := make([]store.Message, 1200)
+	mentions := make([]chat.Message, 1200)
 	for i := range mentions {
 		if mentions[i], err = st.DraftMessage(room, author.Ref(), fmt.Sprintf("@%s look %d", reader.Login, i)); err != nil {
 			t.Fatal(err)
@@ -157,7 +158,7 @@ func TestReadsCostWhatTheyReturn(t *testing.T) {
 	if t.Failed() {
 		t.FailNow()
 	}
-	if bucket := func(m store.Message) string { return m.Time().UTC().Format("20060102") }; bucket(posted[0]) != bucket(mentions[len(mentions)-1]) {
+	if bucket := func(m chat.Message) string { return m.Time().UTC().Format("20060102") }; bucket(posted[0]) != bucket(mentions[len(mentions)-1]) {
 		t.Logf("the messages span midnight (%v to %v): two buckets", posted[0].Time(), mentions[len(mentions)-1].Time())
 	}
 	head := mentions[len(mentions)-1].ID
@@ -173,7 +174,7 @@ func TestReadsCostWhatTheyReturn(t *testing.T) {
 	}
 	t.Run("NewestPage", func(t *testing.T) {
 		check(t, "the newest page", 2*(page+1), func() error {
-			msgs, more, err := st.MessagesBefore(ctx, room, gocql.UUID{}, page)
+			msgs, more, err := st.MessagesBefore(ctx, room, chat.ID{}, page)
 			if err == nil && (len(msgs) != page || !more || msgs[page-1].ID != head) {
 				err = fmt.Errorf("newest page: %d messages, more %v", len(msgs), more)
 			}
@@ -224,7 +225,7 @@ func TestReadsCostWhatTheyReturn(t *testing.T) {
 }
 
 // saveAll saves drafted messages, 32 at a time.
-func saveAll(t *testing.T, st *store.Store, in store.Place, ms []store.Message) {
+func saveAll(t *testing.T, st *store.Store, in chat.Place, ms []chat.Message) {
 	t.Helper()
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 32)

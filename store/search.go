@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gocql/gocql"
+	"github.com/killrchat/killrchat/chat"
 )
 
 const (
@@ -50,9 +51,9 @@ const (
 )
 
 // indexEntries are the terms and words m is indexed under.
-func indexEntries(m Message) (terms []string, words []Word) {
+func indexEntries(m chat.Message) (terms []string, words []chat.Word) {
 	seen := map[string]bool{}
-	for _, sp := range TermSpans(indexedText(m)) {
+	for _, sp := range chat.TermSpans(chat.IndexedText(m)) {
 		for _, w := range sp.Words {
 			if !seen[w.Form] {
 				seen[w.Form] = true
@@ -60,14 +61,14 @@ func indexEntries(m Message) (terms []string, words []Word) {
 			}
 		}
 	}
-	terms = append(Terms(indexedText(m)), fromTerm(m.Author.Login))
+	terms = append(chat.Terms(chat.IndexedText(m)), chat.FromTerm(m.Author.Login))
 	return terms, words
 }
 
 // IndexMessage writes m's terms and words to the search index: see
 // IndexMessages.
-func (s *Store) IndexMessage(ctx context.Context, m Message) error {
-	return s.IndexMessages(ctx, []Message{m})
+func (s *Store) IndexMessage(ctx context.Context, m chat.Message) error {
+	return s.IndexMessages(ctx, []chat.Message{m})
 }
 
 // IndexMessages writes the terms and words of msgs to the search index.
@@ -83,7 +84,7 @@ func (s *Store) IndexMessage(ctx context.Context, m Message) error {
 // post most of its Cassandra time when written row by row). The batches
 // run a few at a time; the first error is returned, after the others are
 // tried.
-func (s *Store) IndexMessages(ctx context.Context, msgs []Message) error {
+func (s *Store) IndexMessages(ctx context.Context, msgs []chat.Message) error {
 	if _, err := s.placesFrom(ctx); err != nil {
 		return err
 	}
@@ -96,9 +97,9 @@ func (s *Store) IndexMessages(ctx context.Context, msgs []Message) error {
 		month int
 	}
 	var termOrder []termKey
-	terms := map[termKey][]gocql.UUID{}
+	terms := map[termKey][]chat.ID{}
 	var wordOrder []wordKey
-	words := map[wordKey][]Word{}
+	words := map[wordKey][]chat.Word{}
 	for _, m := range msgs {
 		if m.System {
 			continue
@@ -133,7 +134,7 @@ func (s *Store) IndexMessages(ctx context.Context, msgs []Message) error {
 	for _, k := range termOrder {
 		var rows [][]any
 		for _, id := range terms[k] {
-			rows = append(rows, []any{k.conv, k.term, k.month, id})
+			rows = append(rows, []any{k.conv, k.term, k.month, gocql.UUID(id)})
 		}
 		parts = append(parts, indexPartition{stmt: insertTerm, rows: rows})
 		if !s.words.has(placeMemoKey(k.conv, k.month, k.term)) {
@@ -191,12 +192,12 @@ func placeMemoKey(conv string, month int, term string) string {
 // stored message anyway, so until it runs a changed or deleted message is
 // only read, never shown. Words stay in conversation_words: a prefix that
 // finds a word no message has any more reads an empty partition.
-func (s *Store) UnindexMessage(ctx context.Context, m Message) error {
+func (s *Store) UnindexMessage(ctx context.Context, m chat.Message) error {
 	terms, _ := indexEntries(m)
 	month := monthOf(m.Time())
 	var parts []indexPartition
 	for _, t := range terms {
-		parts = append(parts, indexPartition{stmt: deleteTerm, rows: [][]any{{m.Room, t, month, m.ID}}})
+		parts = append(parts, indexPartition{stmt: deleteTerm, rows: [][]any{{m.Room, t, month, gocql.UUID(m.ID)}}})
 	}
 	return s.writeBatches(ctx, "unindex message in "+m.Room, parts)
 }
@@ -295,7 +296,7 @@ func (w *wordMemo) add(key string) {
 
 // idBefore orders timeuuids as Cassandra orders message_id: by time, then
 // by the rest of their bytes.
-func idBefore(a, b gocql.UUID) bool {
+func idBefore(a, b chat.ID) bool {
 	ta, tb := a.Timestamp(), b.Timestamp()
 	if ta != tb {
 		return ta < tb
@@ -311,11 +312,11 @@ func idBefore(a, b gocql.UUID) bool {
 // bound is an upper limit on message ids: at or below id, or strictly
 // below it.
 type bound struct {
-	id        gocql.UUID
+	id        chat.ID
 	inclusive bool
 }
 
-func (b bound) admits(id gocql.UUID) bool {
+func (b bound) admits(id chat.ID) bool {
 	return idBefore(id, b.id) || (b.inclusive && id == b.id)
 }
 
@@ -323,7 +324,7 @@ func (b bound) admits(id gocql.UUID) bool {
 // newest first; seek jumps down without reading what lies between.
 type postingIter interface {
 	// seek returns the newest id within b, or false if none is left.
-	seek(ctx context.Context, b bound) (gocql.UUID, bool, error)
+	seek(ctx context.Context, b bound) (chat.ID, bool, error)
 	// density is how many ids a tick of time the last read found: after
 	// a first seek, it tells a rare term from a common one.
 	density() float64
@@ -334,15 +335,15 @@ type postings struct {
 	s                   *Store
 	conv, term          string
 	month               int
-	floor               gocql.UUID
-	buf                 []gocql.UUID // newest first; pos is the next to look at
+	floor               chat.ID
+	buf                 []chat.ID // newest first; pos is the next to look at
 	pos                 int
 	exhausted           bool // nothing below buf's last id
 	page, lastRead      int  // size of the next read, and of the last one
 	statements, fetched *int
 }
 
-func (p *postings) seek(ctx context.Context, b bound) (gocql.UUID, bool, error) {
+func (p *postings) seek(ctx context.Context, b bound) (chat.ID, bool, error) {
 	for {
 		for p.pos < len(p.buf) && !b.admits(p.buf[p.pos]) {
 			p.pos++
@@ -353,7 +354,7 @@ func (p *postings) seek(ctx context.Context, b bound) (gocql.UUID, bool, error) 
 		// Seeks only go down, so once a read reached the partition's
 		// floor, what the buffer held was all there was.
 		if p.exhausted {
-			return gocql.UUID{}, false, nil
+			return chat.ID{}, false, nil
 		}
 		p.page = firstPage
 		if n := len(p.buf); n > 0 {
@@ -367,7 +368,7 @@ func (p *postings) seek(ctx context.Context, b bound) (gocql.UUID, bool, error) 
 			}
 		}
 		if err := p.read(ctx, b); err != nil {
-			return gocql.UUID{}, false, err
+			return chat.ID{}, false, err
 		}
 	}
 }
@@ -390,14 +391,14 @@ func (p *postings) read(ctx context.Context, b bound) error {
 	if b.inclusive {
 		stmt = selectPostingsTo
 	}
-	q, err := p.s.query(ctx, stmt, p.conv, p.term, p.month, b.id, p.floor, p.page)
+	q, err := p.s.query(ctx, stmt, p.conv, p.term, p.month, gocql.UUID(b.id), gocql.UUID(p.floor), p.page)
 	if err != nil {
 		return err
 	}
 	iter := q.PageSize(0).Iter()
 	p.buf, p.pos = p.buf[:0], 0
-	var id gocql.UUID
-	for iter.Scan(&id) {
+	var id chat.ID
+	for iter.Scan((*gocql.UUID)(&id)) {
 		p.buf = append(p.buf, id)
 	}
 	if err := iter.Close(); err != nil {
@@ -412,13 +413,13 @@ func (p *postings) read(ctx context.Context, b bound) error {
 // unionIter is the newest id of any of its parts: a prefix's words.
 type unionIter []postingIter
 
-func (u unionIter) seek(ctx context.Context, b bound) (gocql.UUID, bool, error) {
-	var best gocql.UUID
+func (u unionIter) seek(ctx context.Context, b bound) (chat.ID, bool, error) {
+	var best chat.ID
 	found := false
 	for _, it := range u {
 		id, ok, err := it.seek(ctx, b)
 		if err != nil {
-			return gocql.UUID{}, false, err
+			return chat.ID{}, false, err
 		}
 		if ok && (!found || idBefore(best, id)) {
 			best, found = id, true
@@ -447,12 +448,12 @@ type andIter struct {
 
 func (a *andIter) density() float64 { return a.parts[0].density() }
 
-func (a *andIter) seek(ctx context.Context, b bound) (gocql.UUID, bool, error) {
+func (a *andIter) seek(ctx context.Context, b bound) (chat.ID, bool, error) {
 	if !a.ordered {
 		a.ordered = true
 		for _, it := range a.parts {
 			if _, ok, err := it.seek(ctx, b); err != nil || !ok {
-				return gocql.UUID{}, false, err
+				return chat.ID{}, false, err
 			}
 		}
 		sort.SliceStable(a.parts, func(i, j int) bool { return a.parts[i].density() < a.parts[j].density() })
@@ -460,13 +461,13 @@ func (a *andIter) seek(ctx context.Context, b bound) (gocql.UUID, bool, error) {
 	for {
 		cand, ok, err := a.parts[0].seek(ctx, b)
 		if err != nil || !ok {
-			return gocql.UUID{}, false, err
+			return chat.ID{}, false, err
 		}
 		agreed := true
 		for _, it := range a.parts[1:] {
 			id, ok, err := it.seek(ctx, bound{id: cand, inclusive: true})
 			if err != nil || !ok {
-				return gocql.UUID{}, false, err
+				return chat.ID{}, false, err
 			}
 			if id != cand {
 				b, agreed = bound{id: id, inclusive: true}, false
@@ -491,10 +492,10 @@ type SearchStats struct {
 // conversations the searcher is in now. Every result is checked against
 // the message as stored (see Matches), so one changed or deleted since it
 // was indexed is left out.
-func (s *Store) Search(ctx context.Context, convs []Conversation, q SearchQuery, before gocql.UUID, n int) ([]Message, bool, SearchStats, error) {
+func (s *Store) Search(ctx context.Context, convs []chat.Conversation, q chat.SearchQuery, before chat.ID, n int) ([]chat.Message, bool, SearchStats, error) {
 	var st SearchStats
-	top := bound{id: gocql.MaxTimeUUID(s.Now().Add(time.Hour)), inclusive: true}
-	if before != (gocql.UUID{}) {
+	top := bound{id: chat.MaxIDAt(s.Now().Add(time.Hour)), inclusive: true}
+	if before != (chat.ID{}) {
 		top = bound{id: before}
 	}
 	months, err := s.searchMonths(ctx, convs, top.id, &st)
@@ -504,7 +505,7 @@ func (s *Store) Search(ctx context.Context, convs []Conversation, q SearchQuery,
 	// The newest month alone first: a common term fills the page there.
 	// If it does not, every older month at once: a rare term is in few of
 	// them, and reading them one after the other would only add waits.
-	var out []Message
+	var out []chat.Message
 	for take := 1; len(months) > 0; take = len(months) {
 		cells, err := s.placedCells(ctx, months[:take], q, &st)
 		if err != nil {
@@ -532,10 +533,10 @@ const placesBatch = 100
 // term and month, all at once), so a rare term reads postings only where
 // it is; a month before the places are complete (placesFrom), or a
 // query of prefixes only, keeps every conversation.
-func (s *Store) placedCells(ctx context.Context, months []monthConvs, q SearchQuery, st *SearchStats) ([]cell, error) {
+func (s *Store) placedCells(ctx context.Context, months []monthConvs, q chat.SearchQuery, st *SearchStats) ([]cell, error) {
 	terms := append([]string(nil), q.Terms...)
 	if q.From != "" {
-		terms = append(terms, fromTerm(q.From))
+		terms = append(terms, chat.FromTerm(q.From))
 	}
 	from := 0
 	if len(terms) > 0 {
@@ -699,17 +700,17 @@ func (s *Store) PlacesComplete(ctx context.Context) error {
 // monthConvs is a month and the conversations that have messages in it.
 type monthConvs struct {
 	month int
-	convs []Conversation
+	convs []chat.Conversation
 }
 
 // searchMonths lists, newest first, the months in which convs have
 // messages up to the id top, from their day buckets: one read per
 // conversation, a few at a time, unless this process read them lately
 // (see monthsMemo).
-func (s *Store) searchMonths(ctx context.Context, convs []Conversation, top gocql.UUID, st *SearchStats) ([]monthConvs, error) {
-	byMonth := map[int][]Conversation{}
+func (s *Store) searchMonths(ctx context.Context, convs []chat.Conversation, top chat.ID, st *SearchStats) ([]monthConvs, error) {
+	byMonth := map[int][]chat.Conversation{}
 	var mu sync.Mutex
-	add := func(conv Conversation, months []int) {
+	add := func(conv chat.Conversation, months []int) {
 		mu.Lock()
 		defer mu.Unlock()
 		for _, m := range months {
@@ -718,7 +719,7 @@ func (s *Store) searchMonths(ctx context.Context, convs []Conversation, top gocq
 			}
 		}
 	}
-	var unknown []Conversation
+	var unknown []chat.Conversation
 	for _, conv := range convs {
 		if months, ok := s.months.get(conv, s.Now()); ok {
 			add(conv, months)
@@ -728,7 +729,7 @@ func (s *Store) searchMonths(ctx context.Context, convs []Conversation, top gocq
 	}
 	err := s.eachConcurrently(ctx, len(unknown), searchReaders, func(ctx context.Context, i int) error {
 		conv := unknown[i]
-		q, err := s.query(ctx, selectBucketsAll, conv.ID, timeBucket(s.Now().Add(time.Hour)), timeBucket(conv.Since))
+		q, err := s.query(ctx, selectBucketsAll, conv.ID, chat.TimeBucket(s.Now().Add(time.Hour)), chat.TimeBucket(conv.Since))
 		if err != nil {
 			return err
 		}
@@ -785,11 +786,11 @@ type monthsEntry struct {
 	at     time.Time
 }
 
-func monthsKey(conv Conversation) string {
+func monthsKey(conv chat.Conversation) string {
 	return fmt.Sprintf("%s\x00%d", conv.ID, conv.Since.UnixMilli())
 }
 
-func (mm *monthsMemo) get(conv Conversation, now time.Time) ([]int, bool) {
+func (mm *monthsMemo) get(conv chat.Conversation, now time.Time) ([]int, bool) {
 	mm.mu.Lock()
 	defer mm.mu.Unlock()
 	e, ok := mm.m[monthsKey(conv)]
@@ -799,7 +800,7 @@ func (mm *monthsMemo) get(conv Conversation, now time.Time) ([]int, bool) {
 	return e.months, true
 }
 
-func (mm *monthsMemo) put(conv Conversation, months []int, now time.Time) {
+func (mm *monthsMemo) put(conv chat.Conversation, months []int, now time.Time) {
 	mm.mu.Lock()
 	defer mm.mu.Unlock()
 	if mm.m == nil || len(mm.m) >= monthsMemoSize {
@@ -809,7 +810,7 @@ func (mm *monthsMemo) put(conv Conversation, months []int, now time.Time) {
 }
 
 // forget drops conv's list: it has a new day bucket.
-func (mm *monthsMemo) forget(conv Conversation) {
+func (mm *monthsMemo) forget(conv chat.Conversation) {
 	mm.mu.Lock()
 	defer mm.mu.Unlock()
 	delete(mm.m, monthsKey(conv))
@@ -817,7 +818,7 @@ func (mm *monthsMemo) forget(conv Conversation) {
 
 // cell is one conversation's month: where a term's postings are.
 type cell struct {
-	conv  Conversation
+	conv  chat.Conversation
 	month int
 }
 
@@ -826,7 +827,7 @@ type cell struct {
 type cellCursor struct {
 	cell
 	it   postingIter
-	head gocql.UUID
+	head chat.ID
 	ok   bool
 	st   SearchStats
 }
@@ -835,7 +836,7 @@ type cellCursor struct {
 // cell's newest match is found at once (searchReaders at a time), then
 // they are merged, and each candidate checked against its stored message,
 // a batch at a time.
-func (s *Store) searchCells(ctx context.Context, cells []cell, q SearchQuery, top bound, n int, st *SearchStats) ([]Message, error) {
+func (s *Store) searchCells(ctx context.Context, cells []cell, q chat.SearchQuery, top bound, n int, st *SearchStats) ([]chat.Message, error) {
 	cursors := make([]*cellCursor, len(cells))
 	err := s.eachConcurrently(ctx, len(cells), searchReaders, func(ctx context.Context, i int) error {
 		c := &cellCursor{cell: cells[i]}
@@ -856,7 +857,7 @@ func (s *Store) searchCells(ctx context.Context, cells []cell, q SearchQuery, to
 	if err != nil {
 		return nil, err
 	}
-	var out []Message
+	var out []chat.Message
 	for len(out) < n {
 		// The next batch of candidates, newest first across the cells.
 		var batch []candidate
@@ -897,15 +898,15 @@ func (s *Store) searchCells(ctx context.Context, cells []cell, q SearchQuery, to
 }
 
 type candidate struct {
-	conv Conversation
-	id   gocql.UUID
+	conv chat.Conversation
+	id   chat.ID
 }
 
 // matcher builds c's iterator over its matches of q: the AND of
 // its terms' postings, the author's, and for each prefix the union of the
 // postings of the words it begins. It is nil when a prefix begins no word
 // of the month.
-func (s *Store) matcher(ctx context.Context, c *cellCursor, q SearchQuery) (postingIter, error) {
+func (s *Store) matcher(ctx context.Context, c *cellCursor, q chat.SearchQuery) (postingIter, error) {
 	month := c.month
 	floor := floorOf(c.conv)
 	post := func(term string) *postings {
@@ -917,7 +918,7 @@ func (s *Store) matcher(ctx context.Context, c *cellCursor, q SearchQuery) (post
 		parts = append(parts, post(t))
 	}
 	if q.From != "" {
-		parts = append(parts, post(fromTerm(q.From)))
+		parts = append(parts, post(chat.FromTerm(q.From)))
 	}
 	for _, p := range q.Prefixes {
 		terms, err := s.prefixTerms(ctx, c.conv.ID, month, p)
@@ -966,7 +967,7 @@ func (s *Store) prefixTerms(ctx context.Context, conv string, month int, prefix 
 // messagesByID reads the candidates' messages as stored, one statement per
 // conversation and day, all at once, and returns those found in the
 // candidates' order.
-func (s *Store) messagesByID(ctx context.Context, batch []candidate, st *SearchStats) ([]Message, error) {
+func (s *Store) messagesByID(ctx context.Context, batch []candidate, st *SearchStats) ([]chat.Message, error) {
 	type key struct {
 		conv   string
 		bucket int
@@ -974,13 +975,13 @@ func (s *Store) messagesByID(ctx context.Context, batch []candidate, st *SearchS
 	groups := map[key][]gocql.UUID{}
 	var keys []key
 	for _, c := range batch {
-		k := key{c.conv.ID, bucketOf(c.id)}
+		k := key{c.conv.ID, chat.BucketOf(c.id)}
 		if _, ok := groups[k]; !ok {
 			keys = append(keys, k)
 		}
-		groups[k] = append(groups[k], c.id)
+		groups[k] = append(groups[k], gocql.UUID(c.id))
 	}
-	found := make(map[gocql.UUID]Message, len(batch))
+	found := make(map[chat.ID]chat.Message, len(batch))
 	var mu sync.Mutex
 	err := s.eachConcurrently(ctx, len(keys), searchReaders, func(ctx context.Context, i int) error {
 		k := keys[i]
@@ -989,7 +990,7 @@ func (s *Store) messagesByID(ctx context.Context, batch []candidate, st *SearchS
 			return err
 		}
 		iter := q.PageSize(0).Iter()
-		var ms []Message
+		var ms []chat.Message
 		for m, ok := scanMessage(iter, k.conv); ok; m, ok = scanMessage(iter, k.conv) {
 			ms = append(ms, m)
 		}
@@ -1008,7 +1009,7 @@ func (s *Store) messagesByID(ctx context.Context, batch []candidate, st *SearchS
 	}
 	st.Statements += len(keys)
 	st.Checked += len(batch)
-	out := make([]Message, 0, len(batch))
+	out := make([]chat.Message, 0, len(batch))
 	for _, c := range batch {
 		if m, ok := found[c.id]; ok {
 			out = append(out, m)

@@ -8,13 +8,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gocql/gocql"
-
+	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/store"
 )
 
 // post stores and indexes a message, as the post path and its indexer do.
-func post(t testing.TB, st *store.Store, in store.Place, author store.UserRef, content string) store.Message {
+func post(t testing.TB, st *store.Store, in chat.Place, author chat.UserRef, content string) chat.Message {
 	t.Helper()
 	ctx := context.Background()
 	m, err := st.PostMessage(ctx, in, author, content)
@@ -27,9 +26,9 @@ func post(t testing.TB, st *store.Store, in store.Place, author store.UserRef, c
 	return m
 }
 
-func search(t testing.TB, st *store.Store, convs []store.Conversation, query string, before gocql.UUID, n int) ([]store.Message, bool, store.SearchStats) {
+func search(t testing.TB, st *store.Store, convs []chat.Conversation, query string, before chat.ID, n int) ([]chat.Message, bool, store.SearchStats) {
 	t.Helper()
-	q, err := store.ParseSearch(query)
+	q, err := chat.ParseSearch(query)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +39,7 @@ func search(t testing.TB, st *store.Store, convs []store.Conversation, query str
 	return found, more, stats
 }
 
-func contents(ms []store.Message) []string {
+func contents(ms []chat.Message) []string {
 	out := make([]string, len(ms))
 	for i, m := range ms {
 		out[i] = m.Content
@@ -51,7 +50,7 @@ func contents(ms []store.Message) []string {
 func TestSearchFindsTermsNewestFirst(t *testing.T) {
 	ctx := context.Background()
 	ada, bob := newUser(t, unique("ada")), newUser(t, unique("bob"))
-	room, err := db.CreateRoom(ctx, ada.Ref(), store.NewRoom{Name: unique("search")})
+	room, err := db.CreateRoom(ctx, ada.Ref(), chat.NewRoom{Name: unique("search")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,13 +58,13 @@ func TestSearchFindsTermsNewestFirst(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dm := store.DM{Address: ada.Login + "+" + bob.Login, Members: []store.UserRef{ada.Ref(), bob.Ref()}}
+	dm := chat.DM{Address: ada.Login + "+" + bob.Login, Members: []chat.UserRef{ada.Ref(), bob.Ref()}}
 	word := unique("zebra")
 	post(t, db.Store, room, ada.Ref(), "the runbook for "+word+" is in the wiki")
 	post(t, db.Store, dm, bob.Ref(), "Café "+word+" deploying now")
 	post(t, db.Store, room, bob.Ref(), "unrelated chatter")
 	last := post(t, db.Store, room, bob.Ref(), "DEPLOYED the "+word+" pipeline")
-	convs := []store.Conversation{room.Conversation(), dm.Conversation()}
+	convs := []chat.Conversation{room.Conversation(), dm.Conversation()}
 
 	tests := []struct {
 		q    string
@@ -83,18 +82,18 @@ func TestSearchFindsTermsNewestFirst(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.q, func(t *testing.T) {
-			found, more, _ := search(t, db.Store, convs, tt.q, gocql.UUID{}, 20)
+			found, more, _ := search(t, db.Store, convs, tt.q, chat.ID{}, 20)
 			if got := contents(found); strings.Join(got, "|") != strings.Join(tt.want, "|") || more {
 				t.Errorf("got %q (more %v), want %q", got, more, tt.want)
 			}
 		})
 	}
 	t.Run("OnlyGivenConversations", func(t *testing.T) {
-		found, _, _ := search(t, db.Store, []store.Conversation{dm.Conversation()}, word, gocql.UUID{}, 20)
+		found, _, _ := search(t, db.Store, []chat.Conversation{dm.Conversation()}, word, chat.ID{}, 20)
 		if len(found) != 1 || found[0].Room != dm.Conversation().ID {
 			t.Errorf("searching the DM alone found %q", contents(found))
 		}
-		if found, _, _ := search(t, db.Store, nil, word, gocql.UUID{}, 20); len(found) != 0 {
+		if found, _, _ := search(t, db.Store, nil, word, chat.ID{}, 20); len(found) != 0 {
 			t.Errorf("searching no conversation found %q", contents(found))
 		}
 	})
@@ -111,7 +110,7 @@ func TestSearchFindsTermsNewestFirst(t *testing.T) {
 func TestSearchChecksStoredMessage(t *testing.T) {
 	ctx := context.Background()
 	ada := newUser(t, unique("ada"))
-	room, err := db.CreateRoom(ctx, ada.Ref(), store.NewRoom{Name: unique("edits")})
+	room, err := db.CreateRoom(ctx, ada.Ref(), chat.NewRoom{Name: unique("edits")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +130,7 @@ func TestSearchChecksStoredMessage(t *testing.T) {
 	if err := db.IndexMessage(ctx, gone); err != nil {
 		t.Fatal(err)
 	}
-	found, _, _ := search(t, db.Store, []store.Conversation{room.Conversation()}, word, gocql.UUID{}, 20)
+	found, _, _ := search(t, db.Store, []chat.Conversation{room.Conversation()}, word, chat.ID{}, 20)
 	if len(found) != 1 || found[0].ID != kept.ID {
 		t.Errorf("found %q, want only the kept message", contents(found))
 	}
@@ -139,7 +138,7 @@ func TestSearchChecksStoredMessage(t *testing.T) {
 	if err := db.UnindexMessage(ctx, kept); err != nil {
 		t.Fatal(err)
 	}
-	if found, _, _ := search(t, db.Store, []store.Conversation{room.Conversation()}, word, gocql.UUID{}, 20); len(found) != 0 {
+	if found, _, _ := search(t, db.Store, []chat.Conversation{room.Conversation()}, word, chat.ID{}, 20); len(found) != 0 {
 		t.Errorf("after UnindexMessage found %q", contents(found))
 	}
 }
@@ -149,7 +148,7 @@ func TestSearchChecksStoredMessage(t *testing.T) {
 func TestSearchConcurrentPosts(t *testing.T) {
 	ctx := context.Background()
 	ada := newUser(t, unique("ada"))
-	room, err := db.CreateRoom(ctx, ada.Ref(), store.NewRoom{Name: unique("busy")})
+	room, err := db.CreateRoom(ctx, ada.Ref(), chat.NewRoom{Name: unique("busy")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,10 +162,10 @@ func TestSearchConcurrentPosts(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	seen := map[gocql.UUID]bool{}
-	before := gocql.UUID{}
+	seen := map[chat.ID]bool{}
+	before := chat.ID{}
 	for page := 0; ; page++ {
-		found, more, _ := search(t, db.Store, []store.Conversation{room.Conversation()}, word, before, 20)
+		found, more, _ := search(t, db.Store, []chat.Conversation{room.Conversation()}, word, before, 20)
 		for i, m := range found {
 			if seen[m.ID] {
 				t.Fatalf("page %d: %s twice", page, m.Content)
@@ -202,12 +201,12 @@ func TestSearchCostWithBigPartitions(t *testing.T) {
 	defer st.Close()
 	clock := time.Date(2026, 5, 20, 8, 0, 0, 0, time.UTC)
 	st.Now = func() time.Time { return clock }
-	room, err := st.CreateRoom(ctx, ada.Ref(), store.NewRoom{Name: unique("big")})
+	room, err := st.CreateRoom(ctx, ada.Ref(), chat.NewRoom{Name: unique("big")})
 	if err != nil {
 		t.Fatal(err)
 	}
 	common, rare := unique("common"), unique("rare")
-	var rareIDs []gocql.UUID
+	var rareIDs []chat.ID
 	const total = 3000
 	sem := make(chan struct{}, 32)
 	var mu sync.Mutex
@@ -240,8 +239,8 @@ func TestSearchCostWithBigPartitions(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	convs := []store.Conversation{room.Conversation()}
-	found, _, stats := search(t, st, convs, common+" "+rare, gocql.UUID{}, 20)
+	convs := []chat.Conversation{room.Conversation()}
+	found, _, stats := search(t, st, convs, common+" "+rare, chat.ID{}, 20)
 	if len(found) != 3 {
 		t.Fatalf("found %d, want 3", len(found))
 	}
@@ -250,12 +249,12 @@ func TestSearchCostWithBigPartitions(t *testing.T) {
 	}
 	t.Logf("common AND rare: %+v", stats)
 	// The same in the other order: the rare term leads either way.
-	found, _, stats = search(t, st, convs, rare+" "+common, gocql.UUID{}, 20)
+	found, _, stats = search(t, st, convs, rare+" "+common, chat.ID{}, 20)
 	if len(found) != 3 || stats.Postings > 200 || stats.Statements > 40 {
 		t.Errorf("rare AND common: %d found, %d postings in %d statements", len(found), stats.Postings, stats.Statements)
 	}
 	t.Logf("rare AND common: %+v", stats)
-	found, more, stats := search(t, st, convs, common, gocql.UUID{}, 20)
+	found, more, stats := search(t, st, convs, common, chat.ID{}, 20)
 	if len(found) != 20 || !more || stats.Postings > 100 {
 		t.Errorf("common alone: %d found, more %v, %+v", len(found), more, stats)
 	}
@@ -278,10 +277,10 @@ func TestRareTermReadsOnlyWhereItIs(t *testing.T) {
 	clock := time.Date(2026, 3, 10, 8, 0, 0, 0, time.UTC)
 	st.Now = func() time.Time { return clock }
 	rare := unique("zanzibar")
-	var convs []store.Conversation
-	var rooms []store.Room
+	var convs []chat.Conversation
+	var rooms []chat.Room
 	for i := range 40 {
-		r, err := st.CreateRoom(ctx, ada.Ref(), store.NewRoom{Name: unique("place")})
+		r, err := st.CreateRoom(ctx, ada.Ref(), chat.NewRoom{Name: unique("place")})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -300,7 +299,7 @@ func TestRareTermReadsOnlyWhereItIs(t *testing.T) {
 		clock = clock.AddDate(0, 1, 0)
 		_ = month
 	}
-	found, _, stats := search(t, st, convs, rare, gocql.UUID{}, 20)
+	found, _, stats := search(t, st, convs, rare, chat.ID{}, 20)
 	if len(found) != 3 {
 		t.Fatalf("found %d, want 3", len(found))
 	}
@@ -310,15 +309,15 @@ func TestRareTermReadsOnlyWhereItIs(t *testing.T) {
 	if stats.Statements > 40+3+3+3 || stats.Postings > 3 {
 		t.Errorf("a rare word read %d postings in %d statements", stats.Postings, stats.Statements)
 	}
-	found, _, stats = search(t, st, convs, rare, gocql.UUID{}, 20)
+	found, _, stats = search(t, st, convs, rare, chat.ID{}, 20)
 	if len(found) != 3 || stats.Statements > 3+3+3 {
 		t.Errorf("again (the months remembered): %d found in %d statements", len(found), stats.Statements)
 	}
-	found, _, stats = search(t, st, convs, unique("nowhere"), gocql.UUID{}, 20)
+	found, _, stats = search(t, st, convs, unique("nowhere"), chat.ID{}, 20)
 	if len(found) != 0 || stats.Postings != 0 || stats.Statements > 3 {
 		t.Errorf("a word that is nowhere: %d found, %+v", len(found), stats)
 	}
-	found, _, _ = search(t, st, convs, "ordinary "+rare, gocql.UUID{}, 20)
+	found, _, _ = search(t, st, convs, "ordinary "+rare, chat.ID{}, 20)
 	if len(found) != 3 {
 		t.Errorf("a common and a rare word: %d found, want 3", len(found))
 	}

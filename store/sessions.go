@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gocql/gocql"
+	"github.com/killrchat/killrchat/chat"
 )
 
 const (
@@ -36,7 +37,7 @@ type SessionRow struct {
 func (s *Store) SaveSession(ctx context.Context, id string, row SessionRow, maxAge time.Duration) error {
 	ttl := int(maxAge / time.Second)
 	if ttl < 1 {
-		return fmt.Errorf("store: save session: max age %v: %w", maxAge, ErrInvalid)
+		return fmt.Errorf("store: save session: max age %v: %w", maxAge, chat.ErrInvalid)
 	}
 	if row.Login != "" {
 		if err := s.exec(ctx, "list session", insertUserSession, row.Login, id, ttl); err != nil {
@@ -53,7 +54,7 @@ func (s *Store) SaveSession(ctx context.Context, id string, row SessionRow, maxA
 	return nil
 }
 
-// Session returns the stored session id, or ErrNotFound if it never existed,
+// Session returns the stored session id, or chat.ErrNotFound if it never existed,
 // expired or was deleted.
 func (s *Store) Session(ctx context.Context, id string) (SessionRow, error) {
 	q, err := s.query(ctx, selectSession, id)
@@ -63,7 +64,7 @@ func (s *Store) Session(ctx context.Context, id string) (SessionRow, error) {
 	var row SessionRow
 	err = q.Scan(&row.Login, &row.Data)
 	if errors.Is(err, gocql.ErrNotFound) {
-		return SessionRow{}, fmt.Errorf("store: session: %w", ErrNotFound)
+		return SessionRow{}, fmt.Errorf("store: session: %w", chat.ErrNotFound)
 	}
 	if err != nil {
 		return SessionRow{}, s.fail("read session", err)
@@ -120,7 +121,7 @@ func (s *Store) Sessions(ctx context.Context, login string) ([]string, error) {
 	return ids, nil
 }
 
-// SessionTTL is the time the session id has left, or ErrNotFound.
+// SessionTTL is the time the session id has left, or chat.ErrNotFound.
 func (s *Store) SessionTTL(ctx context.Context, id string) (time.Duration, error) {
 	q, err := s.query(ctx, selectTTL, id)
 	if err != nil {
@@ -129,7 +130,7 @@ func (s *Store) SessionTTL(ctx context.Context, id string) (time.Duration, error
 	var ttl int
 	err = q.Scan(&ttl)
 	if errors.Is(err, gocql.ErrNotFound) {
-		return 0, fmt.Errorf("store: session ttl: %w", ErrNotFound)
+		return 0, fmt.Errorf("store: session ttl: %w", chat.ErrNotFound)
 	}
 	if err != nil {
 		return 0, s.fail("read session ttl", err)

@@ -1,5 +1,6 @@
-// Package store owns KillrChat's domain types, their validation, and every
-// CQL statement the application runs. Handlers call it; it calls gocql.
+// Package store is KillrChat's Cassandra adapter: every CQL statement the
+// application runs, over the domain types of package chat. Handlers call
+// it; it alone (with schema) calls gocql.
 package store
 
 import (
@@ -8,7 +9,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,55 +16,9 @@ import (
 	"github.com/gocql/gocql"
 	"golang.org/x/sync/semaphore"
 
+	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/schema"
 )
-
-// Sentinel errors. Callers compare them with errors.Is; the handlers map
-// them to HTTP status codes in one place.
-var (
-	ErrNotFound       = errors.New("not found")
-	ErrUserExists     = errors.New("this login is taken")
-	ErrRoomExists     = errors.New("this room name is taken")
-	ErrNotCreator     = errors.New("only the creator of a room can delete it")
-	ErrNotParticipant = errors.New("you are not a participant of this room")
-	ErrBadCredentials = errors.New("wrong login or password")
-	ErrInvalid        = errors.New("invalid input")
-	ErrConflict       = errors.New("too many concurrent changes; try again")
-	ErrNotAdmin       = errors.New("only an admin of the room can do that")
-	// ErrHandOver refuses a creator's leave while other members remain and
-	// none of them is an admin to take the creator role.
-	ErrHandOver = errors.New("make another member an admin before you leave")
-	// ErrInviteExpired, ErrInviteRevoked and ErrInviteUsedUp say why an
-	// invitation link no longer lets anyone in.
-	ErrInviteExpired = errors.New("this invitation link has expired")
-	ErrInviteRevoked = errors.New("this invitation link was revoked")
-	ErrInviteUsedUp  = errors.New("this invitation link has been used up")
-	// ErrUnavailable means Cassandra could not be reached or did not answer
-	// in time; the request may be retried later.
-	ErrUnavailable = errors.New("the database is unavailable")
-)
-
-// ValidationError lists what is wrong with a form, field by field.
-// errors.Is(err, ErrInvalid) holds for it.
-type ValidationError map[string]string
-
-func (v ValidationError) Error() string {
-	parts := make([]string, 0, len(v))
-	for field, msg := range v {
-		parts = append(parts, field+": "+msg)
-	}
-	return "invalid input: " + strings.Join(parts, "; ")
-}
-
-// Is makes errors.Is(err, ErrInvalid) true for a ValidationError.
-func (v ValidationError) Is(target error) bool { return target == ErrInvalid }
-
-func (v ValidationError) orNil() error {
-	if len(v) == 0 {
-		return nil
-	}
-	return v
-}
 
 // ObservedQuery is what Config.Observe learns about each statement sent.
 type ObservedQuery struct {
@@ -117,7 +71,7 @@ type Config struct {
 }
 
 // Store is the application's handle on Cassandra. It can be created before
-// Cassandra is up: until Connect succeeds every method returns ErrUnavailable.
+// Cassandra is up: until Connect succeeds every method returns chat.ErrUnavailable.
 type Store struct {
 	cfg     Config
 	log     *slog.Logger
@@ -129,7 +83,7 @@ type Store struct {
 	// knownBuckets remembers (room, bucket) pairs already recorded in
 	// messages_bucket by this process; it only saves writes.
 	knownBuckets sync.Map
-	ids          idGenerator
+	ids          chat.IDGenerator
 
 	// chunkBufs is the pool of upload chunk buffers (see chunkBuffer).
 	chunkBufs     chan []byte
@@ -213,7 +167,7 @@ func (s *Store) cluster() gocql.ClusterConfig {
 }
 
 // Connect makes one attempt to reach Cassandra, apply the schema and open
-// the session. It returns an error wrapping ErrUnavailable if Cassandra does
+// the session. It returns an error wrapping chat.ErrUnavailable if Cassandra does
 // not answer, and schema.ErrChanged if a migration was edited.
 func (s *Store) Connect(ctx context.Context) error {
 	if s.session.Load() != nil {
@@ -225,7 +179,7 @@ func (s *Store) Connect(ctx context.Context) error {
 		if errors.Is(err, schema.ErrChanged) {
 			return err
 		}
-		return fmt.Errorf("store: connect: %w (%w)", ErrUnavailable, err)
+		return fmt.Errorf("store: connect: %w (%w)", chat.ErrUnavailable, err)
 	}
 	cluster.Keyspace = s.cfg.Keyspace
 	// A token-aware policy serves one session only: the migrations' own
@@ -233,11 +187,11 @@ func (s *Store) Connect(ctx context.Context) error {
 	cluster.PoolConfig.HostSelectionPolicy = hostPolicy(s.cfg.LocalDC)
 	sess, err := cluster.CreateSession()
 	if err != nil {
-		return fmt.Errorf("store: connect: %w (%w)", ErrUnavailable, err)
+		return fmt.Errorf("store: connect: %w (%w)", chat.ErrUnavailable, err)
 	}
 	if err := s.moveRooms(ctx, sess); err != nil {
 		sess.Close()
-		return fmt.Errorf("store: connect: %w (%w)", ErrUnavailable, err)
+		return fmt.Errorf("store: connect: %w (%w)", chat.ErrUnavailable, err)
 	}
 	if !s.session.CompareAndSwap(nil, sess) {
 		sess.Close()
@@ -291,7 +245,7 @@ const selectHealth = `SELECT version FROM schema_migrations WHERE version = 1`
 const healthAll = time.Second
 
 // Health tells whether the application can work now: an error wrapping
-// ErrUnavailable if a read at the configured consistency (LOCAL_QUORUM)
+// chat.ErrUnavailable if a read at the configured consistency (LOCAL_QUORUM)
 // fails; else degraded is non-empty, saying why, when a read at ALL fails,
 // which is a replica down or too slow while a quorum still answers. (The
 // row read lives on RF nodes: on a cluster of more nodes than RF, a node
@@ -324,7 +278,7 @@ func (s *Store) Health(ctx context.Context) (degraded string, err error) {
 func (s *Store) db() (*gocql.Session, error) {
 	sess := s.session.Load()
 	if sess == nil {
-		return nil, fmt.Errorf("store: %w: not connected yet", ErrUnavailable)
+		return nil, fmt.Errorf("store: %w: not connected yet", chat.ErrUnavailable)
 	}
 	return sess, nil
 }
@@ -353,16 +307,16 @@ func (s *Store) exec(ctx context.Context, op, stmt string, values ...any) error 
 }
 
 // fail wraps a driver error for operation op, marking unreachability and
-// timeouts as ErrUnavailable.
+// timeouts as chat.ErrUnavailable.
 func (s *Store) fail(op string, err error) error {
 	if isUnavailable(err) {
-		return fmt.Errorf("store: %s: %w (%w)", op, ErrUnavailable, err)
+		return fmt.Errorf("store: %s: %w (%w)", op, chat.ErrUnavailable, err)
 	}
 	return fmt.Errorf("store: %s: %w", op, err)
 }
 
 func isUnavailable(err error) bool {
-	if errors.Is(err, ErrUnavailable) || errors.Is(err, gocql.ErrNoConnections) ||
+	if errors.Is(err, chat.ErrUnavailable) || errors.Is(err, gocql.ErrNoConnections) ||
 		errors.Is(err, gocql.ErrSessionClosed) || errors.Is(err, gocql.ErrTimeoutNoResponse) ||
 		errors.Is(err, gocql.ErrConnectionClosed) || errors.Is(err, gocql.ErrNoHosts) ||
 		errors.Is(err, context.DeadlineExceeded) {

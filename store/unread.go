@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gocql/gocql"
+	"github.com/killrchat/killrchat/chat"
 )
 
 const (
@@ -48,78 +49,61 @@ var unknownStart = time.Unix(0, 0)
 
 // writeTime is the write timestamp that makes a marker or head monotonic:
 // the id's own time in microseconds.
-func writeTime(id gocql.UUID) int64 { return id.Time().UnixMicro() }
+func writeTime(id chat.ID) int64 { return id.Time().UnixMicro() }
 
 // MarkRead moves login's read marker in conversation up to the message id
 // upTo. An older upTo than the stored marker changes nothing.
-func (s *Store) MarkRead(ctx context.Context, login, conversation string, upTo gocql.UUID) error {
-	return s.exec(ctx, "mark read", updateMarker, writeTime(upTo), upTo, login, conversation)
-}
-
-// Markers is what one partition read says of a person's conversations:
-// the read marker in each (Read), and the newest message that mentions
-// them in each (Mention; see RecordMentions).
-type Markers struct {
-	Read, Mention map[string]gocql.UUID
-	// Level holds the levels the person set (see LevelOf); PersonalState
-	// reads them, ReadMarkers does not.
-	Level map[string]Level
+func (s *Store) MarkRead(ctx context.Context, login, conversation string, upTo chat.ID) error {
+	return s.exec(ctx, "mark read", updateMarker, writeTime(upTo), gocql.UUID(upTo), login, conversation)
 }
 
 // ReadMarkers returns login's markers and mention heads, in one partition
 // read.
-func (s *Store) ReadMarkers(ctx context.Context, login string) (Markers, error) {
+func (s *Store) ReadMarkers(ctx context.Context, login string) (chat.Markers, error) {
 	q, err := s.query(ctx, selectMarkers, login)
 	if err != nil {
-		return Markers{}, err
+		return chat.Markers{}, err
 	}
-	m := Markers{Read: map[string]gocql.UUID{}, Mention: map[string]gocql.UUID{}}
+	m := chat.Markers{Read: map[string]chat.ID{}, Mention: map[string]chat.ID{}}
 	iter := q.Iter()
 	var (
 		conv            string
-		marker, mention gocql.UUID
+		marker, mention chat.ID
 	)
-	for iter.Scan(&conv, &marker, &mention) {
-		if marker != (gocql.UUID{}) {
+	for iter.Scan(&conv, (*gocql.UUID)(&marker), (*gocql.UUID)(&mention)) {
+		if marker != (chat.ID{}) {
 			m.Read[conv] = marker
 		}
-		if mention != (gocql.UUID{}) {
+		if mention != (chat.ID{}) {
 			m.Mention[conv] = mention
 		}
 	}
 	if err := iter.Close(); err != nil {
-		return Markers{}, s.fail("read markers of "+login, err)
+		return chat.Markers{}, s.fail("read markers of "+login, err)
 	}
 	return m, nil
 }
 
 // Markers returns login's read marker in every conversation that has one,
 // in one partition read.
-func (s *Store) Markers(ctx context.Context, login string) (map[string]gocql.UUID, error) {
+func (s *Store) Markers(ctx context.Context, login string) (map[string]chat.ID, error) {
 	m, err := s.ReadMarkers(ctx, login)
 	return m.Read, err
 }
 
-// unreadMention reports whether login's newest mention in conversation is
-// past their marker there.
-func (m Markers) unreadMention(conversation string) bool {
-	mention, ok := m.Mention[conversation]
-	return ok && Later(mention, m.Read[conversation])
-}
-
 // idsByConversation runs a query of (conversation, id) rows into a map.
-func (s *Store) idsByConversation(ctx context.Context, op, stmt string, values ...any) (map[string]gocql.UUID, error) {
+func (s *Store) idsByConversation(ctx context.Context, op, stmt string, values ...any) (map[string]chat.ID, error) {
 	q, err := s.query(ctx, stmt, values...)
 	if err != nil {
 		return nil, err
 	}
-	out := map[string]gocql.UUID{}
+	out := map[string]chat.ID{}
 	iter := q.Iter()
 	var (
 		conv string
-		id   gocql.UUID
+		id   chat.ID
 	)
-	for iter.Scan(&conv, &id) {
+	for iter.Scan(&conv, (*gocql.UUID)(&id)) {
 		out[conv] = id
 	}
 	if err := iter.Close(); err != nil {
@@ -130,42 +114,42 @@ func (s *Store) idsByConversation(ctx context.Context, op, stmt string, values .
 
 // Marker returns login's read marker in conversation, or the zero UUID if
 // login has read nothing there yet.
-func (s *Store) Marker(ctx context.Context, login, conversation string) (gocql.UUID, error) {
+func (s *Store) Marker(ctx context.Context, login, conversation string) (chat.ID, error) {
 	id, _, err := s.MarkerAndLevel(ctx, login, conversation)
 	return id, err
 }
 
 // MarkerAndLevel is login's marker in conversation (zero if none) and
 // their level there, in one read of one row.
-func (s *Store) MarkerAndLevel(ctx context.Context, login, conversation string) (gocql.UUID, Level, error) {
+func (s *Store) MarkerAndLevel(ctx context.Context, login, conversation string) (chat.ID, chat.Level, error) {
 	q, err := s.query(ctx, selectMarker, login, conversation)
 	if err != nil {
-		return gocql.UUID{}, "", err
+		return chat.ID{}, "", err
 	}
 	var (
-		id    gocql.UUID
+		id    chat.ID
 		level string
 	)
-	if err := q.Scan(&id, &level); err != nil && !errors.Is(err, gocql.ErrNotFound) {
-		return gocql.UUID{}, "", s.fail("read marker of "+login, err)
+	if err := q.Scan((*gocql.UUID)(&id), &level); err != nil && !errors.Is(err, gocql.ErrNotFound) {
+		return chat.ID{}, "", s.fail("read marker of "+login, err)
 	}
 	if level == "" {
-		return id, DefaultLevel(conversation), nil
+		return id, chat.DefaultLevel(conversation), nil
 	}
-	return id, Level(level), nil
+	return id, chat.Level(level), nil
 }
 
 // setHead records id as conversation's latest message, unless a newer one
 // is already recorded.
-func (s *Store) setHead(ctx context.Context, conversation string, id gocql.UUID) error {
-	return s.exec(ctx, "set head of "+conversation, updateHead, writeTime(id), id, conversation)
+func (s *Store) setHead(ctx context.Context, conversation string, id chat.ID) error {
+	return s.exec(ctx, "set head of "+conversation, updateHead, writeTime(id), gocql.UUID(id), conversation)
 }
 
 // Heads returns the latest message id of each of the conversations that has
 // one, in one query.
-func (s *Store) Heads(ctx context.Context, conversations []string) (map[string]gocql.UUID, error) {
+func (s *Store) Heads(ctx context.Context, conversations []string) (map[string]chat.ID, error) {
 	if len(conversations) == 0 {
-		return map[string]gocql.UUID{}, nil
+		return map[string]chat.ID{}, nil
 	}
 	return s.idsByConversation(ctx, "read heads", selectHeads, conversations)
 }
@@ -183,21 +167,21 @@ func (s *Store) Heads(ctx context.Context, conversations []string) (map[string]g
 // a time, so a count reads about MaxUnread rows at most (more only where
 // login's own or system messages are skipped, at most unreadScan per
 // bucket), however many messages follow the marker.
-func (s *Store) UnreadCount(ctx context.Context, login, conversation string, since time.Time, marker, head gocql.UUID) (int, error) {
+func (s *Store) UnreadCount(ctx context.Context, login, conversation string, since time.Time, marker, head chat.ID) (int, error) {
 	if since.IsZero() {
 		since = unknownStart
 	}
 	after := marker
-	if floor := gocql.MinTimeUUID(since.Add(-time.Millisecond)); marker == (gocql.UUID{}) || Later(floor, marker) {
+	if floor := chat.MinIDAt(since.Add(-time.Millisecond)); marker == (chat.ID{}) || floor.After(marker) {
 		after = floor
 	}
-	from, upTo := bucketOf(after), math.MaxInt32 // the buckets the listing names
+	from, upTo := chat.BucketOf(after), math.MaxInt32 // the buckets the listing names
 	var first []int
-	if head != (gocql.UUID{}) {
-		if !Later(head, after) {
+	if head != (chat.ID{}) {
+		if !head.After(after) {
 			return 0, nil
 		}
-		first, upTo = []int{bucketOf(head)}, bucketOf(head)-1
+		first, upTo = []int{chat.BucketOf(head)}, chat.BucketOf(head)-1
 	}
 	var list func() (*gocql.Query, error)
 	if from <= upTo {
@@ -212,7 +196,7 @@ func (s *Store) UnreadCount(ctx context.Context, login, conversation string, sin
 			return MaxUnread - count
 		},
 		func(bucket, want int) (tally, error) {
-			q, err := s.query(ctx, selectUnread, conversation, bucket, after, unreadScan-scanned)
+			q, err := s.query(ctx, selectUnread, conversation, bucket, gocql.UUID(after), unreadScan-scanned)
 			if err != nil {
 				return tally{}, err
 			}
@@ -234,7 +218,7 @@ type tally struct{ count, scanned int }
 func (s *Store) countUnread(iter *gocql.Iter, login, conversation string, limit int) (tally, error) {
 	var (
 		t      tally
-		author UserRef
+		author chat.UserRef
 		system bool
 	)
 	for t.count < limit && iter.Scan(&author, &system) {
@@ -258,23 +242,17 @@ func (s *Store) Unread(ctx context.Context, login string, conversations map[stri
 	return st.Unread, err
 }
 
-// UnreadState is a person's unread messages and unread mentions, by
-// conversation id.
-type UnreadState struct {
-	Unread, Mentions map[string]int
-}
-
 // UnreadState is Unread and, from the same markers, the unread mentions in
 // those conversations. The markers (one partition) and the heads (one IN
 // query) are read at once, then see CountUnread.
-func (s *Store) UnreadState(ctx context.Context, login string, conversations map[string]time.Time) (UnreadState, error) {
+func (s *Store) UnreadState(ctx context.Context, login string, conversations map[string]time.Time) (chat.UnreadState, error) {
 	ids := make([]string, 0, len(conversations))
 	for c := range conversations {
 		ids = append(ids, c)
 	}
 	var (
-		markers    Markers
-		heads      map[string]gocql.UUID
+		markers    chat.Markers
+		heads      map[string]chat.ID
 		merr, herr error
 		wg         sync.WaitGroup
 	)
@@ -283,7 +261,7 @@ func (s *Store) UnreadState(ctx context.Context, login string, conversations map
 	go func() { defer wg.Done(); heads, herr = s.Heads(ctx, ids) }()
 	wg.Wait()
 	if err := errors.Join(merr, herr); err != nil {
-		return UnreadState{}, err
+		return chat.UnreadState{}, err
 	}
 	return s.CountUnread(ctx, login, markers, heads, conversations, "")
 }
@@ -295,7 +273,7 @@ func (s *Store) UnreadState(ctx context.Context, login string, conversations map
 // each bounded; the mentions are read only if a mention head is past its
 // marker, and only those after the oldest such marker. open, if set, is the conversation the page
 // shows and marks read: it is not counted, and shows 0.
-func (s *Store) CountUnread(ctx context.Context, login string, markers Markers, heads map[string]gocql.UUID, conversations map[string]time.Time, open string) (UnreadState, error) {
+func (s *Store) CountUnread(ctx context.Context, login string, markers chat.Markers, heads map[string]chat.ID, conversations map[string]time.Time, open string) (chat.UnreadState, error) {
 	out := make(map[string]int, len(conversations))
 	var (
 		wg       sync.WaitGroup
@@ -304,7 +282,7 @@ func (s *Store) CountUnread(ctx context.Context, login string, markers Markers, 
 		mentions bool
 		// The oldest marker of a conversation with an unread mention: the
 		// mentions read below are those after it.
-		mentionsAfter gocql.UUID
+		mentionsAfter chat.ID
 	)
 	for c := range conversations {
 		out[c] = 0 // before any count runs: the goroutines below write it too
@@ -313,15 +291,15 @@ func (s *Store) CountUnread(ctx context.Context, login string, markers Markers, 
 		if c == open {
 			continue
 		}
-		if markers.unreadMention(c) {
-			if m := markers.Read[c]; !mentions || Later(mentionsAfter, m) {
+		if markers.UnreadMention(c) {
+			if m := markers.Read[c]; !mentions || mentionsAfter.After(m) {
 				mentionsAfter = m
 			}
 			mentions = true
 		}
 		head, ok := heads[c]
 		marker := markers.Read[c]
-		if !ok || (marker != gocql.UUID{} && !Later(head, marker)) {
+		if !ok || (marker != chat.ID{} && !head.After(marker)) {
 			continue
 		}
 		wg.Add(1)
@@ -342,14 +320,14 @@ func (s *Store) CountUnread(ctx context.Context, login string, markers Markers, 
 		var err error
 		if recent, err = s.recentMentions(ctx, login, mentionsAfter); err != nil {
 			wg.Wait()
-			return UnreadState{}, err
+			return chat.UnreadState{}, err
 		}
 	}
 	wg.Wait()
 	if first != nil {
-		return UnreadState{}, first
+		return chat.UnreadState{}, first
 	}
-	st := UnreadState{Unread: out, Mentions: countMentions(recent, markers.Read, conversations)}
+	st := chat.UnreadState{Unread: out, Mentions: countMentions(recent, markers.Read, conversations)}
 	delete(st.Mentions, open)
 	return st, nil
 }

@@ -7,8 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gocql/gocql"
-
+	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/store"
 )
 
@@ -20,7 +19,7 @@ import (
 func TestSendRacesMarkRead(t *testing.T) {
 	ctx := context.Background()
 	a, b := newUser(t, unique("senda")), newUser(t, unique("readb"))
-	room, err := db.CreateRoom(ctx, a.Ref(), store.NewRoom{Name: unique("unread")})
+	room, err := db.CreateRoom(ctx, a.Ref(), chat.NewRoom{Name: unique("unread")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,8 +35,8 @@ func TestSendRacesMarkRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	var (
-		posted = []gocql.UUID{first.ID} // A's messages, in order
-		marked gocql.UUID               // the newest id any tab marked
+		posted = []chat.ID{first.ID} // A's messages, in order
+		marked chat.ID               // the newest id any tab marked
 	)
 	jitter := func() { time.Sleep(time.Duration(rand.IntN(300)) * time.Microsecond) }
 	for round := 0; round < rounds; round++ {
@@ -65,7 +64,7 @@ func TestSendRacesMarkRead(t *testing.T) {
 				defer wg.Done()
 				jitter()
 				// A tab marks read up to the newest message it shows.
-				msgs, _, err := db.MessagesBefore(ctx, room, gocql.UUID{}, 1)
+				msgs, _, err := db.MessagesBefore(ctx, room, chat.ID{}, 1)
 				if err != nil || len(msgs) == 0 {
 					t.Error("read latest:", err)
 					return
@@ -76,7 +75,7 @@ func TestSendRacesMarkRead(t *testing.T) {
 					return
 				}
 				mu.Lock()
-				if store.Later(msgs[0].ID, marked) {
+				if msgs[0].ID.After(marked) {
 					marked = msgs[0].ID
 				}
 				mu.Unlock()
@@ -95,7 +94,7 @@ func TestSendRacesMarkRead(t *testing.T) {
 		}
 		want := 0
 		for _, id := range posted {
-			if store.Later(id, marked) {
+			if id.After(marked) {
 				want++
 			}
 		}
@@ -115,9 +114,9 @@ func TestSendRacesMarkRead(t *testing.T) {
 func TestMarkerNeverMovesBack(t *testing.T) {
 	ctx := context.Background()
 	login := unique("mark")
-	newer := gocql.UUIDFromTime(time.Now())
-	older := gocql.UUIDFromTime(time.Now().Add(-time.Minute))
-	for _, id := range []gocql.UUID{newer, older} {
+	newer := chat.IDAt(time.Now())
+	older := chat.IDAt(time.Now().Add(-time.Minute))
+	for _, id := range []chat.ID{newer, older} {
 		if err := db.MarkRead(ctx, login, "some-room", id); err != nil {
 			t.Fatal(err)
 		}
@@ -136,7 +135,7 @@ func TestMarkerNeverMovesBack(t *testing.T) {
 func TestUnreadSkipsOwnAndSystemAndStops(t *testing.T) {
 	ctx := context.Background()
 	a, b := newUser(t, unique("ua")), newUser(t, unique("ub"))
-	room, err := db.CreateRoom(ctx, a.Ref(), store.NewRoom{Name: unique("unreadcap")})
+	room, err := db.CreateRoom(ctx, a.Ref(), chat.NewRoom{Name: unique("unreadcap")})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,15 +6,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/mail"
-	"regexp"
 	"sort"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/gocql/gocql"
+	"github.com/killrchat/killrchat/chat"
 	"golang.org/x/crypto/bcrypt"
 )
 
@@ -42,134 +39,19 @@ var PasswordCost = 10
 // wrong login takes as long as a wrong password.
 var dummyHash, _ = bcrypt.GenerateFromPassword([]byte("not a real password"), PasswordCost)
 
-// UserRef is a person as denormalised into rooms and messages (the CQL
-// type user_ref).
-type UserRef struct {
-	Login     string `cql:"login"`
-	Firstname string `cql:"firstname"`
-	Lastname  string `cql:"lastname"`
-}
-
-// Name is the person's display name.
-func (u UserRef) Name() string {
-	return strings.TrimSpace(u.Firstname + " " + u.Lastname)
-}
-
-// User is an account.
-type User struct {
-	// Login is the key: lower-case, in sessions, URLs, participants and
-	// every stored reference to the user.
-	Login string
-	// DisplayLogin is the login as typed at sign-up ("Alice" for "alice").
-	DisplayLogin string
-	Firstname    string
-	Lastname     string
-	Email        string
-	Bio          string
-	// ChatRooms are the names (keys) of the rooms the user takes part in,
-	// sorted.
-	ChatRooms []string
-	// RoomTitles maps a name of ChatRooms to the room's display name.
-	RoomTitles map[string]string
-	CreatedAt  time.Time
-}
-
-// RoomTitle is the display name of room, one of u.ChatRooms.
-func (u User) RoomTitle(room string) string {
-	if t := u.RoomTitles[room]; t != "" {
-		return t
-	}
-	return room
-}
-
-// Ref is the user as denormalised elsewhere.
-func (u User) Ref() UserRef {
-	return UserRef{Login: u.Login, Firstname: u.Firstname, Lastname: u.Lastname}
-}
-
-// Name is the person's display name.
-func (u User) Name() string { return u.Ref().Name() }
-
-var namePattern = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_.-]{2,30}$`)
-
-// ValidName reports whether s is a valid login or room name, in any case.
-func ValidName(s string) bool { return namePattern.MatchString(s) }
-
-// nameProblem is the sentence for a login or room name that is not valid.
-const kindProblem = "Choose open or closed."
-
-const nameProblem = "3 to 31 letters, digits, '_', '.' or '-', starting with a letter or digit."
-
-// SignUp is the sign-up form.
-type SignUp struct {
-	Login, Password, PasswordConfirm string
-	Firstname, Lastname              string
-	Email, Bio                       string
-}
-
-// Validate returns a ValidationError naming each bad field, or nil.
-// It cleans the text fields in place (see cleanText); the login keeps the
-// case it was typed in, and is stored under NameKey(Login).
-func (f *SignUp) Validate() error {
-	f.Login = strings.TrimSpace(f.Login)
-	v := ValidationError{}
-	if !ValidName(f.Login) {
-		v["login"] = nameProblem
-	}
-	checkPassword(v, f.Password, f.PasswordConfirm)
-	checkField(v, "firstname", &f.Firstname, nameRule)
-	checkField(v, "lastname", &f.Lastname, nameRule)
-	checkProfile(v, &f.Email, &f.Bio)
-	return v.orNil()
-}
-
-func checkPassword(v ValidationError, password, confirm string) {
-	switch {
-	case utf8.RuneCountInString(password) < 8:
-		v["password"] = "At least 8 characters."
-	case len(password) > 72:
-		v["password"] = "At most 72 bytes."
-	case password != confirm:
-		v["password_confirm"] = "The two passwords differ."
-	}
-}
-
-// checkProfile cleans the e-mail address and bio in place, or records
-// why they are refused.
-func checkProfile(v ValidationError, email, bio *string) {
-	*email = strings.TrimSpace(*email)
-	if *email != "" && !validEmail(*email) {
-		v["email"] = "Not an e-mail address (one plain address such as ada@example.com, without '?', '&' or spaces)."
-	}
-	checkField(v, "bio", bio, bioRule)
-}
-
-// validEmail reports whether s is one bare address that net/mail accepts
-// as it is. It also refuses '?', '&' and any space or control character,
-// which net/mail allows in a local part but which would add headers or
-// recipients to the mailto: link the profile shows.
-func validEmail(s string) bool {
-	if len(s) > 254 || !utf8.ValidString(s) || strings.ContainsAny(s, "?&") ||
-		strings.ContainsFunc(s, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) {
-		return false
-	}
-	a, err := mail.ParseAddress(s)
-	return err == nil && a.Name == "" && a.Address == s
-}
-
 // CreateUser creates an account by INSERT ... IF NOT EXISTS under the
 // login's lower-case key, keeping the typed form for display. It returns a
-// ValidationError for bad input and ErrUserExists if the login is taken in
+// chat.ValidationError for bad input and chat.ErrUserExists if the login is taken in
 // any case ("Alice" when "alice" exists); an existing account is never
 // overwritten.
-func (s *Store) CreateUser(ctx context.Context, f SignUp) (User, error) {
+func (s *Store) CreateUser(ctx context.Context, f chat.SignUp) (chat.User, error) {
 	if err := f.Validate(); err != nil {
-		return User{}, err
+		return chat.User{}, err
 	}
-	key := NameKey(f.Login)
+	key := chat.NameKey(f.Login)
 	hash, err := hashPassword(ctx, f.Password)
 	if err != nil {
-		return User{}, err
+		return chat.User{}, err
 	}
 	now := s.Now().UTC().Truncate(time.Millisecond)
 	applied, err := s.lwt(ctx, "create user "+key, insertUser,
@@ -190,40 +72,40 @@ func (s *Store) CreateUser(ctx context.Context, f SignUp) (User, error) {
 			return pass == hash, nil
 		})
 	if err != nil {
-		return User{}, err
+		return chat.User{}, err
 	}
 	if !applied {
-		return User{}, fmt.Errorf("store: create user %q: %w", f.Login, ErrUserExists)
+		return chat.User{}, fmt.Errorf("store: create user %q: %w", f.Login, chat.ErrUserExists)
 	}
-	return User{Login: key, DisplayLogin: f.Login, Firstname: f.Firstname, Lastname: f.Lastname,
+	return chat.User{Login: key, DisplayLogin: f.Login, Firstname: f.Firstname, Lastname: f.Lastname,
 		Email: f.Email, Bio: f.Bio, CreatedAt: now}, nil
 }
 
-// User returns the account with this login, in any case, or ErrNotFound.
-func (s *Store) User(ctx context.Context, login string) (User, error) {
+// User returns the account with this login, in any case, or chat.ErrNotFound.
+func (s *Store) User(ctx context.Context, login string) (chat.User, error) {
 	u, _, err := s.userWithHash(ctx, login)
 	return u, err
 }
 
-func (s *Store) userWithHash(ctx context.Context, login string) (User, string, error) {
-	if !ValidName(login) {
-		return User{}, "", fmt.Errorf("store: user %q: %w", login, ErrNotFound)
+func (s *Store) userWithHash(ctx context.Context, login string) (chat.User, string, error) {
+	if !chat.ValidName(login) {
+		return chat.User{}, "", fmt.Errorf("store: user %q: %w", login, chat.ErrNotFound)
 	}
-	login = NameKey(login)
+	login = chat.NameKey(login)
 	q, err := s.query(ctx, selectUser, login)
 	if err != nil {
-		return User{}, "", err
+		return chat.User{}, "", err
 	}
 	var (
-		u    User
+		u    chat.User
 		hash string
 	)
 	err = q.Scan(&u.Login, &u.DisplayLogin, &hash, &u.Firstname, &u.Lastname, &u.Email, &u.Bio, &u.ChatRooms, &u.RoomTitles, &u.CreatedAt)
 	if errors.Is(err, gocql.ErrNotFound) {
-		return User{}, "", fmt.Errorf("store: user %q: %w", login, ErrNotFound)
+		return chat.User{}, "", fmt.Errorf("store: user %q: %w", login, chat.ErrNotFound)
 	}
 	if err != nil {
-		return User{}, "", s.fail("read user "+login, err)
+		return chat.User{}, "", s.fail("read user "+login, err)
 	}
 	if u.DisplayLogin == "" { // a row from before display_login existed
 		u.DisplayLogin = u.Login
@@ -234,33 +116,33 @@ func (s *Store) userWithHash(ctx context.Context, login string) (User, string, e
 
 // Authenticate returns the user if the password matches (the login in any
 // case: "ALICE" logs in as alice), and
-// ErrBadCredentials if the login is unknown or the password wrong; both
+// chat.ErrBadCredentials if the login is unknown or the password wrong; both
 // cases cost one bcrypt comparison, so they take about the same time.
-func (s *Store) Authenticate(ctx context.Context, login, password string) (User, error) {
+func (s *Store) Authenticate(ctx context.Context, login, password string) (chat.User, error) {
 	u, hash, err := s.userWithHash(ctx, strings.TrimSpace(login))
-	if err != nil && !errors.Is(err, ErrNotFound) {
-		return User{}, err
+	if err != nil && !errors.Is(err, chat.ErrNotFound) {
+		return chat.User{}, err
 	}
 	ok, perr := passwordMatches(ctx, hash, password) // hash is "" for an unknown login
 	if perr != nil {
-		return User{}, perr
+		return chat.User{}, perr
 	}
 	if !ok {
-		return User{}, fmt.Errorf("store: authenticate %q: %w", login, ErrBadCredentials)
+		return chat.User{}, fmt.Errorf("store: authenticate %q: %w", login, chat.ErrBadCredentials)
 	}
 	return u, nil
 }
 
 // UpdateProfile changes the email and bio of login (names are fixed after
 // sign-up because they are denormalised into rooms and messages). It returns
-// a ValidationError for bad input.
+// a chat.ValidationError for bad input.
 func (s *Store) UpdateProfile(ctx context.Context, login, email, bio string) error {
-	v := ValidationError{}
-	checkProfile(v, &email, &bio)
-	if err := v.orNil(); err != nil {
+	v := chat.ValidationError{}
+	chat.CheckProfile(v, &email, &bio)
+	if err := v.Err(); err != nil {
 		return err
 	}
-	login = NameKey(login)
+	login = chat.NameKey(login)
 	q, err := s.query(ctx, updateProfile, email, bio, login)
 	if err != nil {
 		return err
@@ -272,17 +154,17 @@ func (s *Store) UpdateProfile(ctx context.Context, login, email, bio string) err
 }
 
 // ChangePassword sets a new password after checking the old one. It returns
-// a ValidationError if the old password is wrong or the new one is bad.
+// a chat.ValidationError if the old password is wrong or the new one is bad.
 func (s *Store) ChangePassword(ctx context.Context, login, old, password, confirm string) error {
 	if _, err := s.Authenticate(ctx, login, old); err != nil {
-		if errors.Is(err, ErrBadCredentials) {
-			return ValidationError{"old_password": "This is not your current password."}
+		if errors.Is(err, chat.ErrBadCredentials) {
+			return chat.ValidationError{"old_password": "This is not your current password."}
 		}
 		return err
 	}
-	v := ValidationError{}
-	checkPassword(v, password, confirm)
-	if err := v.orNil(); err != nil {
+	v := chat.ValidationError{}
+	chat.CheckPassword(v, password, confirm)
+	if err := v.Err(); err != nil {
 		return err
 	}
 	hash, err := hashPassword(ctx, password)

@@ -4,14 +4,12 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/gocql/gocql"
-
-	"github.com/killrchat/killrchat/store"
+	"github.com/killrchat/killrchat/chat"
 )
 
 // MessageView is the page of one message (see MessagePage).
 type MessageView struct {
-	Message store.Message
+	Message chat.Message
 	// Title names its conversation.
 	Title string
 	// CanEdit and CanDelete say what the viewer may do with it.
@@ -24,18 +22,18 @@ type MessageView struct {
 // click; any other (up to 16 characters) is one form away.
 var commonEmoji = []string{"👍", "❤️", "😂", "🎉", "😮", "👀"}
 
-var zeroUUID gocql.UUID
+var zeroUUID chat.ID
 
 // BodyID, EditedID and ReactionsID are the element ids of a message's
 // text, "(edited)" mark and reactions, which live events replace.
-func BodyID(id gocql.UUID) string      { return "body-" + id.String() }
-func EditedID(id gocql.UUID) string    { return "edited-" + id.String() }
-func ReactionsID(id gocql.UUID) string { return "reactions-" + id.String() }
+func BodyID(id chat.ID) string      { return "body-" + id.String() }
+func EditedID(id chat.ID) string    { return "edited-" + id.String() }
+func ReactionsID(id chat.ID) string { return "reactions-" + id.String() }
 
 // ConversationURL is the page of the conversation id: a room's
 // ("/rooms/lobby") or a DM's ("/dm/ada+bob").
 func ConversationURL(id string) string {
-	if store.IsDM(id) {
+	if chat.IsDM(id) {
 		return "/dm/" + strings.TrimPrefix(id, "dm:")
 	}
 	return roomHref(id)
@@ -43,18 +41,18 @@ func ConversationURL(id string) string {
 
 // MessageURL is the address of m; its edit, delete and reactions hang
 // below it.
-func MessageURL(m store.Message) string {
+func MessageURL(m chat.Message) string {
 	return ConversationURL(m.Room) + "/messages/" + m.ID.String()
 }
 
 // Permalink is the link to m in its conversation, for its members: the
 // page opens around it, highlighted.
-func Permalink(m store.Message) string {
+func Permalink(m chat.Message) string {
 	return ConversationURL(m.Room) + "?at=" + m.ID.String() + "#" + MessageID(m)
 }
 
 // reactorNames is who reacted, for a button's title.
-func reactorNames(g store.ReactionGroup) string {
+func reactorNames(g chat.ReactionGroup) string {
 	names := make([]string, len(g.People))
 	for i, p := range g.People {
 		names[i] = p.Name()
@@ -66,8 +64,8 @@ func reactorNames(g store.ReactionGroup) string {
 }
 
 // reactionsOf are m's reactions with emoji.
-func reactionsOf(m store.Message, emoji string) []store.Reaction {
-	var out []store.Reaction
+func reactionsOf(m chat.Message, emoji string) []chat.Reaction {
+	var out []chat.Reaction
 	for _, r := range m.Reactions {
 		if r.Emoji == emoji {
 			out = append(out, r)

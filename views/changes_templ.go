@@ -8,13 +8,13 @@ package views
 import "github.com/a-h/templ"
 import templruntime "github.com/a-h/templ/runtime"
 
-import "github.com/killrchat/killrchat/store"
+import "github.com/killrchat/killrchat/chat"
 
 // messageBody is a message's text, with the id an edit's live event
 // replaces (see EditedBody) and, once edited, the id of its last edit: a
 // page keeps the newest edit whatever order edits reach it in. A file
 // without text has an empty slot, which an edit that adds text fills.
-func messageBody(m store.Message) templ.Component {
+func messageBody(m chat.Message) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {
@@ -110,7 +110,7 @@ func messageBody(m store.Message) templ.Component {
 // editedMark is "(edited)" beside an edited message's time, with the time
 // of the edit in its title; an empty slot (which an edit's event fills)
 // for a message never edited.
-func editedMark(m store.Message) templ.Component {
+func editedMark(m chat.Message) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {
@@ -187,7 +187,7 @@ func editedMark(m store.Message) templ.Component {
 
 // EditedBody is the live event of an edit: the new text and the
 // "(edited)" mark, each replacing the element of the same id.
-func EditedBody(m store.Message) templ.Component {
+func EditedBody(m chat.Message) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {
@@ -223,7 +223,7 @@ func EditedBody(m store.Message) templ.Component {
 // reactions are a message's reactions grouped by emoji, each a form that
 // adds or takes back the reader's own; who reacted is in the button's
 // title and, for app.js, in a hidden list with the time of each reaction.
-func reactions(m store.Message) templ.Component {
+func reactions(m chat.Message) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {
@@ -261,7 +261,7 @@ func reactions(m store.Message) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		for _, g := range store.GroupReactions(m.Reactions) {
+		for _, g := range chat.GroupReactions(m.Reactions) {
 			templ_7745c5c3_Err = reactionForm(m, g).Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
@@ -275,7 +275,7 @@ func reactions(m store.Message) templ.Component {
 	})
 }
 
-func reactionForm(m store.Message, g store.ReactionGroup) templ.Component {
+func reactionForm(m chat.Message, g chat.ReactionGroup) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {
@@ -489,7 +489,7 @@ func reactionForm(m store.Message, g store.ReactionGroup) templ.Component {
 // reply with a quote, react, and, for the author (and a room's creator,
 // for deleting), edit or delete it. The page shows the own-only actions
 // on one's own messages (class "mine") through CSS.
-func messageMenu(m store.Message) templ.Component {
+func messageMenu(m chat.Message) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {

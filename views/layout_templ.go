@@ -11,7 +11,7 @@ import templruntime "github.com/a-h/templ/runtime"
 import (
 	"strconv"
 
-	"github.com/killrchat/killrchat/store"
+	"github.com/killrchat/killrchat/chat"
 )
 
 // assetVersion busts browser caches of the static files when they change.
@@ -1124,7 +1124,7 @@ func formError(f Form) templ.Component {
 	})
 }
 
-func userLink(u store.UserRef) templ.Component {
+func userLink(u chat.UserRef) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {
@@ -1394,7 +1394,7 @@ func MentionsView(v MentionList) templ.Component {
 
 // MemberSuggestions are the members whose login starts with what was typed
 // after "@" in the composer; app.js puts the chosen login in the text.
-func MemberSuggestions(people []store.UserRef) templ.Component {
+func MemberSuggestions(people []chat.UserRef) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {
@@ -1504,7 +1504,7 @@ func MemberSuggestions(people []store.UserRef) templ.Component {
 // their login's own (one of avatarColours classes: the CSP allows no
 // inline style), drawn by CSS with no request. It is decoration: the name
 // stands beside it.
-func Avatar(u store.UserRef) templ.Component {
+func Avatar(u chat.UserRef) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {
@@ -1585,7 +1585,7 @@ func Avatar(u store.UserRef) templ.Component {
 }
 
 // AvatarLarge is Avatar at 128 px, for profiles.
-func AvatarLarge(u store.UserRef) templ.Component {
+func AvatarLarge(u chat.UserRef) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {

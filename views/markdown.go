@@ -21,7 +21,7 @@ import (
 	"github.com/yuin/goldmark/text"
 	"github.com/yuin/goldmark/util"
 
-	"github.com/killrchat/killrchat/store"
+	"github.com/killrchat/killrchat/chat"
 )
 
 // markdownParser reads the Markdown of messages. It leaves out the block
@@ -52,7 +52,7 @@ var markdownParser = func() parser.Parser {
 
 // markdownHTML renders s for a conversation with members (nil: no
 // mentions), for viewer ("" when rendered for every reader).
-func markdownHTML(s string, members map[string]store.UserRef, viewer string) (string, error) {
+func markdownHTML(s string, members map[string]chat.UserRef, viewer string) (string, error) {
 	src := []byte(s)
 	doc := markdownParser.Parse(text.NewReader(src))
 	if p, ok := doc.FirstChild().(*ast.Paragraph); ok && doc.ChildCount() == 1 {
@@ -93,7 +93,7 @@ var blockBreaks = strings.NewReplacer(
 // mentions), links and images (http(s) only, rel and target), and code
 // blocks (no class from the info string).
 type messageRenderer struct {
-	members map[string]store.UserRef
+	members map[string]chat.UserRef
 	viewer  string
 }
 

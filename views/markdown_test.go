@@ -9,11 +9,11 @@ import (
 
 	"golang.org/x/net/html"
 
-	"github.com/killrchat/killrchat/store"
+	"github.com/killrchat/killrchat/chat"
 )
 
 func TestMarkdown(t *testing.T) {
-	members := map[string]store.UserRef{"ada": {Login: "ada"}}
+	members := map[string]chat.UserRef{"ada": {Login: "ada"}}
 	mention := `<a href="/users/ada" class="mention" data-login="ada">@ada</a>`
 	for _, tt := range []struct {
 		name, in, want string
@@ -142,7 +142,7 @@ func FuzzMessageText(f *testing.F) {
 		f.Add(s)
 	}
 	f.Add("**bold** _it_ ~~s~~ `c`\n```\ncode\n```\n> q\n- a\n1. b\n[l](https://x.example)")
-	members := map[string]store.UserRef{"ada": {Login: "ada"}}
+	members := map[string]chat.UserRef{"ada": {Login: "ada"}}
 	f.Fuzz(func(t *testing.T, in string) {
 		var b strings.Builder
 		if err := messageText(in).Render(WithMembers(WithViewer(context.Background(), "ada"), members), &b); err != nil {

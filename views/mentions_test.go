@@ -5,11 +5,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/killrchat/killrchat/store"
+	"github.com/killrchat/killrchat/chat"
 )
 
 func TestMessageTextMentions(t *testing.T) {
-	members := map[string]store.UserRef{"ada": {Login: "ada"}, "bob.b": {Login: "bob.b"}}
+	members := map[string]chat.UserRef{"ada": {Login: "ada"}, "bob.b": {Login: "bob.b"}}
 	mention := func(login, text, class string) string {
 		return `<a href="/users/` + login + `" class="` + class + `" data-login="` + login + `">` + text + `</a>`
 	}

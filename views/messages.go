@@ -13,7 +13,7 @@ import (
 
 	"github.com/a-h/templ"
 
-	"github.com/killrchat/killrchat/store"
+	"github.com/killrchat/killrchat/chat"
 )
 
 // urlCandidate finds what may be a web address: http:// or https:// and
@@ -100,8 +100,8 @@ func messageText(s string) templ.Component {
 // known (a page rendered for one person) their own mentions also get
 // class "mention-me"; a message rendered once for every live stream knows
 // no viewer, and app.js adds the class from <body data-viewer>.
-func mentionHTML(text string, members map[string]store.UserRef, viewer string) string {
-	return markSpans(text, store.MentionSpans(text, members), func(m store.MentionSpan, said string) string {
+func mentionHTML(text string, members map[string]chat.UserRef, viewer string) string {
+	return markSpans(text, chat.MentionSpans(text, members), func(m chat.MentionSpan, said string) string {
 		class := "mention"
 		if m.Login == viewer {
 			class += " mention-me"
@@ -113,7 +113,7 @@ func mentionHTML(text string, members map[string]store.UserRef, viewer string) s
 
 // markSpans is text escaped, each span (in order, not overlapping) replaced
 // by mark of the span and its escaped text.
-func markSpans(text string, spans []store.MentionSpan, mark func(m store.MentionSpan, said string) string) string {
+func markSpans(text string, spans []chat.MentionSpan, mark func(m chat.MentionSpan, said string) string) string {
 	if len(spans) == 0 {
 		return templ.EscapeString(text)
 	}
@@ -133,11 +133,11 @@ func markSpans(text string, spans []store.MentionSpan, mark func(m store.Mention
 func mentionExcerpt(text string) templ.Component {
 	return templ.ComponentFunc(func(ctx context.Context, w io.Writer) error {
 		viewer := viewerOf(ctx)
-		var spans []store.MentionSpan
+		var spans []chat.MentionSpan
 		if viewer != "" {
-			spans = store.MentionSpans(text, map[string]store.UserRef{viewer: {Login: viewer}})
+			spans = chat.MentionSpans(text, map[string]chat.UserRef{viewer: {Login: viewer}})
 		}
-		html := markSpans(text, spans, func(_ store.MentionSpan, said string) string {
+		html := markSpans(text, spans, func(_ chat.MentionSpan, said string) string {
 			return `<mark class="mention-me">` + said + `</mark>`
 		})
 		_, err := io.WriteString(w, html)
@@ -152,17 +152,17 @@ type viewerKey struct{}
 // conversation with these members: their "@login" become links. Handlers
 // set it once they have read the conversation, so every message rendered
 // for the request (page, fragment, live event) links the same mentions.
-func WithMembers(ctx context.Context, members map[string]store.UserRef) context.Context {
+func WithMembers(ctx context.Context, members map[string]chat.UserRef) context.Context {
 	return context.WithValue(ctx, membersKey{}, members)
 }
 
 // AddMembers is the members ctx renders with, and members: a new map.
-func AddMembers(ctx context.Context, members map[string]store.UserRef) map[string]store.UserRef {
+func AddMembers(ctx context.Context, members map[string]chat.UserRef) map[string]chat.UserRef {
 	had := membersOf(ctx)
 	if len(had) == 0 {
 		return members
 	}
-	out := make(map[string]store.UserRef, len(had)+len(members))
+	out := make(map[string]chat.UserRef, len(had)+len(members))
 	for l, p := range had {
 		out[l] = p
 	}
@@ -172,8 +172,8 @@ func AddMembers(ctx context.Context, members map[string]store.UserRef) map[strin
 	return out
 }
 
-func membersOf(ctx context.Context) map[string]store.UserRef {
-	m, _ := ctx.Value(membersKey{}).(map[string]store.UserRef)
+func membersOf(ctx context.Context) map[string]chat.UserRef {
+	m, _ := ctx.Value(membersKey{}).(map[string]chat.UserRef)
 	return m
 }
 
@@ -196,7 +196,7 @@ const groupGap = 5 * time.Minute
 // listItem is one row of a message list: a message, with whether it
 // continues the group of the one before, or a day separator before it.
 type listItem struct {
-	msg store.Message
+	msg chat.Message
 	// cont: same author as the message before, within groupGap, same day.
 	cont bool
 	// day is the label of a separator to show before the message, or "".
@@ -208,7 +208,7 @@ type listItem struct {
 // layoutMessages groups msgs (oldest first) and puts day separators
 // between days (UTC: the server does not know the reader's zone; app.js
 // redoes both in local time, also where an older page meets the list).
-func layoutMessages(msgs []store.Message, now time.Time) []listItem {
+func layoutMessages(msgs []chat.Message, now time.Time) []listItem {
 	items := make([]listItem, 0, len(msgs))
 	for i, m := range msgs {
 		it := listItem{msg: m, last: i == len(msgs)-1}
@@ -223,7 +223,7 @@ func layoutMessages(msgs []store.Message, now time.Time) []listItem {
 }
 
 // continues says whether m is shown in the group of prev.
-func continues(prev, m store.Message) bool {
+func continues(prev, m chat.Message) bool {
 	return !prev.System && !m.System && prev.Author.Login == m.Author.Login &&
 		m.Time().Sub(prev.Time()) < groupGap && sameDay(prev.Time(), m.Time())
 }

@@ -6,9 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gocql/gocql"
-
-	"github.com/killrchat/killrchat/store"
+	"github.com/killrchat/killrchat/chat"
 )
 
 func render(t *testing.T, s string) string {
@@ -58,8 +56,8 @@ func TestMessageText(t *testing.T) {
 	}
 }
 
-func msgAt(login string, at time.Time) store.Message {
-	return store.Message{ID: gocql.UUIDFromTime(at), Author: store.UserRef{Login: login}}
+func msgAt(login string, at time.Time) chat.Message {
+	return chat.Message{ID: chat.IDAt(at), Author: chat.UserRef{Login: login}}
 }
 
 func TestLayoutMessages(t *testing.T) {
@@ -67,7 +65,7 @@ func TestLayoutMessages(t *testing.T) {
 	day := func(d, h, m int) time.Time { return time.Date(2026, 3, d, h, m, 0, 0, time.UTC) }
 	sys := msgAt("ada", day(10, 9, 3))
 	sys.System = true
-	msgs := []store.Message{
+	msgs := []chat.Message{
 		msgAt("ada", day(2, 23, 58)), // a date
 		msgAt("ada", day(9, 23, 58)), // Yesterday
 		msgAt("ada", day(10, 0, 1)),  // Today, new day: not grouped

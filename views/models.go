@@ -10,8 +10,7 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/gocql/gocql"
-
+	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/store"
 )
 
@@ -19,7 +18,7 @@ import (
 type Page struct {
 	Title string
 	// User is the logged-in user; nil when logged out.
-	User *store.UserRef
+	User *chat.UserRef
 	// MyRooms is the sidebar's list of the user's rooms (their keys).
 	MyRooms []string
 	// RoomTitles maps a name of MyRooms to its display name.
@@ -42,16 +41,16 @@ type Page struct {
 	// their badge is a dot, and they count in no total.
 	Quiet map[string]bool
 	// Levels are the levels the person set (see LevelOf).
-	Levels map[string]store.Level
+	Levels map[string]chat.Level
 }
 
 // LevelOf is how much conversation tells the person: what they set, or
 // the default (app.js reads it off the sidebar for notifications).
-func (p Page) LevelOf(conversation string) store.Level {
+func (p Page) LevelOf(conversation string) chat.Level {
 	if l, ok := p.Levels[conversation]; ok {
 		return l
 	}
-	return store.DefaultLevel(conversation)
+	return chat.DefaultLevel(conversation)
 }
 
 // SidebarDM is a direct message as the sidebar lists it.
@@ -152,7 +151,7 @@ type ErrorPage struct {
 
 // Profile is a public profile.
 type Profile struct {
-	User store.User
+	User chat.User
 	// Own is set when the viewer is the user.
 	Own bool
 	// MessageURL is the DM between the viewer and the user ("" on one's own).
@@ -161,7 +160,7 @@ type Profile struct {
 
 // ProfileEdit is the form to edit one's own profile and password.
 type ProfileEdit struct {
-	User     store.User
+	User     chat.User
 	Form     Form
 	Password Form
 	// Picture is the avatar upload's form (its errors); HasPicture says
@@ -173,7 +172,7 @@ type ProfileEdit struct {
 
 // NewProfileEdit is the profile page of u with its forms empty but for
 // the saved email and bio.
-func NewProfileEdit(u store.User, hasPicture bool) ProfileEdit {
+func NewProfileEdit(u chat.User, hasPicture bool) ProfileEdit {
 	empty := func() Form { return Form{Values: map[string]string{}, Errors: map[string]string{}} }
 	return ProfileEdit{
 		User:       u,
@@ -186,7 +185,7 @@ func NewProfileEdit(u store.User, hasPicture bool) ProfileEdit {
 
 // RoomRow is one room in the list of all rooms.
 type RoomRow struct {
-	Room   store.Room
+	Room   chat.Room
 	Joined bool
 }
 
@@ -201,7 +200,7 @@ type RoomList struct {
 
 // Home is the home page: the user's rooms.
 type Home struct {
-	Rooms []store.Room
+	Rooms []chat.Room
 }
 
 // RoomView is the page of a conversation: a room or a DM.
@@ -214,20 +213,20 @@ type RoomView struct {
 	// Title is the room's display name or the DM's other members.
 	Title string
 	// Room is the room; zero for a DM.
-	Room store.Room
+	Room chat.Room
 	// People are the room's first participants (by login, at most
 	// ShownParticipants); the room's Members says how many there are.
-	People []store.UserRef
+	People []chat.UserRef
 	// DM is the DM's header; nil for a room.
 	DM          *DMHeader
-	Viewer      store.UserRef
+	Viewer      chat.UserRef
 	Participant bool
 	Creator     bool
 	// Moderator: the viewer is the room's creator or an admin, who may
 	// delete any message.
 	Moderator bool
 	// Messages are the latest ones, oldest first.
-	Messages []store.Message
+	Messages []chat.Message
 	// Older is the link to the page before Messages, "" at the start.
 	Older    string
 	Composer Form
@@ -239,11 +238,11 @@ type RoomView struct {
 	// FirstUnread is the first message the reader had not read when the
 	// page opened (neither theirs nor a system message): the "New since
 	// your last visit" divider goes above it. Zero for none.
-	FirstUnread gocql.UUID
+	FirstUnread chat.ID
 	// Highlight is the message a ?at= link opened the page around.
-	Highlight gocql.UUID
+	Highlight chat.ID
 	// Level is how much the conversation tells the viewer.
-	Level store.Level
+	Level chat.Level
 	// Newer, on a page opened around a message with newer ones below it,
 	// links to the latest messages; such a page has no live stream.
 	Newer string
@@ -252,7 +251,7 @@ type RoomView struct {
 // DMHeader is what a DM page shows above its messages.
 type DMHeader struct {
 	// Members are every member, the viewer included, sorted by login.
-	Members []store.UserRef
+	Members []chat.UserRef
 }
 
 // OlderMessages is a page of older messages.
@@ -263,7 +262,7 @@ type OlderMessages struct {
 	URL      string
 	Title    string
 	DM       bool
-	Messages []store.Message
+	Messages []chat.Message
 	Older    string
 	Now      time.Time
 }
@@ -295,7 +294,7 @@ func (v OlderMessages) Heading() string {
 
 // MessageID is the DOM id of a message element; the page and the live
 // stream use the same one, so a message is never shown twice.
-func MessageID(m store.Message) string { return "msg-" + m.ID.String() }
+func MessageID(m chat.Message) string { return "msg-" + m.ID.String() }
 
 // when formats a time for people, in UTC.
 func when(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") }
@@ -319,7 +318,7 @@ type MentionList struct {
 
 // MentionItem is a message that mentions the viewer, with where it was said.
 type MentionItem struct {
-	store.Mention
+	chat.Mention
 	// Place names the conversation ("#room", or the DM's other members);
 	// Link opens it around the message.
 	Place, Link string
@@ -337,10 +336,10 @@ type DMRow struct {
 	ID, URL string
 	// Title names the other members.
 	Title   string
-	Members []store.UserRef
+	Members []chat.UserRef
 	// LastAuthor and LastExcerpt are the last message's author and first
 	// characters; LastTime its time.
-	LastAuthor  store.UserRef
+	LastAuthor  chat.UserRef
 	LastExcerpt string
 	LastTime    time.Time
 	// Unread is how many messages the viewer has not read.
@@ -355,7 +354,7 @@ type NewDM struct {
 
 // Suggestion is a person to write to, and the DM that writing opens.
 type Suggestion struct {
-	Person store.UserRef
+	Person chat.UserRef
 	URL    string
 }
 
@@ -375,11 +374,11 @@ const (
 )
 
 // levelLabel says what a level tells, for its radio button.
-func levelLabel(l store.Level) string {
+func levelLabel(l chat.Level) string {
 	switch l {
-	case store.LevelEverything:
+	case chat.LevelEverything:
 		return "Every message"
-	case store.LevelMentions:
+	case chat.LevelMentions:
 		return "Mentions of me"
 	}
 	return "Nothing (a quiet dot)"
@@ -400,7 +399,7 @@ func avatarColour(login string) string {
 
 // initials are the first letters of u's first and last names, or of the
 // login when the names give none.
-func initials(u store.UserRef) string {
+func initials(u chat.UserRef) string {
 	var out []rune
 	for _, part := range []string{u.Firstname, u.Lastname} {
 		for _, r := range part {
@@ -419,7 +418,7 @@ func initials(u store.UserRef) string {
 
 // dmOther is the other member of a DM between two people ("dm:a+b"), for
 // the sidebar's presence dot; "" for a group DM.
-func dmOther(id string, me *store.UserRef) string {
+func dmOther(id string, me *chat.UserRef) string {
 	address, ok := strings.CutPrefix(id, "dm:")
 	if !ok || me == nil {
 		return ""

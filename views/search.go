@@ -5,9 +5,7 @@ package views
 import (
 	"net/url"
 
-	"github.com/gocql/gocql"
-
-	"github.com/killrchat/killrchat/store"
+	"github.com/killrchat/killrchat/chat"
 )
 
 // SearchView is the search page: the query, the error it had if any, the
@@ -25,8 +23,8 @@ type SearchView struct {
 // SearchResult is a message found: where, by whom, its text in pieces
 // (the matched words marked) and its permalink.
 type SearchResult struct {
-	ID     gocql.UUID
-	Author store.UserRef
+	ID     chat.ID
+	Author chat.UserRef
 	Place  string
 	Link   string
 	Text   []TextPiece

@@ -7,7 +7,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/killrchat/killrchat/store"
+	"github.com/killrchat/killrchat/chat"
 )
 
 // StatusClientClosed marks requests the client abandoned (nginx's 499);
@@ -26,29 +26,29 @@ func StatusOf(err error) (int, string) {
 			msg = http.StatusText(he.Code)
 		}
 		return he.Code, msg
-	case errors.Is(err, store.ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
+	case errors.Is(err, chat.ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
 		return http.StatusServiceUnavailable, "The database is not reachable right now. Please try again in a moment."
-	case errors.Is(err, store.ErrNotFound):
+	case errors.Is(err, chat.ErrNotFound):
 		return http.StatusNotFound, "There is nothing here. It may have been deleted."
-	case errors.Is(err, store.ErrUserExists):
+	case errors.Is(err, chat.ErrUserExists):
 		return http.StatusConflict, "This login is taken."
-	case errors.Is(err, store.ErrRoomExists):
+	case errors.Is(err, chat.ErrRoomExists):
 		return http.StatusConflict, "This room name is taken."
-	case errors.Is(err, store.ErrConflict):
+	case errors.Is(err, chat.ErrConflict):
 		return http.StatusConflict, "Too many people changed this at once. Please try again."
-	case errors.Is(err, store.ErrNotCreator):
+	case errors.Is(err, chat.ErrNotCreator):
 		return http.StatusForbidden, "Only the creator of a room can do that."
-	case errors.Is(err, store.ErrNotAuthor):
+	case errors.Is(err, chat.ErrNotAuthor):
 		return http.StatusForbidden, "Only the author of a message can change it."
-	case errors.Is(err, store.ErrNotAdmin):
+	case errors.Is(err, chat.ErrNotAdmin):
 		return http.StatusForbidden, "Only an admin of the room can do that."
-	case errors.Is(err, store.ErrHandOver):
+	case errors.Is(err, chat.ErrHandOver):
 		return http.StatusConflict, "You created this room: make another member an admin before you leave, and they become its creator."
-	case errors.Is(err, store.ErrNotParticipant):
+	case errors.Is(err, chat.ErrNotParticipant):
 		return http.StatusForbidden, "Join the room first."
-	case errors.Is(err, store.ErrBadCredentials):
+	case errors.Is(err, chat.ErrBadCredentials):
 		return http.StatusUnauthorized, "Wrong login or password."
-	case errors.Is(err, store.ErrInvalid):
+	case errors.Is(err, chat.ErrInvalid):
 		return http.StatusBadRequest, "The request was not valid."
 	}
 	return http.StatusInternalServerError, "Something went wrong on our side. It has been logged."

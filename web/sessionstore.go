@@ -18,6 +18,7 @@ import (
 	"github.com/gorilla/securecookie"
 	"github.com/gorilla/sessions"
 
+	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/store"
 )
 
@@ -75,7 +76,7 @@ func (s *SessionStore) Get(r *http.Request, name string) (*sessions.Session, err
 // New loads the session named by the request's cookie. A missing, forged,
 // expired or revoked cookie yields a new empty session and no error; a
 // database failure yields the new session and an error wrapping
-// store.ErrUnavailable.
+// chat.ErrUnavailable.
 func (s *SessionStore) New(r *http.Request, name string) (*sessions.Session, error) {
 	sess := sessions.NewSession(s, name)
 	opts := s.Options
@@ -99,7 +100,7 @@ func (s *SessionStore) New(r *http.Request, name string) (*sessions.Session, err
 	v, cached := s.cache.get(digest)
 	if !cached {
 		row, err := s.db.Session(r.Context(), id)
-		if errors.Is(err, store.ErrNotFound) {
+		if errors.Is(err, chat.ErrNotFound) {
 			return sess, nil
 		}
 		if err != nil {

@@ -22,8 +22,8 @@ import (
 
 	"github.com/PuerkitoBio/goquery"
 
+	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/cmd/cmdtest"
-	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/store/storetest"
 )
 
@@ -173,7 +173,7 @@ func TestPushAfterCassandraComesUp(t *testing.T) {
 	if code := post(t, bob, base, "/push/subscriptions", newSubscription(t, ps.URL+"/bob")); code != http.StatusNoContent {
 		t.Fatalf("subscribe: %d", code)
 	}
-	address, err := store.DMAddress([]string{adaLogin, bobLogin})
+	address, err := chat.DMAddress([]string{adaLogin, bobLogin})
 	if err != nil {
 		t.Fatal(err)
 	}

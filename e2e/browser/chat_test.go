@@ -11,7 +11,7 @@ import (
 	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
-	"github.com/gocql/gocql"
+	"github.com/killrchat/killrchat/chat"
 )
 
 // The tests of this file check the conventions of a chat in the browser
@@ -338,7 +338,7 @@ func storedCount(t *testing.T, room, text string) int {
 	if err != nil {
 		t.Fatalf("read room: %v", err)
 	}
-	msgs, _, err := db.MessagesBefore(ctx, r, gocql.UUID{}, 200)
+	msgs, _, err := db.MessagesBefore(ctx, r, chat.ID{}, 200)
 	if err != nil {
 		t.Fatalf("read messages: %v", err)
 	}
@@ -483,7 +483,7 @@ func TestGroupingAndTime(t *testing.T) {
 		}
 	}
 	// Bob's page is in Kolkata: the time shown is the message's time there.
-	u, err := gocql.ParseUUID(strings.TrimPrefix(bobs, "msg-"))
+	u, err := chat.ParseID(strings.TrimPrefix(bobs, "msg-"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,7 @@ import (
 	"github.com/chromedp/chromedp"
 	natsserver "github.com/nats-io/nats-server/v2/server"
 
-	"github.com/killrchat/killrchat/store"
+	"github.com/killrchat/killrchat/chat"
 )
 
 // twoInstances starts two app instances (Main, with --nats-url) over an
@@ -95,7 +95,7 @@ func TestAcrossInstances(t *testing.T) {
 	o.waitJS("bob's live connection", `document.documentElement.getAttribute("data-live") === "up"`)
 	a.post("nothing for bob " + unique("#"))
 	settleNotes(t, 0, "a room message at the mentions level, across instances", o)
-	address, err := store.DMAddress([]string{ada, bob})
+	address, err := chat.DMAddress([]string{ada, bob})
 	if err != nil {
 		t.Fatal(err)
 	}

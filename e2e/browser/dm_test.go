@@ -1,9 +1,8 @@
 package browser
 
 import (
+	"github.com/killrchat/killrchat/chat"
 	"testing"
-
-	"github.com/killrchat/killrchat/store"
 )
 
 // waitDMPage waits for the page of the DM at address, as a member.
@@ -20,7 +19,7 @@ func (p *tab) waitDMPage(address, title string) {
 func TestDirectMessages(t *testing.T) {
 	b := begin(t)
 	ada, bob := newPerson("Ada", "Lovelace"), newPerson("Bob", "Babbage")
-	address, err := store.DMAddress([]string{ada.login, bob.login})
+	address, err := chat.DMAddress([]string{ada.login, bob.login})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/killrchat/killrchat/store"
+	"github.com/killrchat/killrchat/chat"
 )
 
 // poster is someone who writes from a program, not a browser: no page,
@@ -166,7 +166,7 @@ func TestOneConnectionPerBrowser(t *testing.T) {
 	first.open("/profile") // a page like any other, until the tabs open
 	var dms []string
 	for _, p := range []*poster{ada, cy, di} {
-		address, err := store.DMAddress([]string{p.login, bob.login})
+		address, err := chat.DMAddress([]string{p.login, bob.login})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -259,7 +259,7 @@ func TestPersonalStreamEverywhere(t *testing.T) {
 		t.Error("the Menu button shows a dot before anything is unread")
 	}
 
-	address, err := store.DMAddress([]string{ada.login, bob.login})
+	address, err := chat.DMAddress([]string{ada.login, bob.login})
 	if err != nil {
 		t.Fatal(err)
 	}

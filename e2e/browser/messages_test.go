@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/killrchat/killrchat/store"
+	"github.com/killrchat/killrchat/chat"
 )
 
 // joinFromRoomPage opens the room as a visitor and clicks "Join room".
@@ -261,7 +261,7 @@ func seedMessages(t *testing.T, room string, u person, n int) {
 	if err != nil {
 		t.Fatalf("read room %s: %v", room, err)
 	}
-	author := store.UserRef{Login: u.login, Firstname: u.first, Lastname: u.last}
+	author := chat.UserRef{Login: u.login, Firstname: u.first, Lastname: u.last}
 	for i := 1; i <= n; i++ {
 		if _, err := db.PostMessage(ctx, r, author, seedText(i)); err != nil {
 			t.Fatalf("seed message %d: %v", i, err)

@@ -10,7 +10,7 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
-	"github.com/killrchat/killrchat/store"
+	"github.com/killrchat/killrchat/chat"
 )
 
 // notificationProbe runs before a page's scripts: every page of the tab
@@ -120,7 +120,7 @@ func TestInPageNotifications(t *testing.T) {
 		t.Errorf("the mention's notification: %q", got[0])
 	}
 
-	address, err := store.DMAddress([]string{ada, bob})
+	address, err := chat.DMAddress([]string{ada, bob})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 
-	"github.com/killrchat/killrchat/store"
+	"github.com/killrchat/killrchat/chat"
 )
 
 // pasteImage puts a w×h PNG named name into the composer's text box as a
@@ -177,7 +177,7 @@ func TestStartedGroupDMInSendersSidebar(t *testing.T) {
 	b.newTab(cy.first).signUp(cy)
 	a := b.newTab("ada")
 	a.signUp(ada)
-	address, err := store.DMAddress([]string{ada.login, bob.login, cy.login})
+	address, err := chat.DMAddress([]string{ada.login, bob.login, cy.login})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,7 +249,7 @@ func TestTimesAreLocalOutsideRooms(t *testing.T) {
 	o.screenshot("mentions-dark")
 	o.darkMode(false)
 
-	address, err := store.DMAddress([]string{ada, bob})
+	address, err := chat.DMAddress([]string{ada, bob})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/killrchat/killrchat/store"
+	"github.com/killrchat/killrchat/chat"
 )
 
 // TestPresenceDots (issue 19, item 4): the room's participants show a
@@ -24,7 +24,7 @@ func TestPresenceDots(t *testing.T) {
 
 	// A DM between the two: the sidebar's entry has the other's dot.
 	ada := eval[string](a, `document.body.getAttribute("data-viewer")`)
-	address, err := store.DMAddress([]string{ada, bob})
+	address, err := chat.DMAddress([]string{ada, bob})
 	if err != nil {
 		t.Fatal(err)
 	}

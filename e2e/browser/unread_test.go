@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/killrchat/killrchat/store"
+	"github.com/killrchat/killrchat/chat"
 )
 
 // TestUnreadBadgesAndMentions (issue 11, items 3, 4, 7): Bob, in one room,
@@ -52,7 +52,7 @@ func TestUnreadBadgesAndMentions(t *testing.T) {
 	// A DM from Ada while Bob reads the room: live, a badge on its sidebar
 	// entry (the entry itself is new) and a second conversation in the title.
 	ada := eval[string](a, `document.body.getAttribute("data-viewer")`)
-	address, err := store.DMAddress([]string{ada, bob})
+	address, err := chat.DMAddress([]string{ada, bob})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/gocql/gocql"
 
+	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/store"
 )
 
@@ -165,11 +166,11 @@ func (w *world) check(ctx context.Context, db *gocql.Session, room string, subs 
 	var stored = map[string]int{}
 	days := map[int]bool{}
 	for _, a := range acks {
-		id, err := gocql.ParseUUID(a.id)
+		id, err := chat.ParseID(a.id)
 		if err != nil {
 			return res, err
 		}
-		days[store.BucketOf(id)] = true
+		days[chat.BucketOf(id)] = true
 	}
 	for day := range days {
 		iter := db.Query(`SELECT content FROM chat_room_messages WHERE room_name = ? AND time_bucket = ?`, room, day).WithContext(ctx).Iter()
@@ -182,10 +183,10 @@ func (w *world) check(ctx context.Context, db *gocql.Session, room string, subs 
 		}
 	}
 	for _, a := range acks {
-		id, _ := gocql.ParseUUID(a.id)
+		id, _ := chat.ParseID(a.id)
 		var content string
 		err := db.Query(`SELECT content FROM chat_room_messages WHERE room_name = ? AND time_bucket = ? AND message_id = ?`,
-			room, store.BucketOf(id), id).WithContext(ctx).Scan(&content)
+			room, chat.BucketOf(id), gocql.UUID(id)).WithContext(ctx).Scan(&content)
 		if err != nil || content != a.content {
 			res.lost++
 			if res.lost <= 5 {
@@ -359,10 +360,10 @@ func (w *world) agree(ctx context.Context, acks []ack) {
 			}
 			n := 0
 			for _, a := range sample {
-				id, _ := gocql.ParseUUID(a.id)
+				id, _ := chat.ParseID(a.id)
 				var content string
 				err := sess.Query(`SELECT content FROM chat_room_messages WHERE room_name = ? AND time_bucket = ? AND message_id = ?`,
-					"ch"+w.run+"room", store.BucketOf(id), id).WithContext(ctx).Scan(&content)
+					"ch"+w.run+"room", chat.BucketOf(id), gocql.UUID(id)).WithContext(ctx).Scan(&content)
 				if err != nil || content != a.content {
 					n++
 				}
@@ -398,7 +399,7 @@ func lastLine(s string) string {
 // aside, shown as "99+" from store.MaxUnread.
 func (w *world) checkUnread(ctx context.Context, db *gocql.Session, room string, res *result) error {
 	type stored struct {
-		id     gocql.UUID
+		id     chat.ID
 		author string
 		system bool
 	}
@@ -412,8 +413,8 @@ func (w *world) checkUnread(ctx context.Context, db *gocql.Session, room string,
 		iter := db.Query(`SELECT message_id, author, system_message FROM chat_room_messages WHERE room_name = ? AND time_bucket = ?`,
 			room, bucket).WithContext(ctx).Iter()
 		var m stored
-		var author store.UserRef
-		for iter.Scan(&m.id, &author, &m.system) {
+		var author chat.UserRef
+		for iter.Scan((*gocql.UUID)(&m.id), &author, &m.system) {
 			m.author = author.Login
 			msgs = append(msgs, m)
 		}
@@ -430,8 +431,8 @@ func (w *world) checkUnread(ctx context.Context, db *gocql.Session, room string,
 			res.broken = append(res.broken, fmt.Sprintf("%s's sidebar shows no count for %s (%d %v)", p.login, room, code, err))
 			continue
 		}
-		var marker gocql.UUID
-		err = db.Query(`SELECT marker FROM read_markers WHERE login = ? AND conversation = ?`, p.login, room).WithContext(ctx).Scan(&marker)
+		var marker chat.ID
+		err = db.Query(`SELECT marker FROM read_markers WHERE login = ? AND conversation = ?`, p.login, room).WithContext(ctx).Scan((*gocql.UUID)(&marker))
 		if err != nil && err != gocql.ErrNotFound {
 			return err
 		}
@@ -472,7 +473,7 @@ func roomParticipants(ctx context.Context, db *gocql.Session, name string) (map[
 	var (
 		created, since time.Time
 		login          string
-		member         *store.UserRef
+		member         *chat.UserRef
 		out            = map[string]bool{}
 		found          bool
 	)

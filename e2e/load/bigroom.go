@@ -21,7 +21,7 @@ import (
 
 	"github.com/gocql/gocql"
 
-	"github.com/killrchat/killrchat/store"
+	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/store/storetest"
 )
 
@@ -158,7 +158,7 @@ func memberRows(ctx context.Context, sess *gocql.Session, room string) (rows, by
 	iter := sess.Query(`SELECT login, member FROM rooms WHERE room_name = ?`, room).WithContext(ctx).PageSize(5000).Iter()
 	var (
 		login string
-		m     store.UserRef
+		m     chat.UserRef
 	)
 	for iter.Scan(&login, &m) {
 		if login != "" {
@@ -188,7 +188,7 @@ func fillMembers(ctx context.Context, sess *gocql.Session, room string, n int) e
 		for i := start; i < min(start+fillBatch, n); i++ {
 			login := fmt.Sprintf("%sm%05d", room, i)
 			b.Query(`UPDATE rooms SET member = ? WHERE room_name = ? AND since = ? AND login = ?`,
-				store.UserRef{Login: login, Firstname: "Member", Lastname: fmt.Sprintf("Number %d", i)}, room, created, login)
+				chat.UserRef{Login: login, Firstname: "Member", Lastname: fmt.Sprintf("Number %d", i)}, room, created, login)
 		}
 		applied, iter, err := sess.ExecuteBatchCAS(b)
 		if iter != nil {
@@ -203,6 +203,6 @@ func fillMembers(ctx context.Context, sess *gocql.Session, room string, n int) e
 
 // cellBytes is the size of a member's user_ref as the native protocol
 // serialises it: three text fields with an int length each.
-func cellBytes(u store.UserRef) int {
+func cellBytes(u chat.UserRef) int {
 	return 3*4 + len(u.Login) + len(u.Firstname) + len(u.Lastname)
 }

@@ -20,9 +20,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/gocql/gocql"
-
-	"github.com/killrchat/killrchat/store"
+	"github.com/killrchat/killrchat/chat"
 )
 
 // bodyOf finds a message's text in its HTML: the element id, the id of
@@ -39,7 +37,7 @@ type changeView struct {
 
 // reaction is a person's newest action on an emoji of a message.
 type reaction struct {
-	change gocql.UUID
+	change chat.ID
 	added  bool
 }
 
@@ -77,9 +75,9 @@ func (v *changeView) applyBody(html string, first bool) {
 }
 
 func laterString(a, b string) bool {
-	x, err1 := gocql.ParseUUID(a)
-	y, err2 := gocql.ParseUUID(b)
-	return err1 == nil && err2 == nil && store.Later(x, y)
+	x, err1 := chat.ParseID(a)
+	y, err2 := chat.ParseID(b)
+	return err1 == nil && err2 == nil && x.After(y)
 }
 
 // event takes a change's event; an error is an anomaly.
@@ -99,7 +97,7 @@ func (v *changeView) event(name, data string) error {
 		if err := json.Unmarshal([]byte(data), &r); err != nil {
 			return fmt.Errorf("reaction %.80q: %v", data, err)
 		}
-		change, err := gocql.ParseUUID(r.Change)
+		change, err := chat.ParseID(r.Change)
 		if err != nil {
 			return fmt.Errorf("reaction change id %q: %v", r.Change, err)
 		}
@@ -107,7 +105,7 @@ func (v *changeView) event(name, data string) error {
 			v.reactions[r.Message] = map[string]reaction{}
 		}
 		key := r.Emoji + "|" + r.Login
-		if cur, ok := v.reactions[r.Message][key]; ok && !store.Later(change, cur.change) {
+		if cur, ok := v.reactions[r.Message][key]; ok && !change.After(cur.change) {
 			return nil
 		}
 		v.reactions[r.Message][key] = reaction{change: change, added: r.Added}
@@ -219,12 +217,12 @@ func (ch *changer) after(ctx context.Context, p int, u *user, o *own, body, room
 // checkChanges compares each subscriber's view with what Cassandra holds:
 // for every message the view holds (received, not deleted), the stored
 // text and reactions; a message the view saw deleted must not be stored.
-func checkChanges(ctx context.Context, t *target, room store.Room, subs []*subscriber, example func(string, ...any)) (int, error) {
-	msgs, _, err := t.Store.MessagesBefore(ctx, room, gocql.UUID{}, 60000)
+func checkChanges(ctx context.Context, t *target, room chat.Room, subs []*subscriber, example func(string, ...any)) (int, error) {
+	msgs, _, err := t.Store.MessagesBefore(ctx, room, chat.ID{}, 60000)
 	if err != nil {
 		return 0, err
 	}
-	stored := make(map[string]store.Message, len(msgs))
+	stored := make(map[string]chat.Message, len(msgs))
 	for _, m := range msgs {
 		stored[m.ID.String()] = m
 	}

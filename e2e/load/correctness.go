@@ -32,9 +32,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/gocql/gocql"
-
-	"github.com/killrchat/killrchat/store"
+	"github.com/killrchat/killrchat/chat"
 )
 
 // received is one message event as a subscriber saw it.
@@ -256,7 +254,7 @@ func runCorrectness(ctx context.Context, args []string) error {
 					}
 					// The event's id is a cursor: the message's own id, or,
 					// across instances, one below it (live/watermark).
-					if cur, err := store.ParseMessageID(ev.ID); err != nil || (ev.ID != mid && !laterID(mid, cur)) {
+					if cur, err := chat.ParseMessageID(ev.ID); err != nil || (ev.ID != mid && !laterID(mid, cur)) {
 						sub.anomaly = append(sub.anomaly, fmt.Sprintf("conn %d: event id %q is no cursor for message %s", sub.conns, ev.ID, mid))
 					}
 					sub.got = append(sub.got, received{id: mid, conn: sub.conns, nth: nth, lastID: opened, since: ev.At.Sub(openedAt)})
@@ -351,7 +349,7 @@ func runCorrectness(ctx context.Context, args []string) error {
 	}
 	postTime := time.Since(postStart)
 	// Every post has returned, so the newest stored message is the last one.
-	last, _, err := t.Store.MessagesBefore(ctx, room, gocql.UUID{}, 1)
+	last, _, err := t.Store.MessagesBefore(ctx, room, chat.ID{}, 1)
 	if err != nil || len(last) == 0 {
 		return fmt.Errorf("newest message: %d %v", len(last), err)
 	}
@@ -369,7 +367,7 @@ func runCorrectness(ctx context.Context, args []string) error {
 		if e, ok := expectedFor[after]; ok {
 			return e, nil
 		}
-		a, err := gocql.ParseUUID(after)
+		a, err := chat.ParseID(after)
 		if err != nil {
 			return nil, err
 		}
@@ -487,7 +485,7 @@ func runCorrectness(ctx context.Context, args []string) error {
 				for k := j + 1; k < len(exp); k++ {
 					if r, ok := first[exp[k]]; ok {
 						conns += " " + sub.describe(r.conn)
-						if u, err := gocql.ParseUUID(id); err == nil && r.conn < len(sub.connLog) {
+						if u, err := chat.ParseID(id); err == nil && r.conn < len(sub.connLog) {
 							conns += fmt.Sprintf(" (message made %dms before that connection opened)",
 								sub.connLog[r.conn].opened.Sub(u.Time()).Milliseconds())
 						}
@@ -578,9 +576,9 @@ func runCorrectness(ctx context.Context, args []string) error {
 }
 
 // laterID says whether message id a comes after id b.
-func laterID(a string, b gocql.UUID) bool {
-	id, err := store.ParseMessageID(a)
-	return err == nil && store.Later(id, b)
+func laterID(a string, b chat.ID) bool {
+	id, err := chat.ParseMessageID(a)
+	return err == nil && id.After(b)
 }
 
 // sleepUntil sleeps d, or less if ctx ends first; it says whether it slept d.
@@ -616,27 +614,27 @@ type browserTotals struct {
 // page's oldest on. A message twice on one connection counts as
 // duplicated; sent again on a later connection, it is dropped by id as a
 // browser drops it, and counted apart.
-func checkAsBrowser(ctx context.Context, t *target, room store.Room, i int, sub *subscriber, tot *browserTotals, example func(string, ...any)) (bool, error) {
-	parse := func(s string) gocql.UUID { u, _ := gocql.ParseUUID(s); return u }
-	list := make([]gocql.UUID, 0, len(sub.pageIDs)+len(sub.got))
-	in := map[gocql.UUID]bool{}
+func checkAsBrowser(ctx context.Context, t *target, room chat.Room, i int, sub *subscriber, tot *browserTotals, example func(string, ...any)) (bool, error) {
+	parse := func(s string) chat.ID { u, _ := chat.ParseID(s); return u }
+	list := make([]chat.ID, 0, len(sub.pageIDs)+len(sub.got))
+	in := map[chat.ID]bool{}
 	for _, id := range sub.pageIDs {
 		u := parse(id)
 		list = append(list, u)
 		in[u] = true
 	}
 	tot.fromPages += len(sub.pageIDs)
-	onPage := map[gocql.UUID]bool{}
+	onPage := map[chat.ID]bool{}
 	for k := range in {
 		onPage[k] = true
 	}
 	bad := false
-	perConn := map[int]map[gocql.UUID]bool{}
+	perConn := map[int]map[chat.ID]bool{}
 	for _, r := range sub.got {
 		tot.events++
 		u := parse(r.id)
 		if perConn[r.conn] == nil {
-			perConn[r.conn] = map[gocql.UUID]bool{}
+			perConn[r.conn] = map[chat.ID]bool{}
 		}
 		if perConn[r.conn][u] {
 			tot.dup++
@@ -657,7 +655,7 @@ func checkAsBrowser(ctx context.Context, t *target, room store.Room, i int, sub 
 		// Append, then move back past every later id (app.js placeInOrder).
 		j := len(list)
 		list = append(list, u)
-		for j > 0 && store.Later(list[j-1], u) {
+		for j > 0 && list[j-1].After(u) {
 			list[j] = list[j-1]
 			j--
 		}
@@ -667,7 +665,7 @@ func checkAsBrowser(ctx context.Context, t *target, room store.Room, i int, sub 
 		}
 	}
 	for k := 1; k < len(list); k++ {
-		if !store.Later(list[k], list[k-1]) {
+		if !list[k].After(list[k-1]) {
 			tot.order++
 			bad = true
 			example("sub %d: list out of id order at %d: %s after %s", i, k, list[k], list[k-1])
@@ -675,17 +673,17 @@ func checkAsBrowser(ctx context.Context, t *target, room store.Room, i int, sub 
 	}
 	// Everything stored from the list's oldest message on must be in it:
 	// the page's oldest, or an older one that a resume brought again.
-	from := gocql.UUID{}
+	from := chat.ID{}
 	if len(list) > 0 {
-		from = gocql.MaxTimeUUID(list[0].Time().Add(-time.Microsecond))
+		from = chat.MaxIDAt(list[0].Time().Add(-time.Microsecond))
 	}
 	ms, cut, err := t.Store.MessagesAfter(ctx, room, from, 100000)
 	if err != nil || cut {
 		return false, fmt.Errorf("stored messages after %s: cut=%v %v", from, cut, err)
 	}
-	want := map[gocql.UUID]bool{}
+	want := map[chat.ID]bool{}
 	for _, m := range ms {
-		if len(list) > 0 && store.Later(list[0], m.ID) {
+		if len(list) > 0 && list[0].After(m.ID) {
 			continue
 		}
 		want[m.ID] = true

@@ -19,6 +19,7 @@ import (
 
 	"github.com/gocql/gocql"
 
+	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/store/storetest"
 )
@@ -179,7 +180,7 @@ func runPost(ctx context.Context, args []string) error {
 	}
 	defer sess.Close()
 	rawRoom := room + "-raw"
-	author := store.UserRef{Login: users[0].login, Firstname: "Load", Lastname: users[0].login}
+	author := chat.UserRef{Login: users[0].login, Firstname: "Load", Lastname: users[0].login}
 	content := func(w int, i int64) string { return fmt.Sprintf("load message %d from worker %d", i, w) }
 	raw := func(ctx context.Context, w int, i int64) (int, error) {
 		now := time.Now().UTC()

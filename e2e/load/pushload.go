@@ -19,7 +19,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/killrchat/killrchat/store"
+	"github.com/killrchat/killrchat/chat"
 )
 
 // pushService answers 201 to every push, as a push service does, and
@@ -56,9 +56,9 @@ func setupPushRoom(ctx context.Context, t *target, room string, n int, ps *pushS
 	}
 	auth := make([]byte, 16)
 	_, _ = rand.Read(auth)
-	sub := store.PushSubscription{P256dh: base64.RawURLEncoding.EncodeToString(key.PublicKey().Bytes()),
+	sub := chat.PushSubscription{P256dh: base64.RawURLEncoding.EncodeToString(key.PublicKey().Bytes()),
 		Auth: base64.RawURLEncoding.EncodeToString(auth)}
-	conv := store.NameKey(room)
+	conv := chat.NameKey(room)
 	sem := make(chan struct{}, 8)
 	errs := make(chan error, len(people))
 	var wg sync.WaitGroup
@@ -72,7 +72,7 @@ func setupPushRoom(ctx context.Context, t *target, room string, n int, ps *pushS
 				err = fmt.Errorf("%s joins %s: %d %.200s", u.login, room, code, body)
 			}
 			if err == nil {
-				err = t.Store.SetLevel(ctx, u.login, conv, store.LevelEverything)
+				err = t.Store.SetLevel(ctx, u.login, conv, chat.LevelEverything)
 			}
 			if err == nil {
 				s := sub

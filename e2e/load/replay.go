@@ -17,7 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/gocql/gocql"
+	"github.com/killrchat/killrchat/chat"
 )
 
 func runReplay(ctx context.Context, args []string) error {
@@ -67,7 +67,7 @@ func runReplay(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	all, _, err := t.Store.MessagesAfter(ctx, room, gocql.UUID{}, 100000)
+	all, _, err := t.Store.MessagesAfter(ctx, room, chat.ID{}, 100000)
 	if err != nil {
 		return err
 	}
@@ -108,7 +108,7 @@ func runReplay(ctx context.Context, args []string) error {
 	var totalOK, totalBad, missingFirst, missingOther, extra, ended int
 	var examples []string
 	t0 := time.Now()
-	sinceID, _ := gocql.ParseUUID(since)
+	sinceID, _ := chat.ParseID(since)
 	stored := func() ([]string, error) {
 		ms, _, err := t.Store.MessagesAfter(ctx, room, sinceID, 100000)
 		ids := make([]string, len(ms))

@@ -28,6 +28,7 @@ import (
 
 	"github.com/gocql/gocql"
 
+	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/store/storetest"
 )
@@ -106,8 +107,8 @@ func runSearch(ctx context.Context, args []string) error {
 	// around it, are seen once that entry is older than its TTL (10 s).
 	signedUp := time.Now()
 	searcher := users[0]
-	me := store.UserRef{Login: searcher.login, Firstname: "Ada", Lastname: "Lovelace"}
-	other := store.UserRef{Login: "ls" + id + "other", Firstname: "Bob", Lastname: "Other"}
+	me := chat.UserRef{Login: searcher.login, Firstname: "Ada", Lastname: "Lovelace"}
+	other := chat.UserRef{Login: "ls" + id + "other", Firstname: "Bob", Lastname: "Other"}
 
 	// The vocabulary: pronounceable words that the tokeniser keeps as they
 	// are (one term, its own stem), so a query names exactly one term.
@@ -124,14 +125,14 @@ func runSearch(ctx context.Context, args []string) error {
 	}
 	defer sess.Close()
 
-	var convs []store.Conversation
-	var mine []store.Conversation
+	var convs []chat.Conversation
+	var mine []chat.Conversation
 	for i := range *nConvs {
 		creator := other
 		if i < *member {
 			creator = me
 		}
-		r, err := t.Store.CreateRoom(ctx, creator, store.NewRoom{Name: fmt.Sprintf("ls%sr%d", id, i)})
+		r, err := t.Store.CreateRoom(ctx, creator, chat.NewRoom{Name: fmt.Sprintf("ls%sr%d", id, i)})
 		if err != nil {
 			return err
 		}
@@ -179,7 +180,7 @@ func runSearch(ctx context.Context, args []string) error {
 	seedStart := time.Now()
 	cass := cassandraPID()
 	c0 := cpuTime(cass)
-	rows, err := seedSearch(ctx, sess, convs, words, *nMsgs, *perMsg, *days, *seedConc, []store.UserRef{me, other})
+	rows, err := seedSearch(ctx, sess, convs, words, *nMsgs, *perMsg, *days, *seedConc, []chat.UserRef{me, other})
 	if err != nil {
 		return err
 	}
@@ -236,11 +237,11 @@ func runSearch(ctx context.Context, args []string) error {
 		// The same searches through the store, for what they read.
 		var st store.SearchStats
 		for _, q := range qs {
-			pq, err := store.ParseSearch(q)
+			pq, err := chat.ParseSearch(q)
 			if err != nil {
 				return err
 			}
-			_, _, one, err := t.Store.Search(ctx, mine, pq, gocql.UUID{}, 20)
+			_, _, one, err := t.Store.Search(ctx, mine, pq, chat.ID{}, 20)
 			if err != nil {
 				return err
 			}
@@ -292,7 +293,7 @@ func makeVocabulary(n int, tag string) []string {
 		if seen[w] || len(w) < 5 {
 			continue
 		}
-		if terms := store.Terms(w); len(terms) != 1 || terms[0] != w {
+		if terms := chat.Terms(w); len(terms) != 1 || terms[0] != w {
 			continue
 		}
 		seen[w] = true
@@ -303,7 +304,7 @@ func makeVocabulary(n int, tag string) []string {
 
 // seedSearch writes n messages over convs and their index rows, a
 // conversation at a time, batches of one partition, conc in flight.
-func seedSearch(ctx context.Context, sess *gocql.Session, convs []store.Conversation, words []string, n, perMsg, days, conc int, authors []store.UserRef) (int64, error) {
+func seedSearch(ctx context.Context, sess *gocql.Session, convs []chat.Conversation, words []string, n, perMsg, days, conc int, authors []chat.UserRef) (int64, error) {
 	type batch struct {
 		stmt string
 		rows [][]any
@@ -356,7 +357,7 @@ func seedSearch(ctx context.Context, sess *gocql.Session, convs []store.Conversa
 		terms := map[string][][]any{}
 		wordRows := map[int]map[string]string{}
 		for _, at := range times {
-			id := gocql.UUIDFromTime(at)
+			id := chat.IDAt(at)
 			var b strings.Builder
 			for k := range perMsg {
 				if k > 0 {
@@ -368,14 +369,14 @@ func seedSearch(ctx context.Context, sess *gocql.Session, convs []store.Conversa
 			bucket := at.UTC().Year()*10000 + int(at.UTC().Month())*100 + at.UTC().Day()
 			month := bucket / 100
 			author := authors[rng.IntN(len(authors))]
-			msgs[bucket] = append(msgs[bucket], []any{conv.ID, bucket, id, author, text})
+			msgs[bucket] = append(msgs[bucket], []any{conv.ID, bucket, gocql.UUID(id), author, text})
 			seen := map[string]bool{}
-			for _, sp := range store.TermSpans(text) {
+			for _, sp := range chat.TermSpans(text) {
 				for _, w := range sp.Words {
 					if !seen[w.Term] {
 						seen[w.Term] = true
 						key := fmt.Sprintf("%s\x00%d", w.Term, month)
-						terms[key] = append(terms[key], []any{conv.ID, w.Term, month, id})
+						terms[key] = append(terms[key], []any{conv.ID, w.Term, month, gocql.UUID(id)})
 					}
 					if wordRows[month] == nil {
 						wordRows[month] = map[string]string{}
@@ -384,7 +385,7 @@ func seedSearch(ctx context.Context, sess *gocql.Session, convs []store.Conversa
 				}
 			}
 			key := fmt.Sprintf("from:%s\x00%d", author.Login, month)
-			terms[key] = append(terms[key], []any{conv.ID, "from:" + author.Login, month, id})
+			terms[key] = append(terms[key], []any{conv.ID, "from:" + author.Login, month, gocql.UUID(id)})
 		}
 		for bucket, rs := range msgs {
 			send(seedBucket, [][]any{{conv.ID, bucket}})
@@ -437,8 +438,8 @@ func indexCost(ctx context.Context, keyspace string, words []string, d time.Dura
 		return err
 	}
 	defer st.Close()
-	author := store.UserRef{Login: "indexcost", Firstname: "Index", Lastname: "Cost"}
-	room, err := st.CreateRoom(ctx, author, store.NewRoom{Name: "indexcost" + runID()})
+	author := chat.UserRef{Login: "indexcost", Firstname: "Index", Lastname: "Cost"}
+	room, err := st.CreateRoom(ctx, author, chat.NewRoom{Name: "indexcost" + runID()})
 	if err != nil {
 		return err
 	}
@@ -459,10 +460,10 @@ func indexCost(ctx context.Context, keyspace string, words []string, d time.Dura
 	fmt.Printf("\nindexing cost per message (concurrency 16, %s a phase; 8 words a message):\n", d)
 	for _, ph := range []struct {
 		name string
-		op   func(m store.Message) error
+		op   func(m chat.Message) error
 	}{
-		{"save", func(m store.Message) error { return st.SaveMessage(ctx, room, m) }},
-		{"index", func(m store.Message) error { return st.IndexMessage(ctx, m) }},
+		{"save", func(m chat.Message) error { return st.SaveMessage(ctx, room, m) }},
+		{"index", func(m chat.Message) error { return st.IndexMessage(ctx, m) }},
 	} {
 		op := func(ctx context.Context, w int, i int64) (int, error) {
 			m, err := st.DraftMessage(room, author, text())

@@ -21,6 +21,7 @@ import (
 
 	"github.com/gocql/gocql"
 
+	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/store/storetest"
 )
@@ -94,10 +95,10 @@ func runUpload(ctx context.Context, args []string) error {
 		return err
 	}
 	defer sess.Close()
-	ids := make([]gocql.UUID, *clients)
+	ids := make([]chat.ID, *clients)
 	start = time.Now()
 	for i := range ids {
-		ids[i] = gocql.TimeUUID()
+		ids[i] = chat.IDAt(time.Now())
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -111,7 +112,7 @@ func runUpload(ctx context.Context, args []string) error {
 					defer func() { <-sem }()
 					end := min(off+store.ChunkSize, len(data))
 					if err := sess.Query(`INSERT INTO attachment_chunks (attachment_id, chunk_no, data) VALUES (?, ?, ?)`,
-						ids[i], no, data[off:end]).WithContext(ctx).Exec(); err != nil {
+						gocql.UUID(ids[i]), no, data[off:end]).WithContext(ctx).Exec(); err != nil {
 						failed.Add(1)
 					}
 				}()
@@ -173,7 +174,7 @@ func runUpload(ctx context.Context, args []string) error {
 			for no := range chunks {
 				var b []byte
 				if err := sess.Query(`SELECT data FROM attachment_chunks WHERE attachment_id = ? AND chunk_no = ?`,
-					ids[i%len(ids)], no).WithContext(ctx).Scan(&b); err != nil {
+					gocql.UUID(ids[i%len(ids)]), no).WithContext(ctx).Scan(&b); err != nil {
 					failed.Add(1)
 				}
 			}

@@ -9,9 +9,9 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/handlers"
 	"github.com/killrchat/killrchat/live"
-	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/views"
 	"github.com/killrchat/killrchat/web"
 )
@@ -49,7 +49,7 @@ func (s routes) showSignup(c echo.Context) error {
 
 func (s routes) signup(c echo.Context) error {
 	f := handlers.FormOf(c, "login", "firstname", "lastname", "email", "bio", "next")
-	u, err := s.DB().CreateUser(c.Request().Context(), store.SignUp{
+	u, err := s.DB().CreateUser(c.Request().Context(), chat.SignUp{
 		Login: f.Value("login"), Password: c.FormValue("password"), PasswordConfirm: c.FormValue("password_confirm"),
 		Firstname: f.Value("firstname"), Lastname: f.Value("lastname"), Email: f.Value("email"), Bio: f.Value("bio"),
 	})
@@ -58,7 +58,7 @@ func (s routes) signup(c echo.Context) error {
 			return err
 		}
 		f = handlers.WithErrors(f, err)
-		if errors.Is(err, store.ErrUserExists) {
+		if errors.Is(err, chat.ErrUserExists) {
 			// Said once, beside the field.
 			f.Errors["login"], f.Error = "This login is taken.", ""
 		}
@@ -122,7 +122,7 @@ func (s routes) showUser(c echo.Context) error {
 	me := handlers.MustUser(c)
 	p := views.Profile{User: u, Own: u.Login == me.Login}
 	if !p.Own {
-		if address, err := store.DMAddress([]string{me.Login, u.Login}); err == nil {
+		if address, err := chat.DMAddress([]string{me.Login, u.Login}); err == nil {
 			p.MessageURL = handlers.DMURL(address)
 		}
 	}
@@ -192,7 +192,7 @@ func (s routes) changePassword(c echo.Context) error {
 // endOtherSessions ends every session of u but this one, which gets a new
 // id (whoever knew the old one is out too), and closes the live streams of
 // the ended sessions on every instance.
-func (s routes) endOtherSessions(c echo.Context, u store.User) error {
+func (s routes) endOtherSessions(c echo.Context, u chat.User) error {
 	ctx := c.Request().Context()
 	current := handlers.Session(c)
 	ended, err := s.DB().EndOtherSessions(ctx, u.Login, current.ID)

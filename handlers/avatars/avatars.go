@@ -16,6 +16,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/handlers"
 	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/views"
@@ -44,7 +45,7 @@ func (s routes) upload(c echo.Context) error {
 	me := handlers.MustUser(c)
 	limit := s.limit()
 	if req.ContentLength > limit+64<<10 {
-		return s.refuse(c, fmt.Errorf("%w", store.ErrTooLarge))
+		return s.refuse(c, fmt.Errorf("%w", chat.ErrTooLarge))
 	}
 	if req.ContentLength > 0 {
 		if ok, wait := s.UploadBytes().AllowN(me.Login, int(req.ContentLength)); !ok {
@@ -99,7 +100,7 @@ func (s routes) upload(c echo.Context) error {
 	if !sawCSRF {
 		return web.ErrCSRF
 	}
-	return s.refuse(c, store.ValidationError{"picture": "Choose a picture to upload."})
+	return s.refuse(c, chat.ValidationError{"picture": "Choose a picture to upload."})
 }
 
 // refuse answers a picture that was not taken with the profile page and
@@ -107,12 +108,12 @@ func (s routes) upload(c echo.Context) error {
 func (s routes) refuse(c echo.Context, err error) error {
 	var (
 		tooBig  *http.MaxBytesError
-		invalid store.ValidationError
+		invalid chat.ValidationError
 		msg     string
 		status  = http.StatusUnprocessableEntity
 	)
 	switch {
-	case errors.As(err, &tooBig), errors.Is(err, store.ErrTooLarge):
+	case errors.As(err, &tooBig), errors.Is(err, chat.ErrTooLarge):
 		status, msg = http.StatusRequestEntityTooLarge,
 			fmt.Sprintf("This picture is larger than %s. Nothing was changed.", views.HumanSize(s.limit()))
 	case errors.As(err, &invalid):

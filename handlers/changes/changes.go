@@ -12,12 +12,11 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/gocql/gocql"
 	"github.com/labstack/echo/v4"
 
+	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/handlers"
 	"github.com/killrchat/killrchat/live"
-	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/views"
 )
 
@@ -49,30 +48,30 @@ func (s routes) memberConversation(c echo.Context) (handlers.Conversation, error
 		return handlers.Conversation{}, err
 	}
 	if me := handlers.MustUser(c); !cv.Member(me.Login) {
-		return handlers.Conversation{}, store.ErrNotFound
+		return handlers.Conversation{}, chat.ErrNotFound
 	}
 	s.InConversation(c, cv.Place)
 	return cv, nil
 }
 
 // messageID is the :id of the path, or ErrNotFound.
-func messageID(c echo.Context) (gocql.UUID, error) {
-	id, err := store.ParseMessageID(c.Param("id"))
+func messageID(c echo.Context) (chat.ID, error) {
+	id, err := chat.ParseMessageID(c.Param("id"))
 	if err != nil {
-		return gocql.UUID{}, store.ErrNotFound
+		return chat.ID{}, chat.ErrNotFound
 	}
 	return id, nil
 }
 
 // messageOf reads the conversation and the message the request names.
-func (s routes) messageOf(c echo.Context) (handlers.Conversation, store.Message, error) {
+func (s routes) messageOf(c echo.Context) (handlers.Conversation, chat.Message, error) {
 	cv, err := s.memberConversation(c)
 	if err != nil {
-		return handlers.Conversation{}, store.Message{}, err
+		return handlers.Conversation{}, chat.Message{}, err
 	}
 	id, err := messageID(c)
 	if err != nil {
-		return handlers.Conversation{}, store.Message{}, err
+		return handlers.Conversation{}, chat.Message{}, err
 	}
 	m, err := s.DB().Message(c.Request().Context(), cv.Place, id)
 	return cv, m, err
@@ -95,11 +94,11 @@ func (s routes) showMessage(c echo.Context) error {
 	return s.renderMessagePage(c, http.StatusOK, cv, m, f)
 }
 
-func (s routes) renderMessagePage(c echo.Context, status int, cv handlers.Conversation, m store.Message, f views.Form) error {
+func (s routes) renderMessagePage(c echo.Context, status int, cv handlers.Conversation, m chat.Message, f views.Form) error {
 	me := handlers.MustUser(c)
 	v := views.MessageView{Message: m, Title: cv.Title, Form: f,
-		CanEdit:   store.CanEdit(m, me.Login) == nil,
-		CanDelete: store.CanDelete(m, me.Login, moderates(cv, me.Login)) == nil}
+		CanEdit:   chat.CanEdit(m, me.Login) == nil,
+		CanDelete: chat.CanDelete(m, me.Login, moderates(cv, me.Login)) == nil}
 	s.InConversation(c, cv.Place, m)
 	return s.Render(c, status, views.Page{Title: "Message in " + cv.Title, Room: cv.ID}, views.MessagePage(v))
 }
@@ -119,16 +118,16 @@ func (s routes) editMessage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := store.CanEdit(m, handlers.MustUser(c).Login); err != nil {
+	if err := chat.CanEdit(m, handlers.MustUser(c).Login); err != nil {
 		return err
 	}
 	ctx := c.Request().Context()
 	content := c.FormValue("content")
 	var (
-		edited store.Message
-		conv   store.Conversation
+		edited chat.Message
+		conv   chat.Conversation
 	)
-	err = s.change(ctx, cv, live.KindEdit, m.ID, func(id gocql.UUID) ([]byte, error) {
+	err = s.change(ctx, cv, live.KindEdit, m.ID, func(id chat.ID) ([]byte, error) {
 		if edited, err = s.DB().EditMessage(ctx, cv.Place, m, content, id); err != nil {
 			return nil, err
 		}
@@ -143,7 +142,7 @@ func (s routes) editMessage(c echo.Context) error {
 		}
 		return s.RenderString(views.WithMembers(ctx, conv.Members), views.EditedBody(edited))
 	})
-	if errors.Is(err, store.ErrInvalid) {
+	if errors.Is(err, chat.ErrInvalid) {
 		f := handlers.WithErrors(views.Form{Values: map[string]string{"content": content}, Errors: map[string]string{}}, err)
 		return s.renderMessagePage(c, http.StatusUnprocessableEntity, cv, m, f)
 	}
@@ -162,11 +161,11 @@ func (s routes) deleteMessage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := store.CanDelete(m, handlers.MustUser(c).Login, moderates(cv, handlers.MustUser(c).Login)); err != nil {
+	if err := chat.CanDelete(m, handlers.MustUser(c).Login, moderates(cv, handlers.MustUser(c).Login)); err != nil {
 		return err
 	}
 	ctx := c.Request().Context()
-	err = s.change(ctx, cv, live.KindDelete, m.ID, func(id gocql.UUID) ([]byte, error) {
+	err = s.change(ctx, cv, live.KindDelete, m.ID, func(id chat.ID) ([]byte, error) {
 		if err := s.DB().DeleteMessage(ctx, cv.Place, m, id); err != nil {
 			return nil, err
 		}
@@ -196,19 +195,19 @@ func (s routes) react(c echo.Context) error {
 		return err
 	}
 	if conv := cv.Place.Conversation(); id.Time().Before(conv.Since) || id.Time().After(time.Now().Add(time.Hour)) {
-		return store.ErrNotFound
+		return chat.ErrNotFound
 	}
 	me := handlers.MustUser(c)
 	ctx := c.Request().Context()
 	emoji, add := c.FormValue("emoji"), c.FormValue("add") != "0"
-	err = s.change(ctx, cv, live.KindReaction, id, func(change gocql.UUID) ([]byte, error) {
+	err = s.change(ctx, cv, live.KindReaction, id, func(change chat.ID) ([]byte, error) {
 		ch, err := s.DB().React(ctx, cv.Place, id, me, emoji, add, change)
 		if err != nil {
 			return nil, err
 		}
 		return handlers.ReactionJSON(ch)
 	})
-	if errors.Is(err, store.ErrInvalid) && !handlers.IsHTMX(c) {
+	if errors.Is(err, chat.ErrInvalid) && !handlers.IsHTMX(c) {
 		m, rerr := s.DB().Message(ctx, cv.Place, id)
 		if rerr != nil {
 			return rerr
@@ -219,7 +218,7 @@ func (s routes) react(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return changed(c, views.Permalink(store.Message{ID: id, Room: cv.ID}))
+	return changed(c, views.Permalink(chat.Message{ID: id, Room: cv.ID}))
 }
 
 // change makes a change (kind) of the message target in cv: it takes the
@@ -228,9 +227,9 @@ func (s routes) react(c echo.Context) error {
 // instance, runs apply with that id (which writes it and returns its
 // event's data), and publishes it. An error of apply is returned, and
 // nothing is published.
-func (s routes) change(ctx context.Context, cv handlers.Conversation, kind string, target gocql.UUID, apply func(id gocql.UUID) ([]byte, error)) error {
-	sl, err := s.Live().Reserve(cv.ID, func() (store.Message, error) {
-		return store.Message{ID: s.DB().NewChangeID(), Room: cv.ID}, nil
+func (s routes) change(ctx context.Context, cv handlers.Conversation, kind string, target chat.ID, apply func(id chat.ID) ([]byte, error)) error {
+	sl, err := s.Live().Reserve(cv.ID, func() (chat.Message, error) {
+		return chat.Message{ID: s.DB().NewChangeID(), Room: cv.ID}, nil
 	})
 	if err != nil {
 		return err

@@ -13,8 +13,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/handlers"
-	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/views"
 )
 
@@ -52,7 +52,7 @@ func (s routes) startDM(c echo.Context) error {
 	f := views.Form{Values: map[string]string{"to": to}, Errors: map[string]string{}}
 	address, err := s.dmAddressOf(c, me.Login, splitLogins(to))
 	if err != nil {
-		if !errors.Is(err, store.ErrInvalid) && !errors.Is(err, store.ErrNotFound) {
+		if !errors.Is(err, chat.ErrInvalid) && !errors.Is(err, chat.ErrNotFound) {
 			return err
 		}
 		f.Errors["to"] = problemOf(err)
@@ -71,16 +71,16 @@ func (s routes) startDM(c echo.Context) error {
 // logins without an account.
 func (s routes) dmAddressOf(c echo.Context, me string, logins []string) (string, error) {
 	if len(logins) == 0 {
-		return "", fmt.Errorf("type at least one login: %w", store.ErrInvalid)
+		return "", fmt.Errorf("type at least one login: %w", chat.ErrInvalid)
 	}
 	for _, l := range logins {
-		if !store.ValidName(l) {
-			return "", fmt.Errorf("%q is not a login: %w", l, store.ErrInvalid)
+		if !chat.ValidName(l) {
+			return "", fmt.Errorf("%q is not a login: %w", l, chat.ErrInvalid)
 		}
 	}
-	address, err := store.DMAddress(append([]string{me}, logins...))
+	address, err := chat.DMAddress(append([]string{me}, logins...))
 	if err != nil {
-		return "", fmt.Errorf("a conversation has %d to %d people, you included: %w", store.MinDMMembers, store.MaxDMMembers, store.ErrInvalid)
+		return "", fmt.Errorf("a conversation has %d to %d people, you included: %w", chat.MinDMMembers, chat.MaxDMMembers, chat.ErrInvalid)
 	}
 	members := strings.Split(address, "+")
 	refs, err := s.DB().UserRefs(c.Request().Context(), members)
@@ -90,11 +90,11 @@ func (s routes) dmAddressOf(c echo.Context, me string, logins []string) (string,
 	if len(refs) != len(members) {
 		var missing []string
 		for _, m := range members {
-			if !slices.ContainsFunc(refs, func(r store.UserRef) bool { return r.Login == m }) {
+			if !slices.ContainsFunc(refs, func(r chat.UserRef) bool { return r.Login == m }) {
 				missing = append(missing, m)
 			}
 		}
-		return "", fmt.Errorf("no one has the login %s: %w", strings.Join(missing, ", "), store.ErrNotFound)
+		return "", fmt.Errorf("no one has the login %s: %w", strings.Join(missing, ", "), chat.ErrNotFound)
 	}
 	return address, nil
 }
@@ -151,7 +151,7 @@ func (s routes) suggestions(c echo.Context, typed string) ([]views.Suggestion, e
 		if !handlers.Matches(p, word) {
 			continue
 		}
-		address, err := store.DMAddress(append([]string{me.Login, p.Login}, words...))
+		address, err := chat.DMAddress(append([]string{me.Login, p.Login}, words...))
 		if err != nil {
 			continue // too many people typed, or a malformed word: nothing to open
 		}

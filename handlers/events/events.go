@@ -15,12 +15,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gocql/gocql"
 	"github.com/labstack/echo/v4"
 
+	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/handlers"
 	"github.com/killrchat/killrchat/live"
-	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/views"
 	"github.com/killrchat/killrchat/web"
 )
@@ -52,10 +51,10 @@ func (s routes) roomEvents(c echo.Context) error {
 	if after == "" {
 		after = c.QueryParam("after")
 	}
-	var since gocql.UUID
+	var since chat.ID
 	if after != "" {
 		var err error
-		if since, err = store.ParseMessageID(after); err != nil {
+		if since, err = chat.ParseMessageID(after); err != nil {
 			return echo.NewHTTPError(http.StatusBadRequest, "Last-Event-ID must be a message id.")
 		}
 	}
@@ -83,7 +82,7 @@ func (s routes) roomEvents(c echo.Context) error {
 		return err
 	}
 	if !cv.Member(me.Login) {
-		return store.ErrNotParticipant
+		return chat.ErrNotParticipant
 	}
 	if cv.ID != key {
 		// The room answered to another spelling of its name; its events
@@ -114,7 +113,7 @@ func refuseStream(c echo.Context, err error) error {
 // the id after which the browser's copy of it ends (zero: from now).
 type carried struct {
 	id    string
-	since gocql.UUID
+	since chat.ID
 }
 
 // errBadCarried refuses a malformed ?c= or ?b= of GET /events.
@@ -138,7 +137,7 @@ func parseCarried(values []string) ([]carried, error) {
 		f := carried{id: id}
 		if after != "" {
 			var err error
-			if f.since, err = store.ParseMessageID(after); err != nil {
+			if f.since, err = chat.ParseMessageID(after); err != nil {
 				return nil, errBadCarried
 			}
 		}
@@ -151,10 +150,10 @@ func parseCarried(values []string) ([]carried, error) {
 // canonical "dm:" id.
 func validConversationID(id string) bool {
 	if address, ok := strings.CutPrefix(id, "dm:"); ok {
-		canonical, _, err := store.ParseDMAddress(address)
+		canonical, _, err := chat.ParseDMAddress(address)
 		return err == nil && canonical == address
 	}
-	return store.ValidName(id) && store.NameKey(id) == id
+	return chat.ValidName(id) && chat.NameKey(id) == id
 }
 
 // validBrowserKey says whether b is a browser's key: up to 64 letters,
@@ -204,7 +203,7 @@ func (s routes) personalEvents(c echo.Context) error {
 	for _, w := range want {
 		cv, err := s.ConversationByID(ctx, me.Login, w.id)
 		switch {
-		case errors.Is(err, store.ErrNotFound):
+		case errors.Is(err, chat.ErrNotFound):
 			st.Unsubscribe(w.id)
 			st.Refuse(w.id, live.KindRoomDeleted)
 		case err != nil:
@@ -282,7 +281,7 @@ func (s routes) endAtExpiry(login, id string) (stop func()) {
 		switch {
 		case stopped:
 			return
-		case errors.Is(err, store.ErrNotFound):
+		case errors.Is(err, chat.ErrNotFound):
 			go s.EndStreams(context.Background(), live.StreamEnd{Login: login, Sessions: []string{id}})
 			return
 		case err != nil:

@@ -19,7 +19,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gocql/gocql"
+	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/handlers"
 	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/views"
@@ -61,7 +61,7 @@ func (s routes) errTooLarge() error {
 // goes with the first); text without a file is posted as usual.
 // composer renders the composer with a form's errors (422); back is where
 // a plain form goes next.
-func (s routes) postFiles(c echo.Context, in store.Place, composer func(views.Form) error, back string) error {
+func (s routes) postFiles(c echo.Context, in chat.Place, composer func(views.Form) error, back string) error {
 	req := c.Request()
 	me := handlers.MustUser(c)
 	maxBody := s.Config().MaxUpload + formSlack
@@ -101,7 +101,7 @@ func (s routes) postFiles(c echo.Context, in store.Place, composer func(views.Fo
 		content  string
 		clientID string
 		sawCSRF  bool
-		posted   []store.Message
+		posted   []chat.Message
 		files    int
 		budgeted = req.ContentLength > 0
 	)
@@ -143,11 +143,11 @@ func (s routes) postFiles(c echo.Context, in store.Place, composer func(views.Fo
 				return echo.NewHTTPError(http.StatusBadRequest, "This message form is broken. Reload the page and send again.")
 			}
 		case name == "content":
-			if content, err = web.ReadField(part, 4*store.MaxContent+1024); err != nil {
+			if content, err = web.ReadField(part, 4*chat.MaxContent+1024); err != nil {
 				return s.uploadError(err)
 			}
 			if strings.TrimSpace(content) != "" {
-				if _, err := store.CheckContent(content); err != nil {
+				if _, err := chat.CheckContent(content); err != nil {
 					return composer(handlers.WithErrors(views.Form{Values: map[string]string{"content": content, "client_id": clientID}, Errors: map[string]string{}}, err))
 				}
 			}
@@ -176,7 +176,7 @@ func (s routes) postFiles(c echo.Context, in store.Place, composer func(views.Fo
 			content = "" // the text goes with the first file only
 			stored := false
 			m, err := s.PostOnce(req.Context(), me.Login, conv, fileKey(clientID, files),
-				func(ctx context.Context) (store.Message, error) {
+				func(ctx context.Context) (chat.Message, error) {
 					stored = true
 					return s.postFile(ctx, in, me, part.FileName(), file, text)
 				})
@@ -202,10 +202,10 @@ func (s routes) postFiles(c echo.Context, in store.Place, composer func(views.Fo
 		return web.ErrCSRF // an empty body: still no token
 	}
 	if len(posted) == 0 {
-		m, err := s.PostOnce(req.Context(), me.Login, conv, clientID, func(ctx context.Context) (store.Message, error) {
-			return s.Post(ctx, in, func() (store.Message, error) { return s.DB().DraftMessage(in, me, content) })
+		m, err := s.PostOnce(req.Context(), me.Login, conv, clientID, func(ctx context.Context) (chat.Message, error) {
+			return s.Post(ctx, in, func() (chat.Message, error) { return s.DB().DraftMessage(in, me, content) })
 		})
-		if errors.Is(err, store.ErrInvalid) {
+		if errors.Is(err, chat.ErrInvalid) {
 			return composer(handlers.WithErrors(views.Form{Values: map[string]string{"content": content, "client_id": clientID}, Errors: map[string]string{}}, err))
 		}
 		if err != nil {
@@ -228,23 +228,23 @@ const postTimeout = 30 * time.Second
 // own: a client that hangs up after its last byte still gets its message.
 // A file whose message cannot be posted (the room was deleted meanwhile,
 // Cassandra failed) is deleted, so no file is ever left without one.
-func (s routes) postFile(ctx context.Context, in store.Place, me store.UserRef, name string, body io.Reader, text string) (store.Message, error) {
+func (s routes) postFile(ctx context.Context, in chat.Place, me chat.UserRef, name string, body io.Reader, text string) (chat.Message, error) {
 	a, err := s.DB().StoreAttachment(ctx, in, me, name, body, s.Config().MaxUpload)
 	if err != nil {
-		return store.Message{}, s.uploadError(err)
+		return chat.Message{}, s.uploadError(err)
 	}
 	s.Metrics().CountUpload("stored", a.Size)
 	s.FileStored(ctx)
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), postTimeout)
 	defer cancel()
-	m, err := s.Post(ctx, in, func() (store.Message, error) {
+	m, err := s.Post(ctx, in, func() (chat.Message, error) {
 		return s.DB().DraftAttachmentMessage(in, me, text, a.Ref())
 	})
 	if err != nil {
 		if derr := s.DB().DiscardAttachment(ctx, a); derr != nil {
 			s.Log().Warn("discard the file of a message not posted", "attachment", a.ID, "err", derr)
 		}
-		return store.Message{}, err
+		return chat.Message{}, err
 	}
 	return m, nil
 }
@@ -261,9 +261,9 @@ func fileKey(clientID string, n int) string {
 // uploadError maps what can end an upload to what a person reads.
 func (s routes) uploadError(err error) error {
 	var tooBig *http.MaxBytesError
-	var invalid store.ValidationError
+	var invalid chat.ValidationError
 	switch {
-	case errors.As(err, &tooBig), errors.Is(err, store.ErrTooLarge):
+	case errors.As(err, &tooBig), errors.Is(err, chat.ErrTooLarge):
 		s.Metrics().CountUpload("too_large", 0)
 		return s.errTooLarge()
 	case errors.Is(err, web.ErrOverBudget):
@@ -283,7 +283,7 @@ func (s routes) uploadError(err error) error {
 		s.Log().Info("malformed upload", "err", err)
 		return echo.NewHTTPError(http.StatusBadRequest,
 			"The upload could not be read: its form is malformed. Files before the fault were sent; nothing after it was stored.")
-	case errors.Is(err, store.ErrNotParticipant), errors.Is(err, store.ErrUnavailable):
+	case errors.Is(err, chat.ErrNotParticipant), errors.Is(err, chat.ErrUnavailable):
 		return err
 	}
 	s.Metrics().CountUpload("failed", 0)
@@ -300,9 +300,9 @@ var errMalformed = errors.New("malformed multipart body")
 // Range (206, 416), If-None-Match (304, with the sha256 as ETag) and HEAD;
 // the reader loads only the chunks a range covers, one at a time.
 func (s routes) downloadFile(c echo.Context) error {
-	id, err := gocql.ParseUUID(c.Param("id"))
+	id, err := chat.ParseID(c.Param("id"))
 	if err != nil {
-		return store.ErrNotFound
+		return chat.ErrNotFound
 	}
 	ctx := c.Request().Context()
 	a, err := s.DB().Attachment(ctx, id)
@@ -310,7 +310,7 @@ func (s routes) downloadFile(c echo.Context) error {
 		return err
 	}
 	if ok, err := s.canRead(ctx, handlers.MustUser(c).Login, a); err != nil || !ok {
-		return cmpErr(err, store.ErrNotFound)
+		return cmpErr(err, chat.ErrNotFound)
 	}
 	h := c.Response().Header()
 	h.Set("Content-Type", a.ContentType)
@@ -350,7 +350,7 @@ func cmpErr(err, otherwise error) error {
 // conversation now: a DM's members are in its id; a room's are read, and
 // a file of an earlier room of the same name (deleted) is no one's.
 func (s routes) canRead(ctx context.Context, login string, a store.Attachment) (bool, error) {
-	if store.IsDM(a.Conversation) {
+	if chat.IsDM(a.Conversation) {
 		for _, m := range strings.Split(strings.TrimPrefix(a.Conversation, "dm:"), "+") {
 			if m == login {
 				return true, nil
@@ -359,7 +359,7 @@ func (s routes) canRead(ctx context.Context, login string, a store.Attachment) (
 		return false, nil
 	}
 	r, err := s.RoomFor(ctx, a.Conversation, login)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, chat.ErrNotFound) {
 		return false, nil
 	}
 	if err != nil {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/handlers"
 	"github.com/killrchat/killrchat/live"
 	"github.com/killrchat/killrchat/store"
@@ -61,14 +62,14 @@ func (s routes) showMembers(c echo.Context) error {
 
 // renderMembers renders the members page of r with the add and invite
 // forms as given.
-func (s routes) renderMembers(c echo.Context, status int, r store.Room, add, invite views.Form) error {
+func (s routes) renderMembers(c echo.Context, status int, r chat.Room, add, invite views.Form) error {
 	ctx := c.Request().Context()
 	me := handlers.MustUser(c)
 	v := views.Members{Room: r, Viewer: me, Admin: r.IsAdmin(me.Login), Add: add, Invite: invite,
 		CanAdd: r.IsAdmin(me.Login) || (!r.Closed() && r.HasParticipant(me.Login))}
 	// A page of the room's rows, by login, after ?after= (a room may
 	// have 10,000 members: never read whole).
-	after := store.NameKey(c.QueryParam("after"))
+	after := chat.NameKey(c.QueryParam("after"))
 	people, err := s.DB().RoomMembers(ctx, r, after, views.MembersPerPage+1)
 	if err != nil {
 		return err
@@ -96,11 +97,11 @@ func (s routes) renderMembers(c echo.Context, status int, r store.Room, add, inv
 			used := r.InviteUses[inv.ID]
 			row := views.InviteRow{Invite: inv, Used: used, Status: "active"}
 			switch {
-			case errors.Is(inv.Problem(now, used), store.ErrInviteRevoked):
+			case errors.Is(inv.Problem(now, used), chat.ErrInviteRevoked):
 				row.Status = "revoked"
-			case errors.Is(inv.Problem(now, used), store.ErrInviteExpired):
+			case errors.Is(inv.Problem(now, used), chat.ErrInviteExpired):
 				row.Status = "expired"
-			case errors.Is(inv.Problem(now, used), store.ErrInviteUsedUp):
+			case errors.Is(inv.Problem(now, used), chat.ErrInviteUsedUp):
 				row.Status = "used up"
 			}
 			v.Invites = append(v.Invites, row)
@@ -120,7 +121,7 @@ func inviteURL(token string) string { return "/invites/" + url.PathEscape(token)
 
 // memberCandidates are people login shares a room or a DM with, or whose
 // login is typed, who are not in r and whose login or name contains typed.
-func (s routes) memberCandidates(ctx context.Context, login string, r store.Room, typed string) ([]store.UserRef, error) {
+func (s routes) memberCandidates(ctx context.Context, login string, r chat.Room, typed string) ([]chat.UserRef, error) {
 	typed = strings.ToLower(strings.TrimPrefix(strings.TrimSpace(typed), "@"))
 	people, err := s.Acquaintances(ctx, login, typed)
 	if err != nil {
@@ -136,13 +137,13 @@ func (s routes) memberCandidates(ctx context.Context, login string, r store.Room
 	if err != nil {
 		return nil, err
 	}
-	var out []store.UserRef
+	var out []chat.UserRef
 	for _, l := range logins {
 		if _, ok := in[l]; !ok {
 			out = append(out, people[l])
 		}
 	}
-	slices.SortFunc(out, func(a, b store.UserRef) int { return strings.Compare(a.Login, b.Login) })
+	slices.SortFunc(out, func(a, b chat.UserRef) int { return strings.Compare(a.Login, b.Login) })
 	return out[:min(len(out), maxMemberCandidates)], nil
 }
 
@@ -170,7 +171,7 @@ func (s routes) addMember(c echo.Context) error {
 	f := handlers.FormOf(c, "login")
 	f.Values["login"] = strings.TrimPrefix(strings.TrimSpace(f.Value("login")), "@")
 	who, err := s.DB().User(ctx, f.Value("login"))
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, chat.ErrNotFound) {
 		f.Errors["login"] = "No one has this login."
 		return s.renderMembers(c, http.StatusUnprocessableEntity, r, f, views.Form{})
 	}
@@ -199,7 +200,7 @@ func (s routes) promoteMember(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
-	_, err = s.DB().MakeAdmin(ctx, handlers.MustUser(c).Login, r.Name, store.NameKey(c.Param("login")))
+	_, err = s.DB().MakeAdmin(ctx, handlers.MustUser(c).Login, r.Name, chat.NameKey(c.Param("login")))
 	s.Invalidate(ctx, live.Invalidation{Rooms: []string{r.Name}})
 	if err != nil {
 		return err
@@ -217,7 +218,7 @@ func (s routes) removeMember(c echo.Context) error {
 	}
 	ctx := c.Request().Context()
 	me := handlers.MustUser(c)
-	who := store.NameKey(c.Param("login"))
+	who := chat.NameKey(c.Param("login"))
 	before, err := s.DB().RemoveMember(ctx, me.Login, r.Name, who)
 	// Before the removal is acknowledged, no post of theirs that checked
 	// the room before it is still writing (live/fence).
@@ -243,7 +244,7 @@ func (s routes) setRoomKind(c echo.Context) error {
 	_, err = s.DB().SetRoomKind(ctx, handlers.MustUser(c).Login, r.Name, c.FormValue("kind"))
 	s.Invalidate(ctx, live.Invalidation{Rooms: []string{r.Name}})
 	if err != nil {
-		var v store.ValidationError
+		var v chat.ValidationError
 		if errors.As(err, &v) {
 			return echo.NewHTTPError(http.StatusUnprocessableEntity, "A room is open or closed.")
 		}
@@ -263,7 +264,7 @@ func (s routes) setBanner(c echo.Context) error {
 	_, err = s.DB().SetBanner(ctx, handlers.MustUser(c).Login, r.Name, c.FormValue("banner"))
 	s.Invalidate(ctx, live.Invalidation{Rooms: []string{r.Name}})
 	if err != nil {
-		var v store.ValidationError
+		var v chat.ValidationError
 		if errors.As(err, &v) {
 			return echo.NewHTTPError(http.StatusUnprocessableEntity, "The banner: "+v["banner"])
 		}
@@ -280,7 +281,7 @@ func (s routes) createInvite(c echo.Context) error {
 		return err
 	}
 	f := handlers.FormOf(c, "expires_days", "max_uses")
-	var form store.NewInvite
+	var form chat.NewInvite
 	if d := strings.TrimSpace(f.Value("expires_days")); d != "" {
 		days, err := strconv.Atoi(d)
 		if err != nil || days < 1 || days > 90 {
@@ -301,7 +302,7 @@ func (s routes) createInvite(c echo.Context) error {
 	}
 	token, _, err := s.DB().CreateInvite(c.Request().Context(), handlers.MustUser(c), r.Name, form)
 	if err != nil {
-		var v store.ValidationError
+		var v chat.ValidationError
 		if errors.As(err, &v) {
 			return s.renderMembers(c, http.StatusUnprocessableEntity, r, views.Form{}, handlers.WithErrors(f, err))
 		}
@@ -324,11 +325,11 @@ func (s routes) revokeInvite(c echo.Context) error {
 
 // invitation reads the link in the path and its room, with why it no
 // longer works, as the sentence the page shows ("" if it works).
-func (s routes) invitation(c echo.Context) (store.Invite, store.Room, string, error) {
+func (s routes) invitation(c echo.Context) (store.Invite, chat.Room, string, error) {
 	ctx := c.Request().Context()
 	inv, err := s.DB().Invite(ctx, c.Param("token"))
 	if err != nil {
-		return inv, store.Room{}, "", err
+		return inv, chat.Room{}, "", err
 	}
 	r, err := s.DB().RoomFor(ctx, inv.Room, handlers.MustUser(c).Login)
 	if err != nil {
@@ -343,11 +344,11 @@ func (s routes) invitation(c echo.Context) (store.Invite, store.Room, string, er
 // inviteProblem is the sentence for a link that no longer works.
 func inviteProblem(err error) string {
 	switch {
-	case errors.Is(err, store.ErrInviteExpired):
+	case errors.Is(err, chat.ErrInviteExpired):
 		return "This invitation link has expired."
-	case errors.Is(err, store.ErrInviteRevoked):
+	case errors.Is(err, chat.ErrInviteRevoked):
 		return "This invitation link was revoked by an admin of the room."
-	case errors.Is(err, store.ErrInviteUsedUp):
+	case errors.Is(err, chat.ErrInviteUsedUp):
 		return "This invitation link has been used as many times as it allows."
 	}
 	return ""
@@ -362,11 +363,11 @@ func (s routes) showInvite(c echo.Context) error {
 	return s.renderInvite(c, r, problem)
 }
 
-func (s routes) renderInvite(c echo.Context, r store.Room, problem string) error {
+func (s routes) renderInvite(c echo.Context, r chat.Room, problem string) error {
 	status := http.StatusOK
 	if problem != "" {
 		status = http.StatusGone
-		r = store.Room{} // a dead link tells nothing about the room
+		r = chat.Room{} // a dead link tells nothing about the room
 	}
 	v := views.InvitePage{Room: r, Action: c.Request().URL.Path, Problem: problem,
 		Member: problem == "" && r.HasParticipant(handlers.MustUser(c).Login)}
@@ -419,10 +420,10 @@ func (s routes) roomMembers(c echo.Context) error {
 // suggestRoomMembers is suggestMembers for a room, whose members are not
 // all read: a room of up to suggestAll members is read whole, a bigger
 // one by login, from the rows whose login starts with ?q=.
-func (s routes) suggestRoomMembers(c echo.Context, r store.Room) error {
+func (s routes) suggestRoomMembers(c echo.Context, r chat.Room) error {
 	q := strings.ToLower(strings.TrimPrefix(strings.TrimSpace(c.QueryParam("q")), "@"))
 	var (
-		people []store.UserRef
+		people []chat.UserRef
 		err    error
 	)
 	if r.Members <= suggestAll {
@@ -433,7 +434,7 @@ func (s routes) suggestRoomMembers(c echo.Context, r store.Room) error {
 	if err != nil {
 		return err
 	}
-	conv := store.Conversation{ID: r.Name, Members: make(map[string]store.UserRef, len(people))}
+	conv := chat.Conversation{ID: r.Name, Members: make(map[string]chat.UserRef, len(people))}
 	for _, p := range people {
 		conv.Members[p.Login] = p
 	}
@@ -447,13 +448,13 @@ const suggestAll = 500
 
 // suggestMembers renders the members of conv whose login or name starts
 // with ?q= (case-insensitive), the viewer left out, at most handlers.MaxMentionSuggestions.
-func (s routes) suggestMembers(c echo.Context, conv store.Conversation) error {
+func (s routes) suggestMembers(c echo.Context, conv chat.Conversation) error {
 	me := handlers.MustUser(c)
 	if !conv.Has(me.Login) {
-		return store.ErrNotParticipant
+		return chat.ErrNotParticipant
 	}
 	q := strings.ToLower(strings.TrimPrefix(strings.TrimSpace(c.QueryParam("q")), "@"))
-	var out []store.UserRef
+	var out []chat.UserRef
 	for login, u := range conv.Members {
 		if login == me.Login {
 			continue

@@ -9,9 +9,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/gocql/gocql"
+	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/handlers"
-	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/views"
 	"github.com/labstack/echo/v4"
 )
@@ -31,10 +30,10 @@ func Register(srv *handlers.Server, r handlers.Routes) {
 // listMentions answers GET /mentions: the messages that mention the
 // viewer, newest first, a page at a time (?before= the oldest shown).
 func (s routes) listMentions(c echo.Context) error {
-	var before gocql.UUID
+	var before chat.ID
 	if b := c.QueryParam("before"); b != "" {
 		var err error
-		if before, err = store.ParseMessageID(b); err != nil {
+		if before, err = chat.ParseMessageID(b); err != nil {
 			return echo.NewHTTPError(http.StatusBadRequest, "The link to older mentions is malformed.")
 		}
 	}
@@ -61,7 +60,7 @@ func (s routes) listMentions(c echo.Context) error {
 // visibleMentions drops the mentions in closed rooms that login is not
 // (any more) a member of: their rooms are not there for them. The rooms
 // are read in one query.
-func (s routes) visibleMentions(ctx context.Context, login string, found []store.Mention) ([]store.Mention, error) {
+func (s routes) visibleMentions(ctx context.Context, login string, found []chat.Mention) ([]chat.Mention, error) {
 	var rooms []string
 	for _, m := range found {
 		if !strings.HasPrefix(m.Conversation, "dm:") && !slices.Contains(rooms, m.Conversation) {
@@ -84,7 +83,7 @@ func (s routes) visibleMentions(ctx context.Context, login string, found []store
 			visible[name] = entry != nil
 		}
 	}
-	return slices.DeleteFunc(found, func(m store.Mention) bool {
+	return slices.DeleteFunc(found, func(m chat.Mention) bool {
 		_, ok := named[m.Conversation]
 		return !strings.HasPrefix(m.Conversation, "dm:") && ok && !visible[m.Conversation]
 	}), nil
@@ -92,7 +91,7 @@ func (s routes) visibleMentions(ctx context.Context, login string, found []store
 
 // mentionPlace names a mention's conversation for login, and links to it
 // opened around the message.
-func mentionPlace(m store.Mention, login string) (place, link string) {
+func mentionPlace(m chat.Mention, login string) (place, link string) {
 	link = handlers.MessageLink(m.Conversation, m.MessageID)
 	if address, ok := strings.CutPrefix(m.Conversation, "dm:"); ok {
 		var others []string

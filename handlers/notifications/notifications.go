@@ -11,8 +11,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/handlers"
-	"github.com/killrchat/killrchat/store"
 )
 
 // routes are the notification settings' routes, on the core's server.
@@ -36,11 +36,11 @@ func (s routes) setLevel(c echo.Context) error {
 	}
 	me := handlers.MustUser(c)
 	if !cv.Member(me.Login) {
-		return store.ErrNotFound
+		return chat.ErrNotFound
 	}
-	level, err := store.ParseLevel(c.FormValue("level"))
+	level, err := chat.ParseLevel(c.FormValue("level"))
 	if err != nil {
-		var ve store.ValidationError
+		var ve chat.ValidationError
 		if errors.As(err, &ve) {
 			return echo.NewHTTPError(http.StatusUnprocessableEntity, ve["level"])
 		}

@@ -8,8 +8,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/handlers"
-	"github.com/killrchat/killrchat/store"
 )
 
 // maxAsked bounds the people one request asks about.
@@ -34,10 +34,10 @@ func (s routes) presence(c echo.Context) error {
 	}
 	online := []string{}
 	for _, l := range asked {
-		if !store.ValidName(l) {
+		if !chat.ValidName(l) {
 			return echo.NewHTTPError(http.StatusBadRequest, "Each l= must be a login.")
 		}
-		if s.Online(store.NameKey(l)) {
+		if s.Online(chat.NameKey(l)) {
 			online = append(online, l)
 		}
 	}

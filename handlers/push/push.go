@@ -13,8 +13,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/handlers"
-	"github.com/killrchat/killrchat/store"
 )
 
 type routes struct{ *handlers.Server }
@@ -54,7 +54,7 @@ func (s routes) subscribe(c echo.Context) error {
 	if s.Push() == nil {
 		return echo.NewHTTPError(http.StatusServiceUnavailable, "Push notifications are off on this server.")
 	}
-	sub := store.PushSubscription{
+	sub := chat.PushSubscription{
 		Endpoint: strings.TrimSpace(c.FormValue("endpoint")),
 		P256dh:   strings.TrimSpace(c.FormValue("p256dh")),
 		Auth:     strings.TrimSpace(c.FormValue("auth")),
@@ -76,7 +76,7 @@ func (s routes) unsubscribe(c echo.Context) error {
 		return echo.NewHTTPError(http.StatusUnprocessableEntity, "Which subscription? The endpoint is missing.")
 	}
 	err := s.DB().DeletePushSubscription(c.Request().Context(), handlers.MustUser(c).Login, endpoint)
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
+	if err != nil && !errors.Is(err, chat.ErrNotFound) {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)

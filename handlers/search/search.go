@@ -10,11 +10,10 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/gocql/gocql"
 	"github.com/labstack/echo/v4"
 
+	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/handlers"
-	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/views"
 )
 
@@ -36,13 +35,13 @@ func Register(srv *handlers.Server, r handlers.Routes) {
 // and their DMs, as conversations, with each one's place and link. Rooms
 // they left or were never in, and DMs they are not in, are not in it, so
 // they are never read, not even to count.
-func (s routes) searchScope(ctx context.Context, login string) ([]store.Conversation, map[string]string, error) {
+func (s routes) searchScope(ctx context.Context, login string) ([]chat.Conversation, map[string]string, error) {
 	var (
-		rooms       []store.Room
-		dms         []store.DMEntry
+		rooms       []chat.Room
+		dms         []chat.DMEntry
 		rerr, derr  error
 		wg          sync.WaitGroup
-		convs       []store.Conversation
+		convs       []chat.Conversation
 		placeOfConv = map[string]string{}
 	)
 	wg.Add(2)
@@ -70,15 +69,15 @@ func (s routes) searchScope(ctx context.Context, login string) ([]store.Conversa
 
 // narrowTo keeps the conversations in: names, "#room" or "@login" (every
 // DM of the viewer's with that person).
-func narrowTo(convs []store.Conversation, in string) []store.Conversation {
+func narrowTo(convs []chat.Conversation, in string) []chat.Conversation {
 	if in == "" {
 		return convs
 	}
-	var out []store.Conversation
+	var out []chat.Conversation
 	for _, c := range convs {
 		switch {
 		case in[0] == '#' && c.ID == in[1:],
-			in[0] == '@' && store.IsDM(c.ID) && c.Has(in[1:]):
+			in[0] == '@' && chat.IsDM(c.ID) && c.Has(in[1:]):
 			out = append(out, c)
 		}
 	}
@@ -87,19 +86,19 @@ func narrowTo(convs []store.Conversation, in string) []store.Conversation {
 
 // searchCursor signs the id of the last result shown: the next page's
 // ?after=, opaque to the browser.
-func (s routes) searchCursor(id gocql.UUID) (string, error) {
+func (s routes) searchCursor(id chat.ID) (string, error) {
 	return s.Sign("search", id.String())
 }
 
-func (s routes) searchBefore(token string) (gocql.UUID, error) {
+func (s routes) searchBefore(token string) (chat.ID, error) {
 	if token == "" {
-		return gocql.UUID{}, nil
+		return chat.ID{}, nil
 	}
 	var id string
 	if err := s.Unsign("search", token, &id); err != nil {
-		return gocql.UUID{}, echo.NewHTTPError(http.StatusBadRequest, "This link to more results is broken or has expired. Search again.")
+		return chat.ID{}, echo.NewHTTPError(http.StatusBadRequest, "This link to more results is broken or has expired. Search again.")
 	}
-	return store.ParseMessageID(id)
+	return chat.ParseMessageID(id)
 }
 
 // search answers GET /search?q=: the page with its form, the viewer's
@@ -115,7 +114,7 @@ func (s routes) search(c echo.Context) error {
 	status := http.StatusOK
 	if raw != "" {
 		if err := s.searchResults(c, me.Login, raw, &v); err != nil {
-			var ve store.ValidationError
+			var ve chat.ValidationError
 			if !errors.As(err, &ve) {
 				return err
 			}
@@ -144,7 +143,7 @@ func (s routes) search(c echo.Context) error {
 // searchResults fills v with a page of the results of raw for login.
 func (s routes) searchResults(c echo.Context, login, raw string, v *views.SearchView) error {
 	ctx := c.Request().Context()
-	q, err := store.ParseSearch(raw)
+	q, err := chat.ParseSearch(raw)
 	if err != nil {
 		return err
 	}

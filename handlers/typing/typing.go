@@ -14,9 +14,9 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/handlers"
 	"github.com/killrchat/killrchat/live"
-	"github.com/killrchat/killrchat/store"
 )
 
 // typingEvery is the least time between two typing events of one person
@@ -47,7 +47,7 @@ func (s *routes) typing(c echo.Context) error {
 	}
 	me := handlers.MustUser(c)
 	if !cv.Member(me.Login) {
-		return store.ErrNotFound
+		return chat.ErrNotFound
 	}
 	if !s.due(me.Login, cv.ID, time.Now()) {
 		return c.NoContent(http.StatusNoContent)

@@ -21,7 +21,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/gocql/gocql"
+	"github.com/killrchat/killrchat/chat"
 )
 
 // ErrFieldBreak refuses an event name or comment that would end its line.
@@ -172,7 +172,7 @@ func (c *Conn) PeerClosed() bool {
 // name one of ours (checked by the callers that take a name from
 // elsewhere), so neither can hold a line break; data is any text,
 // written as data lines split wherever a parser ends a line.
-func AppendEvent(buf *bytes.Buffer, id gocql.UUID, name string, data []byte) {
+func AppendEvent(buf *bytes.Buffer, id chat.ID, name string, data []byte) {
 	appendID(buf, id)
 	if name != "" {
 		buf.WriteString("event: ")
@@ -187,7 +187,7 @@ func AppendEvent(buf *bytes.Buffer, id gocql.UUID, name string, data []byte) {
 // conversations: the name always given, and the conversation as the first
 // data line, before data. Conversation ids are names and logins, which
 // hold no line break.
-func AppendWide(buf *bytes.Buffer, id gocql.UUID, name, conv string, data []byte) {
+func AppendWide(buf *bytes.Buffer, id chat.ID, name, conv string, data []byte) {
 	appendID(buf, id)
 	buf.WriteString("event: ")
 	buf.WriteString(name)
@@ -198,8 +198,8 @@ func AppendWide(buf *bytes.Buffer, id gocql.UUID, name, conv string, data []byte
 	buf.WriteByte('\n')
 }
 
-func appendID(buf *bytes.Buffer, id gocql.UUID) {
-	if id != (gocql.UUID{}) {
+func appendID(buf *bytes.Buffer, id chat.ID) {
+	if id != (chat.ID{}) {
 		buf.WriteString("id: ")
 		buf.WriteString(id.String())
 		buf.WriteByte('\n')

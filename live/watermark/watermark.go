@@ -42,9 +42,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gocql/gocql"
-
-	"github.com/killrchat/killrchat/store"
+	"github.com/killrchat/killrchat/chat"
 )
 
 const (
@@ -146,7 +144,7 @@ func (w *Marks) Thaw() {
 func (w *Marks) Discover(window time.Duration) {
 	w.mu.Lock()
 	now := w.now()
-	w.floor = store.TicksOf(now.Add(-window))
+	w.floor = chat.TicksOf(now.Add(-window))
 	w.floorUntil = now.Add(discoverFor)
 	w.mu.Unlock()
 }
@@ -154,9 +152,9 @@ func (w *Marks) Discover(window time.Duration) {
 // Cursor is the SSE id of a message event with id, where mark is the
 // lowest watermark when it was handed to the streams: the message's own id
 // if it lies below mark, else the highest id below mark.
-func Cursor(id gocql.UUID, mark int64) gocql.UUID {
+func Cursor(id chat.ID, mark int64) chat.ID {
 	if mark == None || id.Timestamp() < mark {
 		return id
 	}
-	return gocql.MaxTimeUUID(store.TimeOfTicks(mark - 1))
+	return chat.MaxIDAt(chat.TimeOfTicks(mark - 1))
 }

@@ -4,13 +4,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gocql/gocql"
-
-	"github.com/killrchat/killrchat/store"
+	"github.com/killrchat/killrchat/chat"
 )
 
-func idAt(ticks int64) gocql.UUID {
-	return gocql.MinTimeUUID(store.TimeOfTicks(ticks))
+func idAt(ticks int64) chat.ID {
+	return chat.MinIDAt(chat.TimeOfTicks(ticks))
 }
 
 // TestCursorStaysBelowAnotherInstancesMark: a message event carries its
@@ -18,7 +16,7 @@ func idAt(ticks int64) gocql.UUID {
 // below the lowest mark otherwise; a resume from that id reads everything
 // at or above the mark.
 func TestCursorStaysBelowAnotherInstancesMark(t *testing.T) {
-	base := store.TicksOf(time.Now())
+	base := chat.TicksOf(time.Now())
 	id := idAt(base + 100)
 	if got := Cursor(id, None); got != id {
 		t.Fatalf("no mark: %v, want the message's id", got)
@@ -27,11 +25,11 @@ func TestCursorStaysBelowAnotherInstancesMark(t *testing.T) {
 		t.Fatalf("mark past it: %v, want the message's id", got)
 	}
 	got := Cursor(id, base+50)
-	if got.Timestamp() != base+49 || store.Later(idAt(base+49), got) {
+	if got.Timestamp() != base+49 || idAt(base+49).After(got) {
 		t.Fatalf("mark below it: cursor at %d, want the highest id at %d", got.Timestamp(), base+49)
 	}
 	// Every id at the mark lies after the cursor: a resume reads it.
-	if !store.Later(idAt(base+50), got) {
+	if !idAt(base + 50).After(got) {
 		t.Fatal("an id at the mark does not come after the cursor")
 	}
 }

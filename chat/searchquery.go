@@ -1,6 +1,7 @@
 // This file owns the search query language and what it means for one
 // message: which messages match, and which words of one to mark.
-package store
+
+package chat
 
 import (
 	"strings"
@@ -23,9 +24,9 @@ type SearchQuery struct {
 	In       string
 }
 
-// fromTerm is the term a message is indexed under for its author: no word
+// FromTerm is the term a message is indexed under for its author: no word
 // can contain ':', so it never meets a term of the text.
-func fromTerm(login string) string { return "from:" + login }
+func FromTerm(login string) string { return "from:" + login }
 
 // ParseSearch reads a query: words (all must match), "exact phrases",
 // word* (a prefix of at least 3 characters), from:login and in:#room or
@@ -117,9 +118,9 @@ func phraseText(text string) string {
 	return strings.Join(strings.Fields(fold(text)), " ")
 }
 
-// indexedText is what a message is searchable by: its text and the name
+// IndexedText is what a message is searchable by: its text and the name
 // of its file.
-func indexedText(m Message) string {
+func IndexedText(m Message) string {
 	if m.Attachment != nil && m.Attachment.Name != "" {
 		return m.Content + "\n" + m.Attachment.Name
 	}
@@ -133,7 +134,7 @@ func (q SearchQuery) Matches(m Message) bool {
 	if m.System || (q.From != "" && m.Author.Login != q.From) {
 		return false
 	}
-	text := indexedText(m)
+	text := IndexedText(m)
 	terms, forms := map[string]bool{}, []string{}
 	for _, sp := range TermSpans(text) {
 		for _, w := range sp.Words {

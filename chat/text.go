@@ -3,7 +3,8 @@
 // UTF-8, no control characters, something visible, a length bound, and for
 // one-line fields no line breaks and no bidi overrides). Logins and room
 // names are stricter still (ASCII, see ValidName) and keyed by NameKey.
-package store
+
+package chat
 
 import (
 	"fmt"

@@ -1,4 +1,4 @@
-package store_test
+package chat_test
 
 import (
 	"errors"
@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/killrchat/killrchat/store"
+	"github.com/killrchat/killrchat/chat"
 )
 
 func TestTerms(t *testing.T) {
@@ -37,7 +37,7 @@ func TestTerms(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := store.Terms(tt.text); !reflect.DeepEqual(got, tt.want) {
+			if got := chat.Terms(tt.text); !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("Terms(%q) = %q, want %q", tt.text, got, tt.want)
 			}
 		})
@@ -47,7 +47,7 @@ func TestTerms(t *testing.T) {
 func TestTermSpans(t *testing.T) {
 	text := "Le café, TestFoo!"
 	var got []string
-	for _, sp := range store.TermSpans(text) {
+	for _, sp := range chat.TermSpans(text) {
 		got = append(got, text[sp.Start:sp.End])
 	}
 	if want := []string{"Le", "café", "TestFoo"}; !reflect.DeepEqual(got, want) {
@@ -58,17 +58,17 @@ func TestTermSpans(t *testing.T) {
 func TestParseSearch(t *testing.T) {
 	tests := []struct {
 		name, q string
-		want    store.SearchQuery
+		want    chat.SearchQuery
 		bad     bool
 	}{
-		{name: "Words", q: "Runbook LINKS", want: store.SearchQuery{Terms: []string{"runbook", "link"}}},
-		{name: "Phrase", q: `"Deploy  Pipeline" now`, want: store.SearchQuery{Terms: []string{"deploy", "pipelin", "now"}, Phrases: []string{"deploy pipeline"}}},
-		{name: "OpenQuote", q: `"half open`, want: store.SearchQuery{Terms: []string{"half", "open"}, Phrases: []string{"half open"}}},
-		{name: "Prefix", q: "Depl*", want: store.SearchQuery{Prefixes: []string{"depl"}}},
-		{name: "From", q: "from:@Ada cafe", want: store.SearchQuery{Terms: []string{"cafe"}, From: "ada"}},
-		{name: "FromAlone", q: "from:ada", want: store.SearchQuery{From: "ada"}},
-		{name: "InRoom", q: "in:#Lobby x1", want: store.SearchQuery{Terms: []string{"x1"}, In: "#lobby"}},
-		{name: "InDM", q: "in:@bob x1", want: store.SearchQuery{Terms: []string{"x1"}, In: "@bob"}},
+		{name: "Words", q: "Runbook LINKS", want: chat.SearchQuery{Terms: []string{"runbook", "link"}}},
+		{name: "Phrase", q: `"Deploy  Pipeline" now`, want: chat.SearchQuery{Terms: []string{"deploy", "pipelin", "now"}, Phrases: []string{"deploy pipeline"}}},
+		{name: "OpenQuote", q: `"half open`, want: chat.SearchQuery{Terms: []string{"half", "open"}, Phrases: []string{"half open"}}},
+		{name: "Prefix", q: "Depl*", want: chat.SearchQuery{Prefixes: []string{"depl"}}},
+		{name: "From", q: "from:@Ada cafe", want: chat.SearchQuery{Terms: []string{"cafe"}, From: "ada"}},
+		{name: "FromAlone", q: "from:ada", want: chat.SearchQuery{From: "ada"}},
+		{name: "InRoom", q: "in:#Lobby x1", want: chat.SearchQuery{Terms: []string{"x1"}, In: "#lobby"}},
+		{name: "InDM", q: "in:@bob x1", want: chat.SearchQuery{Terms: []string{"x1"}, In: "@bob"}},
 		{name: "ShortPrefix", q: "de*", bad: true},
 		{name: "OnlyStopWords", q: "the of", bad: true},
 		{name: "Empty", q: "   ", bad: true},
@@ -78,9 +78,9 @@ func TestParseSearch(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := store.ParseSearch(tt.q)
+			got, err := chat.ParseSearch(tt.q)
 			if tt.bad {
-				if !errors.Is(err, store.ErrInvalid) {
+				if !errors.Is(err, chat.ErrInvalid) {
 					t.Errorf("ParseSearch(%q) = %+v, %v; want ErrInvalid", tt.q, got, err)
 				}
 				return
@@ -93,7 +93,7 @@ func TestParseSearch(t *testing.T) {
 }
 
 func TestSearchMatchesAndMarks(t *testing.T) {
-	m := store.Message{Author: store.UserRef{Login: "ada"}, Content: "Deploying the pipeline: see <b>runbook</b>"}
+	m := chat.Message{Author: chat.UserRef{Login: "ada"}, Content: "Deploying the pipeline: see <b>runbook</b>"}
 	tests := []struct {
 		q     string
 		match bool
@@ -110,7 +110,7 @@ func TestSearchMatchesAndMarks(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.q, func(t *testing.T) {
-			q, err := store.ParseSearch(tt.q)
+			q, err := chat.ParseSearch(tt.q)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -129,7 +129,7 @@ func TestSearchMatchesAndMarks(t *testing.T) {
 			}
 		})
 	}
-	if q, _ := store.ParseSearch("runbook"); q.Matches(store.Message{Content: "runbook", System: true}) {
+	if q, _ := chat.ParseSearch("runbook"); q.Matches(chat.Message{Content: "runbook", System: true}) {
 		t.Error("a system message matches")
 	}
 }

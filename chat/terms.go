@@ -1,7 +1,8 @@
 // This file owns the search tokeniser: the one function that turns text
 // into the terms a message is indexed under and a query looks for, so the
 // writer and the reader can never disagree.
-package store
+
+package chat
 
 import (
 	"strings"

@@ -1,0 +1,72 @@
+// This file holds the import rules that replace line counts: the domain
+// stays free of drivers and frameworks, only the Cassandra adapter talks
+// to the driver, and nothing but the HTTP layer's own tree and the
+// programs that start it import handlers.
+
+package chat_test
+
+import (
+	"bytes"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/killrchat/killrchat"
+
+// goList runs go list from the module root with args and returns its lines.
+func goList(t *testing.T, args ...string) []string {
+	t.Helper()
+	cmd := exec.Command("go", append([]string{"list"}, args...)...)
+	cmd.Dir = ".."
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+	}
+	return strings.Split(strings.TrimSpace(string(out)), "\n")
+}
+
+// under reports whether the package path is dir or a package below it.
+func under(path, dir string) bool {
+	return path == module+"/"+dir || strings.HasPrefix(path, module+"/"+dir+"/")
+}
+
+func TestTheDomainImportsNoDriverNoFramework(t *testing.T) {
+	for _, dep := range goList(t, "-deps", "./chat") {
+		for _, banned := range []string{"github.com/gocql/", "github.com/labstack/", "github.com/a-h/templ"} {
+			if strings.HasPrefix(dep, banned) {
+				t.Errorf("chat depends on %s; the domain imports no database driver, no echo and no templ", dep)
+			}
+		}
+	}
+}
+
+// gocqlAllowed is where non-test code may import the driver: the Cassandra
+// adapter, the migration runner, and the tools that check the database
+// behind the application's back.
+func gocqlAllowed(path string) bool {
+	return under(path, "store") || under(path, "schema") || under(path, "e2e") || under(path, "scripts")
+}
+
+// handlersAllowed is who may import handlers: its own tree, the
+// composition root and the end-to-end tools that start the server.
+func handlersAllowed(path string) bool {
+	return under(path, "handlers") || under(path, "cmd") || under(path, "e2e")
+}
+
+func TestImportRules(t *testing.T) {
+	for _, line := range goList(t, "-e", "-f", "{{.ImportPath}} {{join .Imports \" \"}}", "./...") {
+		fields := strings.Fields(line)
+		pkg, imports := fields[0], fields[1:]
+		for _, imp := range imports {
+			if imp == "github.com/gocql/gocql" && !gocqlAllowed(pkg) {
+				t.Errorf("%s imports gocql; only store and schema (and the tools under e2e and scripts) may", pkg)
+			}
+			if under(imp, "handlers") && !handlersAllowed(pkg) {
+				t.Errorf("%s imports %s; nothing outside handlers, cmd and e2e imports handlers", pkg, imp)
+			}
+		}
+	}
+}
