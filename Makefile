@@ -5,11 +5,12 @@ CASSANDRA := scripts/cassandra.sh
 GO_TEST_FLAGS ?= -race -count=1 -timeout 25m
 
 # `make test` installs what it lacks when it can (scripts/test-deps.sh).
-.PHONY: help run run-cluster run-cluster3 cassandra3-stop test test-deps check generate cassandra-start cassandra-stop cassandra-status bench load
+.PHONY: help run run-cluster run-cluster3 cassandra3-stop test test-unit test-deps check generate cassandra-start cassandra-stop cassandra-status bench load
 
 help:
 	@echo "make run              start Cassandra (unless CASSANDRA_HOSTS is set) and the app on :8080"
 	@echo "make test             format/vet/templ checks, then every test against a real Cassandra and Chromium"
+	@echo "make test-unit        the fast tier: the tests that need no Cassandra and no Chromium"
 	@echo "make run-cluster      two app instances (:8080, :8081) sharing Cassandra and an embedded NATS"
 	@echo "make run-cluster3     the same on three local Cassandra nodes (127.0.0.2-4, RF 3); make cassandra3-stop"
 	@echo "make cassandra-start  start (or reuse) the local Cassandra node;  make cassandra-stop  stop it"
@@ -56,6 +57,13 @@ cassandra3-stop:
 test: test-deps check
 	@if [ -z "$$CASSANDRA_HOSTS" ]; then $(CASSANDRA) start; fi
 	go test $(GO_TEST_FLAGS) ./...
+
+# The fast tier: packages whose tests need no Cassandra and no Chromium
+# (the domain, the configuration, the live engine, the plumbing, views).
+# make test runs them too, with the rest.
+UNIT_PACKAGES := ./chat/... ./cmd/ ./live/... ./views/... ./static/... ./web/...
+test-unit: check
+	go test $(GO_TEST_FLAGS) $(UNIT_PACKAGES)
 
 # JDK 17, Maven, Chromium, Node.js: installed when run as root with apt-get,
 # else a list of what to install.
