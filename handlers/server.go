@@ -25,6 +25,8 @@ import (
 	"github.com/killrchat/killrchat/live"
 	"github.com/killrchat/killrchat/live/presence"
 	"github.com/killrchat/killrchat/push"
+	"github.com/killrchat/killrchat/service"
+	"github.com/killrchat/killrchat/service/cache"
 	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/views"
 	"github.com/killrchat/killrchat/web"
@@ -109,7 +111,9 @@ type Config struct {
 type Server struct {
 	db       *store.Store
 	sessions *web.SessionStore
-	caches   *caches
+	// rows are the cached reads (service/cache); app the use cases.
+	rows *cache.Store
+	app  *service.Service
 	// transport says whether a request came over TLS (web.Transport).
 	transport web.Transport
 	avatars   *web.Avatars
@@ -119,7 +123,6 @@ type Server struct {
 	log       *slog.Logger
 	pages     securecookie.Codec
 	live      *live.Engine
-	recent    *recentPosts
 	indexer   *store.Indexer
 	presence  *presence.Tracker
 	// push sends Web Push notifications; nil when off or not set up yet.
@@ -187,14 +190,12 @@ func New(db *store.Store, metrics *web.Metrics, hub live.Hub, cfg Config, log *s
 			return ""
 		}}
 	if cfg.CacheTTL == 0 {
-		cfg.CacheTTL = defaultCacheTTL
+		cfg.CacheTTL = cache.DefaultTTL
 	}
 	if cfg.CacheSize == 0 {
-		cfg.CacheSize = defaultCacheSize
+		cfg.CacheSize = cache.DefaultSize
 	}
-	s.caches = newCaches(cfg.CacheTTL, cfg.CacheSize)
-	hub.Watch(func(live.StreamEnd) {}, s.caches.reset)
-	hub.WatchInvalidations(s.caches.apply)
+	s.rows = cache.New(db, hub, cfg.CacheTTL, cfg.CacheSize, views.ShownParticipants)
 	s.watchAvatars()
 	s.limits.messages = web.NewKeyedLimiter(cfg.Limits.Messages)
 	s.limits.rooms = web.NewKeyedLimiter(cfg.Limits.Rooms)
@@ -218,11 +219,17 @@ func New(db *store.Store, metrics *web.Metrics, hub live.Hub, cfg Config, log *s
 	s.live.RenderChanges(s.renderChange)
 	transport, _ := hub.(presence.Transport)
 	s.presence = presence.New(s.live, transport, s.closing)
-	s.recent = newRecentPosts(recentPostsMax, recentPostTTL, time.Now)
 	if cfg.SearchIndexRate == 0 {
 		cfg.SearchIndexRate = store.DefaultIndexRate
 	}
 	s.indexer = store.NewIndexer(db, log, cfg.SearchIndexRate, cfg.SearchIndexOff, s.closing)
+	s.app = service.New(service.Deps{
+		Storage: db, Rows: s.rows, Bus: hub, Sequencer: s.live, Renderer: liveRenderer{s},
+		Indexer: s.indexer, Push: pushPosted{s}, Log: log, ShownParticipants: views.ShownParticipants,
+		SessionDigest:     web.SessionDigest,
+		CountRoomPost:     func(how string) { metrics.RoomPosts.WithLabelValues(how).Inc() },
+		CountFenceTimeout: metrics.FenceTimeouts.Inc,
+	})
 	if !cfg.PushOff {
 		s.setUpPush()
 	}
