@@ -21,10 +21,6 @@ func (s *Server) publish(ctx context.Context, ev live.Event) { s.app.Publish(ctx
 // (see service.EndStreams).
 func (s *Server) EndStreams(ctx context.Context, end live.StreamEnd) { s.app.EndStreams(ctx, end) }
 
-// Invalidate tells every instance's caches that inv's rows changed (see
-// service.Invalidate).
-func (s *Server) Invalidate(ctx context.Context, inv live.Invalidation) { s.app.Invalidate(ctx, inv) }
-
 // liveRenderer renders the service's live events with the components
 // pages use (service.Renderer).
 type liveRenderer struct{ s *Server }
