@@ -10,7 +10,7 @@ import (
 	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/live"
 	"github.com/killrchat/killrchat/views"
-	"github.com/killrchat/killrchat/web"
+	"github.com/killrchat/killrchat/web/session"
 )
 
 // publish hands ev to the hub, logging (not returning) a failure: the
@@ -46,11 +46,11 @@ func (s *Server) EndStreams(ctx context.Context, end live.StreamEnd) {
 	if end.Sessions != nil {
 		digests := make([]string, len(end.Sessions))
 		for i, id := range end.Sessions {
-			digests[i] = web.SessionDigest(id)
+			digests[i] = session.Digest(id)
 		}
 		end.Sessions = digests
 	}
-	end.Except = web.SessionDigest(end.Except)
+	end.Except = session.Digest(end.Except)
 	if err := s.hub.EndStreams(ctx, end); err != nil {
 		s.log.Warn("end streams on other instances", "login", end.Login, "room", end.Room, "err", err)
 	}

@@ -1,7 +1,8 @@
 // This file owns the HTTP server's connection limits: the read, write and
 // idle timeouts, and the cap on open connections that keeps the process
 // below its file-descriptor limit.
-package web
+
+package server
 
 import (
 	"container/list"
@@ -15,15 +16,15 @@ import (
 	"github.com/labstack/echo/v4"
 )
 
-// HTTPLimits bound what one connection may hold on to.
-type HTTPLimits struct {
+// Limits bound what one connection may hold on to.
+type Limits struct {
 	// ReadHeaderTimeout bounds reading a request's headers.
 	ReadHeaderTimeout time.Duration
 	// ReadTimeout bounds reading a whole request, body included, so a
 	// body sent a byte at a time is cut off.
 	ReadTimeout time.Duration
 	// WriteTimeout bounds a request from the end of its headers to the
-	// end of its response. Live streams lift both deadlines (liftDeadlines).
+	// end of its response. Live streams lift both deadlines (LiftDeadlines).
 	WriteTimeout time.Duration
 	// IdleTimeout closes a keep-alive connection this long after its
 	// last response.
@@ -32,9 +33,9 @@ type HTTPLimits struct {
 	MaxConns int
 }
 
-// DefaultHTTPLimits are the limits used when no flag says otherwise.
-func DefaultHTTPLimits() HTTPLimits {
-	return HTTPLimits{
+// DefaultLimits are the limits used when no flag says otherwise.
+func DefaultLimits() Limits {
+	return Limits{
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       20 * time.Second,
 		WriteTimeout:      30 * time.Second,
@@ -55,10 +56,10 @@ func DefaultMaxConns() int {
 	return max(n-max(n/10, 100), 10)
 }
 
-// NewHTTPServer serves h on ln with lim's timeouts and connection cap.
-// The returned listener is the one to pass to Serve; it is a *ConnLimiter
+// New serves h on ln with lim's timeouts and connection cap. The
+// returned listener is the one to pass to Serve; it is a *ConnLimiter
 // when lim.MaxConns > 0.
-func NewHTTPServer(ln net.Listener, h http.Handler, lim HTTPLimits) (*http.Server, net.Listener) {
+func New(ln net.Listener, h http.Handler, lim Limits) (*http.Server, net.Listener) {
 	hs := &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: lim.ReadHeaderTimeout,
