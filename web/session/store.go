@@ -1,10 +1,12 @@
-// This file owns the gorilla/sessions Store backed by Cassandra: the cookie
-// holds only a signed random id; the values live in the sessions table, in a
-// row with a TTL, so any instance can serve any session and logout revokes.
+// This file owns the gorilla/sessions Store: the cookie holds only a
+// signed random id; the values live in storage (Cassandra's sessions
+// table), in a row with a TTL, so any instance can serve any session and
+// logout revokes.
 
 package session
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -17,7 +19,6 @@ import (
 	"github.com/gorilla/sessions"
 
 	"github.com/killrchat/killrchat/chat"
-	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/web"
 )
 
@@ -31,9 +32,27 @@ const (
 	refreshAfter = 10 * time.Minute
 )
 
-// Store implements sessions.Store on the Cassandra sessions table.
+// Sessions is what the session store needs of storage: one row per
+// session id, which expires by itself. *store.Store implements it on
+// Cassandra; sessiontest.Run is the contract both it and the in-memory
+// sessiontest.Memory pass.
+type Sessions interface {
+	// Session returns the row of id, or an error wrapping chat.ErrNotFound
+	// if it never existed, expired or was deleted, or chat.ErrUnavailable
+	// if storage did not answer.
+	Session(ctx context.Context, id string) (chat.SessionRow, error)
+	// SaveSession writes (or rewrites) the row of id, to expire after
+	// maxAge, counted in whole seconds: less than a second is
+	// chat.ErrInvalid.
+	SaveSession(ctx context.Context, id string, row chat.SessionRow, maxAge time.Duration) error
+	// DeleteSession removes the row of id, whose login is login ("" for a
+	// session nobody logged into); a missing row is no error.
+	DeleteSession(ctx context.Context, login, id string) error
+}
+
+// Store implements sessions.Store over Sessions.
 type Store struct {
-	db    *store.Store
+	db    Sessions
 	cache *sessionCache
 	// cookies remembers cookie values whose signature was verified, for
 	// as long as a session is cached: checking the HMAC and decoding the
@@ -47,7 +66,7 @@ type Store struct {
 // NewStore signs session cookies with key (32 bytes or more). It trusts a
 // session it read for cacheTTL (negative or zero: no cache), and keeps at
 // most cacheSize of them.
-func NewStore(db *store.Store, key []byte, secure bool, cacheTTL time.Duration, cacheSize int) *Store {
+func NewStore(db Sessions, key []byte, secure bool, cacheTTL time.Duration, cacheSize int) *Store {
 	codec := securecookie.New(key, nil)
 	codec.MaxAge(int(RememberFor / time.Second))
 	return &Store{
@@ -155,7 +174,7 @@ func (s *Store) Save(r *http.Request, w http.ResponseWriter, sess *sessions.Sess
 	if err != nil {
 		return err
 	}
-	if err := s.db.SaveSession(r.Context(), sess.ID, store.SessionRow{Login: v.Login, Data: data}, life); err != nil {
+	if err := s.db.SaveSession(r.Context(), sess.ID, chat.SessionRow{Login: v.Login, Data: data}, life); err != nil {
 		return err
 	}
 	s.cache.put(Digest(sess.ID), v)
