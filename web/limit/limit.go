@@ -64,11 +64,12 @@ type Keyed struct {
 	mu      sync.Mutex
 	buckets map[string]*rate.Limiter
 	swept   time.Time
+	now     func() time.Time
 }
 
 // NewKeyed gives every key a bucket of r.
 func NewKeyed(r Rate) *Keyed {
-	return &Keyed{rate: r, buckets: map[string]*rate.Limiter{}, swept: time.Now()}
+	return &Keyed{rate: r, buckets: map[string]*rate.Limiter{}, swept: time.Now(), now: time.Now}
 }
 
 // Allow takes one token for key. If none is left it takes nothing and
@@ -78,7 +79,7 @@ func (l *Keyed) Allow(key string) (bool, time.Duration) { return l.AllowN(key, 1
 // AllowN takes n tokens for key, or none and says how long until n are
 // there (a very long time if n is more than the burst).
 func (l *Keyed) AllowN(key string, n int) (bool, time.Duration) {
-	now := time.Now()
+	now := l.now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.sweep(now)
