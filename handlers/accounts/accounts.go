@@ -9,7 +9,7 @@ import (
 	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/handlers"
 	"github.com/killrchat/killrchat/views"
-	"github.com/killrchat/killrchat/web"
+	"github.com/killrchat/killrchat/web/session"
 )
 
 // routes are the accounts' routes, on the core's server.
@@ -194,7 +194,7 @@ func (s routes) endOtherSessions(c echo.Context, u chat.User) error {
 	if err != nil {
 		return err
 	}
-	remember, _ := current.Values[web.KeyRemember].(bool)
+	remember, _ := current.Values[session.KeyRemember].(bool)
 	ended = append(ended, current.ID)
 	if err := s.LogIn(c, u, remember); err != nil {
 		return err
