@@ -78,19 +78,20 @@ func Open(pkg string) (*DB, error) {
 	st := store.New(cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if err := connect(ctx, st); err != nil {
+	if err := Connect(ctx, st); err != nil {
 		return nil, fmt.Errorf("storetest: Cassandra at %v is required (run `make cassandra-start`): %w", cfg.Hosts, err)
 	}
 	return &DB{Store: st, Keyspace: cfg.Keyspace, Recorder: rec, cfg: cfg}, nil
 }
 
-// connect connects st, trying again while Cassandra is there but slow:
-// when make test starts several packages at once, each applying the whole
-// schema, a node serves their schema changes one at a time and one
-// package's CREATE KEYSPACE can wait longer than a statement's timeout.
-// Every step of the schema is safe to run again (IF NOT EXISTS, and the
-// migration lock); a node that does not answer at all fails at once.
-func connect(ctx context.Context, st *store.Store) error {
+// Connect connects st, trying again while Cassandra is there but slow: a
+// node serves schema statements one at a time, and when several test
+// binaries apply their schemas at once, on a loaded machine, one CREATE
+// KEYSPACE or CREATE TABLE IF NOT EXISTS can wait longer than a
+// statement's timeout. Every step of the schema is safe to run again (IF
+// NOT EXISTS, and the migration lock); a node that does not answer at all
+// fails at once.
+func Connect(ctx context.Context, st *store.Store) error {
 	for {
 		err := st.Connect(ctx)
 		if err == nil || !errors.Is(err, gocql.ErrTimeoutNoResponse) || ctx.Err() != nil {
@@ -106,7 +107,7 @@ func (db *DB) Another() (*store.Store, error) {
 	st := store.New(db.cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	return st, st.Connect(ctx)
+	return st, Connect(ctx, st)
 }
 
 // AnotherWith is Another with its config changed by change first (a test
@@ -117,7 +118,7 @@ func (db *DB) AnotherWith(change func(*store.Config)) (*store.Store, error) {
 	st := store.New(cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	return st, st.Connect(ctx)
+	return st, Connect(ctx, st)
 }
 
 // Session is a raw gocql session on the test keyspace, for checks that go
