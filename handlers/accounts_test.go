@@ -12,6 +12,7 @@ import (
 )
 
 func TestSignupRace(t *testing.T) {
+	t.Parallel()
 	a := newApp(t, nil, nil)
 	login := unique("racer")
 	const n = 20
@@ -54,6 +55,7 @@ func TestSignupRace(t *testing.T) {
 }
 
 func TestSignupValidation(t *testing.T) {
+	t.Parallel()
 	a := newApp(t, nil, nil)
 	c := a.client(t)
 	form := signupForm("x", "short")
@@ -87,6 +89,7 @@ func sessionID(t *testing.T, c *client) string {
 }
 
 func TestSessions(t *testing.T) {
+	t.Parallel()
 	a := newApp(t, nil, nil)
 	login := unique("sess")
 	c := a.signedUp(t, login)
@@ -164,6 +167,7 @@ func setCookie(c *client, name, value string) {
 }
 
 func TestLogin(t *testing.T) {
+	t.Parallel()
 	a := newApp(t, nil, nil)
 	login := unique("login")
 	a.signedUp(t, login)
@@ -207,6 +211,7 @@ func TestLogin(t *testing.T) {
 }
 
 func TestCSRF(t *testing.T) {
+	t.Parallel()
 	a := newApp(t, nil, nil)
 	login := unique("csrf")
 	c := a.client(t)
@@ -240,6 +245,7 @@ func TestCSRF(t *testing.T) {
 // TestCSRFBoundToSession: the token is good for one session only, is not
 // the cookie's value, and is never taken from the URL.
 func TestCSRFBoundToSession(t *testing.T) {
+	t.Parallel()
 	a := newApp(t, nil, nil)
 	alice := a.signedUp(t, unique("csrfa"))
 	mallory := a.signedUp(t, unique("csrfm"))
@@ -304,6 +310,7 @@ func withField(f url.Values, k, v string) url.Values {
 }
 
 func TestProfileEscapesXSS(t *testing.T) {
+	t.Parallel()
 	a := newApp(t, nil, nil)
 	login := unique("xss")
 	c := a.client(t)
@@ -339,6 +346,7 @@ func TestProfileEscapesXSS(t *testing.T) {
 }
 
 func TestProfileEdit(t *testing.T) {
+	t.Parallel()
 	a := newApp(t, nil, nil)
 	login := unique("edit")
 	c := a.signedUp(t, login)

@@ -56,6 +56,7 @@ func (c *client) postPicture(name string, data []byte) page {
 // replaced or removed with its files; what is not a PNG, JPEG or WebP,
 // or is too large, is refused with the profile page and changes nothing.
 func TestAvatars(t *testing.T) {
+	t.Parallel()
 	a, b := twoInstances(t)
 	ada := a.signedUp(t, unique("pic"))
 	bobOnB := b.signedUp(t, unique("viewer"))

@@ -48,6 +48,7 @@ func roomPlace(t *testing.T, room string) chat.Room {
 // room's creator deletes another's message; an outsider gets 404; a
 // forged author field has no effect; and all of it works in a DM.
 func TestEditAndDelete(t *testing.T) {
+	t.Parallel()
 	a := newApp(t, nil, nil)
 	creator, ada, bob, eve := a.signedUp(t, unique("cre")), a.signedUp(t, unique("ada")), a.signedUp(t, unique("bob")), a.signedUp(t, unique("eve"))
 	room := roomWith(t, creator, ada, bob)
@@ -200,6 +201,7 @@ func TestEditAndDelete(t *testing.T) {
 // count and who reacted, the reader's own pressed; taking it back removes
 // it; a bad reaction is refused with nothing stored.
 func TestReactionsOverHTTP(t *testing.T) {
+	t.Parallel()
 	a := newApp(t, nil, nil)
 	ada, bob := a.signedUp(t, unique("ada")), a.signedUp(t, unique("bob"))
 	room := roomWith(t, ada, bob)
@@ -264,6 +266,7 @@ func TestReactionsOverHTTP(t *testing.T) {
 // as their own events, each with an id of its own; a stream that resumes
 // from before them gets them again, in order, after the messages.
 func TestChangesLive(t *testing.T) {
+	t.Parallel()
 	a := newApp(t, nil, nil)
 	ada, bob := a.signedUp(t, unique("ada")), a.signedUp(t, unique("bob"))
 	room := roomWith(t, ada, bob)
@@ -335,6 +338,7 @@ func mustUUID(t *testing.T, s string) chat.ID {
 // those it takes away stop counting; deleting a message with a file
 // deletes the file, its chunks and its mentions.
 func TestEditMentionsAndDeleteFiles(t *testing.T) {
+	t.Parallel()
 	a := newApp(t, nil, nil)
 	ada, bob := a.signedUp(t, unique("ada")), a.signedUp(t, unique("bob"))
 	bobLogin := loginOf(t, bob)
@@ -397,6 +401,7 @@ func TestEditMentionsAndDeleteFiles(t *testing.T) {
 // TestDeletedMessageLeavesUnread: a message deleted before its reader saw
 // it stops counting as unread.
 func TestDeletedMessageLeavesUnread(t *testing.T) {
+	t.Parallel()
 	a := newApp(t, nil, nil)
 	ada, bob := a.signedUp(t, unique("ada")), a.signedUp(t, unique("bob"))
 	room := roomWith(t, ada, bob)

@@ -353,6 +353,7 @@ func TestPresenceAcrossInstances(t *testing.T) {
 // after the removal is acknowledged, every post answered with success is
 // stored, and the first post after it is refused.
 func TestRemovalFencesPostsOnAnotherInstance(t *testing.T) {
+	t.Parallel()
 	a, b := twoInstances(t)
 	owner := a.signedUp(t, unique("own"))
 	member := b.signedUp(t, unique("mem"))

@@ -46,6 +46,7 @@ func postDM(t testing.TB, c *client, address, content string) {
 // its page, older pages, posts and stream, sees none of its content, and
 // stores nothing.
 func TestDMAuthorization(t *testing.T) {
+	t.Parallel()
 	a := newApp(t, nil, nil)
 	adaLogin, bobLogin, eveLogin := unique("dma"), unique("dmb"), unique("dme")
 	ada, bob, eve := a.signedUp(t, adaLogin), a.signedUp(t, bobLogin), a.signedUp(t, eveLogin)
@@ -155,6 +156,7 @@ func TestDMAuthorization(t *testing.T) {
 // their first DMs at the same moment, each to the address as they spell it.
 // They always land in one conversation holding every message.
 func TestDMFirstContactRace(t *testing.T) {
+	t.Parallel()
 	a := newApp(t, nil, nil)
 	const pairs = 20
 	type pair struct {
@@ -229,6 +231,7 @@ func TestDMFirstContactRace(t *testing.T) {
 // activity first, each with its members, the last message's author and
 // first 100 characters, and data-unread; the sidebar lists them too.
 func TestDMListOverHTTP(t *testing.T) {
+	t.Parallel()
 	a := newApp(t, nil, nil)
 	meLogin := unique("lst")
 	me := a.signedUp(t, meLogin)
@@ -303,6 +306,7 @@ func TestDMListOverHTTP(t *testing.T) {
 // TestDMLive: a DM's message reaches the other member over the DM's stream,
 // and a resumed stream replays what was missed.
 func TestDMLive(t *testing.T) {
+	t.Parallel()
 	a := newApp(t, nil, nil)
 	adaLogin, bobLogin := unique("lva"), unique("lvb")
 	ada, bob := a.signedUp(t, adaLogin), a.signedUp(t, bobLogin)
@@ -329,6 +333,7 @@ func TestDMLive(t *testing.T) {
 // DM, or the form again with what is wrong), its suggestions, and the
 // Message button of a profile and hover card.
 func TestStartDM(t *testing.T) {
+	t.Parallel()
 	a := newApp(t, nil, nil)
 	adaLogin, bobLogin, cyLogin := unique("sda"), unique("sdb"), unique("sdc")
 	ada, bob := a.signedUp(t, adaLogin), a.signedUp(t, bobLogin)
@@ -400,6 +405,7 @@ func TestStartDM(t *testing.T) {
 // TestDMPostsShareTheMessageLimit: the per-user message limit counts room
 // and DM posts together.
 func TestDMPostsShareTheMessageLimit(t *testing.T) {
+	t.Parallel()
 	a := newApp(t, nil, nil, limited(limit.Writes{Messages: slow(2)}))
 	adaLogin, bobLogin := unique("dla"), unique("dlb")
 	ada := a.signedUp(t, adaLogin)

@@ -177,6 +177,7 @@ func postMessage(t testing.TB, c *client, room, content string) {
 }
 
 func TestEventsResumeWithLastEventID(t *testing.T) {
+	t.Parallel()
 	a := newApp(t, nil, nil)
 	poster, reader := a.signedUp(t, unique("poster")), a.signedUp(t, unique("reader"))
 	room := roomWith(t, poster, reader)
@@ -235,6 +236,7 @@ func (c *client) subscribeURL(t testing.TB, room, query string) *stream {
 }
 
 func TestEventsSecurity(t *testing.T) {
+	t.Parallel()
 	a := newApp(t, nil, nil)
 	owner, stranger := a.signedUp(t, unique("owner")), a.signedUp(t, unique("stranger"))
 	room := roomWith(t, owner)
@@ -330,6 +332,7 @@ func countMessages(conn net.Conn) int {
 }
 
 func TestMessagesOverHTTP(t *testing.T) {
+	t.Parallel()
 	a := newApp(t, nil, nil)
 	owner := a.signedUp(t, unique("writer"))
 	room := roomWith(t, owner)

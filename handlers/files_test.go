@@ -186,6 +186,7 @@ func postFile(t *testing.T, c *client, room, name string, r sizedReader) string 
 }
 
 func TestUploadAndDownload(t *testing.T) {
+	t.Parallel()
 	a := newApp(t, nil, nil)
 	ada := a.signedUp(t, unique("ada"))
 	room := createRoom(t, ada)
@@ -211,6 +212,7 @@ func TestUploadAndDownload(t *testing.T) {
 }
 
 func TestDownloadRanges(t *testing.T) {
+	t.Parallel()
 	a := newApp(t, nil, nil)
 	ada := a.signedUp(t, unique("ada"))
 	room := createRoom(t, ada)
@@ -284,6 +286,7 @@ func listed(t *testing.T, conv string) int {
 }
 
 func TestUploadTooLarge(t *testing.T) {
+	t.Parallel()
 	a := newApp(t, nil, nil)
 	ada := a.signedUp(t, unique("ada"))
 	room := createRoom(t, ada)
@@ -345,6 +348,7 @@ func pngImage(w, h int) []byte {
 }
 
 func TestFileHeadersAndAccess(t *testing.T) {
+	t.Parallel()
 	a := newApp(t, nil, nil)
 	ada, bob := a.signedUp(t, unique("ada")), a.signedUp(t, unique("bob"))
 	room := createRoom(t, ada)
@@ -409,6 +413,7 @@ func TestFileHeadersAndAccess(t *testing.T) {
 }
 
 func TestUploadCSRF(t *testing.T) {
+	t.Parallel()
 	a := newApp(t, nil, nil)
 	ada := a.signedUp(t, unique("ada"))
 	room := createRoom(t, ada)
@@ -456,6 +461,7 @@ func TestUploadCSRF(t *testing.T) {
 }
 
 func TestUploadTextAndSeveralFiles(t *testing.T) {
+	t.Parallel()
 	a := newApp(t, nil, nil)
 	ada := a.signedUp(t, unique("ada"))
 	room := createRoom(t, ada)
@@ -478,6 +484,7 @@ func TestUploadTextAndSeveralFiles(t *testing.T) {
 }
 
 func TestUploadBudget(t *testing.T) {
+	t.Parallel()
 	a := newApp(t, nil, nil, func(c *handlers.Config) {
 		c.Limits.UploadBytes = limit.Rate{Burst: 3 << 20, Per: time.Hour / (3 << 20)}
 	})
@@ -503,6 +510,7 @@ func TestUploadBudget(t *testing.T) {
 // TestFilesInDMs: a DM takes files like a room, and only its members can
 // fetch them.
 func TestFilesInDMs(t *testing.T) {
+	t.Parallel()
 	a := newApp(t, nil, nil)
 	adaLogin, bobLogin := unique("fada"), unique("fbob")
 	ada, bob, eve := a.signedUp(t, adaLogin), a.signedUp(t, bobLogin), a.signedUp(t, unique("feve"))
@@ -544,6 +552,7 @@ func TestFilesInDMs(t *testing.T) {
 // whatever order, a download reads each chunk once at most; more than 8
 // ranges get the whole file, overlapping ones are merged.
 func TestDownloadManyRanges(t *testing.T) {
+	t.Parallel()
 	a := newApp(t, nil, nil)
 	ada := a.signedUp(t, unique("ada"))
 	room := createRoom(t, ada)
@@ -629,6 +638,7 @@ func TestDownloadManyRanges(t *testing.T) {
 // TestMalformedMultipart: a multipart body that does not parse gets a 400
 // with a sentence, stores nothing, and is not logged as an error.
 func TestMalformedMultipart(t *testing.T) {
+	t.Parallel()
 	a := newApp(t, nil, nil)
 	ada := a.signedUp(t, unique("ada"))
 	room := createRoom(t, ada)
@@ -664,6 +674,7 @@ func TestMalformedMultipart(t *testing.T) {
 // TestFilesTakeATokenEach: a post of several files is as many messages,
 // and takes as many tokens of the message limit.
 func TestFilesTakeATokenEach(t *testing.T) {
+	t.Parallel()
 	a := newApp(t, nil, nil, func(c *handlers.Config) {
 		c.Limits.Messages = limit.Rate{Burst: 3, Per: time.Hour}
 	})
@@ -727,6 +738,7 @@ func TestUploadHangUpAfterLastByte(t *testing.T) {
 // client_id (a retry after a lost answer) stores nothing more and answers
 // with the first one's message.
 func TestUploadRepeatedClientID(t *testing.T) {
+	t.Parallel()
 	a := newApp(t, nil, nil)
 	ada := a.signedUp(t, unique("ada"))
 	room := createRoom(t, ada)

@@ -10,6 +10,7 @@ import (
 // TestTakenNamesSaidOnce: a taken login or room name is said once, beside
 // its field, not also in a banner over the form.
 func TestTakenNamesSaidOnce(t *testing.T) {
+	t.Parallel()
 	a := newApp(t, nil, nil)
 	login := unique("taken")
 	a.signedUp(t, login)

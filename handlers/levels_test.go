@@ -13,6 +13,7 @@ import (
 // leaves the conversation out of the title's count. A bad level, and a
 // level set by someone outside the conversation, change nothing.
 func TestNotificationLevels(t *testing.T) {
+	t.Parallel()
 	a := newApp(t, nil, nil)
 	ada, bob := a.signedUp(t, unique("ada")), a.signedUp(t, unique("bob"))
 	eve := a.signedUp(t, unique("eve"))

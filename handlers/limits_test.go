@@ -119,6 +119,7 @@ func TestPasswordChangeRateLimit(t *testing.T) {
 // TestPasswordChangeEndsOtherSessions: a new password logs out every other
 // session (remember-me ones too) and re-issues the current one.
 func TestPasswordChangeEndsOtherSessions(t *testing.T) {
+	t.Parallel()
 	a := newApp(t, nil, nil)
 	login := unique("pwend")
 	current := a.signedUp(t, login)

@@ -44,6 +44,13 @@ func TestMain(m *testing.M) {
 	os.Exit(storetest.Main(m, "handlers", &db))
 }
 
+// Tests that share nothing with others call t.Parallel: each has its own
+// app, hub and limits over the package's store. Those that count
+// statements or start db.Recorder, count goroutines, time a cache, a
+// limiter or a connection, restart NATS on a port, list every room, stop
+// Cassandra's proxy or start cmd.Main stay serial: Go runs every serial
+// test of the package before the parallel ones, so the two never overlap.
+
 var seq atomic.Int64
 
 func unique(prefix string) string { return fmt.Sprintf("%s%d", prefix, seq.Add(1)) }

@@ -55,6 +55,7 @@ func participants(t *testing.T, room string) map[string]chat.UserRef {
 // answers 404 to someone who is not in it, and the room is missing from
 // All rooms and from their mentions once they are out.
 func TestClosedRoomIsNotThereForOutsiders(t *testing.T) {
+	t.Parallel()
 	// One page holds every room of the test keyspace, so "missing from All
 	// rooms" is not "on another page".
 	a := newApp(t, nil, nil, func(c *handlers.Config) { c.RoomsPerPage = 100_000 })
@@ -116,6 +117,7 @@ func TestClosedRoomIsNotThereForOutsiders(t *testing.T) {
 // TestMembersAdminActions: adding, promoting, removing and changing the
 // kind, each refused to a non-admin with nothing changed.
 func TestMembersAdminActions(t *testing.T) {
+	t.Parallel()
 	a := newApp(t, nil, nil)
 	owner, bob, carol, dave := a.signedUp(t, unique("owner")), a.signedUp(t, unique("bob")), a.signedUp(t, unique("carol")), a.signedUp(t, unique("dave"))
 
@@ -217,6 +219,7 @@ func inviteLink(t *testing.T, c *client, room string, form url.Values) string {
 }
 
 func TestInvitationLinks(t *testing.T) {
+	t.Parallel()
 	a := newApp(t, nil, nil)
 	owner, guest, late := a.signedUp(t, unique("owner")), a.signedUp(t, unique("guest")), a.signedUp(t, unique("late"))
 	room := closedRoomBy(t, owner)
@@ -279,6 +282,7 @@ func TestInvitationLinks(t *testing.T) {
 // TestRemovedMemberStreamEndsAcrossInstances: a removal on instance A ends
 // the removed member's stream of the room on instance B within a second.
 func TestRemovedMemberStreamEndsAcrossInstances(t *testing.T) {
+	t.Parallel()
 	ns := startNATS(t, -1)
 	var logsA, logsB syncBuffer
 	a, b := instance(t, ns.ClientURL(), &logsA), instance(t, ns.ClientURL(), &logsB)
@@ -300,6 +304,7 @@ func TestRemovedMemberStreamEndsAcrossInstances(t *testing.T) {
 // the rest to the members page, which pages them 100 at a time (by login,
 // a slice of the room's rows each).
 func TestBigRoomHeaderListsFifty(t *testing.T) {
+	t.Parallel()
 	a := newApp(t, nil, nil)
 	owner := a.signedUp(t, unique("owner"))
 	room := createRoom(t, owner)
@@ -343,6 +348,7 @@ func TestBigRoomHeaderListsFifty(t *testing.T) {
 // from the members page; a member who is not one is refused and nothing
 // changes; a banner over one line is refused too.
 func TestAdminsEditTheBanner(t *testing.T) {
+	t.Parallel()
 	a := newApp(t, nil, nil)
 	owner, ada, bob := a.signedUp(t, unique("own")), a.signedUp(t, unique("ada")), a.signedUp(t, unique("bob"))
 	room := roomWith(t, owner, ada, bob)

@@ -46,6 +46,7 @@ func composerClientID(t *testing.T, c *client, room string) string {
 // that message each time; a new client_id, or another author, is a new
 // message.
 func TestPostIsIdempotent(t *testing.T) {
+	t.Parallel()
 	a := newApp(t, nil, nil)
 	ada, bob := a.signedUp(t, unique("ada")), a.signedUp(t, unique("bob"))
 	room := roomWith(t, ada, bob)

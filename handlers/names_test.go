@@ -13,6 +13,7 @@ import (
 // TestLoginCaseInsensitive: sign-up keeps the typed login for display,
 // refuses the same login in another case, and login works in any case.
 func TestLoginCaseInsensitive(t *testing.T) {
+	t.Parallel()
 	a := newApp(t, nil, nil)
 	typed := unique("Alice")
 	key := strings.ToLower(typed)
@@ -54,6 +55,7 @@ func TestLoginCaseInsensitive(t *testing.T) {
 // TestRoomNameCaseInsensitive: a room name is taken in every case, its
 // URLs redirect to the lower-case one, and pages show the typed name.
 func TestRoomNameCaseInsensitive(t *testing.T) {
+	t.Parallel()
 	a := newApp(t, nil, nil)
 	owner, guest := a.signedUp(t, unique("owner")), a.signedUp(t, unique("guest"))
 	typed := unique("Lobby")
@@ -120,6 +122,7 @@ func TestRoomNameCaseInsensitive(t *testing.T) {
 // hold control characters, line breaks where one line is expected, or bidi
 // overrides in names are refused with a field error, and nothing is stored.
 func TestRejectsInvisibleAndControlText(t *testing.T) {
+	t.Parallel()
 	a := newApp(t, nil, nil)
 	t.Run("Signup", func(t *testing.T) {
 		for _, tt := range []struct{ field, value string }{
@@ -193,6 +196,7 @@ func TestRejectsInvisibleAndControlText(t *testing.T) {
 // TestProfileEmailInjection: an address that would add recipients to the
 // profile's mailto: link is refused, and the old address stays.
 func TestProfileEmailInjection(t *testing.T) {
+	t.Parallel()
 	a := newApp(t, nil, nil)
 	login := unique("mailer")
 	c := a.signedUp(t, login)

@@ -17,6 +17,7 @@ import (
 // that does not exist), says when another conversation got a message,
 // ends on POST /events/end, and refuses malformed requests with 400.
 func TestPersonalEvents(t *testing.T) {
+	t.Parallel()
 	a := newApp(t, nil, nil)
 	ada, bob := a.signedUp(t, unique("ada")), a.signedUp(t, unique("bob"))
 	one, two, other := roomWith(t, ada, bob), roomWith(t, ada, bob), roomWith(t, ada)

@@ -28,6 +28,7 @@ func createRoom(t *testing.T, c *client) string {
 // TestRoomFlowWithoutJavaScript drives create, join, leave and delete by
 // plain form posts, as a browser without JavaScript does.
 func TestRoomFlowWithoutJavaScript(t *testing.T) {
+	t.Parallel()
 	a := newApp(t, nil, nil)
 	owner, guest := a.signedUp(t, unique("owner")), a.signedUp(t, unique("guest"))
 	name := createRoom(t, owner)
@@ -97,6 +98,7 @@ func TestRoomFlowWithoutJavaScript(t *testing.T) {
 }
 
 func TestCreateRoomErrors(t *testing.T) {
+	t.Parallel()
 	a := newApp(t, nil, nil)
 	c := a.signedUp(t, unique("maker"))
 	name := createRoom(t, c)
@@ -171,6 +173,7 @@ func TestRoomListPaging(t *testing.T) {
 // delete is acknowledged, so a post on B right after, text or file, is
 // refused and leaves nothing stored.
 func TestPostInRoomDeletedOnAnotherInstance(t *testing.T) {
+	t.Parallel()
 	a, b := twoInstances(t)
 	ada := a.signedUp(t, unique("ada"))
 	onB := ada.on(b)

@@ -30,6 +30,7 @@ func resultTexts(p page) []string {
 // a room the searcher later left is found in the first two only, and an
 // outsider finds nothing, not even the DM.
 func TestSearchOnlyConversationsYouAreIn(t *testing.T) {
+	t.Parallel()
 	a := newApp(t, nil, nil)
 	ada, bob := a.signedUp(t, unique("ada")), a.signedUp(t, unique("bob"))
 	adaLogin, bobLogin := loginOf(t, ada), loginOf(t, bob)
@@ -85,6 +86,7 @@ func TestSearchOnlyConversationsYouAreIn(t *testing.T) {
 // TestSearchQueryLanguage: case and accents do not matter, and from:,
 // in:, a phrase and a prefix each narrow the results.
 func TestSearchQueryLanguage(t *testing.T) {
+	t.Parallel()
 	a := newApp(t, nil, nil)
 	ada, bob := a.signedUp(t, unique("ada")), a.signedUp(t, unique("bob"))
 	adaLogin, bobLogin := loginOf(t, ada), loginOf(t, bob)
@@ -124,6 +126,7 @@ func TestSearchQueryLanguage(t *testing.T) {
 // TestSearchResultsEscapeMarkup: a message's markup is text in a result,
 // and <mark> around the matched words is the only markup added.
 func TestSearchResultsEscapeMarkup(t *testing.T) {
+	t.Parallel()
 	a := newApp(t, nil, nil)
 	ada := a.signedUp(t, unique("ada"))
 	room := createRoom(t, ada)
@@ -151,6 +154,7 @@ func TestSearchResultsEscapeMarkup(t *testing.T) {
 // (an opaque cursor) to the other 5; the search is remembered, the live
 // search as one types is not.
 func TestSearchPagesAndRecent(t *testing.T) {
+	t.Parallel()
 	a := newApp(t, nil, nil)
 	ada := a.signedUp(t, unique("ada"))
 	room := createRoom(t, ada)
@@ -195,6 +199,7 @@ func TestSearchPagesAndRecent(t *testing.T) {
 // TestRoomsFilterByName: "All rooms" keeps the rooms whose name starts
 // with ?name=, in any case.
 func TestRoomsFilterByName(t *testing.T) {
+	t.Parallel()
 	a := newApp(t, nil, nil)
 	ada := a.signedUp(t, unique("ada"))
 	stem := unique("filt")
@@ -222,6 +227,7 @@ func TestRoomsFilterByName(t *testing.T) {
 // index rows themselves go (no posting is read), not only the results
 // (which searches check against the stored text anyway).
 func TestSearchFollowsEditsAndDeletes(t *testing.T) {
+	t.Parallel()
 	a := newApp(t, nil, nil)
 	ada := a.signedUp(t, unique("ada"))
 	room := createRoom(t, ada)

@@ -45,6 +45,7 @@ func inventedMethod() string {
 // unknown paths, add a fixed handful of series (method OTHER, route
 // unmatched), however many distinct methods and paths are sent.
 func TestMetricsLabelsBounded(t *testing.T) {
+	t.Parallel()
 	a := newApp(t, nil, nil)
 	hc := &http.Client{}
 	send := func(n int) {
@@ -90,6 +91,7 @@ func TestMetricsLabelsBounded(t *testing.T) {
 // TestMetricsPrivate: with /metrics on its own listener (--metrics-addr),
 // the public listener does not serve it.
 func TestMetricsPrivate(t *testing.T) {
+	t.Parallel()
 	a := newApp(t, nil, nil, func(c *handlers.Config) { c.PrivateMetrics = true })
 	for _, c := range []*client{a.client(t), a.signedUp(t, unique("metrics"))} {
 		if p := c.get("/metrics"); p.StatusCode == http.StatusOK || strings.Contains(p.body, "killrchat_") {
@@ -245,6 +247,7 @@ func (v browserVisit) check(t *testing.T, secure bool) {
 // from a trusted proxy) cookies are Secure and HSTS is sent; a client's
 // own X-Forwarded-Proto is not believed.
 func TestSecureBehindTLS(t *testing.T) {
+	t.Parallel()
 	https := http.Header{"X-Forwarded-Proto": {"https"}}
 	trust := func(cidr string) appOption {
 		return func(c *handlers.Config) {

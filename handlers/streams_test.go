@@ -65,6 +65,7 @@ func (c *client) specSubscribe(t *testing.T, room string) *specStream {
 // Read with such a parser, the stream carries each message as exactly one
 // event with its own id, and nothing else.
 func TestStreamDataCannotForgeEvents(t *testing.T) {
+	t.Parallel()
 	a := newApp(t, nil, nil)
 	poster, reader := a.signedUp(t, unique("poster")), a.signedUp(t, unique("reader"))
 	room := roomWith(t, poster, reader)
@@ -182,6 +183,7 @@ func eventually(t *testing.T, what string, try func() bool) {
 // 429 and Retry-After; the open ones keep delivering, other users are not
 // held back, and a closed stream gives its place back.
 func TestStreamCapPerUser(t *testing.T) {
+	t.Parallel()
 	a := newApp(t, nil, nil, withStreamCaps(3, 100))
 	alice, bob := a.signedUp(t, unique("alice")), a.signedUp(t, unique("bob"))
 	room, other := roomWith(t, alice, bob), roomWith(t, alice, bob)
@@ -206,6 +208,7 @@ func TestStreamCapPerUser(t *testing.T) {
 // TestStreamCapPerIP: streams from one client IP beyond its cap are
 // refused, whoever opens them; the open ones keep delivering.
 func TestStreamCapPerIP(t *testing.T) {
+	t.Parallel()
 	a := newApp(t, nil, nil, withStreamCaps(10, 4))
 	alice, bob := a.signedUp(t, unique("alice")), a.signedUp(t, unique("bob"))
 	room := roomWith(t, alice, bob)
@@ -307,6 +310,7 @@ func TestReplayReadsPages(t *testing.T) {
 // TestReplayTooMuchMissed: a client that missed more than a replay gives
 // is told to reload the page, before any message is sent.
 func TestReplayTooMuchMissed(t *testing.T) {
+	t.Parallel()
 	a := newApp(t, nil, nil)
 	alice := a.signedUp(t, unique("alice"))
 	room := roomWith(t, alice)
@@ -328,6 +332,7 @@ func TestReplayTooMuchMissed(t *testing.T) {
 // Retry-After; a stream with nothing to replay needs no slot; and the slot
 // comes free when the stalled client goes.
 func TestReplaySlots(t *testing.T) {
+	t.Parallel()
 	a := newApp(t, nil, nil, func(c *handlers.Config) { c.MaxReplays, c.ReplayWait = 1, 300*time.Millisecond })
 	alice, bob := a.signedUp(t, unique("alice")), a.signedUp(t, unique("bob"))
 	room := roomWith(t, alice, bob)
@@ -403,6 +408,7 @@ func (c *client) sessionID(t *testing.T) string {
 // room (every tab), not their streams of other rooms nor anyone else's;
 // a new stream of that room is refused.
 func TestStreamsEndOnLeave(t *testing.T) {
+	t.Parallel()
 	a := newApp(t, nil, nil)
 	alice, bob := a.signedUp(t, unique("alice")), a.signedUp(t, unique("bob"))
 	room, other := roomWith(t, alice, bob), roomWith(t, alice, bob)
@@ -429,6 +435,7 @@ func TestStreamsEndOnLeave(t *testing.T) {
 // case than its key (the form streams and events go by) still ends the
 // leaver's streams of it.
 func TestStreamsEndOnLeaveOtherCase(t *testing.T) {
+	t.Parallel()
 	a := newApp(t, nil, nil)
 	alice, bob := a.signedUp(t, unique("alice")), a.signedUp(t, unique("bob"))
 	room := unique("CaseRoom")
@@ -448,6 +455,7 @@ func TestStreamsEndOnLeaveOtherCase(t *testing.T) {
 // TestStreamsEndOnLogout: logging out ends the streams that session opened,
 // in every room; the same person's other session keeps its streams.
 func TestStreamsEndOnLogout(t *testing.T) {
+	t.Parallel()
 	a := newApp(t, nil, nil)
 	bobLogin := unique("bob")
 	alice, bob := a.signedUp(t, unique("alice")), a.signedUp(t, bobLogin)
@@ -469,6 +477,7 @@ func TestStreamsEndOnLogout(t *testing.T) {
 // TestStreamsEndWhenSessionReplaced: logging in as someone else in the same
 // browser deletes the previous session, and ends its streams.
 func TestStreamsEndWhenSessionReplaced(t *testing.T) {
+	t.Parallel()
 	a := newApp(t, nil, nil)
 	aliceLogin := unique("alice")
 	alice, bob := a.signedUp(t, aliceLogin), a.signedUp(t, unique("bob"))
@@ -484,6 +493,7 @@ func TestStreamsEndWhenSessionReplaced(t *testing.T) {
 // leave, logout, revocation or deletion happens on instance A, through
 // NATS.
 func TestStreamEndsAcrossInstances(t *testing.T) {
+	t.Parallel()
 	ns := startNATS(t, -1)
 	var logsA, logsB syncBuffer
 	a, b := instance(t, ns.ClientURL(), &logsA), instance(t, ns.ClientURL(), &logsB)

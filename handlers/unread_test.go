@@ -32,7 +32,7 @@ func countingStore(t testing.TB) (*store.Store, *storetest.Recorder) {
 		Timeout: 10 * time.Second, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := st.Connect(ctx); err != nil {
+	if err := storetest.Connect(ctx, st); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(st.Close)
@@ -154,6 +154,7 @@ func TestHomeStatementBudget(t *testing.T) {
 // TestMarkReadTwoTabs: two tabs of one person post their newest id in any
 // order; the marker only moves forward, and the unread count follows it.
 func TestMarkReadTwoTabs(t *testing.T) {
+	t.Parallel()
 	a := newApp(t, nil, nil)
 	ada, bob := a.signedUp(t, unique("ada")), a.signedUp(t, unique("bob"))
 	bobLogin := loginOf(t, bob)
@@ -240,6 +241,7 @@ func loginOf(t testing.TB, c *client) string {
 // at shows as a badge and in the title; opening the room clears both, and
 // the next visit shows the divider above what is new.
 func TestUnreadBadgesAndTitle(t *testing.T) {
+	t.Parallel()
 	a := newApp(t, nil, nil)
 	ada, bob := a.signedUp(t, unique("ada")), a.signedUp(t, unique("bob"))
 	room := roomWith(t, ada, bob)
@@ -287,6 +289,7 @@ func TestUnreadBadgesAndTitle(t *testing.T) {
 // TestMentions: a mention of a member links to them, is recorded for them
 // only, lists on /mentions (theirs only) and opens the room around it.
 func TestMentions(t *testing.T) {
+	t.Parallel()
 	a := newApp(t, nil, nil)
 	ada, bob, cy := a.signedUp(t, unique("ada")), a.signedUp(t, unique("bob")), a.signedUp(t, unique("cy"))
 	bobLogin, cyLogin := loginOf(t, bob), loginOf(t, cy)
@@ -368,6 +371,7 @@ func TestMentions(t *testing.T) {
 // reader's rooms gets a message from someone else — the id only — and
 // says nothing of rooms the reader is not in, nor of their own messages.
 func TestUnreadEventOnStream(t *testing.T) {
+	t.Parallel()
 	a := newApp(t, nil, nil)
 	ada, bob := a.signedUp(t, unique("ada")), a.signedUp(t, unique("bob"))
 	here, there := roomWith(t, ada, bob), roomWith(t, ada, bob)
@@ -427,6 +431,7 @@ func (s *stream) quietFor(t testing.TB, name string, d time.Duration) {
 // clears it, its read marker moves over /dm/:logins/read for members only,
 // and its stream tells of the person's other DMs.
 func TestDMUnread(t *testing.T) {
+	t.Parallel()
 	a := newApp(t, nil, nil)
 	ada, bob, eve := a.signedUp(t, unique("ada")), a.signedUp(t, unique("bob")), a.signedUp(t, unique("eve"))
 	adaLogin, bobLogin := loginOf(t, ada), loginOf(t, bob)
