@@ -18,6 +18,8 @@ import (
 
 	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/live"
+	"github.com/killrchat/killrchat/service"
+	"github.com/killrchat/killrchat/service/cache"
 	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/views"
 	"github.com/killrchat/killrchat/web/csrf"
@@ -123,9 +125,8 @@ func (s *Server) UploadBytes() *limit.Keyed { return s.limits.uploadBytes }
 // MessageRate: see UploadBytes.
 func (s *Server) MessageRate() *limit.Keyed { return s.limits.messages }
 
-// PostOnce posts at most once per (author, conversation, client id) within
-// a while, returning the first post's message to a repeat (see
-// recentPosts); save posts.
-func (s *Server) PostOnce(ctx context.Context, author, conv, clientID string, save func(context.Context) (chat.Message, error)) (chat.Message, error) {
-	return s.recent.post(ctx, postKey{author: author, room: conv, clientID: clientID}, save)
-}
+// App is the use cases (package service).
+func (s *Server) App() *service.Service { return s.app }
+
+// Rows are the cached reads (package service/cache).
+func (s *Server) Rows() *cache.Store { return s.rows }

@@ -16,7 +16,6 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/killrchat/killrchat/chat"
-	"github.com/killrchat/killrchat/live"
 	"github.com/killrchat/killrchat/web/session"
 )
 
@@ -99,7 +98,7 @@ func (s *Server) LogIn(c echo.Context, u chat.User, remember bool) error {
 			return err
 		}
 		if oldUser, ok := CurrentUser(c); ok {
-			s.EndStreams(c.Request().Context(), live.StreamEnd{Login: oldUser.Login, Sessions: []string{old.ID}})
+			s.app.SessionsEnded(c.Request().Context(), oldUser.Login, []string{old.ID})
 		}
 	}
 	sess := sessions.NewSession(s.sessions, session.CookieName)

@@ -22,6 +22,8 @@ import (
 	"github.com/killrchat/killrchat/live"
 	"github.com/killrchat/killrchat/live/presence"
 	"github.com/killrchat/killrchat/push"
+	"github.com/killrchat/killrchat/service"
+	"github.com/killrchat/killrchat/service/cache"
 	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/views"
 	"github.com/killrchat/killrchat/web"
@@ -110,7 +112,9 @@ type Config struct {
 type Server struct {
 	db       *store.Store
 	sessions *session.Store
-	caches   *caches
+	// rows are the cached reads (service/cache); app the use cases.
+	rows *cache.Store
+	app  *service.Service
 	// transport says whether a request came over TLS (web.Transport).
 	transport web.Transport
 	avatars   *web.Avatars
@@ -120,7 +124,6 @@ type Server struct {
 	log       *slog.Logger
 	pages     securecookie.Codec
 	live      *live.Engine
-	recent    *recentPosts
 	indexer   *store.Indexer
 	presence  *presence.Tracker
 	// push sends Web Push notifications; nil when off or not set up yet.
@@ -188,14 +191,12 @@ func New(db *store.Store, registry *metrics.Registry, hub live.Hub, cfg Config, 
 			return ""
 		}}
 	if cfg.CacheTTL == 0 {
-		cfg.CacheTTL = defaultCacheTTL
+		cfg.CacheTTL = cache.DefaultTTL
 	}
 	if cfg.CacheSize == 0 {
-		cfg.CacheSize = defaultCacheSize
+		cfg.CacheSize = cache.DefaultSize
 	}
-	s.caches = newCaches(cfg.CacheTTL, cfg.CacheSize)
-	hub.Watch(func(live.StreamEnd) {}, s.caches.reset)
-	hub.WatchInvalidations(s.caches.apply)
+	s.rows = cache.New(db, hub, cfg.CacheTTL, cfg.CacheSize, views.ShownParticipants)
 	s.watchAvatars()
 	s.limits.messages = limit.NewKeyed(cfg.Limits.Messages)
 	s.limits.rooms = limit.NewKeyed(cfg.Limits.Rooms)
@@ -219,11 +220,17 @@ func New(db *store.Store, registry *metrics.Registry, hub live.Hub, cfg Config, 
 	s.live.RenderChanges(s.renderChange)
 	transport, _ := hub.(presence.Transport)
 	s.presence = presence.New(s.live, transport, s.closing)
-	s.recent = newRecentPosts(recentPostsMax, recentPostTTL, time.Now)
 	if cfg.SearchIndexRate == 0 {
 		cfg.SearchIndexRate = store.DefaultIndexRate
 	}
 	s.indexer = store.NewIndexer(db, log, cfg.SearchIndexRate, cfg.SearchIndexOff, s.closing)
+	s.app = service.New(service.Deps{
+		Storage: db, Rows: s.rows, Bus: hub, Sequencer: s.live, Renderer: liveRenderer{s},
+		Indexer: s.indexer, Push: pushPosted{s}, Log: log, ShownParticipants: views.ShownParticipants,
+		SessionDigest:     session.Digest,
+		CountRoomPost:     func(how string) { registry.RoomPosts.WithLabelValues(how).Inc() },
+		CountFenceTimeout: registry.FenceTimeouts.Inc,
+	})
 	if !cfg.PushOff {
 		s.setUpPush()
 	}

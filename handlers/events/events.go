@@ -276,7 +276,7 @@ func (s routes) endAtExpiry(login, id string) (stop func()) {
 		case stopped:
 			return
 		case errors.Is(err, chat.ErrNotFound):
-			go s.EndStreams(context.Background(), live.StreamEnd{Login: login, Sessions: []string{id}})
+			go s.App().SessionsEnded(context.Background(), login, []string{id})
 			return
 		case err != nil:
 			ttl = time.Minute // Cassandra is away: ask again later

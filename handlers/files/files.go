@@ -171,7 +171,7 @@ func (s routes) postFiles(c echo.Context, in chat.Place, composer func(views.For
 			text := content
 			content = "" // the text goes with the first file only
 			stored := false
-			m, err := s.PostOnce(req.Context(), me.Login, conv, fileKey(clientID, files),
+			m, err := s.App().PostOnce(req.Context(), me.Login, conv, fileKey(clientID, files),
 				func(ctx context.Context) (chat.Message, error) {
 					stored = true
 					return s.postFile(ctx, in, me, part.FileName(), file, text)
@@ -198,8 +198,8 @@ func (s routes) postFiles(c echo.Context, in chat.Place, composer func(views.For
 		return csrf.ErrToken // an empty body: still no token
 	}
 	if len(posted) == 0 {
-		m, err := s.PostOnce(req.Context(), me.Login, conv, clientID, func(ctx context.Context) (chat.Message, error) {
-			return s.Post(ctx, in, func() (chat.Message, error) { return s.DB().DraftMessage(in, me, content) })
+		m, err := s.App().PostOnce(req.Context(), me.Login, conv, clientID, func(ctx context.Context) (chat.Message, error) {
+			return s.App().Post(ctx, in, func() (chat.Message, error) { return s.DB().DraftMessage(in, me, content) })
 		})
 		if errors.Is(err, chat.ErrInvalid) {
 			return composer(handlers.WithErrors(views.Form{Values: map[string]string{"content": content, "client_id": clientID}, Errors: map[string]string{}}, err))
@@ -233,7 +233,7 @@ func (s routes) postFile(ctx context.Context, in chat.Place, me chat.UserRef, na
 	s.FileStored(ctx)
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), postTimeout)
 	defer cancel()
-	m, err := s.Post(ctx, in, func() (chat.Message, error) {
+	m, err := s.App().Post(ctx, in, func() (chat.Message, error) {
 		return s.DB().DraftAttachmentMessage(in, me, text, a.Ref())
 	})
 	if err != nil {
