@@ -5,6 +5,7 @@
 // the page rendering through these methods. The core keeps what every
 // page needs: the session and who asks, the conversation of a request,
 // the sidebar, posting, and the error page.
+
 package handlers
 
 import (

@@ -1,6 +1,7 @@
 // This file owns who is acting: the session loaded per request, the typed
 // accessor for the logged-in user, the login guard, CSRF tokens and the
 // rate limit on login and sign-up.
+
 package handlers
 
 import (

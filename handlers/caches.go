@@ -4,7 +4,7 @@
 // address, and
 // a person's row (their list of rooms, for the sidebar and the home page)
 // by login, so that a post, a room page or the home page does not read
-// them from Cassandra each time. The rules (DESIGN.md):
+// them from Cassandra each time. The rules (docs/data-model.md, rule 12):
 //   - an entry is dropped on every instance when its row changes, through
 //     the hub (see invalidate.go), and the whole cache when the broker
 //     reconnects, since invalidations may have been missed meanwhile;
@@ -14,6 +14,7 @@
 //     read at SERIAL from Cassandra, as before;
 //   - a cached "not a participant" is checked again in Cassandra before a
 //     request is refused, so a join on another instance is seen at once.
+
 package handlers
 
 import (

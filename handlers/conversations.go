@@ -2,6 +2,7 @@
 // request names (conversationOf), with its address and title, and checking
 // that the person asking may see it. Pages, older pages, posts and live
 // streams of rooms and DMs go through it, so they are written once.
+
 package handlers
 
 import (

@@ -1,5 +1,6 @@
 // This file owns the forms every page shares: a form read from the
 // request, and a store error shown on it.
+
 package handlers
 
 import (

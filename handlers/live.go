@@ -1,6 +1,7 @@
 // This file owns what the handlers hand to the live engine (package
 // live): publishing a conversation's events rendered once, ending
 // streams on every instance, and invalidating caches through the hub.
+
 package handlers
 
 import (

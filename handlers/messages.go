@@ -1,5 +1,6 @@
 // This file owns posting messages and reading older pages of a
 // conversation, a room or a DM alike.
+
 package handlers
 
 import (

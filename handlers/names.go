@@ -1,6 +1,7 @@
 // This file owns canonical URLs for names: logins and room names are
 // case-insensitive, and every page of a room or user has one address, the
 // one with the lower-case name (store.NameKey), which is also the key.
+
 package handlers
 
 import (

@@ -1,5 +1,6 @@
 // This file owns who a person knows, for suggestions (new DMs, adding
 // members), and the sidebar's recent DMs.
+
 package handlers
 
 import (

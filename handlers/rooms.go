@@ -1,5 +1,6 @@
 // This file owns the room routes: the list of all rooms, creation, the room
 // page, join, leave and creator-only delete.
+
 package handlers
 
 import (

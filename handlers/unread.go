@@ -2,6 +2,7 @@
 // counts on every page (and GET /sidebar, which app.js swaps in when the
 // live stream says something changed), moving a read marker, the list of
 // one's mentions, and the members the composer suggests after "@".
+
 package handlers
 
 import (

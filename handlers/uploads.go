@@ -1,6 +1,7 @@
 // This file owns what the core knows of uploads (handlers/files has the
 // routes): their settings, and the routes whose multipart bodies are read
 // as a stream, exempt from the form body limit.
+
 package handlers
 
 import (

@@ -5,6 +5,7 @@
 // slowly), for heartbeats and the person's other conversations, and for
 // the stream's end. A room of 10,000 streams thus costs a message one
 // write per stream and no goroutine switch.
+
 package live
 
 import (

@@ -1,5 +1,6 @@
 // This file is the in-process side of fences (live/fence): the local
 // hub's gate, which every transport's fence drains.
+
 package live
 
 import (

@@ -6,6 +6,7 @@
 // live stream, write it to the connection at once (see Sink).
 // It also ends subscriptions on request (a user left a room, logged out, or
 // lost a session), so that a stream stops delivering on every instance.
+
 package live
 
 import (

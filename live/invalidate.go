@@ -5,6 +5,7 @@
 // caches.go). Like a stream end, it is at-most-once through the broker: a
 // broker reconnect resets every cache (Hub.Watch), and each entry lives at
 // most its TTL, which bounds what a partition can leave stale.
+
 package live
 
 import (

@@ -8,6 +8,7 @@
 // changes, the browser opens a new personal stream with every
 // conversation's resume point, and the new one replaces the old: it ends
 // at once, and the caps count the browser once.
+
 package live
 
 import "sync"

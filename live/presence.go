@@ -1,6 +1,7 @@
 // This file is what presence (package live/presence) needs of the
 // engine: who has a stream open here, and a word when a person's first
 // stream opens or their last one closes.
+
 package live
 
 // StreamLogins are the people with a live stream open on this instance.

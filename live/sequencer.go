@@ -2,6 +2,7 @@
 // conversation's messages, and the bound that tells a page or a stream
 // which of this instance's messages it reads from Cassandra and which
 // will reach it live.
+
 package live
 
 import (

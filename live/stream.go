@@ -11,6 +11,7 @@
 // stream), and drops events published before its subscriber registers.
 // The tests read our streams with r3labs/sse's own event reader, and with
 // the HTML standard's parser, which ends lines at a lone "\r" too.
+
 package live
 
 import (

@@ -2,6 +2,7 @@
 // client IP may hold open on this instance, how many replays run at once,
 // and ending streams whose reader may no longer read them (left the room,
 // logged out, lost the session).
+
 package live
 
 import (

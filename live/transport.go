@@ -2,6 +2,7 @@
 // live/natshub) needs of the local hub: to hand it the events and
 // watermarks of other instances, and to say when the broker is lost and
 // back.
+
 package live
 
 import "time"

@@ -7,6 +7,7 @@
 // chunks its range needs. The metadata row turns 'ready' only after every
 // chunk is stored; an upload that fails deletes what it wrote, and one
 // whose process died is swept (see SweepUploads).
+
 package store
 
 import (

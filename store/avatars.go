@@ -5,6 +5,7 @@
 // "avatar:<login>"; the upload itself is then deleted. Who has a picture
 // is one row per person in the avatars table, spread over avatarShards
 // partitions so that an instance can load every row (LoadAvatars).
+
 package store
 
 import (

@@ -2,6 +2,7 @@
 // the index existed (or one whose index write was lost) is indexed by
 // walking each conversation's day buckets, oldest first, recording after
 // each bucket how far it got, so a stopped run resumes there.
+
 package store
 
 import (

@@ -4,6 +4,7 @@
 // timeuuid from the store's id generator, so changes and messages of an
 // instance are ordered together (the live engine publishes both in id
 // order), and a stream's last id covers both.
+
 package store
 
 import (

@@ -5,6 +5,7 @@
 // DM's members are fixed and encoded in its address, so two people writing
 // to each other for the first time land in the same conversation without
 // anything to agree on.
+
 package store
 
 import (

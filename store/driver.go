@@ -1,6 +1,7 @@
 // This file owns how the driver treats a cluster (issue 23): which node
 // coordinates a statement, which statements it may send twice, and when it
 // asks a second node without waiting for the first.
+
 package store
 
 import (

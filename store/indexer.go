@@ -2,6 +2,7 @@
 // message's terms after the post has answered, paced so that the index never takes
 // the post's share of Cassandra, and catches up from the day buckets on
 // what it could not queue.
+
 package store
 
 import (

@@ -4,6 +4,7 @@
 // partition (rooms.invite_uses, a static column), so joining by a link is one LWT that
 // adds the participant and takes a use together, conditioned on the count
 // just read: racing joiners can never take more uses than the link has.
+
 package store
 
 import (

@@ -2,6 +2,7 @@
 // conversations tells them (issue 19). A level lives beside the person's
 // read marker of the conversation (schema 011), so reading the markers
 // reads the levels too.
+
 package store
 
 import (

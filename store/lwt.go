@@ -1,6 +1,7 @@
 // This file owns how conditional statements (lightweight transactions) run:
 // serial consistency set explicitly, no driver retries, and an unknown
 // outcome resolved by a SERIAL read instead of a blind retry.
+
 package store
 
 import (

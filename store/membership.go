@@ -5,6 +5,7 @@
 // decision was based on: that the actor is still an admin (or member) and
 // the target still a member. A room read from a cache never decides it:
 // the room is read at SERIAL before each attempt.
+
 package store
 
 import (

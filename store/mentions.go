@@ -1,5 +1,6 @@
 // This file owns mentions: "@login" of a member in a message, recorded
 // under the person mentioned, one partition per person and month.
+
 package store
 
 import (

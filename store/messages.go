@@ -3,6 +3,7 @@
 // Every function here works on a Place, a room or a DM alike (see
 // conversations.go): the tables still say room_name, but the key is the
 // conversation's id.
+
 package store
 
 import (
@@ -213,7 +214,7 @@ func floorOf(conv chat.Conversation) chat.ID {
 // walks the older buckets listed in messages_bucket (see walkBuckets). A
 // page therefore reads about the rows it returns, however many messages
 // its day holds: never an IN over days with ORDER BY, which Cassandra
-// answers by reading every row of those days (DESIGN.md rule 14).
+// answers by reading every row of those days (docs/data-model.md, rule 14).
 func (s *Store) MessagesBefore(ctx context.Context, in chat.Place, before chat.ID, n int) ([]chat.Message, bool, error) {
 	conv := in.Conversation()
 	now := s.Now()

@@ -7,6 +7,7 @@
 // written before its header, and its header only IF no room has the name,
 // so a half-moved room is no room, and a move that lost the name to a new
 // room deletes the rows it wrote (their incarnation is not the new room's).
+
 package store
 
 import (

@@ -1,6 +1,7 @@
 // This file owns password hashing. bcrypt is slow on purpose, so its work is
 // bounded process-wide: a flood of logins queues here instead of taking every
 // core from the requests of people already logged in.
+
 package store
 
 import (

@@ -8,6 +8,7 @@
 // process's decode budget (Config.DecodeBudget), each charged twice its
 // decoded bytes (the collector's headroom). An image whose decode alone
 // would not fit is kept without a preview.
+
 package store
 
 import (

@@ -1,5 +1,6 @@
 // This file owns what Web Push keeps (issue 19): people's push
 // subscriptions, the VAPID key pair, and the levels by conversation.
+
 package store
 
 import (

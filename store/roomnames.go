@@ -1,6 +1,7 @@
 // This file owns the list of room names by prefix: "All rooms" filtered by
 // the start of a name reads one small partition of room_names (rooms by
 // their first character, sorted), never the whole rooms table.
+
 package store
 
 import (

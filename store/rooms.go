@@ -4,6 +4,7 @@
 // create IF no room has the name, join and leave IF the room (of the
 // incarnation read) exists, delete IF the creator and the version of the
 // participants are what was just read.
+
 package store
 
 import (

@@ -91,7 +91,7 @@ func traceRows(t *testing.T, sess *gocql.Session, id []byte) int {
 	return 0
 }
 
-// TestReadsCostWhatTheyReturn is DESIGN.md rule 14, checked with the rows
+// TestReadsCostWhatTheyReturn is docs/data-model.md, rule 14, checked with the rows
 // Cassandra reports it read: in a day bucket of 20,000 messages, the newest
 // page, an older page, a replay page and an unread count each read about
 // the rows they return, not the bucket (issue 22: one `time_bucket IN (…)

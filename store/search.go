@@ -2,6 +2,7 @@
 // message_terms (and its words to conversation_words, for prefixes), and
 // answering a query over a person's conversations, newest first, by
 // intersecting the terms' partitions month by month.
+
 package store
 
 import (

@@ -2,6 +2,7 @@
 // USING TTL so it expires by itself, deleted on logout so a copied cookie
 // stops working at once. Each session is also listed under its login in
 // sessions_by_user (same TTL), so a password change can end the others.
+
 package store
 
 import (

@@ -3,6 +3,7 @@
 // derived from them. Nothing here is counted up and down: a count is read
 // from the messages newer than the marker, so a retried or reordered write
 // can never make it drift (the 2010 messenger's counters did).
+
 package store
 
 import (

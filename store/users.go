@@ -1,5 +1,6 @@
 // This file owns users: sign-up by LWT, password checks, profiles and the
 // "my rooms" list kept on the user's row.
+
 package store
 
 import (

@@ -5,6 +5,7 @@
 // text. The text itself goes through the same rules as before Markdown:
 // http(s) addresses become links (splitLinks), "@login" of a member a
 // mention, and nothing inside code is either.
+
 package views
 
 import (

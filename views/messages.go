@@ -1,6 +1,7 @@
 // This file owns how a message's text and a list of messages are laid out:
 // web addresses turned into links, messages of one author grouped, and the
 // day separators between days.
+
 package views
 
 import (

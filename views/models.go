@@ -1,6 +1,3 @@
-// Package views holds KillrChat's templ components and the view-model
-// structs they take. Components never call the store; they only use its
-// types.
 package views
 
 import (

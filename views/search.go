@@ -1,5 +1,6 @@
 // This file owns the view models of search and the one function that
 // cuts a result's text into plain and highlighted pieces.
+
 package views
 
 import (

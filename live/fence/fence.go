@@ -1,9 +1,3 @@
-// Package fence owns fences: how a change that takes away the right to post
-// in a room (a member removed or leaving, the room deleted) makes sure no
-// post that checked the room before it can still store a message once it
-// is acknowledged, while a post checks the room in this instance's cache
-// and writes with no read (issue 18: two statements, no read).
-//
 // A post holds a Pass for its room from before its check of the room to
 // the end of its writes. A fence, after the change's LWT, drops the room
 // from the caches of every instance and then drains each instance's gate
@@ -24,6 +18,7 @@
 // waits. A pass that is not held is checked again by its post with a read
 // after its write (the store's SaveMessage), which holds whatever the
 // caches knew.
+
 package fence
 
 import (

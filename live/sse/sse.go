@@ -1,12 +1,8 @@
-// Package sse is the wire side of KillrChat's live streams: how an event
-// is written as server-sent events (the HTML standard's text/event-stream),
-// and the connection a stream writes to. It knows nothing of rooms,
-// messages or the hub; package live decides what to write and when.
-//
 // A stream's connection is hijacked from net/http where it can be, so the
 // fan-out can write to it without a goroutine per stream waiting on a
 // ResponseWriter (live's direct writer); where it cannot (HTTP/2, a test
 // recorder) the stream writes through the ResponseWriter and flushes.
+
 package sse
 
 import (

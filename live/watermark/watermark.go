@@ -1,6 +1,3 @@
-// Package watermark owns what makes a resume exact across instances:
-// the watermarks of the instances (used by live's hub and sequencer).
-//
 // The guarantees it builds on:
 //   - Each instance publishes its own messages in id order (sequencer), and
 //     its watermark W says that every id it drafted below W is published
@@ -35,6 +32,7 @@
 //     already given: this instance then drops its streams, so pages that
 //     are open resume and get them; a page that was closed meanwhile and
 //     resumes later can miss them. This is logged.
+
 package watermark
 
 import (
