@@ -6,6 +6,7 @@ package chat
 import (
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // minPrefix is the shortest prefix a query may end with "*": shorter ones
@@ -31,8 +32,12 @@ func FromTerm(login string) string { return "from:" + login }
 // ParseSearch reads a query: words (all must match), "exact phrases",
 // word* (a prefix of at least 3 characters), from:login and in:#room or
 // in:@login. It returns a ValidationError (field "q") for a query with
-// nothing to look for, a short prefix, or a malformed from: or in:.
+// nothing to look for, a short prefix, or a malformed from: or in:, and a
+// MalformedError for one that is not UTF-8 text.
 func ParseSearch(raw string) (SearchQuery, error) {
+	if !utf8.ValidString(raw) {
+		return SearchQuery{}, MalformedError("The search is not valid text.")
+	}
 	var q SearchQuery
 	seen := map[string]bool{}
 	addTerms := func(text string) {

@@ -431,7 +431,7 @@ func (c *Config) serveSettings() []*setting {
 				return v == "" || strings.HasPrefix(v, "mailto:") || strings.HasPrefix(v, "https:")
 			}},
 		{name: "push-allow-http-loopback", env: "PUSH_ALLOW_HTTP_LOOPBACK", def: "false", boolean: true,
-			usage:   "also accept push endpoints at http://127.0.0.1:<port>/ (tests run their own push service)",
+			usage:   "also accept push endpoints at http://127.0.0.1:<port>/ and connect there (tests run their own push service); no other private address",
 			accepts: "true or false", set: boolean(&s.Push.AllowHTTPLoopback)},
 		{name: "nats-url", env: "NATS_URL", usage: "the NATS server for live events across instances; empty: the in-process hub",
 			set: text(&s.NATSURL)},

@@ -113,6 +113,9 @@ func (s routes) search(c echo.Context) error {
 	if raw != "" {
 		if err := s.searchResults(c, me.Login, raw, &v); err != nil {
 			var ve chat.ValidationError
+			if errors.Is(err, chat.ErrMalformed) {
+				return echo.NewHTTPError(http.StatusBadRequest, err.Error())
+			}
 			if !errors.As(err, &ve) {
 				return err
 			}
