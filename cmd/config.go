@@ -77,6 +77,7 @@ type ServeConfig struct {
 	RoomsPerHour   int
 	JoinRate       float64
 	JoinBurst      int
+	SearchesPerMin int
 
 	SessionCacheTTL  time.Duration
 	SessionCacheSize int
@@ -112,6 +113,8 @@ func (c ServeConfig) Limits() web.Limits {
 		Messages:   web.Rate{Burst: c.MessageBurst, Per: every(c.MessageRate)},
 		Rooms:      web.Rate{Burst: c.RoomsPerHour, Per: max(time.Hour/time.Duration(c.RoomsPerHour), time.Nanosecond)},
 		Membership: web.Rate{Burst: c.JoinBurst, Per: every(c.JoinRate)},
+		// A minute's searches may be spent at once.
+		Searches: web.Rate{Burst: c.SearchesPerMin, Per: time.Minute / time.Duration(c.SearchesPerMin)},
 		// One token a byte: the hour's budget may be spent at once.
 		UploadBytes: web.Rate{Burst: int(c.UploadPerHour), Per: max(time.Hour/time.Duration(c.UploadPerHour), time.Nanosecond)},
 	}
@@ -368,6 +371,8 @@ func (c *Config) serveSettings() []*setting {
 			accepts: "a number above 0", set: number(&s.JoinRate, positive)},
 		{name: "join-burst", env: "JOIN_BURST", def: "10", usage: "joins and leaves one person may make at once",
 			accepts: "a whole number of 1 or more", set: integer(&s.JoinBurst, 1)},
+		{name: "searches-per-minute", env: "SEARCHES_PER_MINUTE", def: "30", usage: "searches one person may make a minute (all at once if need be), per instance",
+			accepts: "a whole number of 1 or more", set: integer(&s.SearchesPerMin, 1)},
 		{name: "session-cache-ttl", env: "SESSION_CACHE_TTL", def: d(web.DefaultSessionCacheTTL),
 			usage:   "how long an instance trusts a session it read, without reading it again; logout and revocations reach every instance at once through the hub, this bounds one missed in a broker partition; negative: no cache",
 			accepts: "a duration, such as 10s", set: duration(&s.SessionCacheTTL, anyDuration)},

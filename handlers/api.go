@@ -121,6 +121,9 @@ func (s *Server) UploadBytes() *web.KeyedLimiter { return s.limits.uploadBytes }
 // MessageRate: see UploadBytes.
 func (s *Server) MessageRate() *web.KeyedLimiter { return s.limits.messages }
 
+// SearchRate is the per-person limit on searches.
+func (s *Server) SearchRate() *web.KeyedLimiter { return s.limits.searches }
+
 // PostOnce posts at most once per (author, conversation, client id) within
 // a while, returning the first post's message to a repeat (see
 // recentPosts); save posts.

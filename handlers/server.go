@@ -134,7 +134,7 @@ type Server struct {
 	uploads     *web.UserCounts
 	uploadGrace time.Duration
 	limits      struct {
-		messages, rooms, membership, passwordUser, passwordIP, uploadBytes *web.KeyedLimiter
+		messages, rooms, membership, passwordUser, passwordIP, uploadBytes, searches *web.KeyedLimiter
 	}
 }
 
@@ -197,6 +197,7 @@ func New(db *store.Store, metrics *web.Metrics, hub live.Hub, cfg Config, log *s
 	s.limits.rooms = web.NewKeyedLimiter(cfg.Limits.Rooms)
 	s.limits.membership = web.NewKeyedLimiter(cfg.Limits.Membership)
 	s.limits.uploadBytes = web.NewKeyedLimiter(cfg.Limits.UploadBytes)
+	s.limits.searches = web.NewKeyedLimiter(cfg.Limits.Searches)
 	// Password changes are guessed like logins: the login rate, per
 	// person and per address, unless Limits.Passwords says otherwise.
 	auth := cfg.Limits.Passwords

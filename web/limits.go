@@ -37,6 +37,9 @@ type Limits struct {
 	// UploadBytes limits uploaded bytes, one token a byte (default: 500
 	// MiB an hour, all at once if need be).
 	UploadBytes Rate
+	// Searches limits searches, each a few dozen reads (default: 30 a
+	// minute, all at once if need be).
+	Searches Rate
 }
 
 // WithDefaults fills each zero Rate with its default.
@@ -53,6 +56,7 @@ func (l Limits) WithDefaults() Limits {
 	def(&l.Rooms, 10, time.Hour/10)
 	def(&l.Membership, 10, time.Second)
 	def(&l.UploadBytes, DefaultUploadBytesPerHour, time.Hour/DefaultUploadBytesPerHour)
+	def(&l.Searches, 30, time.Minute/30)
 	return l
 }
 
@@ -155,4 +159,5 @@ var Unlimited = Limits{
 	Membership: Rate{Burst: 1 << 30, Per: time.Nanosecond},
 	// A terabyte at once, so load tests never wait on it.
 	UploadBytes: Rate{Burst: 1 << 40, Per: time.Nanosecond},
+	Searches:    Rate{Burst: 1 << 30, Per: time.Nanosecond},
 }
