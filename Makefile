@@ -59,9 +59,10 @@ test: test-deps check
 	go test $(GO_TEST_FLAGS) ./...
 
 # The fast tier: packages whose tests need no Cassandra and no Chromium
-# (the domain, the configuration, the live engine, the plumbing, views).
+# (the domain, the use cases, the configuration, the live engine, the
+# plumbing, views).
 # make test runs them too, with the rest.
-UNIT_PACKAGES := ./chat/... ./cmd/ ./live/... ./views/... ./static/... ./web/...
+UNIT_PACKAGES := ./chat/... ./service/... ./cmd/ ./live/... ./views/... ./static/... ./web/...
 test-unit: check
 	go test $(GO_TEST_FLAGS) $(UNIT_PACKAGES)
 

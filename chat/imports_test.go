@@ -70,3 +70,27 @@ func TestImportRules(t *testing.T) {
 		}
 	}
 }
+
+// The application layer speaks the domain and the interfaces it declares:
+// no HTTP framework, no templates, no views, no driver, no handlers.
+func TestTheServiceImportsNoFramework(t *testing.T) {
+	banned := []string{"github.com/labstack/", "github.com/a-h/templ", "github.com/gocql/",
+		module + "/views", module + "/handlers"}
+	for _, line := range goList(t, "-f", "{{.ImportPath}} {{join .Imports \" \"}}", "./service/...") {
+		fields := strings.Fields(line)
+		for _, imp := range fields[1:] {
+			for _, b := range banned {
+				if strings.HasPrefix(imp+"/", strings.TrimSuffix(b, "/")+"/") {
+					t.Errorf("%s imports %s; the application layer imports no echo, templ, views, gocql or handlers", fields[0], imp)
+				}
+			}
+		}
+	}
+	for _, dep := range goList(t, "-deps", "./service") {
+		for _, b := range banned {
+			if strings.HasPrefix(dep+"/", strings.TrimSuffix(b, "/")+"/") {
+				t.Errorf("service depends on %s", dep)
+			}
+		}
+	}
+}

@@ -20,7 +20,9 @@ import (
 	"github.com/killrchat/killrchat/push"
 	"github.com/killrchat/killrchat/schema"
 	"github.com/killrchat/killrchat/store"
-	"github.com/killrchat/killrchat/web"
+	"github.com/killrchat/killrchat/web/limit"
+	"github.com/killrchat/killrchat/web/server"
+	"github.com/killrchat/killrchat/web/session"
 )
 
 // The commands.
@@ -101,22 +103,22 @@ type ServeConfig struct {
 
 	NATSURL, NATSEmbed string
 	MetricsAddr        string
-	HTTP               web.HTTPLimits
+	HTTP               server.Limits
 }
 
 // Limits are the per-user write limits the settings ask for.
-func (c ServeConfig) Limits() web.Limits {
+func (c ServeConfig) Limits() limit.Writes {
 	every := func(perSecond float64) time.Duration {
 		return max(time.Duration(float64(time.Second)/perSecond), time.Nanosecond)
 	}
-	return web.Limits{
-		Messages:   web.Rate{Burst: c.MessageBurst, Per: every(c.MessageRate)},
-		Rooms:      web.Rate{Burst: c.RoomsPerHour, Per: max(time.Hour/time.Duration(c.RoomsPerHour), time.Nanosecond)},
-		Membership: web.Rate{Burst: c.JoinBurst, Per: every(c.JoinRate)},
+	return limit.Writes{
+		Messages:   limit.Rate{Burst: c.MessageBurst, Per: every(c.MessageRate)},
+		Rooms:      limit.Rate{Burst: c.RoomsPerHour, Per: max(time.Hour/time.Duration(c.RoomsPerHour), time.Nanosecond)},
+		Membership: limit.Rate{Burst: c.JoinBurst, Per: every(c.JoinRate)},
 		// A minute's searches may be spent at once.
-		Searches: web.Rate{Burst: c.SearchesPerMin, Per: time.Minute / time.Duration(c.SearchesPerMin)},
+		Searches: limit.Rate{Burst: c.SearchesPerMin, Per: time.Minute / time.Duration(c.SearchesPerMin)},
 		// One token a byte: the hour's budget may be spent at once.
-		UploadBytes: web.Rate{Burst: int(c.UploadPerHour), Per: max(time.Hour/time.Duration(c.UploadPerHour), time.Nanosecond)},
+		UploadBytes: limit.Rate{Burst: int(c.UploadPerHour), Per: max(time.Hour/time.Duration(c.UploadPerHour), time.Nanosecond)},
 	}
 }
 
@@ -309,7 +311,7 @@ func (c *Config) checkServe(from map[string]source) error {
 	if (s.Push.PublicKey == "") != (s.Push.PrivateKey == "") {
 		return errors.New("--vapid-public-key and --vapid-private-key must be given together, or neither")
 	}
-	s.HTTP.ReadHeaderTimeout = web.DefaultHTTPLimits().ReadHeaderTimeout
+	s.HTTP.ReadHeaderTimeout = server.DefaultLimits().ReadHeaderTimeout
 	if s.HTTP.ReadTimeout > 0 {
 		s.HTTP.ReadHeaderTimeout = min(s.HTTP.ReadHeaderTimeout, s.HTTP.ReadTimeout)
 	}
@@ -318,7 +320,7 @@ func (c *Config) checkServe(from map[string]source) error {
 
 func (c *Config) serveSettings() []*setting {
 	s := &c.Serve
-	lim := web.DefaultHTTPLimits()
+	lim := server.DefaultLimits()
 	positive := func(f float64) bool { return f > 0 }
 	anyNumber := func(float64) bool { return true }
 	d := func(v time.Duration) string { return v.String() }
@@ -373,10 +375,10 @@ func (c *Config) serveSettings() []*setting {
 			accepts: "a whole number of 1 or more", set: integer(&s.JoinBurst, 1)},
 		{name: "searches-per-minute", env: "SEARCHES_PER_MINUTE", def: "30", usage: "searches one person may make a minute (all at once if need be), per instance",
 			accepts: "a whole number of 1 or more", set: integer(&s.SearchesPerMin, 1)},
-		{name: "session-cache-ttl", env: "SESSION_CACHE_TTL", def: d(web.DefaultSessionCacheTTL),
+		{name: "session-cache-ttl", env: "SESSION_CACHE_TTL", def: d(session.DefaultCacheTTL),
 			usage:   "how long an instance trusts a session it read, without reading it again; logout and revocations reach every instance at once through the hub, this bounds one missed in a broker partition; negative: no cache",
 			accepts: "a duration, such as 10s", set: duration(&s.SessionCacheTTL, anyDuration)},
-		{name: "session-cache-size", env: "SESSION_CACHE_SIZE", def: strconv.Itoa(web.DefaultSessionCacheSize), usage: "sessions an instance keeps in its cache",
+		{name: "session-cache-size", env: "SESSION_CACHE_SIZE", def: strconv.Itoa(session.DefaultCacheSize), usage: "sessions an instance keeps in its cache",
 			accepts: "a whole number of 1 or more", set: integer(&s.SessionCacheSize, 1)},
 		{name: "cache-ttl", env: "CACHE_TTL", def: "10s",
 			usage:   "how long an instance trusts a room, DM or user row it read; joins, leaves, deletes and profile changes reach every instance at once through the hub, this bounds one missed in a broker partition; negative: no cache",
@@ -395,7 +397,7 @@ func (c *Config) serveSettings() []*setting {
 		{name: "max-upload", env: "MAX_UPLOAD", def: n(handlers.DefaultMaxUpload),
 			usage:   "the largest upload, in bytes (the files of one post together); larger ones get 413 and nothing is stored",
 			accepts: "a whole number of bytes, 1 or more", set: integer(&s.MaxUpload, 1)},
-		{name: "upload-bytes-per-hour", env: "UPLOAD_BYTES_PER_HOUR", def: n(web.DefaultUploadBytesPerHour),
+		{name: "upload-bytes-per-hour", env: "UPLOAD_BYTES_PER_HOUR", def: n(limit.DefaultUploadBytesPerHour),
 			usage:   "bytes one person may upload an hour, per instance; at least --max-upload",
 			accepts: "a whole number of bytes, 1 or more", set: integer(&s.UploadPerHour, 1)},
 		{name: "max-uploads-per-user", env: "MAX_UPLOADS_PER_USER", def: strconv.Itoa(handlers.DefaultMaxUploadsPerUser),

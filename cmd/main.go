@@ -26,7 +26,8 @@ import (
 	"github.com/killrchat/killrchat/live/natshub"
 	"github.com/killrchat/killrchat/static"
 	"github.com/killrchat/killrchat/store"
-	"github.com/killrchat/killrchat/web"
+	"github.com/killrchat/killrchat/web/metrics"
+	"github.com/killrchat/killrchat/web/server"
 )
 
 // Main is one running KillrChat server, as the binary runs it and as
@@ -75,9 +76,9 @@ func (m *Main) Run(ctx context.Context) error {
 		log.Warn("no SESSION_KEY set: using a random one; sessions will not survive a restart or work across instances")
 	}
 
-	metrics := web.NewMetrics()
+	registry := metrics.New()
 	sc := m.Config.Cassandra.Store()
-	sc.Observe, sc.Log = metrics.ObserveQuery, log
+	sc.Observe, sc.Log = registry.ObserveQuery, log
 	sc.DecodeBudget, sc.ReadBudget = cfg.DecodeBudget, cfg.DownloadMemory
 	m.db = store.New(sc)
 
@@ -88,7 +89,7 @@ func (m *Main) Run(ctx context.Context) error {
 
 	e := echo.New()
 	setIPExtractor(e, cfg.TrustedProxies)
-	m.srv = handlers.New(m.db, metrics, m.hub, handlers.Config{
+	m.srv = handlers.New(m.db, registry, m.hub, handlers.Config{
 		SessionKey: key, SecureCookies: cfg.SecureCookies, AuthRate: cfg.AuthRate, Limits: cfg.Limits(), Static: static.Files,
 		TrustedProxies: cfg.TrustedProxies, PrivateMetrics: cfg.MetricsAddr != "",
 		SessionCacheTTL: cfg.SessionCacheTTL, SessionCacheSize: cfg.SessionCacheSize,
@@ -117,10 +118,10 @@ func (m *Main) Run(ctx context.Context) error {
 		return err
 	}
 	var served net.Listener
-	m.httpSrv, served = web.NewHTTPServer(ln, e, cfg.HTTP)
+	m.httpSrv, served = server.New(ln, e, cfg.HTTP)
 	m.ln = ln
-	if cl, ok := served.(*web.ConnLimiter); ok {
-		metrics.WatchConns(cl)
+	if cl, ok := served.(*server.ConnLimiter); ok {
+		registry.WatchConns(cl)
 	}
 	go func() {
 		log.Info("killrchat listening", "addr", ln.Addr().String(), "url", "http://localhost:"+portOf(ln.Addr()),
@@ -131,7 +132,7 @@ func (m *Main) Run(ctx context.Context) error {
 	}()
 	if cfg.MetricsAddr != "" {
 		mux := http.NewServeMux()
-		mux.Handle("GET /metrics", metrics.Handler())
+		mux.Handle("GET /metrics", registry.Handler())
 		m.metrics = &http.Server{Addr: cfg.MetricsAddr, Handler: mux, ReadHeaderTimeout: 5 * time.Second,
 			ReadTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second, IdleTimeout: time.Minute}
 		go func() {

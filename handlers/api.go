@@ -18,9 +18,13 @@ import (
 
 	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/live"
+	"github.com/killrchat/killrchat/service"
+	"github.com/killrchat/killrchat/service/cache"
 	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/views"
-	"github.com/killrchat/killrchat/web"
+	"github.com/killrchat/killrchat/web/csrf"
+	"github.com/killrchat/killrchat/web/limit"
+	"github.com/killrchat/killrchat/web/metrics"
 )
 
 // Routes are the groups and limiters a module registers its routes with.
@@ -71,7 +75,7 @@ func (s *Server) Publish(ctx context.Context, ev live.Event) { s.publish(ctx, ev
 func (s *Server) Online(login string) bool { return s.presence.Online(login) }
 
 // Metrics are the server's metrics.
-func (s *Server) Metrics() *web.Metrics { return s.metrics }
+func (s *Server) Metrics() *metrics.Registry { return s.metrics }
 
 // Sign makes an opaque, signed and expiring token of value, for links
 // (cursors of the next page); name keeps tokens of one kind apart.
@@ -96,13 +100,13 @@ func (s *Server) Config() Config { return s.cfg }
 func (s *Server) Closing() <-chan struct{} { return s.closing }
 
 // CSRF is the server's CSRF check, for forms read as a stream.
-func (s *Server) CSRF() *web.CSRF { return s.csrf }
+func (s *Server) CSRF() *csrf.Guard { return s.csrf }
 
 // Uploads caps each person's uploads under way; UploadGrace is how long an
 // upload runs before Config.UploadMinRate applies; FileStored, when set
 // (by tests), is called once an upload's file is stored, before its
 // message is posted.
-func (s *Server) Uploads() *web.UserCounts { return s.uploads }
+func (s *Server) Uploads() *limit.UserCounts { return s.uploads }
 
 // UploadGrace: see Uploads.
 func (s *Server) UploadGrace() time.Duration { return s.uploadGrace }
@@ -116,17 +120,16 @@ func (s *Server) FileStored(ctx context.Context) {
 
 // UploadBytes is the hourly upload budget per person; MessageRate the
 // posting rate per person.
-func (s *Server) UploadBytes() *web.KeyedLimiter { return s.limits.uploadBytes }
+func (s *Server) UploadBytes() *limit.Keyed { return s.limits.uploadBytes }
 
 // MessageRate: see UploadBytes.
-func (s *Server) MessageRate() *web.KeyedLimiter { return s.limits.messages }
+func (s *Server) MessageRate() *limit.Keyed { return s.limits.messages }
 
 // SearchRate is the per-person limit on searches.
-func (s *Server) SearchRate() *web.KeyedLimiter { return s.limits.searches }
+func (s *Server) SearchRate() *limit.Keyed { return s.limits.searches }
 
-// PostOnce posts at most once per (author, conversation, client id) within
-// a while, returning the first post's message to a repeat (see
-// recentPosts); save posts.
-func (s *Server) PostOnce(ctx context.Context, author, conv, clientID string, save func(context.Context) (chat.Message, error)) (chat.Message, error) {
-	return s.recent.post(ctx, postKey{author: author, room: conv, clientID: clientID}, save)
-}
+// App is the use cases (package service).
+func (s *Server) App() *service.Service { return s.app }
+
+// Rows are the cached reads (package service/cache).
+func (s *Server) Rows() *cache.Store { return s.rows }

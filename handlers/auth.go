@@ -16,8 +16,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/killrchat/killrchat/chat"
-	"github.com/killrchat/killrchat/live"
-	"github.com/killrchat/killrchat/web"
+	"github.com/killrchat/killrchat/web/session"
 )
 
 const ctxSession = "session"
@@ -26,12 +25,12 @@ const ctxSession = "session"
 // idle session's lifetime now and then.
 func (s *Server) loadSession(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		sess, err := s.sessions.Get(c.Request(), web.SessionCookie)
+		sess, err := s.sessions.Get(c.Request(), session.CookieName)
 		if err != nil {
 			return err // the database is down: 503, not "logged out"
 		}
 		c.Set(ctxSession, sess)
-		if _, ok := CurrentUser(c); ok && web.Stale(sess) {
+		if _, ok := CurrentUser(c); ok && session.Stale(sess) {
 			if err := sess.Save(c.Request(), c.Response()); err != nil {
 				s.log.Warn("session: extend", "err", err)
 			}
@@ -51,12 +50,12 @@ func CurrentUser(c echo.Context) (chat.UserRef, bool) {
 	if sess == nil {
 		return chat.UserRef{}, false
 	}
-	login, _ := sess.Values[web.KeyLogin].(string)
+	login, _ := sess.Values[session.KeyLogin].(string)
 	if login == "" {
 		return chat.UserRef{}, false
 	}
-	first, _ := sess.Values[web.KeyFirstname].(string)
-	last, _ := sess.Values[web.KeyLastname].(string)
+	first, _ := sess.Values[session.KeyFirstname].(string)
+	last, _ := sess.Values[session.KeyLastname].(string)
 	return chat.UserRef{Login: login, Firstname: first, Lastname: last}, true
 }
 
@@ -94,25 +93,25 @@ func (s *Server) requireUser(next echo.HandlerFunc) echo.HandlerFunc {
 func (s *Server) LogIn(c echo.Context, u chat.User, remember bool) error {
 	old := Session(c)
 	if old != nil && old.ID != "" {
-		login, _ := old.Values[web.KeyLogin].(string)
+		login, _ := old.Values[session.KeyLogin].(string)
 		if err := s.db.DeleteSession(c.Request().Context(), login, old.ID); err != nil {
 			return err
 		}
 		if oldUser, ok := CurrentUser(c); ok {
-			s.EndStreams(c.Request().Context(), live.StreamEnd{Login: oldUser.Login, Sessions: []string{old.ID}})
+			s.app.SessionsEnded(c.Request().Context(), oldUser.Login, []string{old.ID})
 		}
 	}
-	sess := sessions.NewSession(s.sessions, web.SessionCookie)
+	sess := sessions.NewSession(s.sessions, session.CookieName)
 	opts := s.sessions.Options
 	sess.Options = &opts
 	sess.IsNew = true
 	if remember {
-		sess.Options.MaxAge = int(web.RememberFor / time.Second)
+		sess.Options.MaxAge = int(session.RememberFor / time.Second)
 	}
-	sess.Values[web.KeyLogin] = u.Login
-	sess.Values[web.KeyFirstname] = u.Firstname
-	sess.Values[web.KeyLastname] = u.Lastname
-	sess.Values[web.KeyRemember] = remember
+	sess.Values[session.KeyLogin] = u.Login
+	sess.Values[session.KeyFirstname] = u.Firstname
+	sess.Values[session.KeyLastname] = u.Lastname
+	sess.Values[session.KeyRemember] = remember
 	if err := s.sessions.Save(c.Request(), c.Response(), sess); err != nil {
 		return err
 	}

@@ -35,9 +35,8 @@ func (s *Server) watchAvatars() {
 // AvatarChanged tells every instance (this one at once) that login's
 // picture is now version ("" for none).
 func (s *Server) AvatarChanged(ctx context.Context, login, version string) {
-	change := map[string]string{login: version}
-	s.avatars.Apply(change)
-	s.Invalidate(ctx, live.Invalidation{Avatars: change, Users: []string{login}})
+	s.avatars.Apply(map[string]string{login: version})
+	s.app.AvatarChanged(ctx, login, version)
 }
 
 // AvatarVersion is login's picture's version, or "".

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/killrchat/killrchat/chat"
-	"github.com/killrchat/killrchat/web"
+	"github.com/killrchat/killrchat/web/limit"
 )
 
 // dmMessages are the messages stored in the DM at address, oldest first.
@@ -400,7 +400,7 @@ func TestStartDM(t *testing.T) {
 // TestDMPostsShareTheMessageLimit: the per-user message limit counts room
 // and DM posts together.
 func TestDMPostsShareTheMessageLimit(t *testing.T) {
-	a := newApp(t, nil, nil, limited(web.Limits{Messages: slow(2)}))
+	a := newApp(t, nil, nil, limited(limit.Writes{Messages: slow(2)}))
 	adaLogin, bobLogin := unique("dla"), unique("dlb")
 	ada := a.signedUp(t, adaLogin)
 	a.signedUp(t, bobLogin)

@@ -24,7 +24,7 @@ import (
 	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/handlers"
 	"github.com/killrchat/killrchat/store"
-	"github.com/killrchat/killrchat/web"
+	"github.com/killrchat/killrchat/web/limit"
 )
 
 // randomBytes is a reader of n seeded pseudo-random bytes.
@@ -479,7 +479,7 @@ func TestUploadTextAndSeveralFiles(t *testing.T) {
 
 func TestUploadBudget(t *testing.T) {
 	a := newApp(t, nil, nil, func(c *handlers.Config) {
-		c.Limits.UploadBytes = web.Rate{Burst: 3 << 20, Per: time.Hour / (3 << 20)}
+		c.Limits.UploadBytes = limit.Rate{Burst: 3 << 20, Per: time.Hour / (3 << 20)}
 	})
 	ada := a.signedUp(t, unique("ada"))
 	room := createRoom(t, ada)
@@ -665,7 +665,7 @@ func TestMalformedMultipart(t *testing.T) {
 // and takes as many tokens of the message limit.
 func TestFilesTakeATokenEach(t *testing.T) {
 	a := newApp(t, nil, nil, func(c *handlers.Config) {
-		c.Limits.Messages = web.Rate{Burst: 3, Per: time.Hour}
+		c.Limits.Messages = limit.Rate{Burst: 3, Per: time.Hour}
 	})
 	ada := a.signedUp(t, unique("ada"))
 	room := createRoom(t, ada)

@@ -21,19 +21,20 @@ import (
 	"github.com/killrchat/killrchat/handlers/routes"
 	"github.com/killrchat/killrchat/live"
 	"github.com/killrchat/killrchat/static"
-	"github.com/killrchat/killrchat/web"
+	"github.com/killrchat/killrchat/web/metrics"
+	"github.com/killrchat/killrchat/web/server"
 )
 
 // servedApp is an app instance behind the server main.go runs: its
 // timeouts and connection cap, on a real listener.
 type servedApp struct {
 	*app
-	limiter *web.ConnLimiter
+	limiter *server.ConnLimiter
 }
 
 // newServedApp starts the app with lim; log receives the app's records
 // (discarded when nil).
-func newServedApp(t *testing.T, lim web.HTTPLimits, log *slog.Logger, tls bool, opts ...appOption) *servedApp {
+func newServedApp(t *testing.T, lim server.Limits, log *slog.Logger, tls bool, opts ...appOption) *servedApp {
 	t.Helper()
 	cfg := handlers.Config{SessionKey: testKey, AuthRate: 1000, Static: static.Files, RoomsPerPage: 10}
 	for _, o := range opts {
@@ -45,14 +46,14 @@ func newServedApp(t *testing.T, lim web.HTTPLimits, log *slog.Logger, tls bool, 
 	hub := live.NewLocalHub()
 	e := echo.New()
 	e.IPExtractor = echo.ExtractIPDirect()
-	srv := handlers.New(db.Store, web.NewMetrics(), hub, cfg, log)
+	srv := handlers.New(db.Store, metrics.New(), hub, cfg, log)
 	routes.Register(e, srv)
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs, limited := web.NewHTTPServer(ln, e, lim)
+	hs, limited := server.New(ln, e, lim)
 	ts := httptest.NewUnstartedServer(e)
 	ts.Listener.Close()
 	ts.Listener = limited
@@ -66,7 +67,7 @@ func newServedApp(t *testing.T, lim web.HTTPLimits, log *slog.Logger, tls bool, 
 		srv.Shutdown()
 		ts.Close()
 	})
-	cl, _ := limited.(*web.ConnLimiter)
+	cl, _ := limited.(*server.ConnLimiter)
 	return &servedApp{app: &app{Server: ts, srv: srv, hub: hub}, limiter: cl}
 }
 
@@ -112,7 +113,7 @@ func closedWithin(conn net.Conn, d time.Duration, write func() error) bool {
 // is closed by the server once ReadTimeout passes, however long the
 // client keeps sending.
 func TestSlowBodyIsCutOff(t *testing.T) {
-	lim := web.HTTPLimits{ReadHeaderTimeout: 500 * time.Millisecond, ReadTimeout: time.Second,
+	lim := server.Limits{ReadHeaderTimeout: 500 * time.Millisecond, ReadTimeout: time.Second,
 		WriteTimeout: 2 * time.Second, IdleTimeout: 5 * time.Second, MaxConns: 100}
 	a := newServedApp(t, lim, nil, false)
 	conn, err := net.Dial("tcp", a.host())
@@ -129,7 +130,7 @@ func TestSlowBodyIsCutOff(t *testing.T) {
 // TestIdleKeepAliveIsClosed: a keep-alive connection with no further
 // request is closed after IdleTimeout.
 func TestIdleKeepAliveIsClosed(t *testing.T) {
-	lim := web.HTTPLimits{ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
+	lim := server.Limits{ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
 		WriteTimeout: 10 * time.Second, IdleTimeout: 500 * time.Millisecond, MaxConns: 100}
 	a := newServedApp(t, lim, nil, false)
 	conn, err := net.Dial("tcp", a.host())
@@ -181,7 +182,7 @@ func healthz(a *servedApp, within time.Duration) error {
 // connections, and ten times N more idle connections leave it so.
 func TestConnCapEvictsIdle(t *testing.T) {
 	const capN = 20
-	lim := web.HTTPLimits{ReadHeaderTimeout: 30 * time.Second, ReadTimeout: 30 * time.Second,
+	lim := server.Limits{ReadHeaderTimeout: 30 * time.Second, ReadTimeout: 30 * time.Second,
 		WriteTimeout: 30 * time.Second, IdleTimeout: time.Minute, MaxConns: capN}
 	a := newServedApp(t, lim, nil, false)
 	before := openFDs(t)
@@ -250,7 +251,7 @@ func waitOpen(t *testing.T, a *servedApp, n int) {
 // over its cap, and is answered once a slot frees.
 func TestConnCapWaitsForBusy(t *testing.T) {
 	const capN = 5
-	lim := web.HTTPLimits{ReadHeaderTimeout: time.Second, ReadTimeout: 2 * time.Second,
+	lim := server.Limits{ReadHeaderTimeout: time.Second, ReadTimeout: 2 * time.Second,
 		WriteTimeout: 5 * time.Second, IdleTimeout: time.Minute, MaxConns: capN}
 	a := newServedApp(t, lim, nil, false)
 	var wg sync.WaitGroup
@@ -280,7 +281,7 @@ func TestConnCapWaitsForBusy(t *testing.T) {
 // TestLiveStreamOutlivesTimeouts: a live stream lifts the server's read
 // and write deadlines, so it still delivers after both have passed.
 func TestLiveStreamOutlivesTimeouts(t *testing.T) {
-	lim := web.HTTPLimits{ReadHeaderTimeout: time.Second, ReadTimeout: time.Second,
+	lim := server.Limits{ReadHeaderTimeout: time.Second, ReadTimeout: time.Second,
 		WriteTimeout: time.Second, IdleTimeout: time.Minute, MaxConns: 100}
 	streams := newServedApp(t, lim, nil, false)
 	// Sign-up (bcrypt, under -race) may take longer than these timeouts:
@@ -305,7 +306,7 @@ func TestLiveStreamOutlivesTimeouts(t *testing.T) {
 // written by the fan-out itself (the figures of e2e/load sse are of that
 // path), and gets its room's messages.
 func TestStreamWritesUnderTheConnectionCap(t *testing.T) {
-	lim := web.DefaultHTTPLimits()
+	lim := server.DefaultLimits()
 	lim.MaxConns = 50
 	a := newServedApp(t, lim, nil, false)
 	alice, bob := a.signedUp(t, unique("alice")), a.signedUp(t, unique("bob"))

@@ -9,16 +9,16 @@ import (
 
 	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/handlers"
-	"github.com/killrchat/killrchat/web"
+	"github.com/killrchat/killrchat/web/limit"
 )
 
 // limited is an app option with small per-user limits that do not refill
 // during a test.
-func limited(l web.Limits) appOption {
+func limited(l limit.Writes) appOption {
 	return func(c *handlers.Config) { c.Limits = l }
 }
 
-func slow(burst int) web.Rate { return web.Rate{Burst: burst, Per: time.Hour} }
+func slow(burst int) limit.Rate { return limit.Rate{Burst: burst, Per: time.Hour} }
 
 // wantTooMany checks a 429 that says when to come back.
 func wantTooMany(t *testing.T, p page, what string) {
@@ -35,7 +35,7 @@ func wantTooMany(t *testing.T, p page, what string) {
 }
 
 func TestPerUserLimits(t *testing.T) {
-	a := newApp(t, nil, nil, limited(web.Limits{Messages: slow(3), Rooms: slow(2), Membership: slow(2)}))
+	a := newApp(t, nil, nil, limited(limit.Writes{Messages: slow(3), Rooms: slow(2), Membership: slow(2)}))
 	aliceLogin := unique("lima")
 	alice := a.signedUp(t, aliceLogin)
 	bob := a.signedUp(t, unique("limb"))
@@ -98,7 +98,7 @@ func TestPerUserLimits(t *testing.T) {
 
 func TestPasswordChangeRateLimit(t *testing.T) {
 	// Three a minute would refill while a loaded machine hashes the guesses.
-	a := newApp(t, nil, nil, limited(web.Limits{Passwords: slow(3)}))
+	a := newApp(t, nil, nil, limited(limit.Writes{Passwords: slow(3)}))
 	login := unique("pwlim")
 	c := a.signedUp(t, login)
 	guess := func(old string) page {

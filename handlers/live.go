@@ -10,74 +10,61 @@ import (
 
 	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/live"
+	"github.com/killrchat/killrchat/push"
 	"github.com/killrchat/killrchat/views"
-	"github.com/killrchat/killrchat/web"
 )
 
-// publish hands ev to the hub, logging (not returning) a failure: the
-// write it reports is already stored, and pages catch up by replay.
-func (s *Server) publish(ctx context.Context, ev live.Event) {
-	var err error
-	switch {
-	case ev.HTML != nil:
-	case ev.Kind == live.KindMessage:
-		ev.HTML, err = s.RenderString(ctx, views.MessageItem(*ev.Message))
-	case ev.Kind == live.KindParticipants:
-		ev.HTML, err = s.RenderString(ctx, views.Participants(ev.Conversation, ev.Participants, max(ev.Total, len(ev.Participants)), true))
-	}
-	if err != nil {
-		s.log.Error("render room event", "room", ev.Conversation, "kind", ev.Kind, "err", err)
-		return
-	}
-	if err := s.hub.Publish(ctx, ev); err != nil {
-		s.log.Warn("publish room event", "room", ev.Conversation, "kind", ev.Kind, "err", err)
-	}
-}
+// publish hands ev to the hub (see service.Publish).
+func (s *Server) publish(ctx context.Context, ev live.Event) { s.app.Publish(ctx, ev) }
 
 // EndStreams ends, on every instance, the open streams that end matches
-// (see StreamEnd; its Sessions and Except are session ids here). Leave,
-// logout and revoking sessions call it after their write succeeded, so a
-// stream opened meanwhile is refused by its own check instead. A failure
-// to reach the other instances is logged: the write it follows stands, and
-// a stream there that keeps running is refused when it reconnects.
-func (s *Server) EndStreams(ctx context.Context, end live.StreamEnd) {
-	if end.Login == "" || (end.Sessions != nil && len(end.Sessions) == 0) {
-		return // nobody's streams, or none of the sessions
-	}
-	if end.Sessions != nil {
-		digests := make([]string, len(end.Sessions))
-		for i, id := range end.Sessions {
-			digests[i] = web.SessionDigest(id)
-		}
-		end.Sessions = digests
-	}
-	end.Except = web.SessionDigest(end.Except)
-	if err := s.hub.EndStreams(ctx, end); err != nil {
-		s.log.Warn("end streams on other instances", "login", end.Login, "room", end.Room, "err", err)
-	}
+// (see service.EndStreams).
+func (s *Server) EndStreams(ctx context.Context, end live.StreamEnd) { s.app.EndStreams(ctx, end) }
+
+// liveRenderer renders the service's live events with the components
+// pages use (service.Renderer).
+type liveRenderer struct{ s *Server }
+
+// Message is m as the live streams show it, its mentions of conv's
+// members marked.
+func (r liveRenderer) Message(ctx context.Context, conv chat.Conversation, m chat.Message) ([]byte, error) {
+	return r.s.RenderString(views.WithMembers(ctx, conv.Members), views.MessageItem(m))
 }
 
-// Invalidate tells every instance's caches that inv's rows changed,
-// logging (not returning) a failure: the write is done, and the other
-// instances' entries expire with their TTL.
-func (s *Server) Invalidate(ctx context.Context, inv live.Invalidation) {
-	if err := s.hub.Invalidate(ctx, inv); err != nil {
-		s.log.Warn("invalidate caches", "rooms", inv.Rooms, "users", inv.Users, "err", err)
+// Event is the HTML of a message or participant list event with none.
+func (r liveRenderer) Event(ctx context.Context, ev live.Event) ([]byte, error) {
+	switch ev.Kind {
+	case live.KindMessage:
+		return r.s.RenderString(ctx, views.MessageItem(*ev.Message))
+	case live.KindParticipants:
+		return r.s.RenderString(ctx, views.Participants(ev.Conversation, ev.Participants, max(ev.Total, len(ev.Participants)), true))
 	}
+	return nil, nil
 }
 
-// Fence drops inv's rows from every instance's caches, as Invalidate,
-// and returns once no post of room that checked the room before can still
-// be writing (live/fence): a change that takes the right to post away
-// (a removal, a leave, a delete) calls it after its LWT and before it is
-// acknowledged, so no message is stored after that, while posts write
-// with no read. A failure is logged: an instance that did not answer has
-// its posts check with a read.
-func (s *Server) Fence(ctx context.Context, room string, inv live.Invalidation) {
-	if err := s.hub.Fence(ctx, chat.NameKey(room), inv); err != nil {
-		s.metrics.FenceTimeouts.Inc()
-		s.log.Warn("fence", "room", room, "err", err)
+// pushPosted hands a posted message to the Web Push sender, once it is
+// set up (service.Pusher).
+type pushPosted struct{ s *Server }
+
+// Posted hands m, posted in in, to the sender.
+func (p pushPosted) Posted(in chat.Place, conv chat.Conversation, m chat.Message) {
+	sender := p.s.Push()
+	if sender == nil {
+		return
 	}
+	name := m.Author.Name()
+	if name == "" {
+		name = m.Author.Login
+	}
+	pm := push.Message{Conversation: conv.ID, Author: m.Author.Login, AuthorName: name, ID: m.ID.String(),
+		Text: live.NoticeText(&m), Mentioned: chat.Mentioned(m.Content, conv.Members), Members: conv.Members}
+	switch p := in.(type) {
+	case chat.Room:
+		pm.Title, pm.Path = "#"+p.DisplayName, RoomURL(p.Name)
+	case chat.DM:
+		pm.Title, pm.Path = "a direct message", DMURL(p.Address)
+	}
+	sender.Posted(pm)
 }
 
 // reactionEvent is a reaction's live event, for app.js: who added (or

@@ -28,7 +28,8 @@ import (
 	"github.com/killrchat/killrchat/static"
 	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/store/storetest"
-	"github.com/killrchat/killrchat/web"
+	"github.com/killrchat/killrchat/web/limit"
+	"github.com/killrchat/killrchat/web/metrics"
 )
 
 var db *storetest.DB
@@ -66,7 +67,7 @@ func newApp(t testing.TB, st *store.Store, hub live.Hub, opts ...appOption) *app
 	if hub == nil {
 		hub = live.NewLocalHub()
 	}
-	cfg := handlers.Config{SessionKey: testKey, AuthRate: 1000, Limits: web.Unlimited, Static: static.Files, RoomsPerPage: 10}
+	cfg := handlers.Config{SessionKey: testKey, AuthRate: 1000, Limits: limit.Unlimited, Static: static.Files, RoomsPerPage: 10}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -76,7 +77,7 @@ func newApp(t testing.TB, st *store.Store, hub live.Hub, opts ...appOption) *app
 	if testing.Verbose() {
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
-	srv := handlers.New(st, web.NewMetrics(), hub, cfg, log)
+	srv := handlers.New(st, metrics.New(), hub, cfg, log)
 	routes.Register(e, srv)
 	ts := httptest.NewServer(e)
 	t.Cleanup(func() {

@@ -4,21 +4,18 @@
 package handlers
 
 import (
-	"context"
 	"crypto/rand"
 	"errors"
 	"net/http"
 	"net/url"
-	"sync"
 	"time"
 
 	"github.com/a-h/templ"
 	"github.com/labstack/echo/v4"
 
 	"github.com/killrchat/killrchat/chat"
-	"github.com/killrchat/killrchat/live"
 	"github.com/killrchat/killrchat/live/fence"
-	"github.com/killrchat/killrchat/push"
+	"github.com/killrchat/killrchat/service"
 	"github.com/killrchat/killrchat/views"
 	"github.com/killrchat/killrchat/web"
 )
@@ -41,7 +38,7 @@ func (s *Server) postMessage(c echo.Context) error {
 	// and is checked with a read after its write instead.
 	var pass *fence.Pass
 	if room := c.Param("room"); room != "" && !web.IsMultipart(c.Request()) {
-		pass = s.hub.Enter(chat.NameKey(room))
+		pass = s.app.EnterRoom(room)
 		defer pass.Leave()
 	}
 	cv, err := s.ConversationOf(c)
@@ -63,12 +60,9 @@ func (s *Server) postMessage(c echo.Context) error {
 	if !ValidClientID(clientID) {
 		return echo.NewHTTPError(http.StatusBadRequest, "This message form is broken. Reload the page and send again.")
 	}
-	var html []byte // the message as the live streams got it, when this request stored it
-	m, err := s.recent.post(c.Request().Context(), postKey{author: me.Login, room: cv.ID, clientID: clientID}, func(ctx context.Context) (chat.Message, error) {
-		m, h, err := s.postRendered(ctx, cv.Place, pass, func() (chat.Message, error) { return s.db.DraftMessage(cv.Place, me, content) })
-		html = h
-		return m, err
-	})
+	// html is the message as the live streams got it, when this request
+	// stored it.
+	m, html, err := s.app.PostText(c.Request().Context(), service.TextPost{In: cv.Place, Author: me, Content: content, ClientID: clientID, Pass: pass})
 	if errors.Is(err, chat.ErrInvalid) {
 		return s.composerError(c, cv, WithErrors(views.Form{Values: map[string]string{"content": content, "client_id": clientID}, Errors: map[string]string{}}, err))
 	}
@@ -107,112 +101,6 @@ func ValidClientID(id string) bool {
 	return true
 }
 
-// postKey names one message a person meant to send: the composer's
-// client_id, by this author, in this conversation (room is its id).
-type postKey struct {
-	author, room, clientID string
-}
-
-const (
-	// recentPostTTL is how long a repeated send returns the first message.
-	recentPostTTL = 10 * time.Minute
-	// recentPostsMax bounds the memory of recent sends (~100 bytes each).
-	recentPostsMax = 100_000
-)
-
-// recentPosts makes posting idempotent: a send that repeats an
-// (author, room, client_id) seen in the last recentPostTTL returns the
-// message the first one stored instead of storing another, and a repeat
-// that arrives while the first is still being stored waits for it.
-//
-// It is per instance and in memory, bounded to max keys (the oldest go
-// first): a retry that reaches another instance, or comes after a restart,
-// stores the message again. The composer retries on the page it was sent
-// from, which in practice talks to the same instance.
-type recentPosts struct {
-	mu    sync.Mutex
-	byKey map[postKey]*recentPost
-	order []*recentPost // oldest first, for expiry and the bound
-	max   int
-	ttl   time.Duration
-	now   func() time.Time
-}
-
-type recentPost struct {
-	key  postKey
-	at   time.Time
-	done chan struct{} // closed once msg and err are set
-	msg  chat.Message
-	err  error
-}
-
-func newRecentPosts(max int, ttl time.Duration, now func() time.Time) *recentPosts {
-	return &recentPosts{byKey: map[postKey]*recentPost{}, max: max, ttl: ttl, now: now}
-}
-
-// post runs save once per key within the TTL and returns its message to
-// every caller with that key. A failed save is forgotten, so a retry
-// tries again. An empty client_id is never remembered.
-func (rp *recentPosts) post(ctx context.Context, k postKey, save func(context.Context) (chat.Message, error)) (chat.Message, error) {
-	if k.clientID == "" {
-		return save(ctx)
-	}
-	for {
-		rp.mu.Lock()
-		now := rp.now()
-		rp.expireLocked(now)
-		e, ok := rp.byKey[k]
-		if !ok {
-			e = &recentPost{key: k, at: now, done: make(chan struct{})}
-			rp.byKey[k] = e
-			rp.order = append(rp.order, e)
-			rp.mu.Unlock()
-			e.msg, e.err = save(ctx)
-			if e.err != nil {
-				rp.forget(e)
-			}
-			close(e.done)
-			return e.msg, e.err
-		}
-		rp.mu.Unlock()
-		select {
-		case <-e.done:
-		case <-ctx.Done():
-			return chat.Message{}, ctx.Err()
-		}
-		if e.err == nil {
-			return e.msg, nil
-		}
-		// The first try failed and was forgotten: this one is a real retry.
-	}
-}
-
-func (rp *recentPosts) forget(e *recentPost) {
-	rp.mu.Lock()
-	defer rp.mu.Unlock()
-	if rp.byKey[e.key] == e {
-		delete(rp.byKey, e.key)
-	}
-}
-
-// expireLocked drops entries older than the TTL, and the oldest ones
-// beyond the bound.
-func (rp *recentPosts) expireLocked(now time.Time) {
-	drop := 0
-	for ; drop < len(rp.order); drop++ {
-		e := rp.order[drop]
-		if now.Sub(e.at) < rp.ttl && len(rp.order)-drop < rp.max {
-			break
-		}
-		if rp.byKey[e.key] == e {
-			delete(rp.byKey, e.key)
-		}
-	}
-	if drop > 0 {
-		rp.order = append([]*recentPost(nil), rp.order[drop:]...)
-	}
-}
-
 // composerError answers a post the composer must show again, with f's
 // errors: the error slot alone for htmx (the text box keeps what was
 // typed), the room page otherwise.
@@ -227,98 +115,6 @@ func (s *Server) composerError(c echo.Context, cv conversation, f views.Form) er
 		return err
 	}
 	return s.Render(c, http.StatusUnprocessableEntity, views.Page{Title: cv.Title, Room: cv.ID, Composer: true}, views.RoomPage(v))
-}
-
-// Post drafts a message (giving it its id, in order), stores it, and
-// publishes it once every message drafted before it in the conversation
-// is settled.
-// It renders the message here, outside the sequencer's lock, once for all
-// the live streams. The draft's error is returned as it is.
-func (s *Server) Post(ctx context.Context, in chat.Place, draft func() (chat.Message, error)) (chat.Message, error) {
-	m, _, err := s.postRendered(ctx, in, nil, draft)
-	return m, err
-}
-
-// postRendered is post, also returning the message rendered for the live
-// streams (nil if rendering failed), which the poster's own answer reuses.
-// A room post with a pass (see postMessage) writes with no read.
-func (s *Server) postRendered(ctx context.Context, in chat.Place, pass *fence.Pass, draft func() (chat.Message, error)) (chat.Message, []byte, error) {
-	sl, err := s.live.Reserve(in.Conversation().ID, draft)
-	if err != nil {
-		return chat.Message{}, nil, err
-	}
-	if err := s.save(ctx, in, pass, sl.Msg); err != nil {
-		s.live.Finish(sl, false)
-		return chat.Message{}, nil, err
-	}
-	// What other people's sidebars read when this message's event reaches
-	// them is written before it is published: a DM's entry in its members'
-	// lists (a first message makes the entry) and the mentions. A failure
-	// there is logged, not returned: the message is stored, and the next
-	// one sets the list right.
-	conv, err := s.db.Mentionable(ctx, in, sl.Msg.Content)
-	if err != nil {
-		s.log.Warn("mentioned members", "conversation", conv.ID, "err", err)
-	}
-	if d, ok := in.(chat.DM); ok {
-		if err := s.db.RecordDMMessage(ctx, d, sl.Msg); err != nil {
-			s.log.Warn("dm list", "dm", conv.ID, "err", err)
-		}
-	}
-	s.recordMentions(ctx, conv, sl.Msg)
-	sl.HTML, _ = s.RenderString(views.WithMembers(ctx, conv.Members), views.MessageItem(sl.Msg)) // publish renders again (and logs) if this failed
-	html := sl.HTML
-	s.live.Finish(sl, true)
-	// The index follows the post, off its path (see store.Indexer), and
-	// so do the pushes to people away.
-	s.indexer.Index(conv, sl.Msg)
-	s.pushPosted(in, conv, sl.Msg)
-	return sl.Msg, html, nil
-}
-
-// pushPosted hands m to the Web Push sender, which finds who is away and
-// wants it (package push); only this instance, which stored m, does.
-func (s *Server) pushPosted(in chat.Place, conv chat.Conversation, m chat.Message) {
-	sender := s.Push()
-	if sender == nil || m.System {
-		return
-	}
-	name := m.Author.Name()
-	if name == "" {
-		name = m.Author.Login
-	}
-	pm := push.Message{Conversation: conv.ID, Author: m.Author.Login, AuthorName: name, ID: m.ID.String(),
-		Text: live.NoticeText(&m), Mentioned: chat.Mentioned(m.Content, conv.Members), Members: conv.Members}
-	switch p := in.(type) {
-	case chat.Room:
-		pm.Title, pm.Path = "#"+p.DisplayName, RoomURL(p.Name)
-	case chat.DM:
-		pm.Title, pm.Path = "a direct message", DMURL(p.Address)
-	}
-	sender.Posted(pm)
-}
-
-// save stores m. In a room, with a pass: with no read if the pass is
-// held when it leaves (every fence found it, live/fence), and else read
-// again after the write, as without one (store.ConfirmPost).
-func (s *Server) save(ctx context.Context, in chat.Place, pass *fence.Pass, m chat.Message) error {
-	r, isRoom := in.(chat.Room)
-	if !isRoom || pass == nil {
-		if isRoom {
-			s.metrics.RoomPosts.WithLabelValues("read").Inc()
-		}
-		return s.db.SaveMessage(ctx, in, m)
-	}
-	err := s.db.SaveFencedMessage(ctx, in, m)
-	held := pass.Leave()
-	if err != nil || held {
-		if err == nil {
-			s.metrics.RoomPosts.WithLabelValues("fenced").Inc()
-		}
-		return err
-	}
-	s.metrics.RoomPosts.WithLabelValues("read").Inc()
-	return s.db.ConfirmPost(ctx, r, m)
 }
 
 // latest is the newest page of a conversation, the link to the page before, and

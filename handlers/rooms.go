@@ -16,7 +16,6 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/killrchat/killrchat/chat"
-	"github.com/killrchat/killrchat/live"
 	"github.com/killrchat/killrchat/views"
 )
 
@@ -91,9 +90,7 @@ func (s *Server) newRoom(c echo.Context) error {
 func (s *Server) createRoom(c echo.Context) error {
 	f := FormOf(c, "room_name", "banner", "kind")
 	me := MustUser(c)
-	r, err := s.db.CreateRoom(c.Request().Context(), me, chat.NewRoom{Name: f.Value("room_name"), Banner: f.Value("banner"), Kind: f.Value("kind")})
-	// The creator's list of rooms changed (or may have, on an error).
-	s.Invalidate(c.Request().Context(), live.Invalidation{Users: []string{me.Login}})
+	r, err := s.app.CreateRoom(c.Request().Context(), me, chat.NewRoom{Name: f.Value("room_name"), Banner: f.Value("banner"), Kind: f.Value("kind")})
 	if err != nil {
 		if !FormError(err) {
 			return err
@@ -119,10 +116,9 @@ func (s *Server) roomOr404(c echo.Context) (chat.Room, error) {
 	r, err := s.RoomFor(c.Request().Context(), name, login)
 	if errors.Is(err, chat.ErrNotFound) {
 		if u, uerr := s.user(c.Request().Context(), login); uerr == nil && slices.Contains(u.ChatRooms, chat.NameKey(name)) {
-			if _, ferr := s.db.ForgetRoom(c.Request().Context(), login, name); ferr != nil && !errors.Is(ferr, chat.ErrNotFound) {
+			if _, ferr := s.app.DropListedRoom(c.Request().Context(), login, name, false); ferr != nil && !errors.Is(ferr, chat.ErrNotFound) {
 				s.log.Warn("repair my rooms", "room", name, "err", ferr)
 			}
-			s.Invalidate(c.Request().Context(), live.Invalidation{Users: []string{login}})
 		}
 	}
 	return r, err
@@ -190,15 +186,10 @@ func (s *Server) showRoom(c echo.Context) error {
 }
 
 func (s *Server) joinRoom(c echo.Context) error {
-	me := MustUser(c)
-	r, err := s.db.JoinRoom(c.Request().Context(), me, c.Param("room"))
-	// The room's participants and the person's list changed, or may have
-	// on an error: both are read again.
-	s.Invalidate(c.Request().Context(), live.Invalidation{Rooms: []string{chat.NameKey(c.Param("room"))}, Users: []string{me.Login}})
+	r, err := s.app.JoinRoom(c.Request().Context(), MustUser(c), c.Param("room"))
 	if err != nil {
 		return err
 	}
-	s.Welcome(c.Request().Context(), r, me, me.Name()+" joins the room")
 	if IsHTMX(c) {
 		// Not #latest: from the room page itself, htmx would only move to
 		// the anchor instead of loading the page (app.js scrolls anyway).
@@ -208,88 +199,25 @@ func (s *Server) joinRoom(c echo.Context) error {
 }
 
 func (s *Server) leaveRoom(c echo.Context) error {
-	me := MustUser(c)
-	name := c.Param("room")
 	if _, err := s.VisibleRoom(c); err != nil {
 		return err // a closed room is not there for outsiders
 	}
-	err := s.db.LeaveRoom(c.Request().Context(), me, name)
-	// Before the leave is acknowledged, no post of the leaver's that
-	// checked the room before it is still writing (live/fence).
-	s.Fence(c.Request().Context(), name, live.Invalidation{Rooms: []string{chat.NameKey(name)}, Users: []string{me.Login}})
-	if err != nil {
+	if err := s.app.LeaveRoom(c.Request().Context(), MustUser(c), c.Param("room")); err != nil {
 		return err
-	}
-	// Every stream of this person in the room stops, on every instance.
-	s.EndStreams(c.Request().Context(), live.StreamEnd{Login: me.Login, Room: name})
-	if r, _, err := s.Room(c.Request().Context(), name); err == nil {
-		s.Announce(c.Request().Context(), r, me, me.Name()+" leaves the room")
 	}
 	return Redirect(c, "/rooms?notice=room-left")
 }
 
 func (s *Server) deleteRoom(c echo.Context) error {
-	// The creator condition uses the login from the session, never a form
-	// field, so a forged form cannot delete someone else's room.
-	me := MustUser(c).Login
 	if _, err := s.VisibleRoom(c); err != nil {
 		return err // a closed room is not there for outsiders
 	}
-	// Between the delete's LWT and its clean-up, a fence waits for every
-	// post that checked the room before, so the clean-up deletes what
-	// they stored (live/fence).
-	r, err := s.db.DeleteRoomFenced(c.Request().Context(), me, c.Param("room"), func(ctx context.Context, room string) error {
-		return s.hub.Fence(ctx, room, live.Invalidation{Rooms: []string{room}})
-	})
-	if r.Name != "" {
-		// Deleted (perhaps with its clean-up failing): the room and every
-		// participant's list changed, and the creator's, who may have left.
-		inv := live.Invalidation{Rooms: []string{r.Name}, Users: []string{me}}
-		for login := range r.Participants {
-			inv.Users = append(inv.Users, login)
-		}
-		s.Invalidate(c.Request().Context(), inv)
-	}
-	if err != nil {
+	// The creator condition uses the login from the session, never a form
+	// field, so a forged form cannot delete someone else's room.
+	if err := s.app.DeleteRoom(c.Request().Context(), MustUser(c).Login, c.Param("room")); err != nil {
 		return err
 	}
-	s.publish(c.Request().Context(), live.Event{Kind: live.KindRoomDeleted, Conversation: r.Name})
 	return Redirect(c, "/?notice=you-deleted")
-}
-
-// Welcome announces a new member (joined, added, or in by a link); they
-// start with everything before their arrival read, as in every chat:
-// history is there to scroll, not to count.
-func (s *Server) Welcome(ctx context.Context, r chat.Room, who chat.UserRef, text string) {
-	if m, ok := s.Announce(ctx, r, who, text); ok {
-		if err := s.db.MarkRead(ctx, who.Login, r.Name, m.ID); err != nil {
-			s.log.Warn("mark read on arrival", "room", r.Name, "err", err)
-		}
-	}
-}
-
-// Announce posts a system message about a join or leave and tells open
-// pages the new participants; it returns the message, if stored. A
-// failure here does not undo the join or leave, so it is logged, not
-// returned.
-func (s *Server) Announce(ctx context.Context, r chat.Room, about chat.UserRef, text string) (chat.Message, bool) {
-	m, err := s.Post(ctx, r, func() (chat.Message, error) { return s.db.DraftSystemMessage(r, about, text), nil })
-	if err != nil {
-		s.log.Warn("system message", "room", r.Name, "err", err)
-	}
-	s.publishParticipants(ctx, r)
-	return m, err == nil
-}
-
-// publishParticipants tells open pages of r, as read after a change, its
-// first participants and how many there are.
-func (s *Server) publishParticipants(ctx context.Context, r chat.Room) {
-	people, err := s.FirstPeople(ctx, r)
-	if err != nil {
-		s.log.Warn("participants", "room", r.Name, "err", err)
-		return
-	}
-	s.publish(ctx, live.Event{Kind: live.KindParticipants, Conversation: r.Name, Participants: people, Total: r.Members})
 }
 
 // roomsNamedLike answers GET /rooms?name=: the rooms whose name starts
@@ -354,5 +282,5 @@ func (s *Server) withMyStanding(ctx context.Context, rooms []chat.Room, login st
 	if err != nil {
 		return nil, err
 	}
-	return s.standings(ctx, rooms, login, func(name string) bool { return slices.Contains(u.ChatRooms, name) })
+	return s.rows.Standings(ctx, rooms, login, func(name string) bool { return slices.Contains(u.ChatRooms, name) })
 }

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/killrchat/killrchat/handlers"
-	"github.com/killrchat/killrchat/web"
+	"github.com/killrchat/killrchat/web/limit"
 )
 
 // TestSearchCostIsBounded (issue 37, fault 5): a search of 10,000 terms
@@ -64,8 +64,8 @@ func TestSearchCostIsBounded(t *testing.T) {
 // page itself is not a search.
 func TestSearchRateLimited(t *testing.T) {
 	a := newApp(t, nil, nil, func(c *handlers.Config) {
-		c.Limits = web.Unlimited
-		c.Limits.Searches = web.Rate{Burst: 3, Per: time.Hour}
+		c.Limits = limit.Unlimited
+		c.Limits.Searches = limit.Rate{Burst: 3, Per: time.Hour}
 	})
 	ada, bob := a.signedUp(t, unique("ada")), a.signedUp(t, unique("bob"))
 	for i := range 3 {

@@ -22,9 +22,15 @@ import (
 	"github.com/killrchat/killrchat/live"
 	"github.com/killrchat/killrchat/live/presence"
 	"github.com/killrchat/killrchat/push"
+	"github.com/killrchat/killrchat/service"
+	"github.com/killrchat/killrchat/service/cache"
 	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/views"
 	"github.com/killrchat/killrchat/web"
+	"github.com/killrchat/killrchat/web/csrf"
+	"github.com/killrchat/killrchat/web/limit"
+	"github.com/killrchat/killrchat/web/metrics"
+	"github.com/killrchat/killrchat/web/session"
 )
 
 // Config is what the handlers need to know about their deployment.
@@ -58,7 +64,7 @@ type Config struct {
 	CacheTTL  time.Duration
 	CacheSize int
 	// Limits are the per-user write limits (zero values take defaults).
-	Limits web.Limits
+	Limits limit.Writes
 	// RoomsPerPage is the page size of the list of all rooms.
 	RoomsPerPage int
 	// MaxStreamsPerUser and MaxStreamsPerIP cap the live streams one user
@@ -105,24 +111,25 @@ type Config struct {
 // Server holds what the handlers share.
 type Server struct {
 	db       *store.Store
-	sessions *web.SessionStore
-	caches   *caches
+	sessions *session.Store
+	// rows are the cached reads (service/cache); app the use cases.
+	rows *cache.Store
+	app  *service.Service
 	// transport says whether a request came over TLS (web.Transport).
 	transport web.Transport
 	avatars   *web.Avatars
-	metrics   *web.Metrics
+	metrics   *metrics.Registry
 	hub       live.Hub
 	cfg       Config
 	log       *slog.Logger
 	pages     securecookie.Codec
 	live      *live.Engine
-	recent    *recentPosts
 	indexer   *store.Indexer
 	presence  *presence.Tracker
 	// push sends Web Push notifications; nil when off or not set up yet.
 	push    atomic.Pointer[push.Sender]
 	closing chan struct{} // closed by Shutdown
-	csrf    *web.CSRF
+	csrf    *csrf.Guard
 	// uploadFiles takes a conversation's multipart post (see
 	// HandleUploads).
 	uploadFiles UploadHandler
@@ -131,15 +138,15 @@ type Server struct {
 	fileStored func(context.Context)
 	// uploads caps each person's uploads under way; uploadGrace is how
 	// long an upload runs before Config.UploadMinRate applies.
-	uploads     *web.UserCounts
+	uploads     *limit.UserCounts
 	uploadGrace time.Duration
 	limits      struct {
-		messages, rooms, membership, passwordUser, passwordIP, uploadBytes, searches *web.KeyedLimiter
+		messages, rooms, membership, passwordUser, passwordIP, uploadBytes, searches *limit.Keyed
 	}
 }
 
 // New returns the handlers' server. hub carries room events to live pages.
-func New(db *store.Store, metrics *web.Metrics, hub live.Hub, cfg Config, log *slog.Logger) *Server {
+func New(db *store.Store, registry *metrics.Registry, hub live.Hub, cfg Config, log *slog.Logger) *Server {
 	if cfg.AuthRate == 0 {
 		cfg.AuthRate = 10
 	}
@@ -162,21 +169,21 @@ func New(db *store.Store, metrics *web.Metrics, hub live.Hub, cfg Config, log *s
 	pages := securecookie.New(cfg.SessionKey, nil)
 	pages.MaxAge(int((6 * time.Hour) / time.Second))
 	s := &Server{
-		db: db, metrics: metrics, hub: hub, cfg: cfg, log: log, pages: pages,
+		db: db, metrics: registry, hub: hub, cfg: cfg, log: log, pages: pages,
 		closing: make(chan struct{}),
 	}
-	s.uploads, s.uploadGrace = web.NewUserCounts(cfg.MaxUploadsPerUser), uploadGrace
-	metrics.WatchStore(db)
+	s.uploads, s.uploadGrace = limit.NewUserCounts(cfg.MaxUploadsPerUser), uploadGrace
+	registry.WatchStore(db)
 	if cfg.SessionCacheTTL == 0 {
-		cfg.SessionCacheTTL = web.DefaultSessionCacheTTL
+		cfg.SessionCacheTTL = session.DefaultCacheTTL
 	}
 	if cfg.SessionCacheSize == 0 {
-		cfg.SessionCacheSize = web.DefaultSessionCacheSize
+		cfg.SessionCacheSize = session.DefaultCacheSize
 	}
 	s.transport = web.Transport{SecureCookies: cfg.SecureCookies, TrustedProxies: cfg.TrustedProxies}
-	s.sessions = web.NewSessionStore(db, cfg.SessionKey, cfg.SecureCookies, cfg.SessionCacheTTL, cfg.SessionCacheSize)
+	s.sessions = session.NewStore(db, cfg.SessionKey, cfg.SecureCookies, cfg.SessionCacheTTL, cfg.SessionCacheSize)
 	hub.Watch(func(end live.StreamEnd) { s.sessions.Forget(end.Login, end.Room, end.Sessions, end.Except) }, s.sessions.Reset)
-	s.csrf = &web.CSRF{Key: cfg.SessionKey, Secure: s.transport.Secure, Streamed: streamedForms,
+	s.csrf = &csrf.Guard{Key: cfg.SessionKey, Secure: s.transport.Secure, Streamed: streamedForms,
 		Session: func(c echo.Context) string {
 			if sess := Session(c); sess != nil {
 				return sess.ID
@@ -184,31 +191,29 @@ func New(db *store.Store, metrics *web.Metrics, hub live.Hub, cfg Config, log *s
 			return ""
 		}}
 	if cfg.CacheTTL == 0 {
-		cfg.CacheTTL = defaultCacheTTL
+		cfg.CacheTTL = cache.DefaultTTL
 	}
 	if cfg.CacheSize == 0 {
-		cfg.CacheSize = defaultCacheSize
+		cfg.CacheSize = cache.DefaultSize
 	}
-	s.caches = newCaches(cfg.CacheTTL, cfg.CacheSize)
-	hub.Watch(func(live.StreamEnd) {}, s.caches.reset)
-	hub.WatchInvalidations(s.caches.apply)
+	s.rows = cache.New(db, hub, cfg.CacheTTL, cfg.CacheSize, views.ShownParticipants)
 	s.watchAvatars()
-	s.limits.messages = web.NewKeyedLimiter(cfg.Limits.Messages)
-	s.limits.rooms = web.NewKeyedLimiter(cfg.Limits.Rooms)
-	s.limits.membership = web.NewKeyedLimiter(cfg.Limits.Membership)
-	s.limits.uploadBytes = web.NewKeyedLimiter(cfg.Limits.UploadBytes)
-	s.limits.searches = web.NewKeyedLimiter(cfg.Limits.Searches)
+	s.limits.messages = limit.NewKeyed(cfg.Limits.Messages)
+	s.limits.rooms = limit.NewKeyed(cfg.Limits.Rooms)
+	s.limits.membership = limit.NewKeyed(cfg.Limits.Membership)
+	s.limits.uploadBytes = limit.NewKeyed(cfg.Limits.UploadBytes)
+	s.limits.searches = limit.NewKeyed(cfg.Limits.Searches)
 	// Password changes are guessed like logins: the login rate, per
 	// person and per address, unless Limits.Passwords says otherwise.
 	auth := cfg.Limits.Passwords
 	if auth.Burst <= 0 || auth.Per <= 0 {
-		auth = web.Rate{Burst: cfg.AuthRate, Per: time.Minute / time.Duration(cfg.AuthRate)}
+		auth = limit.Rate{Burst: cfg.AuthRate, Per: time.Minute / time.Duration(cfg.AuthRate)}
 	}
-	s.limits.passwordUser, s.limits.passwordIP = web.NewKeyedLimiter(auth), web.NewKeyedLimiter(auth)
+	s.limits.passwordUser, s.limits.passwordIP = limit.NewKeyed(auth), limit.NewKeyed(auth)
 	s.live = live.New(hub, db, live.Config{
 		MaxStreamsPerUser: cfg.MaxStreamsPerUser, MaxStreamsPerIP: cfg.MaxStreamsPerIP,
 		MaxReplays: cfg.MaxReplays, ReplayWait: cfg.ReplayWait, ResumeWindow: cfg.ResumeWindow,
-	}, log, metrics.SSEConnections,
+	}, log, registry.SSEConnections,
 		func(ctx context.Context, m chat.Message) ([]byte, error) {
 			return s.RenderString(s.MentioningEach(ctx, m), views.MessageItem(m))
 		},
@@ -216,11 +221,17 @@ func New(db *store.Store, metrics *web.Metrics, hub live.Hub, cfg Config, log *s
 	s.live.RenderChanges(s.renderChange)
 	transport, _ := hub.(presence.Transport)
 	s.presence = presence.New(s.live, transport, s.closing)
-	s.recent = newRecentPosts(recentPostsMax, recentPostTTL, time.Now)
 	if cfg.SearchIndexRate == 0 {
 		cfg.SearchIndexRate = store.DefaultIndexRate
 	}
 	s.indexer = store.NewIndexer(db, log, cfg.SearchIndexRate, cfg.SearchIndexOff, s.closing)
+	s.app = service.New(service.Deps{
+		Storage: db, Rows: s.rows, Bus: hub, Sequencer: s.live, Renderer: liveRenderer{s},
+		Indexer: s.indexer, Push: pushPosted{s}, Log: log, ShownParticipants: views.ShownParticipants,
+		SessionDigest:     session.Digest,
+		CountRoomPost:     func(how string) { registry.RoomPosts.WithLabelValues(how).Inc() },
+		CountFenceTimeout: registry.FenceTimeouts.Inc,
+	})
 	if !cfg.PushOff {
 		s.setUpPush()
 	}
@@ -316,7 +327,7 @@ func (s *Server) Render(c echo.Context, status int, page views.Page, body templ.
 // RenderRaw writes comp as it is, with no layout.
 func (s *Server) RenderRaw(c echo.Context, status int, comp templ.Component) error {
 	c.Response().Header().Add("Vary", "HX-Request")
-	ctx := views.WithCSRF(c.Request().Context(), web.Token(c))
+	ctx := views.WithCSRF(c.Request().Context(), csrf.Token(c))
 	if u, ok := CurrentUser(c); ok {
 		// Rendered for this person alone: their mentions are highlighted.
 		ctx = views.WithViewer(ctx, u.Login)
@@ -330,7 +341,7 @@ func (s *Server) RenderRaw(c echo.Context, status int, comp templ.Component) err
 
 // fillPage adds what the layout needs: the user, the sidebar and the token.
 func (s *Server) fillPage(c echo.Context, page views.Page) views.Page {
-	page.CSRF = web.Token(c)
+	page.CSRF = csrf.Token(c)
 	if u, ok := CurrentUser(c); ok {
 		page.User = &u
 		if page.Unread == nil {
@@ -474,20 +485,20 @@ func (s *Server) staticFiles() echo.HandlerFunc {
 
 // limitUser is middleware that takes a token of l for the logged-in user
 // before the handler runs, so a refused request stores nothing.
-func (s *Server) limitUser(l *web.KeyedLimiter, what string) echo.MiddlewareFunc {
-	return web.LimitBy(l, what, func(c echo.Context) string { return MustUser(c).Login })
+func (s *Server) limitUser(l *limit.Keyed, what string) echo.MiddlewareFunc {
+	return limit.By(l, what, func(c echo.Context) string { return MustUser(c).Login })
 }
 
 // limitIP is limitUser keyed by the client address (echo's RealIP, which
 // believes X-Forwarded-For only from --trusted-proxies).
-func (s *Server) limitIP(l *web.KeyedLimiter, what string) echo.MiddlewareFunc {
-	return web.LimitBy(l, what, func(c echo.Context) string { return c.RealIP() })
+func (s *Server) limitIP(l *limit.Keyed, what string) echo.MiddlewareFunc {
+	return limit.By(l, what, func(c echo.Context) string { return c.RealIP() })
 }
 
 // SessionIDFromCookie returns the session id inside a signed cookie value;
 // tests use it to look at the stored row.
 func (s *Server) SessionIDFromCookie(value string) (string, error) {
-	return s.sessions.IDFromCookie(web.SessionCookie, value)
+	return s.sessions.IDFromCookie(session.CookieName, value)
 }
 
 // Shutdown ends every live stream, so the HTTP server can stop, and the

@@ -16,7 +16,8 @@ import (
 	"github.com/PuerkitoBio/goquery"
 
 	"github.com/killrchat/killrchat/handlers"
-	"github.com/killrchat/killrchat/web"
+	"github.com/killrchat/killrchat/web/metrics"
+	"github.com/killrchat/killrchat/web/server"
 )
 
 func metricsText(t *testing.T, base string) string {
@@ -96,7 +97,7 @@ func TestMetricsPrivate(t *testing.T) {
 		}
 	}
 	rec := httptest.NewRecorder()
-	web.NewMetrics().Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	metrics.New().Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
 	if !strings.Contains(rec.Body.String(), "killrchat_sse_connections") {
 		t.Fatal("Metrics.Handler does not serve the registry")
 	}
@@ -108,7 +109,7 @@ func TestMetricsPrivate(t *testing.T) {
 func TestClientGoneMidBody(t *testing.T) {
 	var logs syncBuffer
 	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	a := newServedApp(t, web.DefaultHTTPLimits(), log, false)
+	a := newServedApp(t, server.DefaultLimits(), log, false)
 	c := a.signedUp(t, unique("gone"))
 	room := createRoom(t, c)
 	u, _ := url.Parse(a.URL)
@@ -252,23 +253,23 @@ func TestSecureBehindTLS(t *testing.T) {
 		}
 	}
 	t.Run("TrustedProxy", func(t *testing.T) {
-		a := newServedApp(t, web.DefaultHTTPLimits(), nil, false, trust("127.0.0.0/8"))
+		a := newServedApp(t, server.DefaultLimits(), nil, false, trust("127.0.0.0/8"))
 		visit(t, &http.Client{}, a.URL, https).check(t, true)
 	})
 	t.Run("TrustedProxyPlainHTTP", func(t *testing.T) {
-		a := newServedApp(t, web.DefaultHTTPLimits(), nil, false, trust("127.0.0.0/8"))
+		a := newServedApp(t, server.DefaultLimits(), nil, false, trust("127.0.0.0/8"))
 		visit(t, &http.Client{}, a.URL, http.Header{"X-Forwarded-Proto": {"http"}}).check(t, false)
 	})
 	t.Run("UntrustedClient", func(t *testing.T) {
-		a := newServedApp(t, web.DefaultHTTPLimits(), nil, false, trust("10.0.0.0/8"))
+		a := newServedApp(t, server.DefaultLimits(), nil, false, trust("10.0.0.0/8"))
 		visit(t, &http.Client{}, a.URL, https).check(t, false)
 	})
 	t.Run("DirectTLS", func(t *testing.T) {
-		a := newServedApp(t, web.DefaultHTTPLimits(), nil, true)
+		a := newServedApp(t, server.DefaultLimits(), nil, true)
 		visit(t, a.Client(), a.URL, http.Header{}).check(t, true)
 	})
 	t.Run("SecureCookiesFlag", func(t *testing.T) {
-		a := newServedApp(t, web.DefaultHTTPLimits(), nil, false, func(c *handlers.Config) { c.SecureCookies = true })
+		a := newServedApp(t, server.DefaultLimits(), nil, false, func(c *handlers.Config) { c.SecureCookies = true })
 		visit(t, &http.Client{}, a.URL, http.Header{}).check(t, true)
 	})
 }

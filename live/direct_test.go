@@ -263,7 +263,7 @@ func TestDirectWriterWritesNothingOnceClosed(t *testing.T) {
 	}
 }
 
-// wrapped is a connection as the server's connection cap (web's
+// wrapped is a connection as the server's connection cap (web/server's
 // ConnLimiter) hands it over: not a syscall.Conn itself, but saying what
 // it wraps. handlers' TestStreamWritesUnderTheConnectionCap checks that the
 // cap's own wrapper says so.

@@ -142,8 +142,8 @@ type Hub interface {
 type Subscriber struct {
 	Login string
 	// Session stands for the login session that opened the stream. It is
-	// a digest of the session id (see web.SessionDigest), never the id itself,
-	// which must not travel to the broker.
+	// a digest of the session id (see web/session's Digest), never the id
+	// itself, which must not travel to the broker.
 	Session string
 	// signals, when set, are the stream's own: every subscription of a
 	// stream that carries several conversations shares them, so that the

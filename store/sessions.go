@@ -26,16 +26,12 @@ const (
 	deleteUserSession  = `DELETE FROM sessions_by_user WHERE login = ? AND session_id = ?`
 )
 
-// SessionRow is a stored session: whose it is and its encoded values.
-type SessionRow struct {
-	Login string
-	Data  []byte
-}
-
-// SaveSession writes (or rewrites) the session id with a TTL of maxAge. A
-// logged-in session is listed under its login first, so there is never a
-// session that a password change cannot find.
-func (s *Store) SaveSession(ctx context.Context, id string, row SessionRow, maxAge time.Duration) error {
+// SaveSession writes (or rewrites) the session id with a TTL of maxAge
+// (whole seconds; under a second is chat.ErrInvalid). A logged-in session
+// is listed under its login first, so there is never a session that a
+// password change cannot find. It implements web/session's Sessions, with
+// Session and DeleteSession.
+func (s *Store) SaveSession(ctx context.Context, id string, row chat.SessionRow, maxAge time.Duration) error {
 	ttl := int(maxAge / time.Second)
 	if ttl < 1 {
 		return fmt.Errorf("store: save session: max age %v: %w", maxAge, chat.ErrInvalid)
@@ -57,18 +53,18 @@ func (s *Store) SaveSession(ctx context.Context, id string, row SessionRow, maxA
 
 // Session returns the stored session id, or chat.ErrNotFound if it never existed,
 // expired or was deleted.
-func (s *Store) Session(ctx context.Context, id string) (SessionRow, error) {
+func (s *Store) Session(ctx context.Context, id string) (chat.SessionRow, error) {
 	q, err := s.query(ctx, selectSession, id)
 	if err != nil {
-		return SessionRow{}, err
+		return chat.SessionRow{}, err
 	}
-	var row SessionRow
+	var row chat.SessionRow
 	err = q.Scan(&row.Login, &row.Data)
 	if errors.Is(err, gocql.ErrNotFound) {
-		return SessionRow{}, fmt.Errorf("store: session: %w", chat.ErrNotFound)
+		return chat.SessionRow{}, fmt.Errorf("store: session: %w", chat.ErrNotFound)
 	}
 	if err != nil {
-		return SessionRow{}, s.fail("read session", err)
+		return chat.SessionRow{}, s.fail("read session", err)
 	}
 	return row, nil
 }

@@ -2,6 +2,7 @@
 // room, DM and user caches are made of: bounded, least recently used,
 // each entry trusted for at most a TTL, and never undone by a read that
 // raced an invalidation.
+
 package web
 
 import (

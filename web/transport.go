@@ -1,7 +1,9 @@
 package web
 
 import (
+	"context"
 	"net"
+	"net/http"
 	"strings"
 
 	"github.com/labstack/echo/v4"
@@ -18,7 +20,7 @@ type Transport struct {
 // being personal: every response is Cache-Control: no-store (pages show a
 // person's rooms and messages; the static files and the live stream set
 // their own caching), and a request that came over TLS gets HSTS and is
-// marked so its cookies are Secure (web.SecureCookie).
+// marked so its cookies are Secure (SecureCookie).
 func (t Transport) Headers(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		h := c.Response().Header()
@@ -62,4 +64,20 @@ func (t Transport) Secure(c echo.Context) bool {
 		}
 	}
 	return false
+}
+
+// secureKey marks, in a request's context, a request that came over TLS.
+type secureKey struct{}
+
+// MarkSecure returns r marked as having come over TLS (directly or from a
+// trusted proxy), so cookies set for it are Secure.
+func MarkSecure(r *http.Request) *http.Request {
+	return r.WithContext(context.WithValue(r.Context(), secureKey{}, true))
+}
+
+// SecureCookie says whether cookies set for r must be Secure: r came over
+// TLS, or MarkSecure marked it.
+func SecureCookie(r *http.Request) bool {
+	secure, _ := r.Context().Value(secureKey{}).(bool)
+	return secure || r.TLS != nil
 }

@@ -1,15 +1,16 @@
 // This file holds the request-body plumbing of streamed uploads: a body
 // that must keep up a minimum rate, one that records its own read errors,
-// a reader that spends a byte budget, small multipart fields, and a cap
-// on one person's uploads at once.
+// a reader that spends a byte budget, small multipart fields, and how to
+// tell a multipart body.
+
 package web
 
 import (
 	"errors"
 	"io"
+	"mime"
 	"mime/multipart"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -53,39 +54,6 @@ func (b *PacedBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// UserCounts caps what one person has under way on this instance at
-// once (uploads).
-type UserCounts struct {
-	mu     sync.Mutex
-	max    int
-	byUser map[string]int
-}
-
-// NewUserCounts allows max at once per person.
-func NewUserCounts(max int) *UserCounts {
-	return &UserCounts{max: max, byUser: map[string]int{}}
-}
-
-// Take counts one more upload of login, or answers false at the cap.
-func (u *UserCounts) Take(login string) bool {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	if u.byUser[login] >= u.max {
-		return false
-	}
-	u.byUser[login]++
-	return true
-}
-
-// Give ends one upload of login.
-func (u *UserCounts) Give(login string) {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	if u.byUser[login]--; u.byUser[login] <= 0 {
-		delete(u.byUser, login)
-	}
-}
-
 // RecordingBody keeps the error of reading the request body itself (the
 // client went away, the body is too long), to tell it from a body that
 // arrived whole but does not parse.
@@ -127,4 +95,10 @@ func ReadField(part *multipart.Part, max int64) (string, error) {
 		return "", echo.NewHTTPError(http.StatusRequestEntityTooLarge, "A form field is too long.")
 	}
 	return string(b), nil
+}
+
+// IsMultipart reports whether a request's body is multipart/form-data.
+func IsMultipart(r *http.Request) bool {
+	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	return mt == "multipart/form-data"
 }

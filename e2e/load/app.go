@@ -35,7 +35,9 @@ import (
 	"github.com/killrchat/killrchat/static"
 	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/store/storetest"
-	"github.com/killrchat/killrchat/web"
+	"github.com/killrchat/killrchat/web/limit"
+	"github.com/killrchat/killrchat/web/metrics"
+	"github.com/killrchat/killrchat/web/server"
 )
 
 // target is the app being measured.
@@ -246,7 +248,7 @@ var pushRate float64
 // address: the limits on those are lifted; the replay limit is the app's
 // unless -max-replays says otherwise.
 func appConfig(key []byte) handlers.Config {
-	return handlers.Config{SessionKey: key, AuthRate: 1 << 30, Limits: web.Unlimited, Static: static.Files, RoomsPerPage: 25,
+	return handlers.Config{SessionKey: key, AuthRate: 1 << 30, Limits: limit.Unlimited, Static: static.Files, RoomsPerPage: 25,
 		MaxStreamsPerUser: 1 << 30, MaxStreamsPerIP: 1 << 30, MaxReplays: maxReplays, ResumeWindow: resumeWindow,
 		SearchIndexOff: searchIndexOff, SearchIndexRate: searchIndexRate,
 		Push: push.Config{AllowHTTPLoopback: true, Rate: pushRate}}
@@ -267,7 +269,7 @@ func startApp(verbose bool) (*app, error) {
 		fwd = slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})
 	}
 	log := slog.New(&countingHandler{counts: appLogCounts, fwd: fwd})
-	srv := handlers.New(db.Store, web.NewMetrics(), live.NewLocalHub(), appConfig(key), log)
+	srv := handlers.New(db.Store, metrics.New(), live.NewLocalHub(), appConfig(key), log)
 	e := echo.New()
 	e.IPExtractor = echo.ExtractIPDirect()
 	routes.Register(e, srv)
@@ -288,7 +290,7 @@ func startApp(verbose bool) (*app, error) {
 	}
 	// The server main.go runs: its timeouts and its connection cap,
 	// whose wrapper every stream's connection comes in.
-	hs, served := web.NewHTTPServer(ln, e, web.DefaultHTTPLimits())
+	hs, served := server.New(ln, e, server.DefaultLimits())
 	go func() { _ = hs.Serve(served) }()
 	return &app{url: "http://" + ln.Addr().String(), db: db, stop: func() {
 		srv.Shutdown()

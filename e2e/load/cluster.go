@@ -23,7 +23,7 @@ import (
 	"github.com/killrchat/killrchat/live/natshub"
 	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/store/storetest"
-	"github.com/killrchat/killrchat/web"
+	"github.com/killrchat/killrchat/web/metrics"
 )
 
 // startCluster starts instance A (posts) and B (subscribers) in this
@@ -81,7 +81,7 @@ func startCluster(c common) (*target, error) {
 		if err != nil {
 			return "", err
 		}
-		srv := handlers.New(st, web.NewMetrics(), hub, appConfig(key), log)
+		srv := handlers.New(st, metrics.New(), hub, appConfig(key), log)
 		e := echo.New()
 		routes.Register(e, srv)
 		ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -20,7 +20,6 @@ import (
 	"github.com/gocql/gocql"
 
 	"github.com/killrchat/killrchat/chat"
-	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/store/storetest"
 )
 
@@ -214,7 +213,7 @@ func runPost(ctx context.Context, args []string) error {
 			return err
 		}
 		sid := "loadsession" + id
-		if err := t.Store.SaveSession(ctx, sid, store.SessionRow{Login: users[0].login, Data: make([]byte, 120)}, time.Hour); err != nil {
+		if err := t.Store.SaveSession(ctx, sid, chat.SessionRow{Login: users[0].login, Data: make([]byte, 120)}, time.Hour); err != nil {
 			return err
 		}
 		storeOnly := func(ctx context.Context, w int, i int64) (int, error) {

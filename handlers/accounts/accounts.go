@@ -8,9 +8,8 @@ import (
 
 	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/handlers"
-	"github.com/killrchat/killrchat/live"
 	"github.com/killrchat/killrchat/views"
-	"github.com/killrchat/killrchat/web"
+	"github.com/killrchat/killrchat/web/session"
 )
 
 // routes are the accounts' routes, on the core's server.
@@ -105,7 +104,7 @@ func (s routes) logout(c echo.Context) error {
 		// The streams this session opened stop too, on every instance;
 		// the person's other sessions keep theirs.
 		if u, ok := handlers.CurrentUser(c); ok {
-			s.EndStreams(c.Request().Context(), live.StreamEnd{Login: u.Login, Sessions: []string{sess.ID}})
+			s.App().SessionsEnded(c.Request().Context(), u.Login, []string{sess.ID})
 		}
 	}
 	return handlers.Redirect(c, "/login?notice=logged-out")
@@ -154,8 +153,7 @@ func (s routes) updateProfile(c echo.Context) error {
 		return err
 	}
 	p.Form = handlers.FormOf(c, "email", "bio")
-	err = s.DB().UpdateProfile(c.Request().Context(), p.User.Login, p.Form.Value("email"), p.Form.Value("bio"))
-	s.Invalidate(c.Request().Context(), live.Invalidation{Users: []string{p.User.Login}})
+	err = s.App().ChangeProfile(c.Request().Context(), p.User.Login, p.Form.Value("email"), p.Form.Value("bio"))
 	if err != nil {
 		if !handlers.FormError(err) {
 			return err
@@ -192,15 +190,15 @@ func (s routes) changePassword(c echo.Context) error {
 func (s routes) endOtherSessions(c echo.Context, u chat.User) error {
 	ctx := c.Request().Context()
 	current := handlers.Session(c)
-	ended, err := s.DB().EndOtherSessions(ctx, u.Login, current.ID)
+	ended, err := s.App().EndOtherSessions(ctx, u.Login, current.ID)
 	if err != nil {
 		return err
 	}
-	remember, _ := current.Values[web.KeyRemember].(bool)
+	remember, _ := current.Values[session.KeyRemember].(bool)
 	ended = append(ended, current.ID)
 	if err := s.LogIn(c, u, remember); err != nil {
 		return err
 	}
-	s.EndStreams(ctx, live.StreamEnd{Login: u.Login, Sessions: ended})
+	s.App().SessionsEnded(ctx, u.Login, ended)
 	return nil
 }

@@ -15,6 +15,8 @@ import (
 	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/views"
 	"github.com/killrchat/killrchat/web"
+	"github.com/killrchat/killrchat/web/csrf"
+	"github.com/killrchat/killrchat/web/limit"
 )
 
 // MaxPicture is the largest picture file taken (or --max-upload, if lower).
@@ -37,26 +39,26 @@ func (s routes) limit() int64 { return min(int64(MaxPicture), s.Config().MaxUplo
 func (s routes) upload(c echo.Context) error {
 	req := c.Request()
 	me := handlers.MustUser(c)
-	limit := s.limit()
-	if req.ContentLength > limit+64<<10 {
+	most := s.limit()
+	if req.ContentLength > most+64<<10 {
 		return s.refuse(c, fmt.Errorf("%w", chat.ErrTooLarge))
 	}
 	if req.ContentLength > 0 {
 		if ok, wait := s.UploadBytes().AllowN(me.Login, int(req.ContentLength)); !ok {
-			return web.TooMany(c, wait, "uploading")
+			return limit.TooMany(c, wait, "uploading")
 		}
 	}
 	if !s.Uploads().Take(me.Login) {
-		return web.TooMany(c, 5*time.Second, "uploading several files at once")
+		return limit.TooMany(c, 5*time.Second, "uploading several files at once")
 	}
 	defer s.Uploads().Give(me.Login)
-	body := &web.RecordingBody{ReadCloser: http.MaxBytesReader(c.Response(), req.Body, limit+64<<10)}
+	body := &web.RecordingBody{ReadCloser: http.MaxBytesReader(c.Response(), req.Body, most+64<<10)}
 	req.Body = body
 	mr, err := req.MultipartReader()
 	if err != nil {
 		return echo.NewHTTPError(http.StatusBadRequest, "The upload could not be read.")
 	}
-	sawCSRF := !web.NeedsStreamed(c)
+	sawCSRF := !csrf.NeedsStreamed(c)
 	for {
 		part, err := mr.NextPart()
 		if errors.Is(err, io.EOF) {
@@ -71,8 +73,8 @@ func (s routes) upload(c echo.Context) error {
 			return s.refuse(c, err)
 		}
 		if !sawCSRF {
-			if part.FormName() != web.CSRFField {
-				return web.ErrCSRF
+			if part.FormName() != csrf.Field {
+				return csrf.ErrToken
 			}
 			token, err := web.ReadField(part, 256)
 			if err != nil {
@@ -90,7 +92,7 @@ func (s routes) upload(c echo.Context) error {
 			}
 			continue
 		}
-		av, err := s.DB().SetAvatar(req.Context(), me, part, limit)
+		av, err := s.DB().SetAvatar(req.Context(), me, part, most)
 		if err != nil {
 			return s.refuse(c, err)
 		}
@@ -98,7 +100,7 @@ func (s routes) upload(c echo.Context) error {
 		return handlers.Redirect(c, "/profile?saved=1#profile-picture")
 	}
 	if !sawCSRF {
-		return web.ErrCSRF
+		return csrf.ErrToken
 	}
 	return s.refuse(c, chat.ValidationError{"picture": "Choose a picture to upload."})
 }

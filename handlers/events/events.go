@@ -14,7 +14,8 @@ import (
 	"github.com/killrchat/killrchat/handlers"
 	"github.com/killrchat/killrchat/live"
 	"github.com/killrchat/killrchat/views"
-	"github.com/killrchat/killrchat/web"
+	"github.com/killrchat/killrchat/web/server"
+	"github.com/killrchat/killrchat/web/session"
 )
 
 const (
@@ -51,11 +52,11 @@ func (s routes) roomEvents(c echo.Context) error {
 			return echo.NewHTTPError(http.StatusBadRequest, "Last-Event-ID must be a message id.")
 		}
 	}
-	web.LiftDeadlines(c) // a stream outlives the server's read and write timeouts
+	server.LiftDeadlines(c) // a stream outlives the server's read and write timeouts
 
 	// Caps per user and per client IP: a stream over them is refused, and
 	// the ones already open are left alone.
-	st, err := s.Live().Open(me.Login, c.RealIP(), web.SessionDigest(handlers.Session(c).ID), since)
+	st, err := s.Live().Open(me.Login, c.RealIP(), session.Digest(handlers.Session(c).ID), since)
 	if err != nil {
 		return refuseStream(c, err)
 	}
@@ -181,8 +182,8 @@ func (s routes) personalEvents(c echo.Context) error {
 	if !validBrowserKey(browser) {
 		return errBadCarried
 	}
-	web.LiftDeadlines(c) // a stream outlives the server's read and write timeouts
-	st, err := s.Live().OpenPersonal(me.Login, c.RealIP(), web.SessionDigest(handlers.Session(c).ID), browser)
+	server.LiftDeadlines(c) // a stream outlives the server's read and write timeouts
+	st, err := s.Live().OpenPersonal(me.Login, c.RealIP(), session.Digest(handlers.Session(c).ID), browser)
 	if err != nil {
 		return refuseStream(c, err)
 	}
@@ -275,7 +276,7 @@ func (s routes) endAtExpiry(login, id string) (stop func()) {
 		case stopped:
 			return
 		case errors.Is(err, chat.ErrNotFound):
-			go s.EndStreams(context.Background(), live.StreamEnd{Login: login, Sessions: []string{id}})
+			go s.App().SessionsEnded(context.Background(), login, []string{id})
 			return
 		case err != nil:
 			ttl = time.Minute // Cassandra is away: ask again later

@@ -18,6 +18,8 @@ import (
 	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/views"
 	"github.com/killrchat/killrchat/web"
+	"github.com/killrchat/killrchat/web/csrf"
+	"github.com/killrchat/killrchat/web/limit"
 	"github.com/labstack/echo/v4"
 )
 
@@ -68,12 +70,12 @@ func (s routes) postFiles(c echo.Context, in chat.Place, composer func(views.For
 	if req.ContentLength > 0 {
 		if ok, wait := s.UploadBytes().AllowN(me.Login, int(req.ContentLength)); !ok {
 			s.Metrics().CountUpload("rate_limited", 0)
-			return web.TooMany(c, wait, "uploading")
+			return limit.TooMany(c, wait, "uploading")
 		}
 	}
 	if !s.Uploads().Take(me.Login) {
 		s.Metrics().CountUpload("rate_limited", 0)
-		return web.TooMany(c, 5*time.Second, "uploading several files at once")
+		return limit.TooMany(c, 5*time.Second, "uploading several files at once")
 	}
 	defer s.Uploads().Give(me.Login)
 	// The server's read timeout is sized for forms; an upload gets a
@@ -112,11 +114,11 @@ func (s routes) postFiles(c echo.Context, in chat.Place, composer func(views.For
 			return s.uploadError(err)
 		}
 		name := part.FormName()
-		if !sawCSRF && web.NeedsStreamed(c) {
+		if !sawCSRF && csrf.NeedsStreamed(c) {
 			// The token must come first, so nothing is stored for a
 			// forged form.
-			if name != web.CSRFField {
-				return web.ErrCSRF
+			if name != csrf.Field {
+				return csrf.ErrToken
 			}
 			token, err := web.ReadField(part, 256)
 			if err != nil {
@@ -156,7 +158,7 @@ func (s routes) postFiles(c echo.Context, in chat.Place, composer func(views.For
 			if files > 1 {
 				if ok, wait := s.MessageRate().Allow(me.Login); !ok {
 					s.Metrics().CountUpload("rate_limited", 0)
-					return web.TooMany(c, wait, "sending messages")
+					return limit.TooMany(c, wait, "sending messages")
 				}
 			}
 			var file io.Reader = part
@@ -169,7 +171,7 @@ func (s routes) postFiles(c echo.Context, in chat.Place, composer func(views.For
 			text := content
 			content = "" // the text goes with the first file only
 			stored := false
-			m, err := s.PostOnce(req.Context(), me.Login, conv, fileKey(clientID, files),
+			m, err := s.App().PostOnce(req.Context(), me.Login, conv, fileKey(clientID, files),
 				func(ctx context.Context) (chat.Message, error) {
 					stored = true
 					return s.postFile(ctx, in, me, part.FileName(), file, text)
@@ -192,12 +194,12 @@ func (s routes) postFiles(c echo.Context, in chat.Place, composer func(views.For
 			}
 		}
 	}
-	if web.NeedsStreamed(c) && !sawCSRF {
-		return web.ErrCSRF // an empty body: still no token
+	if csrf.NeedsStreamed(c) && !sawCSRF {
+		return csrf.ErrToken // an empty body: still no token
 	}
 	if len(posted) == 0 {
-		m, err := s.PostOnce(req.Context(), me.Login, conv, clientID, func(ctx context.Context) (chat.Message, error) {
-			return s.Post(ctx, in, func() (chat.Message, error) { return s.DB().DraftMessage(in, me, content) })
+		m, err := s.App().PostOnce(req.Context(), me.Login, conv, clientID, func(ctx context.Context) (chat.Message, error) {
+			return s.App().Post(ctx, in, func() (chat.Message, error) { return s.DB().DraftMessage(in, me, content) })
 		})
 		if errors.Is(err, chat.ErrInvalid) {
 			return composer(handlers.WithErrors(views.Form{Values: map[string]string{"content": content, "client_id": clientID}, Errors: map[string]string{}}, err))
@@ -231,7 +233,7 @@ func (s routes) postFile(ctx context.Context, in chat.Place, me chat.UserRef, na
 	s.FileStored(ctx)
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), postTimeout)
 	defer cancel()
-	m, err := s.Post(ctx, in, func() (chat.Message, error) {
+	m, err := s.App().Post(ctx, in, func() (chat.Message, error) {
 		return s.DB().DraftAttachmentMessage(in, me, text, a.Ref())
 	})
 	if err != nil {

@@ -15,17 +15,21 @@ import (
 
 	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/handlers"
-	"github.com/killrchat/killrchat/live"
+	"github.com/killrchat/killrchat/service"
 	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/views"
 )
 
-// routes are the members module's routes, on the core's server.
-type routes struct{ *handlers.Server }
+// routes are the members module's routes, on the core's server; app is
+// the use cases that change a room's people.
+type routes struct {
+	*handlers.Server
+	app *service.Service
+}
 
 // Register lists the routes of a room's people.
 func Register(srv *handlers.Server, r handlers.Routes) {
-	s := routes{srv}
+	s := routes{Server: srv, app: srv.App()}
 	r.Auth.GET("/rooms/:room/members", s.roomMembers)
 	r.Auth.GET("/dm/:logins/members", s.roomMembers, handlers.CanonicalDM)
 	r.Auth.GET("/rooms/:room/members/suggestions", s.memberSuggestions)
@@ -160,29 +164,15 @@ func (s routes) addMember(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	ctx := c.Request().Context()
-	me := handlers.MustUser(c)
 	f := handlers.FormOf(c, "login")
 	f.Values["login"] = strings.TrimPrefix(strings.TrimSpace(f.Value("login")), "@")
-	who, err := s.DB().User(ctx, f.Value("login"))
-	if errors.Is(err, chat.ErrNotFound) {
+	err = s.app.AddMember(c.Request().Context(), handlers.MustUser(c), r, f.Value("login"))
+	if errors.Is(err, service.ErrUnknownLogin) {
 		f.Errors["login"] = "No one has this login."
 		return s.renderMembers(c, http.StatusUnprocessableEntity, r, f, views.Form{})
 	}
 	if err != nil {
 		return err
-	}
-	was, err := s.DB().Standing(ctx, r, who.Login)
-	if err != nil {
-		return err
-	}
-	after, err := s.DB().AddMember(ctx, me.Login, r.Name, who.Ref())
-	s.Invalidate(ctx, live.Invalidation{Rooms: []string{r.Name}, Users: []string{who.Login}})
-	if err != nil {
-		return err
-	}
-	if was == nil {
-		s.Welcome(ctx, after, who.Ref(), me.Name()+" added "+who.Name())
 	}
 	return handlers.Redirect(c, membersURL(r.Name))
 }
@@ -193,10 +183,7 @@ func (s routes) promoteMember(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	ctx := c.Request().Context()
-	_, err = s.DB().MakeAdmin(ctx, handlers.MustUser(c).Login, r.Name, chat.NameKey(c.Param("login")))
-	s.Invalidate(ctx, live.Invalidation{Rooms: []string{r.Name}})
-	if err != nil {
+	if err := s.app.PromoteMember(c.Request().Context(), handlers.MustUser(c).Login, r, chat.NameKey(c.Param("login"))); err != nil {
 		return err
 	}
 	return handlers.Redirect(c, membersURL(r.Name))
@@ -210,20 +197,8 @@ func (s routes) removeMember(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	ctx := c.Request().Context()
-	me := handlers.MustUser(c)
-	who := chat.NameKey(c.Param("login"))
-	before, err := s.DB().RemoveMember(ctx, me.Login, r.Name, who)
-	// Before the removal is acknowledged, no post of theirs that checked
-	// the room before it is still writing (live/fence).
-	s.Fence(ctx, r.Name, live.Invalidation{Rooms: []string{r.Name}, Users: []string{who}})
-	if err != nil {
+	if err := s.app.RemoveMember(c.Request().Context(), handlers.MustUser(c), r, chat.NameKey(c.Param("login"))); err != nil {
 		return err
-	}
-	s.EndStreams(ctx, live.StreamEnd{Login: who, Room: r.Name})
-	if after, _, err := s.Room(ctx, r.Name); err == nil {
-		gone := before.Participants[who]
-		s.Announce(ctx, after, gone, me.Name()+" removed "+gone.Name())
 	}
 	return handlers.Redirect(c, membersURL(r.Name))
 }
@@ -234,10 +209,7 @@ func (s routes) setRoomKind(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	ctx := c.Request().Context()
-	_, err = s.DB().SetRoomKind(ctx, handlers.MustUser(c).Login, r.Name, c.FormValue("kind"))
-	s.Invalidate(ctx, live.Invalidation{Rooms: []string{r.Name}})
-	if err != nil {
+	if err := s.app.SetRoomKind(c.Request().Context(), handlers.MustUser(c).Login, r, c.FormValue("kind")); err != nil {
 		var v chat.ValidationError
 		if errors.As(err, &v) {
 			return echo.NewHTTPError(http.StatusUnprocessableEntity, "A room is open or closed.")
@@ -254,10 +226,7 @@ func (s routes) setBanner(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	ctx := c.Request().Context()
-	_, err = s.DB().SetBanner(ctx, handlers.MustUser(c).Login, r.Name, c.FormValue("banner"))
-	s.Invalidate(ctx, live.Invalidation{Rooms: []string{r.Name}})
-	if err != nil {
+	if err := s.app.SetBanner(c.Request().Context(), handlers.MustUser(c).Login, r, c.FormValue("banner")); err != nil {
 		var v chat.ValidationError
 		if errors.As(err, &v) {
 			return echo.NewHTTPError(http.StatusUnprocessableEntity, "The banner: "+v["banner"])
@@ -374,22 +343,16 @@ func (s routes) renderInvite(c echo.Context, r chat.Room, problem string) error 
 
 // useInvite joins the link's room (POST /invites/:token).
 func (s routes) useInvite(c echo.Context) error {
-	ctx := c.Request().Context()
-	me := handlers.MustUser(c)
 	_, before, _, err := s.invitation(c)
 	if err != nil {
 		return err
 	}
-	r, err := s.DB().JoinByInvite(ctx, me, c.Param("token"))
-	s.Invalidate(ctx, live.Invalidation{Rooms: []string{before.Name}, Users: []string{me.Login}})
+	r, err := s.app.JoinByInvite(c.Request().Context(), handlers.MustUser(c), c.Param("token"), before)
 	if problem := inviteProblem(err); problem != "" {
 		return s.renderInvite(c, before, problem)
 	}
 	if err != nil {
 		return err
-	}
-	if !before.HasParticipant(me.Login) {
-		s.Welcome(ctx, r, me, me.Name()+" joins the room")
 	}
 	return handlers.Redirect(c, handlers.RoomURL(r.Name)+"#latest")
 }

@@ -14,7 +14,7 @@ import (
 	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/handlers"
 	"github.com/killrchat/killrchat/views"
-	"github.com/killrchat/killrchat/web"
+	"github.com/killrchat/killrchat/web/limit"
 )
 
 const (
@@ -116,7 +116,7 @@ func (s routes) search(c echo.Context) error {
 	status := http.StatusOK
 	if raw != "" {
 		if ok, wait := s.SearchRate().Allow(me.Login); !ok {
-			return web.TooMany(c, wait, "searching")
+			return limit.TooMany(c, wait, "searching")
 		}
 		if err := s.searchResults(c, me.Login, raw, &v); err != nil {
 			var ve chat.ValidationError

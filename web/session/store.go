@@ -1,13 +1,13 @@
-// This file owns the gorilla/sessions Store backed by Cassandra: the cookie
-// holds only a signed random id; the values live in the sessions table, in a
-// row with a TTL, so any instance can serve any session and logout revokes.
-package web
+// This file owns the gorilla/sessions Store: the cookie holds only a
+// signed random id; the values live in storage (Cassandra's sessions
+// table), in a row with a TTL, so any instance can serve any session and
+// logout revokes.
+
+package session
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
-	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -19,7 +19,7 @@ import (
 	"github.com/gorilla/sessions"
 
 	"github.com/killrchat/killrchat/chat"
-	"github.com/killrchat/killrchat/store"
+	"github.com/killrchat/killrchat/web"
 )
 
 const (
@@ -32,29 +32,47 @@ const (
 	refreshAfter = 10 * time.Minute
 )
 
-// SessionStore implements sessions.Store on the Cassandra sessions table.
-type SessionStore struct {
-	db    *store.Store
+// Sessions is what the session store needs of storage: one row per
+// session id, which expires by itself. *store.Store implements it on
+// Cassandra; sessiontest.Run is the contract both it and the in-memory
+// sessiontest.Memory pass.
+type Sessions interface {
+	// Session returns the row of id, or an error wrapping chat.ErrNotFound
+	// if it never existed, expired or was deleted, or chat.ErrUnavailable
+	// if storage did not answer.
+	Session(ctx context.Context, id string) (chat.SessionRow, error)
+	// SaveSession writes (or rewrites) the row of id, to expire after
+	// maxAge, counted in whole seconds: less than a second is
+	// chat.ErrInvalid.
+	SaveSession(ctx context.Context, id string, row chat.SessionRow, maxAge time.Duration) error
+	// DeleteSession removes the row of id, whose login is login ("" for a
+	// session nobody logged into); a missing row is no error.
+	DeleteSession(ctx context.Context, login, id string) error
+}
+
+// Store implements sessions.Store over Sessions.
+type Store struct {
+	db    Sessions
 	cache *sessionCache
 	// cookies remembers cookie values whose signature was verified, for
 	// as long as a session is cached: checking the HMAC and decoding the
 	// id is most of what a cached session costs.
-	cookies *RowCache[verifiedCookie]
+	cookies *web.RowCache[verifiedCookie]
 	codecs  []securecookie.Codec
 	// Options are the cookie options new sessions start with.
 	Options sessions.Options
 }
 
-// NewSessionStore signs session cookies with key (32 bytes or more). It
-// trusts a session it read for cacheTTL (negative or zero: no cache), and
-// keeps at most cacheSize of them.
-func NewSessionStore(db *store.Store, key []byte, secure bool, cacheTTL time.Duration, cacheSize int) *SessionStore {
+// NewStore signs session cookies with key (32 bytes or more). It trusts a
+// session it read for cacheTTL (negative or zero: no cache), and keeps at
+// most cacheSize of them.
+func NewStore(db Sessions, key []byte, secure bool, cacheTTL time.Duration, cacheSize int) *Store {
 	codec := securecookie.New(key, nil)
 	codec.MaxAge(int(RememberFor / time.Second))
-	return &SessionStore{
+	return &Store{
 		db:      db,
 		cache:   newSessionCache(cacheTTL, cacheSize),
-		cookies: NewRowCache[verifiedCookie](cacheTTL, cacheSize),
+		cookies: web.NewRowCache[verifiedCookie](cacheTTL, cacheSize),
 		codecs:  []securecookie.Codec{codec},
 		Options: sessions.Options{
 			Path: "/", HttpOnly: true, Secure: secure, SameSite: http.SameSiteLaxMode,
@@ -63,13 +81,13 @@ func NewSessionStore(db *store.Store, key []byte, secure bool, cacheTTL time.Dur
 }
 
 // verifiedCookie is a session cookie's id, its signature checked, and the
-// id's digest (see SessionDigest).
+// id's digest (see Digest).
 type verifiedCookie struct {
 	id, digest string
 }
 
 // Get returns the session cached for this request, loading it once.
-func (s *SessionStore) Get(r *http.Request, name string) (*sessions.Session, error) {
+func (s *Store) Get(r *http.Request, name string) (*sessions.Session, error) {
 	return sessions.GetRegistry(r).Get(s, name)
 }
 
@@ -77,7 +95,7 @@ func (s *SessionStore) Get(r *http.Request, name string) (*sessions.Session, err
 // expired or revoked cookie yields a new empty session and no error; a
 // database failure yields the new session and an error wrapping
 // chat.ErrUnavailable.
-func (s *SessionStore) New(r *http.Request, name string) (*sessions.Session, error) {
+func (s *Store) New(r *http.Request, name string) (*sessions.Session, error) {
 	sess := sessions.NewSession(s, name)
 	opts := s.Options
 	sess.Options = &opts
@@ -91,7 +109,7 @@ func (s *SessionStore) New(r *http.Request, name string) (*sessions.Session, err
 		if err := securecookie.DecodeMulti(name, c.Value, &id, s.codecs...); err != nil {
 			return verifiedCookie{}, err
 		}
-		return verifiedCookie{id: id, digest: SessionDigest(id)}, nil
+		return verifiedCookie{id: id, digest: Digest(id)}, nil
 	})
 	if err != nil {
 		return sess, nil
@@ -122,7 +140,7 @@ func (s *SessionStore) New(r *http.Request, name string) (*sessions.Session, err
 
 // Save writes the session row with a TTL equal to its lifetime and sets the
 // cookie; a negative MaxAge deletes the row and the cookie.
-func (s *SessionStore) Save(r *http.Request, w http.ResponseWriter, sess *sessions.Session) error {
+func (s *Store) Save(r *http.Request, w http.ResponseWriter, sess *sessions.Session) error {
 	if sess.Options.MaxAge < 0 {
 		if sess.ID != "" {
 			login, _ := sess.Values[KeyLogin].(string)
@@ -131,13 +149,13 @@ func (s *SessionStore) Save(r *http.Request, w http.ResponseWriter, sess *sessio
 			}
 			// This instance forgets it now; the others through the hub
 			// (logout ends the session's streams, which says so).
-			s.cache.forget(login, "", []string{SessionDigest(sess.ID)}, "")
+			s.cache.forget(login, "", []string{Digest(sess.ID)}, "")
 		}
 		http.SetCookie(w, sessions.NewCookie(sess.Name(), "", sess.Options))
 		return nil
 	}
 	if sess.ID == "" {
-		id, err := RandomToken(32)
+		id, err := web.RandomToken(32)
 		if err != nil {
 			return err
 		}
@@ -156,16 +174,16 @@ func (s *SessionStore) Save(r *http.Request, w http.ResponseWriter, sess *sessio
 	if err != nil {
 		return err
 	}
-	if err := s.db.SaveSession(r.Context(), sess.ID, store.SessionRow{Login: v.Login, Data: data}, life); err != nil {
+	if err := s.db.SaveSession(r.Context(), sess.ID, chat.SessionRow{Login: v.Login, Data: data}, life); err != nil {
 		return err
 	}
-	s.cache.put(SessionDigest(sess.ID), v)
+	s.cache.put(Digest(sess.ID), v)
 	encoded, err := securecookie.EncodeMulti(sess.Name(), sess.ID, s.codecs...)
 	if err != nil {
 		return fmt.Errorf("session: sign cookie: %w", err)
 	}
 	opts := *sess.Options
-	opts.Secure = opts.Secure || SecureCookie(r)
+	opts.Secure = opts.Secure || web.SecureCookie(r)
 	http.SetCookie(w, sessions.NewCookie(sess.Name(), encoded, &opts))
 	return nil
 }
@@ -220,18 +238,9 @@ func Stale(sess *sessions.Session) bool {
 	return time.Since(time.Unix(saved, 0)) > refreshAfter
 }
 
-// RandomToken is n random bytes, base64url-encoded.
-func RandomToken(n int) (string, error) {
-	b := make([]byte, n)
-	if _, err := rand.Read(b); err != nil {
-		return "", fmt.Errorf("random token: %w", err)
-	}
-	return base64.RawURLEncoding.EncodeToString(b), nil
-}
-
 // IDFromCookie returns the session id inside a signed cookie value of
 // the cookie name; tests use it to look at the stored row.
-func (s *SessionStore) IDFromCookie(name, value string) (string, error) {
+func (s *Store) IDFromCookie(name, value string) (string, error) {
 	var id string
 	err := securecookie.DecodeMulti(name, value, &id, s.codecs...)
 	return id, err
@@ -240,46 +249,30 @@ func (s *SessionStore) IDFromCookie(name, value string) (string, error) {
 // Forget removes, on this instance, the cached sessions of login that a
 // stream end names (see sessionCache.forget); the hub calls it for every
 // instance's ends.
-func (s *SessionStore) Forget(login, room string, digests []string, except string) {
+func (s *Store) Forget(login, room string, digests []string, except string) {
 	s.cache.forget(login, room, digests, except)
 }
 
 // Reset drops every cached session: events may have been missed.
-func (s *SessionStore) Reset() { s.cache.reset() }
+func (s *Store) Reset() { s.cache.reset() }
 
 // Session value keys, and the session cookie's name.
 const (
-	SessionCookie = "killrchat_session"
-	KeyLogin      = "login"
-	KeyFirstname  = "firstname"
-	KeyLastname   = "lastname"
-	KeyRemember   = "remember"
-	KeySaved      = "saved"
+	CookieName   = "killrchat_session"
+	KeyLogin     = "login"
+	KeyFirstname = "firstname"
+	KeyLastname  = "lastname"
+	KeyRemember  = "remember"
+	KeySaved     = "saved"
 )
 
-// SessionDigest is how a session is named in the hub and on the broker
+// Digest is how a session is named in the hub and on the broker
 // (stream ends, the session cache): a digest, since the session id itself
 // is the key to the session and must not travel.
-func SessionDigest(id string) string {
+func Digest(id string) string {
 	if id == "" {
 		return ""
 	}
 	sum := sha256.Sum256([]byte("killrchat stream session\x00" + id))
 	return hex.EncodeToString(sum[:16])
-}
-
-// secureKey marks, in a request's context, a request that came over TLS.
-type secureKey struct{}
-
-// MarkSecure returns r marked as having come over TLS (directly or from a
-// trusted proxy), so cookies set for it are Secure.
-func MarkSecure(r *http.Request) *http.Request {
-	return r.WithContext(context.WithValue(r.Context(), secureKey{}, true))
-}
-
-// SecureCookie says whether cookies set for r must be Secure: r came over
-// TLS, or MarkSecure marked it.
-func SecureCookie(r *http.Request) bool {
-	secure, _ := r.Context().Value(secureKey{}).(bool)
-	return secure || r.TLS != nil
 }

@@ -2,7 +2,8 @@
 // buckets keyed by login (or client IP), kept in this instance's memory. A
 // cluster of N instances therefore allows up to N times each rate; the
 // limits are there to stop one client from flooding, not to meter fairly.
-package web
+
+package limit
 
 import (
 	"fmt"
@@ -22,8 +23,8 @@ type Rate struct {
 	Per   time.Duration
 }
 
-// Limits are the per-user write limits; a zero Rate takes its default.
-type Limits struct {
+// Writes are the per-user write limits; a zero Rate takes its default.
+type Writes struct {
 	// Messages limits posts (default: 20 at once, then 5 a second).
 	Messages Rate
 	// Rooms limits room creation (default: 10 an hour).
@@ -43,7 +44,7 @@ type Limits struct {
 }
 
 // WithDefaults fills each zero Rate with its default.
-func (l Limits) WithDefaults() Limits {
+func (l Writes) WithDefaults() Writes {
 	def := func(r *Rate, burst int, per time.Duration) {
 		if r.Burst <= 0 {
 			r.Burst = burst
@@ -60,27 +61,29 @@ func (l Limits) WithDefaults() Limits {
 	return l
 }
 
-// KeyedLimiter is one token bucket per key. Buckets that have refilled
+// Keyed is one token bucket per key. Buckets that have refilled
 // completely are forgotten, so memory follows the number of active keys.
-type KeyedLimiter struct {
+type Keyed struct {
 	rate    Rate
 	mu      sync.Mutex
 	buckets map[string]*rate.Limiter
 	swept   time.Time
+	now     func() time.Time
 }
 
-func NewKeyedLimiter(r Rate) *KeyedLimiter {
-	return &KeyedLimiter{rate: r, buckets: map[string]*rate.Limiter{}, swept: time.Now()}
+// NewKeyed gives every key a bucket of r.
+func NewKeyed(r Rate) *Keyed {
+	return &Keyed{rate: r, buckets: map[string]*rate.Limiter{}, swept: time.Now(), now: time.Now}
 }
 
-// allow takes one token for key. If none is left it takes nothing and
+// Allow takes one token for key. If none is left it takes nothing and
 // says how long until one is.
-func (l *KeyedLimiter) Allow(key string) (bool, time.Duration) { return l.AllowN(key, 1) }
+func (l *Keyed) Allow(key string) (bool, time.Duration) { return l.AllowN(key, 1) }
 
-// allowN takes n tokens for key, or none and says how long until n are
+// AllowN takes n tokens for key, or none and says how long until n are
 // there (a very long time if n is more than the burst).
-func (l *KeyedLimiter) AllowN(key string, n int) (bool, time.Duration) {
-	now := time.Now()
+func (l *Keyed) AllowN(key string, n int) (bool, time.Duration) {
+	now := l.now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.sweep(now)
@@ -101,7 +104,7 @@ func (l *KeyedLimiter) AllowN(key string, n int) (bool, time.Duration) {
 }
 
 // sweep drops full buckets, at most once per refill period of a bucket.
-func (l *KeyedLimiter) sweep(now time.Time) {
+func (l *Keyed) sweep(now time.Time) {
 	full := time.Duration(l.rate.Burst) * l.rate.Per
 	if now.Sub(l.swept) < max(full, time.Minute) {
 		return
@@ -114,9 +117,9 @@ func (l *KeyedLimiter) sweep(now time.Time) {
 	}
 }
 
-// LimitBy is middleware that takes a token of l for the request's key
-// before the handler runs, so a refused request stores nothing.
-func LimitBy(l *KeyedLimiter, what string, key func(echo.Context) string) echo.MiddlewareFunc {
+// By is middleware that takes a token of l for the request's key before
+// the handler runs, so a refused request stores nothing.
+func By(l *Keyed, what string, key func(echo.Context) string) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			if ok, wait := l.Allow(key(c)); !ok {
@@ -148,16 +151,49 @@ func seconds(n int) string {
 	}
 }
 
-// DefaultUploadBytesPerHour is the default of Limits.UploadBytes.
+// DefaultUploadBytesPerHour is the default of Writes.UploadBytes.
 const DefaultUploadBytesPerHour = 500 << 20
 
 // Unlimited lifts the per-user write limits, for load tests and test
 // suites that write far faster than any person.
-var Unlimited = Limits{
+var Unlimited = Writes{
 	Messages:   Rate{Burst: 1 << 30, Per: time.Nanosecond},
 	Rooms:      Rate{Burst: 1 << 30, Per: time.Nanosecond},
 	Membership: Rate{Burst: 1 << 30, Per: time.Nanosecond},
 	// A terabyte at once, so load tests never wait on it.
 	UploadBytes: Rate{Burst: 1 << 40, Per: time.Nanosecond},
 	Searches:    Rate{Burst: 1 << 30, Per: time.Nanosecond},
+}
+
+// UserCounts caps what one person has under way on this instance at
+// once (uploads).
+type UserCounts struct {
+	mu     sync.Mutex
+	max    int
+	byUser map[string]int
+}
+
+// NewUserCounts allows max at once per person.
+func NewUserCounts(max int) *UserCounts {
+	return &UserCounts{max: max, byUser: map[string]int{}}
+}
+
+// Take counts one more upload of login, or answers false at the cap.
+func (u *UserCounts) Take(login string) bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.byUser[login] >= u.max {
+		return false
+	}
+	u.byUser[login]++
+	return true
+}
+
+// Give ends one upload of login.
+func (u *UserCounts) Give(login string) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.byUser[login]--; u.byUser[login] <= 0 {
+		delete(u.byUser, login)
+	}
 }

@@ -4,7 +4,8 @@
 // remove it on every instance through the hub (the same stream-end event
 // that closes the session's live streams), and the whole cache is dropped
 // when the broker reconnects, since events may have been missed meanwhile.
-package web
+
+package session
 
 import (
 	"container/list"
@@ -14,11 +15,11 @@ import (
 
 // Defaults of the session cache.
 const (
-	DefaultSessionCacheTTL  = 10 * time.Second
-	DefaultSessionCacheSize = 100_000
+	DefaultCacheTTL  = 10 * time.Second
+	DefaultCacheSize = 100_000
 )
 
-// sessionCache maps a session's digest (SessionDigest of its id, as the hub
+// sessionCache maps a session's digest (Digest of its id, as the hub
 // events name sessions) to its values, least recently used first out.
 type sessionCache struct {
 	mu      sync.Mutex

@@ -2,7 +2,8 @@
 // Cassandra statement latency, open live-stream connections and open
 // HTTP connections. Every label takes a bounded set of values, so no
 // request can grow the registry.
-package web
+
+package metrics
 
 import (
 	"errors"
@@ -20,8 +21,8 @@ import (
 	"github.com/killrchat/killrchat/store"
 )
 
-// Metrics is the application's Prometheus registry.
-type Metrics struct {
+// Registry is the application's Prometheus registry.
+type Registry struct {
 	registry *prometheus.Registry
 	requests *prometheus.HistogramVec
 	queries  *prometheus.HistogramVec
@@ -43,9 +44,9 @@ type Metrics struct {
 	labels           sync.Map // statement -> its short label
 }
 
-// NewMetrics creates the registry with Go and process collectors.
-func NewMetrics() *Metrics {
-	m := &Metrics{
+// New creates the registry with Go and process collectors.
+func New() *Registry {
+	m := &Registry{
 		registry: prometheus.NewRegistry(),
 		requests: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "killrchat_http_request_duration_seconds", Help: "HTTP request latency by route.",
@@ -83,27 +84,33 @@ func NewMetrics() *Metrics {
 	return m
 }
 
+// ChunkCounter is what WatchStore reads of the store (a *store.Store).
+type ChunkCounter interface {
+	// ChunkReads is how many attachment chunks were read so far.
+	ChunkReads() int64
+}
+
 // WatchStore exports the store's counters: the attachment chunks read.
 // A registry watches one store; a second call is a no-op.
-func (m *Metrics) WatchStore(db *store.Store) {
+func (m *Registry) WatchStore(db ChunkCounter) {
 	_ = m.registry.Register(prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Name: "killrchat_attachment_chunk_reads_total", Help: "Attachment chunks (1000 KB each) read from Cassandra, by downloads and preview decodes.",
 	}, func() float64 { return float64(db.ChunkReads()) }))
 }
 
 // CountUpload counts one upload by its result, and the bytes stored.
-func (m *Metrics) CountUpload(result string, bytes int64) {
+func (m *Registry) CountUpload(result string, bytes int64) {
 	m.uploads.WithLabelValues(result).Inc()
 	m.uploadBytes.Add(float64(bytes))
 }
 
 // ObserveQuery records one Cassandra statement; the store calls it.
-func (m *Metrics) ObserveQuery(q store.ObservedQuery) {
+func (m *Registry) ObserveQuery(q store.ObservedQuery) {
 	m.queries.WithLabelValues(m.label(q.Statement), strconv.FormatBool(q.Err != nil)).Observe(q.Duration.Seconds())
 }
 
 // label shortens a statement to "VERB table[ LWT]", cached per statement.
-func (m *Metrics) label(stmt string) string {
+func (m *Registry) label(stmt string) string {
 	if l, ok := m.labels.Load(stmt); ok {
 		return l.(string)
 	}
@@ -125,8 +132,17 @@ func (m *Metrics) label(stmt string) string {
 	return label
 }
 
+// ConnCounter is what WatchConns reads of the connection cap (a
+// *server.ConnLimiter).
+type ConnCounter interface {
+	// Open is the number of open connections.
+	Open() int
+	// Evicted is how many idle connections were closed to make room.
+	Evicted() int64
+}
+
 // WatchConns exports the connection cap's open and evicted connections.
-func (m *Metrics) WatchConns(l *ConnLimiter) {
+func (m *Registry) WatchConns(l ConnCounter) {
 	m.registry.MustRegister(
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "killrchat_http_connections", Help: "Open HTTP connections (capped by --max-conns).",
@@ -138,7 +154,7 @@ func (m *Metrics) WatchConns(l *ConnLimiter) {
 
 // Measure is middleware that records each request's latency by method,
 // route and status; status says what status an error ends a request with.
-func (m *Metrics) Measure(status func(echo.Context, error) int) echo.MiddlewareFunc {
+func (m *Registry) Measure(status func(echo.Context, error) int) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			start := time.Now()
@@ -182,6 +198,6 @@ func routeLabel(c echo.Context, err error) string {
 }
 
 // Handler serves the registry in Prometheus' text format.
-func (m *Metrics) Handler() http.Handler {
+func (m *Registry) Handler() http.Handler {
 	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{})
 }

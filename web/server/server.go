@@ -1,7 +1,8 @@
 // This file owns the HTTP server's connection limits: the read, write and
 // idle timeouts, and the cap on open connections that keeps the process
 // below its file-descriptor limit.
-package web
+
+package server
 
 import (
 	"container/list"
@@ -15,15 +16,15 @@ import (
 	"github.com/labstack/echo/v4"
 )
 
-// HTTPLimits bound what one connection may hold on to.
-type HTTPLimits struct {
+// Limits bound what one connection may hold on to.
+type Limits struct {
 	// ReadHeaderTimeout bounds reading a request's headers.
 	ReadHeaderTimeout time.Duration
 	// ReadTimeout bounds reading a whole request, body included, so a
 	// body sent a byte at a time is cut off.
 	ReadTimeout time.Duration
 	// WriteTimeout bounds a request from the end of its headers to the
-	// end of its response. Live streams lift both deadlines (liftDeadlines).
+	// end of its response. Live streams lift both deadlines (LiftDeadlines).
 	WriteTimeout time.Duration
 	// IdleTimeout closes a keep-alive connection this long after its
 	// last response.
@@ -32,9 +33,9 @@ type HTTPLimits struct {
 	MaxConns int
 }
 
-// DefaultHTTPLimits are the limits used when no flag says otherwise.
-func DefaultHTTPLimits() HTTPLimits {
-	return HTTPLimits{
+// DefaultLimits are the limits used when no flag says otherwise.
+func DefaultLimits() Limits {
+	return Limits{
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       20 * time.Second,
 		WriteTimeout:      30 * time.Second,
@@ -55,10 +56,10 @@ func DefaultMaxConns() int {
 	return max(n-max(n/10, 100), 10)
 }
 
-// NewHTTPServer serves h on ln with lim's timeouts and connection cap.
-// The returned listener is the one to pass to Serve; it is a *ConnLimiter
+// New serves h on ln with lim's timeouts and connection cap. The
+// returned listener is the one to pass to Serve; it is a *ConnLimiter
 // when lim.MaxConns > 0.
-func NewHTTPServer(ln net.Listener, h http.Handler, lim HTTPLimits) (*http.Server, net.Listener) {
+func New(ln net.Listener, h http.Handler, lim Limits) (*http.Server, net.Listener) {
 	hs := &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: lim.ReadHeaderTimeout,
@@ -90,14 +91,18 @@ func LiftDeadlines(c echo.Context) {
 // the cap it makes room by closing the connection that has been idle the
 // longest (a keep-alive connection between requests, or one that has sent
 // nothing yet), so idle sockets cannot lock out new visitors; only when
-// every connection is busy with a request does it wait for one to end.
+// every connection is busy with a request does it wait, until one of
+// them ends its request (and is closed then) or closes.
 // Unlike netutil.LimitListener it never leaves a new visitor queued behind
 // idle connections until their idle timeout.
 type ConnLimiter struct {
 	net.Listener
-	slots   chan struct{} // one token per open connection
-	mu      sync.Mutex
-	idle    *list.List // of *limitedConn, longest idle first
+	slots chan struct{} // one token per open connection
+	mu    sync.Mutex
+	idle  *list.List // of *limitedConn, longest idle first
+	// nowIdle says a connection turned idle, to an Accept that waits
+	// for room: it can evict that one instead of waiting for its end.
+	nowIdle chan struct{}
 	done    chan struct{}
 	once    sync.Once
 	evicted atomic.Int64
@@ -106,7 +111,8 @@ type ConnLimiter struct {
 // LimitConns wraps ln. Set the server's ConnState to the limiter's, so it
 // knows which connections are idle.
 func LimitConns(ln net.Listener, max int) *ConnLimiter {
-	return &ConnLimiter{Listener: ln, slots: make(chan struct{}, max), idle: list.New(), done: make(chan struct{})}
+	return &ConnLimiter{Listener: ln, slots: make(chan struct{}, max), idle: list.New(),
+		nowIdle: make(chan struct{}, 1), done: make(chan struct{})}
 }
 
 // Open is the number of open connections.
@@ -121,15 +127,20 @@ func (l *ConnLimiter) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	select {
-	case l.slots <- struct{}{}:
-	default:
-		l.evictIdle()
+	for taken := false; !taken; {
 		select {
 		case l.slots <- struct{}{}:
-		case <-l.done:
-			c.Close()
-			return nil, net.ErrClosed
+			taken = true
+		default:
+			l.evictIdle()
+			select {
+			case l.slots <- struct{}{}:
+				taken = true
+			case <-l.nowIdle: // a busy connection finished its request
+			case <-l.done:
+				c.Close()
+				return nil, net.ErrClosed
+			}
 		}
 	}
 	lc := &limitedConn{Conn: c, l: l}
@@ -146,10 +157,12 @@ func (l *ConnLimiter) Close() error {
 // ConnState tracks which connections are idle; it is the http.Server's
 // ConnState hook.
 func (l *ConnLimiter) ConnState(c net.Conn, st http.ConnState) {
-	if tc, ok := c.(interface{ NetConn() net.Conn }); ok {
-		c = tc.NetConn() // a TLS listener wraps ours
-	}
+	// Ours first: a limitedConn has NetConn too, and unwrapping it would
+	// hide it, leaving every connection idle (and so evictable) for life.
 	lc, ok := c.(*limitedConn)
+	if tc, wraps := c.(interface{ NetConn() net.Conn }); !ok && wraps {
+		lc, ok = tc.NetConn().(*limitedConn) // a TLS listener wraps ours
+	}
 	if !ok {
 		return
 	}
@@ -165,6 +178,10 @@ func (l *ConnLimiter) setIdle(lc *limitedConn, idle bool) {
 	}
 	if idle && !lc.closed {
 		lc.elem = l.idle.PushBack(lc)
+		select {
+		case l.nowIdle <- struct{}{}:
+		default:
+		}
 	}
 }
 

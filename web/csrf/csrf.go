@@ -5,32 +5,34 @@
 // cookie planted by someone else cannot go with a token of their choosing.
 // Before login the session is the random id in the csrf cookie, which GET
 // requests set. A missing or wrong token is a 403 and changes nothing.
-package web
+
+package csrf
 
 import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
-	"mime"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/killrchat/killrchat/web"
 )
 
 const (
-	csrfCookie = "killrchat_csrf"
-	// CSRFField is the form field that carries the token.
-	CSRFField  = "_csrf"
-	csrfHeader = "X-CSRF-Token"
+	cookieName = "killrchat_csrf"
+	// Field is the form field that carries the token.
+	Field  = "_csrf"
+	header = "X-CSRF-Token"
 
 	ctxCSRF = "csrf"
 	// ctxCSRFSubject holds the session whose token a streamed multipart
-	// body must still show (see CSRF.Check).
+	// body must still show (see Guard.Check).
 	ctxCSRFSubject = "csrf-subject"
 )
 
-// CSRF checks and issues the tokens.
-type CSRF struct {
+// Guard checks and issues the tokens.
+type Guard struct {
 	// Key signs the tokens.
 	Key []byte
 	// Session is the request's session id, "" before login.
@@ -45,45 +47,45 @@ type CSRF struct {
 
 // Check is the middleware that requires the token on every
 // state-changing request and makes the request's token for its forms.
-func (x *CSRF) Check(next echo.HandlerFunc) echo.HandlerFunc {
+func (x *Guard) Check(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		subject := ""
 		if id := x.Session(c); id != "" {
 			subject = "session:" + id
-		} else if ck, err := c.Cookie(csrfCookie); err == nil && len(ck.Value) >= 32 {
+		} else if ck, err := c.Cookie(cookieName); err == nil && len(ck.Value) >= 32 {
 			subject = "visitor:" + ck.Value
 		}
 		req := c.Request()
 		switch req.Method {
 		case http.MethodGet, http.MethodHead, http.MethodOptions:
 			if subject == "" {
-				id, err := RandomToken(32)
+				id, err := web.RandomToken(32)
 				if err != nil {
 					return err
 				}
 				subject = "visitor:" + id
-				c.SetCookie(&http.Cookie{Name: csrfCookie, Value: id, Path: "/", HttpOnly: true,
+				c.SetCookie(&http.Cookie{Name: cookieName, Value: id, Path: "/", HttpOnly: true,
 					Secure: x.Secure(c), SameSite: http.SameSiteLaxMode})
 			}
 		default:
-			sent := req.Header.Get(csrfHeader)
-			if sent == "" && IsMultipart(req) {
+			sent := req.Header.Get(header)
+			if sent == "" && web.IsMultipart(req) {
 				// Parsing a multipart body here would read whole files
 				// into memory or temporary files. Only routes that read
 				// the body as a stream take it, and they check the
 				// _csrf part (sent first) with CheckStreamed before
 				// they store anything.
 				if subject == "" || !x.Streamed[c.Path()] {
-					return ErrCSRF
+					return ErrToken
 				}
 				c.Set(ctxCSRFSubject, subject)
 				break
 			}
 			if sent == "" {
-				sent = req.PostFormValue(CSRFField)
+				sent = req.PostFormValue(Field)
 			}
 			if !x.matches(subject, sent) {
-				return ErrCSRF
+				return ErrToken
 			}
 		}
 		c.Set(ctxCSRF, x.tokenFor(subject))
@@ -91,22 +93,23 @@ func (x *CSRF) Check(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// ErrCSRF is the answer to a request without its token.
-var ErrCSRF = echo.NewHTTPError(http.StatusForbidden,
+// ErrToken is the answer to a request without its token, or with a
+// wrong one.
+var ErrToken = echo.NewHTTPError(http.StatusForbidden,
 	"This form has expired or did not come from KillrChat. Reload the page and try again.")
 
 // matches reports whether sent is the token of subject.
-func (x *CSRF) matches(subject, sent string) bool {
+func (x *Guard) matches(subject, sent string) bool {
 	return subject != "" && hmac.Equal([]byte(sent), []byte(x.tokenFor(subject)))
 }
 
 // CheckStreamed checks the _csrf field that a streamed multipart form
 // sent in its body, for a request whose header carried no token; a
 // request whose header token Check accepted passes.
-func (x *CSRF) CheckStreamed(c echo.Context, sent string) error {
+func (x *Guard) CheckStreamed(c echo.Context, sent string) error {
 	subject, pending := c.Get(ctxCSRFSubject).(string)
 	if pending && !x.matches(subject, sent) {
-		return ErrCSRF
+		return ErrToken
 	}
 	return nil
 }
@@ -118,14 +121,8 @@ func NeedsStreamed(c echo.Context) bool {
 	return pending
 }
 
-// IsMultipart reports whether a request's body is multipart/form-data.
-func IsMultipart(r *http.Request) bool {
-	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	return mt == "multipart/form-data"
-}
-
 // tokenFor is the token of a session or visitor id.
-func (x *CSRF) tokenFor(subject string) string {
+func (x *Guard) tokenFor(subject string) string {
 	m := hmac.New(sha256.New, x.Key)
 	m.Write([]byte("killrchat csrf\x00" + subject))
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))

@@ -1,0 +1,40 @@
+// This file owns the changes of a person's account that other instances
+// must hear of: their profile, their picture, and their sessions ending
+// (logout, a password change, a replaced or expired session), whose live
+// streams stop on every instance.
+
+package service
+
+import (
+	"context"
+
+	"github.com/killrchat/killrchat/live"
+)
+
+// ChangeProfile sets login's email and bio; a malformed one is a
+// chat.ValidationError.
+func (s *Service) ChangeProfile(ctx context.Context, login, email, bio string) error {
+	err := s.Storage.UpdateProfile(ctx, login, email, bio)
+	s.Invalidate(ctx, live.Invalidation{Users: []string{login}})
+	return err
+}
+
+// AvatarChanged tells every instance that login's picture is now version
+// ("" for none).
+func (s *Service) AvatarChanged(ctx context.Context, login, version string) {
+	s.Invalidate(ctx, live.Invalidation{Avatars: map[string]string{login: version}, Users: []string{login}})
+}
+
+// EndOtherSessions ends every session of login but keep, and returns
+// the ids it ended; their streams end once the caller calls SessionsEnded
+// (after it has given the person a new session).
+func (s *Service) EndOtherSessions(ctx context.Context, login, keep string) ([]string, error) {
+	return s.Storage.EndOtherSessions(ctx, login, keep)
+}
+
+// SessionsEnded ends, on every instance, the live streams that login's
+// sessions ids opened: their sessions are gone (logged out, replaced,
+// expired), so a stream opened meanwhile is refused by its own check.
+func (s *Service) SessionsEnded(ctx context.Context, login string, ids []string) {
+	s.EndStreams(ctx, live.StreamEnd{Login: login, Sessions: ids})
+}

@@ -1,0 +1,152 @@
+// This file holds the Service and the interfaces it is built from.
+
+package service
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/killrchat/killrchat/chat"
+	"github.com/killrchat/killrchat/live"
+	"github.com/killrchat/killrchat/live/fence"
+)
+
+// Storage is what the use cases write, and read when a read decides a
+// write: Cassandra (store.Store), never a cache.
+type Storage interface {
+	DraftMessage(in chat.Place, author chat.UserRef, content string) (chat.Message, error)
+	DraftSystemMessage(in chat.Place, about chat.UserRef, text string) chat.Message
+	SaveMessage(ctx context.Context, in chat.Place, m chat.Message) error
+	SaveFencedMessage(ctx context.Context, in chat.Place, m chat.Message) error
+	ConfirmPost(ctx context.Context, r chat.Room, m chat.Message) error
+	Mentionable(ctx context.Context, in chat.Place, contents ...string) (chat.Conversation, error)
+	RecordDMMessage(ctx context.Context, d chat.DM, m chat.Message) error
+	RecordMentions(ctx context.Context, conv chat.Conversation, m chat.Message) error
+	MarkRead(ctx context.Context, login, conversation string, upTo chat.ID) error
+
+	CreateRoom(ctx context.Context, creator chat.UserRef, f chat.NewRoom) (chat.Room, error)
+	JoinRoom(ctx context.Context, user chat.UserRef, room string) (chat.Room, error)
+	LeaveRoom(ctx context.Context, user chat.UserRef, room string) error
+	DeleteRoomFenced(ctx context.Context, login, name string, fence func(ctx context.Context, room string) error) (chat.Room, error)
+	ForgetRoom(ctx context.Context, login, room string) (bool, error)
+	AddMember(ctx context.Context, actor string, room string, who chat.UserRef) (chat.Room, error)
+	MakeAdmin(ctx context.Context, actor, room, who string) (chat.Room, error)
+	RemoveMember(ctx context.Context, actor, room, who string) (chat.Room, error)
+	SetRoomKind(ctx context.Context, actor, room, kind string) (chat.Room, error)
+	SetBanner(ctx context.Context, actor, room, banner string) (chat.Room, error)
+	JoinByInvite(ctx context.Context, user chat.UserRef, token string) (chat.Room, error)
+
+	UpdateProfile(ctx context.Context, login, email, bio string) error
+	EndOtherSessions(ctx context.Context, login, keep string) ([]string, error)
+
+	Reads
+}
+
+// Reads are the reads the caches decorate (package service/cache): a
+// room's header, a person's standing in it, its participants, a person's
+// row, a DM. store.Store reads them from Cassandra; the cache serves them
+// from memory and drops an entry on every instance when the use case
+// that changed its row invalidates it through the bus.
+type Reads interface {
+	// Room is the header of the room named name (any case), with no one's
+	// standing; ErrNotFound if there is none.
+	Room(ctx context.Context, name string) (chat.Room, error)
+	// Standing is login's entry in r, nil if not a participant.
+	Standing(ctx context.Context, r chat.Room, login string) (*chat.UserRef, error)
+	// RoomMembers are r's participants by login after after, at most n.
+	RoomMembers(ctx context.Context, r chat.Room, after string, n int) ([]chat.UserRef, error)
+	// User is login's row; ErrNotFound if there is none.
+	User(ctx context.Context, login string) (chat.User, error)
+	// DM is the DM at address; ErrNotFound if it is malformed.
+	DM(ctx context.Context, address string) (chat.DM, error)
+	// RoomsNamed are the rooms of names (their keys); a name with no room
+	// is missing from the map.
+	RoomsNamed(ctx context.Context, names []string) (map[string]chat.Room, error)
+}
+
+// Bus is the live hub: events to every instance's pages, cache
+// invalidations, fences and ends of streams (live.Hub).
+type Bus interface {
+	Publish(ctx context.Context, ev live.Event) error
+	Invalidate(ctx context.Context, inv live.Invalidation) error
+	Fence(ctx context.Context, room string, inv live.Invalidation) error
+	EndStreams(ctx context.Context, end live.StreamEnd) error
+	Enter(room string) *fence.Pass
+}
+
+// Sequencer gives a conversation's messages their ids in order and
+// publishes each once those drafted before it are settled (live.Engine).
+type Sequencer interface {
+	Reserve(conversation string, draft func() (chat.Message, error)) (*live.Slot, error)
+	Finish(sl *live.Slot, ok bool)
+}
+
+// Renderer makes the HTML of live events, with the components pages use.
+type Renderer interface {
+	// Message is m as the live streams show it, its mentions of conv's
+	// members marked.
+	Message(ctx context.Context, conv chat.Conversation, m chat.Message) ([]byte, error)
+	// Event is ev's HTML when it carries none and its kind needs some (a
+	// message, a participant list); nil for the others.
+	Event(ctx context.Context, ev live.Event) ([]byte, error)
+}
+
+// Indexer queues a message for the search index, off the post's path.
+type Indexer interface {
+	Index(conv chat.Conversation, m chat.Message)
+}
+
+// Pusher hands a posted message to Web Push, which finds who is away and
+// wants it.
+type Pusher interface {
+	Posted(in chat.Place, conv chat.Conversation, m chat.Message)
+}
+
+// Deps are what a Service is built from. Push and the counters may be
+// nil.
+type Deps struct {
+	Storage Storage
+	// Rows are the cached reads (package service/cache) of what is
+	// shown, not decided: Storage if nil.
+	Rows      Reads
+	Bus       Bus
+	Sequencer Sequencer
+	Renderer  Renderer
+	Indexer   Indexer
+	Push      Pusher
+	Log       *slog.Logger
+	// ShownParticipants is how many participants a room's header lists:
+	// a change of them publishes that many.
+	ShownParticipants int
+	// SessionDigest turns a session id into the form streams know it by
+	// (an ended stream names its session so).
+	SessionDigest func(id string) string
+	// CountRoomPost counts a room post by how its check held ("fenced":
+	// no read; "read": read after its write); CountFenceTimeout a fence
+	// some instance did not answer in time.
+	CountRoomPost     func(how string)
+	CountFenceTimeout func()
+}
+
+// Service runs the use cases.
+type Service struct {
+	Deps
+	recent *recentPosts
+}
+
+// New returns the use cases over d.
+func New(d Deps) *Service {
+	if d.CountRoomPost == nil {
+		d.CountRoomPost = func(string) {}
+	}
+	if d.CountFenceTimeout == nil {
+		d.CountFenceTimeout = func() {}
+	}
+	if d.Rows == nil {
+		d.Rows = d.Storage
+	}
+	if d.SessionDigest == nil {
+		d.SessionDigest = func(id string) string { return id }
+	}
+	return &Service{Deps: d, recent: newRecentPosts(recentPostsMax, recentPostTTL, timeNow)}
+}
