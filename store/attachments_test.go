@@ -47,6 +47,7 @@ func conversationOf(members ...chat.User) chat.Conversation {
 }
 
 func TestAttachmentRoundTrip(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	ada := newUser(t, unique("ada"))
 	conv := conversationOf(ada)
@@ -324,6 +325,7 @@ func bombPNG(w, h uint32) []byte {
 var tinyWebP, _ = base64.StdEncoding.DecodeString("UklGRhoAAABXRUJQVlA4TA0AAAAvAAAAEAcQERGIiP4HAA==")
 
 func TestAttachmentPreviews(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	ada := newUser(t, unique("ada"))
 	conv := conversationOf(ada)
@@ -500,6 +502,7 @@ func png16(w, h int) []byte {
 // pixels alone) fit the process's decode budget; one that does not is
 // kept, without a preview, and decoded by no one.
 func TestPreviewDecodeBudget(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	// A decode is charged twice its decoded bytes.
 	st, err := db.AnotherWith(func(c *store.Config) { c.DecodeBudget = 9 << 20 })

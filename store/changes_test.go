@@ -45,6 +45,7 @@ func reactionsOn(t *testing.T, in chat.Place, m chat.Message) []chat.Reaction {
 // and exactly 50 reactions are stored: one row per person, no
 // read-modify-write for two of them to overwrite each other.
 func TestConcurrentReactions(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	author := newUser(t, unique("author"))
 	room, m := reactedRoom(t, author)
@@ -77,6 +78,7 @@ func TestConcurrentReactions(t *testing.T) {
 // the stored state is the last action: the one with the later change id,
 // whatever order the two writes reached Cassandra in.
 func TestReactionToggleRaces(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	author := newUser(t, unique("author"))
 	room, m := reactedRoom(t, author)

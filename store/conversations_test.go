@@ -41,6 +41,7 @@ func TestDMAddress(t *testing.T) {
 // time at the same moment land in one conversation, because its address
 // is made of their logins: there is nothing to create, so nothing to race.
 func TestFirstContactRace(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for round := 0; round < 100; round++ {
 		a, b := newUser(t, unique("fca")), newUser(t, unique("fcb"))
@@ -98,6 +99,7 @@ func TestFirstContactRace(t *testing.T) {
 // one person at once; the list has one entry per partner, newest first,
 // each showing its conversation's last message.
 func TestDMListUnderConcurrentSends(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	me := newUser(t, unique("inbox"))
 	const partners, each = 10, 50

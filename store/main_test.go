@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -63,4 +64,56 @@ func roundsOf(full, short int) int {
 		return short
 	}
 	return full
+}
+
+// Tests that share nothing with others call t.Parallel. Those that start
+// db.Recorder, move db's clock, sweep or list the whole keyspace, or take
+// the bcrypt slots stay serial: Go runs every serial test of the package
+// before the parallel ones, so the two never overlap.
+
+// raceWorkers is how many rounds of a race test run at once. Each round
+// has a room of its own, and each worker its own users where rounds share
+// them, so rounds stay as independent as when they ran one after another;
+// the time goes to waiting on Cassandra, which serves several at once.
+const raceWorkers = 4
+
+// inRounds runs round(worker, i) for every i in [0, rounds) over
+// raceWorkers goroutines; worker (0 to raceWorkers-1) picks what the
+// worker's rounds share. A round's error stops the handing out of rounds
+// and fails the test, naming the round, once the rounds under way have
+// ended: t.Fatal belongs to the test's own goroutine.
+func inRounds(t *testing.T, rounds int, round func(worker, i int) error) {
+	t.Helper()
+	var (
+		next   atomic.Int64
+		failed atomic.Bool
+		wg     sync.WaitGroup
+	)
+	errs := make([]error, raceWorkers)
+	for w := range raceWorkers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for !failed.Load() {
+				i := int(next.Add(1) - 1)
+				if i >= rounds {
+					return
+				}
+				if err := round(w, i); err != nil {
+					errs[w] = fmt.Errorf("round %d: %w", i, err)
+					failed.Store(true)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Error(err)
+		}
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
 }

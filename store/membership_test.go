@@ -3,8 +3,10 @@ package store_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,17 +17,27 @@ import (
 // closedRoom creates a closed room by creator with the others as members.
 func closedRoom(t *testing.T, creator chat.User, others ...chat.User) chat.Room {
 	t.Helper()
-	ctx := context.Background()
-	r, err := db.CreateRoom(ctx, creator.Ref(), chat.NewRoom{Name: unique("closed"), Kind: chat.KindClosed})
+	r, err := newClosedRoom(creator, others...)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return r
+}
+
+// newClosedRoom is closedRoom for a round of a race, which returns its
+// error rather than stop the test from another goroutine.
+func newClosedRoom(creator chat.User, others ...chat.User) (chat.Room, error) {
+	ctx := context.Background()
+	r, err := db.CreateRoom(ctx, creator.Ref(), chat.NewRoom{Name: unique("closed"), Kind: chat.KindClosed})
+	if err != nil {
+		return r, err
+	}
 	for _, o := range others {
 		if r, err = db.AddMember(ctx, creator.Login, r.Name, o.Ref()); err != nil {
-			t.Fatal(err)
+			return r, err
 		}
 	}
-	return r
+	return r, nil
 }
 
 func lists(t *testing.T, login, room string) bool {
@@ -183,17 +195,23 @@ func TestCreatorLeaves(t *testing.T) {
 // admin promoting a member: whatever the order, the room ends with
 // exactly one creator, who is a member, and the old creator is out.
 func TestCreatorLeavesRacingPromote(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
-	creator, admin, member := newUser(t, unique("own")), newUser(t, unique("adm")), newUser(t, unique("mem"))
+	creators, admins, members := newUsers(t, "own", raceWorkers), newUsers(t, "adm", raceWorkers), newUsers(t, "mem", raceWorkers)
 	rounds := 1000
 	if testing.Short() {
 		rounds = 50
 	}
-	heirs := map[string]int{}
-	for round := 0; round < rounds; round++ {
-		r := closedRoom(t, creator, admin, member)
+	var mu sync.Mutex
+	heirs := map[string]int{} // "admin" or "member": who became creator
+	inRounds(t, rounds, func(w, round int) error {
+		creator, admin, member := creators[w], admins[w], members[w]
+		r, err := newClosedRoom(creator, admin, member)
+		if err != nil {
+			return err
+		}
 		if _, err := db.MakeAdmin(ctx, creator.Login, r.Name, admin.Login); err != nil {
-			t.Fatal(err)
+			return err
 		}
 		var wg sync.WaitGroup
 		var leaveErr, promoteErr error
@@ -202,18 +220,25 @@ func TestCreatorLeavesRacingPromote(t *testing.T) {
 		go func() { defer wg.Done(); _, promoteErr = db.MakeAdmin(ctx, admin.Login, r.Name, member.Login) }()
 		wg.Wait()
 		if leaveErr != nil || promoteErr != nil {
-			t.Fatalf("round %d: leave %v, promote %v", round, leaveErr, promoteErr)
+			return fmt.Errorf("leave %v, promote %v", leaveErr, promoteErr)
 		}
 		got, err := db.RoomWithAll(ctx, r.Name)
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
 		if got.CreatorLogin == creator.Login || !got.HasParticipant(got.CreatorLogin) || got.Creator.Login != got.CreatorLogin ||
 			got.Members != len(got.Participants) {
-			t.Fatalf("round %d: creator %q (%q), participants %v, counted %d", round, got.CreatorLogin, got.Creator.Login, got.Participants, got.Members)
+			return fmt.Errorf("creator %q (%q), participants %v, counted %d", got.CreatorLogin, got.Creator.Login, got.Participants, got.Members)
 		}
-		heirs[got.CreatorLogin]++
-	}
+		heir := "member"
+		if got.CreatorLogin == admin.Login {
+			heir = "admin"
+		}
+		mu.Lock()
+		heirs[heir]++
+		mu.Unlock()
+		return nil
+	})
 	t.Logf("%d rounds: creators after the race %v", rounds, heirs)
 }
 
@@ -297,15 +322,23 @@ func TestInviteProblem(t *testing.T) {
 // TestInviteRace has 20 people race for a 5-use link, round after round:
 // exactly 5 join each time, and the others are told it is used up.
 func TestInviteRace(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
-	creator := newUser(t, unique("own"))
-	racers := newUsers(t, "racer", 20)
+	creators := newUsers(t, "own", raceWorkers)
+	racersOf := make([][]chat.User, raceWorkers)
+	for w := range racersOf {
+		racersOf[w] = newUsers(t, "racer", 20)
+	}
 	rounds := roundsOf(1000, 20)
-	for round := 0; round < rounds; round++ {
-		r := closedRoom(t, creator)
+	inRounds(t, rounds, func(w, round int) error {
+		creator, racers := creators[w], racersOf[w]
+		r, err := newClosedRoom(creator)
+		if err != nil {
+			return err
+		}
 		token, _, err := db.CreateInvite(ctx, creator.Ref(), r.Name, chat.NewInvite{MaxUses: 5})
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
 		var wg sync.WaitGroup
 		errs := make([]error, len(racers))
@@ -326,17 +359,18 @@ func TestInviteRace(t *testing.T) {
 			case err == nil:
 				joined++
 			case !errors.Is(err, chat.ErrInviteUsedUp):
-				t.Fatalf("round %d: racer %d: %v", round, i, err)
+				return fmt.Errorf("racer %d: %v", i, err)
 			}
 		}
 		got, err := db.RoomWithAll(ctx, r.Name)
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
 		if joined != 5 || len(got.Participants) != 6 || got.Members != 6 {
-			t.Fatalf("round %d: %d joins succeeded, %d participants, counted %d; want 5, 6 and 6", round, joined, len(got.Participants), got.Members)
+			return fmt.Errorf("%d joins succeeded, %d participants, counted %d; want 5, 6 and 6", joined, len(got.Participants), got.Members)
 		}
-	}
+		return nil
+	})
 }
 
 // TestRemoveRacingPost races an admin's removal of a member against the
@@ -345,15 +379,20 @@ func TestInviteRace(t *testing.T) {
 // the removal is acknowledged a post (still from the old read, as a stale
 // cache would have it) is refused and stores nothing.
 func TestRemoveRacingPost(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
-	creator, member := newUser(t, unique("own")), newUser(t, unique("mem"))
+	creators, members := newUsers(t, "own", raceWorkers), newUsers(t, "mem", raceWorkers)
 	rounds := 1000
 	if testing.Short() {
 		rounds = 50
 	}
-	kept := 0
-	for round := 0; round < rounds; round++ {
-		r := closedRoom(t, creator, member)
+	var kept atomic.Int64
+	inRounds(t, rounds, func(w, round int) error {
+		creator, member := creators[w], members[w]
+		r, err := newClosedRoom(creator, member)
+		if err != nil {
+			return err
+		}
 		var wg sync.WaitGroup
 		var postErr, removeErr error
 		wg.Add(2)
@@ -361,17 +400,17 @@ func TestRemoveRacingPost(t *testing.T) {
 		go func() { defer wg.Done(); _, removeErr = db.RemoveMember(ctx, creator.Login, r.Name, member.Login) }()
 		wg.Wait()
 		if removeErr != nil {
-			t.Fatalf("round %d: remove: %v", round, removeErr)
+			return fmt.Errorf("remove: %v", removeErr)
 		}
 		if postErr != nil && !errors.Is(postErr, chat.ErrNotParticipant) {
-			t.Fatalf("round %d: post: %v", round, postErr)
+			return fmt.Errorf("post: %v", postErr)
 		}
 		if _, err := db.PostMessage(ctx, r, member.Ref(), "late"); !errors.Is(err, chat.ErrNotParticipant) {
-			t.Fatalf("round %d: a post after the removal: %v", round, err)
+			return fmt.Errorf("a post after the removal: %v", err)
 		}
 		msgs, _, err := db.MessagesBefore(ctx, r, chat.ID{}, 10)
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
 		var stored []string
 		for _, m := range msgs {
@@ -381,13 +420,15 @@ func TestRemoveRacingPost(t *testing.T) {
 		}
 		want := 0
 		if postErr == nil {
-			want, kept = 1, kept+1
+			want = 1
+			kept.Add(1)
 		}
 		if len(stored) != want || (want == 1 && stored[0] != "racing") {
-			t.Fatalf("round %d: post said %v; the member's messages are %q", round, postErr, stored)
+			return fmt.Errorf("post said %v; the member's messages are %q", postErr, stored)
 		}
-	}
-	t.Logf("%d rounds: the racing post was kept %d times, taken back or refused %d times", rounds, kept, rounds-kept)
+		return nil
+	})
+	t.Logf("%d rounds: the racing post was kept %d times, taken back or refused %d times", rounds, kept.Load(), int64(rounds)-kept.Load())
 }
 
 // TestRevokeBeatsAJoinThatReadTheLinkBefore (issue 21): a join that read
@@ -423,18 +464,23 @@ func TestRevokeBeatsAJoinThatReadTheLinkBefore(t *testing.T) {
 // still is that count) equals its rows after joins, leaves, adds and
 // removals all at once.
 func TestMembersCountUnderRaces(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
-	creator := newUser(t, unique("cnt"))
-	people := newUsers(t, "cntp", 8)
+	creators := newUsers(t, "cnt", raceWorkers)
+	everyone := make([][]chat.User, raceWorkers)
+	for w := range everyone {
+		everyone[w] = newUsers(t, "cntp", 8)
+	}
 	rounds := roundsOf(50, 10)
-	for round := 0; round < rounds; round++ {
+	inRounds(t, rounds, func(w, round int) error {
+		creator, people := creators[w], everyone[w]
 		r, err := db.CreateRoom(ctx, creator.Ref(), chat.NewRoom{Name: unique("cntr")})
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
 		for _, p := range people[:4] {
 			if _, err := db.JoinRoom(ctx, p.Ref(), r.Name); err != nil {
-				t.Fatal(err)
+				return err
 			}
 		}
 		var wg sync.WaitGroup
@@ -461,15 +507,16 @@ func TestMembersCountUnderRaces(t *testing.T) {
 		wg.Wait()
 		for i, err := range errs {
 			if err != nil {
-				t.Fatalf("round %d: person %d: %v", round, i, err)
+				return fmt.Errorf("person %d: %v", i, err)
 			}
 		}
 		got, err := db.RoomWithAll(ctx, r.Name)
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
 		if got.Members != len(got.Participants) || got.Members != 7 {
-			t.Fatalf("round %d: counted %d, %d rows (%v); want 7", round, got.Members, len(got.Participants), got.Participants)
+			return fmt.Errorf("counted %d, %d rows (%v); want 7", got.Members, len(got.Participants), got.Participants)
 		}
-	}
+		return nil
+	})
 }

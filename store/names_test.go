@@ -64,6 +64,7 @@ func TestLoginCaseInsensitive(t *testing.T) {
 // TestCreateUserCaseRace: "Alice" and "alice" (and other cases) signing up
 // at once — exactly one account results, owned by the one winner.
 func TestCreateUserCaseRace(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for round := 0; round < 5; round++ {
 		base := unique("Racer")
@@ -169,6 +170,7 @@ func TestRoomNameCaseInsensitive(t *testing.T) {
 // TestCreateRoomCaseRace: "Lobby", "lobby" and "LOBBY" created at once by
 // different users — exactly one room results.
 func TestCreateRoomCaseRace(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	base := unique("Stage")
 	variants := []string{base, strings.ToLower(base), strings.ToUpper(base)}

@@ -15,6 +15,7 @@ import (
 )
 
 func TestCreateRoomRace(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	name := unique("race")
 	const n = 50
@@ -64,27 +65,29 @@ func TestCreateRoomRace(t *testing.T) {
 // after repair on read, and every join either failed (404) or was undone.
 func raceDelete(t *testing.T, action string, rounds int) {
 	ctx := context.Background()
-	creator := newUser(t, unique("owner"))
-	others := make([]chat.User, 3)
-	for i := range others {
-		others[i] = newUser(t, unique("racer"))
+	creators := newUsers(t, "owner", raceWorkers)
+	racers := make([][]chat.User, raceWorkers)
+	for w := range racers {
+		racers[w] = newUsers(t, "racer", 3)
 	}
 	sess, err := db.Session()
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer sess.Close()
+	var mu sync.Mutex
 	joinsApplied, joinsRefused := 0, 0
-	for round := 0; round < rounds; round++ {
+	inRounds(t, rounds, func(w, round int) error {
+		creator, others := creators[w], racers[w]
 		name := fmt.Sprintf("%s%d", action, round)
 		name = unique(name[:min(len(name), 20)])
 		if _, err := db.CreateRoom(ctx, creator.Ref(), chat.NewRoom{Name: name}); err != nil {
-			t.Fatal(err)
+			return err
 		}
 		if action == "leave" {
 			for _, o := range others {
 				if _, err := db.JoinRoom(ctx, o.Ref(), name); err != nil {
-					t.Fatal(err)
+					return err
 				}
 			}
 		}
@@ -119,54 +122,64 @@ func raceDelete(t *testing.T, action string, rounds int) {
 		close(start)
 		wg.Wait()
 		if delErr != nil {
-			t.Fatalf("round %d: delete: %v", round, delErr)
+			return fmt.Errorf("delete: %v", delErr)
 		}
+		applied, refused := 0, 0
 		for i, err := range results {
 			switch {
 			case err == nil:
-				joinsApplied++
+				applied++
 			case errors.Is(err, chat.ErrNotFound):
-				joinsRefused++
+				refused++
 			default:
-				t.Fatalf("round %d: %s by %s: %v", round, action, others[i].Login, err)
+				return fmt.Errorf("%s by %s: %v", action, others[i].Login, err)
 			}
 		}
+		mu.Lock()
+		joinsApplied, joinsRefused = joinsApplied+applied, joinsRefused+refused
+		mu.Unlock()
 		// No zombie: the row is gone entirely, not left without a creator.
 		var count int
 		if err := sess.Query(`SELECT COUNT(*) FROM rooms WHERE room_name = ?`, name).Scan(&count); err != nil {
-			t.Fatal(err)
+			return err
 		}
 		if count != 0 {
-			t.Fatalf("round %d: room %s still has a row after delete (zombie)", round, name)
+			return fmt.Errorf("room %s still has a row after delete (zombie)", name)
 		}
 		// Repair on read, then nobody lists the room.
 		for _, u := range append([]chat.User{creator}, others...) {
 			if _, err := db.MyRooms(ctx, u.Login); err != nil {
-				t.Fatal(err)
+				return err
 			}
 			got, err := db.User(ctx, u.Login)
 			if err != nil {
-				t.Fatal(err)
+				return err
 			}
 			for _, r := range got.ChatRooms {
 				if r == name {
-					t.Fatalf("round %d: %s still lists deleted room %s", round, u.Login, name)
+					return fmt.Errorf("%s still lists deleted room %s", u.Login, name)
 				}
 			}
 		}
-	}
+		return nil
+	})
 	t.Logf("%d rounds: %s applied %d times, refused (404) %d times", rounds, action, joinsApplied, joinsRefused)
 }
 
 // TestJoinRacingDelete: 1,000 rounds (issue 21's acceptance), 200 with -short.
 func TestJoinRacingDelete(t *testing.T) {
+	t.Parallel()
 	rounds := 1000
 	if testing.Short() {
 		rounds = 200
 	}
 	raceDelete(t, "join", rounds)
 }
-func TestLeaveRacingDelete(t *testing.T) { raceDelete(t, "leave", 200) }
+
+func TestLeaveRacingDelete(t *testing.T) {
+	t.Parallel()
+	raceDelete(t, "leave", 200)
+}
 
 func TestDeleteRoom(t *testing.T) {
 	ctx := context.Background()

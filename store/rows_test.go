@@ -98,6 +98,7 @@ func traceRows(t *testing.T, sess *gocql.Session, id []byte) int {
 // ORDER BY` statement read every row of 8 days to show 50), and the unread
 // mentions read only those after the oldest marker that has one unread.
 func TestReadsCostWhatTheyReturn(t *testing.T) {
+	t.Parallel()
 	const (
 		busy = 20_000
 		page = 50

@@ -48,6 +48,7 @@ func contents(ms []chat.Message) []string {
 }
 
 func TestSearchFindsTermsNewestFirst(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	ada, bob := newUser(t, unique("ada")), newUser(t, unique("bob"))
 	room, err := db.CreateRoom(ctx, ada.Ref(), chat.NewRoom{Name: unique("search")})
@@ -108,6 +109,7 @@ func TestSearchFindsTermsNewestFirst(t *testing.T) {
 // TestSearchChecksStoredMessage: the index can be behind an edit or a
 // delete; what is shown is the message as it is now.
 func TestSearchChecksStoredMessage(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	ada := newUser(t, unique("ada"))
 	room, err := db.CreateRoom(ctx, ada.Ref(), chat.NewRoom{Name: unique("edits")})
@@ -146,6 +148,7 @@ func TestSearchChecksStoredMessage(t *testing.T) {
 // TestSearchConcurrentPosts: 100 posts at once, each indexed, are all
 // found, 20 a page, newest first, each once.
 func TestSearchConcurrentPosts(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	ada := newUser(t, unique("ada"))
 	room, err := db.CreateRoom(ctx, ada.Ref(), chat.NewRoom{Name: unique("busy")})
@@ -192,6 +195,7 @@ func TestSearchConcurrentPosts(t *testing.T) {
 // messages, over two months, reads about what it returns, not the big
 // partition (the zig-zag join seeks the common term's partition).
 func TestSearchCostWithBigPartitions(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	ada := newUser(t, unique("ada"))
 	st, err := db.Another()
@@ -267,6 +271,7 @@ func TestSearchCostWithBigPartitions(t *testing.T) {
 // not one empty partition per conversation and month. A word in no
 // conversation reads no posting at all.
 func TestRareTermReadsOnlyWhereItIs(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	ada := newUser(t, unique("ada"))
 	st, err := db.Another()

@@ -1,7 +1,9 @@
 package store_test
 
 import (
+	"cmp"
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"sync"
 	"testing"
@@ -17,33 +19,50 @@ import (
 // newest id either tab marked (it never moved back), and B's unread count
 // is exactly A's messages newer than it: derived, so it cannot drift.
 func TestSendRacesMarkRead(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
-	a, b := newUser(t, unique("senda")), newUser(t, unique("readb"))
-	room, err := db.CreateRoom(ctx, a.Ref(), chat.NewRoom{Name: unique("unread")})
-	if err != nil {
-		t.Fatal(err)
+	// Each worker has its own A, B and room, and runs its share of the
+	// rounds one after another on them.
+	type pair struct {
+		a, b   chat.User
+		room   chat.Room
+		posted []chat.ID // A's messages, in order
+		marked chat.ID   // the newest id any tab marked
 	}
-	if room, err = joinAndRead(ctx, db.Store, b.Ref(), room.Name); err != nil {
-		t.Fatal(err)
+	pairs := make([]*pair, raceWorkers)
+	for w := range pairs {
+		a, b := newUser(t, unique("senda")), newUser(t, unique("readb"))
+		room, err := db.CreateRoom(ctx, a.Ref(), chat.NewRoom{Name: unique("unread")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if room, err = joinAndRead(ctx, db.Store, b.Ref(), room.Name); err != nil {
+			t.Fatal(err)
+		}
+		first, err := db.PostMessage(ctx, room, a.Ref(), "first")
+		if err != nil {
+			t.Fatal(err)
+		}
+		pairs[w] = &pair{a: a, b: b, room: room, posted: []chat.ID{first.ID}}
 	}
 	rounds := 1000
 	if testing.Short() {
 		rounds = 100
 	}
-	first, err := db.PostMessage(ctx, room, a.Ref(), "first")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var (
-		posted = []chat.ID{first.ID} // A's messages, in order
-		marked chat.ID               // the newest id any tab marked
-	)
 	jitter := func() { time.Sleep(time.Duration(rand.IntN(300)) * time.Microsecond) }
-	for round := 0; round < rounds; round++ {
+	inRounds(t, rounds, func(w, round int) error {
+		p := pairs[w]
+		a, b, room := p.a, p.b, p.room
 		var (
-			wg sync.WaitGroup
-			mu sync.Mutex
+			wg     sync.WaitGroup
+			mu     sync.Mutex
+			failed error
 		)
+		fail := func(err error) {
+			mu.Lock()
+			failed = cmp.Or(failed, err)
+			mu.Unlock()
+		}
 		wg.Add(3)
 		go func() {
 			defer wg.Done()
@@ -51,11 +70,11 @@ func TestSendRacesMarkRead(t *testing.T) {
 				jitter()
 				m, err := db.PostMessage(ctx, room, a.Ref(), "hello")
 				if err != nil {
-					t.Error(err)
+					fail(err)
 					return
 				}
 				mu.Lock()
-				posted = append(posted, m.ID)
+				p.posted = append(p.posted, m.ID)
 				mu.Unlock()
 			}
 		}()
@@ -66,48 +85,53 @@ func TestSendRacesMarkRead(t *testing.T) {
 				// A tab marks read up to the newest message it shows.
 				msgs, _, err := db.MessagesBefore(ctx, room, chat.ID{}, 1)
 				if err != nil || len(msgs) == 0 {
-					t.Error("read latest:", err)
+					fail(fmt.Errorf("read latest: %v", err))
 					return
 				}
 				jitter()
 				if err := db.MarkRead(ctx, b.Login, room.Name, msgs[0].ID); err != nil {
-					t.Error(err)
+					fail(err)
 					return
 				}
 				mu.Lock()
-				if msgs[0].ID.After(marked) {
-					marked = msgs[0].ID
+				if msgs[0].ID.After(p.marked) {
+					p.marked = msgs[0].ID
 				}
 				mu.Unlock()
 			}()
 		}
 		wg.Wait()
-		if t.Failed() {
-			t.FailNow()
+		if failed != nil {
+			return failed
 		}
 		markers, err := db.Markers(ctx, b.Login)
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
-		if markers[room.Name] != marked {
-			t.Fatalf("round %d: marker %v, want the newest marked %v (%v)", round, markers[room.Name].Time(), marked.Time(), marked)
+		if markers[room.Name] != p.marked {
+			return fmt.Errorf("marker %v, want the newest marked %v (%v)", markers[room.Name].Time(), p.marked.Time(), p.marked)
 		}
 		want := 0
-		for _, id := range posted {
-			if id.After(marked) {
+		for _, id := range p.posted {
+			if id.After(p.marked) {
 				want++
 			}
 		}
 		want = min(want, store.MaxUnread)
 		got, err := db.Unread(ctx, b.Login, map[string]time.Time{room.Name: room.CreatedAt})
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
 		if got[room.Name] != want {
-			t.Fatalf("round %d: B's unread %d, want %d", round, got[room.Name], want)
+			return fmt.Errorf("B's unread %d, want %d", got[room.Name], want)
 		}
+		return nil
+	})
+	messages := 0
+	for _, p := range pairs {
+		messages += len(p.posted)
 	}
-	t.Logf("%d rounds, %d messages by A", rounds, len(posted))
+	t.Logf("%d rounds, %d messages by A", rounds, messages)
 }
 
 // TestMarkerNeverMovesBack writes an older marker after a newer one.

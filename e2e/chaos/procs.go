@@ -201,14 +201,19 @@ type instance struct {
 	exited          chan struct{} // closed when cmd has exited
 }
 
-// apps builds the app and describes its two instances on the cluster.
-func apps(ctx context.Context, root, tmp, keyspace, natsURL string, hosts []string) ([]*instance, error) {
+// buildApp builds the app into tmp and returns the binary's path.
+func buildApp(ctx context.Context, root, tmp string) (string, error) {
 	bin := filepath.Join(tmp, "killrchat")
 	build := exec.CommandContext(ctx, "go", "build", "-o", bin, ".")
 	build.Dir = root
 	if out, err := build.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("go build: %w\n%s", err, out)
+		return "", fmt.Errorf("go build: %w\n%s", err, out)
 	}
+	return bin, nil
+}
+
+// apps describes the two instances of the app bin on the cluster.
+func apps(bin, tmp, keyspace, natsURL string, hosts []string) ([]*instance, error) {
 	key := make([]byte, 32)
 	_, _ = rand.Read(key)
 	var out []*instance

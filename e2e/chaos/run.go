@@ -73,6 +73,20 @@ func run(ctx context.Context, o options) (result, error) {
 	}
 	w := &world{o: o, cl: newCluster(root), run: strconv.FormatInt(time.Now().UnixNano()%1e9, 36),
 		signups: map[string][]string{}, rooms: map[string][]string{}, refused: map[string]int{}}
+	tmp, err := os.MkdirTemp("", "chaos")
+	if err != nil {
+		return result{}, err
+	}
+	// The build needs no cluster: it runs while the nodes boot.
+	type built struct {
+		bin string
+		err error
+	}
+	build := make(chan built, 1)
+	go func() {
+		bin, err := buildApp(ctx, root, tmp)
+		build <- built{bin, err}
+	}()
 	w.hosts = w.cl.hosts
 	if o.hosts != "" {
 		w.hosts = strings.Split(o.hosts, ",")
@@ -88,16 +102,17 @@ func run(ctx context.Context, o options) (result, error) {
 			}()
 		}
 	}
-	tmp, err := os.MkdirTemp("", "chaos")
-	if err != nil {
-		return result{}, err
-	}
 	w.keyspace = "chaos_" + w.run
 	if w.broker, err = startBroker(); err != nil {
 		return result{}, err
 	}
 	defer w.broker.kill()
-	if w.apps, err = apps(ctx, root, tmp, w.keyspace, w.broker.url(), w.hosts); err != nil {
+	b := <-build
+	if b.err != nil {
+		return result{}, b.err
+	}
+	logf(w, "app built")
+	if w.apps, err = apps(b.bin, tmp, w.keyspace, w.broker.url(), w.hosts); err != nil {
 		return result{}, err
 	}
 	defer func() {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -77,10 +78,26 @@ func Open(pkg string) (*DB, error) {
 	st := store.New(cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if err := st.Connect(ctx); err != nil {
+	if err := connect(ctx, st); err != nil {
 		return nil, fmt.Errorf("storetest: Cassandra at %v is required (run `make cassandra-start`): %w", cfg.Hosts, err)
 	}
 	return &DB{Store: st, Keyspace: cfg.Keyspace, Recorder: rec, cfg: cfg}, nil
+}
+
+// connect connects st, trying again while Cassandra is there but slow:
+// when make test starts several packages at once, each applying the whole
+// schema, a node serves their schema changes one at a time and one
+// package's CREATE KEYSPACE can wait longer than a statement's timeout.
+// Every step of the schema is safe to run again (IF NOT EXISTS, and the
+// migration lock); a node that does not answer at all fails at once.
+func connect(ctx context.Context, st *store.Store) error {
+	for {
+		err := st.Connect(ctx)
+		if err == nil || !errors.Is(err, gocql.ErrTimeoutNoResponse) || ctx.Err() != nil {
+			return err
+		}
+		fmt.Fprintln(os.Stderr, "storetest: Cassandra is slow to apply the schema; trying again:", err)
+	}
 }
 
 // Another returns a second store on the same keyspace, as another app
