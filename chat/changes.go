@@ -8,13 +8,18 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
 )
 
 const (
 	// MaxReactionText is the longest reaction, in characters: one emoji
 	// (which may be several code points) or a short word.
 	MaxReactionText = 16
-	// MaxReactions is how many distinct reactions a message shows.
+	// MaxReactions is how many distinct reactions a message takes (the
+	// store refuses more) and shows.
 	MaxReactions = 20
 	// ChangeRetention is how long the change log keeps a change (the
 	// table's TTL): a stream that resumes from further back reloads.
@@ -70,10 +75,18 @@ func CanDelete(m Message, login string, moderator bool) error {
 	return fmt.Errorf("store: delete %s by %q: %w", m.ID, login, ErrNotAuthor)
 }
 
-// CheckReaction cleans a reaction (edges trimmed) and returns it, or a
-// ValidationError unless it is one line of 1 to MaxReactionText visible
-// characters.
+// CheckReaction cleans a reaction and returns it, or a ValidationError
+// unless it is one line of 1 to MaxReactionText visible characters with
+// no control character. Cleaning makes reactions that look alike one
+// reaction: format characters (zero-width space, word joiner, bidi
+// controls, BOM) and other invisible ones are dropped, except a zero-width
+// joiner inside an emoji sequence (👩‍💻) and the tags of a flag (🏴 +
+// tags), then the text is put in NFC and its edges trimmed.
 func CheckReaction(text string) (string, error) {
+	if !utf8.ValidString(text) {
+		return "", ValidationError{"emoji": "Not valid text."}
+	}
+	text = norm.NFC.String(dropInvisible(text))
 	text, problem := cleanText(text, textRule{required: true, max: MaxReactionText, empty: "Pick a reaction."})
 	if problem == "" && strings.ContainsAny(text, "\t") {
 		problem = "Must be on one line."
@@ -82,6 +95,51 @@ func CheckReaction(text string) (string, error) {
 		return "", ValidationError{"emoji": problem}
 	}
 	return text, nil
+}
+
+// dropInvisible is text without the characters that show nothing but
+// would make a reaction differ from its look-alike: format characters
+// (Cf) and other default-ignorable code points, and variation selectors
+// that follow no symbol. It keeps what emoji need: a zero-width joiner
+// between two symbols (👩‍💻, 🏳️‍🌈: the one before may end in a variation
+// selector or a skin tone), a variation selector after a symbol, and the
+// tag characters that follow a black flag (subdivision flags).
+func dropInvisible(text string) string {
+	runes := []rune(text)
+	out := make([]rune, 0, len(runes))
+	for i, r := range runes {
+		var prev, next rune
+		if len(out) > 0 {
+			prev = out[len(out)-1]
+		}
+		if i+1 < len(runes) {
+			next = runes[i+1]
+		}
+		switch {
+		case r == '\u200D':
+			if emojiPart(prev) && unicode.Is(unicode.So, next) {
+				out = append(out, r)
+			}
+		case r >= '\U000E0020' && r <= '\U000E007F':
+			if prev == '\U0001F3F4' || (prev >= '\U000E0020' && prev <= '\U000E007E') {
+				out = append(out, r)
+			}
+		case unicode.Is(unicode.Variation_Selector, r):
+			if unicode.Is(unicode.So, prev) || (prev >= '0' && prev <= '9') || prev == '#' || prev == '*' {
+				out = append(out, r)
+			}
+		case unicode.Is(unicode.Cf, r), unicode.Is(unicode.Other_Default_Ignorable_Code_Point, r):
+		default:
+			out = append(out, r)
+		}
+	}
+	return string(out)
+}
+
+// emojiPart reports whether r may end an emoji that a zero-width joiner
+// continues: a symbol, a variation selector or a skin tone.
+func emojiPart(r rune) bool {
+	return unicode.Is(unicode.So, r) || unicode.Is(unicode.Variation_Selector, r) || (r >= '\U0001F3FB' && r <= '\U0001F3FF')
 }
 
 // ReactionGroup is the people who reacted to a message with one emoji.

@@ -38,6 +38,19 @@ var (
 	ErrTooLarge = errors.New("the file is too large")
 )
 
+// ErrMalformed is what no browser's form sends (bytes that are not
+// UTF-8, a NUL in a file name): the handlers answer 400 with its sentence.
+var ErrMalformed = errors.New("malformed request")
+
+// MalformedError is a sentence for a malformed request; errors.Is(err,
+// ErrMalformed) holds for it.
+type MalformedError string
+
+func (e MalformedError) Error() string { return string(e) }
+
+// Is makes errors.Is(err, ErrMalformed) true.
+func (e MalformedError) Is(target error) bool { return target == ErrMalformed }
+
 // ValidationError lists what is wrong with a form, field by field.
 // errors.Is(err, ErrInvalid) holds for it.
 type ValidationError map[string]string

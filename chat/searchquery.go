@@ -6,11 +6,22 @@ package chat
 import (
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // minPrefix is the shortest prefix a query may end with "*": shorter ones
 // expand to too many words.
 const minPrefix = 3
+
+// A search's statements grow with its terms (each reads its places and
+// postings in every month searched), so a query is bounded: only its
+// first MaxSearchQuery characters are read, and only its first
+// MaxSearchTerms terms and prefixes searched; the rest is ignored, and
+// said so (SearchQuery.Cut, Ignored).
+const (
+	MaxSearchQuery = 500
+	MaxSearchTerms = 16
+)
 
 // SearchQuery is a parsed search: every Term must be in the message, each
 // Prefix must begin one of its words, each Phrase must be in its text, From
@@ -22,6 +33,12 @@ type SearchQuery struct {
 	Phrases  []string
 	From     string
 	In       string
+	// Cut says the query was longer than MaxSearchQuery characters and
+	// only its beginning (CutSearch) was read; Ignored counts the terms, prefixes
+	// and phrases beyond MaxSearchTerms (or a phrase's words beyond it)
+	// that were left out.
+	Cut     bool
+	Ignored int
 }
 
 // FromTerm is the term a message is indexed under for its author: no word
@@ -31,13 +48,23 @@ func FromTerm(login string) string { return "from:" + login }
 // ParseSearch reads a query: words (all must match), "exact phrases",
 // word* (a prefix of at least 3 characters), from:login and in:#room or
 // in:@login. It returns a ValidationError (field "q") for a query with
-// nothing to look for, a short prefix, or a malformed from: or in:.
+// nothing to look for, a short prefix, or a malformed from: or in:, and a
+// MalformedError for one that is not UTF-8 text.
 func ParseSearch(raw string) (SearchQuery, error) {
+	if !utf8.ValidString(raw) {
+		return SearchQuery{}, MalformedError("The search is not valid text.")
+	}
 	var q SearchQuery
+	raw, q.Cut = CutSearch(raw)
 	seen := map[string]bool{}
+	room := func() bool { return len(q.Terms)+len(q.Prefixes) < MaxSearchTerms }
 	addTerms := func(text string) {
 		for _, t := range Terms(text) {
-			if !seen[t] {
+			switch {
+			case seen[t]:
+			case !room():
+				q.Ignored++
+			default:
 				seen[t] = true
 				q.Terms = append(q.Terms, t)
 			}
@@ -45,6 +72,8 @@ func ParseSearch(raw string) (SearchQuery, error) {
 	}
 	for _, tok := range splitQuery(raw) {
 		switch {
+		case tok.phrase && len(q.Phrases) == MaxSearchTerms:
+			q.Ignored++
 		case tok.phrase:
 			if p := phraseText(tok.text); p != "" {
 				q.Phrases = append(q.Phrases, p)
@@ -67,6 +96,10 @@ func ParseSearch(raw string) (SearchQuery, error) {
 			if len(p) < minPrefix || strings.IndexFunc(p, func(r rune) bool { return !isWordRune(r) }) >= 0 {
 				return SearchQuery{}, ValidationError{"q": "A prefix search needs at least 3 letters before the *, as in depl*."}
 			}
+			if !room() {
+				q.Ignored++
+				continue
+			}
 			q.Prefixes = append(q.Prefixes, p)
 		default:
 			addTerms(tok.text)
@@ -76,6 +109,32 @@ func ParseSearch(raw string) (SearchQuery, error) {
 		return SearchQuery{}, ValidationError{"q": "Type a word to search for (words as common as \"the\" are not searched)."}
 	}
 	return q, nil
+}
+
+// CutSearch is the part of a query that is read: raw trimmed, and if
+// longer than MaxSearchQuery characters, its beginning, ended before the
+// word the cut would split (unless that word is all there is); and
+// whether anything was cut.
+func CutSearch(raw string) (string, bool) {
+	raw = strings.TrimSpace(raw)
+	if utf8.RuneCountInString(raw) <= MaxSearchQuery {
+		return raw, false
+	}
+	end, n := 0, 0
+	for i := range raw {
+		if n == MaxSearchQuery {
+			end = i
+			break
+		}
+		n++
+	}
+	cut := raw[:end]
+	if next, _ := utf8.DecodeRuneInString(raw[end:]); !unicode.IsSpace(next) {
+		if i := strings.LastIndexFunc(cut, unicode.IsSpace); i > 0 {
+			cut = cut[:i]
+		}
+	}
+	return strings.TrimSpace(cut), true
 }
 
 func hasFold(s, prefix string) bool {

@@ -79,6 +79,7 @@ type ServeConfig struct {
 	RoomsPerHour   int
 	JoinRate       float64
 	JoinBurst      int
+	SearchesPerMin int
 
 	SessionCacheTTL  time.Duration
 	SessionCacheSize int
@@ -114,6 +115,8 @@ func (c ServeConfig) Limits() limit.Writes {
 		Messages:   limit.Rate{Burst: c.MessageBurst, Per: every(c.MessageRate)},
 		Rooms:      limit.Rate{Burst: c.RoomsPerHour, Per: max(time.Hour/time.Duration(c.RoomsPerHour), time.Nanosecond)},
 		Membership: limit.Rate{Burst: c.JoinBurst, Per: every(c.JoinRate)},
+		// A minute's searches may be spent at once.
+		Searches: limit.Rate{Burst: c.SearchesPerMin, Per: time.Minute / time.Duration(c.SearchesPerMin)},
 		// One token a byte: the hour's budget may be spent at once.
 		UploadBytes: limit.Rate{Burst: int(c.UploadPerHour), Per: max(time.Hour/time.Duration(c.UploadPerHour), time.Nanosecond)},
 	}
@@ -370,6 +373,8 @@ func (c *Config) serveSettings() []*setting {
 			accepts: "a number above 0", set: number(&s.JoinRate, positive)},
 		{name: "join-burst", env: "JOIN_BURST", def: "10", usage: "joins and leaves one person may make at once",
 			accepts: "a whole number of 1 or more", set: integer(&s.JoinBurst, 1)},
+		{name: "searches-per-minute", env: "SEARCHES_PER_MINUTE", def: "30", usage: "searches one person may make a minute (all at once if need be), per instance",
+			accepts: "a whole number of 1 or more", set: integer(&s.SearchesPerMin, 1)},
 		{name: "session-cache-ttl", env: "SESSION_CACHE_TTL", def: d(session.DefaultCacheTTL),
 			usage:   "how long an instance trusts a session it read, without reading it again; logout and revocations reach every instance at once through the hub, this bounds one missed in a broker partition; negative: no cache",
 			accepts: "a duration, such as 10s", set: duration(&s.SessionCacheTTL, anyDuration)},
@@ -431,7 +436,7 @@ func (c *Config) serveSettings() []*setting {
 				return v == "" || strings.HasPrefix(v, "mailto:") || strings.HasPrefix(v, "https:")
 			}},
 		{name: "push-allow-http-loopback", env: "PUSH_ALLOW_HTTP_LOOPBACK", def: "false", boolean: true,
-			usage:   "also accept push endpoints at http://127.0.0.1:<port>/ (tests run their own push service)",
+			usage:   "also accept push endpoints at http://127.0.0.1:<port>/ and connect there (tests run their own push service); no other private address",
 			accepts: "true or false", set: boolean(&s.Push.AllowHTTPLoopback)},
 		{name: "nats-url", env: "NATS_URL", usage: "the NATS server for live events across instances; empty: the in-process hub",
 			set: text(&s.NATSURL)},

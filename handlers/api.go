@@ -125,6 +125,9 @@ func (s *Server) UploadBytes() *limit.Keyed { return s.limits.uploadBytes }
 // MessageRate: see UploadBytes.
 func (s *Server) MessageRate() *limit.Keyed { return s.limits.messages }
 
+// SearchRate is the per-person limit on searches.
+func (s *Server) SearchRate() *limit.Keyed { return s.limits.searches }
+
 // App is the use cases (package service).
 func (s *Server) App() *service.Service { return s.app }
 

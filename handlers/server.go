@@ -141,7 +141,7 @@ type Server struct {
 	uploads     *limit.UserCounts
 	uploadGrace time.Duration
 	limits      struct {
-		messages, rooms, membership, passwordUser, passwordIP, uploadBytes *limit.Keyed
+		messages, rooms, membership, passwordUser, passwordIP, uploadBytes, searches *limit.Keyed
 	}
 }
 
@@ -202,6 +202,7 @@ func New(db *store.Store, registry *metrics.Registry, hub live.Hub, cfg Config, 
 	s.limits.rooms = limit.NewKeyed(cfg.Limits.Rooms)
 	s.limits.membership = limit.NewKeyed(cfg.Limits.Membership)
 	s.limits.uploadBytes = limit.NewKeyed(cfg.Limits.UploadBytes)
+	s.limits.searches = limit.NewKeyed(cfg.Limits.Searches)
 	// Password changes are guessed like logins: the login rate, per
 	// person and per address, unless Limits.Passwords says otherwise.
 	auth := cfg.Limits.Passwords

@@ -6,4 +6,6 @@
 // bounded queue (full: the push is dropped and counted), and a few
 // workers find the recipients, read their subscriptions and send, with
 // retries after a 429 or 5xx; a 404 or 410 deletes the subscription.
+// Pushes go only to public addresses, checked when the connection is
+// made, and never follow a redirect (addresses.go).
 package push

@@ -2,12 +2,10 @@ package push
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -47,12 +45,11 @@ type Config struct {
 	PublicKey, PrivateKey string
 	// Subject is the VAPID contact (a mailto: or https: URL).
 	Subject string
-	// AllowHTTPLoopback also accepts http://127.0.0.1:<port>/ endpoints
-	// (tests run their own push service).
+	// AllowHTTPLoopback also accepts http://127.0.0.1:<port>/ endpoints,
+	// and lets pushes connect to 127.0.0.1 (tests run their own push
+	// service); no other address that is not public is ever allowed.
 	AllowHTTPLoopback bool
 	Workers, Queue    int
-	// Client sends the pushes (default: one with a 10 s timeout).
-	Client *http.Client
 	// Backoff is the first wait before a retry (default 1 s), doubled each time.
 	Backoff time.Duration
 	// Rate bounds the pushes this instance sends a second (0: 300;
@@ -96,6 +93,7 @@ type Payload struct {
 type Sender struct {
 	db       *store.Store
 	cfg      Config
+	http     *http.Client
 	presence Presence
 	count    func(result string)
 	log      *slog.Logger
@@ -118,9 +116,6 @@ func New(ctx context.Context, db *store.Store, cfg Config, presence Presence, co
 	if cfg.Queue <= 0 {
 		cfg.Queue = defaultQueue
 	}
-	if cfg.Client == nil {
-		cfg.Client = &http.Client{Timeout: 10 * time.Second}
-	}
 	if cfg.Backoff <= 0 {
 		cfg.Backoff = time.Second
 	}
@@ -131,6 +126,7 @@ func New(ctx context.Context, db *store.Store, cfg Config, presence Presence, co
 		count = func(string) {}
 	}
 	s := &Sender{db: db, cfg: cfg, presence: presence, count: count, log: log, queue: make(chan Message, cfg.Queue)}
+	s.http = s.client()
 	if cfg.Rate == 0 {
 		cfg.Rate = defaultRate
 	}
@@ -163,39 +159,24 @@ func New(ctx context.Context, db *store.Store, cfg Config, presence Presence, co
 // subscription.
 func (s *Sender) PublicKey() string { return s.pub }
 
-// CheckSubscription says what is wrong with sub, if anything: an endpoint
-// must be https (or, when allowed, http on 127.0.0.1), p256dh a P-256
-// public key (65 bytes) and auth 16 bytes, all base64url.
+// CheckSubscription says what is wrong with sub (parsed by
+// chat.ParsePushSubscription), if anything: its endpoint must be https
+// on a host that is neither an address that is not public nor a local
+// name (or, when allowed, http or https on 127.0.0.1). A push is refused
+// again when its connection would reach such an address.
 func (s *Sender) CheckSubscription(sub chat.PushSubscription) error {
+	if _, err := chat.ParsePushSubscription(sub.Endpoint, sub.P256dh, sub.Auth); err != nil {
+		return err
+	}
 	u, err := url.Parse(sub.Endpoint)
-	if err != nil || u.Host == "" || len(sub.Endpoint) > 1000 || u.User != nil {
+	if err != nil {
 		return errors.New("The push endpoint is not a URL.")
 	}
-	switch {
-	case u.Scheme == "https":
-	case u.Scheme == "http" && s.cfg.AllowHTTPLoopback && isLoopback(u.Hostname()):
-	default:
+	loopback := s.cfg.AllowHTTPLoopback && u.Hostname() == allowedLoopback.String()
+	if u.Scheme != "https" && !loopback {
 		return errors.New("A push endpoint must be https.")
 	}
-	if k, err := decode(sub.P256dh); err != nil || len(k) != 65 || k[0] != 4 {
-		return errors.New("The subscription's p256dh key is not a P-256 public key.")
-	}
-	if a, err := decode(sub.Auth); err != nil || len(a) != 16 {
-		return errors.New("The subscription's auth secret is not 16 bytes.")
-	}
-	return nil
-}
-
-func isLoopback(host string) bool {
-	ip := net.ParseIP(host)
-	return ip != nil && ip.Equal(net.IPv4(127, 0, 0, 1))
-}
-
-func decode(s string) ([]byte, error) {
-	if b, err := base64.RawURLEncoding.DecodeString(s); err == nil {
-		return b, nil
-	}
-	return base64.URLEncoding.DecodeString(s)
+	return s.checkHost(u.Hostname())
 }
 
 // Posted hands a stored message to the queue, never waiting: a full
@@ -336,7 +317,7 @@ func (s *Sender) send(ctx context.Context, login string, sub chat.PushSubscripti
 	for attempt := 0; ; attempt++ {
 		resp, err := webpush.SendNotificationWithContext(ctx, payload,
 			&webpush.Subscription{Endpoint: sub.Endpoint, Keys: webpush.Keys{P256dh: sub.P256dh, Auth: sub.Auth}},
-			&webpush.Options{HTTPClient: s.cfg.Client, Subscriber: s.cfg.Subject, TTL: int(TTL / time.Second),
+			&webpush.Options{HTTPClient: s.http, Subscriber: s.cfg.Subject, TTL: int(TTL / time.Second),
 				Urgency: webpush.UrgencyHigh, VAPIDPublicKey: s.pub, VAPIDPrivateKey: s.priv,
 				VapidExpiration: time.Now().Add(vapidLife)})
 		status := 0

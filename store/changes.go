@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -34,7 +35,12 @@ const (
 	selectReactions = `SELECT message_id, emoji, login, reactor, change_id FROM message_reactions
 		WHERE room_name = ? AND time_bucket = ? AND message_id >= ? AND message_id <= ?`
 	deleteBucketReactions = `DELETE FROM message_reactions WHERE room_name = ? AND time_bucket = ?`
-	insertChange          = `INSERT INTO message_changes (conversation, day, change_id, message_id, kind, content, emoji, reactor, added)
+	// Before a reaction is added: does the message exist (one row by its
+	// key), and which reactions has it (its slice, one row a reaction)?
+	selectMessageExists  = `SELECT message_id FROM chat_room_messages WHERE room_name = ? AND time_bucket = ? AND message_id = ?`
+	selectReactionGroups = `SELECT emoji FROM message_reactions WHERE room_name = ? AND time_bucket = ? AND message_id = ?
+		GROUP BY room_name, time_bucket, message_id, emoji LIMIT ?`
+	insertChange = `INSERT INTO message_changes (conversation, day, change_id, message_id, kind, content, emoji, reactor, added)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	selectChangesUp = `SELECT change_id, message_id, kind, content, emoji, reactor, added FROM message_changes
 		WHERE conversation = ? AND day = ? AND change_id > ? LIMIT ?`
@@ -172,12 +178,13 @@ func (s *Store) UpdateMentions(ctx context.Context, conv chat.Conversation, befo
 }
 
 // React adds (add) or takes back who's reaction emoji to the message id
-// of in, as the change id change, and records the change: two statements
-// and no read. Both are written USING TIMESTAMP the change's time, so of
-// two actions of one person the later change wins. It returns a
-// chat.ValidationError for a reaction CheckReaction refuses. That the message
-// exists is the caller's to know: a reaction to a message that is not
-// there is never shown.
+// of in, as the change id change, and records the change: two writes,
+// both USING TIMESTAMP the change's time, so of two actions of one person
+// the later change wins. Taking back reads nothing; adding first reads,
+// at once, whether the message exists and its reactions (see
+// checkReactable). It returns a chat.ValidationError for a reaction
+// CheckReaction refuses or a new one beyond chat.MaxReactions, and
+// chat.ErrNotFound when id names no message of in.
 func (s *Store) React(ctx context.Context, in chat.Place, id chat.ID, who chat.UserRef, emoji string, add bool, change chat.ID) (chat.Change, error) {
 	emoji, err := chat.CheckReaction(emoji)
 	if err != nil {
@@ -185,6 +192,11 @@ func (s *Store) React(ctx context.Context, in chat.Place, id chat.ID, who chat.U
 	}
 	conv := in.Conversation()
 	bucket := chat.BucketOf(id)
+	if add {
+		if err := s.checkReactable(ctx, conv, id, emoji); err != nil {
+			return chat.Change{}, err
+		}
+	}
 	if add {
 		err = s.exec(ctx, "react in "+conv.ID, insertReaction, conv.ID, bucket, gocql.UUID(id), emoji, who.Login, who, gocql.UUID(change), writeTime(change))
 	} else {
@@ -195,6 +207,60 @@ func (s *Store) React(ctx context.Context, in chat.Place, id chat.ID, who chat.U
 	}
 	ch := chat.Change{ID: change, Message: id, Kind: chat.ChangeReaction, Emoji: emoji, Reactor: who, Added: add}
 	return ch, s.recordChange(ctx, conv, ch)
+}
+
+// checkReactable says whether emoji may be added to the message id of
+// conv: chat.ErrNotFound if no such message is stored, a
+// chat.ValidationError if emoji would be a new reaction beyond
+// chat.MaxReactions. Cassandra cannot condition a plain write on other
+// rows (an LWT would read too, with four round trips), so two reads go
+// out together, in one round trip: the message's row by its key, and its
+// reactions' slice grouped by emoji (at most MaxReactions+1 groups; its
+// rows, one a person, are what a page showing the message reads anyway).
+// Two people adding different new reactions at the same moment may pass
+// the bound together; GroupReactions still shows MaxReactions.
+func (s *Store) checkReactable(ctx context.Context, conv chat.Conversation, id chat.ID, emoji string) error {
+	bucket := chat.BucketOf(id)
+	var exists bool
+	var groups []string
+	err := s.eachConcurrently(ctx, 2, 2, func(ctx context.Context, i int) error {
+		if i == 0 {
+			q, err := s.query(ctx, selectMessageExists, conv.ID, bucket, gocql.UUID(id))
+			if err != nil {
+				return err
+			}
+			var got gocql.UUID
+			switch err := q.Scan(&got); {
+			case err == nil:
+				exists = true
+			case !errors.Is(err, gocql.ErrNotFound):
+				return s.fail("check a message of "+conv.ID, err)
+			}
+			return nil
+		}
+		q, err := s.query(ctx, selectReactionGroups, conv.ID, bucket, gocql.UUID(id), chat.MaxReactions+1)
+		if err != nil {
+			return err
+		}
+		iter := q.Iter()
+		var e string
+		for iter.Scan(&e) {
+			groups = append(groups, e)
+		}
+		if err := iter.Close(); err != nil {
+			return s.fail("read the reactions of a message of "+conv.ID, err)
+		}
+		return nil
+	})
+	switch {
+	case err != nil:
+		return err
+	case !exists:
+		return fmt.Errorf("store: react to %s in %q: %w", id, conv.ID, chat.ErrNotFound)
+	case len(groups) >= chat.MaxReactions && !slices.Contains(groups, emoji):
+		return chat.ValidationError{"emoji": fmt.Sprintf("A message takes at most %d different reactions: add yours to one of them.", chat.MaxReactions)}
+	}
+	return nil
 }
 
 // recordChange appends ch to conv's change log, in the day of its id.

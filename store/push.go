@@ -6,6 +6,9 @@ package store
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
+	"time"
 
 	"github.com/gocql/gocql"
 	"github.com/killrchat/killrchat/chat"
@@ -14,8 +17,8 @@ import (
 const (
 	insertPushSub    = `INSERT INTO push_subscriptions (login, endpoint, p256dh, auth, created_at) VALUES (?, ?, ?, ?, ?)`
 	deletePushSub    = `DELETE FROM push_subscriptions WHERE login = ? AND endpoint = ?`
-	selectPushSubs   = `SELECT endpoint, p256dh, auth FROM push_subscriptions WHERE login = ? LIMIT 20`
-	selectPushSubsOf = `SELECT login, endpoint, p256dh, auth FROM push_subscriptions WHERE login IN ?`
+	selectPushSubs   = `SELECT endpoint, p256dh, auth, created_at FROM push_subscriptions WHERE login = ? LIMIT 100`
+	selectPushSubsOf = `SELECT login, endpoint, p256dh, auth, created_at FROM push_subscriptions WHERE login IN ?`
 	// pushSubsBatch bounds the people one read of subscriptions names.
 	pushSubsBatch  = 100
 	selectVAPID    = `SELECT public_key, private_key FROM push_settings WHERE name = 'vapid'`
@@ -24,9 +27,24 @@ const (
 	selectConvLvls = `SELECT login, level FROM conversation_levels WHERE conversation = ?`
 )
 
-// SavePushSubscription stores sub for login (again: the same row).
+// SavePushSubscription stores sub for login (again: the same row, made
+// the newest) and drops login's oldest subscriptions beyond
+// chat.MaxPushSubscriptions. Subscribing is rare, so the read that finds
+// them costs nothing that matters; two at once each drop the same oldest.
 func (s *Store) SavePushSubscription(ctx context.Context, login string, sub chat.PushSubscription) error {
-	return s.exec(ctx, "save a push subscription", insertPushSub, login, sub.Endpoint, sub.P256dh, sub.Auth, s.Now())
+	if err := s.exec(ctx, "save a push subscription", insertPushSub, login, sub.Endpoint, sub.P256dh, sub.Auth, s.Now()); err != nil {
+		return err
+	}
+	subs, err := s.pushSubscriptions(ctx, login)
+	if err != nil {
+		return err
+	}
+	for _, old := range subs[min(len(subs), chat.MaxPushSubscriptions):] {
+		if err := s.DeletePushSubscription(ctx, login, old.Endpoint); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // DeletePushSubscription removes login's subscription at endpoint.
@@ -34,29 +52,68 @@ func (s *Store) DeletePushSubscription(ctx context.Context, login, endpoint stri
 	return s.exec(ctx, "delete a push subscription", deletePushSub, login, endpoint)
 }
 
-// PushSubscriptions are login's subscriptions (at most 20 browsers).
+// PushSubscriptions are login's subscriptions, newest first (at most
+// chat.MaxPushSubscriptions).
 func (s *Store) PushSubscriptions(ctx context.Context, login string) ([]chat.PushSubscription, error) {
+	subs, err := s.pushSubscriptions(ctx, login)
+	if err != nil {
+		return nil, err
+	}
+	return newest(subs), nil
+}
+
+// datedSub is a subscription and when it was saved.
+type datedSub struct {
+	chat.PushSubscription
+	at time.Time
+}
+
+// pushSubscriptions are all of login's stored subscriptions (at most
+// 100), newest first.
+func (s *Store) pushSubscriptions(ctx context.Context, login string) ([]chat.PushSubscription, error) {
 	q, err := s.query(ctx, selectPushSubs, login)
 	if err != nil {
 		return nil, err
 	}
 	iter := q.Iter()
-	var out []chat.PushSubscription
-	var sub chat.PushSubscription
-	for iter.Scan(&sub.Endpoint, &sub.P256dh, &sub.Auth) {
-		out = append(out, sub)
+	var out []datedSub
+	var d datedSub
+	for iter.Scan(&d.Endpoint, &d.P256dh, &d.Auth, &d.at) {
+		out = append(out, d)
 	}
 	if err := iter.Close(); err != nil {
 		return nil, s.fail("read push subscriptions of "+login, err)
 	}
-	return out, nil
+	return byAge(out), nil
 }
 
-// PushSubscriptionsOf are the subscriptions of logins, by login: one
+// byAge is subs newest first (by endpoint when saved at once).
+func byAge(subs []datedSub) []chat.PushSubscription {
+	slices.SortFunc(subs, func(a, b datedSub) int {
+		if c := b.at.Compare(a.at); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Endpoint, b.Endpoint)
+	})
+	out := make([]chat.PushSubscription, len(subs))
+	for i, d := range subs {
+		out[i] = d.PushSubscription
+	}
+	return out
+}
+
+// newest is subs (newest first) bounded to chat.MaxPushSubscriptions:
+// rows saved before the bound, or by a race, never widen a push.
+func newest(subs []chat.PushSubscription) []chat.PushSubscription {
+	return subs[:min(len(subs), chat.MaxPushSubscriptions)]
+}
+
+// PushSubscriptionsOf are the subscriptions of logins, by login (each
+// person's newest chat.MaxPushSubscriptions): one
 // read per pushSubsBatch people (a key lookup each), so a message for a
 // thousand people away costs ten statements, not a thousand.
 func (s *Store) PushSubscriptionsOf(ctx context.Context, logins []string) (map[string][]chat.PushSubscription, error) {
-	out := map[string][]chat.PushSubscription{}
+	dated := map[string][]datedSub{}
 	for i := 0; i < len(logins); i += pushSubsBatch {
 		q, err := s.query(ctx, selectPushSubsOf, logins[i:min(i+pushSubsBatch, len(logins))])
 		if err != nil {
@@ -64,13 +121,17 @@ func (s *Store) PushSubscriptionsOf(ctx context.Context, logins []string) (map[s
 		}
 		iter := q.PageSize(1000).Iter()
 		var login string
-		var sub chat.PushSubscription
-		for iter.Scan(&login, &sub.Endpoint, &sub.P256dh, &sub.Auth) {
-			out[login] = append(out[login], sub)
+		var d datedSub
+		for iter.Scan(&login, &d.Endpoint, &d.P256dh, &d.Auth, &d.at) {
+			dated[login] = append(dated[login], d)
 		}
 		if err := iter.Close(); err != nil {
 			return nil, s.fail("read push subscriptions", err)
 		}
+	}
+	out := make(map[string][]chat.PushSubscription, len(dated))
+	for login, subs := range dated {
+		out[login] = newest(byAge(subs))
 	}
 	return out, nil
 }

@@ -13,7 +13,10 @@ import (
 // viewer's recent searches and a page of results.
 type SearchView struct {
 	Query, Error string
-	Recent       []string
+	// Notice says what of the query was ignored (too long, too many
+	// words), beside its results.
+	Notice string
+	Recent []string
 	// Searched says a query ran (so "no results" can be said).
 	Searched bool
 	Results  []SearchResult

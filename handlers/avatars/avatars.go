@@ -52,7 +52,8 @@ func (s routes) upload(c echo.Context) error {
 		return limit.TooMany(c, 5*time.Second, "uploading several files at once")
 	}
 	defer s.Uploads().Give(me.Login)
-	req.Body = http.MaxBytesReader(c.Response(), req.Body, most+64<<10)
+	body := &web.RecordingBody{ReadCloser: http.MaxBytesReader(c.Response(), req.Body, most+64<<10)}
+	req.Body = body
 	mr, err := req.MultipartReader()
 	if err != nil {
 		return echo.NewHTTPError(http.StatusBadRequest, "The upload could not be read.")
@@ -62,6 +63,11 @@ func (s routes) upload(c echo.Context) error {
 		part, err := mr.NextPart()
 		if errors.Is(err, io.EOF) {
 			break
+		}
+		if err != nil && body.Err == nil {
+			// The bytes arrived; they are not a form (a NUL in a
+			// file name, a broken header).
+			return echo.NewHTTPError(http.StatusBadRequest, "The upload could not be read: its form is malformed. Nothing was changed.")
 		}
 		if err != nil {
 			return s.refuse(c, err)

@@ -177,8 +177,9 @@ func (s routes) deleteMessage(c echo.Context) error {
 
 // react adds the caller's reaction (field emoji) to a message, or takes
 // it back (field add=0): the form says which, as the page knows the
-// caller's own reactions, so nothing is read first. The message is not
-// read either: a reaction to an id that names no message is never shown.
+// caller's own reactions. Adding is refused for an id that names no
+// message (404) and beyond chat.MaxReactions different reactions (422),
+// by the store's two reads at once; taking back reads nothing.
 func (s routes) react(c echo.Context) error {
 	cv, err := s.memberConversation(c)
 	if err != nil {

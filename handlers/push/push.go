@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"net/http"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
 
@@ -43,18 +44,21 @@ func (s routes) key(c echo.Context) error {
 }
 
 // subscribe stores the caller's browser's subscription (fields endpoint,
-// p256dh, auth, as the Push API gives them); a bad one is 422 and
-// nothing is stored.
+// p256dh, auth, as the Push API gives them), dropping their oldest beyond
+// chat.MaxPushSubscriptions; one that is not text is 400, a bad one 422,
+// and nothing is stored.
 func (s routes) subscribe(c echo.Context) error {
 	if s.Push() == nil {
 		return echo.NewHTTPError(http.StatusServiceUnavailable, "Push notifications are off on this server.")
 	}
-	sub := chat.PushSubscription{
-		Endpoint: strings.TrimSpace(c.FormValue("endpoint")),
-		P256dh:   strings.TrimSpace(c.FormValue("p256dh")),
-		Auth:     strings.TrimSpace(c.FormValue("auth")),
+	sub, err := chat.ParsePushSubscription(c.FormValue("endpoint"), c.FormValue("p256dh"), c.FormValue("auth"))
+	if err == nil {
+		err = s.Push().CheckSubscription(sub)
 	}
-	if err := s.Push().CheckSubscription(sub); err != nil {
+	switch {
+	case errors.Is(err, chat.ErrMalformed):
+		return echo.NewHTTPError(http.StatusBadRequest, err.Error())
+	case err != nil:
 		return echo.NewHTTPError(http.StatusUnprocessableEntity, err.Error())
 	}
 	if err := s.DB().SavePushSubscription(c.Request().Context(), handlers.MustUser(c).Login, sub); err != nil {
@@ -67,8 +71,14 @@ func (s routes) subscribe(c echo.Context) error {
 // the login is the session's).
 func (s routes) unsubscribe(c echo.Context) error {
 	endpoint := strings.TrimSpace(c.FormValue("endpoint"))
-	if endpoint == "" {
+	switch {
+	case !utf8.ValidString(endpoint):
+		return echo.NewHTTPError(http.StatusBadRequest, "The push endpoint is not valid text.")
+	case endpoint == "":
 		return echo.NewHTTPError(http.StatusUnprocessableEntity, "Which subscription? The endpoint is missing.")
+	case len(endpoint) > chat.MaxPushEndpoint:
+		// Never stored, so nothing to remove.
+		return c.NoContent(http.StatusNoContent)
 	}
 	err := s.DB().DeletePushSubscription(c.Request().Context(), handlers.MustUser(c).Login, endpoint)
 	if err != nil && !errors.Is(err, chat.ErrNotFound) {

@@ -3,6 +3,7 @@ package search
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/handlers"
 	"github.com/killrchat/killrchat/views"
+	"github.com/killrchat/killrchat/web/limit"
 )
 
 const (
@@ -102,7 +104,9 @@ func (s routes) searchBefore(token string) (chat.ID, error) {
 // search answers GET /search?q=: the page with its form, the viewer's
 // recent searches and the results, 20 at a time (?after= for more). With
 // ?live=1 from htmx (the box as one types) it answers the results alone
-// and does not remember the search.
+// and does not remember the search. Each person has Limits.Searches (429
+// beyond), and a query is bounded (chat.MaxSearchQuery,
+// chat.MaxSearchTerms: the rest is ignored with a notice).
 func (s routes) search(c echo.Context) error {
 	me := handlers.MustUser(c)
 	ctx := c.Request().Context()
@@ -111,14 +115,20 @@ func (s routes) search(c echo.Context) error {
 	v := views.SearchView{Query: raw}
 	status := http.StatusOK
 	if raw != "" {
+		if ok, wait := s.SearchRate().Allow(me.Login); !ok {
+			return limit.TooMany(c, wait, "searching")
+		}
 		if err := s.searchResults(c, me.Login, raw, &v); err != nil {
 			var ve chat.ValidationError
+			if errors.Is(err, chat.ErrMalformed) {
+				return echo.NewHTTPError(http.StatusBadRequest, err.Error())
+			}
 			if !errors.As(err, &ve) {
 				return err
 			}
 			v.Error, status = ve["q"], http.StatusUnprocessableEntity
 		} else if !live && c.QueryParam("after") == "" {
-			if err := s.DB().RecordSearch(ctx, me.Login, raw); err != nil {
+			if err := s.DB().RecordSearch(ctx, me.Login, v.Query); err != nil {
 				s.Log().Warn("search: remember", "login", me.Login, "err", err)
 			}
 		}
@@ -132,19 +142,24 @@ func (s routes) search(c echo.Context) error {
 	}
 	v.Recent = recent
 	title := "Search"
-	if raw != "" {
-		title = "Search: " + raw
+	if v.Query != "" {
+		title = "Search: " + v.Query
 	}
 	return s.Render(c, status, views.Page{Title: title}, views.SearchPage(v))
 }
 
-// searchResults fills v with a page of the results of raw for login.
+// searchResults fills v with a page of the results of raw for login, and
+// v.Query with what was searched (raw, or its beginning when too long).
 func (s routes) searchResults(c echo.Context, login, raw string, v *views.SearchView) error {
 	ctx := c.Request().Context()
 	q, err := chat.ParseSearch(raw)
 	if err != nil {
 		return err
 	}
+	if q.Cut {
+		v.Query, _ = chat.CutSearch(raw)
+	}
+	v.Notice = searchNotice(q)
 	before, err := s.searchBefore(c.QueryParam("after"))
 	if err != nil {
 		return err
@@ -153,7 +168,8 @@ func (s routes) searchResults(c echo.Context, login, raw string, v *views.Search
 	if err != nil {
 		return err
 	}
-	found, more, _, err := s.DB().Search(ctx, narrowTo(convs, q.In), q, before, searchPerPage)
+	found, more, stats, err := s.DB().Search(ctx, narrowTo(convs, q.In), q, before, searchPerPage)
+	s.Metrics().SearchStatements.Observe(float64(stats.Statements))
 	if err != nil {
 		return err
 	}
@@ -173,7 +189,22 @@ func (s routes) searchResults(c echo.Context, login, raw string, v *views.Search
 		if err != nil {
 			return err
 		}
-		v.More = "/search?q=" + url.QueryEscape(raw) + "&after=" + url.QueryEscape(token)
+		v.More = "/search?q=" + url.QueryEscape(v.Query) + "&after=" + url.QueryEscape(token)
 	}
 	return nil
+}
+
+// searchNotice says what of a query was not searched, or "".
+func searchNotice(q chat.SearchQuery) string {
+	var parts []string
+	if q.Cut {
+		parts = append(parts, fmt.Sprintf("Only the first %d characters were read.", chat.MaxSearchQuery))
+	}
+	switch {
+	case q.Ignored == 1:
+		parts = append(parts, fmt.Sprintf("Only the first %d words were searched; 1 more was ignored.", chat.MaxSearchTerms))
+	case q.Ignored > 1:
+		parts = append(parts, fmt.Sprintf("Only the first %d words were searched; %d more were ignored.", chat.MaxSearchTerms, q.Ignored))
+	}
+	return strings.Join(parts, " ")
 }

@@ -38,6 +38,9 @@ type Writes struct {
 	// UploadBytes limits uploaded bytes, one token a byte (default: 500
 	// MiB an hour, all at once if need be).
 	UploadBytes Rate
+	// Searches limits searches, each a few dozen reads (default: 30 a
+	// minute, all at once if need be).
+	Searches Rate
 }
 
 // WithDefaults fills each zero Rate with its default.
@@ -54,6 +57,7 @@ func (l Writes) WithDefaults() Writes {
 	def(&l.Rooms, 10, time.Hour/10)
 	def(&l.Membership, 10, time.Second)
 	def(&l.UploadBytes, DefaultUploadBytesPerHour, time.Hour/DefaultUploadBytesPerHour)
+	def(&l.Searches, 30, time.Minute/30)
 	return l
 }
 
@@ -158,6 +162,7 @@ var Unlimited = Writes{
 	Membership: Rate{Burst: 1 << 30, Per: time.Nanosecond},
 	// A terabyte at once, so load tests never wait on it.
 	UploadBytes: Rate{Burst: 1 << 40, Per: time.Nanosecond},
+	Searches:    Rate{Burst: 1 << 30, Per: time.Nanosecond},
 }
 
 // UserCounts caps what one person has under way on this instance at

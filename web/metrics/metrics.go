@@ -38,8 +38,10 @@ type Registry struct {
 	FenceTimeouts prometheus.Counter
 	// Push counts Web Push deliveries by result: sent, failed, dropped
 	// (the queue was full), gone (a subscription removed), retried.
-	Push   *prometheus.CounterVec
-	labels sync.Map // statement -> its short label
+	Push *prometheus.CounterVec
+	// SearchStatements is the statements each search ran.
+	SearchStatements prometheus.Histogram
+	labels           sync.Map // statement -> its short label
 }
 
 // New creates the registry with Go and process collectors.
@@ -73,7 +75,11 @@ func New() *Registry {
 	m.Push = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "killrchat_push_total", Help: "Web Push deliveries by result: sent, failed, dropped (queue full), gone (subscription removed), retried.",
 	}, []string{"result"})
-	m.registry.MustRegister(m.requests, m.queries, m.SSEConnections, m.uploads, m.uploadBytes, m.RoomPosts, m.FenceTimeouts, m.Push,
+	m.SearchStatements = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "killrchat_search_statements", Help: "Cassandra statements one search (a page of results) ran.",
+		Buckets: prometheus.ExponentialBuckets(1, 2, 14),
+	})
+	m.registry.MustRegister(m.requests, m.queries, m.SSEConnections, m.uploads, m.uploadBytes, m.RoomPosts, m.FenceTimeouts, m.Push, m.SearchStatements,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
