@@ -104,7 +104,8 @@ type Store struct {
 	// places is the first month whose term_places are complete (see
 	// placesFrom).
 	places placesSetting
-	// speculative is Config.Speculative as the driver's policy.
+	// speculative is Config.Speculative as the driver's policy, set by
+	// Connect before the session is published (see oneNode).
 	speculative gocql.SpeculativeExecutionPolicy
 	// connected is closed once Connect succeeds (see Connected).
 	connected     chan struct{}
@@ -190,11 +191,32 @@ func (s *Store) Connect(ctx context.Context) error {
 		sess.Close()
 		return fmt.Errorf("store: connect: %w (%w)", chat.ErrUnavailable, err)
 	}
+	single, err := oneNode(ctx, sess)
+	if err != nil {
+		sess.Close()
+		return fmt.Errorf("store: connect: %w (%w)", chat.ErrUnavailable, err)
+	}
+	if single && s.cfg.Speculative > 0 {
+		// The driver sends a speculative attempt to the next host of the
+		// query plan; with no other host, that attempt fails at once with
+		// "no hosts available" and its error is taken as the answer, so
+		// every statement slower than the delay would fail.
+		s.speculative = speculation(0)
+		s.log.Info("store: speculative execution off: the cluster has one node")
+	}
 	if !s.session.CompareAndSwap(nil, sess) {
 		sess.Close()
 	}
 	s.connectedOnce.Do(func() { close(s.connected) })
 	return nil
+}
+
+// oneNode reports whether the cluster is one node: it knows no peers.
+func oneNode(ctx context.Context, sess *gocql.Session) (bool, error) {
+	var peer string
+	iter := sess.Query(`SELECT peer FROM system.peers LIMIT 1`).WithContext(ctx).Iter()
+	found := iter.Scan(&peer)
+	return !found, iter.Close()
 }
 
 // Connected is closed once Connect has succeeded: what needs the database
