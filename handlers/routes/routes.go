@@ -19,8 +19,13 @@ import (
 	"github.com/killrchat/killrchat/handlers/typing"
 )
 
-// Modules are the route modules, each a package of handlers/.
-var Modules = []handlers.Module{accounts.Register, search.Register, members.Register, changes.Register, events.Register, dms.Register, files.Register, mentions.Register, notifications.Register, typing.Register, presence.Register, push.Register, avatars.Register}
+// Modules are the route modules, each a package of handlers/ given the
+// parts of the server it uses and nothing else.
+var Modules = []handlers.Module{accounts.Register, search.Register, members.Register, changes.Register, events.Register, dms.Register, files.Register, mentions.Register,
+	func(s *handlers.Server, r handlers.Routes) { notifications.Register(r, s, s.DB()) },
+	func(s *handlers.Server, r handlers.Routes) { typing.Register(r, s) },
+	func(s *handlers.Server, r handlers.Routes) { presence.Register(r, s) },
+	push.Register, avatars.Register}
 
 // Register installs the middleware and every route of srv on e.
 func Register(e *echo.Echo, srv *handlers.Server) { srv.Register(e, Modules...) }
