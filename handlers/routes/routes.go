@@ -21,11 +21,13 @@ import (
 
 // Modules are the route modules, each a package of handlers/ given the
 // parts of the server it uses and nothing else.
-var Modules = []handlers.Module{accounts.Register, search.Register, members.Register, changes.Register, events.Register, dms.Register, files.Register, mentions.Register,
+var Modules = []handlers.Module{accounts.Register, search.Register, members.Register, changes.Register, events.Register, dms.Register, files.Register,
+	func(s *handlers.Server, r handlers.Routes) { mentions.Register(r, s, s.DB()) },
 	func(s *handlers.Server, r handlers.Routes) { notifications.Register(r, s, s.DB()) },
 	func(s *handlers.Server, r handlers.Routes) { typing.Register(r, s) },
 	func(s *handlers.Server, r handlers.Routes) { presence.Register(r, s) },
-	push.Register, avatars.Register}
+	func(s *handlers.Server, r handlers.Routes) { push.Register(r, s.StaticFiles(), s, s.DB()) },
+	avatars.Register}
 
 // Register installs the middleware and every route of srv on e.
 func Register(e *echo.Echo, srv *handlers.Server) { srv.Register(e, Modules...) }
