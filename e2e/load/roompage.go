@@ -103,9 +103,11 @@ func runRoomPage(ctx context.Context, args []string) error {
 }
 
 // fillRoom writes n messages by author into room through the store, 32 at
-// a time: all in today's bucket, like a busy day's.
+// a time: all in today's bucket, like a busy day's. The room is read with
+// the author's standing (rooms keep one row per member): without it the
+// author is no participant and every post is refused.
 func fillRoom(ctx context.Context, st *store.Store, room, author string, n int) error {
-	r, err := st.Room(ctx, room)
+	r, err := st.RoomFor(ctx, room, author)
 	if err != nil {
 		return err
 	}
