@@ -36,6 +36,7 @@ type Storage interface {
 	SetBanner(ctx context.Context, actor, room, banner string) (chat.Room, error)
 	JoinByInvite(ctx context.Context, user chat.UserRef, token string) (chat.Room, error)
 
+	UserRefs(ctx context.Context, logins []string) ([]chat.UserRef, error)
 	UpdateProfile(ctx context.Context, login, email, bio string) error
 	EndOtherSessions(ctx context.Context, login, keep string) ([]string, error)
 

@@ -21,7 +21,8 @@ import (
 
 // Modules are the route modules, each a package of handlers/ given the
 // parts of the server it uses and nothing else.
-var Modules = []handlers.Module{accounts.Register, search.Register, members.Register, changes.Register, events.Register, dms.Register, files.Register,
+var Modules = []handlers.Module{accounts.Register, search.Register, members.Register, changes.Register, events.Register, files.Register,
+	func(s *handlers.Server, r handlers.Routes) { dms.Register(r, s, s, s.App()) },
 	func(s *handlers.Server, r handlers.Routes) { mentions.Register(r, s, s.DB()) },
 	func(s *handlers.Server, r handlers.Routes) { notifications.Register(r, s, s.DB()) },
 	func(s *handlers.Server, r handlers.Routes) { typing.Register(r, s) },
