@@ -28,6 +28,8 @@ type ObservedQuery struct {
 	// reads overlap.
 	Start time.Time
 	Err   error
+	// Rows is how many rows the statement's first page returned.
+	Rows  int
 	Batch bool
 	// BatchIndex is the statement's place in its batch: 0 starts a batch.
 	BatchIndex int
@@ -446,7 +448,7 @@ func isUnavailable(err error) bool {
 type queryObserver struct{ fn func(ObservedQuery) }
 
 func (o queryObserver) ObserveQuery(_ context.Context, q gocql.ObservedQuery) {
-	o.fn(ObservedQuery{Statement: q.Statement, Values: q.Values, Duration: q.End.Sub(q.Start), Start: q.Start, Err: q.Err})
+	o.fn(ObservedQuery{Statement: q.Statement, Values: q.Values, Duration: q.End.Sub(q.Start), Start: q.Start, Err: q.Err, Rows: q.Rows})
 }
 
 func (o queryObserver) ObserveBatch(_ context.Context, b gocql.ObservedBatch) {
