@@ -36,7 +36,7 @@ func (s routes) newDM(c echo.Context) error {
 	if v.Suggestions, err = s.suggestions(c, ""); err != nil {
 		return err
 	}
-	return s.Render(c, http.StatusOK, views.Page{Title: "handlers.New direct message"}, views.NewDMView(v))
+	return s.Render(c, http.StatusOK, views.Page{Title: "New direct message"}, views.NewDMView(v))
 }
 
 // startDM opens the DM with the people typed in "to" (logins separated by
@@ -56,7 +56,7 @@ func (s routes) startDM(c echo.Context) error {
 		if v.Suggestions, err = s.suggestions(c, ""); err != nil {
 			return err
 		}
-		return s.Render(c, http.StatusUnprocessableEntity, views.Page{Title: "handlers.New direct message"}, views.NewDMView(v))
+		return s.Render(c, http.StatusUnprocessableEntity, views.Page{Title: "New direct message"}, views.NewDMView(v))
 	}
 	return handlers.Redirect(c, handlers.DMURL(address)+"#latest")
 }

@@ -76,7 +76,9 @@ func Open(pkg string) (*DB, error) {
 	rec := &Recorder{}
 	cfg := store.Config{Hosts: Hosts(), Keyspace: Keyspace(pkg), Observe: rec.Observe, Timeout: 30 * time.Second}
 	st := store.New(cfg)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	// A fresh keyspace's sixteen migrations took over two minutes on a
+	// 2-core machine shared by several test binaries at once.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	if err := Connect(ctx, st); err != nil {
 		return nil, fmt.Errorf("storetest: Cassandra at %v is required (run `make cassandra-start`): %w", cfg.Hosts, err)
