@@ -430,7 +430,7 @@ func (s *Server) handleError(err error, c echo.Context) {
 		c.Response().Header().Set("HX-Retarget", "#flash")
 		c.Response().Header().Set("HX-Reswap", "innerHTML")
 	}
-	title := web.ErrorTitle(status)
+	title := web.TitleOf(err, status)
 	if status == http.StatusNotFound && strings.HasPrefix(c.Path(), "/rooms/:room") {
 		msg = "This room does not exist or was deleted."
 	}
