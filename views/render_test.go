@@ -37,8 +37,17 @@ func pageMessages() ([]chat.Message, map[string]chat.UserRef) {
 	return ms, members
 }
 
+// avatarOfAda is the version of ada's picture the pages render with.
+var avatarOfAda = ""
+
 func readerContext(members map[string]chat.UserRef, viewer string) context.Context {
-	ctx := WithMembers(context.Background(), members)
+	ctx := WithAvatars(context.Background(), func(login string) string {
+		if login == "ada" {
+			return avatarOfAda
+		}
+		return ""
+	})
+	ctx = WithMembers(ctx, members)
 	ctx = WithViewer(ctx, viewer)
 	return WithCSRF(ctx, "csrf-token-of-"+viewer)
 }
@@ -107,6 +116,11 @@ func TestSharedPartsAreExact(t *testing.T) {
 	members["nobody"] = chat.UserRef{Login: "nobody"}
 	check("nobody joined", ms, members)
 	members["bob"] = chat.UserRef{Login: "bob"}
+	avatarOfAda = "v1"
+	check("ada's new picture", ms, members)
+	avatarOfAda = "v2"
+	check("ada's next picture", ms, members)
+	avatarOfAda = ""
 	if n, _ := shared.stats(); n == 0 {
 		t.Errorf("nothing was kept")
 	}

@@ -5,9 +5,10 @@
 // reader and live event of this instance uses.
 //
 // No entry can be stale, so none is ever invalidated: an entry's key is
-// what its HTML is made of. The text part is keyed by the message id and
+// what its HTML is made of. The text part is keyed by the message id,
 // its last edit's id (an edit gives a new key; the store's row is the
-// truth every instance reads), and it records which "@login" it looked up
+// truth every instance reads), the author's name and picture version,
+// and it records which "@login" it looked up
 // among the conversation's members with the answer: an entry is used only
 // when each of those logins is still a member or still not one, so a join
 // or a leave re-renders just the messages that name that person. The menu
@@ -214,11 +215,12 @@ func writeShared(ctx context.Context, w io.Writer, e *sharedEntry) error {
 	return nil
 }
 
-// sharedText is a message's text, "(edited)" mark and file, rendered
-// once per message and edit.
+// sharedText is a message's author and time, text, "(edited)" mark and
+// file, rendered once per message, edit, author's name and picture.
 func sharedText(m chat.Message) templ.Component {
 	return templ.ComponentFunc(func(ctx context.Context, w io.Writer) error {
-		key := "t" + m.ID.String() + m.Edited.String()
+		key := "t" + m.ID.String() + m.Edited.String() + "\x00" + avatarVersion(ctx, m.Author.Login) +
+			"\x00" + m.Author.Firstname + "\x00" + m.Author.Lastname
 		return renderShared(ctx, w, key, messageContent(m))
 	})
 }

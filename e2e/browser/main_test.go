@@ -24,8 +24,11 @@ import (
 	"github.com/killrchat/killrchat/store/storetest"
 )
 
-// testTimeout bounds every test: its tabs and every wait in them.
-const testTimeout = 60 * time.Second
+// testTimeout bounds every test: its tabs and every wait in them. It
+// only catches a test that hangs: on a machine that other runs load,
+// TestAccessibility (axe over a dozen pages) took 55 s and once ran out
+// of a minute, so it is three.
+const testTimeout = 3 * time.Minute
 
 var (
 	db *storetest.DB

@@ -76,8 +76,9 @@ func Open(pkg string) (*DB, error) {
 	rec := &Recorder{}
 	cfg := store.Config{Hosts: Hosts(), Keyspace: Keyspace(pkg), Observe: rec.Observe, Timeout: 30 * time.Second}
 	st := store.New(cfg)
-	// A fresh keyspace's sixteen migrations took over two minutes on a
-	// 2-core machine shared by several test binaries at once.
+	// A dozen schema statements, each waiting its turn on a node that
+	// every test binary of make test (and, on a shared machine, other
+	// runs) asks at once: two minutes were seen to run out.
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	if err := Connect(ctx, st); err != nil {
