@@ -149,3 +149,24 @@ func TestSmallerDefects(t *testing.T) {
 		}
 	})
 }
+
+// TestRemovedFromClosedRoom (defect 8): someone removed from a closed
+// room is told so when they open it, not that it was deleted.
+func TestRemovedFromClosedRoom(t *testing.T) {
+	t.Parallel()
+	a := newApp(t, nil, nil)
+	owner, bob, carol := a.signedUp(t, unique("owner")), a.signedUp(t, unique("bob")), a.signedUp(t, unique("carol"))
+	room := closedRoomBy(t, owner, bob)
+	if p := owner.post("/rooms/"+room+"/members/"+bob.login+"/remove", nil); p.StatusCode != http.StatusSeeOther {
+		t.Fatalf("remove: %d", p.StatusCode)
+	}
+	p := bob.get("/rooms/" + room)
+	if got := text(p, "main"); p.StatusCode != http.StatusNotFound || !strings.Contains(got, "You were removed from #"+room) {
+		t.Errorf("the removed member sees %d %q, want a 404 saying they were removed", p.StatusCode, got)
+	}
+	// Someone who never was in it learns nothing of it.
+	p = carol.get("/rooms/" + room)
+	if got := text(p, "main"); p.StatusCode != http.StatusNotFound || strings.Contains(got, "removed") {
+		t.Errorf("an outsider sees %d %q", p.StatusCode, got)
+	}
+}

@@ -633,6 +633,50 @@
     if (box) box.removeAttribute("aria-invalid");
   }
 
+  // The composer's limit (issue 39): the browser's maxlength would cut a
+  // long paste silently. With scripts the text is kept whole, the
+  // composer says by how much it is over, and it is not sent.
+  function composerOver() {
+    var box = composerBox();
+    if (!box) return false;
+    var max = parseInt(box.getAttribute("data-max") || box.getAttribute("maxlength") || "0", 10);
+    if (!max) return false;
+    if (box.hasAttribute("maxlength")) {
+      box.setAttribute("data-max", String(max));
+      box.removeAttribute("maxlength");
+    }
+    var n = Array.from(box.value).length;
+    var slot = document.getElementById("composer-error");
+    var shown = slot && slot.querySelector(".too-long");
+    if (n <= max) {
+      if (shown) clearComposerError();
+      return false;
+    }
+    if (!shown || shown.getAttribute("data-n") !== String(n)) {
+      showComposerError(n.toLocaleString("en") + " characters, " + (n - max).toLocaleString("en") +
+        " over the limit of " + max.toLocaleString("en") + ": shorten it to send it.", false);
+      var p = slot && slot.firstChild;
+      if (p) {
+        p.classList.add("too-long");
+        p.setAttribute("data-n", String(n));
+      }
+    }
+    box.setAttribute("aria-invalid", "true");
+    return true;
+  }
+
+  document.addEventListener("input", function (evt) {
+    if (evt.target && evt.target.id === "content") composerOver();
+  });
+
+  // Before htmx sees it: a text over the limit is not sent.
+  document.addEventListener("submit", function (evt) {
+    if (evt.target && evt.target.id === "composer" && composerOver()) {
+      evt.preventDefault();
+      evt.stopPropagation();
+    }
+  }, true);
+
   function send() {
     var f = composer(), btn = sendButton();
     if (!f || (btn && btn.disabled)) return;
@@ -2082,6 +2126,9 @@
       if (!body || !body.online) return;
       var on = {};
       for (var j = 0; j < body.online.length; j++) on[body.online[j]] = true;
+      // Whoever reads this page is online, whether or not their stream
+      // has been counted yet.
+      on[viewer()] = true;
       var all = document.querySelectorAll("[data-presence]");
       for (var k = 0; k < all.length; k++) {
         var online = !!on[all[k].getAttribute("data-presence")];
@@ -2116,6 +2163,32 @@
   document.addEventListener("live:edit", onEdit);
   document.addEventListener("live:delete", onDelete);
   document.addEventListener("live:reaction", onReaction);
+
+  // A message's Delete asks once more (issue 39): the first click turns
+  // it into "Yes, delete it", the second deletes. Closing the menu
+  // disarms it.
+  document.addEventListener("submit", function (evt) {
+    var form = evt.target;
+    if (!form || !form.matches || !form.matches("#messages form.delete-message")) return;
+    if (form.getAttribute("data-armed") === "yes") return;
+    evt.preventDefault();
+    evt.stopImmediatePropagation();
+    form.setAttribute("data-armed", "yes");
+    var button = form.querySelector("button");
+    if (button) {
+      button.textContent = "Yes, delete it";
+      button.focus();
+    }
+  }, true);
+  document.addEventListener("toggle", function (evt) {
+    var d = evt.target;
+    if (!d || !d.matches || !d.matches("details.message-menu") || d.open) return;
+    var form = d.querySelector("form.delete-message[data-armed]");
+    if (!form) return;
+    form.removeAttribute("data-armed");
+    var button = form.querySelector("button");
+    if (button) button.textContent = "Delete";
+  }, true);
 
   // The menu's reaction and delete forms, and the reaction buttons, on a
   // live page: sent without leaving it; the stream brings the change.
@@ -2280,6 +2353,7 @@
     highlightMyMentions(document);
     markMine(document);
     if (!openAtMessage()) toBottom();
+    composerOver();
     var box = composerBox();
     if (box && box.value) grow(box);
     focusComposerOnOpen();

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/input"
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 
@@ -336,4 +338,78 @@ func TestMentionSuggestionsWithAccents(t *testing.T) {
 	_ = o
 	a.typeInto("#content", "hello @Émi")
 	a.waitJS("Émilie suggested", hasText("#mention-suggestions [role=option]", "Émilie Zoë"))
+}
+
+// TestOwnPresenceAtOnce (issue 39, item 11): one's own presence dot is
+// never drawn offline after a page load.
+func TestOwnPresenceAtOnce(t *testing.T) {
+	b := begin(t)
+	a := b.newTab("ada")
+	a.signUp(newPerson("Ada", "Lovelace"))
+	room := unique("presence")
+	a.createRoom(room, "Presence")
+	if _, err := chromedp.Call(a.ctx, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{
+		Source: `window.__ownDots = []; document.addEventListener("DOMContentLoaded", () => {
+			const me = document.body.getAttribute("data-viewer");
+			new MutationObserver(rs => { for (const r of rs) if (r.target.getAttribute("data-presence") === me)
+				window.__ownDots.push(r.target.getAttribute("data-online")); })
+				.observe(document.body, {attributes: true, attributeFilter: ["data-online"], subtree: true}); });`,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	a.open("/rooms/" + room)
+	a.waitRoomPage(room)
+	a.waitJS("one's own dot drawn", `window.__ownDots.length > 0`)
+	if got := eval[[]string](a, `window.__ownDots`); got[0] != "true" {
+		t.Errorf("one's own dot was first drawn %v, want online", got)
+	}
+}
+
+// TestDeleteAsksOnce (issue 39, item 11): a message's Delete asks
+// "Yes, delete it" before it deletes.
+func TestDeleteAsksOnce(t *testing.T) {
+	b := begin(t)
+	a := b.newTab("ada")
+	a.signUp(newPerson("Ada", "Lovelace"))
+	room := unique("delete")
+	a.createRoom(room, "Deleting")
+	a.waitStream()
+	id := a.post("delete me " + unique("#"))
+	a.click("#" + id + " .message-menu > summary")
+	a.click("#" + id + " .delete-message button")
+	a.waitJS("the question", `document.querySelector(`+js("#"+id+" .delete-message button")+`).textContent === "Yes, delete it"`)
+	if a.count("#"+id) != 1 {
+		t.Fatal("one click deleted the message")
+	}
+	a.click("#" + id + " .delete-message button")
+	a.waitJS("the message deleted", `!document.getElementById(`+js(id)+`)`)
+}
+
+// TestLongPasteKept (issue 39, item 11): a paste over the 4,000
+// characters a message may have is kept whole; the composer says by how
+// much it is over and does not send it.
+func TestLongPasteKept(t *testing.T) {
+	b := begin(t)
+	a := b.newTab("ada")
+	a.signUp(newPerson("Ada", "Lovelace"))
+	room := unique("long")
+	a.createRoom(room, "Long")
+	a.waitStream()
+	long := strings.Repeat("lorem ipsum ", 342)[:4100]
+	eval[bool](a, `(document.getElementById("content").focus(), true)`)
+	if _, err := chromedp.Call(a.ctx, input.InsertText, input.InsertTextParams{Text: long}); err != nil {
+		t.Fatalf("paste 4,100 characters: %v", err)
+	}
+	if n := eval[int](a, `document.getElementById("content").value.length`); n != 4100 {
+		t.Fatalf("the composer holds %d characters of the 4,100 pasted", n)
+	}
+	a.waitJS("the counter", hasText("#composer-error", "4,100 characters, 100 over the limit of 4,000"))
+	a.click("#composer button[type=submit]")
+	short := "short " + unique("#")
+	a.waitJS("the text kept", `document.getElementById("content").value.length === 4100`)
+	a.checkAccessibility("the composer over its limit")
+	a.post(short)
+	if n := storedCount(t, room, long); n != 0 {
+		t.Errorf("the text over the limit was stored %d times", n)
+	}
 }

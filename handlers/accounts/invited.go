@@ -58,10 +58,14 @@ func (s routes) afterSignup(c echo.Context, me chat.UserRef, next string) string
 	if !ok {
 		return next
 	}
-	joined, err := s.App().JoinByInvite(c.Request().Context(), me, token, r)
-	if err != nil {
+	// The room as the newcomer stands in it, as the link's POST reads it.
+	ctx := c.Request().Context()
+	if r, err := s.DB().RoomFor(ctx, r.Name, me.Login); err == nil {
+		joined, err := s.App().JoinByInvite(ctx, me, token, r)
+		if err == nil {
+			return handlers.RoomURL(joined.Name) + "#latest"
+		}
 		s.Log().Warn("join by invitation after sign-up", "room", r.Name, "err", err)
-		return next // the invitation page says what went wrong
 	}
-	return handlers.RoomURL(joined.Name) + "#latest"
+	return next // the invitation page says what went wrong
 }
