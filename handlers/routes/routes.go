@@ -24,7 +24,8 @@ import (
 var Modules = []handlers.Module{accounts.Register,
 	func(s *handlers.Server, r handlers.Routes) {
 		search.Register(r, search.Deps{Core: s, Index: s.DB(), Rate: s.SearchRate(), Statements: s.Metrics().SearchStatements, Log: s.Log()})
-	}, members.Register,
+	},
+	func(s *handlers.Server, r handlers.Routes) { members.Register(r, s, s.DB(), s.App()) },
 	func(s *handlers.Server, r handlers.Routes) { changes.Register(r, s, s.DB(), s.App()) }, events.Register, files.Register,
 	func(s *handlers.Server, r handlers.Routes) { dms.Register(r, s, s, s.App()) },
 	func(s *handlers.Server, r handlers.Routes) { mentions.Register(r, s, s.DB()) },
