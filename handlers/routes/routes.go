@@ -21,7 +21,8 @@ import (
 
 // Modules are the route modules, each a package of handlers/ given the
 // parts of the server it uses and nothing else.
-var Modules = []handlers.Module{accounts.Register,
+var Modules = []handlers.Module{
+	func(s *handlers.Server, r handlers.Routes) { accounts.Register(r, s, s.DB(), s.App()) },
 	func(s *handlers.Server, r handlers.Routes) {
 		search.Register(r, search.Deps{Core: s, Index: s.DB(), Rate: s.SearchRate(), Statements: s.Metrics().SearchStatements, Log: s.Log()})
 	},
