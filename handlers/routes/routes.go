@@ -34,7 +34,9 @@ var Modules = []handlers.Module{
 	func(s *handlers.Server, r handlers.Routes) { typing.Register(r, s) },
 	func(s *handlers.Server, r handlers.Routes) { presence.Register(r, s) },
 	func(s *handlers.Server, r handlers.Routes) { push.Register(r, s.StaticFiles(), s, s.DB()) },
-	avatars.Register}
+	func(s *handlers.Server, r handlers.Routes) {
+		avatars.Register(r, avatars.Deps{Core: s, DB: s.DB(), CSRF: s.CSRF(), MaxUpload: s.Config().MaxUpload, Bytes: s.UploadBytes(), Uploads: s.Uploads()})
+	}}
 
 // Register installs the middleware and every route of srv on e.
 func Register(e *echo.Echo, srv *handlers.Server) { srv.Register(e, Modules...) }
