@@ -27,7 +27,10 @@ var Modules = []handlers.Module{
 		search.Register(r, search.Deps{Core: s, Index: s.DB(), Rate: s.SearchRate(), Statements: s.Metrics().SearchStatements, Log: s.Log()})
 	},
 	func(s *handlers.Server, r handlers.Routes) { members.Register(r, s, s.DB(), s.App()) },
-	func(s *handlers.Server, r handlers.Routes) { changes.Register(r, s, s.DB(), s.App()) }, events.Register, files.Register,
+	func(s *handlers.Server, r handlers.Routes) { changes.Register(r, s, s.DB(), s.App()) },
+	func(s *handlers.Server, r handlers.Routes) {
+		events.Register(r, events.Deps{Core: s, Streams: s.Live(), Sessions: s.DB(), Ender: s.App(), Log: s.Log()})
+	}, files.Register,
 	func(s *handlers.Server, r handlers.Routes) { dms.Register(r, s, s, s.App()) },
 	func(s *handlers.Server, r handlers.Routes) { mentions.Register(r, s, s.DB()) },
 	func(s *handlers.Server, r handlers.Routes) { notifications.Register(r, s, s.DB()) },
