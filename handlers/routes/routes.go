@@ -30,7 +30,11 @@ var Modules = []handlers.Module{
 	func(s *handlers.Server, r handlers.Routes) { changes.Register(r, s, s.DB(), s.App()) },
 	func(s *handlers.Server, r handlers.Routes) {
 		events.Register(r, events.Deps{Core: s, Streams: s.Live(), Sessions: s.DB(), Ender: s.App(), Log: s.Log()})
-	}, files.Register,
+	},
+	func(s *handlers.Server, r handlers.Routes) {
+		files.Register(r, files.Deps{Core: s, Files: s.DB(), App: s.App(), Config: s.Config(),
+			CSRF: s.CSRF(), Bytes: s.UploadBytes(), Messages: s.MessageRate(), Uploads: s.Uploads(), Metrics: s.Metrics(), Log: s.Log(), Closing: s.Closing()})
+	},
 	func(s *handlers.Server, r handlers.Routes) { dms.Register(r, s, s, s.App()) },
 	func(s *handlers.Server, r handlers.Routes) { mentions.Register(r, s, s.DB()) },
 	func(s *handlers.Server, r handlers.Routes) { notifications.Register(r, s, s.DB()) },
