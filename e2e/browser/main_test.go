@@ -16,9 +16,11 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"golang.org/x/crypto/bcrypt"
 
 	"github.com/killrchat/killrchat/cmd"
 	"github.com/killrchat/killrchat/cmd/cmdtest"
+	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/store/storetest"
 )
 
@@ -52,6 +54,11 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	chromiumPath = path
+	// The app runs in this process: its sign-ups hash at bcrypt's lowest
+	// cost, which takes milliseconds under -race where the production
+	// cost takes seconds. cmd's TestPasswordCost checks that the program
+	// itself keeps the production cost.
+	store.PasswordCost = bcrypt.MinCost
 	code := storetest.Main(m, "browser", &db)
 	if theEnv != nil {
 		theEnv.stop()

@@ -73,8 +73,10 @@ func (s routes) listMentions(c echo.Context) error {
 }
 
 // visibleMentions drops the mentions in closed rooms that login is not
-// (any more) a member of: their rooms are not there for them. The rooms
-// are read in one query.
+// (any more) a member of: their rooms are not there for them; and those
+// of deleted rooms, whether or not a room has the name again (a mention
+// older than the room of the name is of one deleted before it). The
+// rooms are read in one query.
 func (s routes) visibleMentions(ctx context.Context, login string, found []chat.Mention) ([]chat.Mention, error) {
 	var rooms []string
 	for _, m := range found {
@@ -99,8 +101,11 @@ func (s routes) visibleMentions(ctx context.Context, login string, found []chat.
 		}
 	}
 	return slices.DeleteFunc(found, func(m chat.Mention) bool {
-		_, ok := named[m.Conversation]
-		return !strings.HasPrefix(m.Conversation, "dm:") && ok && !visible[m.Conversation]
+		if strings.HasPrefix(m.Conversation, "dm:") {
+			return false
+		}
+		r, ok := named[m.Conversation]
+		return !ok || !visible[m.Conversation] || m.MessageID.Time().Before(r.CreatedAt)
 	}), nil
 }
 
