@@ -40,6 +40,8 @@ type Storage interface {
 	EndOtherSessions(ctx context.Context, login, keep string) ([]string, error)
 
 	Reads
+	CatchUp
+	Onboarding
 }
 
 // Reads are the reads the caches decorate (package service/cache): a

@@ -60,6 +60,11 @@ func (s routes) signup(c echo.Context) error {
 		}
 		return s.Render(c, handlers.FormStatus(err), views.Page{Title: "Sign up"}, views.SignupView(f))
 	}
+	// The people directory and the site's default rooms (issue 39); a
+	// failure leaves the account as it is.
+	if _, err := s.App().Onboard(c.Request().Context(), u.Ref()); err != nil {
+		s.Log().Warn("sign-up: onboard", "login", u.Login, "err", err)
+	}
 	if err := s.LogIn(c, u, false); err != nil {
 		return err
 	}
