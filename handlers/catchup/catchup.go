@@ -12,27 +12,27 @@ import (
 	"github.com/killrchat/killrchat/handlers"
 )
 
-// conversations finds the conversation a request names, as who asks sees
+// Conversations finds the conversation a request names, as who asks sees
 // it (handlers.Server).
-type conversations interface {
+type Conversations interface {
 	ConversationOf(c echo.Context) (handlers.Conversation, error)
 }
 
-// markers moves read markers (service.Service).
-type markers interface {
+// Markers moves read markers (service.Service).
+type Markers interface {
 	MarkConversationRead(ctx context.Context, login, conversation string) error
 	MarkAllRead(ctx context.Context, login string) (int, error)
 }
 
 // routes are the catch-up routes over what they use.
 type routes struct {
-	conversations conversations
-	markers       markers
+	conversations Conversations
+	markers       Markers
 }
 
 // Register lists the catch-up routes.
-func Register(srv *handlers.Server, r handlers.Routes) {
-	s := routes{conversations: srv, markers: srv.App()}
+func Register(r handlers.Routes, convs Conversations, m Markers) {
+	s := routes{conversations: convs, markers: m}
 	r.Auth.POST("/read", s.markAllRead)
 	r.Auth.POST("/rooms/:room/read-all", s.markConversationRead)
 	r.Auth.POST("/dm/:logins/read-all", s.markConversationRead, handlers.CanonicalDM)
