@@ -17,6 +17,7 @@ const siteKey = "site"
 const (
 	selectDefaultRooms = `SELECT default_rooms, default_rooms_set FROM site_settings WHERE site = ?`
 	updateDefaultRooms = `UPDATE site_settings SET default_rooms = ?, default_rooms_set = ? WHERE site = ?`
+	deleteDefaultRooms = `DELETE default_rooms, default_rooms_set FROM site_settings WHERE site = ?`
 )
 
 // DefaultRooms are the room keys every new person joins, and whether an
@@ -46,4 +47,10 @@ func (s *Store) SetDefaultRooms(ctx context.Context, rooms []string) error {
 		rooms = []string{}
 	}
 	return s.exec(ctx, "set default rooms", updateDefaultRooms, rooms, s.Now().UTC(), siteKey)
+}
+
+// ForgetDefaultRooms puts the site back to never having chosen its
+// default rooms (#general, see service.DefaultRooms).
+func (s *Store) ForgetDefaultRooms(ctx context.Context) error {
+	return s.exec(ctx, "forget default rooms", deleteDefaultRooms, siteKey)
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/killrchat/killrchat/handlers/avatars"
 	"github.com/killrchat/killrchat/handlers/catchup"
 	"github.com/killrchat/killrchat/handlers/changes"
+	"github.com/killrchat/killrchat/handlers/directory"
 	"github.com/killrchat/killrchat/handlers/dms"
 	"github.com/killrchat/killrchat/handlers/events"
 	"github.com/killrchat/killrchat/handlers/files"
@@ -34,7 +35,8 @@ var Modules = []handlers.Module{accounts.Register,
 	func(s *handlers.Server, r handlers.Routes) { presence.Register(r, s) },
 	func(s *handlers.Server, r handlers.Routes) { push.Register(r, s.StaticFiles(), s, s.DB()) },
 	avatars.Register,
-	func(s *handlers.Server, r handlers.Routes) { catchup.Register(r, s, s.App()) }}
+	func(s *handlers.Server, r handlers.Routes) { catchup.Register(r, s, s.App()) },
+	func(s *handlers.Server, r handlers.Routes) { directory.Register(r, s, s.App()) }}
 
 // Register installs the middleware and every route of srv on e.
 func Register(e *echo.Echo, srv *handlers.Server) { srv.Register(e, Modules...) }
