@@ -39,6 +39,8 @@ type Storage interface {
 	EndOtherSessions(ctx context.Context, login, keep string) ([]string, error)
 
 	Reads
+	CatchUp
+	Onboarding
 }
 
 // Messages are a conversation's messages and their changes as stored:

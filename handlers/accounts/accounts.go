@@ -34,6 +34,7 @@ type Accounts interface {
 	EndOtherSessions(ctx context.Context, login, keep string) ([]string, error)
 	SessionsEnded(ctx context.Context, login string, ids []string)
 	JoinByInvite(ctx context.Context, me chat.UserRef, token string, before chat.Room) (chat.Room, error)
+	Onboard(ctx context.Context, me chat.UserRef) ([]string, error)
 }
 
 // Core is what the module uses of the HTTP core (handlers.Server):
@@ -97,6 +98,11 @@ func (s routes) signup(c echo.Context) error {
 			f.Errors["login"], f.Error = "This login is taken.", ""
 		}
 		return s.core.Render(c, handlers.FormStatus(err), views.Page{Title: "Sign up"}, views.SignupView(f, s.invitedName(c, f.Value("next"))))
+	}
+	// The people directory and the site's default rooms (issue 39); a
+	// failure leaves the account as it is.
+	if _, err := s.app.Onboard(c.Request().Context(), u.Ref()); err != nil {
+		s.core.Log().Warn("sign-up: onboard", "login", u.Login, "err", err)
 	}
 	if err := s.core.LogIn(c, u, false); err != nil {
 		return err

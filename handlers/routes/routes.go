@@ -6,7 +6,9 @@ import (
 	"github.com/killrchat/killrchat/handlers"
 	"github.com/killrchat/killrchat/handlers/accounts"
 	"github.com/killrchat/killrchat/handlers/avatars"
+	"github.com/killrchat/killrchat/handlers/catchup"
 	"github.com/killrchat/killrchat/handlers/changes"
+	"github.com/killrchat/killrchat/handlers/directory"
 	"github.com/killrchat/killrchat/handlers/dms"
 	"github.com/killrchat/killrchat/handlers/events"
 	"github.com/killrchat/killrchat/handlers/files"
@@ -43,7 +45,9 @@ var Modules = []handlers.Module{
 	func(s *handlers.Server, r handlers.Routes) { push.Register(r, s.StaticFiles(), s, s.DB()) },
 	func(s *handlers.Server, r handlers.Routes) {
 		avatars.Register(r, avatars.Deps{Core: s, DB: s.DB(), CSRF: s.CSRF(), MaxUpload: s.Config().MaxUpload, Bytes: s.UploadBytes(), Uploads: s.Uploads()})
-	}}
+	},
+	func(s *handlers.Server, r handlers.Routes) { catchup.Register(r, s, s.App()) },
+	func(s *handlers.Server, r handlers.Routes) { directory.Register(r, s, s.App()) }}
 
 // Register installs the middleware and every route of srv on e.
 func Register(e *echo.Echo, srv *handlers.Server) { srv.Register(e, Modules...) }
