@@ -19,7 +19,7 @@ func TestReadYourWritesAcrossInstances(t *testing.T) {
 		text := fmt.Sprintf("post %d of %s", i, room)
 		postMessage(t, ada, room, text)
 		for name, c := range map[string]*client{"the same instance": ada, "another instance": ada.on(b)} {
-			if p := c.get("/rooms/" + room); p.doc.Find(".message .text:contains('" + text + "')").Length() != 1 {
+			if p := c.get("/rooms/" + room); p.doc.Find(".message .text:contains('"+text+"')").Length() != 1 {
 				t.Errorf("the page on %s right after post %d lacks it", name, i)
 			}
 		}
