@@ -435,8 +435,11 @@ func (s *Server) handleError(err error, c echo.Context) {
 		c.Response().Header().Set("HX-Retarget", "#flash")
 		c.Response().Header().Set("HX-Reswap", "innerHTML")
 	}
-	title := web.ErrorTitle(status)
-	if status == http.StatusNotFound && strings.HasPrefix(c.Path(), "/rooms/:room") {
+	title := web.TitleOf(err, status)
+	var removed removedError
+	if errors.As(err, &removed) {
+		title, msg = "You were removed", "You were removed from #"+removed.room+" by an admin of the room."
+	} else if status == http.StatusNotFound && strings.HasPrefix(c.Path(), "/rooms/:room") {
 		msg = "This room does not exist or was deleted."
 	}
 	page := views.Page{Title: title}

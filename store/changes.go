@@ -391,6 +391,13 @@ func deref[T any](p *T) T {
 	return *p
 }
 
+// AddReactions sets the Reactions of msgs (oldest first, of in) as
+// MessagesBefore sets those of its page: for a page that also holds
+// messages read by MessagesAfter (a page opened at a message).
+func (s *Store) AddReactions(ctx context.Context, in chat.Place, msgs []chat.Message) error {
+	return s.addReactions(ctx, in.Conversation(), msgs)
+}
+
 // addReactions reads the reactions of msgs (oldest first, from one
 // walk of in) and sets each message's Reactions: one single-partition
 // slice per day bucket the messages span, from the oldest message to the
