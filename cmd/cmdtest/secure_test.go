@@ -41,18 +41,20 @@ func startSecureNode(t *testing.T) string {
 		t.Fatal(err)
 	}
 	script := filepath.Join(root, "scripts", "cassandra.sh")
-	out, err := exec.Command(script, "start", "--secure").CombinedOutput()
-	if err != nil {
-		t.Fatalf("scripts/cassandra.sh start --secure: %v\n%s", err, out)
-	}
-	t.Logf("%s", out)
-	if bytes.Contains(out, []byte("starting Cassandra")) {
+	// A node that runs already (someone works with it) stays; one this
+	// test starts stops after it, even if its start fails half-way.
+	if exec.Command(script, "status", "--secure").Run() != nil {
 		t.Cleanup(func() {
 			if out, err := exec.Command(script, "stop", "--secure").CombinedOutput(); err != nil {
 				t.Errorf("scripts/cassandra.sh stop --secure: %v\n%s", err, out)
 			}
 		})
 	}
+	out, err := exec.Command(script, "start", "--secure").CombinedOutput()
+	if err != nil {
+		t.Fatalf("scripts/cassandra.sh start --secure: %v\n%s", err, out)
+	}
+	t.Logf("%s", out)
 	dir := os.Getenv("CASSANDRA_SECURE_DIR")
 	if dir == "" {
 		dir = filepath.Join(root, ".cassandra-secure")
