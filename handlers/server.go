@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -267,8 +268,11 @@ func (s *Server) Register(e *echo.Echo, modules ...Module) {
 	}))
 	e.Use(middleware.BodyLimitWithConfig(middleware.BodyLimitConfig{Limit: "64K", Skipper: skipBodyLimit}))
 	// Small htmx fragments cost more to compress than they save; files
-	// are served with ranges, which compression would break.
-	e.Use(middleware.GzipWithConfig(middleware.GzipConfig{MinLength: 1400, Skipper: func(c echo.Context) bool {
+	// are served with ranges, which compression would break. The fastest
+	// level: a room page (130 KB of repetitive HTML) is 7.3 KB at level 1
+	// for 0.5 ms of CPU, 6.4 KB at the default level for 1.2 ms, more
+	// than the rest of the page costs (e2e/load roompage, docs/benchmarks.md).
+	e.Use(middleware.GzipWithConfig(middleware.GzipConfig{Level: gzip.BestSpeed, MinLength: 1400, Skipper: func(c echo.Context) bool {
 		return strings.HasSuffix(c.Path(), "/events") || c.Path() == "/metrics" || strings.HasPrefix(c.Path(), "/files/")
 	}}))
 
