@@ -178,10 +178,17 @@ func (s *Server) markRead(c echo.Context, conv chat.Conversation, id chat.ID, ba
 	if err := s.db.MarkRead(c.Request().Context(), me.Login, conv.ID, id); err != nil {
 		return err
 	}
+	s.readElsewhere(c.Request().Context(), me.Login)
 	if IsHTMX(c) {
 		return c.NoContent(http.StatusNoContent)
 	}
 	return c.Redirect(http.StatusSeeOther, back)
+}
+
+// readElsewhere tells login's other pages (other tabs, other browsers)
+// that their markers moved: their sidebars, badges and titles read anew.
+func (s *Server) readElsewhere(ctx context.Context, login string) {
+	s.publish(ctx, live.Event{Kind: live.KindUnread, Conversation: live.PersonalKey(login)})
 }
 
 // markShown marks conv read up to the newest of msgs, the messages a full
@@ -194,7 +201,9 @@ func (s *Server) markShown(ctx context.Context, login string, conv chat.Conversa
 	if newest := msgs[len(msgs)-1].ID; newest.After(marker) {
 		if err := s.db.MarkRead(ctx, login, conv.ID, newest); err != nil {
 			s.log.Warn("mark read", "conversation", conv.ID, "err", err)
+			return
 		}
+		s.readElsewhere(ctx, login)
 	}
 }
 

@@ -244,7 +244,13 @@ func TestReplyWithQuoteKeepsMarkdown(t *testing.T) {
 	a.createRoom(room, "Quotes")
 	a.waitStream()
 	content := "Plan " + unique("#") + ":\n\n- one\n- two\n\n> said before\n\n~~dropped~~\n\n```\ncode line\n```"
-	id := a.post(content)
+	// Sent as typed: post waits for the text as written, and this one
+	// is rendered.
+	eval[bool](a, fmt.Sprintf(`(() => { const c = document.getElementById("content"); c.value = %s;
+		c.dispatchEvent(new Event("input", {bubbles: true})); return true; })()`, js(content)))
+	a.click("#composer button[type=submit]")
+	a.waitJS("the message sent", `document.querySelectorAll("#messages li.message:not(.system)").length === 1`)
+	id := eval[string](a, `document.querySelector("#messages li.message:not(.system)").id`)
 	quote := func(id string) string {
 		a.click("#" + id + " .message-menu > summary")
 		a.click("#" + id + " .message-menu a.quote")
@@ -257,7 +263,7 @@ func TestReplyWithQuoteKeepsMarkdown(t *testing.T) {
 		t.Fatalf("the composer holds\n%q\nwant\n%q", got, want)
 	}
 	a.click("#composer button[type=submit]")
-	a.waitJS("the quote sent", `document.getElementById("content").value === "" && document.querySelectorAll("#messages li.message").length === 2`)
+	a.waitJS("the quote sent", `document.getElementById("content").value === "" && document.querySelectorAll("#messages li.message:not(.system)").length === 2`)
 	reply := eval[string](a, `[...document.querySelectorAll("#messages li.message")].pop().id`)
 	if got := a.text("#" + reply + " .text blockquote del"); got != "dropped" {
 		t.Errorf("the quote's strike-through reads %q", got)
@@ -412,4 +418,23 @@ func TestLongPasteKept(t *testing.T) {
 	if n := storedCount(t, room, long); n != 0 {
 		t.Errorf("the text over the limit was stored %d times", n)
 	}
+}
+
+// TestNewInvitationLinkShownOnce (issue 39, item 11): the token of a new
+// invitation link leaves the address bar, and a Copy button copies it.
+func TestNewInvitationLinkShownOnce(t *testing.T) {
+	b := begin(t)
+	a := b.newTab("ada")
+	a.signUp(newPerson("Ada", "Lovelace"))
+	room := unique("links")
+	a.createRoom(room, "Links")
+	a.open("/rooms/" + room + "/members")
+	a.waitJS("the members page", `document.querySelector("#members-page form.new-invite")`)
+	a.click("#members-page form.new-invite button[type=submit]")
+	a.waitJS("the new link", `document.readyState === "complete" && document.querySelector("#new-link")`)
+	a.waitJS("the token gone from the address", `!location.search.includes("invite=") && !location.href.includes(document.querySelector("#new-link").getAttribute("href").slice(9))`)
+	if !eval[bool](a, reachable("#members-page .copy-invite")) {
+		t.Error("no Copy button beside the new link")
+	}
+	a.checkAccessibility("the members page with a new link")
 }
