@@ -438,3 +438,27 @@ func TestNewInvitationLinkShownOnce(t *testing.T) {
 	}
 	a.checkAccessibility("the members page with a new link")
 }
+
+// TestPhoneMenuClearOfText (issue 39, item 11): on a phone, where the ⋯
+// of a message always shows, it covers no word of the message.
+func TestPhoneMenuClearOfText(t *testing.T) {
+	b := begin(t)
+	a := b.newTab("ada")
+	a.signUp(newPerson("Ada", "Lovelace"))
+	room := unique("words")
+	a.createRoom(room, "Words")
+	a.resize(phone)
+	a.open("/rooms/" + room)
+	a.waitRoomPage(room)
+	for _, text := range []string{"short " + unique("#"), strings.Repeat("many words here ", 12) + unique("#")} {
+		id := a.post(text)
+		overlap := eval[bool](a, fmt.Sprintf(`(() => { const li = document.getElementById(%s);
+			const m = li.querySelector(".message-menu > summary").getBoundingClientRect();
+			const r = document.createRange(); r.selectNodeContents(li.querySelector(".text"));
+			return [...r.getClientRects()].some(x => x.width > 0 && x.left < m.right && x.right > m.left && x.top < m.bottom && x.bottom > m.top); })()`, js(id)))
+		if overlap {
+			a.screenshot("overlap")
+			t.Errorf("the ⋯ of %q covers its text", text)
+		}
+	}
+}
