@@ -176,7 +176,7 @@ func (s *Server) showRoom(c echo.Context) error {
 		level = chat.DefaultLevel(cv.ID)
 	}
 	v.Level = level
-	s.markShown(ctx, me.Login, cv.Place.Conversation(), v.Messages, marker)
+	s.app.MarkShown(ctx, me.Login, cv.Place.Conversation(), v.Messages, marker)
 	v.FirstUnread = firstUnread(v.Messages, marker, me.Login)
 	if c.QueryParam("at") == "" {
 		s.unreadAbove(ctx, cv, marker, &v)
@@ -246,12 +246,19 @@ func (s *Server) deleteRoom(c echo.Context) error {
 }
 
 // roomsNamedLike answers GET /rooms?name=: the rooms whose name starts
-// with name, in any case, in name order, a page at a time (?after= the
-// last name shown). It reads one small partition of room_names and then
-// the page's rooms, never the whole table.
+// with name, in any case, in name order, a page at a time (?page= a
+// token of the last name read, signed and encrypted: it may be a closed
+// room's, which the reader must not learn, and a name made up is no
+// place to start from). It reads one small partition of room_names and
+// then the page's rooms, never the whole table.
 func (s *Server) roomsNamedLike(c echo.Context, name string) error {
 	ctx := c.Request().Context()
-	after := c.QueryParam("after")
+	var after string
+	if token := c.QueryParam("page"); token != "" {
+		if err := s.pages.Decode("rooms-named", token, &after); err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, "This page link is broken or has expired. Start again from the first page.")
+		}
+	}
 	names, more, err := s.db.RoomNamesWithPrefix(ctx, name, after, s.cfg.RoomsPerPage)
 	if err != nil {
 		return err
@@ -278,7 +285,11 @@ func (s *Server) roomsNamedLike(c echo.Context, name string) error {
 		}
 	}
 	if more && len(names) > 0 {
-		list.Next = "/rooms?name=" + url.QueryEscape(name) + "&after=" + url.QueryEscape(names[len(names)-1])
+		token, err := s.pages.Encode("rooms-named", names[len(names)-1])
+		if err != nil {
+			return err
+		}
+		list.Next = "/rooms?name=" + url.QueryEscape(name) + "&page=" + url.QueryEscape(token)
 	}
 	return s.Render(c, http.StatusOK, views.Page{Title: "All rooms"}, views.RoomListView(list))
 }

@@ -3,6 +3,7 @@ package handlers
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -166,7 +167,11 @@ func New(db *store.Store, registry *metrics.Registry, hub live.Hub, cfg Config, 
 	if cfg.UploadMinRate <= 0 {
 		cfg.UploadMinRate = DefaultUploadMinRate
 	}
-	pages := securecookie.New(cfg.SessionKey, nil)
+	// Page tokens are encrypted as well as signed: one holds where a
+	// listing stopped (a Cassandra paging state, a room's name), which
+	// may be a room closed to its reader (issue 37, fault 6).
+	blockKey := sha256.Sum256(append([]byte("killrchat page tokens\x00"), cfg.SessionKey...))
+	pages := securecookie.New(cfg.SessionKey, blockKey[:])
 	pages.MaxAge(int((6 * time.Hour) / time.Second))
 	s := &Server{
 		db: db, metrics: registry, hub: hub, cfg: cfg, log: log, pages: pages,

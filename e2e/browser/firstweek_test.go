@@ -121,6 +121,10 @@ func TestMenusClose(t *testing.T) {
 	a := b.newTab("ada")
 	a.signUp(ada)
 	a.createRoom(room, "Menus close")
+	// The newest message sits at the bottom, clear of the open room menu.
+	seedMessages(t, room, ada, 12)
+	a.open("/rooms/" + room)
+	a.waitRoomPage(room)
 	a.waitStream()
 	id := a.post("a message " + unique("#"))
 	roomMenu, msgMenu := "#room .room-menu", "#"+id+" .message-menu"
@@ -184,6 +188,11 @@ func TestParticipantsHeaderStaysSmall(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// One join through the app: the room's cached header, read before the
+	// joins above went straight to the store, is read anew.
+	o := b.newTab("bob")
+	o.signUp(newPerson("Bob", "Babbage"))
+	o.joinFromRoomPage(room)
 	a.resize(size{"laptop", 1280, 720, false})
 	a.open("/rooms/" + room)
 	a.waitRoomPage(room)
@@ -323,7 +332,9 @@ func TestInvitationToNewcomer(t *testing.T) {
 		if got := n.text("#invited"); !strings.Contains(got, "You're invited to #"+room) {
 			t.Errorf("%s: the sign-up page says %q, want where the link leads", label, got)
 		}
-		n.checkAccessibility(label + ": the sign-up page of an invitation")
+		if withJS {
+			n.checkAccessibility("the sign-up page of an invitation")
+		}
 		n.fill("login", u.login, "password", u.password, "password_confirm", u.password,
 			"firstname", u.first, "lastname", u.last)
 		n.click("#signup button[type=submit]")
