@@ -446,7 +446,7 @@ func (s *Server) handleError(err error, c echo.Context) {
 	} else if status == http.StatusNotFound && strings.HasPrefix(c.Path(), "/rooms/:room") {
 		msg = "This room does not exist or was deleted."
 	}
-	page := views.Page{Title: title}
+	page := views.Page{Title: title, Unavailable: status == http.StatusServiceUnavailable}
 	body := views.ErrorView(views.ErrorPage{Status: status, Title: title, Message: msg})
 	if rerr := s.Render(c, status, page, body); rerr != nil {
 		s.log.Error("render error page", "err", rerr)
