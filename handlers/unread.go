@@ -239,6 +239,9 @@ func (s *Server) around(c echo.Context, in chat.Place, base string, v *views.Roo
 	if err != nil {
 		return err
 	}
+	if err := s.db.AddReactions(ctx, in, rest); err != nil {
+		return err
+	}
 	v.Messages = append(before, rest...)
 	v.Older = olderLink(base, v.Messages, moreBefore)
 	if len(rest) > 0 && rest[0].ID == at {

@@ -40,7 +40,7 @@ func (s routes) showSignup(c echo.Context) error {
 		return c.Redirect(http.StatusSeeOther, "/")
 	}
 	f := views.Form{Values: map[string]string{"next": handlers.SafeNext(c.QueryParam("next"))}}
-	return s.Render(c, http.StatusOK, views.Page{Title: "Sign up"}, views.SignupView(f))
+	return s.Render(c, http.StatusOK, views.Page{Title: "Sign up"}, views.SignupView(f, s.invitedName(c, f.Value("next"))))
 }
 
 func (s routes) signup(c echo.Context) error {
@@ -58,7 +58,7 @@ func (s routes) signup(c echo.Context) error {
 			// Said once, beside the field.
 			f.Errors["login"], f.Error = "This login is taken.", ""
 		}
-		return s.Render(c, handlers.FormStatus(err), views.Page{Title: "Sign up"}, views.SignupView(f))
+		return s.Render(c, handlers.FormStatus(err), views.Page{Title: "Sign up"}, views.SignupView(f, s.invitedName(c, f.Value("next"))))
 	}
 	if err := s.LogIn(c, u, false); err != nil {
 		return err
@@ -67,7 +67,7 @@ func (s routes) signup(c echo.Context) error {
 	if next == "/" {
 		next = "/?notice=welcome"
 	}
-	return handlers.Redirect(c, next)
+	return handlers.Redirect(c, s.afterSignup(c, u.Ref(), next))
 }
 
 func (s routes) showLogin(c echo.Context) error {
@@ -75,7 +75,7 @@ func (s routes) showLogin(c echo.Context) error {
 		return c.Redirect(http.StatusSeeOther, handlers.SafeNext(c.QueryParam("next")))
 	}
 	f := views.Form{Values: map[string]string{"next": handlers.SafeNext(c.QueryParam("next"))}}
-	return s.Render(c, http.StatusOK, views.Page{Title: "Log in"}, views.LoginView(f))
+	return s.Render(c, http.StatusOK, views.Page{Title: "Log in"}, views.LoginView(f, s.invitedName(c, f.Value("next"))))
 }
 
 func (s routes) login(c echo.Context) error {
@@ -87,7 +87,7 @@ func (s routes) login(c echo.Context) error {
 			return err
 		}
 		f.Error = "Wrong login or password."
-		return s.Render(c, http.StatusUnauthorized, views.Page{Title: "Log in"}, views.LoginView(f))
+		return s.Render(c, http.StatusUnauthorized, views.Page{Title: "Log in"}, views.LoginView(f, s.invitedName(c, f.Value("next"))))
 	}
 	if err := s.LogIn(c, u, c.FormValue("remember_me") != ""); err != nil {
 		return err

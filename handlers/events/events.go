@@ -86,9 +86,29 @@ func (s routes) roomEvents(c echo.Context) error {
 	s.InConversation(c, cv.Place)
 	ctx := c.Request().Context()
 	st.Resume(cv.ID, cv.Place, since, ctx)
+	if err := s.changesFrom(ctx, st, cv.ID, cv.Room, me.Login, since); err != nil {
+		return err
+	}
 	st.Watch(s.WatchOthers(ctx, me.Login, cv.ID))
 	res := c.Response()
 	st.Run(ctx, res, func() { res.Status, res.Committed = http.StatusOK, true })
+	return nil
+}
+
+// changesFrom has a stream that resumes a room from since (zero: it
+// replays nothing) replay no change made before login joined the room:
+// one read of login's row, for a resume only.
+func (s routes) changesFrom(ctx context.Context, st *live.Stream, id string, room *chat.Room, login string, since chat.ID) error {
+	if since == (chat.ID{}) || room == nil {
+		return nil
+	}
+	joined, err := s.DB().JoinedAt(ctx, *room, login)
+	if err != nil {
+		return err
+	}
+	if !joined.IsZero() {
+		st.ChangesFrom(id, joined)
+	}
 	return nil
 }
 
@@ -207,6 +227,9 @@ func (s routes) personalEvents(c echo.Context) error {
 			st.Refuse(w.id, live.KindStreamEnd)
 		default:
 			st.Resume(w.id, cv.Place, w.since, s.Mentioning(ctx, cv.Place))
+			if err := s.changesFrom(ctx, st, cv.ID, cv.Room, me.Login, w.since); err != nil {
+				return err
+			}
 		}
 	}
 	if err := st.TakeReplay(ctx); err != nil {
