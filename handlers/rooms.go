@@ -176,7 +176,7 @@ func (s *Server) showRoom(c echo.Context) error {
 		level = chat.DefaultLevel(cv.ID)
 	}
 	v.Level = level
-	s.markShown(ctx, me.Login, cv.Place.Conversation(), v.Messages, marker)
+	s.app.MarkShown(ctx, me.Login, cv.Place.Conversation(), v.Messages, marker)
 	v.FirstUnread = firstUnread(v.Messages, marker, me.Login)
 	if c.QueryParam("at") == "" {
 		s.unreadAbove(ctx, cv, marker, &v)

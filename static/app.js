@@ -933,6 +933,9 @@
     }, function () {});
   }, SIDEBAR_EVERY_MS);
 
+  // Another script changed unread state (catchup.js: Escape).
+  document.addEventListener("killrchat:sidebar-stale", function () { refreshSidebar(); });
+
   // menuMarks shows, on the phone's closed Menu button, how many
   // conversations are unread and whether one mentions the reader; its
   // name says so (views.MenuLabel says the same on a page load).

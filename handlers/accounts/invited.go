@@ -28,11 +28,11 @@ func (s routes) invitation(c echo.Context, next string) (token string, r chat.Ro
 		return "", r, false
 	}
 	ctx := c.Request().Context()
-	inv, err := s.DB().Invite(ctx, token)
+	inv, err := s.db.Invite(ctx, token)
 	if err != nil {
 		return "", r, false
 	}
-	if r, err = s.DB().Room(ctx, inv.Room); err != nil {
+	if r, err = s.db.Room(ctx, inv.Room); err != nil {
 		return "", r, false
 	}
 	if inv.Problem(time.Now(), r.InviteUses[inv.ID]) != nil {
@@ -60,12 +60,12 @@ func (s routes) afterSignup(c echo.Context, me chat.UserRef, next string) string
 	}
 	// The room as the newcomer stands in it, as the link's POST reads it.
 	ctx := c.Request().Context()
-	if r, err := s.DB().RoomFor(ctx, r.Name, me.Login); err == nil {
-		joined, err := s.App().JoinByInvite(ctx, me, token, r)
+	if r, err := s.db.RoomFor(ctx, r.Name, me.Login); err == nil {
+		joined, err := s.app.JoinByInvite(ctx, me, token, r)
 		if err == nil {
 			return handlers.RoomURL(joined.Name) + "#latest"
 		}
-		s.Log().Warn("join by invitation after sign-up", "room", r.Name, "err", err)
+		s.core.Log().Warn("join by invitation after sign-up", "room", r.Name, "err", err)
 	}
 	return next // the invitation page says what went wrong
 }
