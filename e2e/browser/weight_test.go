@@ -13,7 +13,8 @@ import (
 // asserted) what a cold load of a room page with 50 messages costs: the
 // bytes over the wire (HTML, CSS, scripts; gzip as served) and the time
 // until it is interactive: app.js has run and the live stream is open.
-// It fails only if the page stops being light (over 60 KB cold).
+// It fails only if the page stops being light (over 70 KB cold, issue
+// 39's bound).
 func TestRoomPageWeight(t *testing.T) {
 	b := begin(t)
 	ada := newPerson("Ada", "Lovelace")
@@ -61,7 +62,7 @@ func TestRoomPageWeight(t *testing.T) {
 	t.Logf("cold room page with 50 messages: %.1f KB over the wire (%.1f KB unpacked), %d requests", transfer/1024, decoded/1024, len(got))
 	t.Logf("DOM interactive %.0f ms, DOMContentLoaded (app.js ran) %.0f ms, load %.0f ms, live stream open %.0f ms after navigation start",
 		times["domInteractive"], times["domContentLoaded"], times["load"], times["streamOpen"])
-	if transfer > 60*1024 {
-		t.Errorf("a cold room page costs %.1f KB, want it light (under 60 KB)", transfer/1024)
+	if transfer > 70*1024 {
+		t.Errorf("a cold room page costs %.1f KB, want it light (under 70 KB)", transfer/1024)
 	}
 }
