@@ -1,23 +1,62 @@
 package accounts
 
 import (
+	"context"
 	"errors"
+	"log/slog"
 	"net/http"
 
+	"github.com/a-h/templ"
 	"github.com/labstack/echo/v4"
 
 	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/handlers"
+	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/views"
 	"github.com/killrchat/killrchat/web/session"
 )
 
-// routes are the accounts' routes, on the core's server.
-type routes struct{ *handlers.Server }
+// Users are the accounts as stored (store.Store).
+type Users interface {
+	CreateUser(ctx context.Context, f chat.SignUp) (chat.User, error)
+	User(ctx context.Context, login string) (chat.User, error)
+	Authenticate(ctx context.Context, login, password string) (chat.User, error)
+	ChangePassword(ctx context.Context, login, old, password, confirm string) error
+	Invite(ctx context.Context, token string) (store.Invite, error)
+	Room(ctx context.Context, name string) (chat.Room, error)
+	RoomFor(ctx context.Context, name, login string) (chat.Room, error)
+}
+
+// Accounts are the use cases of an account that other instances hear of
+// (service.Service).
+type Accounts interface {
+	ChangeProfile(ctx context.Context, login, email, bio string) error
+	EndOtherSessions(ctx context.Context, login, keep string) ([]string, error)
+	SessionsEnded(ctx context.Context, login string, ids []string)
+	JoinByInvite(ctx context.Context, me chat.UserRef, token string, before chat.Room) (chat.Room, error)
+	Onboard(ctx context.Context, me chat.UserRef) ([]string, error)
+}
+
+// Core is what the module uses of the HTTP core (handlers.Server):
+// giving a person a session, whether they have a picture, rendering.
+type Core interface {
+	LogIn(c echo.Context, u chat.User, remember bool) error
+	AvatarVersion(login string) string
+	Render(c echo.Context, status int, page views.Page, body templ.Component) error
+	RenderRaw(c echo.Context, status int, comp templ.Component) error
+	Log() *slog.Logger
+}
+
+// routes are the accounts' routes.
+type routes struct {
+	core Core
+	db   Users
+	app  Accounts
+}
 
 // Register lists the accounts' routes.
-func Register(srv *handlers.Server, r handlers.Routes) {
-	s := routes{srv}
+func Register(r handlers.Routes, core Core, db Users, app Accounts) {
+	s := routes{core, db, app}
 	r.Public.GET("/signup", s.showSignup)
 	r.Public.POST("/signup", s.signup, r.SignIn)
 	r.Public.GET("/login", s.showLogin)
@@ -32,7 +71,7 @@ func Register(srv *handlers.Server, r handlers.Routes) {
 
 // notificationSettings is the page of this browser's notifications.
 func (s routes) notificationSettings(c echo.Context) error {
-	return s.Render(c, http.StatusOK, views.Page{Title: "Notifications"}, views.NotificationSettingsView())
+	return s.core.Render(c, http.StatusOK, views.Page{Title: "Notifications"}, views.NotificationSettingsView())
 }
 
 func (s routes) showSignup(c echo.Context) error {
@@ -40,12 +79,12 @@ func (s routes) showSignup(c echo.Context) error {
 		return c.Redirect(http.StatusSeeOther, "/")
 	}
 	f := views.Form{Values: map[string]string{"next": handlers.SafeNext(c.QueryParam("next"))}}
-	return s.Render(c, http.StatusOK, views.Page{Title: "Sign up"}, views.SignupView(f))
+	return s.core.Render(c, http.StatusOK, views.Page{Title: "Sign up"}, views.SignupView(f, s.invitedName(c, f.Value("next"))))
 }
 
 func (s routes) signup(c echo.Context) error {
 	f := handlers.FormOf(c, "login", "firstname", "lastname", "email", "bio", "next")
-	u, err := s.DB().CreateUser(c.Request().Context(), chat.SignUp{
+	u, err := s.db.CreateUser(c.Request().Context(), chat.SignUp{
 		Login: f.Value("login"), Password: c.FormValue("password"), PasswordConfirm: c.FormValue("password_confirm"),
 		Firstname: f.Value("firstname"), Lastname: f.Value("lastname"), Email: f.Value("email"), Bio: f.Value("bio"),
 	})
@@ -58,21 +97,21 @@ func (s routes) signup(c echo.Context) error {
 			// Said once, beside the field.
 			f.Errors["login"], f.Error = "This login is taken.", ""
 		}
-		return s.Render(c, handlers.FormStatus(err), views.Page{Title: "Sign up"}, views.SignupView(f))
+		return s.core.Render(c, handlers.FormStatus(err), views.Page{Title: "Sign up"}, views.SignupView(f, s.invitedName(c, f.Value("next"))))
 	}
 	// The people directory and the site's default rooms (issue 39); a
 	// failure leaves the account as it is.
-	if _, err := s.App().Onboard(c.Request().Context(), u.Ref()); err != nil {
-		s.Log().Warn("sign-up: onboard", "login", u.Login, "err", err)
+	if _, err := s.app.Onboard(c.Request().Context(), u.Ref()); err != nil {
+		s.core.Log().Warn("sign-up: onboard", "login", u.Login, "err", err)
 	}
-	if err := s.LogIn(c, u, false); err != nil {
+	if err := s.core.LogIn(c, u, false); err != nil {
 		return err
 	}
 	next := handlers.SafeNext(f.Value("next"))
 	if next == "/" {
 		next = "/?notice=welcome"
 	}
-	return handlers.Redirect(c, next)
+	return handlers.Redirect(c, s.afterSignup(c, u.Ref(), next))
 }
 
 func (s routes) showLogin(c echo.Context) error {
@@ -80,21 +119,21 @@ func (s routes) showLogin(c echo.Context) error {
 		return c.Redirect(http.StatusSeeOther, handlers.SafeNext(c.QueryParam("next")))
 	}
 	f := views.Form{Values: map[string]string{"next": handlers.SafeNext(c.QueryParam("next"))}}
-	return s.Render(c, http.StatusOK, views.Page{Title: "Log in"}, views.LoginView(f))
+	return s.core.Render(c, http.StatusOK, views.Page{Title: "Log in"}, views.LoginView(f, s.invitedName(c, f.Value("next"))))
 }
 
 func (s routes) login(c echo.Context) error {
 	f := handlers.FormOf(c, "login", "next")
 	f.Errors = map[string]string{}
-	u, err := s.DB().Authenticate(c.Request().Context(), f.Value("login"), c.FormValue("password"))
+	u, err := s.db.Authenticate(c.Request().Context(), f.Value("login"), c.FormValue("password"))
 	if err != nil {
 		if !handlers.FormError(err) {
 			return err
 		}
 		f.Error = "Wrong login or password."
-		return s.Render(c, http.StatusUnauthorized, views.Page{Title: "Log in"}, views.LoginView(f))
+		return s.core.Render(c, http.StatusUnauthorized, views.Page{Title: "Log in"}, views.LoginView(f, s.invitedName(c, f.Value("next"))))
 	}
-	if err := s.LogIn(c, u, c.FormValue("remember_me") != ""); err != nil {
+	if err := s.core.LogIn(c, u, c.FormValue("remember_me") != ""); err != nil {
 		return err
 	}
 	return handlers.Redirect(c, handlers.SafeNext(f.Value("next")))
@@ -109,14 +148,14 @@ func (s routes) logout(c echo.Context) error {
 		// The streams this session opened stop too, on every instance;
 		// the person's other sessions keep theirs.
 		if u, ok := handlers.CurrentUser(c); ok {
-			s.App().SessionsEnded(c.Request().Context(), u.Login, []string{sess.ID})
+			s.app.SessionsEnded(c.Request().Context(), u.Login, []string{sess.ID})
 		}
 	}
 	return handlers.Redirect(c, "/login?notice=logged-out")
 }
 
 func (s routes) showUser(c echo.Context) error {
-	u, err := s.DB().User(c.Request().Context(), c.Param("login"))
+	u, err := s.db.User(c.Request().Context(), c.Param("login"))
 	if err != nil {
 		return err
 	}
@@ -128,17 +167,17 @@ func (s routes) showUser(c echo.Context) error {
 		}
 	}
 	if handlers.IsHTMX(c) {
-		return s.RenderRaw(c, http.StatusOK, views.HoverCard(p))
+		return s.core.RenderRaw(c, http.StatusOK, views.HoverCard(p))
 	}
-	return s.Render(c, http.StatusOK, views.Page{Title: u.Name()}, views.ProfileView(p))
+	return s.core.Render(c, http.StatusOK, views.Page{Title: u.Name()}, views.ProfileView(p))
 }
 
 func (s routes) profileEdit(c echo.Context) (views.ProfileEdit, error) {
-	u, err := s.DB().User(c.Request().Context(), handlers.MustUser(c).Login)
+	u, err := s.db.User(c.Request().Context(), handlers.MustUser(c).Login)
 	if err != nil {
 		return views.ProfileEdit{}, err
 	}
-	return views.NewProfileEdit(u, s.AvatarVersion(u.Login) != ""), nil
+	return views.NewProfileEdit(u, s.core.AvatarVersion(u.Login) != ""), nil
 }
 
 func (s routes) showProfile(c echo.Context) error {
@@ -149,7 +188,7 @@ func (s routes) showProfile(c echo.Context) error {
 	if c.QueryParam("saved") != "" {
 		p.Saved = "Your changes are saved."
 	}
-	return s.Render(c, http.StatusOK, views.Page{Title: "Your profile"}, views.ProfileEditView(p))
+	return s.core.Render(c, http.StatusOK, views.Page{Title: "Your profile"}, views.ProfileEditView(p))
 }
 
 func (s routes) updateProfile(c echo.Context) error {
@@ -158,13 +197,13 @@ func (s routes) updateProfile(c echo.Context) error {
 		return err
 	}
 	p.Form = handlers.FormOf(c, "email", "bio")
-	err = s.App().ChangeProfile(c.Request().Context(), p.User.Login, p.Form.Value("email"), p.Form.Value("bio"))
+	err = s.app.ChangeProfile(c.Request().Context(), p.User.Login, p.Form.Value("email"), p.Form.Value("bio"))
 	if err != nil {
 		if !handlers.FormError(err) {
 			return err
 		}
 		p.Form = handlers.WithErrors(p.Form, err)
-		return s.Render(c, handlers.FormStatus(err), views.Page{Title: "Your profile"}, views.ProfileEditView(p))
+		return s.core.Render(c, handlers.FormStatus(err), views.Page{Title: "Your profile"}, views.ProfileEditView(p))
 	}
 	return handlers.Redirect(c, "/profile?saved=1")
 }
@@ -174,14 +213,14 @@ func (s routes) changePassword(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	err = s.DB().ChangePassword(c.Request().Context(), p.User.Login,
+	err = s.db.ChangePassword(c.Request().Context(), p.User.Login,
 		c.FormValue("old_password"), c.FormValue("password"), c.FormValue("password_confirm"))
 	if err != nil {
 		if !handlers.FormError(err) {
 			return err
 		}
 		p.Password = handlers.WithErrors(p.Password, err)
-		return s.Render(c, handlers.FormStatus(err), views.Page{Title: "Your profile"}, views.ProfileEditView(p))
+		return s.core.Render(c, handlers.FormStatus(err), views.Page{Title: "Your profile"}, views.ProfileEditView(p))
 	}
 	if err := s.endOtherSessions(c, p.User); err != nil {
 		return err
@@ -195,15 +234,15 @@ func (s routes) changePassword(c echo.Context) error {
 func (s routes) endOtherSessions(c echo.Context, u chat.User) error {
 	ctx := c.Request().Context()
 	current := handlers.Session(c)
-	ended, err := s.App().EndOtherSessions(ctx, u.Login, current.ID)
+	ended, err := s.app.EndOtherSessions(ctx, u.Login, current.ID)
 	if err != nil {
 		return err
 	}
 	remember, _ := current.Values[session.KeyRemember].(bool)
 	ended = append(ended, current.ID)
-	if err := s.LogIn(c, u, remember); err != nil {
+	if err := s.core.LogIn(c, u, remember); err != nil {
 		return err
 	}
-	s.App().SessionsEnded(ctx, u.Login, ended)
+	s.app.SessionsEnded(ctx, u.Login, ended)
 	return nil
 }
