@@ -1232,7 +1232,7 @@ func messageMarks(msgs []chat.Message, now time.Time, anchor bool, firstUnread, 
 				return templ_7745c5c3_Err
 			}
 			if it.msg.ID == firstUnread {
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 101, "<li class=\"unread-sep\" id=\"unread-since\" role=\"separator\">New since your last visit</li>")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 101, "<li class=\"unread-sep\" id=\"unread-since\">New since your last visit</li>")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
