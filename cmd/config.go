@@ -29,10 +29,11 @@ import (
 const (
 	Serve         = "serve"
 	IndexBackfill = "index-backfill"
+	Admin         = "admin"
 )
 
 // Commands are the program's commands, the default first.
-var Commands = []string{Serve, IndexBackfill}
+var Commands = []string{Serve, IndexBackfill, Admin}
 
 // Config is the whole configuration of every command.
 type Config struct {
@@ -44,6 +45,7 @@ type Config struct {
 	LogLevel    slog.Level
 	Serve       ServeConfig
 	Backfill    BackfillConfig
+	Admin       AdminConfig
 }
 
 // Cassandra is how every command reaches the cluster.
@@ -139,6 +141,9 @@ func Parse(args []string, lookupEnv func(string) (string, bool)) (Config, error)
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		c.Command, args = args[0], args[1:]
 	}
+	if c.Command == Admin {
+		args = c.Admin.take(args)
+	}
 	settings, check := c.settings()
 	if settings == nil {
 		return c, fmt.Errorf("there is no command %q: the commands are %s (the default) and %s", c.Command, Serve, IndexBackfill)
@@ -205,6 +210,8 @@ func (c *Config) settings() ([]*setting, func(map[string]source) error) {
 		return append(common, c.serveSettings()...), c.checkServe
 	case IndexBackfill:
 		return append(common, c.backfillSettings()...), func(map[string]source) error { return nil }
+	case Admin:
+		return append(common, c.adminSettings()...), c.checkAdmin
 	}
 	return nil, nil
 }

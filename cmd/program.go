@@ -61,6 +61,9 @@ func Execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if cfg.Command == IndexBackfill {
 		return backfill(ctx, cfg, stdout, stderr)
 	}
+	if cfg.Command == Admin {
+		return administer(ctx, cfg, stdout, stderr)
+	}
 	m := NewMain(cfg)
 	m.Log = log
 	defer m.Close()

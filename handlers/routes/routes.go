@@ -5,6 +5,7 @@ import (
 
 	"github.com/killrchat/killrchat/handlers"
 	"github.com/killrchat/killrchat/handlers/accounts"
+	"github.com/killrchat/killrchat/handlers/admin"
 	"github.com/killrchat/killrchat/handlers/avatars"
 	"github.com/killrchat/killrchat/handlers/changes"
 	"github.com/killrchat/killrchat/handlers/dms"
@@ -20,7 +21,7 @@ import (
 )
 
 // Modules are the route modules, each a package of handlers/.
-var Modules = []handlers.Module{accounts.Register, search.Register, members.Register, changes.Register, events.Register, dms.Register, files.Register, mentions.Register, notifications.Register, typing.Register, presence.Register, push.Register, avatars.Register}
+var Modules = []handlers.Module{accounts.Register, search.Register, members.Register, changes.Register, events.Register, dms.Register, files.Register, mentions.Register, notifications.Register, typing.Register, presence.Register, push.Register, avatars.Register, admin.Register}
 
 // Register installs the middleware and every route of srv on e.
 func Register(e *echo.Echo, srv *handlers.Server) { srv.Register(e, Modules...) }
