@@ -11,13 +11,12 @@
 //  2. the person leaves each of their rooms by the rooms' LWT, each
 //     followed by the room's fence: once it returns, no post of theirs
 //     that checked the room before is still writing;
-//  3. a fence on the person ("@login") drops their row and their cached
-//     sessions on every instance that answers, before the deactivation
-//     answers: a post, a join or a page after it reads the state again
-//     and is refused, and a request reads its session from storage,
-//     where step 4 deleted it;
-//  4. their sessions are deleted and their streams ended on every
-//     instance; their push subscriptions go.
+//  3. their sessions are deleted; then a fence on the person ("@login")
+//     drops their row and their cached sessions on every instance that
+//     answers, before the deactivation answers: a post, a join or a page
+//     after it reads the state again and is refused, and a request reads
+//     its session from storage, where it is gone;
+//  4. their streams end on every instance; their push subscriptions go.
 //
 // A login checks the state after it saved its session (ConfirmLogin);
 // the deactivation lists sessions after it wrote the state: either the
@@ -320,9 +319,6 @@ func (s *Service) closeAccount(ctx context.Context, login string) error {
 			}
 		}
 	}
-	// Every instance drops the person's row and sessions before the
-	// answer (a fence waits for them).
-	s.fence(ctx, "@"+login, live.Invalidation{Users: []string{login}, Accounts: []string{login}})
 	if err := s.endAllSessions(ctx, login); err != nil {
 		return err
 	}
@@ -344,6 +340,10 @@ func (s *Service) endAllSessions(ctx context.Context, login string) error {
 	if _, err := s.Storage.EndOtherSessions(ctx, login, ""); err != nil {
 		return err
 	}
+	// Every instance drops the person's row and cached sessions before
+	// the answer (a fence waits for them): their next request reads its
+	// session from storage, where it is gone.
+	s.fence(ctx, "@"+login, live.Invalidation{Users: []string{login}, Accounts: []string{login}})
 	s.EndStreams(ctx, live.StreamEnd{Login: login})
 	return nil
 }
@@ -369,7 +369,6 @@ func (s *Service) EndSessions(ctx context.Context, actor, who string) error {
 	if err != nil {
 		return err
 	}
-	s.fence(ctx, "@"+u.Login, live.Invalidation{Accounts: []string{u.Login}})
 	if err := s.endAllSessions(ctx, u.Login); err != nil {
 		return err
 	}
@@ -417,7 +416,6 @@ func (s *Service) ResetPassword(ctx context.Context, token, password, confirm st
 	if err := s.Accounts.SetPassword(ctx, login, password, confirm); err != nil {
 		return "", err
 	}
-	s.fence(ctx, "@"+login, live.Invalidation{Accounts: []string{login}})
 	if err := s.endAllSessions(ctx, login); err != nil {
 		return "", err
 	}

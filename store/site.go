@@ -128,7 +128,7 @@ func (s *Store) SetAdmin(ctx context.Context, login string, admin bool) (chat.Si
 		} else if len(admins) == 0 {
 			return site, fmt.Errorf("store: demote %q: %w", login, chat.ErrLastAdmin)
 		}
-		applied, err := s.changeSite(ctx, "set admins", updateAdmins, site.Version, admins, login)
+		applied, err := s.changeSite(ctx, "set admins", updateAdmins, site.Version, admins)
 		if err != nil {
 			return chat.Site{}, err
 		}
