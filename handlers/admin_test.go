@@ -388,6 +388,9 @@ func TestDeactivationAcrossInstances(t *testing.T) {
 	if !kept {
 		t.Fatal("their message is gone")
 	}
+	if p := admin.get("/rooms/" + room); p.doc.Find(`li.message[data-author="`+person.login+`"] .closed-mark`).Length() == 0 {
+		t.Errorf("their message carries no deactivated mark:\n%s", text(p, "#messages"))
+	}
 	auditHas(t, admin, admin.login, chat.AuditDeactivate, person.login)
 
 	// Reactivated, they log in again; the room stays left.
@@ -465,5 +468,47 @@ func TestDeactivationRacingAPost(t *testing.T) {
 	}
 	if p := admin.get("/dm/" + dm); p.StatusCode != http.StatusOK {
 		t.Fatalf("the DM stays readable: %d", p.StatusCode)
+	}
+}
+
+func TestDeleteOwnAccount(t *testing.T) {
+	t.Parallel()
+	a := newApp(t, nil, nil)
+	owner := a.signedUp(t, unique("own"))
+	person := a.signedUp(t, unique("del"))
+	room := roomWith(t, owner, person)
+	postMessage(t, person, room, "my last words")
+	other := a.client(t)
+	if p := other.post("/login", url.Values{"login": {person.login}, "password": {"password1"}}); p.StatusCode != http.StatusSeeOther {
+		t.Fatalf("login: %d", p.StatusCode)
+	}
+	if p := person.post("/profile/delete", url.Values{"password": {"wrong-one"}}); p.StatusCode != http.StatusUnprocessableEntity {
+		t.Fatalf("delete with a wrong password: %d", p.StatusCode)
+	}
+	if p := person.post("/profile/delete", url.Values{"password": {"password1"}}); p.StatusCode != http.StatusSeeOther {
+		t.Fatalf("delete: %d %s", p.StatusCode, text(p, "main"))
+	}
+	for i, c := range []*client{person, other} {
+		if p := c.get("/"); p.StatusCode != http.StatusSeeOther {
+			t.Fatalf("session %d after the deletion: %d", i, p.StatusCode)
+		}
+	}
+	u, err := db.User(ctxT(t), person.login)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.Status != chat.AccountDeleted || u.Firstname != "" || u.Email != "" || len(u.ChatRooms) != 0 {
+		t.Fatalf("the profile after deletion: %+v", u)
+	}
+	p := owner.get("/rooms/" + room)
+	msg := p.doc.Find(`li.message[data-author="` + person.login + `"]`)
+	if !strings.Contains(msg.Text(), "my last words") || msg.Find(".deleted-user").Length() == 0 || strings.Contains(msg.Find(".author").Text(), "Lovelace") {
+		t.Fatalf("their message after deletion: %q", msg.Text())
+	}
+	if p := a.client(t).post("/login", url.Values{"login": {person.login}, "password": {"password1"}}); p.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("login of a deleted account: %d", p.StatusCode)
+	}
+	if p := a.client(t).post("/signup", signupForm(person.login, "password1")); p.StatusCode != http.StatusConflict {
+		t.Fatalf("sign-up under a deleted login: %d", p.StatusCode)
 	}
 }

@@ -140,6 +140,8 @@ type Server struct {
 	// long an upload runs before Config.UploadMinRate applies.
 	uploads     *limit.UserCounts
 	uploadGrace time.Duration
+	// closed are the closed accounts, for the marks on their messages.
+	closed closedAccounts
 	limits      struct {
 		messages, rooms, membership, passwordUser, passwordIP, uploadBytes, searches *limit.Keyed
 	}
@@ -205,6 +207,7 @@ func New(db *store.Store, registry *metrics.Registry, hub live.Hub, cfg Config, 
 	}
 	s.rows = cache.New(db, hub, cfg.CacheTTL, cfg.CacheSize, views.ShownParticipants)
 	s.watchAvatars()
+	s.watchClosed()
 	s.limits.messages = limit.NewKeyed(cfg.Limits.Messages)
 	s.limits.rooms = limit.NewKeyed(cfg.Limits.Rooms)
 	s.limits.membership = limit.NewKeyed(cfg.Limits.Membership)
@@ -527,6 +530,6 @@ func (s *Server) Shutdown() {
 // (views.WithAvatars).
 func (s *Server) RenderString(ctx context.Context, comp templ.Component) ([]byte, error) {
 	var buf bytes.Buffer
-	err := comp.Render(views.WithAvatars(ctx, s.avatars.Version), &buf)
+	err := comp.Render(views.WithClosed(views.WithAvatars(ctx, s.avatars.Version), s.closedList(ctx)), &buf)
 	return buf.Bytes(), err
 }

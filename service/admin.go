@@ -358,7 +358,7 @@ func (s *Service) Reactivate(ctx context.Context, actor, who string) error {
 	if err := s.Accounts.SetStatus(ctx, u.Login, chat.AccountActive); err != nil {
 		return err
 	}
-	s.Invalidate(ctx, live.Invalidation{Users: []string{u.Login}})
+	s.Invalidate(ctx, live.Invalidation{Users: []string{u.Login}, Accounts: []string{u.Login}})
 	s.audit(ctx, actor, chat.AuditReactivate, u.Login, "")
 	return nil
 }

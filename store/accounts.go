@@ -28,6 +28,11 @@ const (
 	deletePersonTerm = `DELETE FROM people_terms WHERE kind = ? AND term = ? AND login = ?`
 	selectPeopleFrom = `SELECT term, login FROM people_terms WHERE kind = ? AND (term, login) > (?, ?) AND (term) < (?) LIMIT ?`
 	selectAllUsers   = `SELECT login, firstname, lastname, email FROM users`
+	// The closed accounts are rows of kind 'closed': term the login,
+	// login its state, so every instance reads them in one query.
+	reopenAccount    = `DELETE FROM people_terms WHERE kind = ? AND term = ?`
+	selectClosed     = `SELECT term, login FROM people_terms WHERE kind = ?`
+	peopleKindClosed = "closed"
 	selectSessionAge = `SELECT WRITETIME(data) FROM sessions WHERE id = ?`
 
 	// peopleKindLogin lists everyone by login; peopleKindAny holds every
@@ -164,7 +169,41 @@ func (s *Store) SetStatus(ctx context.Context, login, status string) error {
 	if status != chat.AccountActive {
 		value = status
 	}
-	return s.exec(ctx, "set status of "+u.Login, updateStatus, value, s.Now().UTC(), u.Login)
+	if err := s.exec(ctx, "set status of "+u.Login, updateStatus, value, s.Now().UTC(), u.Login); err != nil {
+		return err
+	}
+	return s.markClosed(ctx, u.Login, status)
+}
+
+// markClosed lists login among the closed accounts with status, or takes
+// them out for chat.AccountActive.
+func (s *Store) markClosed(ctx context.Context, login, status string) error {
+	if err := s.exec(ctx, "reopen "+login, reopenAccount, peopleKindClosed, login); err != nil {
+		return err
+	}
+	if status == chat.AccountActive {
+		return nil
+	}
+	return s.exec(ctx, "close "+login, insertPersonTerm, peopleKindClosed, login, status)
+}
+
+// ClosedAccounts are the deactivated and deleted accounts: login to
+// chat.AccountDeactivated or chat.AccountDeleted.
+func (s *Store) ClosedAccounts(ctx context.Context) (map[string]string, error) {
+	q, err := s.query(ctx, selectClosed, peopleKindClosed)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	var login, status string
+	iter := q.Iter()
+	for iter.Scan(&login, &status) {
+		out[login] = status
+	}
+	if err := iter.Close(); err != nil {
+		return nil, s.fail("read closed accounts", err)
+	}
+	return out, nil
 }
 
 // SetPassword sets login's password without the old one (a reset
@@ -189,7 +228,10 @@ func (s *Store) EraseUser(ctx context.Context, u chat.User) error {
 	if err := s.unindexPerson(ctx, u); err != nil {
 		return err
 	}
-	return s.exec(ctx, "erase user "+u.Login, eraseUser, chat.AccountDeleted, s.Now().UTC(), u.Login)
+	if err := s.exec(ctx, "erase user "+u.Login, eraseUser, chat.AccountDeleted, s.Now().UTC(), u.Login); err != nil {
+		return err
+	}
+	return s.markClosed(ctx, u.Login, chat.AccountDeleted)
 }
 
 // settleSite runs once per site (data_moves): it lists every person who
