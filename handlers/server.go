@@ -142,7 +142,7 @@ type Server struct {
 	uploadGrace time.Duration
 	// closed are the closed accounts, for the marks on their messages.
 	closed closedAccounts
-	limits      struct {
+	limits struct {
 		messages, rooms, membership, passwordUser, passwordIP, uploadBytes, searches *limit.Keyed
 	}
 }
