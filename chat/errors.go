@@ -28,6 +28,11 @@ var (
 	ErrInviteExpired = errors.New("this invitation link has expired")
 	ErrInviteRevoked = errors.New("this invitation link was revoked")
 	ErrInviteUsedUp  = errors.New("this invitation link has been used up")
+	// ErrInviteNotAdmin: the room is closed and whoever made the link is
+	// no admin of it (a member's link from while it was open).
+	ErrInviteNotAdmin = errors.New("this invitation link was made by someone who may no longer invite to the room")
+	// ErrInviteRemoved: an admin removed the person after the link was made.
+	ErrInviteRemoved = errors.New("you were removed from the room after this invitation link was made")
 	// ErrUnavailable means Cassandra could not be reached or did not answer
 	// in time; the request may be retried later.
 	ErrUnavailable = errors.New("the database is unavailable")

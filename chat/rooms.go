@@ -35,6 +35,9 @@ type Room struct {
 	Admins []string
 	// InviteUses counts the uses taken of each invitation link, by its id.
 	InviteUses map[string]int
+	// Removed is when an admin last removed each person, by login: a
+	// link made before then does not let them back in.
+	Removed map[string]time.Time
 	// Guard is the fence of statements of unknown outcome (see
 	// fenceRoom); zero for null.
 	Guard ID

@@ -256,3 +256,9 @@ func hasAnyPrefix(s string, prefixes []string) bool {
 	}
 	return false
 }
+
+// SearchStats says what one search read: statements sent and index rows
+// read. The load command reports them.
+type SearchStats struct {
+	Statements, Postings, Checked int
+}

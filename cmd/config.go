@@ -18,7 +18,6 @@ import (
 
 	"github.com/killrchat/killrchat/handlers"
 	"github.com/killrchat/killrchat/push"
-	"github.com/killrchat/killrchat/schema"
 	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/web/limit"
 	"github.com/killrchat/killrchat/web/server"
@@ -28,49 +27,34 @@ import (
 // The commands.
 const (
 	Serve         = "serve"
+	Migrate       = "migrate"
 	IndexBackfill = "index-backfill"
 	Admin         = "admin"
 )
 
 // Commands are the program's commands, the default first.
-var Commands = []string{Serve, IndexBackfill, Admin}
+var Commands = []string{Serve, Migrate, IndexBackfill, Admin}
 
 // Config is the whole configuration of every command.
 type Config struct {
-	// Command is Serve or IndexBackfill.
+	// Command is one of Commands.
 	Command string
 	// ShowVersion asks for the version instead (--version).
 	ShowVersion bool
 	Cassandra   Cassandra
 	LogLevel    slog.Level
-	Serve       ServeConfig
-	Backfill    BackfillConfig
-	Admin       AdminConfig
-}
-
-// Cassandra is how every command reaches the cluster.
-type Cassandra struct {
-	Hosts []string
-	// Port is the CQL port of every node (0: 9042): the one the hosts
-	// give, when they give one.
-	Port                           int
-	Keyspace, Replication, LocalDC string
-	Consistency, SerialConsistency string
-	Timeout, Speculative           time.Duration
-}
-
-// Store is the store's configuration for these settings (names already
-// checked by Parse).
-func (c Cassandra) Store() store.Config {
-	cons, _ := store.ParseConsistency(c.Consistency)
-	serial, _ := store.ParseSerialConsistency(c.SerialConsistency)
-	return store.Config{Hosts: c.Hosts, Port: c.Port, Keyspace: c.Keyspace, Replication: c.Replication,
-		Consistency: cons, SerialConsistency: serial, LocalDC: c.LocalDC, Timeout: c.Timeout, Speculative: c.Speculative}
+	// LogFormat is "text" or "json".
+	LogFormat string
+	Serve     ServeConfig
+	Backfill  BackfillConfig
+	Admin     AdminConfig
 }
 
 // ServeConfig is what `serve` needs besides Cassandra.
 type ServeConfig struct {
 	Addr string
+	// Migrate applies the schema at start; false only checks it.
+	Migrate bool
 	// SessionKey signs cookies; nil: a random one (see Main.Run).
 	SessionKey     []byte
 	SecureCookies  bool
@@ -146,7 +130,7 @@ func Parse(args []string, lookupEnv func(string) (string, bool)) (Config, error)
 	}
 	settings, check := c.settings()
 	if settings == nil {
-		return c, fmt.Errorf("there is no command %q: the commands are %s (the default) and %s", c.Command, Serve, IndexBackfill)
+		return c, fmt.Errorf("there is no command %q: the commands are %s (the default), %s", c.Command, Serve, strings.Join(Commands[1:], ", "))
 	}
 	fs := flagSet(c.Command, settings, &c.ShowVersion)
 	given := map[string]string{}
@@ -204,89 +188,29 @@ func (c *Config) settings() ([]*setting, func(map[string]source) error) {
 	common := c.cassandraSettings()
 	common = append(common, &setting{name: "log-level", env: "LOG_LEVEL", def: "info",
 		usage: "what the log shows: debug, info, warn or error", accepts: "debug, info, warn or error",
-		set: func(v string) bool { return c.LogLevel.UnmarshalText([]byte(v)) == nil }})
+		set: func(v string) bool { return c.LogLevel.UnmarshalText([]byte(v)) == nil }},
+		&setting{name: "log-format", env: "LOG_FORMAT", def: "text",
+			usage: "how log lines are written to stderr: text (key=value) or json (one object a line)", accepts: "text or json",
+			set: func(v string) bool { c.LogFormat = v; return v == "text" || v == "json" }})
+	var own []*setting
+	check := func(map[string]source) error { return nil }
 	switch c.Command {
 	case Serve:
-		return append(common, c.serveSettings()...), c.checkServe
+		own, check = c.serveSettings(), c.checkServe
+	case Migrate:
 	case IndexBackfill:
-		return append(common, c.backfillSettings()...), func(map[string]source) error { return nil }
+		own = c.backfillSettings()
 	case Admin:
-		return append(common, c.adminSettings()...), c.checkAdmin
+		own, check = c.adminSettings(), c.checkAdmin
+	default:
+		return nil, nil
 	}
-	return nil, nil
-}
-
-func (c *Config) cassandraSettings() []*setting {
-	cs := &c.Cassandra
-	return []*setting{
-		{name: "cassandra-hosts", env: "CASSANDRA_HOSTS", def: "127.0.0.1",
-			usage:   "Cassandra contact points, comma-separated; a port given with them (host:port, the same for all) is every node's CQL port",
-			accepts: "hosts separated by commas, each host or host:port with one port for all",
-			set:     c.setHosts},
-		{name: "cassandra-keyspace", env: "CASSANDRA_KEYSPACE", def: "killrchat", usage: "the keyspace",
-			accepts: "a keyspace name: a letter, then up to 47 letters, digits or underscores",
-			set:     func(v string) bool { cs.Keyspace = v; return schema.ValidKeyspace(v) }},
-		{name: "cassandra-replication", env: "CASSANDRA_REPLICATION", def: "SimpleStrategy:1",
-			usage:   "the keyspace's replication when it is created: SimpleStrategy:RF or NetworkTopologyStrategy:dc1=3,dc2=3",
-			accepts: "SimpleStrategy:RF or NetworkTopologyStrategy:dc1=RF,dc2=RF",
-			set: func(v string) bool {
-				cs.Replication = v
-				_, err := schema.ReplicationCQL(v)
-				return err == nil
-			}},
-		{name: "cassandra-consistency", env: "CASSANDRA_CONSISTENCY", def: "LOCAL_QUORUM",
-			usage:   "the consistency of reads and writes",
-			accepts: "one of ANY, ONE, TWO, THREE, QUORUM, ALL, LOCAL_QUORUM, EACH_QUORUM or LOCAL_ONE",
-			set: func(v string) bool {
-				cs.Consistency = v
-				_, err := store.ParseConsistency(v)
-				return err == nil
-			}},
-		{name: "cassandra-serial-consistency", env: "CASSANDRA_SERIAL_CONSISTENCY", def: "LOCAL_SERIAL",
-			usage: "the serial consistency of lightweight transactions", accepts: "SERIAL or LOCAL_SERIAL",
-			set: func(v string) bool {
-				cs.SerialConsistency = v
-				_, err := store.ParseSerialConsistency(v)
-				return err == nil
-			}},
-		{name: "cassandra-dc", env: "CASSANDRA_DC", def: "",
-			usage: "the local data centre: its nodes coordinate (LOCAL_QUORUM reads and writes go to its replicas); empty: every node in turn",
-			set:   text(&cs.LocalDC)},
-		{name: "cassandra-timeout", env: "CASSANDRA_TIMEOUT", def: "5s",
-			usage:   "how long a statement, or a connection to a node, may take before it fails",
-			accepts: "a duration above 0, such as 5s", set: duration(&cs.Timeout, positiveDuration)},
-		{name: "cassandra-speculative", env: "CASSANDRA_SPECULATIVE", def: "200ms",
-			usage:   "after this long without an answer, an idempotent statement is sent to a second node too, so that a slow or frozen node does not stall the requests it coordinates; 0: never",
-			accepts: "a duration of 0 or more, such as 200ms", set: duration(&cs.Speculative, notNegative)},
+	return append(common, own...), func(from map[string]source) error {
+		if err := c.checkCassandra(from); err != nil {
+			return err
+		}
+		return check(from)
 	}
-}
-
-// setHosts reads --cassandra-hosts. gocql reaches the nodes it
-// discovers at one port (its ClusterConfig.Port), whatever port the
-// contact points name: a port given here is that port.
-func (c *Config) setHosts(v string) bool {
-	c.Cassandra.Hosts, c.Cassandra.Port = nil, 0
-	for _, h := range strings.Split(v, ",") {
-		h = strings.TrimSpace(h)
-		if h == "" {
-			return false
-		}
-		port := 0
-		if host, p, err := net.SplitHostPort(h); err == nil {
-			n, err := strconv.Atoi(p)
-			if err != nil || n < 1 || n >= 1<<16 || host == "" {
-				return false
-			}
-			port = n
-		} else if strings.Contains(strings.Trim(h, "[]"), ":") && net.ParseIP(strings.Trim(h, "[]")) == nil {
-			return false
-		}
-		if len(c.Cassandra.Hosts) > 0 && port != c.Cassandra.Port {
-			return false
-		}
-		c.Cassandra.Hosts, c.Cassandra.Port = append(c.Cassandra.Hosts, h), port
-	}
-	return true
 }
 
 func (c *Config) backfillSettings() []*setting {
@@ -340,6 +264,9 @@ func (c *Config) serveSettings() []*setting {
 				}
 				return hostPort(&s.Addr, false)(v)
 			}},
+		{name: "migrate", env: "MIGRATE", def: "true", boolean: true,
+			usage:   "apply the schema's migrations at start, as killrchat migrate does; false: only check that they are applied, and refuse to start on an older schema (when killrchat migrate runs apart, before an upgrade)",
+			accepts: "true or false", set: boolean(&s.Migrate)},
 		{name: "session-key", env: "SESSION_KEY", usage: "hex key (32+ bytes) signing session cookies; every instance needs the same one; empty: a random one, so sessions end with the process",
 			accepts: "empty, or 64 or more hex digits", set: func(v string) bool {
 				if v == "" {

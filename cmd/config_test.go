@@ -3,14 +3,54 @@ package cmd_test
 import (
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"flag"
+	"math/big"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/killrchat/killrchat/cmd"
 )
+
+// Files the settings read, made by TestMain.
+var emptyFile, passwordFile, caFile string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "cmdtest")
+	if err != nil {
+		panic(err)
+	}
+	emptyFile, passwordFile, caFile = filepath.Join(dir, "empty"), filepath.Join(dir, "password"), filepath.Join(dir, "ca.pem")
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		panic(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test CA"}, IsCA: true,
+		BasicConstraintsValid: true, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		panic(err)
+	}
+	for name, text := range map[string]string{emptyFile: "", passwordFile: "pass word\n",
+		caFile: string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))} {
+		if err := os.WriteFile(name, []byte(text), 0o600); err != nil {
+			panic(err)
+		}
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
 
 func env(vars map[string]string) func(string) (string, bool) {
 	return func(name string) (string, bool) {
@@ -52,11 +92,24 @@ func TestParseRefuses(t *testing.T) {
 		{"UnknownFlag", []string{"--bogus"}, nil, `there is no setting --bogus`},
 		{"NoValue", []string{"--addr"}, nil, `--addr needs a value`},
 		{"Argument", []string{"--addr", ":1", "stray"}, nil, `"stray" is not a setting`},
-		{"UnknownCommand", []string{"frobnicate"}, nil, `there is no command "frobnicate": the commands are serve (the default) and index-backfill`},
+		{"UnknownCommand", []string{"frobnicate"}, nil, `there is no command "frobnicate": the commands are serve (the default), migrate, index-backfill`},
 		{"BackfillUntil", []string{"index-backfill", "--until", "20251340"}, nil, `--until must be 0 or a day as yyyyMMdd, not "20251340"`},
 		{"BackfillRate", []string{"index-backfill", "--rate", "-1"}, nil, `--rate must be a number of 0 or more, not "-1"`},
 		{"BackfillSharesCassandra", []string{"index-backfill", "--cassandra-consistency", "MOST"}, nil, `--cassandra-consistency must be one of`},
 		{"BackfillHasNoServeSettings", []string{"index-backfill", "--message-rate", "5"}, nil, `there is no setting --message-rate`},
+		{"MigrateHasNoServeSettings", []string{"migrate", "--migrate=false"}, nil, `there is no setting --migrate`},
+		{"LogFormat", []string{"--log-format", "xml"}, nil, `--log-format must be text or json, not "xml"`},
+		{"PasswordWithoutUser", nil, map[string]string{"CASSANDRA_PASSWORD": "pw"}, `a Cassandra password is given without --cassandra-username: give both, or neither`},
+		{"UserWithoutPassword", []string{"--cassandra-username", "app"}, nil, `--cassandra-username is given without a password`},
+		{"TwoPasswords", []string{"--cassandra-username", "app", "--cassandra-password-file", "x"}, map[string]string{"CASSANDRA_PASSWORD": "pw"},
+			`CASSANDRA_PASSWORD and --cassandra-password-file both give the password: give one`},
+		{"PasswordFileMissing", []string{"migrate", "--cassandra-username", "app", "--cassandra-password-file", "/nonexistent/pw"}, nil,
+			`--cassandra-password-file names a file that cannot be read (open /nonexistent/pw: no such file or directory)`},
+		{"PasswordFileEmpty", []string{"--cassandra-username", "app"}, map[string]string{"CASSANDRA_PASSWORD_FILE": emptyFile}, `CASSANDRA_PASSWORD_FILE names an empty file`},
+		{"CAMissing", []string{"--cassandra-tls-ca", "/nonexistent/ca.pem"}, nil, `--cassandra-tls-ca names a file that cannot be read`},
+		{"CANotPEM", nil, map[string]string{"CASSANDRA_TLS_CA": emptyFile}, `CASSANDRA_TLS_CA must be a PEM file of certificates, and ` + emptyFile + ` holds none`},
+		{"CertWithoutKey", []string{"--cassandra-tls-cert", "cert.pem"}, nil, `--cassandra-tls-cert and --cassandra-tls-key must be given together, or neither`},
+		{"VerifyHost", []string{"--cassandra-tls-verify-host=maybe"}, nil, `--cassandra-tls-verify-host must be true or false`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := cmd.Parse(tc.args, env(tc.env))
@@ -106,6 +159,33 @@ func TestParseAccepts(t *testing.T) {
 			return c.Command == cmd.IndexBackfill && c.Backfill.Job == "again" && c.Backfill.Until == 20250102 && c.Backfill.Rate == 500 &&
 				c.Cassandra.Keyspace == "other"
 		}},
+		{"Migrate", []string{"migrate", "--cassandra-create-keyspace=false", "--log-format", "json"}, nil, func(c cmd.Config) bool {
+			return c.Command == cmd.Migrate && !c.Cassandra.CreateKeyspace && c.LogFormat == "json" && c.Cassandra.Store().ExistingKeyspace
+		}},
+		{"ServeDefaults", nil, nil, func(c cmd.Config) bool {
+			return c.Serve.Migrate && c.Cassandra.CreateKeyspace && c.LogFormat == "text" && c.Cassandra.TLS == nil &&
+				c.Cassandra.Store().Username == "" && !c.Cassandra.Store().ExistingKeyspace
+		}},
+		{"NoMigrate", []string{"--migrate=false"}, nil, func(c cmd.Config) bool { return !c.Serve.Migrate }},
+		{"PasswordFromEnv", []string{"--cassandra-username", "app"}, map[string]string{"CASSANDRA_PASSWORD": "s3cret"}, func(c cmd.Config) bool {
+			sc := c.Cassandra.Store()
+			return sc.Username == "app" && sc.Password == "s3cret"
+		}},
+		{"PasswordFile", []string{"migrate", "--cassandra-password-file", passwordFile}, map[string]string{"CASSANDRA_USERNAME": "app"}, func(c cmd.Config) bool {
+			return c.Cassandra.Store().Password == "pass word"
+		}},
+		{"TLSWithSystemRoots", []string{"--cassandra-tls"}, nil, func(c cmd.Config) bool {
+			return c.Cassandra.TLS != nil && c.Cassandra.TLS.RootCAs == nil && !c.Cassandra.TLS.InsecureSkipVerify
+		}},
+		{"TLSCAAlone", []string{"--cassandra-tls-ca", caFile}, nil, func(c cmd.Config) bool {
+			tc := c.Cassandra.Store().TLS
+			return tc != nil && tc.RootCAs != nil && !tc.InsecureSkipVerify && tc.VerifyPeerCertificate == nil
+		}},
+		{"TLSNoHostCheck", []string{"--cassandra-tls-ca", caFile, "--cassandra-tls-verify-host=false"}, nil, func(c cmd.Config) bool {
+			// Skipping crypto/tls's check, the chain is checked instead.
+			tc := c.Cassandra.TLS
+			return tc != nil && tc.InsecureSkipVerify && tc.VerifyPeerCertificate != nil
+		}},
 		{"VersionDespiteBadEnv", []string{"--version"}, map[string]string{"MESSAGE_RATE": "abc"}, func(c cmd.Config) bool { return c.ShowVersion }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -139,6 +219,27 @@ func TestExecuteExitCodes(t *testing.T) {
 		code := cmd.Execute(context.Background(), tc.args, &stdout, &stderr)
 		if code != tc.code || !strings.Contains(stdout.String(), tc.stdout) || stderr.String() != tc.stderr && tc.stderr != "" {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q; want %d, %q, %q", tc.args, code, stdout.String(), stderr.String(), tc.code, tc.stdout, tc.stderr)
+		}
+	}
+}
+
+// TestLogFormat: --log-format json writes one JSON object a line, text
+// writes key=value.
+func TestLogFormat(t *testing.T) {
+	for _, format := range []string{"json", "text"} {
+		c, err := cmd.Parse([]string{"--log-format", format}, env(nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b bytes.Buffer
+		c.Logger(&b).Info("hello", "addr", ":8080")
+		var line map[string]any
+		err = json.Unmarshal(b.Bytes(), &line)
+		switch {
+		case format == "json" && (err != nil || line["msg"] != "hello" || line["addr"] != ":8080" || line["level"] != "INFO"):
+			t.Errorf("json: %q (%v)", b.String(), err)
+		case format == "text" && (err == nil || !strings.Contains(b.String(), `level=INFO msg=hello addr=:8080`)):
+			t.Errorf("text: %q", b.String())
 		}
 	}
 }

@@ -79,6 +79,7 @@ func (m *Main) Run(ctx context.Context) error {
 	registry := metrics.New()
 	sc := m.Config.Cassandra.Store()
 	sc.Observe, sc.Log = registry.ObserveQuery, log
+	sc.NoMigrate = !cfg.Migrate
 	sc.DecodeBudget, sc.ReadBudget = cfg.DecodeBudget, cfg.DownloadMemory
 	m.db = store.New(sc)
 
@@ -109,7 +110,7 @@ func (m *Main) Run(ctx context.Context) error {
 	go func() {
 		defer m.wg.Done()
 		if err := m.db.ConnectWithRetry(connectCtx); err != nil && !errors.Is(err, context.Canceled) {
-			m.errs <- err // a changed migration: refuse to run
+			m.errs <- err // see store.Permanent: refuse to run
 		}
 	}()
 

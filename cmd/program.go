@@ -39,6 +39,23 @@ func VersionText() string {
 	return "killrchat " + Version + " (commit " + commit + ")"
 }
 
+// commands run the commands other than serve, by name, and return their
+// exit code.
+var commands = map[string]func(ctx context.Context, cfg Config, stdout, stderr io.Writer) int{
+	Migrate:       migrate,
+	IndexBackfill: backfill,
+	Admin:         administer,
+}
+
+// Logger is the program's log on w, at the configured level and format.
+func (c Config) Logger(w io.Writer) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: c.LogLevel}
+	if c.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
 // Execute runs the program with args (without the program's name) until
 // ctx ends or the command does, and returns its exit code: 0, 1 when the
 // command failed, 2 when the configuration is not accepted (one sentence
@@ -56,13 +73,10 @@ func Execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stdout, VersionText())
 		return 0
 	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
+	log := cfg.Logger(stderr)
 	slog.SetDefault(log)
-	if cfg.Command == IndexBackfill {
-		return backfill(ctx, cfg, stdout, stderr)
-	}
-	if cfg.Command == Admin {
-		return administer(ctx, cfg, stdout, stderr)
+	if run, ok := commands[cfg.Command]; ok {
+		return run(ctx, cfg, stdout, stderr)
 	}
 	m := NewMain(cfg)
 	m.Log = log
@@ -73,7 +87,7 @@ func Execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	select {
 	case err := <-m.Err():
-		log.Error("killrchat stopped", "err", err)
+		log.Error("killrchat stopped", "err", advise(err))
 		return 1
 	case <-ctx.Done():
 	}
@@ -128,10 +142,11 @@ func Document() string {
 <!-- Generated from package cmd's settings: edit cmd/config.go, then run
 go test ./cmd -run TestConfigurationDocument -update -->
 
-KillrChat is one binary with two commands: ` + "`killrchat [serve]`" + ` (the
-default) runs the server, and ` + "`killrchat index-backfill`" + ` indexes the
-messages stored before the search index existed. Both read the same
-Cassandra settings.
+KillrChat is one binary with several commands: ` + "`killrchat [serve]`" + ` (the
+default) runs the server, ` + "`killrchat migrate`" + ` applies the schema to the
+keyspace and prints which migrations are applied, and
+` + "`killrchat index-backfill`" + ` indexes the messages stored before the search
+index existed. All read the same Cassandra and log settings.
 
 Each setting is read from its flag, else from its environment variable
 when that is set and not empty, else its default. A value that is not

@@ -360,6 +360,9 @@ func TestStartDM(t *testing.T) {
 			if got := p.doc.Find("input#to").AttrOr("value", ""); got != typed {
 				t.Fatalf("%q: the field keeps %q", typed, got)
 			}
+			if got, want := p.doc.Find("title").Text(), "New direct message · KillrChat"; got != want {
+				t.Fatalf("%q: title %q, want %q", typed, got, want)
+			}
 		}
 	})
 
@@ -368,6 +371,9 @@ func TestStartDM(t *testing.T) {
 		p := ada.get("/dm/new")
 		if p.StatusCode != http.StatusOK {
 			t.Fatalf("GET /dm/new: %d", p.StatusCode)
+		}
+		if got, want := p.doc.Find("title").Text(), "New direct message · KillrChat"; got != want {
+			t.Fatalf("GET /dm/new: title %q, want %q", got, want)
 		}
 		if got := p.doc.Find(`#dm-suggestions a[data-login="`+bobLogin+`"]`).AttrOr("href", ""); got != "/dm/"+dmAddress(t, adaLogin, bobLogin)+"#latest" {
 			t.Fatalf("roommate suggested as %q", got)

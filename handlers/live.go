@@ -42,6 +42,17 @@ func (r liveRenderer) Event(ctx context.Context, ev live.Event) ([]byte, error) 
 	return nil, nil
 }
 
+// Edited is m's new body, its mentions of conv's members marked.
+func (r liveRenderer) Edited(ctx context.Context, conv chat.Conversation, m chat.Message) ([]byte, error) {
+	return r.s.RenderString(views.WithMembers(ctx, conv.Members), views.EditedBody(m))
+}
+
+// Deleted is the data of m's delete event: its element's id.
+func (liveRenderer) Deleted(m chat.Message) []byte { return []byte(views.MessageID(m)) }
+
+// Reaction is the data of ch's event.
+func (liveRenderer) Reaction(ch chat.Change) ([]byte, error) { return ReactionJSON(ch) }
+
 // pushPosted hands a posted message to the Web Push sender, once it is
 // set up (service.Pusher).
 type pushPosted struct{ s *Server }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/PuerkitoBio/goquery"
 	"github.com/labstack/echo/v4"
+	"golang.org/x/crypto/bcrypt"
 
 	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/cmd/cmdtest"
@@ -41,7 +42,20 @@ func TestMain(m *testing.M) {
 		// which needs no database: no keyspace per worker.
 		os.Exit(m.Run())
 	}
+	lowPasswordCost()
 	os.Exit(storetest.Main(m, "handlers", &db))
+}
+
+// lowPasswordCost hashes the tests' passwords at bcrypt's lowest cost:
+// under -race a hash at the production cost takes seconds, and the
+// tests sign up hundreds of people. Benchmarks keep the production cost
+// (BenchmarkLogin measures it); cmd's TestPasswordCost checks that the
+// program itself never lowers it.
+func lowPasswordCost() {
+	if f := flag.Lookup("test.bench"); f != nil && f.Value.String() != "" {
+		return
+	}
+	store.PasswordCost = bcrypt.MinCost
 }
 
 // Tests that share nothing with others call t.Parallel: each has its own

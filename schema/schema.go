@@ -29,15 +29,29 @@ var Files embed.FS
 // has the checksum it was applied with.
 var ErrChanged = errors.New("schema: an applied migration was changed")
 
+// ErrNoKeyspace is returned when the keyspace does not exist and may not
+// be created (Options.ExistingKeyspace), or is only checked (Check).
+// Its text completes "keyspace NAME ...".
+var ErrNoKeyspace = errors.New("does not exist")
+
+// ErrOutdated is returned by Check when migrations of this program are
+// not applied to the keyspace yet.
+var ErrOutdated = errors.New("schema: the keyspace's schema is older than this program needs")
+
 const (
 	createMigrations = `CREATE TABLE IF NOT EXISTS schema_migrations (
 		version int PRIMARY KEY, name text, checksum text, applied_at timestamp)`
 	createLock = `CREATE TABLE IF NOT EXISTS schema_lock (
 		name text PRIMARY KEY, owner text)`
 	selectApplied = `SELECT checksum FROM schema_migrations WHERE version = ?`
-	insertApplied = `INSERT INTO schema_migrations (version, name, checksum, applied_at) VALUES (?, ?, ?, ?)`
-	acquireLock   = `INSERT INTO schema_lock (name, owner) VALUES ('migrate', ?) IF NOT EXISTS USING TTL 120`
-	releaseLock   = `DELETE FROM schema_lock WHERE name = 'migrate' IF owner = ?`
+	// The bookkeeping is a few dozen rows: reading it whole is reading
+	// what is wanted.
+	selectAllApplied = `SELECT version, name, checksum, applied_at FROM %s.schema_migrations`
+	selectKeyspace   = `SELECT keyspace_name FROM system_schema.keyspaces WHERE keyspace_name = ?`
+	selectTable      = `SELECT table_name FROM system_schema.tables WHERE keyspace_name = ? AND table_name = 'schema_migrations'`
+	insertApplied    = `INSERT INTO schema_migrations (version, name, checksum, applied_at) VALUES (?, ?, ?, ?)`
+	acquireLock      = `INSERT INTO schema_lock (name, owner) VALUES ('migrate', ?) IF NOT EXISTS USING TTL 120`
+	releaseLock      = `DELETE FROM schema_lock WHERE name = 'migrate' IF owner = ?`
 )
 
 // Options says where and how to apply the migrations.
@@ -45,6 +59,10 @@ type Options struct {
 	Keyspace string
 	// Replication is "SimpleStrategy:RF" or "NetworkTopologyStrategy:dc1=3,dc2=3".
 	Replication string
+	// ExistingKeyspace forbids creating the keyspace: Apply returns
+	// ErrNoKeyspace when it is missing (a managed cluster, where the
+	// application's user may not create keyspaces).
+	ExistingKeyspace bool
 	// Files overrides the embedded migrations (tests use it).
 	Files fs.FS
 	Log   *slog.Logger
@@ -171,11 +189,18 @@ func Apply(ctx context.Context, cluster gocql.ClusterConfig, opts Options) error
 	if err != nil {
 		return fmt.Errorf("schema: connect: %w", err)
 	}
-	err = admin.Query(fmt.Sprintf("CREATE KEYSPACE IF NOT EXISTS %s WITH replication = %s", opts.Keyspace, repl)).
-		WithContext(ctx).Exec()
+	if opts.ExistingKeyspace {
+		err = keyspaceExists(ctx, admin, opts.Keyspace, repl)
+	} else {
+		err = admin.Query(fmt.Sprintf("CREATE KEYSPACE IF NOT EXISTS %s WITH replication = %s", opts.Keyspace, repl)).
+			WithContext(ctx).Exec()
+		if err != nil {
+			err = fmt.Errorf("schema: create keyspace %s: %w", opts.Keyspace, err)
+		}
+	}
 	admin.Close()
 	if err != nil {
-		return fmt.Errorf("schema: create keyspace %s: %w", opts.Keyspace, err)
+		return err
 	}
 
 	cluster.Keyspace = opts.Keyspace
@@ -256,4 +281,132 @@ func lock(ctx context.Context, sess *gocql.Session, log *slog.Logger) (string, e
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
+}
+
+// keyspaceExists returns nil if keyspace exists, else ErrNoKeyspace
+// saying what to create (with replication repl, a CQL map).
+func keyspaceExists(ctx context.Context, sess *gocql.Session, keyspace, repl string) error {
+	var name string
+	err := sess.Query(selectKeyspace, keyspace).WithContext(ctx).Scan(&name)
+	if errors.Is(err, gocql.ErrNotFound) {
+		return fmt.Errorf("schema: keyspace %s %w: create it (CREATE KEYSPACE %s WITH replication = %s) or let KillrChat create it",
+			keyspace, ErrNoKeyspace, keyspace, repl)
+	}
+	if err != nil {
+		return fmt.Errorf("schema: look up keyspace %s: %w", keyspace, err)
+	}
+	return nil
+}
+
+// Applied is one migration recorded as applied in a keyspace.
+type Applied struct {
+	Version        int
+	Name, Checksum string
+	At             time.Time
+}
+
+// Status is where a keyspace's schema stands against the migrations.
+type Status struct {
+	Keyspace string
+	// Applied are the migrations recorded in the keyspace, by version.
+	Applied []Applied
+	// Pending are the migrations not applied yet, by version.
+	Pending []Migration
+	// Changed are the applied migrations whose file now differs.
+	Changed []Migration
+	// Latest is the version of the newest migration this program has.
+	Latest int
+}
+
+// Version is the highest applied version; 0 when none is.
+func (s Status) Version() int {
+	if len(s.Applied) == 0 {
+		return 0
+	}
+	return s.Applied[len(s.Applied)-1].Version
+}
+
+// ReadStatus reads which migrations (opts.Files, else the embedded ones)
+// are applied to opts.Keyspace, changing nothing. It returns ErrNoKeyspace
+// if the keyspace does not exist. cluster is copied, never changed.
+func ReadStatus(ctx context.Context, cluster gocql.ClusterConfig, opts Options) (Status, error) {
+	st := Status{Keyspace: opts.Keyspace}
+	if !ValidKeyspace(opts.Keyspace) {
+		return st, fmt.Errorf("schema: invalid keyspace name %q", opts.Keyspace)
+	}
+	files := opts.Files
+	if files == nil {
+		files = Files
+	}
+	migrations, err := Load(files)
+	if err != nil {
+		return st, err
+	}
+	if n := len(migrations); n > 0 {
+		st.Latest = migrations[n-1].Version
+	}
+	cluster.Keyspace = ""
+	sess, err := cluster.CreateSession()
+	if err != nil {
+		return st, fmt.Errorf("schema: connect: %w", err)
+	}
+	defer sess.Close()
+	repl, err := ReplicationCQL(opts.Replication)
+	if err != nil {
+		repl = "{...}"
+	}
+	if err := keyspaceExists(ctx, sess, opts.Keyspace, repl); err != nil {
+		return st, err
+	}
+	var table string
+	switch err := sess.Query(selectTable, opts.Keyspace).WithContext(ctx).Scan(&table); {
+	case errors.Is(err, gocql.ErrNotFound):
+		st.Pending = migrations
+		return st, nil
+	case err != nil:
+		return st, fmt.Errorf("schema: read %s's tables: %w", opts.Keyspace, err)
+	}
+	iter := sess.Query(fmt.Sprintf(selectAllApplied, opts.Keyspace)).WithContext(ctx).Consistency(gocql.Quorum).Iter()
+	var a Applied
+	for iter.Scan(&a.Version, &a.Name, &a.Checksum, &a.At) {
+		st.Applied = append(st.Applied, a)
+		a = Applied{}
+	}
+	if err := iter.Close(); err != nil {
+		return st, fmt.Errorf("schema: read applied migrations of %s: %w", opts.Keyspace, err)
+	}
+	sort.Slice(st.Applied, func(i, j int) bool { return st.Applied[i].Version < st.Applied[j].Version })
+	done := map[int]string{}
+	for _, a := range st.Applied {
+		done[a.Version] = a.Checksum
+	}
+	for _, m := range migrations {
+		sum, ok := done[m.Version]
+		switch {
+		case !ok:
+			st.Pending = append(st.Pending, m)
+		case sum != m.Checksum:
+			st.Changed = append(st.Changed, m)
+		}
+	}
+	return st, nil
+}
+
+// Check returns nil if every migration is applied to opts.Keyspace,
+// unchanged, and changes nothing. It returns ErrNoKeyspace if the
+// keyspace does not exist, ErrChanged if an applied file was edited, and
+// ErrOutdated, naming what is missing, if migrations are pending.
+func Check(ctx context.Context, cluster gocql.ClusterConfig, opts Options) error {
+	st, err := ReadStatus(ctx, cluster, opts)
+	if err != nil {
+		return err
+	}
+	if len(st.Changed) > 0 {
+		return fmt.Errorf("%w: %s was applied with another checksum", ErrChanged, st.Changed[0].Name)
+	}
+	if n := len(st.Pending); n > 0 {
+		return fmt.Errorf("%w: keyspace %s is at version %d and this program needs version %d (%d migrations, from %s, are not applied)",
+			ErrOutdated, opts.Keyspace, st.Version(), st.Latest, n, st.Pending[0].Name)
+	}
+	return nil
 }

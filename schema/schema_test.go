@@ -3,6 +3,7 @@ package schema_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"testing/fstest"
@@ -207,4 +208,62 @@ func TestReplicationCQL(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestCheck: without leave to create the keyspace, a missing one is
+// ErrNoKeyspace saying what to create; Check changes nothing and tells
+// an older schema (ErrOutdated, naming the first missing file) from a
+// current one; ReadStatus lists what is applied and what is pending.
+func TestCheck(t *testing.T) {
+	ctx := context.Background()
+	ks := freshKeyspace(t)
+	two := fstest.MapFS{
+		"001_a.cql": &fstest.MapFile{Data: []byte("CREATE TABLE IF NOT EXISTS a (id int PRIMARY KEY);")},
+		"002_b.cql": &fstest.MapFile{Data: []byte("CREATE TABLE IF NOT EXISTS b (id int PRIMARY KEY);")},
+	}
+	three := fstest.MapFS{"003_c.cql": &fstest.MapFile{Data: []byte("CREATE TABLE IF NOT EXISTS c (id int PRIMARY KEY);")}}
+	for name, f := range two {
+		three[name] = f
+	}
+	opts := schema.Options{Keyspace: ks, Replication: "SimpleStrategy:1", Files: two}
+
+	t.Run("ErrNoKeyspace", func(t *testing.T) {
+		o := opts
+		o.ExistingKeyspace = true
+		err := schema.Apply(ctx, cluster(), o)
+		if !errors.Is(err, schema.ErrNoKeyspace) || !strings.Contains(err.Error(), "CREATE KEYSPACE "+ks+" WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}") {
+			t.Fatalf("Apply: %v, want ErrNoKeyspace with the CREATE KEYSPACE", err)
+		}
+		if err := schema.Check(ctx, cluster(), opts); !errors.Is(err, schema.ErrNoKeyspace) {
+			t.Fatalf("Check: %v, want ErrNoKeyspace", err)
+		}
+	})
+	if err := schema.Apply(ctx, cluster(), opts); err != nil {
+		t.Fatal(err)
+	}
+	t.Run("Current", func(t *testing.T) {
+		if err := schema.Check(ctx, cluster(), opts); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("ErrOutdated", func(t *testing.T) {
+		o := opts
+		o.Files = three
+		err := schema.Check(ctx, cluster(), o)
+		if !errors.Is(err, schema.ErrOutdated) || !strings.Contains(err.Error(), "is at version 2 and this program needs version 3") ||
+			!strings.Contains(err.Error(), "003_c.cql") {
+			t.Fatalf("Check: %v, want ErrOutdated naming 003_c.cql", err)
+		}
+		st, err := schema.ReadStatus(ctx, cluster(), o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Version() != 2 || st.Latest != 3 || len(st.Applied) != 2 || len(st.Pending) != 1 || st.Pending[0].Name != "003_c.cql" ||
+			st.Applied[0].Name != "001_a.cql" || st.Applied[0].At.IsZero() {
+			t.Errorf("status %+v", st)
+		}
+		if tables(t, ks)["c"] {
+			t.Error("Check created table c")
+		}
+	})
 }

@@ -12,6 +12,7 @@
 #        scripts/cassandra.sh {start|stop|status} --nodes 3
 #        scripts/cassandra.sh {start|stop|status} --node N
 #        scripts/cassandra.sh nodetool --node N ARGS...
+#        scripts/cassandra.sh {start|stop|status|nodetool ARGS...} --secure
 #
 #   fetch     download the jars once into the cache (atomic: temp dir + rename)
 #   start     fetch if needed; reuse a node that already answers CQL on
@@ -54,6 +55,20 @@
 #   CASSANDRA_RING_DELAY_MS  gossip ring delay       (100; 5000 in a cluster)
 #   CASSANDRA_CLUSTER_DIR    where --nodes keeps its nodes (<repo>/.cassandra-cluster)
 #
+# With --secure (issue 33) the commands act on a node that requires a
+# password (PasswordAuthenticator; the user is the default superuser
+# cassandra, password cassandra) and TLS from clients (client encryption
+# on, not optional), on 127.0.0.5 (CQL 9042, internode 7000, JMX on
+# 127.0.0.1:7205), with its own directory CASSANDRA_SECURE_DIR
+# (<repo>/.cassandra-secure) and a small heap (CASSANDRA_HEAP, default
+# 512M), so the development node on 127.0.0.1 keeps running beside it
+# without authentication. Its first start makes a certificate authority
+# and a server certificate for 127.0.0.5 with openssl, in <dir>/tls:
+# clients trust <dir>/tls/ca.pem. Nothing of it is committed.
+#   scripts/cassandra.sh start --secure
+#   killrchat migrate --cassandra-hosts 127.0.0.5 --cassandra-username cassandra \
+#     --cassandra-password cassandra --cassandra-tls-ca .cassandra-secure/tls/ca.pem
+#
 # Running as root (CI does) is fine: the "refuses to run as root unless -R"
 # check lives only in the bin/cassandra shell script, which we do not use;
 # CassandraDaemon itself has no such check.
@@ -80,6 +95,9 @@ INITIAL_TOKEN=${CASSANDRA_INITIAL_TOKEN:-0}
 DC=${CASSANDRA_DC:-}
 RING_DELAY_MS=${CASSANDRA_RING_DELAY_MS:-100}
 CLUSTER_DIR=${CASSANDRA_CLUSTER_DIR:-$REPO_ROOT/.cassandra-cluster}
+SECURE_DIR=${CASSANDRA_SECURE_DIR:-$REPO_ROOT/.cassandra-secure}
+# Set by --secure: password authentication and client TLS.
+SECURE=${CASSANDRA_SECURE:-}
 
 # The config file URL and every path below must be absolute: the JVM runs
 # with the data dir as its working directory.
@@ -90,6 +108,12 @@ esac
 PID_FILE=$DATA_DIR/cassandra.pid
 CONF_DIR=$DATA_DIR/conf
 LOG_DIR=$DATA_DIR/logs
+TLS_DIR=$DATA_DIR/tls
+# How cqlping reaches the node: with --secure, as the superuser over TLS.
+CQLPING_AUTH=()
+if [ -n "$SECURE" ]; then
+  CQLPING_AUTH=(-user cassandra -password cassandra -ca "$TLS_DIR/ca.pem")
+fi
 
 say() { printf 'cassandra: %s\n' "$*"; }
 die() { printf 'cassandra: error: %s\n' "$*" >&2; exit 1; }
@@ -186,7 +210,7 @@ build_cqlping() {
 
 # True when a node on HOST:NATIVE_PORT answers a real CQL query.
 cql_ready() {
-  "$CQLPING" -q -host "$HOST" -port "$NATIVE_PORT" -timeout "${1:-2s}"
+  "$CQLPING" -q -host "$HOST" -port "$NATIVE_PORT" -timeout "${1:-2s}" ${CQLPING_AUTH[@]+"${CQLPING_AUTH[@]}"}
 }
 
 # True when something accepts TCP connections on the CQL port.
@@ -255,6 +279,63 @@ file_url() {
   printf 'file://%s' "$p"
 }
 
+# make_certs makes, once, a certificate authority and a server certificate
+# for HOST signed by it, in TLS_DIR: ca.pem is what clients trust,
+# server.p12 the node's keystore. Kept between starts so that clients
+# holding ca.pem keep trusting the node.
+make_certs() {
+  [ -f "$TLS_DIR/server.p12" ] && [ -f "$TLS_DIR/ca.pem" ] && return 0
+  command -v openssl >/dev/null 2>&1 || die "openssl is needed to make the node's certificates (Debian: apt-get install openssl)"
+  local tmp=$TLS_DIR.tmp
+  rm -rf "$tmp"
+  mkdir -p "$tmp"
+  (
+    cd "$tmp"
+    openssl req -x509 -newkey rsa:2048 -nodes -days 3650 -subj "/CN=KillrChat dev CA" \
+      -keyout ca.key -out ca.pem
+    openssl req -newkey rsa:2048 -nodes -subj "/CN=$HOST" -keyout server.key -out server.csr
+    printf 'subjectAltName=IP:%s\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n' "$HOST" >server.ext
+    openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 3650 \
+      -extfile server.ext -out server.pem
+    openssl pkcs12 -export -in server.pem -inkey server.key -name node -passout pass:cassandra -out server.p12
+  ) >"$DATA_DIR/openssl.log" 2>&1 || { cat "$DATA_DIR/openssl.log" >&2; die "openssl could not make the node's certificates"; }
+  rm -f "$tmp/ca.key" "$tmp/server.csr" "$tmp/server.ext" "$tmp/ca.srl"
+  rm -rf "$TLS_DIR"
+  mv "$tmp" "$TLS_DIR"
+  say "made a CA and a certificate for $HOST in $TLS_DIR (clients trust $TLS_DIR/ca.pem)"
+}
+
+# security_config is the authentication and client encryption part of
+# cassandra.yaml.
+security_config() {
+  if [ -z "$SECURE" ]; then
+    cat <<EOF
+authenticator:
+  class_name: org.apache.cassandra.auth.AllowAllAuthenticator
+authorizer:
+  class_name: org.apache.cassandra.auth.AllowAllAuthorizer
+EOF
+    return
+  fi
+  cat <<EOF
+# --secure: a password from every client (the default superuser is
+# cassandra/cassandra), and TLS on the CQL port only.
+authenticator:
+  class_name: org.apache.cassandra.auth.PasswordAuthenticator
+authorizer:
+  class_name: org.apache.cassandra.auth.AllowAllAuthorizer
+role_manager:
+  class_name: org.apache.cassandra.auth.CassandraRoleManager
+client_encryption_options:
+  enabled: true
+  optional: false
+  keystore: $TLS_DIR/server.p12
+  keystore_password: cassandra
+  store_type: PKCS12
+  require_client_auth: false
+EOF
+}
+
 write_config() {
   mkdir -p "$CONF_DIR" "$LOG_DIR" "$DATA_DIR/data" "$DATA_DIR/commitlog" \
     "$DATA_DIR/saved_caches" "$DATA_DIR/hints" "$DATA_DIR/cdc_raw" \
@@ -298,10 +379,7 @@ commitlog_sync: periodic
 commitlog_sync_period: 10000ms
 commitlog_total_space: 512MiB
 
-authenticator:
-  class_name: org.apache.cassandra.auth.AllowAllAuthenticator
-authorizer:
-  class_name: org.apache.cassandra.auth.AllowAllAuthorizer
+$(security_config)
 
 # On-disk format readable by Cassandra 4.x too (the 5.0 default).
 storage_compatibility_mode: CASSANDRA_4
@@ -550,6 +628,7 @@ cmd_start() {
 
   local java
   java=$(find_java)
+  [ -z "$SECURE" ] || make_certs
   write_config
   say "starting Cassandra $CASSANDRA_VERSION (heap $HEAP, Java $(java_major "$java"), data $DATA_DIR) ..."
   pid=$(launch "$java")
@@ -632,6 +711,7 @@ EOF
 usage() {
   echo "usage: scripts/cassandra.sh {fetch|start|stop|status|nodetool ARGS...}" >&2
   echo "       scripts/cassandra.sh {start|stop|status} --nodes 3 | {start|stop|status} --node N | nodetool --node N ARGS..." >&2
+  echo "       scripts/cassandra.sh {start|stop|status} --secure | nodetool --secure ARGS..." >&2
   echo "(see the comment at the top of scripts/cassandra.sh)" >&2
   exit 2
 }
@@ -654,6 +734,17 @@ on_node() {
     CASSANDRA_DC=dc1 \
     CASSANDRA_RING_DELAY_MS=${CASSANDRA_RING_DELAY_MS:-5000} \
     CASSANDRA_HEAP=${CASSANDRA_HEAP:-768M} \
+    "$SCRIPT_DIR/cassandra.sh" "$@"
+}
+
+# on_secure CMD...: runs this script's CMD as the --secure node.
+on_secure() {
+  CASSANDRA_SECURE=1 \
+    CASSANDRA_HOST=127.0.0.5 \
+    CASSANDRA_DATA_DIR=$SECURE_DIR \
+    CASSANDRA_JMX_PORT=7205 \
+    CASSANDRA_SEEDS=127.0.0.5:$STORAGE_PORT \
+    CASSANDRA_HEAP=${CASSANDRA_HEAP:-512M} \
     "$SCRIPT_DIR/cassandra.sh" "$@"
 }
 
@@ -682,6 +773,8 @@ case ${1:-} in
       cluster "$1"
     elif [ "${2:-}" = --node ]; then
       on_node "${3:-}" "$1"
+    elif [ "${2:-}" = --secure ] && [ $# -eq 2 ]; then
+      on_secure "$1"
     elif [ $# -gt 1 ]; then
       usage
     else
@@ -694,6 +787,9 @@ case ${1:-} in
       n=${2:-}
       shift 2 || usage
       on_node "$n" nodetool "$@"
+    elif [ "${1:-}" = --secure ]; then
+      shift
+      on_secure nodetool "$@"
     else
       cmd_nodetool "$@"
     fi

@@ -24,6 +24,14 @@ type Storage interface {
 	RecordMentions(ctx context.Context, conv chat.Conversation, m chat.Message) error
 	MarkRead(ctx context.Context, login, conversation string, upTo chat.ID) error
 
+	NewChangeID() chat.ID
+	Message(ctx context.Context, in chat.Place, id chat.ID) (chat.Message, error)
+	EditMessage(ctx context.Context, in chat.Place, m chat.Message, content string, change chat.ID) (chat.Message, error)
+	UpdateMentions(ctx context.Context, conv chat.Conversation, before, after chat.Message) error
+	DeleteMessage(ctx context.Context, in chat.Place, m chat.Message, change chat.ID) error
+	ForgetMessage(ctx context.Context, in chat.Place, m chat.Message) error
+	React(ctx context.Context, in chat.Place, id chat.ID, who chat.UserRef, emoji string, add bool, change chat.ID) (chat.Change, error)
+
 	CreateRoom(ctx context.Context, creator chat.UserRef, f chat.NewRoom) (chat.Room, error)
 	JoinRoom(ctx context.Context, user chat.UserRef, room string) (chat.Room, error)
 	LeaveRoom(ctx context.Context, user chat.UserRef, room string) error
@@ -36,6 +44,7 @@ type Storage interface {
 	SetBanner(ctx context.Context, actor, room, banner string) (chat.Room, error)
 	JoinByInvite(ctx context.Context, user chat.UserRef, token string) (chat.Room, error)
 
+	UserRefs(ctx context.Context, logins []string) ([]chat.UserRef, error)
 	UpdateProfile(ctx context.Context, login, email, bio string) error
 	EndOtherSessions(ctx context.Context, login, keep string) ([]string, error)
 
@@ -89,11 +98,19 @@ type Renderer interface {
 	// Event is ev's HTML when it carries none and its kind needs some (a
 	// message, a participant list); nil for the others.
 	Event(ctx context.Context, ev live.Event) ([]byte, error)
+	// Edited is the new body of m, edited, its mentions of conv's
+	// members marked; Deleted is the data of m's delete event;
+	// Reaction is the data of ch's event.
+	Edited(ctx context.Context, conv chat.Conversation, m chat.Message) ([]byte, error)
+	Deleted(m chat.Message) []byte
+	Reaction(ch chat.Change) ([]byte, error)
 }
 
-// Indexer queues a message for the search index, off the post's path.
+// Indexer queues a message for the search index, off the post's path;
+// Reindex queues a change of one (old and updated, nil for none).
 type Indexer interface {
 	Index(conv chat.Conversation, m chat.Message)
+	Reindex(conv chat.Conversation, old, updated *chat.Message)
 }
 
 // Pusher hands a posted message to Web Push, which finds who is away and

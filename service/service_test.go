@@ -62,6 +62,16 @@ func (htmlRenderer) Event(_ context.Context, ev live.Event) ([]byte, error) {
 	return []byte(ev.Kind), nil
 }
 
+func (htmlRenderer) Edited(_ context.Context, _ chat.Conversation, m chat.Message) ([]byte, error) {
+	return []byte("edited " + m.Content), nil
+}
+
+func (htmlRenderer) Deleted(m chat.Message) []byte { return []byte("deleted " + m.ID.String()) }
+
+func (htmlRenderer) Reaction(ch chat.Change) ([]byte, error) {
+	return []byte("reaction " + ch.Emoji), nil
+}
+
 func newBusOnly(bus *recordingBus) *Service {
 	return New(Deps{Bus: bus, Renderer: htmlRenderer{}, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		SessionDigest: func(id string) string {

@@ -39,7 +39,7 @@ const (
 	// term of everyone.
 	peopleKindLogin = "login"
 	peopleKindAny   = "any"
-	peopleIndexMove = "017_people_terms"
+	peopleIndexMove = "018_people_terms"
 )
 
 // personTerms are the lower-case words a person is found by.

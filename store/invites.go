@@ -23,23 +23,31 @@ import (
 )
 
 const (
-	insertInvite = `INSERT INTO room_invites (token_hash, invite_id, room_name, created_by, created_at, expires_at, max_uses, revoked)
-		VALUES (?, ?, ?, ?, ?, ?, ?, false) USING TTL ?`
-	insertRoomInvite = `INSERT INTO room_invites_by_room (room_name, invite_id, token_hash, created_by, created_at, expires_at, max_uses, revoked)
-		VALUES (?, ?, ?, ?, ?, ?, ?, false) USING TTL ?`
-	selectInvite = `SELECT invite_id, room_name, created_by, created_at, expires_at, max_uses, revoked
+	insertInvite = `INSERT INTO room_invites (token_hash, invite_id, room_name, created_by, created_at, expires_at, max_uses, revoked, room_since)
+		VALUES (?, ?, ?, ?, ?, ?, ?, false, ?) USING TTL ?`
+	insertRoomInvite = `INSERT INTO room_invites_by_room (room_name, invite_id, token_hash, created_by, created_at, expires_at, max_uses, revoked, room_since)
+		VALUES (?, ?, ?, ?, ?, ?, ?, false, ?) USING TTL ?`
+	selectInvite = `SELECT invite_id, room_name, created_by, created_at, expires_at, max_uses, revoked, room_since
 		FROM room_invites WHERE token_hash = ?`
-	selectRoomInvites = `SELECT invite_id, room_name, created_by, created_at, expires_at, max_uses, revoked, token_hash
+	selectRoomInvites = `SELECT invite_id, room_name, created_by, created_at, expires_at, max_uses, revoked, room_since, token_hash
 		FROM room_invites_by_room WHERE room_name = ?`
-	selectRoomInvite = `SELECT invite_id, room_name, created_by, created_at, expires_at, max_uses, revoked, token_hash
+	selectRoomInvite = `SELECT invite_id, room_name, created_by, created_at, expires_at, max_uses, revoked, room_since, token_hash
 		FROM room_invites_by_room WHERE room_name = ? AND invite_id = ?`
-	revokeInvite     = `UPDATE room_invites USING TTL ? SET revoked = true WHERE token_hash = ?`
-	revokeRoomInvite = `UPDATE room_invites_by_room USING TTL ? SET revoked = true WHERE room_name = ? AND invite_id = ?`
-	// The join by link: "creator_login != null" is IF EXISTS (rule 2), and
-	// the link's revocation mark (see RevokeInvite) must not be there.
+	// A deleted room's links end with it (cleanUpRoom).
+	deleteInvite      = `DELETE FROM room_invites WHERE token_hash = ?`
+	deleteRoomInvites = `DELETE FROM room_invites_by_room WHERE room_name = ? AND invite_id = ?`
+	revokeInvite      = `UPDATE room_invites USING TTL ? SET revoked = true WHERE token_hash = ?`
+	revokeRoomInvite  = `UPDATE room_invites_by_room USING TTL ? SET revoked = true WHERE room_name = ? AND invite_id = ?`
+	// The join by link: "creation_date = ?" is IF EXISTS (rule 2) for the
+	// link's incarnation of the room, and the link's revocation mark (see
+	// RevokeInvite) must not be there. The kind, creator and admins as
+	// read keep a member's link from admitting anyone once the room is
+	// closed; removed[joiner] as read, a removed person from coming back
+	// by a link made before the removal (Invite.For).
 	joinByInvite = `UPDATE rooms SET member = ?, version = ?, members = ?, invite_uses = invite_uses + ?
 		WHERE room_name = ? AND since = ? AND login = ?
-		IF creation_date = ? AND members = ? AND member = null AND invite_uses[?] = ? AND invite_uses[?] = null`
+		IF creation_date = ? AND members = ? AND member = null AND invite_uses[?] = ? AND invite_uses[?] = null
+		AND kind = ? AND creator_login = ? AND admins = ? AND removed[?] = ?`
 	// The revocation's mark, in the room's partition beside the uses, by
 	// an LWT, so that a join that read the link before it was revoked
 	// fails its condition once it is.
@@ -78,7 +86,7 @@ func (s *Store) CreateInvite(ctx context.Context, actor chat.UserRef, room strin
 	hash := tokenHash(token)
 	now := s.Now().UTC().Truncate(time.Millisecond)
 	inv := Invite{ID: hex.EncodeToString(hash[:8]), Room: r.Name, CreatedBy: actor, CreatedAt: now,
-		ExpiresAt: now.Add(f.TTL), MaxUses: f.MaxUses, hash: hash}
+		ExpiresAt: now.Add(f.TTL), MaxUses: f.MaxUses, RoomSince: r.CreatedAt, hash: hash}
 	ttl := int((f.TTL + inviteKept) / time.Second)
 	var uses any
 	if f.MaxUses > 0 {
@@ -86,11 +94,11 @@ func (s *Store) CreateInvite(ctx context.Context, actor chat.UserRef, room strin
 	}
 	// The room's row first: a link that the list misses could not be revoked.
 	if err := s.exec(ctx, "list invite of "+r.Name, insertRoomInvite,
-		r.Name, inv.ID, hash, actor, now, inv.ExpiresAt, uses, ttl); err != nil {
+		r.Name, inv.ID, hash, actor, now, inv.ExpiresAt, uses, r.CreatedAt, ttl); err != nil {
 		return "", Invite{}, err
 	}
 	if err := s.exec(ctx, "create invite to "+r.Name, insertInvite,
-		hash, inv.ID, r.Name, actor, now, inv.ExpiresAt, uses, ttl); err != nil {
+		hash, inv.ID, r.Name, actor, now, inv.ExpiresAt, uses, r.CreatedAt, ttl); err != nil {
 		return "", Invite{}, err
 	}
 	return token, inv, nil
@@ -109,7 +117,7 @@ func mayInvite(r chat.Room, login string) error {
 
 func scanInvite(scan func(...any) error, hash *[]byte) (Invite, error) {
 	var inv Invite
-	dest := []any{&inv.ID, &inv.Room, &inv.CreatedBy, &inv.CreatedAt, &inv.ExpiresAt, &inv.MaxUses, &inv.Revoked}
+	dest := []any{&inv.ID, &inv.Room, &inv.CreatedBy, &inv.CreatedAt, &inv.ExpiresAt, &inv.MaxUses, &inv.Revoked, &inv.RoomSince}
 	if hash != nil {
 		dest = append(dest, hash)
 	}
@@ -139,8 +147,24 @@ func (s *Store) Invite(ctx context.Context, token string) (Invite, error) {
 	return inv, nil
 }
 
-// Invites returns the room's links, for its admins, oldest first.
-func (s *Store) Invites(ctx context.Context, room string) ([]Invite, error) {
+// Invites returns the links of the room r (of its incarnation: not those
+// of a room deleted before under the name), for its admins, oldest first.
+func (s *Store) Invites(ctx context.Context, r chat.Room) ([]Invite, error) {
+	all, err := s.roomInvites(ctx, r.Name)
+	if err != nil {
+		return nil, err
+	}
+	out := all[:0]
+	for _, inv := range all {
+		if inv.of(r) {
+			out = append(out, inv)
+		}
+	}
+	return out, nil
+}
+
+// roomInvites returns every link listed under the room's name.
+func (s *Store) roomInvites(ctx context.Context, room string) ([]Invite, error) {
 	q, err := s.query(ctx, selectRoomInvites, chat.NameKey(room))
 	if err != nil {
 		return nil, err
@@ -182,7 +206,7 @@ func (s *Store) RevokeInvite(ctx context.Context, actor, room, id string) error 
 	}
 	var hash []byte
 	inv, err := scanInvite(q.Scan, &hash)
-	if errors.Is(err, gocql.ErrNotFound) {
+	if errors.Is(err, gocql.ErrNotFound) || err == nil && !inv.of(r) {
 		return fmt.Errorf("store: revoke invite %q: %w", id, chat.ErrNotFound)
 	}
 	if err != nil {
@@ -235,22 +259,28 @@ func (s *Store) joinByInvite(ctx context.Context, user chat.UserRef, inv Invite)
 		return chat.Room{}, err
 	}
 	before, err := s.changeRoom(ctx, "join by invite", inv.Room, these(user.Login), func(r chat.Room) ([]batchStmt, error) {
+		if err := inv.For(r, user.Login, s.Now()); err != nil {
+			return nil, fmt.Errorf("store: join %q by invite: %w", r.Name, err)
+		}
 		if r.HasParticipant(user.Login) {
 			return nil, nil
 		}
 		used, had := r.InviteUses[inv.ID]
-		if err := inv.Problem(s.Now(), used); err != nil {
-			return nil, fmt.Errorf("store: join %q by invite: %w", r.Name, err)
-		}
 		var was any // null: never used
 		if had {
 			was = used
 		}
-		if _, revoked := r.InviteUses[revokedKey(inv.ID)]; revoked {
-			return nil, fmt.Errorf("store: join %q by invite: %w", r.Name, chat.ErrInviteRevoked)
+		var removedAt any // null: never removed
+		if at, ok := r.Removed[user.Login]; ok {
+			removedAt = at
+		}
+		var admins any // null: none but the creator
+		if len(r.Admins) > 0 {
+			admins = r.Admins
 		}
 		return []batchStmt{{joinByInvite, []any{user, gocql.TimeUUID(), r.Members + 1, map[string]int{inv.ID: used + 1},
-			r.Name, r.CreatedAt, user.Login, r.CreatedAt, r.Members, inv.ID, was, revokedKey(inv.ID)}}}, nil
+			r.Name, r.CreatedAt, user.Login, r.CreatedAt, r.Members, inv.ID, was, revokedKey(inv.ID),
+			r.Kind, r.CreatorLogin, admins, user.Login, removedAt}}}, nil
 	}, func(r chat.Room) bool { return r.HasParticipant(user.Login) })
 	if err != nil {
 		return chat.Room{}, undo(err)
@@ -274,7 +304,62 @@ type Invite struct {
 	// MaxUses is how many people may join by it; 0 for any number.
 	MaxUses int
 	Revoked bool
-	hash    []byte
+	// RoomSince is the creation date of the room the link was made for
+	// (zero for a link from before it was recorded).
+	RoomSince time.Time
+	hash      []byte
+}
+
+// of reports whether the link belongs to r's incarnation: made for it,
+// or, from before links recorded it, made after r began.
+func (i Invite) of(r chat.Room) bool {
+	if !i.RoomSince.IsZero() {
+		return i.RoomSince.Equal(r.CreatedAt)
+	}
+	return !i.CreatedAt.Before(r.CreatedAt)
+}
+
+// For is why the link lets login into r (as read, with login's standing)
+// no more at now, or nil: chat.ErrNotFound for a link of another room
+// that had the name (deleted since), one of Problem's errors, the room's
+// revocation mark's chat.ErrInviteRevoked, chat.ErrInviteNotAdmin when r
+// is closed and the link's maker holds no admin role in it, and
+// chat.ErrInviteRemoved when an admin removed login after the link was
+// made.
+func (i Invite) For(r chat.Room, login string, now time.Time) error {
+	if !i.of(r) {
+		return chat.ErrNotFound
+	}
+	if err := i.Problem(now, r.InviteUses[i.ID]); err != nil {
+		return err
+	}
+	if _, revoked := r.InviteUses[revokedKey(i.ID)]; revoked {
+		return chat.ErrInviteRevoked
+	}
+	if r.Closed() && !r.HoldsAdmin(i.CreatedBy.Login) {
+		return chat.ErrInviteNotAdmin
+	}
+	if at, removed := r.Removed[login]; removed && !i.CreatedAt.After(at) {
+		return chat.ErrInviteRemoved
+	}
+	return nil
+}
+
+// roomInviteDeletes are the statements that end the links of the deleted
+// room r (cleanUpRoom); those of a room made again under the name since
+// stay.
+func (s *Store) roomInviteDeletes(ctx context.Context, r chat.Room) ([]batchStmt, error) {
+	all, err := s.roomInvites(ctx, r.Name)
+	if err != nil {
+		return nil, err
+	}
+	var stmts []batchStmt
+	for _, inv := range all {
+		if inv.of(r) {
+			stmts = append(stmts, batchStmt{deleteInvite, []any{inv.hash}}, batchStmt{deleteRoomInvites, []any{r.Name, inv.ID}})
+		}
+	}
+	return stmts, nil
 }
 
 // Problem is why the link lets no one in at now, given the uses taken

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/gocql/gocql"
 	"github.com/killrchat/killrchat/chat"
@@ -25,7 +26,7 @@ const (
 		IF creation_date = ? AND members = ? AND member = null AND `
 	promoteMember = `UPDATE rooms SET admins = admins + ? WHERE room_name = ? AND since = ? AND login = ?
 		IF member != null AND creation_date = ? AND `
-	removeMember = `UPDATE rooms SET member = null, admins = admins - ?, version = ?, members = ? WHERE room_name = ? AND since = ? AND login = ?
+	removeMember = `UPDATE rooms SET member = null, admins = admins - ?, removed = removed + ?, version = ?, members = ? WHERE room_name = ? AND since = ? AND login = ?
 		IF member != null AND creation_date = ? AND members = ? AND creator_login != ? AND `
 	// stillMember is the condition that someone is still a member, as
 	// a statement of the batch: it writes their entry as it was read.
@@ -259,7 +260,7 @@ func (s *Store) RemoveMember(ctx context.Context, actor, room, who string) (chat
 		}
 		cond, values := asAdminOf(r, actor)
 		return change(r, actor, removeMember+cond,
-			append([]any{[]string{who}, gocql.TimeUUID(), r.Members - 1, r.Name, r.CreatedAt, who, r.CreatedAt, r.Members, who}, values...), actor == who), nil
+			append([]any{[]string{who}, map[string]time.Time{who: s.Now().UTC()}, gocql.TimeUUID(), r.Members - 1, r.Name, r.CreatedAt, who, r.CreatedAt, r.Members, who}, values...), actor == who), nil
 	}, func(r chat.Room) bool { return !r.HasParticipant(who) })
 	if err != nil {
 		return chat.Room{}, err

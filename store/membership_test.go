@@ -291,7 +291,7 @@ func TestInviteLinks(t *testing.T) {
 	if _, err := db.JoinByInvite(ctx, late.Ref(), token2); !errors.Is(err, chat.ErrInviteRevoked) {
 		t.Fatalf("revoked link: %v", err)
 	}
-	list, err := db.Invites(ctx, r.Name)
+	list, err := db.Invites(ctx, r)
 	if err != nil || len(list) != 2 || list[0].ID != inv.ID || !list[1].Revoked {
 		t.Fatalf("invites = %+v, %v", list, err)
 	}

@@ -31,7 +31,7 @@ import (
 const (
 	// roomStatics are the header's columns: the static columns of rooms,
 	// every one of which the delete deletes.
-	roomStatics = `display_name, creation_date, banner, creator, creator_login, kind, admins, invite_uses, guard, version, members`
+	roomStatics = `display_name, creation_date, banner, creator, creator_login, kind, admins, invite_uses, guard, version, members, removed`
 	roomHeader  = `room_name, ` + roomStatics
 	// The header and every member, in one read of the partition (for a
 	// delete, which must know whose lists to clean).
@@ -51,7 +51,7 @@ const (
 	// The creation: the header IF no room has the name (a deleted room's
 	// header is deleted), and the creator's row, in one conditional batch.
 	createRoom = `UPDATE rooms SET display_name = ?, creation_date = ?, banner = ?, creator = ?, creator_login = ?,
-		kind = ?, admins = null, invite_uses = null, guard = null, version = ?, members = 1 WHERE room_name = ? IF creator_login = null`
+		kind = ?, admins = null, invite_uses = null, guard = null, version = ?, members = 1, removed = null WHERE room_name = ? IF creator_login = null`
 	// setMember writes a member's row; with conditions, it is how a
 	// batch checks that someone still is a member (writing their entry
 	// as it was read).
@@ -90,6 +90,11 @@ const (
 	selectRoomBuckets    = `SELECT time_bucket FROM messages_bucket WHERE room_name = ?`
 	deleteBucketMessages = `DELETE FROM chat_room_messages WHERE room_name = ? AND time_bucket = ?`
 	deleteRoomBuckets    = `DELETE FROM messages_bucket WHERE room_name = ?`
+	// What a deleted room keeps under its name alone, written with their
+	// own timestamps: deleted as of the room's delete (forgetRoomState).
+	deleteRoomMarker = `DELETE FROM read_markers USING TIMESTAMP ? WHERE login = ? AND conversation = ?`
+	deleteRoomHead   = `DELETE FROM conversation_heads USING TIMESTAMP ? WHERE conversation = ?`
+	deleteRoomLevels = `DELETE FROM conversation_levels USING TIMESTAMP ? WHERE conversation = ?`
 
 	// maxBatch bounds the statements in one logged batch.
 	maxBatch = 100
@@ -134,7 +139,7 @@ func (s *Store) readRooms(q *gocql.Query) (map[string]chat.Room, error) {
 // headerOf is where a row of roomHeader scans into.
 func headerOf(r *chat.Room) []any {
 	return []any{&r.Name, &r.DisplayName, &r.CreatedAt, &r.Banner, &r.Creator, &r.CreatorLogin,
-		&r.Kind, &r.Admins, &r.InviteUses, (*gocql.UUID)(&r.Guard), (*gocql.UUID)(&r.Version), &r.Members}
+		&r.Kind, &r.Admins, &r.InviteUses, (*gocql.UUID)(&r.Guard), (*gocql.UUID)(&r.Version), &r.Members, &r.Removed}
 }
 
 // fixHeader fills what rooms from before a column existed lack, and gives
@@ -804,6 +809,7 @@ func (s *Store) DeleteRoomFenced(ctx context.Context, login, name string, fence 
 			return chat.Room{}, fmt.Errorf("store: delete room %q by %q: %w", name, login, chat.ErrNotCreator)
 		}
 		prev := map[string]any{}
+		gone := s.Now()
 		applied, err := s.lwt(ctx, "delete room "+name, deleteRoom, []any{name, login, guardValue(r.Version), guardValue(r.Guard)}, prev,
 			func(ctx context.Context) (bool, error) { return s.settleDelete(ctx, name, r.Guard) })
 		if err != nil {
@@ -815,13 +821,13 @@ func (s *Store) DeleteRoomFenced(ctx context.Context, login, name string, fence 
 					s.log.Warn("store: the fence of a deleted room did not hold everywhere", "room", name, "err", err)
 				}
 			}
-			if err := s.cleanUpRoom(ctx, r); err != nil {
+			if err := s.cleanUpRoom(ctx, r, gone); err != nil {
 				// The room is deleted: that is the answer. What it
 				// leaves is invisible (a room made again under its name
 				// starts later, see Conversation.Since) and is cleaned
 				// up in the background.
 				s.log.Warn("store: the clean-up of a deleted room failed; it is tried again in the background", "room", name, "err", err)
-				go s.retryCleanUp(r)
+				go s.retryCleanUp(r, gone)
 			}
 			return r, nil
 		}
@@ -845,7 +851,7 @@ const (
 // retryCleanUp tries the clean-up of the deleted room r again, backing
 // off, until it succeeds or a room of the same name exists again (whose
 // new messages share r's partitions: what r left stays, unseen).
-func (s *Store) retryCleanUp(r chat.Room) {
+func (s *Store) retryCleanUp(r chat.Room, gone time.Time) {
 	wait := cleanUpBackoff
 	for attempt := 1; attempt <= cleanUpRetries; attempt++ {
 		time.Sleep(wait)
@@ -860,7 +866,7 @@ func (s *Store) retryCleanUp(r chat.Room) {
 			}
 			continue
 		}
-		err = s.cleanUpRoom(ctx, r)
+		err = s.cleanUpRoom(ctx, r, gone)
 		cancel()
 		if err == nil {
 			s.log.Info("store: a deleted room is cleaned up", "room", r.Name, "attempt", attempt)
@@ -870,13 +876,18 @@ func (s *Store) retryCleanUp(r chat.Room) {
 	s.log.Error("store: the clean-up of a deleted room gave up; its messages stay, unseen", "room", r.Name)
 }
 
-// cleanUpRoom runs after a room's row is deleted: it removes the room from
-// every participant's list and deletes every message bucket and every
-// attachment (chunks included) of the room, in
-// logged batches so each batch completes even if this process dies midway.
-func (s *Store) cleanUpRoom(ctx context.Context, r chat.Room) error {
+// cleanUpRoom runs after a room's row is deleted (at gone, or just
+// after): it removes the room from every participant's list and deletes
+// every message bucket and every attachment (chunks included) of the room,
+// its invitation links, in logged batches so each batch completes even if
+// this process dies midway; and its head, markers and levels (see
+// forgetRoomState).
+func (s *Store) cleanUpRoom(ctx context.Context, r chat.Room, gone time.Time) error {
 	sess, err := s.db()
 	if err != nil {
+		return err
+	}
+	if err := s.forgetRoomState(ctx, r, gone); err != nil {
 		return err
 	}
 	var stmts []batchStmt
@@ -906,6 +917,11 @@ func (s *Store) cleanUpRoom(ctx context.Context, r chat.Room) error {
 		return err
 	}
 	stmts = append(stmts, files...)
+	links, err := s.roomInviteDeletes(ctx, r)
+	if err != nil {
+		return err
+	}
+	stmts = append(stmts, links...)
 	for start := 0; start < len(stmts); start += maxBatch {
 		b := sess.NewBatch(gocql.LoggedBatch).WithContext(ctx)
 		for _, st := range stmts[start:min(start+maxBatch, len(stmts))] {
@@ -916,6 +932,40 @@ func (s *Store) cleanUpRoom(ctx context.Context, r chat.Room) error {
 		}
 	}
 	return nil
+}
+
+// forgetRoomState deletes what else the deleted room r kept under its
+// name alone: its head, the read markers (with mention heads and levels)
+// of its participants and of whoever set a level in it, and its push
+// levels. They are written with their own timestamps (a message's time,
+// DESIGN rule 10), so the deletes carry gone, the time of the room's
+// delete: they take everything of r and nothing a room made again under
+// the name writes after it. Mentions and search postings are keyed by
+// person or term and are dropped on read instead (older than the room of
+// the name).
+func (s *Store) forgetRoomState(ctx context.Context, r chat.Room, gone time.Time) error {
+	levels, err := s.ConversationLevels(ctx, r.Name)
+	if err != nil {
+		return err
+	}
+	logins := make([]string, 0, len(r.Participants)+len(levels))
+	for login := range r.Participants {
+		logins = append(logins, login)
+	}
+	for login := range levels {
+		if _, in := r.Participants[login]; !in {
+			logins = append(logins, login)
+		}
+	}
+	at := gone.UnixMicro()
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(16)
+	for _, login := range logins {
+		g.Go(func() error { return s.exec(gctx, "forget the marker of "+login, deleteRoomMarker, at, login, r.Name) })
+	}
+	g.Go(func() error { return s.exec(gctx, "forget the head of "+r.Name, deleteRoomHead, at, r.Name) })
+	g.Go(func() error { return s.exec(gctx, "forget the levels of "+r.Name, deleteRoomLevels, at, r.Name) })
+	return g.Wait()
 }
 
 type batchStmt struct {

@@ -481,20 +481,14 @@ func (a *andIter) seek(ctx context.Context, b bound) (chat.ID, bool, error) {
 	}
 }
 
-// SearchStats says what one search read: statements sent and index rows
-// read. The load command reports them.
-type SearchStats struct {
-	Statements, Postings, Checked int
-}
-
 // Search returns up to n messages of convs that match q, newest first,
 // older than the message id before (the newest if it is the zero UUID),
 // and whether more exist. Only convs are searched: the caller passes the
 // conversations the searcher is in now. Every result is checked against
 // the message as stored (see Matches), so one changed or deleted since it
 // was indexed is left out.
-func (s *Store) Search(ctx context.Context, convs []chat.Conversation, q chat.SearchQuery, before chat.ID, n int) ([]chat.Message, bool, SearchStats, error) {
-	var st SearchStats
+func (s *Store) Search(ctx context.Context, convs []chat.Conversation, q chat.SearchQuery, before chat.ID, n int) ([]chat.Message, bool, chat.SearchStats, error) {
+	var st chat.SearchStats
 	top := bound{id: chat.MaxIDAt(s.Now().Add(time.Hour)), inclusive: true}
 	if before != (chat.ID{}) {
 		top = bound{id: before}
@@ -534,7 +528,7 @@ const placesBatch = 100
 // term and month, all at once), so a rare term reads postings only where
 // it is; a month before the places are complete (placesFrom), or a
 // query of prefixes only, keeps every conversation.
-func (s *Store) placedCells(ctx context.Context, months []monthConvs, q chat.SearchQuery, st *SearchStats) ([]cell, error) {
+func (s *Store) placedCells(ctx context.Context, months []monthConvs, q chat.SearchQuery, st *chat.SearchStats) ([]cell, error) {
 	terms := append([]string(nil), q.Terms...)
 	if q.From != "" {
 		terms = append(terms, chat.FromTerm(q.From))
@@ -708,7 +702,7 @@ type monthConvs struct {
 // messages up to the id top, from their day buckets: one read per
 // conversation, a few at a time, unless this process read them lately
 // (see monthsMemo).
-func (s *Store) searchMonths(ctx context.Context, convs []chat.Conversation, top chat.ID, st *SearchStats) ([]monthConvs, error) {
+func (s *Store) searchMonths(ctx context.Context, convs []chat.Conversation, top chat.ID, st *chat.SearchStats) ([]monthConvs, error) {
 	byMonth := map[int][]chat.Conversation{}
 	var mu sync.Mutex
 	add := func(conv chat.Conversation, months []int) {
@@ -830,14 +824,14 @@ type cellCursor struct {
 	it   postingIter
 	head chat.ID
 	ok   bool
-	st   SearchStats
+	st   chat.SearchStats
 }
 
 // searchCells finds up to n matches of q in cells, newest first: every
 // cell's newest match is found at once (searchReaders at a time), then
 // they are merged, and each candidate checked against its stored message,
 // a batch at a time.
-func (s *Store) searchCells(ctx context.Context, cells []cell, q chat.SearchQuery, top bound, n int, st *SearchStats) ([]chat.Message, error) {
+func (s *Store) searchCells(ctx context.Context, cells []cell, q chat.SearchQuery, top bound, n int, st *chat.SearchStats) ([]chat.Message, error) {
 	cursors := make([]*cellCursor, len(cells))
 	err := s.eachConcurrently(ctx, len(cells), searchReaders, func(ctx context.Context, i int) error {
 		c := &cellCursor{cell: cells[i]}
@@ -853,7 +847,7 @@ func (s *Store) searchCells(ctx context.Context, cells []cell, q chat.SearchQuer
 	for _, c := range cursors {
 		st.Statements += c.st.Statements
 		st.Postings += c.st.Postings
-		c.st = SearchStats{}
+		c.st = chat.SearchStats{}
 	}
 	if err != nil {
 		return nil, err
@@ -877,7 +871,7 @@ func (s *Store) searchCells(ctx context.Context, cells []cell, q chat.SearchQuer
 			best.head, best.ok, err = best.it.seek(ctx, bound{id: best.head})
 			st.Statements += best.st.Statements
 			st.Postings += best.st.Postings
-			best.st = SearchStats{}
+			best.st = chat.SearchStats{}
 			if err != nil {
 				return nil, err
 			}
@@ -968,7 +962,7 @@ func (s *Store) prefixTerms(ctx context.Context, conv string, month int, prefix 
 // messagesByID reads the candidates' messages as stored, one statement per
 // conversation and day, all at once, and returns those found in the
 // candidates' order.
-func (s *Store) messagesByID(ctx context.Context, batch []candidate, st *SearchStats) ([]chat.Message, error) {
+func (s *Store) messagesByID(ctx context.Context, batch []candidate, st *chat.SearchStats) ([]chat.Message, error) {
 	type key struct {
 		conv   string
 		bucket int

@@ -26,7 +26,7 @@ func post(t testing.TB, st *store.Store, in chat.Place, author chat.UserRef, con
 	return m
 }
 
-func search(t testing.TB, st *store.Store, convs []chat.Conversation, query string, before chat.ID, n int) ([]chat.Message, bool, store.SearchStats) {
+func search(t testing.TB, st *store.Store, convs []chat.Conversation, query string, before chat.ID, n int) ([]chat.Message, bool, chat.SearchStats) {
 	t.Helper()
 	q, err := chat.ParseSearch(query)
 	if err != nil {

@@ -1,4 +1,4 @@
-// This file owns the site row (schema/017_site_admins.cql): its
+// This file owns the site row (schema/018_site_admins.cql): its
 // administrators and settings, every change of it an LWT, and the audit
 // log of administrative actions.
 

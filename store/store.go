@@ -2,10 +2,12 @@ package store
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -26,6 +28,8 @@ type ObservedQuery struct {
 	// reads overlap.
 	Start time.Time
 	Err   error
+	// Rows is how many rows the statement's first page returned.
+	Rows  int
 	Batch bool
 	// BatchIndex is the statement's place in its batch: 0 starts a batch.
 	BatchIndex int
@@ -65,7 +69,27 @@ type Config struct {
 	// that the downloads and decodes of this process hold at once
 	// (default 32 MiB: 32 chunks); a reader waits for room.
 	ReadBudget int64
+	// Username and Password log in to a cluster that requires it
+	// (PasswordAuthenticator); empty: no login.
+	Username, Password string
+	// TLS, if set, is how connections to the nodes are encrypted and the
+	// nodes' certificates checked.
+	TLS *tls.Config
+	// ExistingKeyspace forbids creating the keyspace: Connect fails with
+	// schema.ErrNoKeyspace when it is missing.
+	ExistingKeyspace bool
+	// NoMigrate makes Connect check the schema instead of applying it:
+	// it fails with schema.ErrOutdated when migrations are missing.
+	NoMigrate bool
 }
+
+// ErrBadCredentials is wrapped by Connect's error when Cassandra refuses
+// the user name or password, or asks for one and none is configured.
+var ErrBadCredentials = errors.New("store: Cassandra refused the user name or password")
+
+// ErrCertificate is wrapped by Connect's error when a node's TLS
+// certificate does not verify.
+var ErrCertificate = errors.New("store: the Cassandra node's TLS certificate did not verify")
 
 // Store is the application's handle on Cassandra. It can be created before
 // Cassandra is up: until Connect succeeds every method returns chat.ErrUnavailable.
@@ -157,6 +181,14 @@ func (s *Store) cluster() gocql.ClusterConfig {
 	// statements are never marked idempotent (see lwt.go, driver.go).
 	c.RetryPolicy = idempotentRetry{driverRetries}
 	c.DisableSkipMetadata = false
+	if s.cfg.Username != "" {
+		c.Authenticator = gocql.PasswordAuthenticator{Username: s.cfg.Username, Password: s.cfg.Password}
+	}
+	if s.cfg.TLS != nil {
+		// The config says what to verify (see its VerifyPeerCertificate
+		// when host names are not checked).
+		c.SslOpts = &gocql.SslOptions{Config: s.cfg.TLS, EnableHostVerification: !s.cfg.TLS.InsecureSkipVerify}
+	}
 	if s.cfg.Observe != nil {
 		c.QueryObserver = queryObserver{s.cfg.Observe}
 		c.BatchObserver = queryObserver{s.cfg.Observe}
@@ -164,20 +196,25 @@ func (s *Store) cluster() gocql.ClusterConfig {
 	return *c
 }
 
-// Connect makes one attempt to reach Cassandra, apply the schema and open
-// the session. It returns an error wrapping chat.ErrUnavailable if Cassandra does
-// not answer, and schema.ErrChanged if a migration was edited.
+// Connect makes one attempt to reach Cassandra, apply the schema (with
+// NoMigrate: check it) and open the session. It returns an error wrapping
+// chat.ErrUnavailable if Cassandra does not answer; otherwise one that
+// Permanent reports: schema.ErrChanged if a migration was edited,
+// schema.ErrNoKeyspace, schema.ErrOutdated, ErrBadCredentials or
+// ErrCertificate.
 func (s *Store) Connect(ctx context.Context) error {
 	if s.session.Load() != nil {
 		return nil
 	}
 	cluster := s.cluster()
-	err := schema.Apply(ctx, cluster, schema.Options{Keyspace: s.cfg.Keyspace, Replication: s.cfg.Replication, Log: s.log})
+	var err error
+	if s.cfg.NoMigrate {
+		err = schema.Check(ctx, cluster, s.schemaOptions())
+	} else {
+		err = schema.Apply(ctx, cluster, s.schemaOptions())
+	}
 	if err != nil {
-		if errors.Is(err, schema.ErrChanged) {
-			return err
-		}
-		return fmt.Errorf("store: connect: %w (%w)", chat.ErrUnavailable, err)
+		return s.connectFailed(err)
 	}
 	cluster.Keyspace = s.cfg.Keyspace
 	// A token-aware policy serves one session only: the migrations' own
@@ -185,7 +222,7 @@ func (s *Store) Connect(ctx context.Context) error {
 	cluster.PoolConfig.HostSelectionPolicy = hostPolicy(s.cfg.LocalDC)
 	sess, err := cluster.CreateSession()
 	if err != nil {
-		return fmt.Errorf("store: connect: %w (%w)", chat.ErrUnavailable, err)
+		return s.connectFailed(err)
 	}
 	if err := s.moveRooms(ctx, sess); err != nil {
 		sess.Close()
@@ -215,6 +252,64 @@ func (s *Store) Connect(ctx context.Context) error {
 	return nil
 }
 
+func (s *Store) schemaOptions() schema.Options {
+	return schema.Options{Keyspace: s.cfg.Keyspace, Replication: s.cfg.Replication, ExistingKeyspace: s.cfg.ExistingKeyspace, Log: s.log}
+}
+
+// Permanent reports whether err, from Connect, is one that trying again
+// cannot mend: a changed or missing schema, a missing keyspace, refused
+// credentials, a certificate that does not verify.
+func Permanent(err error) bool {
+	for _, e := range []error{schema.ErrChanged, schema.ErrNoKeyspace, schema.ErrOutdated, ErrBadCredentials, ErrCertificate} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
+// connectFailed classifies a failed connection or schema step. The
+// driver flattens the server's refusals into text, so they are told by
+// their words.
+func (s *Store) connectFailed(err error) error {
+	msg := err.Error()
+	switch {
+	case Permanent(err):
+		return err
+	case strings.Contains(msg, "and/or password are incorrect") || strings.Contains(msg, "authentication required") ||
+		strings.Contains(msg, "Failed to authenticate"):
+		return fmt.Errorf("%w (%v)", ErrBadCredentials, err)
+	case strings.Contains(msg, "x509: ") || strings.Contains(msg, "tls: failed to verify"):
+		return fmt.Errorf("%w (%v)", ErrCertificate, err)
+	}
+	return fmt.Errorf("store: connect: %w (%w)", chat.ErrUnavailable, err)
+}
+
+// SchemaStatus reads where the keyspace's schema stands, changing
+// nothing; schema.ErrNoKeyspace if the keyspace does not exist.
+func (s *Store) SchemaStatus(ctx context.Context) (schema.Status, error) {
+	st, err := schema.ReadStatus(ctx, s.cluster(), s.schemaOptions())
+	if err != nil {
+		return st, s.connectFailed(err)
+	}
+	return st, nil
+}
+
+// Migrate applies the schema (creating the keyspace unless
+// ExistingKeyspace) without opening the store's session, and returns
+// where it stood before and stands after; errors as Connect's.
+func (s *Store) Migrate(ctx context.Context) (before, after schema.Status, err error) {
+	before, err = s.SchemaStatus(ctx)
+	if err != nil && !(errors.Is(err, schema.ErrNoKeyspace) && !s.cfg.ExistingKeyspace) {
+		return before, after, err
+	}
+	if err := schema.Apply(ctx, s.cluster(), s.schemaOptions()); err != nil {
+		return before, after, s.connectFailed(err)
+	}
+	after, err = s.SchemaStatus(ctx)
+	return before, after, err
+}
+
 // oneNode reports whether the cluster is one node: it knows no peers.
 func oneNode(ctx context.Context, sess *gocql.Session) (bool, error) {
 	var peer string
@@ -229,8 +324,8 @@ func oneNode(ctx context.Context, sess *gocql.Session) (bool, error) {
 func (s *Store) Connected() <-chan struct{} { return s.connected }
 
 // ConnectWithRetry calls Connect until it succeeds, backing off up to 15 s
-// between attempts and logging each failure. It returns early on a changed
-// migration (a retry cannot fix that) or when ctx ends.
+// between attempts and logging each failure. It returns early on an error
+// a retry cannot mend (see Permanent) or when ctx ends.
 func (s *Store) ConnectWithRetry(ctx context.Context) error {
 	wait := 500 * time.Millisecond
 	for attempt := 1; ; attempt++ {
@@ -239,7 +334,7 @@ func (s *Store) ConnectWithRetry(ctx context.Context) error {
 			s.log.Info("cassandra connected", "hosts", s.cfg.Hosts, "keyspace", s.cfg.Keyspace, "attempts", attempt)
 			return nil
 		}
-		if errors.Is(err, schema.ErrChanged) {
+		if Permanent(err) {
 			return err
 		}
 		s.log.Warn("cassandra not reachable yet; retrying", "hosts", s.cfg.Hosts, "in", wait, "attempt", attempt, "err", err)
@@ -357,7 +452,7 @@ func isUnavailable(err error) bool {
 type queryObserver struct{ fn func(ObservedQuery) }
 
 func (o queryObserver) ObserveQuery(_ context.Context, q gocql.ObservedQuery) {
-	o.fn(ObservedQuery{Statement: q.Statement, Values: q.Values, Duration: q.End.Sub(q.Start), Start: q.Start, Err: q.Err})
+	o.fn(ObservedQuery{Statement: q.Statement, Values: q.Values, Duration: q.End.Sub(q.Start), Start: q.Start, Err: q.Err, Rows: q.Rows})
 }
 
 func (o queryObserver) ObserveBatch(_ context.Context, b gocql.ObservedBatch) {

@@ -52,8 +52,9 @@ var markdownParser = func() parser.Parser {
 }()
 
 // markdownHTML renders s for a conversation with members (nil: no
-// mentions), for viewer ("" when rendered for every reader).
-func markdownHTML(s string, members map[string]chat.UserRef, viewer string) (string, error) {
+// mentions), for viewer ("" when rendered for every reader); rec, if not
+// nil, records each member lookup the mentions make.
+func markdownHTML(s string, members map[string]chat.UserRef, viewer string, rec *lookupRecorder) (string, error) {
 	src := []byte(s)
 	doc := markdownParser.Parse(text.NewReader(src))
 	if p, ok := doc.FirstChild().(*ast.Paragraph); ok && doc.ChildCount() == 1 {
@@ -68,7 +69,7 @@ func markdownHTML(s string, members map[string]chat.UserRef, viewer string) (str
 	r := renderer.NewRenderer(renderer.WithNodeRenderers(
 		util.Prioritized(html.NewRenderer(), 1000),
 		util.Prioritized(extension.NewStrikethroughHTMLRenderer(), 500),
-		util.Prioritized(&messageRenderer{members: members, viewer: viewer}, 100),
+		util.Prioritized(&messageRenderer{members: members, viewer: viewer, rec: rec}, 100),
 	))
 	var buf bytes.Buffer
 	if err := r.Render(&buf, src, doc); err != nil {
@@ -96,6 +97,7 @@ var blockBreaks = strings.NewReplacer(
 type messageRenderer struct {
 	members map[string]chat.UserRef
 	viewer  string
+	rec     *lookupRecorder
 }
 
 func (r *messageRenderer) RegisterFuncs(reg renderer.NodeRendererFuncRegisterer) {
@@ -128,6 +130,9 @@ func (r *messageRenderer) inline(w util.BufWriter, s string, n ast.Node) {
 	}
 	for _, p := range splitLinks(s) {
 		if p.href == "" {
+			if r.rec != nil {
+				r.rec.record(p.text, r.members)
+			}
 			_, _ = w.WriteString(mentionHTML(p.text, r.members, r.viewer))
 			continue
 		}

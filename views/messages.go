@@ -87,7 +87,7 @@ const linkRel = "noopener noreferrer nofollow ugc"
 // conversation (see WithMembers) as a link to that person's profile.
 func messageText(s string) templ.Component {
 	return templ.ComponentFunc(func(ctx context.Context, w io.Writer) error {
-		html, err := markdownHTML(s, membersOf(ctx), viewerOf(ctx))
+		html, err := markdownHTML(s, membersOf(ctx), viewerOf(ctx), recorderOf(ctx))
 		if err != nil {
 			return err
 		}

@@ -11,6 +11,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -18,6 +19,7 @@ import (
 	"net/url"
 	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -75,8 +77,12 @@ type streamPoller struct {
 	next  atomic.Uint32
 }
 
-// polled is one stream under a poller.
+// polled is one stream under a poller. mu is held while its buffer is
+// read or dispatched: add dispatches what came with the response head
+// while a loop may already see the descriptor (a number an ended stream
+// had, whose event was still in another loop's batch).
 type polled struct {
+	mu    sync.Mutex
 	fd    int
 	s     *rawStream
 	fn    func(ev []byte, at time.Time) bool
@@ -120,7 +126,10 @@ func (p *streamPoller) add(s *rawStream, fn func(ev []byte, at time.Time) bool) 
 	pd := &polled{fd: fd, s: s, fn: fn, ended: make(chan error, 1)}
 	p.byFD[fd].Store(pd)
 	// Events already read with the response head go first.
-	if !pd.dispatch(time.Now()) {
+	pd.mu.Lock()
+	more := pd.dispatch(time.Now())
+	pd.mu.Unlock()
+	if !more {
 		p.end(0, pd, nil)
 		return pd.ended, nil
 	}
@@ -133,6 +142,9 @@ func (p *streamPoller) add(s *rawStream, fn func(ev []byte, at time.Time) bool) 
 }
 
 func (p *streamPoller) end(ep int, pd *polled, err error) {
+	if errors.Is(err, errStopped) {
+		err = nil
+	}
 	if !p.byFD[pd.fd].CompareAndSwap(pd, nil) {
 		return // ended already
 	}
@@ -181,21 +193,8 @@ func (p *streamPoller) run(ctx context.Context, ep int) {
 			if pd == nil {
 				continue
 			}
-			s := pd.s
-			r, err := syscall.Read(pd.fd, s.buf[s.end:])
-			switch {
-			case err == syscall.EAGAIN || err == syscall.EINTR:
-				continue
-			case err != nil:
+			if err := p.read(ep, pd, at); err != nil {
 				p.end(ep, pd, err)
-				continue
-			case r == 0:
-				p.end(ep, pd, io.EOF)
-				continue
-			}
-			s.end += r
-			if !pd.dispatch(at) {
-				p.end(ep, pd, nil)
 			}
 		}
 	}
@@ -206,6 +205,31 @@ func (p *streamPoller) run(ctx context.Context, ep int) {
 		}
 	}
 }
+
+// read reads what pd's socket holds and dispatches its whole events; an
+// error (io.EOF at the end) or errStopped says the stream is over.
+func (p *streamPoller) read(ep int, pd *polled, at time.Time) error {
+	pd.mu.Lock()
+	defer pd.mu.Unlock()
+	s := pd.s
+	r, err := syscall.Read(pd.fd, s.buf[s.end:])
+	switch {
+	case err == syscall.EAGAIN || err == syscall.EINTR:
+		return nil
+	case err != nil:
+		return err
+	case r == 0:
+		return io.EOF
+	}
+	s.end += r
+	if !pd.dispatch(at) {
+		return errStopped
+	}
+	return nil
+}
+
+// errStopped is a stream its fn stopped: it ends with nil.
+var errStopped = errors.New("stopped")
 
 // eventName is the event's event: field, or "".
 func eventName(ev []byte) []byte {

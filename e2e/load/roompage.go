@@ -7,6 +7,11 @@ package main
 // run one after another or at once, and the rows they read. -messages puts
 // that many messages in the room's newest day bucket (issue 22: a page
 // must cost the same in a bucket of 50 messages and one of 20,000).
+// With -c it also loads the page from that many readers at once for -d:
+// pages a second, latency, status codes, CPU per page of Cassandra and
+// (with -child) of the app, optionally under a CPU profile of the app;
+// and it reports the page's weight with and without gzip and, with the
+// app in this process, the statements and rows one page reads.
 
 import (
 	"cmp"
@@ -36,6 +41,9 @@ func runRoomPage(ctx context.Context, args []string) error {
 	rooms := fs.Int("rooms", 12, "rooms of the reader (the page's room is one of them)")
 	dms := fs.Int("dms", 3, "DMs of the reader")
 	messages := fs.Int("messages", pagePosts, "messages in the room's newest day bucket (the page shows the newest 50)")
+	conc := fs.Int("c", 0, "then load the page from this many readers at once for -d (0: only the sequential run)")
+	dur := fs.Duration("d", 10*time.Second, "with -c: how long")
+	cpuProfile := fs.String("cpuprofile", "", "with -c: write the app's CPU profile of that phase to this file")
 	_ = fs.Parse(args)
 	if *n > 100_000 || *rooms > 500 || *dms > 100 || *messages < 1 || *messages > 1_000_000 {
 		return fmt.Errorf("keep -n <= 100000, -rooms <= 500, -dms <= 100, 1 <= -messages <= 1000000")
@@ -99,13 +107,104 @@ func runRoomPage(ctx context.Context, args []string) error {
 	}
 	fmt.Printf("room page (%d messages in its newest bucket; %d rooms, %d DMs in the sidebar), sequential: %s (failed %d)\n",
 		*messages, *rooms, *dms, lat.summary(), failed)
+	if err := pageWeight(ctx, reader, "/rooms/"+room); err != nil {
+		return err
+	}
+	if t.Recorder != nil {
+		pageCensus(ctx, t, reader, "/rooms/"+room)
+	}
+	if *conc <= 0 {
+		return nil
+	}
+	if *cpuProfile != "" {
+		secs := max(1, int(dur.Seconds()))
+		go func() {
+			if err := t.saveProfile(ctx, fmt.Sprintf("/_load/pprof/profile?seconds=%d", secs), *cpuProfile); err != nil {
+				logf("cpu profile: %v", err)
+			}
+		}()
+	}
+	get := func(ctx context.Context, _ int, _ int64) (int, error) {
+		code, _, err := reader.get(ctx, "/rooms/"+room)
+		if err == nil && code != http.StatusOK {
+			err = fmt.Errorf("room page: %d", code)
+		}
+		return code, err
+	}
+	logf("room page from %d readers at once for %v", *conc, *dur)
+	p := drive(ctx, "page", *conc, *dur, get)
+	p.print()
+	if *cpuProfile != "" {
+		time.Sleep(2 * time.Second) // the profile's answer
+	}
 	return nil
 }
 
+// pageWeight prints what the page weighs as sent without and with gzip.
+func pageWeight(ctx context.Context, u *user, path string) error {
+	weigh := func(gz bool) (int, time.Duration, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.base+path, nil)
+		if err != nil {
+			return 0, 0, err
+		}
+		if gz {
+			req.Header.Set("Accept-Encoding", "gzip")
+		}
+		t0 := time.Now()
+		code, body, err := u.do(req)
+		if err == nil && code != http.StatusOK {
+			err = fmt.Errorf("GET %s: %d", path, code)
+		}
+		return len(body), time.Since(t0), err
+	}
+	plain, _, err := weigh(false)
+	if err != nil {
+		return err
+	}
+	zipped, _, err := weigh(true)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("page weight: %d bytes, %d with gzip (%.0f%%)\n", plain, zipped, 100*float64(zipped)/float64(max(plain, 1)))
+	return nil
+}
+
+// pageCensus prints the statements and rows that one page reads, over a
+// few pages with the app's statement recorder on.
+func pageCensus(ctx context.Context, t *target, u *user, path string) {
+	const pages = 10
+	t.Recorder.Start()
+	for range pages {
+		_, _, _ = u.get(ctx, path)
+	}
+	got := t.Recorder.Stop()
+	kinds, rows := map[string]int{}, map[string]int{}
+	for _, q := range got {
+		k := statementKind(q.Statement)
+		kinds[k]++
+		rows[k] += q.Rows
+	}
+	keys := make([]string, 0, len(kinds))
+	for k := range kinds {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	fmt.Printf("statements and rows per room page (census of %d pages):\n", pages)
+	total, totalRows := 0, 0
+	for _, k := range keys {
+		fmt.Printf("  %5.2f statements %7.1f rows  %s\n", float64(kinds[k])/pages, float64(rows[k])/pages, k)
+		total += kinds[k]
+		totalRows += rows[k]
+	}
+	fmt.Printf("  %5.2f statements %7.1f rows  in all\n", float64(total)/pages, float64(totalRows)/pages)
+}
+
 // fillRoom writes n messages by author into room through the store, 32 at
-// a time: all in today's bucket, like a busy day's.
+// a time: all in today's bucket, like a busy day's. The room is read with
+// the author's standing (rooms keep one row per member): without it the
+// author is no participant and every post is refused.
 func fillRoom(ctx context.Context, st *store.Store, room, author string, n int) error {
-	r, err := st.Room(ctx, room)
+	r, err := st.RoomFor(ctx, room, author)
 	if err != nil {
 		return err
 	}

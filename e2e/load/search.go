@@ -235,7 +235,7 @@ func runSearch(ctx context.Context, args []string) error {
 			results += strings.Count(body, `class="mention-item search-result"`)
 		}
 		// The same searches through the store, for what they read.
-		var st store.SearchStats
+		var st chat.SearchStats
 		for _, q := range qs {
 			pq, err := chat.ParseSearch(q)
 			if err != nil {

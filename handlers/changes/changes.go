@@ -4,23 +4,48 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"time"
 
+	"github.com/a-h/templ"
 	"github.com/labstack/echo/v4"
 
 	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/handlers"
-	"github.com/killrchat/killrchat/live"
+	"github.com/killrchat/killrchat/service"
 	"github.com/killrchat/killrchat/views"
 )
 
-// routes are the routes of a message's changes, on the core's server.
-type routes struct{ *handlers.Server }
+// Changes are the use cases of a message's changes (service.Service).
+type Changes interface {
+	EditMessage(ctx context.Context, in chat.Place, m chat.Message, editor, content string) (chat.Message, error)
+	DeleteMessage(ctx context.Context, in chat.Place, m chat.Message, by string) error
+	React(ctx context.Context, in chat.Place, id chat.ID, who chat.UserRef, emoji string, add bool) error
+}
+
+// Messages reads a message to show it (store.Store).
+type Messages interface {
+	Message(ctx context.Context, in chat.Place, id chat.ID) (chat.Message, error)
+}
+
+// Core is what the module uses of the HTTP core (handlers.Server): the
+// conversation a request names, the marking of what it shows as read,
+// the rendering of pages.
+type Core interface {
+	ConversationOf(c echo.Context) (handlers.Conversation, error)
+	InConversation(c echo.Context, place chat.Place, msgs ...chat.Message)
+	Render(c echo.Context, status int, page views.Page, body templ.Component) error
+}
+
+// routes are the routes of a message's changes.
+type routes struct {
+	core Core
+	db   Messages
+	app  Changes
+}
 
 // Register lists the routes of a message's page and changes, in rooms and
 // DMs alike.
-func Register(srv *handlers.Server, r handlers.Routes) {
-	s := routes{srv}
+func Register(r handlers.Routes, core Core, db Messages, app Changes) {
+	s := routes{core, db, app}
 	for _, base := range []struct {
 		path string
 		mw   []echo.MiddlewareFunc
@@ -37,14 +62,14 @@ func Register(srv *handlers.Server, r handlers.Routes) {
 // its members only: anyone else gets ErrNotFound, as a message of a
 // conversation one does not take part in is none of one's business.
 func (s routes) memberConversation(c echo.Context) (handlers.Conversation, error) {
-	cv, err := s.ConversationOf(c)
+	cv, err := s.core.ConversationOf(c)
 	if err != nil {
 		return handlers.Conversation{}, err
 	}
 	if me := handlers.MustUser(c); !cv.Member(me.Login) {
 		return handlers.Conversation{}, chat.ErrNotFound
 	}
-	s.InConversation(c, cv.Place)
+	s.core.InConversation(c, cv.Place)
 	return cv, nil
 }
 
@@ -67,14 +92,8 @@ func (s routes) messageOf(c echo.Context) (handlers.Conversation, chat.Message, 
 	if err != nil {
 		return handlers.Conversation{}, chat.Message{}, err
 	}
-	m, err := s.DB().Message(c.Request().Context(), cv.Place, id)
+	m, err := s.db.Message(c.Request().Context(), cv.Place, id)
 	return cv, m, err
-}
-
-// moderates says whether login moderates cv: its creator or an admin of
-// a room (a DM has no moderator).
-func moderates(cv handlers.Conversation, login string) bool {
-	return cv.Room != nil && cv.Room.IsAdmin(login)
 }
 
 // showMessage is the page of one message: edit (for its author), react
@@ -92,9 +111,9 @@ func (s routes) renderMessagePage(c echo.Context, status int, cv handlers.Conver
 	me := handlers.MustUser(c)
 	v := views.MessageView{Message: m, Title: cv.Title, Form: f,
 		CanEdit:   chat.CanEdit(m, me.Login) == nil,
-		CanDelete: chat.CanDelete(m, me.Login, moderates(cv, me.Login)) == nil}
-	s.InConversation(c, cv.Place, m)
-	return s.Render(c, status, views.Page{Title: "Message in " + cv.Title, Room: cv.ID}, views.MessagePage(v))
+		CanDelete: chat.CanDelete(m, me.Login, service.Moderates(cv.Place, me.Login)) == nil}
+	s.core.InConversation(c, cv.Place, m)
+	return s.core.Render(c, status, views.Page{Title: "Message in " + cv.Title, Room: cv.ID}, views.MessagePage(v))
 }
 
 // changed answers a change that was made: nothing for htmx and app.js
@@ -112,30 +131,8 @@ func (s routes) editMessage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := chat.CanEdit(m, handlers.MustUser(c).Login); err != nil {
-		return err
-	}
-	ctx := c.Request().Context()
 	content := c.FormValue("content")
-	var (
-		edited chat.Message
-		conv   chat.Conversation
-	)
-	err = s.change(ctx, cv, live.KindEdit, m.ID, func(id chat.ID) ([]byte, error) {
-		if edited, err = s.DB().EditMessage(ctx, cv.Place, m, content, id); err != nil {
-			return nil, err
-		}
-		// Before the event, as for a post: a mention's badge is there
-		// when the page that shows it asks. The members either text
-		// mentions are looked up (a room's are not all read).
-		if conv, err = s.DB().Mentionable(ctx, cv.Place, m.Content, edited.Content); err != nil {
-			s.Log().Warn("mentioned members", "conversation", cv.ID, "err", err)
-		}
-		if err := s.DB().UpdateMentions(ctx, conv, m, edited); err != nil {
-			s.Log().Warn("update mentions", "conversation", conv.ID, "err", err)
-		}
-		return s.RenderString(views.WithMembers(ctx, conv.Members), views.EditedBody(edited))
-	})
+	edited, err := s.app.EditMessage(c.Request().Context(), cv.Place, m, handlers.MustUser(c).Login, content)
 	if errors.Is(err, chat.ErrInvalid) {
 		f := handlers.WithErrors(views.Form{Values: map[string]string{"content": content}, Errors: map[string]string{}}, err)
 		return s.renderMessagePage(c, http.StatusUnprocessableEntity, cv, m, f)
@@ -143,35 +140,19 @@ func (s routes) editMessage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	// The search index follows, off the request's path: the old text's
-	// terms out, the new one's in (searches check the stored text anyway).
-	s.Indexer().Reindex(conv, &m, &edited)
 	return changed(c, views.Permalink(edited))
 }
 
-// deleteMessage deletes a message: one's own, or any in a room one created.
+// deleteMessage deletes a message: one's own, or any in a room one
+// moderates.
 func (s routes) deleteMessage(c echo.Context) error {
 	cv, m, err := s.messageOf(c)
 	if err != nil {
 		return err
 	}
-	if err := chat.CanDelete(m, handlers.MustUser(c).Login, moderates(cv, handlers.MustUser(c).Login)); err != nil {
+	if err := s.app.DeleteMessage(c.Request().Context(), cv.Place, m, handlers.MustUser(c).Login); err != nil {
 		return err
 	}
-	ctx := c.Request().Context()
-	err = s.change(ctx, cv, live.KindDelete, m.ID, func(id chat.ID) ([]byte, error) {
-		if err := s.DB().DeleteMessage(ctx, cv.Place, m, id); err != nil {
-			return nil, err
-		}
-		return []byte(views.MessageID(m)), nil
-	})
-	if err != nil {
-		return err
-	}
-	if err := s.DB().ForgetMessage(ctx, cv.Place, m); err != nil {
-		s.Log().Warn("clean up a deleted message", "conversation", cv.ID, "err", err)
-	}
-	s.Indexer().Reindex(cv.Place.Conversation(), &m, nil)
 	return changed(c, cv.URL+"#latest")
 }
 
@@ -189,21 +170,11 @@ func (s routes) react(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if conv := cv.Place.Conversation(); id.Time().Before(conv.Since) || id.Time().After(time.Now().Add(time.Hour)) {
-		return chat.ErrNotFound
-	}
-	me := handlers.MustUser(c)
 	ctx := c.Request().Context()
 	emoji, add := c.FormValue("emoji"), c.FormValue("add") != "0"
-	err = s.change(ctx, cv, live.KindReaction, id, func(change chat.ID) ([]byte, error) {
-		ch, err := s.DB().React(ctx, cv.Place, id, me, emoji, add, change)
-		if err != nil {
-			return nil, err
-		}
-		return handlers.ReactionJSON(ch)
-	})
+	err = s.app.React(ctx, cv.Place, id, handlers.MustUser(c), emoji, add)
 	if errors.Is(err, chat.ErrInvalid) && !handlers.IsHTMX(c) {
-		m, rerr := s.DB().Message(ctx, cv.Place, id)
+		m, rerr := s.db.Message(ctx, cv.Place, id)
 		if rerr != nil {
 			return rerr
 		}
@@ -214,28 +185,4 @@ func (s routes) react(c echo.Context) error {
 		return err
 	}
 	return changed(c, views.Permalink(chat.Message{ID: id, Room: cv.ID}))
-}
-
-// change makes a change (kind) of the message target in cv: it takes the
-// change's id from the live engine's sequencer, so the change is
-// published in id order with the conversation's messages on this
-// instance, runs apply with that id (which writes it and returns its
-// event's data), and publishes it. An error of apply is returned, and
-// nothing is published.
-func (s routes) change(ctx context.Context, cv handlers.Conversation, kind string, target chat.ID, apply func(id chat.ID) ([]byte, error)) error {
-	sl, err := s.Live().Reserve(cv.ID, func() (chat.Message, error) {
-		return chat.Message{ID: s.DB().NewChangeID(), Room: cv.ID}, nil
-	})
-	if err != nil {
-		return err
-	}
-	sl.Kind, sl.Target = kind, target
-	html, err := apply(sl.Msg.ID)
-	if err != nil {
-		s.Live().Finish(sl, false)
-		return err
-	}
-	sl.HTML = html
-	s.Live().Finish(sl, true)
-	return nil
 }

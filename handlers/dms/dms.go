@@ -1,12 +1,13 @@
 package dms
 
 import (
+	"context"
 	"errors"
-	"fmt"
 	"net/http"
 	"slices"
 	"strings"
 
+	"github.com/a-h/templ"
 	"github.com/labstack/echo/v4"
 
 	"github.com/killrchat/killrchat/chat"
@@ -17,12 +18,34 @@ import (
 // maxSuggestions bounds the people suggested for a new DM.
 const maxSuggestions = 10
 
-// routes are the DM routes, on the core's server.
-type routes struct{ *handlers.Server }
+// Starter starts a DM (service.Service).
+type Starter interface {
+	StartDM(ctx context.Context, me string, logins []string) (string, error)
+}
+
+// People finds whom a person may write to (handlers.Server): those they
+// share a room or a DM with, and whoever has exactly the login word.
+type People interface {
+	Acquaintances(ctx context.Context, login, word string) (map[string]chat.UserRef, error)
+}
+
+// Pages renders a page in the layout, or a fragment alone
+// (handlers.Server).
+type Pages interface {
+	Render(c echo.Context, status int, page views.Page, body templ.Component) error
+	RenderRaw(c echo.Context, status int, comp templ.Component) error
+}
+
+// routes are the DM routes.
+type routes struct {
+	pages  Pages
+	people People
+	app    Starter
+}
 
 // Register lists the DM routes of this package.
-func Register(srv *handlers.Server, r handlers.Routes) {
-	s := routes{srv}
+func Register(r handlers.Routes, pages Pages, people People, app Starter) {
+	s := routes{pages, people, app}
 	r.Auth.GET("/dm/new", s.newDM)
 	r.Auth.POST("/dm", s.startDM)
 	r.Auth.GET("/dm/new/suggestions", s.suggestPeople)
@@ -36,7 +59,7 @@ func (s routes) newDM(c echo.Context) error {
 	if v.Suggestions, err = s.suggestions(c, ""); err != nil {
 		return err
 	}
-	return s.Render(c, http.StatusOK, views.Page{Title: "handlers.New direct message"}, views.NewDMView(v))
+	return s.pages.Render(c, http.StatusOK, views.Page{Title: "New direct message"}, views.NewDMView(v))
 }
 
 // startDM opens the DM with the people typed in "to" (logins separated by
@@ -46,7 +69,7 @@ func (s routes) startDM(c echo.Context) error {
 	me := handlers.MustUser(c)
 	to := c.FormValue("to")
 	f := views.Form{Values: map[string]string{"to": to}, Errors: map[string]string{}}
-	address, err := s.dmAddressOf(c, me.Login, splitLogins(to))
+	address, err := s.app.StartDM(c.Request().Context(), me.Login, splitLogins(to))
 	if err != nil {
 		if !errors.Is(err, chat.ErrInvalid) && !errors.Is(err, chat.ErrNotFound) {
 			return err
@@ -56,46 +79,12 @@ func (s routes) startDM(c echo.Context) error {
 		if v.Suggestions, err = s.suggestions(c, ""); err != nil {
 			return err
 		}
-		return s.Render(c, http.StatusUnprocessableEntity, views.Page{Title: "handlers.New direct message"}, views.NewDMView(v))
+		return s.pages.Render(c, http.StatusUnprocessableEntity, views.Page{Title: "New direct message"}, views.NewDMView(v))
 	}
 	return handlers.Redirect(c, handlers.DMURL(address)+"#latest")
 }
 
-// dmAddressOf is the canonical address of the DM between me and logins,
-// all of whom have accounts: a ValidationError-like ErrInvalid for a
-// malformed login or a wrong number of people, ErrNotFound naming the
-// logins without an account.
-func (s routes) dmAddressOf(c echo.Context, me string, logins []string) (string, error) {
-	if len(logins) == 0 {
-		return "", fmt.Errorf("type at least one login: %w", chat.ErrInvalid)
-	}
-	for _, l := range logins {
-		if !chat.ValidName(l) {
-			return "", fmt.Errorf("%q is not a login: %w", l, chat.ErrInvalid)
-		}
-	}
-	address, err := chat.DMAddress(append([]string{me}, logins...))
-	if err != nil {
-		return "", fmt.Errorf("a conversation has %d to %d people, you included: %w", chat.MinDMMembers, chat.MaxDMMembers, chat.ErrInvalid)
-	}
-	members := strings.Split(address, "+")
-	refs, err := s.DB().UserRefs(c.Request().Context(), members)
-	if err != nil {
-		return "", err
-	}
-	if len(refs) != len(members) {
-		var missing []string
-		for _, m := range members {
-			if !slices.ContainsFunc(refs, func(r chat.UserRef) bool { return r.Login == m }) {
-				missing = append(missing, m)
-			}
-		}
-		return "", fmt.Errorf("no one has the login %s: %w", strings.Join(missing, ", "), chat.ErrNotFound)
-	}
-	return address, nil
-}
-
-// problemOf is the sentence of a dmAddressOf error, without its sentinel.
+// problemOf is the sentence of a StartDM error, without its sentinel.
 func problemOf(err error) string {
 	msg := err.Error()
 	if i := strings.LastIndex(msg, ": "); i >= 0 {
@@ -117,7 +106,7 @@ func (s routes) suggestPeople(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return s.RenderRaw(c, http.StatusOK, views.Suggestions(list))
+	return s.pages.RenderRaw(c, http.StatusOK, views.Suggestions(list))
 }
 
 // suggestions are the people to suggest for what was typed: the last word
@@ -134,7 +123,7 @@ func (s routes) suggestions(c echo.Context, typed string) ([]views.Suggestion, e
 	if len(words) > 0 && !strings.ContainsAny(typed[len(typed)-1:], " ,;\t") {
 		word, words = words[len(words)-1], words[:len(words)-1]
 	}
-	people, err := s.Acquaintances(ctx, me.Login, word)
+	people, err := s.people.Acquaintances(ctx, me.Login, word)
 	if err != nil {
 		return nil, err
 	}

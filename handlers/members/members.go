@@ -3,6 +3,7 @@ package members
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
@@ -86,7 +87,7 @@ func (s routes) renderMembers(c echo.Context, status int, r chat.Room, add, invi
 			return err
 		}
 		v.Suggestions = people
-		invites, err := s.DB().Invites(ctx, r.Name)
+		invites, err := s.DB().Invites(ctx, r)
 		if err != nil {
 			return err
 		}
@@ -94,13 +95,15 @@ func (s routes) renderMembers(c echo.Context, status int, r chat.Room, add, invi
 		for _, inv := range invites {
 			used := r.InviteUses[inv.ID]
 			row := views.InviteRow{Invite: inv, Used: used, Status: "active"}
-			switch {
-			case errors.Is(inv.Problem(now, used), chat.ErrInviteRevoked):
+			switch problem := inv.For(r, "", now); {
+			case errors.Is(problem, chat.ErrInviteRevoked):
 				row.Status = "revoked"
-			case errors.Is(inv.Problem(now, used), chat.ErrInviteExpired):
+			case errors.Is(problem, chat.ErrInviteExpired):
 				row.Status = "expired"
-			case errors.Is(inv.Problem(now, used), chat.ErrInviteUsedUp):
+			case errors.Is(problem, chat.ErrInviteUsedUp):
 				row.Status = "used up"
+			case errors.Is(problem, chat.ErrInviteNotAdmin):
+				row.Status = "stopped: its maker is no admin of the closed room"
 			}
 			v.Invites = append(v.Invites, row)
 		}
@@ -298,7 +301,12 @@ func (s routes) invitation(c echo.Context) (store.Invite, chat.Room, string, err
 	if err != nil {
 		return inv, r, "", err
 	}
-	if problem := inv.Problem(time.Now(), r.InviteUses[inv.ID]); problem != nil {
+	switch problem := inv.For(r, handlers.MustUser(c).Login, time.Now()); {
+	case errors.Is(problem, chat.ErrNotFound):
+		// A link of a room deleted since: the room of the name now is
+		// another's, of which the link tells nothing.
+		return inv, chat.Room{}, "", fmt.Errorf("members: invitation to %q: %w", inv.Room, problem)
+	case problem != nil:
 		return inv, r, inviteProblem(problem), nil
 	}
 	return inv, r, "", nil
@@ -313,6 +321,10 @@ func inviteProblem(err error) string {
 		return "This invitation link was revoked by an admin of the room."
 	case errors.Is(err, chat.ErrInviteUsedUp):
 		return "This invitation link has been used as many times as it allows."
+	case errors.Is(err, chat.ErrInviteNotAdmin):
+		return "This invitation link no longer works: the room is closed, and whoever made the link is not one of its admins."
+	case errors.Is(err, chat.ErrInviteRemoved):
+		return "This invitation link was made before an admin removed you from the room; ask an admin for a new one."
 	}
 	return ""
 }

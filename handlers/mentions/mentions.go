@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/a-h/templ"
 	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/handlers"
 	"github.com/killrchat/killrchat/views"
@@ -16,12 +17,28 @@ import (
 // mentionsPerPage is how many mentions GET /mentions shows at a time.
 const mentionsPerPage = 50
 
-// routes are the mentions' routes, on the core's server.
-type routes struct{ *handlers.Server }
+// Mentions are what the mentions page reads (store.Store): a person's
+// mentions, and the rooms they are in with the person's standing there.
+type Mentions interface {
+	Mentions(ctx context.Context, login string, before chat.ID, n int) ([]chat.Mention, error)
+	RoomsNamed(ctx context.Context, names []string) (map[string]chat.Room, error)
+	Standing(ctx context.Context, r chat.Room, login string) (*chat.UserRef, error)
+}
+
+// Pages renders a page in the layout (handlers.Server).
+type Pages interface {
+	Render(c echo.Context, status int, page views.Page, body templ.Component) error
+}
+
+// routes are the mentions' routes.
+type routes struct {
+	pages Pages
+	db    Mentions
+}
 
 // Register lists the mentions page.
-func Register(srv *handlers.Server, r handlers.Routes) {
-	s := routes{srv}
+func Register(r handlers.Routes, pages Pages, db Mentions) {
+	s := routes{pages, db}
 	r.Auth.GET("/mentions", s.listMentions)
 }
 
@@ -36,7 +53,7 @@ func (s routes) listMentions(c echo.Context) error {
 		}
 	}
 	me := handlers.MustUser(c)
-	found, err := s.DB().Mentions(c.Request().Context(), me.Login, before, mentionsPerPage+1)
+	found, err := s.db.Mentions(c.Request().Context(), me.Login, before, mentionsPerPage+1)
 	if err != nil {
 		return err
 	}
@@ -52,12 +69,14 @@ func (s routes) listMentions(c echo.Context) error {
 		place, link := mentionPlace(m, me.Login)
 		v.Items = append(v.Items, views.MentionItem{Mention: m, Place: place, Link: link})
 	}
-	return s.Render(c, http.StatusOK, views.Page{Title: "Mentions"}, views.MentionsView(v))
+	return s.pages.Render(c, http.StatusOK, views.Page{Title: "Mentions"}, views.MentionsView(v))
 }
 
 // visibleMentions drops the mentions in closed rooms that login is not
-// (any more) a member of: their rooms are not there for them. The rooms
-// are read in one query.
+// (any more) a member of: their rooms are not there for them; and those
+// of deleted rooms, whether or not a room has the name again (a mention
+// older than the room of the name is of one deleted before it). The
+// rooms are read in one query.
 func (s routes) visibleMentions(ctx context.Context, login string, found []chat.Mention) ([]chat.Mention, error) {
 	var rooms []string
 	for _, m := range found {
@@ -65,7 +84,7 @@ func (s routes) visibleMentions(ctx context.Context, login string, found []chat.
 			rooms = append(rooms, m.Conversation)
 		}
 	}
-	named, err := s.DB().RoomsNamed(ctx, rooms)
+	named, err := s.db.RoomsNamed(ctx, rooms)
 	if err != nil {
 		return nil, err
 	}
@@ -75,15 +94,18 @@ func (s routes) visibleMentions(ctx context.Context, login string, found []chat.
 	for name, r := range named {
 		if !r.Closed() {
 			visible[name] = true
-		} else if entry, err := s.DB().Standing(ctx, r, login); err != nil {
+		} else if entry, err := s.db.Standing(ctx, r, login); err != nil {
 			return nil, err
 		} else {
 			visible[name] = entry != nil
 		}
 	}
 	return slices.DeleteFunc(found, func(m chat.Mention) bool {
-		_, ok := named[m.Conversation]
-		return !strings.HasPrefix(m.Conversation, "dm:") && ok && !visible[m.Conversation]
+		if strings.HasPrefix(m.Conversation, "dm:") {
+			return false
+		}
+		r, ok := named[m.Conversation]
+		return !ok || !visible[m.Conversation] || m.MessageID.Time().Before(r.CreatedAt)
 	}), nil
 }
 

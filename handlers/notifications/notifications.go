@@ -1,6 +1,7 @@
 package notifications
 
 import (
+	"context"
 	"errors"
 	"net/http"
 
@@ -10,12 +11,27 @@ import (
 	"github.com/killrchat/killrchat/handlers"
 )
 
-// routes are the notification settings' routes, on the core's server.
-type routes struct{ *handlers.Server }
+// routes are the notification settings' routes.
+type routes struct {
+	conversations Conversations
+	levels        Levels
+}
+
+// Conversations gives the conversation a request names
+// (handlers.Server).
+type Conversations interface {
+	ConversationOf(c echo.Context) (handlers.Conversation, error)
+}
+
+// Levels keeps a person's notification level of a conversation
+// (store.Store).
+type Levels interface {
+	SetLevel(ctx context.Context, login, conversation string, level chat.Level) error
+}
 
 // Register lists the routes that set a conversation's level.
-func Register(srv *handlers.Server, r handlers.Routes) {
-	s := routes{srv}
+func Register(r handlers.Routes, conversations Conversations, levels Levels) {
+	s := routes{conversations, levels}
 	r.Auth.POST("/rooms/:room/notifications", s.setLevel)
 	r.Auth.POST("/dm/:logins/notifications", s.setLevel, handlers.CanonicalDM)
 }
@@ -25,7 +41,7 @@ func Register(srv *handlers.Server, r handlers.Routes) {
 // back to the conversation. A level that is none of the three is a 422
 // that changes nothing.
 func (s routes) setLevel(c echo.Context) error {
-	cv, err := s.ConversationOf(c)
+	cv, err := s.conversations.ConversationOf(c)
 	if err != nil {
 		return err
 	}
@@ -41,7 +57,7 @@ func (s routes) setLevel(c echo.Context) error {
 		}
 		return err
 	}
-	if err := s.DB().SetLevel(c.Request().Context(), me.Login, cv.ID, level); err != nil {
+	if err := s.levels.SetLevel(c.Request().Context(), me.Login, cv.ID, level); err != nil {
 		return err
 	}
 	return handlers.Redirect(c, cv.URL+"?notice=level-saved")

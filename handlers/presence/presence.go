@@ -12,12 +12,18 @@ import (
 // maxAsked bounds the people one request asks about.
 const maxAsked = 200
 
-// routes are the presence routes, on the core's server.
-type routes struct{ *handlers.Server }
+// Presence says whether a person holds a live stream on any instance
+// (handlers.Server, from package live/presence).
+type Presence interface {
+	Online(login string) bool
+}
+
+// routes are the presence routes.
+type routes struct{ people Presence }
 
 // Register lists the presence route.
-func Register(srv *handlers.Server, r handlers.Routes) {
-	s := routes{srv}
+func Register(r handlers.Routes, p Presence) {
+	s := routes{p}
 	r.Auth.GET("/presence", s.presence)
 }
 
@@ -34,7 +40,7 @@ func (s routes) presence(c echo.Context) error {
 		if !chat.ValidName(l) {
 			return echo.NewHTTPError(http.StatusBadRequest, "Each l= must be a login.")
 		}
-		if s.Online(chat.NameKey(l)) {
+		if s.people.Online(chat.NameKey(l)) {
 			online = append(online, l)
 		}
 	}

@@ -1,6 +1,7 @@
 package push
 
 import (
+	"context"
 	"errors"
 	"io/fs"
 	"net/http"
@@ -11,13 +12,31 @@ import (
 
 	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/handlers"
+	"github.com/killrchat/killrchat/push"
 )
 
-type routes struct{ *handlers.Server }
+// Sender is Web Push as it stands (handlers.Server): nil until the
+// VAPID keys are set up once the database answers.
+type Sender interface {
+	Push() *push.Sender
+}
 
-// Register lists the push routes.
-func Register(srv *handlers.Server, r handlers.Routes) {
-	s := routes{srv}
+// Subscriptions keeps each person's push subscriptions (store.Store).
+type Subscriptions interface {
+	SavePushSubscription(ctx context.Context, login string, sub chat.PushSubscription) error
+	DeletePushSubscription(ctx context.Context, login, endpoint string) error
+}
+
+// routes are the push routes.
+type routes struct {
+	static fs.FS
+	sender Sender
+	db     Subscriptions
+}
+
+// Register lists the push routes; static holds sw.js.
+func Register(r handlers.Routes, static fs.FS, sender Sender, db Subscriptions) {
+	s := routes{static, sender, db}
 	r.Public.GET("/sw.js", s.serviceWorker)
 	r.Auth.GET("/push/key", s.key)
 	r.Auth.POST("/push/subscriptions", s.subscribe)
@@ -26,7 +45,7 @@ func Register(srv *handlers.Server, r handlers.Routes) {
 
 // serviceWorker serves static/sw.js at the root, so its scope is the site.
 func (s routes) serviceWorker(c echo.Context) error {
-	b, err := fs.ReadFile(s.StaticFiles(), "sw.js")
+	b, err := fs.ReadFile(s.static, "sw.js")
 	if err != nil {
 		return echo.NewHTTPError(http.StatusNotFound)
 	}
@@ -36,11 +55,11 @@ func (s routes) serviceWorker(c echo.Context) error {
 
 // key is the VAPID public key (base64url), as text.
 func (s routes) key(c echo.Context) error {
-	if s.Push() == nil {
+	if s.sender.Push() == nil {
 		return echo.NewHTTPError(http.StatusServiceUnavailable, "Push notifications are off on this server.")
 	}
 	c.Response().Header().Set("Cache-Control", "private, max-age=3600")
-	return c.String(http.StatusOK, s.Push().PublicKey())
+	return c.String(http.StatusOK, s.sender.Push().PublicKey())
 }
 
 // subscribe stores the caller's browser's subscription (fields endpoint,
@@ -48,12 +67,12 @@ func (s routes) key(c echo.Context) error {
 // chat.MaxPushSubscriptions; one that is not text is 400, a bad one 422,
 // and nothing is stored.
 func (s routes) subscribe(c echo.Context) error {
-	if s.Push() == nil {
+	if s.sender.Push() == nil {
 		return echo.NewHTTPError(http.StatusServiceUnavailable, "Push notifications are off on this server.")
 	}
 	sub, err := chat.ParsePushSubscription(c.FormValue("endpoint"), c.FormValue("p256dh"), c.FormValue("auth"))
 	if err == nil {
-		err = s.Push().CheckSubscription(sub)
+		err = s.sender.Push().CheckSubscription(sub)
 	}
 	switch {
 	case errors.Is(err, chat.ErrMalformed):
@@ -61,7 +80,7 @@ func (s routes) subscribe(c echo.Context) error {
 	case err != nil:
 		return echo.NewHTTPError(http.StatusUnprocessableEntity, err.Error())
 	}
-	if err := s.DB().SavePushSubscription(c.Request().Context(), handlers.MustUser(c).Login, sub); err != nil {
+	if err := s.db.SavePushSubscription(c.Request().Context(), handlers.MustUser(c).Login, sub); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)
@@ -80,7 +99,7 @@ func (s routes) unsubscribe(c echo.Context) error {
 		// Never stored, so nothing to remove.
 		return c.NoContent(http.StatusNoContent)
 	}
-	err := s.DB().DeletePushSubscription(c.Request().Context(), handlers.MustUser(c).Login, endpoint)
+	err := s.db.DeletePushSubscription(c.Request().Context(), handlers.MustUser(c).Login, endpoint)
 	if err != nil && !errors.Is(err, chat.ErrNotFound) {
 		return err
 	}

@@ -20,8 +20,20 @@ import (
 	"github.com/killrchat/killrchat/handlers/typing"
 )
 
-// Modules are the route modules, each a package of handlers/.
-var Modules = []handlers.Module{accounts.Register, search.Register, members.Register, changes.Register, events.Register, dms.Register, files.Register, mentions.Register, notifications.Register, typing.Register, presence.Register, push.Register, avatars.Register, admin.Register}
+// Modules are the route modules, each a package of handlers/ given the
+// parts of the server it uses and nothing else.
+var Modules = []handlers.Module{accounts.Register,
+	func(s *handlers.Server, r handlers.Routes) {
+		search.Register(r, search.Deps{Core: s, Index: s.DB(), Rate: s.SearchRate(), Statements: s.Metrics().SearchStatements, Log: s.Log()})
+	}, members.Register,
+	func(s *handlers.Server, r handlers.Routes) { changes.Register(r, s, s.DB(), s.App()) }, events.Register, files.Register,
+	func(s *handlers.Server, r handlers.Routes) { dms.Register(r, s, s, s.App()) },
+	func(s *handlers.Server, r handlers.Routes) { mentions.Register(r, s, s.DB()) },
+	func(s *handlers.Server, r handlers.Routes) { notifications.Register(r, s, s.DB()) },
+	func(s *handlers.Server, r handlers.Routes) { typing.Register(r, s) },
+	func(s *handlers.Server, r handlers.Routes) { presence.Register(r, s) },
+	func(s *handlers.Server, r handlers.Routes) { push.Register(r, s.StaticFiles(), s, s.DB()) },
+	avatars.Register, admin.Register}
 
 // Register installs the middleware and every route of srv on e.
 func Register(e *echo.Echo, srv *handlers.Server) { srv.Register(e, Modules...) }

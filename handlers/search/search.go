@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
 	"sync"
 
+	"github.com/a-h/templ"
 	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/handlers"
@@ -22,12 +25,42 @@ const (
 	searchPerPage = 20
 )
 
-// routes are search's routes, on the core's server.
-type routes struct{ *handlers.Server }
+// Index is what search reads and remembers (store.Store): the messages
+// that match, a person's DMs, their recent searches.
+type Index interface {
+	Search(ctx context.Context, convs []chat.Conversation, q chat.SearchQuery, before chat.ID, n int) ([]chat.Message, bool, chat.SearchStats, error)
+	DMList(ctx context.Context, login string) ([]chat.DMEntry, error)
+	RecordSearch(ctx context.Context, login, query string) error
+	RecentSearches(ctx context.Context, login string) ([]string, error)
+}
+
+// Core is what search uses of the HTTP core (handlers.Server): a
+// person's rooms, the signing of cursors, the rendering of pages.
+type Core interface {
+	MyRooms(ctx context.Context, login string) ([]chat.Room, error)
+	Sign(name string, value any) (string, error)
+	Unsign(name, token string, dst any) error
+	Render(c echo.Context, status int, page views.Page, body templ.Component) error
+	RenderRaw(c echo.Context, status int, comp templ.Component) error
+}
+
+// Deps are what search is built from.
+type Deps struct {
+	Core  Core
+	Index Index
+	// Rate is the per-person limit on searches; Statements observes
+	// each search's statements (web/metrics).
+	Rate       *limit.Keyed
+	Statements prometheus.Observer
+	Log        *slog.Logger
+}
+
+// routes are search's routes.
+type routes struct{ Deps }
 
 // Register lists search's routes.
-func Register(srv *handlers.Server, r handlers.Routes) {
-	s := routes{srv}
+func Register(r handlers.Routes, d Deps) {
+	s := routes{d}
 	r.Auth.GET("/search", s.search)
 }
 
@@ -45,8 +78,8 @@ func (s routes) searchScope(ctx context.Context, login string) ([]chat.Conversat
 		placeOfConv = map[string]string{}
 	)
 	wg.Add(2)
-	go func() { defer wg.Done(); rooms, rerr = s.MyRooms(ctx, login) }()
-	go func() { defer wg.Done(); dms, derr = s.DB().DMList(ctx, login) }()
+	go func() { defer wg.Done(); rooms, rerr = s.Core.MyRooms(ctx, login) }()
+	go func() { defer wg.Done(); dms, derr = s.Index.DMList(ctx, login) }()
 	wg.Wait()
 	if err := errors.Join(rerr, derr); err != nil {
 		return nil, nil, err
@@ -87,7 +120,7 @@ func narrowTo(convs []chat.Conversation, in string) []chat.Conversation {
 // searchCursor signs the id of the last result shown: the next page's
 // ?after=, opaque to the browser.
 func (s routes) searchCursor(id chat.ID) (string, error) {
-	return s.Sign("search", id.String())
+	return s.Core.Sign("search", id.String())
 }
 
 func (s routes) searchBefore(token string) (chat.ID, error) {
@@ -95,7 +128,7 @@ func (s routes) searchBefore(token string) (chat.ID, error) {
 		return chat.ID{}, nil
 	}
 	var id string
-	if err := s.Unsign("search", token, &id); err != nil {
+	if err := s.Core.Unsign("search", token, &id); err != nil {
 		return chat.ID{}, echo.NewHTTPError(http.StatusBadRequest, "This link to more results is broken or has expired. Search again.")
 	}
 	return chat.ParseMessageID(id)
@@ -115,7 +148,7 @@ func (s routes) search(c echo.Context) error {
 	v := views.SearchView{Query: raw}
 	status := http.StatusOK
 	if raw != "" {
-		if ok, wait := s.SearchRate().Allow(me.Login); !ok {
+		if ok, wait := s.Rate.Allow(me.Login); !ok {
 			return limit.TooMany(c, wait, "searching")
 		}
 		if err := s.searchResults(c, me.Login, raw, &v); err != nil {
@@ -128,24 +161,24 @@ func (s routes) search(c echo.Context) error {
 			}
 			v.Error, status = ve["q"], http.StatusUnprocessableEntity
 		} else if !live && c.QueryParam("after") == "" {
-			if err := s.DB().RecordSearch(ctx, me.Login, v.Query); err != nil {
-				s.Log().Warn("search: remember", "login", me.Login, "err", err)
+			if err := s.Index.RecordSearch(ctx, me.Login, v.Query); err != nil {
+				s.Log.Warn("search: remember", "login", me.Login, "err", err)
 			}
 		}
 	}
 	if live {
-		return s.RenderRaw(c, status, views.SearchResults(v))
+		return s.Core.RenderRaw(c, status, views.SearchResults(v))
 	}
-	recent, err := s.DB().RecentSearches(ctx, me.Login)
+	recent, err := s.Index.RecentSearches(ctx, me.Login)
 	if err != nil {
-		s.Log().Warn("search: recent searches", "login", me.Login, "err", err)
+		s.Log.Warn("search: recent searches", "login", me.Login, "err", err)
 	}
 	v.Recent = recent
 	title := "Search"
 	if v.Query != "" {
 		title = "Search: " + v.Query
 	}
-	return s.Render(c, status, views.Page{Title: title}, views.SearchPage(v))
+	return s.Core.Render(c, status, views.Page{Title: title}, views.SearchPage(v))
 }
 
 // searchResults fills v with a page of the results of raw for login, and
@@ -168,8 +201,8 @@ func (s routes) searchResults(c echo.Context, login, raw string, v *views.Search
 	if err != nil {
 		return err
 	}
-	found, more, stats, err := s.DB().Search(ctx, narrowTo(convs, q.In), q, before, searchPerPage)
-	s.Metrics().SearchStatements.Observe(float64(stats.Statements))
+	found, more, stats, err := s.Index.Search(ctx, narrowTo(convs, q.In), q, before, searchPerPage)
+	s.Statements.Observe(float64(stats.Statements))
 	if err != nil {
 		return err
 	}

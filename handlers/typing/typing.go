@@ -1,6 +1,7 @@
 package typing
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"sync"
@@ -17,16 +18,23 @@ import (
 // in one conversation (per instance; the page keeps the same pace).
 const typingEvery = 3 * time.Second
 
-// routes are the typing routes, on the core's server.
+// Core is what typing uses of the HTTP core (handlers.Server): the
+// conversation a request names, and the hub that carries the event.
+type Core interface {
+	ConversationOf(c echo.Context) (handlers.Conversation, error)
+	Publish(ctx context.Context, ev live.Event)
+}
+
+// routes are the typing routes.
 type routes struct {
-	*handlers.Server
+	core Core
 	mu   sync.Mutex
 	last map[[2]string]time.Time // (login, conversation) -> last event sent
 }
 
 // Register lists the typing routes.
-func Register(srv *handlers.Server, r handlers.Routes) {
-	s := &routes{Server: srv, last: map[[2]string]time.Time{}}
+func Register(r handlers.Routes, core Core) {
+	s := &routes{core: core, last: map[[2]string]time.Time{}}
 	r.Auth.POST("/rooms/:room/typing", s.typing)
 	r.Auth.POST("/dm/:logins/typing", s.typing, handlers.CanonicalDM)
 }
@@ -35,7 +43,7 @@ func Register(srv *handlers.Server, r handlers.Routes) {
 // path, for its members only (anyone else gets 404), at most once per
 // typingEvery: a repeat within it is answered and dropped.
 func (s *routes) typing(c echo.Context) error {
-	cv, err := s.ConversationOf(c)
+	cv, err := s.core.ConversationOf(c)
 	if err != nil {
 		return err
 	}
@@ -57,7 +65,7 @@ func (s *routes) typing(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	s.Publish(c.Request().Context(), live.Event{Kind: live.KindTyping, Conversation: cv.ID, HTML: data})
+	s.core.Publish(c.Request().Context(), live.Event{Kind: live.KindTyping, Conversation: cv.ID, HTML: data})
 	return c.NoContent(http.StatusNoContent)
 }
 

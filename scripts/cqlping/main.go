@@ -5,12 +5,15 @@
 //
 // Usage:
 //
-//	cqlping [-host 127.0.0.1] [-port 9042] [-timeout 5s] [-wait 0] [-q] [-e CQL]...
+//	cqlping [-host 127.0.0.1] [-port 9042] [-timeout 5s] [-wait 0] [-q]
+//	        [-user U -password P] [-ca ca.pem] [-e CQL]...
 //
 // Exit status 0 when every statement succeeded, 1 otherwise. With -wait it
 // retries until the node answers or the duration has passed. Each -e runs one
 // statement in order and prints its rows, one per line, as tab-separated
 // name=value pairs; without -e it prints the server's release_version.
+// -user and -password log in (PasswordAuthenticator); -ca connects over
+// TLS, trusting that certificate authority and checking the host name.
 package main
 
 import (
@@ -51,6 +54,10 @@ func main() {
 	timeout := flag.Duration("timeout", 5*time.Second, "connect and query timeout for one attempt")
 	wait := flag.Duration("wait", 0, "keep retrying until the node answers or this much time has passed")
 	quiet := flag.Bool("q", false, "print nothing; only the exit status tells")
+	var login access
+	flag.StringVar(&login.user, "user", "", "log in as this user")
+	flag.StringVar(&login.password, "password", "", "with -user, the password")
+	flag.StringVar(&login.ca, "ca", "", "connect over TLS, trusting this CA certificate (PEM)")
 	var exec stmts
 	flag.Var(&exec, "e", "CQL statement to run (repeatable); default: SELECT release_version FROM system.local")
 	flag.Parse()
@@ -61,7 +68,7 @@ func main() {
 	}
 	deadline := time.Now().Add(*wait)
 	for {
-		err := run(out, *host, *port, *timeout, exec)
+		err := run(out, *host, *port, *timeout, login, exec)
 		if err == nil {
 			return
 		}
@@ -75,8 +82,17 @@ func main() {
 	}
 }
 
-func run(out io.Writer, host string, port int, timeout time.Duration, exec []string) error {
+// access is how to log in and whether to use TLS.
+type access struct{ user, password, ca string }
+
+func run(out io.Writer, host string, port int, timeout time.Duration, login access, exec []string) error {
 	cluster := gocql.NewCluster(host)
+	if login.user != "" {
+		cluster.Authenticator = gocql.PasswordAuthenticator{Username: login.user, Password: login.password}
+	}
+	if login.ca != "" {
+		cluster.SslOpts = &gocql.SslOptions{CaPath: login.ca, EnableHostVerification: true}
+	}
 	cluster.Port = port
 	// Protocol v4 is what gocql speaks best and Cassandra 5.0 accepts; fixing
 	// it skips the version negotiation round trips.

@@ -76,7 +76,10 @@ func Open(pkg string) (*DB, error) {
 	rec := &Recorder{}
 	cfg := store.Config{Hosts: Hosts(), Keyspace: Keyspace(pkg), Observe: rec.Observe, Timeout: 30 * time.Second}
 	st := store.New(cfg)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	// A dozen schema statements, each waiting its turn on a node that
+	// every test binary of make test (and, on a shared machine, other
+	// runs) asks at once: two minutes were seen to run out.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	if err := Connect(ctx, st); err != nil {
 		return nil, fmt.Errorf("storetest: Cassandra at %v is required (run `make cassandra-start`): %w", cfg.Hosts, err)
