@@ -70,9 +70,9 @@ type module struct {
 	sign  Signer
 }
 
-// Register lists the administration's routes.
-func Register(srv *handlers.Server, r handlers.Routes) {
-	m := module{app: srv.App(), pages: srv, sign: srv}
+// Register lists the administration's routes, over the use cases app.
+func Register(r handlers.Routes, pages Pages, sign Signer, app UseCases) {
+	m := module{app: app, pages: pages, sign: sign}
 	g := r.Public.Group("/admin", m.requireAdmin)
 	actions := limit.By(limit.NewKeyed(ActionRate), "administrative actions",
 		func(c echo.Context) string { return handlers.MustUser(c).Login })

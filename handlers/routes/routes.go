@@ -33,7 +33,8 @@ var Modules = []handlers.Module{accounts.Register,
 	func(s *handlers.Server, r handlers.Routes) { typing.Register(r, s) },
 	func(s *handlers.Server, r handlers.Routes) { presence.Register(r, s) },
 	func(s *handlers.Server, r handlers.Routes) { push.Register(r, s.StaticFiles(), s, s.DB()) },
-	avatars.Register, admin.Register}
+	avatars.Register,
+	func(s *handlers.Server, r handlers.Routes) { admin.Register(r, s, s, s.App()) }}
 
 // Register installs the middleware and every route of srv on e.
 func Register(e *echo.Echo, srv *handlers.Server) { srv.Register(e, Modules...) }
