@@ -12,7 +12,9 @@ import (
 	"time"
 
 	"github.com/killrchat/killrchat/chat"
+	"github.com/killrchat/killrchat/handlers"
 	"github.com/killrchat/killrchat/store"
+	"github.com/killrchat/killrchat/web/limit"
 )
 
 // emptySite takes the package keyspace's site back to no administrator
@@ -283,6 +285,25 @@ func TestAdminRoutesAreNotFoundForOthers(t *testing.T) {
 	}
 }
 
+func TestAdminActionsAreRateLimited(t *testing.T) {
+	t.Parallel()
+	a := newApp(t, nil, nil, func(c *handlers.Config) { c.Limits.Admin = limit.Rate{Burst: 2, Per: time.Hour} })
+	admin := a.signedUp(t, unique("adm"))
+	makeAdmin(t, db.Store, admin)
+	target := a.signedUp(t, unique("tgt"))
+	for i := range 2 {
+		if p := admin.post("/admin/people/"+target.login+"/end-sessions", nil); p.StatusCode != http.StatusSeeOther {
+			t.Fatalf("action %d: %d", i, p.StatusCode)
+		}
+	}
+	if p := admin.post("/admin/people/"+target.login+"/deactivate", nil); p.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("a third action within the limit of 2: %d", p.StatusCode)
+	}
+	if u, err := db.User(ctxT(t), target.login); err != nil || !u.Active() {
+		t.Fatalf("a refused deactivation changed the account: %+v %v", u, err)
+	}
+}
+
 func TestResetLink(t *testing.T) {
 	t.Parallel()
 	a := newApp(t, nil, nil)
@@ -421,7 +442,7 @@ func TestDeactivationRacingAPost(t *testing.T) {
 		rounds = 10
 	}
 	for round := range rounds {
-		person := b.signedUp(t, unique("racer"))
+		person := b.signedUp(t, unique(fmt.Sprintf("racer%x_", rand.IntN(1<<20))))
 		if p := person.post("/rooms/"+room+"/join", nil); p.StatusCode != http.StatusSeeOther {
 			t.Fatalf("join: %d", p.StatusCode)
 		}
@@ -458,7 +479,7 @@ func TestDeactivationRacingAPost(t *testing.T) {
 	}
 	// A DM with a deactivated person takes no new messages from the
 	// others either.
-	person := b.signedUp(t, unique("dmgone"))
+	person := b.signedUp(t, unique(fmt.Sprintf("dmgone%x_", rand.IntN(1<<20))))
 	dm, _ := chat.DMAddress([]string{admin.login, person.login})
 	if p := admin.post("/admin/people/"+person.login+"/deactivate", nil); p.StatusCode != http.StatusSeeOther {
 		t.Fatalf("deactivate: %d", p.StatusCode)

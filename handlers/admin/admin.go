@@ -60,21 +60,18 @@ const (
 	peopleCursor  = "admin-people"
 )
 
-// ActionRate bounds each administrator's actions: 30 at once, then one
-// every 2 seconds.
-var ActionRate = limit.Rate{Burst: 30, Per: 2 * time.Second}
-
 type module struct {
 	app   UseCases
 	pages Pages
 	sign  Signer
 }
 
-// Register lists the administration's routes, over the use cases app.
-func Register(r handlers.Routes, pages Pages, sign Signer, app UseCases) {
+// Register lists the administration's routes, over the use cases app;
+// rate bounds each administrator's actions.
+func Register(r handlers.Routes, pages Pages, sign Signer, app UseCases, rate limit.Rate) {
 	m := module{app: app, pages: pages, sign: sign}
 	g := r.Public.Group("/admin", m.requireAdmin)
-	actions := limit.By(limit.NewKeyed(ActionRate), "administrative actions",
+	actions := limit.By(limit.NewKeyed(rate), "taking administrative actions",
 		func(c echo.Context) string { return handlers.MustUser(c).Login })
 	g.GET("", m.showAdmin)
 	g.GET("/audit", m.showAudit)

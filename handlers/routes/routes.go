@@ -34,7 +34,7 @@ var Modules = []handlers.Module{accounts.Register,
 	func(s *handlers.Server, r handlers.Routes) { presence.Register(r, s) },
 	func(s *handlers.Server, r handlers.Routes) { push.Register(r, s.StaticFiles(), s, s.DB()) },
 	avatars.Register,
-	func(s *handlers.Server, r handlers.Routes) { admin.Register(r, s, s, s.App()) }}
+	func(s *handlers.Server, r handlers.Routes) { admin.Register(r, s, s, s.App(), s.Config().Limits.Admin) }}
 
 // Register installs the middleware and every route of srv on e.
 func Register(e *echo.Echo, srv *handlers.Server) { srv.Register(e, Modules...) }
