@@ -138,6 +138,39 @@ func TestFirstSignUpIsAdministrator(t *testing.T) {
 		}
 		auditHas(t, second, admin.login, chat.AuditPromote, second.login)
 		auditHas(t, second, admin.login, chat.AuditDemote, admin.login)
+
+		// Two administrators demote each other at once: the site keeps
+		// one (the LWTs on the row's version).
+		for round := range 10 {
+			if _, err := d.SetAdmin(ctxT(t), admin.login, true); err != nil {
+				t.Fatal(err)
+			}
+			errs := make(chan error, 2)
+			for _, who := range []string{admin.login, second.login} {
+				go func() { _, err := d.SetAdmin(ctxT(t), who, false); errs <- err }()
+			}
+			refused := 0
+			for range 2 {
+				if err := <-errs; errors.Is(err, chat.ErrLastAdmin) {
+					refused++
+				} else if err != nil {
+					t.Fatal(err)
+				}
+			}
+			site, err := d.Site(ctxT(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(site.Admins) != 1 || refused != 1 {
+				t.Fatalf("round %d: racing demotions left %v (%d refused)", round, site.Admins, refused)
+			}
+			if _, err := d.SetAdmin(ctxT(t), second.login, true); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := d.SetAdmin(ctxT(t), admin.login, false); err != nil {
+				t.Fatal(err)
+			}
+		}
 	})
 
 	t.Run("Policies", func(t *testing.T) { signupPolicies(t, a, second) })
