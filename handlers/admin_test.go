@@ -567,3 +567,37 @@ func TestDeleteOwnAccount(t *testing.T) {
 		t.Fatalf("sign-up under a deleted login: %d", p.StatusCode)
 	}
 }
+
+// TestDeactivationRacingALogin: a login on B racing a deactivation on A
+// never leaves a session that works afterwards.
+func TestDeactivationRacingALogin(t *testing.T) {
+	t.Parallel()
+	a, b := twoInstances(t)
+	admin := a.signedUp(t, unique("adm"))
+	makeAdmin(t, db.Store, admin)
+	for round := range 20 {
+		person := b.signedUp(t, unique(fmt.Sprintf("login%x_", rand.IntN(1<<20))))
+		fresh := b.client(t)
+		fresh.ensureCSRF()
+		admin.ensureCSRF()
+		var wg sync.WaitGroup
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			time.Sleep(time.Duration(rand.IntN(20)) * time.Millisecond)
+			fresh.post("/login", url.Values{"login": {person.login}, "password": {"password1"}})
+		}()
+		go func() {
+			defer wg.Done()
+			if p := admin.post("/admin/people/"+person.login+"/deactivate", nil); p.StatusCode != http.StatusSeeOther {
+				t.Errorf("round %d: deactivate: %d", round, p.StatusCode)
+			}
+		}()
+		wg.Wait()
+		for i, c := range []*client{person, fresh} {
+			if p := c.get("/"); p.StatusCode != http.StatusSeeOther {
+				t.Fatalf("round %d: session %d works after the deactivation: %d", round, i, p.StatusCode)
+			}
+		}
+	}
+}
