@@ -54,9 +54,14 @@ run-cluster3: .session-key
 cassandra3-stop:
 	@$(CASSANDRA) stop --nodes 3
 
+# go test runs two packages at a time on two cores and starts them in
+# the order given: the longest first (a chaos run, then Chromium, HTTP,
+# storage), so that the short ones fill the gaps at the end instead of a
+# long one running alone.
+LONG_PACKAGES := ./e2e/chaos ./e2e/browser ./handlers ./store
 test: test-deps check
 	@if [ -z "$$CASSANDRA_HOSTS" ]; then $(CASSANDRA) start; fi
-	go test $(GO_TEST_FLAGS) ./...
+	go test $(GO_TEST_FLAGS) $(LONG_PACKAGES) ./...
 
 # The fast tier: packages whose tests need no Cassandra and no Chromium
 # (the domain, the use cases, the configuration, the live engine, the

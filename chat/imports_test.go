@@ -7,7 +7,11 @@ package chat_test
 
 import (
 	"bytes"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -91,6 +95,38 @@ func TestTheServiceImportsNoFramework(t *testing.T) {
 			if strings.HasPrefix(dep+"/", strings.TrimSuffix(b, "/")+"/") {
 				t.Errorf("service depends on %s", dep)
 			}
+		}
+	}
+}
+
+// A route module (a package under handlers/, but handlers/routes, which
+// wires them) is given the interfaces it declares: it names neither the
+// server (no *handlers.Server, embedded or not) nor its DB().
+func TestRouteModulesTakeWhatTheyUse(t *testing.T) {
+	for _, line := range goList(t, "-f", "{{.ImportPath}} {{.Dir}} {{join .GoFiles \" \"}}", "./handlers/...") {
+		fields := strings.Fields(line)
+		pkg, dir := fields[0], fields[1]
+		if pkg == module+"/handlers" || pkg == module+"/handlers/routes" {
+			continue
+		}
+		for _, name := range fields[2:] {
+			f, err := parser.ParseFile(token.NewFileSet(), filepath.Join(dir, name), nil, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ast.Inspect(f, func(n ast.Node) bool {
+				if call, ok := n.(*ast.CallExpr); ok {
+					if sel, ok := call.Fun.(*ast.SelectorExpr); ok && sel.Sel.Name == "DB" && len(call.Args) == 0 {
+						t.Errorf("%s/%s calls DB(); a route module is given the store's part it uses", pkg, name)
+					}
+				}
+				if sel, ok := n.(*ast.SelectorExpr); ok {
+					if x, ok := sel.X.(*ast.Ident); ok && x.Name == "handlers" && sel.Sel.Name == "Server" {
+						t.Errorf("%s/%s names handlers.Server; a route module declares the interfaces it uses", pkg, name)
+					}
+				}
+				return true
+			})
 		}
 	}
 }

@@ -154,9 +154,9 @@ type Person struct {
 // Active reports whether the account is neither deactivated nor deleted.
 func (u User) Active() bool { return u.Status == AccountActive }
 
-// PeopleCursor is where a page of people found starts: after this term
+// AdminCursor is where a page of the administration page's people starts: after this term
 // and login.
-type PeopleCursor struct{ Term, Login string }
+type AdminCursor struct{ Term, Login string }
 
 // AuditEntry is one administrative action.
 type AuditEntry struct {

@@ -1,10 +1,11 @@
 // This file is what the route modules (handlers/search, handlers/members,
-// ...) use of the core: each module is a package of routes for one part of
-// the product that registers itself on the groups Register gives it, and
-// reaches the shared state (the store, the live engine, the caches) and
-// the page rendering through these methods. The core keeps what every
-// page needs: the session and who asks, the conversation of a request,
-// the sidebar, posting, and the error page.
+// ...) are given of the core: each module is a package of routes for one
+// part of the product that registers itself on the groups Register gives
+// it. A module declares the interfaces it uses; handlers/routes wires it
+// to these methods (the store, the live engine, the use cases, the page
+// rendering). The core keeps what every page needs: the session and who
+// asks, the conversation of a request, the sidebar, posting, and the
+// error page.
 
 package handlers
 
@@ -48,7 +49,8 @@ type Routes struct {
 // it for who asks.
 type Conversation = conversation
 
-// Module registers a module's routes.
+// Module registers a module's routes: handlers/routes gives each module
+// the parts of the server it declares it uses.
 type Module func(*Server, Routes)
 
 // DB is the store.

@@ -69,10 +69,21 @@ func (s *Server) dmFor(ctx context.Context, address, login string) (conversation
 	return cv, nil
 }
 
+// removedError is the ErrNotFound of a closed room for someone an admin
+// removed from it: they knew the room, and are told why it is gone
+// rather than that it was deleted.
+type removedError struct{ room string }
+
+func (e removedError) Error() string { return "removed from closed room " + e.room }
+func (e removedError) Unwrap() error { return chat.ErrNotFound }
+
 // roomConversation is r as login sees it: ErrNotFound for a closed room
 // login is not in (it is its members' only, like a DM).
 func roomConversation(r chat.Room, login string) (conversation, error) {
 	if !r.VisibleTo(login) {
+		if _, removed := r.Removed[login]; removed {
+			return conversation{}, removedError{room: r.DisplayName}
+		}
 		return conversation{}, fmt.Errorf("closed room %q seen by %q: %w", r.Name, login, chat.ErrNotFound)
 	}
 	return conversation{Place: r, ID: r.Name, URL: RoomURL(r.Name), Title: r.DisplayName, Room: &r}, nil

@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -82,6 +83,7 @@ type appOption func(*handlers.Config)
 
 func newApp(t testing.TB, st *store.Store, hub live.Hub, opts ...appOption) *app {
 	t.Helper()
+	noDefaultRooms(t)
 	if st == nil {
 		st = db.Store
 	}
@@ -107,6 +109,21 @@ func newApp(t testing.TB, st *store.Store, hub live.Hub, opts ...appOption) *app
 	})
 	return &app{Server: ts, srv: srv, hub: hub}
 }
+
+// noDefaultRooms makes the tests' site one whose administrators chose no
+// default rooms, once: the tests sign up hundreds of people, each of
+// whom would otherwise join #general (issue 39), and count the rooms and
+// statements of what they do. TestOnboarding sets them and puts this
+// back.
+func noDefaultRooms(t testing.TB) {
+	noDefaultRoomsOnce.Do(func() {
+		if err := db.SetDefaultRooms(context.Background(), []string{}); err != nil {
+			t.Fatalf("no default rooms: %v", err)
+		}
+	})
+}
+
+var noDefaultRoomsOnce sync.Once
 
 // mainApp is the program started as the binary starts it (cmd.Main),
 // with real flags (args add to them) on the package's keyspace, once

@@ -176,13 +176,38 @@ func (s *Server) showRoom(c echo.Context) error {
 		level = chat.DefaultLevel(cv.ID)
 	}
 	v.Level = level
-	s.markShown(ctx, me.Login, cv.Place.Conversation(), v.Messages, marker)
+	s.app.MarkShown(ctx, me.Login, cv.Place.Conversation(), v.Messages, marker)
 	v.FirstUnread = firstUnread(v.Messages, marker, me.Login)
+	if c.QueryParam("at") == "" {
+		s.unreadAbove(ctx, cv, marker, &v)
+	} else if c.QueryParam("unread") == "first" {
+		v.FirstUnread = v.Highlight // the link of unreadAbove
+	}
 	v.Composer = views.Form{Values: map[string]string{"client_id": NewClientID(), "content": s.quoted(c, cv)}}
 	if sidebarRead != nil {
 		sb.fill(&page)
 	}
 	return s.Render(c, http.StatusOK, page, views.RoomPage(v))
+}
+
+// unreadAbove is for a latest page that does not reach back to the
+// reader's first unread message (more came than a page holds): the
+// divider would sit above a message that was not the first unread, so
+// the page has none, and links to the page of the first unread instead.
+func (s *Server) unreadAbove(ctx context.Context, cv conversation, marker chat.ID, v *views.RoomView) {
+	if v.FirstUnread == (chat.ID{}) || v.Older == "" || !v.Messages[0].ID.After(marker) {
+		return
+	}
+	v.FirstUnread = chat.ID{}
+	first, _, err := s.db.MessagesAfter(ctx, cv.Place, marker, 1)
+	if err != nil || len(first) == 0 {
+		if err != nil {
+			s.log.Warn("first unread", "conversation", cv.ID, "err", err)
+		}
+		return
+	}
+	m := first[0]
+	v.UnreadAbove = cv.URL + "?at=" + m.ID.String() + "&unread=first#" + views.MessageID(m)
 }
 
 func (s *Server) joinRoom(c echo.Context) error {
@@ -221,12 +246,19 @@ func (s *Server) deleteRoom(c echo.Context) error {
 }
 
 // roomsNamedLike answers GET /rooms?name=: the rooms whose name starts
-// with name, in any case, in name order, a page at a time (?after= the
-// last name shown). It reads one small partition of room_names and then
-// the page's rooms, never the whole table.
+// with name, in any case, in name order, a page at a time (?page= a
+// token of the last name read, signed and encrypted: it may be a closed
+// room's, which the reader must not learn, and a name made up is no
+// place to start from). It reads one small partition of room_names and
+// then the page's rooms, never the whole table.
 func (s *Server) roomsNamedLike(c echo.Context, name string) error {
 	ctx := c.Request().Context()
-	after := c.QueryParam("after")
+	var after string
+	if token := c.QueryParam("page"); token != "" {
+		if err := s.pages.Decode("rooms-named", token, &after); err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, "This page link is broken or has expired. Start again from the first page.")
+		}
+	}
 	names, more, err := s.db.RoomNamesWithPrefix(ctx, name, after, s.cfg.RoomsPerPage)
 	if err != nil {
 		return err
@@ -253,7 +285,11 @@ func (s *Server) roomsNamedLike(c echo.Context, name string) error {
 		}
 	}
 	if more && len(names) > 0 {
-		list.Next = "/rooms?name=" + url.QueryEscape(name) + "&after=" + url.QueryEscape(names[len(names)-1])
+		token, err := s.pages.Encode("rooms-named", names[len(names)-1])
+		if err != nil {
+			return err
+		}
+		list.Next = "/rooms?name=" + url.QueryEscape(name) + "&page=" + url.QueryEscape(token)
 	}
 	return s.Render(c, http.StatusOK, views.Page{Title: "All rooms"}, views.RoomListView(list))
 }
@@ -271,8 +307,13 @@ func (s *Server) quoted(c echo.Context, cv conversation) string {
 	if err != nil {
 		return ""
 	}
-	link := c.Scheme() + "://" + c.Request().Host + views.Permalink(m)
-	return "> " + strings.ReplaceAll(m.Content, "\n", "\n> ") + "\n\n— " + m.Author.Name() + " " + link + "\n\n"
+	return QuoteOf(c, m)
+}
+
+// QuoteOf is the quote of m that "Reply with quote" puts in the composer
+// (chat.Quote), its attribution linking to m on this site.
+func QuoteOf(c echo.Context, m chat.Message) string {
+	return chat.Quote(m.Content, m.Author.Name(), c.Scheme()+"://"+c.Request().Host+views.Permalink(m))
 }
 
 // withMyStanding is rooms, each with login's standing (see standings: read

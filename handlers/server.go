@@ -3,6 +3,7 @@ package handlers
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -168,7 +169,11 @@ func New(db *store.Store, registry *metrics.Registry, hub live.Hub, cfg Config, 
 	if cfg.UploadMinRate <= 0 {
 		cfg.UploadMinRate = DefaultUploadMinRate
 	}
-	pages := securecookie.New(cfg.SessionKey, nil)
+	// Page tokens are encrypted as well as signed: one holds where a
+	// listing stopped (a Cassandra paging state, a room's name), which
+	// may be a room closed to its reader (issue 37, fault 6).
+	blockKey := sha256.Sum256(append([]byte("killrchat page tokens\x00"), cfg.SessionKey...))
+	pages := securecookie.New(cfg.SessionKey, blockKey[:])
 	pages.MaxAge(int((6 * time.Hour) / time.Second))
 	s := &Server{
 		db: db, metrics: registry, hub: hub, cfg: cfg, log: log, pages: pages,
@@ -443,8 +448,11 @@ func (s *Server) handleError(err error, c echo.Context) {
 		c.Response().Header().Set("HX-Retarget", "#flash")
 		c.Response().Header().Set("HX-Reswap", "innerHTML")
 	}
-	title := web.ErrorTitle(status)
-	if status == http.StatusNotFound && strings.HasPrefix(c.Path(), "/rooms/:room") {
+	title := web.TitleOf(err, status)
+	var removed removedError
+	if errors.As(err, &removed) {
+		title, msg = "You were removed", "You were removed from #"+removed.room+" by an admin of the room."
+	} else if status == http.StatusNotFound && strings.HasPrefix(c.Path(), "/rooms/:room") {
 		msg = "This room does not exist or was deleted."
 	}
 	page := views.Page{Title: title}

@@ -171,31 +171,13 @@ func markID(c echo.Context) (chat.ID, error) {
 // nothing (the store writes it with the id's own time), so two tabs never
 // move it backwards.
 func (s *Server) markRead(c echo.Context, conv chat.Conversation, id chat.ID, back string) error {
-	me := MustUser(c)
-	if !conv.Has(me.Login) {
-		return chat.ErrNotParticipant
-	}
-	if err := s.db.MarkRead(c.Request().Context(), me.Login, conv.ID, id); err != nil {
+	if err := s.app.MarkRead(c.Request().Context(), MustUser(c).Login, conv, id); err != nil {
 		return err
 	}
 	if IsHTMX(c) {
 		return c.NoContent(http.StatusNoContent)
 	}
 	return c.Redirect(http.StatusSeeOther, back)
-}
-
-// markShown marks conv read up to the newest of msgs, the messages a full
-// page shows, unless the marker (as it was before) is there already. A
-// failure only logs: the page is worth more than its marker.
-func (s *Server) markShown(ctx context.Context, login string, conv chat.Conversation, msgs []chat.Message, marker chat.ID) {
-	if len(msgs) == 0 {
-		return
-	}
-	if newest := msgs[len(msgs)-1].ID; newest.After(marker) {
-		if err := s.db.MarkRead(ctx, login, conv.ID, newest); err != nil {
-			s.log.Warn("mark read", "conversation", conv.ID, "err", err)
-		}
-	}
 }
 
 // firstUnread is the first of msgs that the reader had not read: newer than
@@ -237,6 +219,9 @@ func (s *Server) around(c echo.Context, in chat.Place, base string, v *views.Roo
 	}
 	rest, moreAfter, err := s.db.MessagesAfter(ctx, in, from, aroundPage+1)
 	if err != nil {
+		return err
+	}
+	if err := s.db.AddReactions(ctx, in, rest); err != nil {
 		return err
 	}
 	v.Messages = append(before, rest...)

@@ -100,6 +100,9 @@ type feed struct {
 	in    chat.Place      // nil until Resume
 	since chat.ID         // zero: nothing to replay
 	ctx   context.Context // renders its replay (nil: Run's)
+	// changesFrom is where a replay of changes starts at the earliest:
+	// when the reader joined (see ChangesFrom).
+	changesFrom chat.ID
 }
 
 // Open counts a new stream of login (whose session's digest is session)
@@ -212,6 +215,17 @@ func (st *Stream) Resume(conversation string, in chat.Place, since chat.ID, ctx 
 	}
 }
 
+// ChangesFrom says that the reader of conversation joined it at joined:
+// a replay sends none of its changes (edits, deletes, reactions) made
+// before then, which were not the reader's to see when they were made.
+func (st *Stream) ChangesFrom(conversation string, joined time.Time) {
+	for _, f := range st.feeds {
+		if f.conv == conversation {
+			f.changesFrom = chat.MinIDAt(joined)
+		}
+	}
+}
+
 // Watch has the stream tell its page when another of the person's
 // conversations gets a message (see ConversationWatch).
 func (st *Stream) Watch(w *ConversationWatch) {
@@ -267,7 +281,7 @@ func (st *Stream) Run(ctx context.Context, w http.ResponseWriter, committed func
 		if rctx == nil {
 			rctx = ctx
 		}
-		if !e.replay(rctx, out, f.in, e.replayStart(f.since), f.since, f.bound, sent) {
+		if !e.replay(rctx, out, f.in, e.replayStart(f.since), f.since, f.changesFrom, f.bound, sent) {
 			return
 		}
 	}
@@ -502,14 +516,14 @@ func (s *Engine) replayStart(since chat.ID) chat.ID { return since }
 //
 // It reads from start (see replayStart); only what comes after since
 // counts towards the replay's limit.
-func (s *Engine) replay(ctx context.Context, out *eventWriter, in chat.Place, start, since chat.ID, bound int64, sent map[chat.ID]struct{}) bool {
+func (s *Engine) replay(ctx context.Context, out *eventWriter, in chat.Place, start, since, changesFrom chat.ID, bound int64, sent map[chat.ID]struct{}) bool {
 	deadline := time.Now().Add(replayTimeout)
 	// The changes (edits, deletes, reactions) go between the messages, in
 	// id order. They are read once, first: every change below mark0 is
 	// stored by then, so a change's cursor, as a message's, is at most
 	// mark0 (changes are published in order with messages, sequencer.go).
 	mark0 := min(s.mark(), bound)
-	changes, ok := s.replayChanges(ctx, out, in, start)
+	changes, ok := s.replayChanges(ctx, out, in, later(start, changesFrom))
 	if !ok {
 		return false
 	}
@@ -570,6 +584,14 @@ func (s *Engine) replay(ctx context.Context, out *eventWriter, in chat.Place, st
 			return false
 		}
 	}
+}
+
+// later is the later of two ids.
+func later(a, b chat.ID) chat.ID {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 // replayChanges reads the changes (edits, deletes, reactions) that a

@@ -53,7 +53,7 @@ type Accounts interface {
 	SetPassword(ctx context.Context, login, password, confirm string) error
 	EraseUser(ctx context.Context, u chat.User) error
 	SessionsSeen(ctx context.Context, login string) (int, time.Time, error)
-	People(ctx context.Context, prefix string, after chat.PeopleCursor, n int) ([]string, chat.PeopleCursor, error)
+	AdminPeople(ctx context.Context, prefix string, after chat.AdminCursor, n int) ([]string, chat.AdminCursor, error)
 	DeleteSession(ctx context.Context, login, id string) error
 	PushSubscriptions(ctx context.Context, login string) ([]chat.PushSubscription, error)
 	DeletePushSubscription(ctx context.Context, login, endpoint string) error
@@ -486,8 +486,8 @@ func (s *Service) DeleteAccount(ctx context.Context, login, password string) err
 // prefix ("" for everyone), after the cursor, with their sessions and
 // whether they are administrators; and the next page's cursor (zero at
 // the end).
-func (s *Service) FindPeople(ctx context.Context, prefix string, after chat.PeopleCursor, n int) ([]chat.Person, chat.PeopleCursor, error) {
-	logins, next, err := s.Accounts.People(ctx, prefix, after, n)
+func (s *Service) FindPeople(ctx context.Context, prefix string, after chat.AdminCursor, n int) ([]chat.Person, chat.AdminCursor, error) {
+	logins, next, err := s.Accounts.AdminPeople(ctx, prefix, after, n)
 	if err != nil {
 		return nil, next, err
 	}

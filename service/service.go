@@ -14,23 +14,13 @@ import (
 // Storage is what the use cases write, and read when a read decides a
 // write: Cassandra (store.Store), never a cache.
 type Storage interface {
-	DraftMessage(in chat.Place, author chat.UserRef, content string) (chat.Message, error)
-	DraftSystemMessage(in chat.Place, about chat.UserRef, text string) chat.Message
-	SaveMessage(ctx context.Context, in chat.Place, m chat.Message) error
-	SaveFencedMessage(ctx context.Context, in chat.Place, m chat.Message) error
+	Messages
 	ConfirmPost(ctx context.Context, r chat.Room, m chat.Message) error
 	Mentionable(ctx context.Context, in chat.Place, contents ...string) (chat.Conversation, error)
 	RecordDMMessage(ctx context.Context, d chat.DM, m chat.Message) error
 	RecordMentions(ctx context.Context, conv chat.Conversation, m chat.Message) error
-	MarkRead(ctx context.Context, login, conversation string, upTo chat.ID) error
-
-	NewChangeID() chat.ID
-	Message(ctx context.Context, in chat.Place, id chat.ID) (chat.Message, error)
-	EditMessage(ctx context.Context, in chat.Place, m chat.Message, content string, change chat.ID) (chat.Message, error)
 	UpdateMentions(ctx context.Context, conv chat.Conversation, before, after chat.Message) error
-	DeleteMessage(ctx context.Context, in chat.Place, m chat.Message, change chat.ID) error
 	ForgetMessage(ctx context.Context, in chat.Place, m chat.Message) error
-	React(ctx context.Context, in chat.Place, id chat.ID, who chat.UserRef, emoji string, add bool, change chat.ID) (chat.Change, error)
 
 	CreateRoom(ctx context.Context, creator chat.UserRef, f chat.NewRoom) (chat.Room, error)
 	JoinRoom(ctx context.Context, user chat.UserRef, room string) (chat.Room, error)
@@ -49,6 +39,48 @@ type Storage interface {
 	EndOtherSessions(ctx context.Context, login, keep string) ([]string, error)
 
 	Reads
+	CatchUp
+	Onboarding
+}
+
+// Messages are a conversation's messages and their changes as stored:
+// drafts given ids in order, saves, one message's read, edits, deletes,
+// reactions, and how far each reader has read. store.Store keeps them in
+// Cassandra, storagetest.Memory in memory; storagetest.Run holds both to
+// the same contract.
+type Messages interface {
+	// DraftMessage checks content and gives the message its id, in the
+	// order of the calls, without storing it: chat.ErrNotParticipant
+	// unless author is in in, a chat.ValidationError for a content
+	// chat.CheckContent refuses.
+	DraftMessage(in chat.Place, author chat.UserRef, content string) (chat.Message, error)
+	// DraftSystemMessage is a message of the server about someone.
+	DraftSystemMessage(in chat.Place, about chat.UserRef, text string) chat.Message
+	// SaveMessage stores a drafted message (in a room, it then checks
+	// the room and the author are still there); SaveFencedMessage
+	// stores it with no check, for a caller whose fence holds.
+	SaveMessage(ctx context.Context, in chat.Place, m chat.Message) error
+	SaveFencedMessage(ctx context.Context, in chat.Place, m chat.Message) error
+	// NewChangeID is the id of a change made now, in the order of the
+	// messages' ids.
+	NewChangeID() chat.ID
+	// Message is the message id of in; chat.ErrNotFound if there is
+	// none, or it is older than in.
+	Message(ctx context.Context, in chat.Place, id chat.ID) (chat.Message, error)
+	// EditMessage replaces m's content as the change id change and
+	// returns m as edited; a chat.ValidationError for a content
+	// chat.CheckContent refuses (an attachment's may be empty).
+	EditMessage(ctx context.Context, in chat.Place, m chat.Message, content string, change chat.ID) (chat.Message, error)
+	// DeleteMessage deletes m and its reactions as the change change.
+	DeleteMessage(ctx context.Context, in chat.Place, m chat.Message, change chat.ID) error
+	// React adds (add) or takes back who's reaction emoji to the message
+	// id: a chat.ValidationError for a reaction chat.CheckReaction
+	// refuses or a new one beyond chat.MaxReactions, chat.ErrNotFound
+	// when adding to an id that names no message.
+	React(ctx context.Context, in chat.Place, id chat.ID, who chat.UserRef, emoji string, add bool, change chat.ID) (chat.Change, error)
+	// MarkRead moves login's marker in conversation up to upTo; an
+	// older upTo than the marker changes nothing.
+	MarkRead(ctx context.Context, login, conversation string, upTo chat.ID) error
 }
 
 // Reads are the reads the caches decorate (package service/cache): a

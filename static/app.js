@@ -176,9 +176,14 @@
     }
   }
 
+  // The pill takes the reader to what came: that is reading it. toBottom
+  // marks the list as at the bottom before its scroll event runs, so the
+  // scroll alone would not tell the server.
   document.addEventListener("click", function (evt) {
     var pill = evt.target && evt.target.closest && evt.target.closest("#new-messages");
-    if (pill) toBottom();
+    if (!pill) return;
+    toBottom();
+    messagesSeen();
   });
 
   // firstMessageInView is the first message wholly inside the list's box.
@@ -628,6 +633,50 @@
     if (box) box.removeAttribute("aria-invalid");
   }
 
+  // The composer's limit (issue 39): the browser's maxlength would cut a
+  // long paste silently. With scripts the text is kept whole, the
+  // composer says by how much it is over, and it is not sent.
+  function composerOver() {
+    var box = composerBox();
+    if (!box) return false;
+    var max = parseInt(box.getAttribute("data-max") || box.getAttribute("maxlength") || "0", 10);
+    if (!max) return false;
+    if (box.hasAttribute("maxlength")) {
+      box.setAttribute("data-max", String(max));
+      box.removeAttribute("maxlength");
+    }
+    var n = Array.from(box.value).length;
+    var slot = document.getElementById("composer-error");
+    var shown = slot && slot.querySelector(".too-long");
+    if (n <= max) {
+      if (shown) clearComposerError();
+      return false;
+    }
+    if (!shown || shown.getAttribute("data-n") !== String(n)) {
+      showComposerError(n.toLocaleString("en") + " characters, " + (n - max).toLocaleString("en") +
+        " over the limit of " + max.toLocaleString("en") + ": shorten it to send it.", false);
+      var p = slot && slot.firstChild;
+      if (p) {
+        p.classList.add("too-long");
+        p.setAttribute("data-n", String(n));
+      }
+    }
+    box.setAttribute("aria-invalid", "true");
+    return true;
+  }
+
+  document.addEventListener("input", function (evt) {
+    if (evt.target && evt.target.id === "content") composerOver();
+  });
+
+  // Before htmx sees it: a text over the limit is not sent.
+  document.addEventListener("submit", function (evt) {
+    if (evt.target && evt.target.id === "composer" && composerOver()) {
+      evt.preventDefault();
+      evt.stopPropagation();
+    }
+  }, true);
+
   function send() {
     var f = composer(), btn = sendButton();
     if (!f || (btn && btn.disabled)) return;
@@ -884,6 +933,9 @@
     }, function () {});
   }, SIDEBAR_EVERY_MS);
 
+  // Another script changed unread state (catchup.js: Escape).
+  document.addEventListener("killrchat:sidebar-stale", function () { refreshSidebar(); });
+
   // menuMarks shows, on the phone's closed Menu button, how many
   // conversations are unread and whether one mentions the reader; its
   // name says so (views.MenuLabel says the same on a page load).
@@ -951,7 +1003,8 @@
 
   function mentionAtCaret(box) {
     var before = box.value.slice(0, box.selectionStart);
-    var m = /(^|[^\w@.+-])@([a-zA-Z0-9_.-]{0,31})$/.exec(before);
+    // Letters of any script: "@Émi" and "@Zoë" ask for suggestions too.
+    var m = /(^|[^\p{L}\p{N}_@.+-])@([\p{L}\p{N}_.-]{0,31})$/u.exec(before);
     return m ? { start: before.length - m[2].length - 1, query: m[2] } : null;
   }
 
@@ -1575,13 +1628,21 @@
 
   function showNotification(conv, n) {
     var link = conversationPath(conv) + "?at=" + encodeURIComponent(n.id) + "#msg-" + n.id;
-    var note = new Notification(n.name + " in " + placeOf(conv), { body: n.text, tag: n.id });
+    var note = new Notification(notificationTitle(conv, n.name), { body: n.text, tag: n.id });
     note.onclick = function () {
       window.focus();
       location.href = link;
       note.close();
     };
     if (localStorageGet("kc-sound") === "on") beep();
+  }
+
+  // notificationTitle says who wrote, and where unless it is a DM with
+  // them alone (its title is their name: "Ada in Ada" says nothing).
+  function notificationTitle(conv, name) {
+    var place = placeOf(conv);
+    if (conv.indexOf("dm:") === 0 && (place === name || place === "a direct message")) return name;
+    return name + " in " + place;
   }
 
   function localStorageGet(k) {
@@ -2068,6 +2129,9 @@
       if (!body || !body.online) return;
       var on = {};
       for (var j = 0; j < body.online.length; j++) on[body.online[j]] = true;
+      // Whoever reads this page is online, whether or not their stream
+      // has been counted yet.
+      on[viewer()] = true;
       var all = document.querySelectorAll("[data-presence]");
       for (var k = 0; k < all.length; k++) {
         var online = !!on[all[k].getAttribute("data-presence")];
@@ -2103,6 +2167,32 @@
   document.addEventListener("live:delete", onDelete);
   document.addEventListener("live:reaction", onReaction);
 
+  // A message's Delete asks once more (issue 39): the first click turns
+  // it into "Yes, delete it", the second deletes. Closing the menu
+  // disarms it.
+  document.addEventListener("submit", function (evt) {
+    var form = evt.target;
+    if (!form || !form.matches || !form.matches("#messages form.delete-message")) return;
+    if (form.getAttribute("data-armed") === "yes") return;
+    evt.preventDefault();
+    evt.stopImmediatePropagation();
+    form.setAttribute("data-armed", "yes");
+    var button = form.querySelector("button");
+    if (button) {
+      button.textContent = "Yes, delete it";
+      button.focus();
+    }
+  }, true);
+  document.addEventListener("toggle", function (evt) {
+    var d = evt.target;
+    if (!d || !d.matches || !d.matches("details.message-menu") || d.open) return;
+    var form = d.querySelector("form.delete-message[data-armed]");
+    if (!form) return;
+    form.removeAttribute("data-armed");
+    var button = form.querySelector("button");
+    if (button) button.textContent = "Delete";
+  }, true);
+
   // The menu's reaction and delete forms, and the reaction buttons, on a
   // live page: sent without leaving it; the stream brings the change.
   document.addEventListener("submit", function (evt) {
@@ -2111,8 +2201,7 @@
     if (!form.matches("#messages form.reaction, #messages form.react-picker, #messages form.delete-message")) return;
     evt.preventDefault();
     var body = new URLSearchParams(new FormData(form, evt.submitter || undefined));
-    var menu = form.closest("details");
-    if (menu) menu.open = false;
+    closeMenu(form.closest("details"), true);
     fetch(form.getAttribute("action"), {
       method: "POST",
       body: body,
@@ -2162,23 +2251,93 @@
     var box = composerBox();
     if (!box) return;
     evt.preventDefault();
-    box.value = quoteOf(li, permalink) + box.value;
-    var menu = link.closest("details");
-    if (menu) menu.open = false;
-    box.focus();
-    box.setSelectionRange(box.value.length, box.value.length);
-    grow(box);
+    closeMenu(link.closest("details"), false);
+    quoteInto(box, link);
   });
 
-  function quoteOf(li, permalink) {
-    var author = li.querySelector(".author");
-    var text = li.querySelector(".text");
-    var copy = text ? text.cloneNode(true) : null;
-    if (copy) copy.querySelectorAll(".copy-code").forEach(function (b) { b.remove(); });
-    var lines = ((copy && copy.textContent) || "").trim().split("\n");
-    var name = author ? author.textContent.trim() : "";
-    return "> " + lines.join("\n> ") + "\n\n— " + name + " " + permalink + "\n\n";
+  // quoteInto puts the quote of a.quote's message in the composer: its
+  // stored Markdown, as the server quotes it (GET .../messages/<id>/quote),
+  // so lists, code and quotes stay as written.
+  function quoteInto(box, link) {
+    var url = new URL(link.getAttribute("href"), window.location.href);
+    var id = url.searchParams.get("quote") || "";
+    fetch(url.pathname + "/messages/" + encodeURIComponent(id) + "/quote", {
+      credentials: "same-origin", headers: { "HX-Request": "true" }
+    }).then(function (resp) {
+      if (!resp.ok) throw new Error("quote: " + resp.status);
+      return resp.text();
+    }).then(function (quote) {
+      box.value = quote + box.value;
+      box.focus();
+      box.setSelectionRange(box.value.length, box.value.length);
+      grow(box);
+    }, function () {
+      window.location.href = url.href; // the page with the quote in the composer
+    });
   }
+
+  // ---------------------------------------------------------------------------
+  // Menus (issue 39): a room's ⋯, a message's ⋯ and the phone's Menu are
+  // <details>. One is open at a time; a click outside or Escape closes it
+  // and gives the focus back to its button. A message's menu is laid out
+  // against the viewport (class "floating"), below its button or above it
+  // when there is more room there, so the message list's scroll box never
+  // cuts it off.
+  // ---------------------------------------------------------------------------
+  var MENUS = ["details.room-menu", "details.message-menu", "details.nav-drawer"];
+  var OPEN_MENUS = MENUS.map(function (m) { return m + "[open]"; }).join(", ");
+
+  function closeMenu(d, giveFocus) {
+    if (!d || !d.open) return;
+    d.open = false;
+    var button = d.querySelector(":scope > summary");
+    if (giveFocus && button) button.focus();
+  }
+
+  function placeMessageMenu(d) {
+    var menu = d.querySelector(":scope > .menu"), button = d.querySelector(":scope > summary");
+    if (!menu || !button) return;
+    menu.classList.add("floating");
+    var b = button.getBoundingClientRect();
+    var h = menu.offsetHeight, w = menu.offsetWidth, vh = window.innerHeight, vw = window.innerWidth;
+    var below = vh - b.bottom, above = b.top;
+    var top = below >= h + 4 || below >= above ? b.bottom + 2 : b.top - 2 - h;
+    menu.style.top = Math.max(4, Math.min(top, vh - h - 4)) + "px";
+    menu.style.left = Math.max(4, Math.min(b.right - w, vw - w - 4)) + "px";
+  }
+
+  document.addEventListener("toggle", function (evt) {
+    var d = evt.target;
+    if (!d || !d.matches || !d.matches(MENUS.join(", ")) || !d.open) return;
+    document.querySelectorAll(OPEN_MENUS).forEach(function (other) {
+      if (other !== d && !other.contains(d)) other.open = false;
+    });
+    if (d.classList.contains("message-menu")) placeMessageMenu(d);
+  }, true);
+
+  document.addEventListener("click", function (evt) {
+    var target = evt.target;
+    document.querySelectorAll(OPEN_MENUS).forEach(function (d) {
+      if (!d.contains(target)) d.open = false;
+    });
+  });
+
+  // Escape closes the innermost open menu; a page's other uses of Escape
+  // see defaultPrevented.
+  document.addEventListener("keydown", function (evt) {
+    if (evt.key !== "Escape" || evt.defaultPrevented) return;
+    var open = document.querySelectorAll(OPEN_MENUS);
+    if (!open.length) return;
+    evt.preventDefault();
+    closeMenu(open[open.length - 1], true);
+  });
+
+  function placeOpenMessageMenu() {
+    var d = document.querySelector("details.message-menu[open]");
+    if (d) placeMessageMenu(d);
+  }
+  window.addEventListener("scroll", placeOpenMessageMenu, true);
+  window.addEventListener("resize", placeOpenMessageMenu);
 
   // With scripts, the Attach button stands for the browser's file input.
   function enhanceFiles() {
@@ -2197,6 +2356,7 @@
     highlightMyMentions(document);
     markMine(document);
     if (!openAtMessage()) toBottom();
+    composerOver();
     var box = composerBox();
     if (box && box.value) grow(box);
     focusComposerOnOpen();

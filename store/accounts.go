@@ -27,7 +27,7 @@ const (
 	insertPersonTerm = `INSERT INTO people_terms (kind, term, login) VALUES (?, ?, ?)`
 	deletePersonTerm = `DELETE FROM people_terms WHERE kind = ? AND term = ? AND login = ?`
 	selectPeopleFrom = `SELECT term, login FROM people_terms WHERE kind = ? AND (term, login) > (?, ?) AND (term) < (?) LIMIT ?`
-	selectAllUsers   = `SELECT login, firstname, lastname, email FROM users`
+	selectUsersToList   = `SELECT login, firstname, lastname, email FROM users`
 	// The closed accounts are rows of kind 'closed': term the login,
 	// login its state, so every instance reads them in one query.
 	reopenAccount    = `DELETE FROM people_terms WHERE kind = ? AND term = ?`
@@ -84,23 +84,23 @@ func (s *Store) unindexPerson(ctx context.Context, u chat.User) error {
 // name, last name or email starts with prefix (lower case; "" for
 // everyone), after the cursor; and the cursor of the next page (zero
 // when there is none).
-func (s *Store) People(ctx context.Context, prefix string, after chat.PeopleCursor, n int) ([]string, chat.PeopleCursor, error) {
+func (s *Store) AdminPeople(ctx context.Context, prefix string, after chat.AdminCursor, n int) ([]string, chat.AdminCursor, error) {
 	prefix = strings.ToLower(strings.TrimSpace(prefix))
 	kind := peopleKindAny
 	if prefix == "" {
 		kind = peopleKindLogin
 	}
 	if after.Term < prefix {
-		after = chat.PeopleCursor{Term: prefix}
+		after = chat.AdminCursor{Term: prefix}
 	}
 	q, err := s.query(ctx, selectPeopleFrom, kind, after.Term, after.Login, prefix+"\U0010FFFF", n+1)
 	if err != nil {
-		return nil, chat.PeopleCursor{}, err
+		return nil, chat.AdminCursor{}, err
 	}
 	var (
 		logins      []string
 		seen        = map[string]bool{}
-		next        chat.PeopleCursor
+		next        chat.AdminCursor
 		term, login string
 		rows        int
 	)
@@ -110,17 +110,17 @@ func (s *Store) People(ctx context.Context, prefix string, after chat.PeopleCurs
 		if rows > n {
 			break
 		}
-		next = chat.PeopleCursor{Term: term, Login: login}
+		next = chat.AdminCursor{Term: term, Login: login}
 		if !seen[login] {
 			seen[login] = true
 			logins = append(logins, login)
 		}
 	}
 	if err := iter.Close(); err != nil {
-		return nil, chat.PeopleCursor{}, s.fail("find people", err)
+		return nil, chat.AdminCursor{}, s.fail("find people", err)
 	}
 	if rows <= n {
-		next = chat.PeopleCursor{}
+		next = chat.AdminCursor{}
 	}
 	return logins, next, nil
 }
@@ -247,7 +247,7 @@ func (s *Store) settleSite(ctx context.Context, sess *gocql.Session) error {
 	if !errors.Is(err, gocql.ErrNotFound) {
 		return fmt.Errorf("store: settle site: %w", err)
 	}
-	iter := sess.Query(selectAllUsers).WithContext(ctx).PageSize(500).Iter()
+	iter := sess.Query(selectUsersToList).WithContext(ctx).PageSize(500).Iter()
 	var login, first, last, email string
 	people := 0
 	for iter.Scan(&login, &first, &last, &email) {
@@ -268,7 +268,7 @@ func (s *Store) settleSite(ctx context.Context, sess *gocql.Session) error {
 		return fmt.Errorf("store: settle site: %w", err)
 	}
 	if people > 0 {
-		if err := sess.Query(establishSite, siteKey, time.Now().UTC()).WithContext(ctx).
+		if err := sess.Query(establishSite, siteRowKey, time.Now().UTC()).WithContext(ctx).
 			SerialConsistency(s.cfg.SerialConsistency).Exec(); err != nil {
 			return fmt.Errorf("store: settle site: %w", err)
 		}

@@ -44,6 +44,11 @@ const (
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	selectChangesUp = `SELECT change_id, message_id, kind, content, emoji, reactor, added FROM message_changes
 		WHERE conversation = ? AND day = ? AND change_id > ? LIMIT ?`
+	// Which of some messages of one bucket are still stored.
+	selectStoredIDs = `SELECT message_id FROM chat_room_messages WHERE room_name = ? AND time_bucket = ? AND message_id IN ?`
+	// When a member of a room's incarnation joined (null: its creator, or
+	// from before it was recorded).
+	selectJoined = `SELECT joined FROM rooms WHERE room_name = ? AND since = ? AND login = ?`
 )
 
 // NewChangeID is the id of a change made now, in the order of the
@@ -90,6 +95,11 @@ func (s *Store) EditMessage(ctx context.Context, in chat.Place, m chat.Message, 
 		return chat.Message{}, err
 	}
 	m.Content, m.Edited = content, change
+	if d, ok := in.(chat.DM); ok {
+		if err := s.followDMEntry(ctx, d, m.ID, &content, change); err != nil {
+			return chat.Message{}, err
+		}
+	}
 	return m, s.recordChange(ctx, conv, chat.Change{ID: change, Message: m.ID, Kind: chat.ChangeEdit, Content: content})
 }
 
@@ -104,6 +114,11 @@ func (s *Store) DeleteMessage(ctx context.Context, in chat.Place, m chat.Message
 	}
 	if err := s.exec(ctx, "delete reactions in "+conv.ID, deleteMessageReactions, conv.ID, bucket, gocql.UUID(m.ID)); err != nil {
 		return err
+	}
+	if d, ok := in.(chat.DM); ok {
+		if err := s.followDMEntry(ctx, d, m.ID, nil, change); err != nil {
+			return err
+		}
 	}
 	return s.recordChange(ctx, conv, chat.Change{ID: change, Message: m.ID, Kind: chat.ChangeDelete})
 }
@@ -151,27 +166,18 @@ func (s *Store) deleteMessageFile(ctx context.Context, conv string, a chat.Attac
 }
 
 // UpdateMentions records the mentions that an edit from before to after
-// added, and deletes those it took away: none when the mentions stay.
+// makes, with the new text, and deletes those it took away.
 func (s *Store) UpdateMentions(ctx context.Context, conv chat.Conversation, before, after chat.Message) error {
-	old := map[string]bool{}
-	for _, l := range chat.Mentioned(before.Content, conv.Members) {
-		old[l] = true
-	}
-	added := false
+	now := chat.Mentioned(after.Content, conv.Members)
 	var errs []error
-	for _, l := range chat.Mentioned(after.Content, conv.Members) {
-		if !old[l] {
-			added = true
-		}
-		delete(old, l)
-	}
-	for l := range old {
-		if l != after.Author.Login {
+	for _, l := range chat.Mentioned(before.Content, conv.Members) {
+		if l != after.Author.Login && !slices.Contains(now, l) {
 			errs = append(errs, s.exec(ctx, "delete mention of "+l, deleteMention, l, monthOf(after.Time()), gocql.UUID(after.ID)))
 		}
 	}
-	if added {
-		// Rewrites the ones that stay too: the same rows, the new excerpt.
+	if len(now) > 0 {
+		// Rewrites the ones that stay too: the same rows, the new text
+		// (an edit that keeps a mention changes its excerpt).
 		errs = append(errs, s.RecordMentions(ctx, conv, after))
 	}
 	return errors.Join(errs...)
@@ -313,10 +319,68 @@ func (s *Store) ChangesAfter(ctx context.Context, in chat.Place, after chat.ID, 
 			return nil, false, s.fail("read changes of "+conv.ID, err)
 		}
 	}
-	if len(out) > limit {
-		return out[:limit], true, nil
+	more := len(out) > limit
+	if more {
+		out = out[:limit]
 	}
-	return out, false, nil
+	out, err := s.withoutGone(ctx, conv, out)
+	return out, more, err
+}
+
+// withoutGone drops from changes (oldest first) the edits and reactions
+// of messages that are gone: deleted later in the list, or no longer
+// stored (a delete whose record failed). A deleted message leaves no
+// trace in a replay but its delete, which carries no text. The edited
+// messages that the list does not delete are looked up, one statement a
+// day bucket.
+func (s *Store) withoutGone(ctx context.Context, conv chat.Conversation, changes []chat.Change) ([]chat.Change, error) {
+	gone := map[chat.ID]bool{}
+	for _, ch := range changes {
+		if ch.Kind == chat.ChangeDelete {
+			gone[ch.Message] = true
+		}
+	}
+	edited := map[int][]gocql.UUID{}
+	seen := map[chat.ID]bool{}
+	for _, ch := range changes {
+		if ch.Kind == chat.ChangeEdit && !gone[ch.Message] && !seen[ch.Message] {
+			seen[ch.Message] = true
+			edited[chat.BucketOf(ch.Message)] = append(edited[chat.BucketOf(ch.Message)], gocql.UUID(ch.Message))
+		}
+	}
+	for bucket, ids := range edited {
+		q, err := s.query(ctx, selectStoredIDs, conv.ID, bucket, ids)
+		if err != nil {
+			return nil, err
+		}
+		iter := q.Iter()
+		var id gocql.UUID
+		for iter.Scan(&id) {
+			delete(seen, chat.ID(id))
+		}
+		if err := iter.Close(); err != nil {
+			return nil, s.fail("check the edited messages of "+conv.ID, err)
+		}
+	}
+	for id := range seen { // edited, and no longer stored
+		gone[id] = true
+	}
+	return slices.DeleteFunc(changes, func(ch chat.Change) bool { return ch.Kind != chat.ChangeDelete && gone[ch.Message] }), nil
+}
+
+// JoinedAt is when login joined the room r (of r's incarnation), or zero
+// when that is not recorded (r's creator, a row from before it was) or
+// login is no member.
+func (s *Store) JoinedAt(ctx context.Context, r chat.Room, login string) (time.Time, error) {
+	q, err := s.query(ctx, selectJoined, r.Name, r.CreatedAt, login)
+	if err != nil {
+		return time.Time{}, err
+	}
+	var at time.Time
+	if err := q.Scan(&at); err != nil && !errors.Is(err, gocql.ErrNotFound) {
+		return time.Time{}, s.fail("read when "+login+" joined "+r.Name, err)
+	}
+	return at, nil
 }
 
 func deref[T any](p *T) T {
@@ -325,6 +389,13 @@ func deref[T any](p *T) T {
 		return zero
 	}
 	return *p
+}
+
+// AddReactions sets the Reactions of msgs (oldest first, of in) as
+// MessagesBefore sets those of its page: for a page that also holds
+// messages read by MessagesAfter (a page opened at a message).
+func (s *Store) AddReactions(ctx context.Context, in chat.Place, msgs []chat.Message) error {
+	return s.addReactions(ctx, in.Conversation(), msgs)
 }
 
 // addReactions reads the reactions of msgs (oldest first, from one

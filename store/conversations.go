@@ -10,6 +10,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -34,6 +35,11 @@ const (
 	selectPersonal = `SELECT conversation, marker, mention, members, last_id, last_author, last_excerpt, dms_moved, level
 		FROM read_markers WHERE login = ?`
 	updateDMsMoved = `UPDATE read_markers SET dms_moved = true WHERE login = ?`
+	// An edit or a delete of the last message of a DM: its excerpt in the
+	// members' lists follows (FollowDMEntry).
+	selectDMLast        = `SELECT last_id FROM read_markers WHERE login = ? AND conversation = ?`
+	updateDMExcerpt     = `UPDATE read_markers USING TIMESTAMP ? SET last_excerpt = ? WHERE login = ? AND conversation = ?`
+	updateDMListExcerpt = `UPDATE dm_lists USING TIMESTAMP ? SET last_excerpt = ? WHERE login = ? AND conversation = ?`
 
 	// excerptLength is how much of the last message a DM list shows.
 	excerptLength = 100
@@ -78,6 +84,67 @@ func (s *Store) UserRefs(ctx context.Context, logins []string) ([]chat.UserRef, 
 	return out, nil
 }
 
+// excerptOf is what a DM list shows of a message's text.
+func excerptOf(content string) string {
+	if utf8.RuneCountInString(content) > excerptLength {
+		return string([]rune(content)[:excerptLength]) + "…"
+	}
+	return content
+}
+
+// followDMEntry has the members' lists of d follow the change (an id of
+// now) of their last message id: its new text (nil: deleted, the excerpt
+// goes). One read (a member's entry; they are the same) tells whether id
+// is the last message; a later message's entry, written before, wins
+// anyway. The writes carry the change's time, later than the message's:
+// a message posted between the read and the writes with an earlier id
+// may be listed with this excerpt until the next message.
+func (s *Store) followDMEntry(ctx context.Context, d chat.DM, id chat.ID, content *string, change chat.ID) error {
+	if len(d.Members) == 0 {
+		return nil
+	}
+	conv := chat.DMPrefix + d.Address
+	q, err := s.query(ctx, selectDMLast, d.Members[0].Login, conv)
+	if err != nil {
+		return err
+	}
+	var last chat.ID
+	if err := q.Scan((*gocql.UUID)(&last)); err != nil && !errors.Is(err, gocql.ErrNotFound) {
+		return s.fail("read the dm entry of "+conv, err)
+	}
+	if last != id {
+		return nil
+	}
+	var excerpt any // null: the message is gone
+	if content != nil {
+		excerpt = excerptOf(*content)
+	}
+	var errs []error
+	for _, member := range d.Members {
+		args := []any{writeTime(change), excerpt, member.Login, conv}
+		if err := s.writeDMEntry(ctx, updateDMExcerpt, updateDMListExcerpt, args); err != nil {
+			errs = append(errs, s.fail("follow a change in the dm list of "+member.Login, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// writeDMEntry writes a member's DM entry in read_markers (entry) and in
+// dm_lists (list), with the same values, in one batch: both rows are in
+// the member's partition, so it is one mutation.
+func (s *Store) writeDMEntry(ctx context.Context, entry, list string, args []any) error {
+	sess, err := s.db()
+	if err != nil {
+		return err
+	}
+	b := sess.NewBatch(gocql.UnloggedBatch).WithContext(ctx)
+	b.SetConsistency(s.cfg.Consistency)
+	b.Entries = append(b.Entries,
+		gocql.BatchEntry{Stmt: entry, Args: args, Idempotent: true},
+		gocql.BatchEntry{Stmt: list, Args: args, Idempotent: true})
+	return sess.ExecuteBatch(b)
+}
+
 // RecordDMMessage puts m as the last message of d in every member's list.
 // Each write carries the message's time, so the newest message wins in
 // every list however concurrent sends interleave. A member's entry is
@@ -85,24 +152,12 @@ func (s *Store) UserRefs(ctx context.Context, logins []string) ([]chat.UserRef, 
 // versions before schema 010 read, during a rolling upgrade) in one
 // batch: both rows are in the member's partition, so it is one mutation.
 func (s *Store) RecordDMMessage(ctx context.Context, d chat.DM, m chat.Message) error {
-	excerpt := m.Content
-	if utf8.RuneCountInString(excerpt) > excerptLength {
-		excerpt = string([]rune(excerpt)[:excerptLength]) + "…"
-	}
-	sess, err := s.db()
-	if err != nil {
-		return err
-	}
+	excerpt := excerptOf(m.Content)
 	errs := make(chan error, len(d.Members))
 	for _, member := range d.Members {
 		go func() {
 			args := []any{writeTime(m.ID), d.Members, gocql.UUID(m.ID), m.Author, excerpt, member.Login, chat.DMPrefix + d.Address}
-			b := sess.NewBatch(gocql.UnloggedBatch).WithContext(ctx)
-			b.SetConsistency(s.cfg.Consistency)
-			b.Entries = append(b.Entries,
-				gocql.BatchEntry{Stmt: updateDMEntry, Args: args, Idempotent: true},
-				gocql.BatchEntry{Stmt: updateDMList, Args: args, Idempotent: true})
-			if err := sess.ExecuteBatch(b); err != nil {
+			if err := s.writeDMEntry(ctx, updateDMEntry, updateDMList, args); err != nil {
 				errs <- s.fail("list dm of "+member.Login, err)
 				return
 			}

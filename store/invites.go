@@ -44,7 +44,7 @@ const (
 	// read keep a member's link from admitting anyone once the room is
 	// closed; removed[joiner] as read, a removed person from coming back
 	// by a link made before the removal (Invite.For).
-	joinByInvite = `UPDATE rooms SET member = ?, version = ?, members = ?, invite_uses = invite_uses + ?
+	joinByInvite = `UPDATE rooms SET member = ?, joined = toTimestamp(now()), version = ?, members = ?, invite_uses = invite_uses + ?
 		WHERE room_name = ? AND since = ? AND login = ?
 		IF creation_date = ? AND members = ? AND member = null AND invite_uses[?] = ? AND invite_uses[?] = null
 		AND kind = ? AND creator_login = ? AND admins = ? AND removed[?] = ?`

@@ -137,7 +137,7 @@ func (s *Store) CreateSiteInvite(ctx context.Context, actor string, f chat.NewIn
 	now := s.Now().UTC().Truncate(time.Millisecond)
 	inv := chat.SiteInvite{ID: hex.EncodeToString(hash[:8]), CreatedBy: actor, CreatedAt: now, ExpiresAt: now.Add(f.TTL), MaxUses: f.MaxUses}
 	ttl := int((f.TTL + linkKept) / time.Second)
-	if err := s.exec(ctx, "list site invite", listSiteInvite, siteKey, inv.ID, hash, actor, now, inv.ExpiresAt, f.MaxUses, ttl); err != nil {
+	if err := s.exec(ctx, "list site invite", listSiteInvite, siteRowKey, inv.ID, hash, actor, now, inv.ExpiresAt, f.MaxUses, ttl); err != nil {
 		return "", chat.SiteInvite{}, err
 	}
 	if err := s.exec(ctx, "create site invite", insertSiteInvite, hash, inv.ID, actor, now, inv.ExpiresAt, f.MaxUses, ttl); err != nil {
@@ -148,7 +148,7 @@ func (s *Store) CreateSiteInvite(ctx context.Context, actor string, f chat.NewIn
 
 // SiteInvites are the site's links that have not expired, newest last.
 func (s *Store) SiteInvites(ctx context.Context) ([]chat.SiteInvite, error) {
-	q, err := s.query(ctx, selectSiteInvites, siteKey)
+	q, err := s.query(ctx, selectSiteInvites, siteRowKey)
 	if err != nil {
 		return nil, err
 	}

@@ -22,7 +22,7 @@ import (
 const (
 	setRoomKind = `UPDATE rooms SET kind = ? WHERE room_name = ? IF `
 	setBanner   = `UPDATE rooms SET banner = ? WHERE room_name = ? IF `
-	addToRoom   = `UPDATE rooms SET member = ?, version = ?, members = ? WHERE room_name = ? AND since = ? AND login = ?
+	addToRoom   = `UPDATE rooms SET member = ?, joined = toTimestamp(now()), version = ?, members = ? WHERE room_name = ? AND since = ? AND login = ?
 		IF creation_date = ? AND members = ? AND member = null AND `
 	promoteMember = `UPDATE rooms SET admins = admins + ? WHERE room_name = ? AND since = ? AND login = ?
 		IF member != null AND creation_date = ? AND `

@@ -61,7 +61,7 @@ const (
 	// header has none), so no join resurrects a deleted room, and a
 	// closed room refuses it. "guard = ?" (as read) lets an unknown
 	// outcome be fenced (see fenceJoin).
-	joinRoom = `UPDATE rooms SET member = ?, version = ?, members = ? WHERE room_name = ? AND since = ? AND login = ?
+	joinRoom = `UPDATE rooms SET member = ?, joined = toTimestamp(now()), version = ?, members = ? WHERE room_name = ? AND since = ? AND login = ?
 		IF creation_date = ? AND kind != 'closed' AND guard = ? AND members = ? AND member = null`
 	// Anyone's leave but the creator's.
 	leaveRoom = `UPDATE rooms SET member = null, admins = admins - ?, version = ?, members = ? WHERE room_name = ? AND since = ? AND login = ?

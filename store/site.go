@@ -16,7 +16,7 @@ import (
 )
 
 const (
-	siteKey    = "site"
+	siteRowKey    = "site"
 	selectSite = `SELECT admins, version, established, created_at, signup_policy, signup_domains, room_creation
 		FROM site WHERE id = ?`
 	claimSite = `INSERT INTO site (id, admins, version, created_at) VALUES (?, ?, ?, ?) IF NOT EXISTS`
@@ -46,9 +46,9 @@ func (s *Store) site(ctx context.Context, serial bool) (chat.Site, error) {
 		err error
 	)
 	if serial {
-		q, err = s.serialRead(ctx, selectSite, siteKey)
+		q, err = s.serialRead(ctx, selectSite, siteRowKey)
 	} else {
-		q, err = s.query(ctx, selectSite, siteKey)
+		q, err = s.query(ctx, selectSite, siteRowKey)
 	}
 	if err != nil {
 		return chat.Site{}, err
@@ -78,7 +78,7 @@ func (s *Store) ClaimSite(ctx context.Context, login string) (bool, error) {
 	login = chat.NameKey(login)
 	version := gocql.TimeUUID()
 	return s.lwt(ctx, "claim site", claimSite,
-		[]any{siteKey, []string{login}, version, s.Now().UTC()}, nil,
+		[]any{siteRowKey, []string{login}, version, s.Now().UTC()}, nil,
 		func(ctx context.Context) (bool, error) {
 			site, err := s.site(ctx, true)
 			return site.Version == chat.ID(version), err
@@ -89,7 +89,7 @@ func (s *Store) ClaimSite(ctx context.Context, login string) (bool, error) {
 // none: a site that had people before administrators existed, where no
 // sign-up becomes one by itself.
 func (s *Store) EstablishSite(ctx context.Context) error {
-	_, err := s.lwt(ctx, "establish site", establishSite, []any{siteKey, s.Now().UTC()}, nil,
+	_, err := s.lwt(ctx, "establish site", establishSite, []any{siteRowKey, s.Now().UTC()}, nil,
 		func(ctx context.Context) (bool, error) { return true, nil })
 	return err
 }
@@ -166,7 +166,7 @@ func (s *Store) SaveSettings(ctx context.Context, policy string, domains []strin
 // condition's version) with a new version, IF the row's is still read.
 func (s *Store) changeSite(ctx context.Context, op, stmt string, read chat.ID, values ...any) (bool, error) {
 	version := gocql.TimeUUID()
-	values = append(values, version, siteKey, guardValue(read))
+	values = append(values, version, siteRowKey, guardValue(read))
 	return s.lwt(ctx, op, stmt, values, nil,
 		func(ctx context.Context) (bool, error) {
 			site, err := s.site(ctx, true)

@@ -33,3 +33,12 @@ func HumanSize(n int64) string {
 	}
 	return strings.TrimSuffix(strconv.FormatFloat(float64(n)/(1024*1024), 'f', 1, 64), ".0") + " MiB"
 }
+
+// withNext is path carrying ?next= on to the other account page, unless
+// next is the default (home).
+func withNext(path, next string) string {
+	if next == "" || next == "/" {
+		return path
+	}
+	return path + "?next=" + url.QueryEscape(next)
+}

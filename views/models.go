@@ -236,6 +236,9 @@ type RoomView struct {
 	// page opened (neither theirs nor a system message): the "New since
 	// your last visit" divider goes above it. Zero for none.
 	FirstUnread chat.ID
+	// UnreadAbove links to the page of the first unread message when the
+	// page does not reach back to it.
+	UnreadAbove string
 	// Highlight is the message a ?at= link opened the page around.
 	Highlight chat.ID
 	// Level is how much the conversation tells the viewer.
@@ -363,10 +366,12 @@ func orDefault(s, def string) string {
 	return s
 }
 
-// ShownParticipants is how many people a room's header lists, and
-// MembersPerPage how many the members page does.
+// ShownParticipants is how many people a room's header lists (one line:
+// the rest are a count that links to the members page, so the header
+// does not grow with the room), and MembersPerPage how many the members
+// page does.
 const (
-	ShownParticipants = 50
+	ShownParticipants = 5
 	MembersPerPage    = 100
 )
 

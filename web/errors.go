@@ -66,6 +66,16 @@ func StatusOf(err error) (int, string) {
 	return http.StatusInternalServerError, "Something went wrong on our side. It has been logged."
 }
 
+// TitleOf is the heading of err's error page: ErrorTitle of its status,
+// unless err says more than its status does (a creator's leave refused is
+// a 409, but nothing was "already taken").
+func TitleOf(err error, status int) string {
+	if errors.Is(err, chat.ErrHandOver) {
+		return "You cannot leave yet"
+	}
+	return ErrorTitle(status)
+}
+
 // ErrorTitle is the heading of an error page: what happened, in words.
 func ErrorTitle(status int) string {
 	switch status {

@@ -129,7 +129,9 @@ func TestInPageNotifications(t *testing.T) {
 	dm := "psst " + unique("#")
 	a.post(dm)
 	got = settle(2, "a DM")
-	if !strings.HasPrefix(got[1], "Ada Lovelace in ") || !strings.HasSuffix(got[1], dm) {
+	// A DM with Ada alone is titled with her name alone (issue 39): not
+	// "Ada Lovelace in Ada Lovelace".
+	if got[1] != "Ada Lovelace | "+dm {
 		t.Errorf("the DM's notification: %q", got[1])
 	}
 }

@@ -1,14 +1,18 @@
 package accounts
 
 import (
+	"context"
 	"errors"
+	"log/slog"
 	"net/http"
 	"strings"
 
+	"github.com/a-h/templ"
 	"github.com/labstack/echo/v4"
 
 	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/handlers"
+	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/views"
 	"github.com/killrchat/killrchat/web"
 	"github.com/killrchat/killrchat/web/session"
@@ -17,12 +21,56 @@ import (
 // deactivatedSentence is what a deactivated person reads at login.
 const deactivatedSentence = "This account is deactivated. Ask an administrator of the site to reactivate it."
 
-// routes are the accounts' routes, on the core's server.
-type routes struct{ *handlers.Server }
+
+// Users are the accounts as stored (store.Store).
+type Users interface {
+	CreateUser(ctx context.Context, f chat.SignUp) (chat.User, error)
+	User(ctx context.Context, login string) (chat.User, error)
+	Authenticate(ctx context.Context, login, password string) (chat.User, error)
+	ChangePassword(ctx context.Context, login, old, password, confirm string) error
+	Invite(ctx context.Context, token string) (store.Invite, error)
+	Room(ctx context.Context, name string) (chat.Room, error)
+	RoomFor(ctx context.Context, name, login string) (chat.Room, error)
+}
+
+// Accounts are the use cases of an account that other instances hear of
+// (service.Service).
+type Accounts interface {
+	ChangeProfile(ctx context.Context, login, email, bio string) error
+	EndOtherSessions(ctx context.Context, login, keep string) ([]string, error)
+	SessionsEnded(ctx context.Context, login string, ids []string)
+	JoinByInvite(ctx context.Context, me chat.UserRef, token string, before chat.Room) (chat.Room, error)
+	Onboard(ctx context.Context, me chat.UserRef) ([]string, error)
+
+	Site(ctx context.Context) (chat.Site, error)
+	SignUp(ctx context.Context, f chat.SignUp, invite string) (chat.User, bool, error)
+	LogIn(ctx context.Context, login, password string) (chat.User, error)
+	ConfirmLogin(ctx context.Context, login, session string) error
+	ResetLink(ctx context.Context, token string) (string, error)
+	ResetPassword(ctx context.Context, token, password, confirm string) (string, error)
+	DeleteAccount(ctx context.Context, login, password string) error
+}
+
+// Core is what the module uses of the HTTP core (handlers.Server):
+// giving a person a session, whether they have a picture, rendering.
+type Core interface {
+	LogIn(c echo.Context, u chat.User, remember bool) error
+	AvatarVersion(login string) string
+	Render(c echo.Context, status int, page views.Page, body templ.Component) error
+	RenderRaw(c echo.Context, status int, comp templ.Component) error
+	Log() *slog.Logger
+}
+
+// routes are the accounts' routes.
+type routes struct {
+	core Core
+	db   Users
+	app  Accounts
+}
 
 // Register lists the accounts' routes.
-func Register(srv *handlers.Server, r handlers.Routes) {
-	s := routes{srv}
+func Register(r handlers.Routes, core Core, db Users, app Accounts) {
+	s := routes{core, db, app}
 	r.Public.GET("/signup", s.showSignup)
 	r.Public.POST("/signup", s.signup, r.SignIn)
 	r.Public.GET("/login", s.showLogin)
@@ -41,7 +89,7 @@ func Register(srv *handlers.Server, r handlers.Routes) {
 
 // notificationSettings is the page of this browser's notifications.
 func (s routes) notificationSettings(c echo.Context) error {
-	return s.Render(c, http.StatusOK, views.Page{Title: "Notifications"}, views.NotificationSettingsView())
+	return s.core.Render(c, http.StatusOK, views.Page{Title: "Notifications"}, views.NotificationSettingsView())
 }
 
 func (s routes) showSignup(c echo.Context) error {
@@ -53,13 +101,13 @@ func (s routes) showSignup(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return s.Render(c, http.StatusOK, views.Page{Title: "Sign up"}, views.SignupView(f, note))
+	return s.core.Render(c, http.StatusOK, views.Page{Title: "Sign up"}, views.SignupView(f, s.invitedName(c, f.Value("next")), note))
 }
 
 // signupNote says what the site's sign-up is: whoever signs up first on
 // a site with no administrator becomes it; a closed sign-up says so.
 func (s routes) signupNote(c echo.Context) (string, error) {
-	site, err := s.App().Site(c.Request().Context())
+	site, err := s.app.Site(c.Request().Context())
 	if err != nil {
 		return "", err
 	}
@@ -76,7 +124,7 @@ func (s routes) signupNote(c echo.Context) (string, error) {
 
 func (s routes) signup(c echo.Context) error {
 	f := handlers.FormOf(c, "login", "firstname", "lastname", "email", "bio", "next", "invite")
-	u, _, err := s.App().SignUp(c.Request().Context(), chat.SignUp{
+	u, _, err := s.app.SignUp(c.Request().Context(), chat.SignUp{
 		Login: f.Value("login"), Password: c.FormValue("password"), PasswordConfirm: c.FormValue("password_confirm"),
 		Firstname: f.Value("firstname"), Lastname: f.Value("lastname"), Email: f.Value("email"), Bio: f.Value("bio"),
 	}, f.Value("invite"))
@@ -96,16 +144,21 @@ func (s routes) signup(c echo.Context) error {
 			// Said once, beside the field.
 			f.Errors["login"], f.Error = "This login is taken.", ""
 		}
-		return s.Render(c, status, views.Page{Title: "Sign up"}, views.SignupView(f, ""))
+		return s.core.Render(c, status, views.Page{Title: "Sign up"}, views.SignupView(f, s.invitedName(c, f.Value("next")), ""))
 	}
-	if err := s.LogIn(c, u, false); err != nil {
+	// The people directory and the site's default rooms (issue 39); a
+	// failure leaves the account as it is.
+	if _, err := s.app.Onboard(c.Request().Context(), u.Ref()); err != nil {
+		s.core.Log().Warn("sign-up: onboard", "login", u.Login, "err", err)
+	}
+	if err := s.core.LogIn(c, u, false); err != nil {
 		return err
 	}
 	next := handlers.SafeNext(f.Value("next"))
 	if next == "/" {
 		next = "/?notice=welcome"
 	}
-	return handlers.Redirect(c, next)
+	return handlers.Redirect(c, s.afterSignup(c, u.Ref(), next))
 }
 
 func (s routes) showLogin(c echo.Context) error {
@@ -113,31 +166,31 @@ func (s routes) showLogin(c echo.Context) error {
 		return c.Redirect(http.StatusSeeOther, handlers.SafeNext(c.QueryParam("next")))
 	}
 	f := views.Form{Values: map[string]string{"next": handlers.SafeNext(c.QueryParam("next"))}}
-	return s.Render(c, http.StatusOK, views.Page{Title: "Log in"}, views.LoginView(f))
+	return s.core.Render(c, http.StatusOK, views.Page{Title: "Log in"}, views.LoginView(f, s.invitedName(c, f.Value("next"))))
 }
 
 func (s routes) login(c echo.Context) error {
 	f := handlers.FormOf(c, "login", "next")
 	f.Errors = map[string]string{}
-	u, err := s.App().LogIn(c.Request().Context(), f.Value("login"), c.FormValue("password"))
+	u, err := s.app.LogIn(c.Request().Context(), f.Value("login"), c.FormValue("password"))
 	if err == nil {
-		if err = s.LogIn(c, u, c.FormValue("remember_me") != ""); err != nil {
+		if err = s.core.LogIn(c, u, c.FormValue("remember_me") != ""); err != nil {
 			return err
 		}
 		// A deactivation that ran meanwhile either sees this session or
 		// is seen by this check (service/admin.go).
-		err = s.App().ConfirmLogin(c.Request().Context(), u.Login, handlers.Session(c).ID)
+		err = s.app.ConfirmLogin(c.Request().Context(), u.Login, handlers.Session(c).ID)
 	}
 	if errors.Is(err, chat.ErrDeactivated) {
 		f.Error = deactivatedSentence
-		return s.Render(c, http.StatusForbidden, views.Page{Title: "Log in"}, views.LoginView(f))
+		return s.core.Render(c, http.StatusForbidden, views.Page{Title: "Log in"}, views.LoginView(f, s.invitedName(c, f.Value("next"))))
 	}
 	if err != nil {
 		if !handlers.FormError(err) {
 			return err
 		}
 		f.Error = "Wrong login or password."
-		return s.Render(c, http.StatusUnauthorized, views.Page{Title: "Log in"}, views.LoginView(f))
+		return s.core.Render(c, http.StatusUnauthorized, views.Page{Title: "Log in"}, views.LoginView(f, s.invitedName(c, f.Value("next"))))
 	}
 	return handlers.Redirect(c, handlers.SafeNext(f.Value("next")))
 }
@@ -151,14 +204,14 @@ func (s routes) logout(c echo.Context) error {
 		// The streams this session opened stop too, on every instance;
 		// the person's other sessions keep theirs.
 		if u, ok := handlers.CurrentUser(c); ok {
-			s.App().SessionsEnded(c.Request().Context(), u.Login, []string{sess.ID})
+			s.app.SessionsEnded(c.Request().Context(), u.Login, []string{sess.ID})
 		}
 	}
 	return handlers.Redirect(c, "/login?notice=logged-out")
 }
 
 func (s routes) showUser(c echo.Context) error {
-	u, err := s.DB().User(c.Request().Context(), c.Param("login"))
+	u, err := s.db.User(c.Request().Context(), c.Param("login"))
 	if err != nil {
 		return err
 	}
@@ -170,17 +223,17 @@ func (s routes) showUser(c echo.Context) error {
 		}
 	}
 	if handlers.IsHTMX(c) {
-		return s.RenderRaw(c, http.StatusOK, views.HoverCard(p))
+		return s.core.RenderRaw(c, http.StatusOK, views.HoverCard(p))
 	}
-	return s.Render(c, http.StatusOK, views.Page{Title: u.Name()}, views.ProfileView(p))
+	return s.core.Render(c, http.StatusOK, views.Page{Title: u.Name()}, views.ProfileView(p))
 }
 
 func (s routes) profileEdit(c echo.Context) (views.ProfileEdit, error) {
-	u, err := s.DB().User(c.Request().Context(), handlers.MustUser(c).Login)
+	u, err := s.db.User(c.Request().Context(), handlers.MustUser(c).Login)
 	if err != nil {
 		return views.ProfileEdit{}, err
 	}
-	return views.NewProfileEdit(u, s.AvatarVersion(u.Login) != ""), nil
+	return views.NewProfileEdit(u, s.core.AvatarVersion(u.Login) != ""), nil
 }
 
 func (s routes) showProfile(c echo.Context) error {
@@ -191,7 +244,7 @@ func (s routes) showProfile(c echo.Context) error {
 	if c.QueryParam("saved") != "" {
 		p.Saved = "Your changes are saved."
 	}
-	return s.Render(c, http.StatusOK, views.Page{Title: "Your profile"}, views.ProfileEditView(p))
+	return s.core.Render(c, http.StatusOK, views.Page{Title: "Your profile"}, views.ProfileEditView(p))
 }
 
 func (s routes) updateProfile(c echo.Context) error {
@@ -200,13 +253,13 @@ func (s routes) updateProfile(c echo.Context) error {
 		return err
 	}
 	p.Form = handlers.FormOf(c, "email", "bio")
-	err = s.App().ChangeProfile(c.Request().Context(), p.User.Login, p.Form.Value("email"), p.Form.Value("bio"))
+	err = s.app.ChangeProfile(c.Request().Context(), p.User.Login, p.Form.Value("email"), p.Form.Value("bio"))
 	if err != nil {
 		if !handlers.FormError(err) {
 			return err
 		}
 		p.Form = handlers.WithErrors(p.Form, err)
-		return s.Render(c, handlers.FormStatus(err), views.Page{Title: "Your profile"}, views.ProfileEditView(p))
+		return s.core.Render(c, handlers.FormStatus(err), views.Page{Title: "Your profile"}, views.ProfileEditView(p))
 	}
 	return handlers.Redirect(c, "/profile?saved=1")
 }
@@ -216,14 +269,14 @@ func (s routes) changePassword(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	err = s.DB().ChangePassword(c.Request().Context(), p.User.Login,
+	err = s.db.ChangePassword(c.Request().Context(), p.User.Login,
 		c.FormValue("old_password"), c.FormValue("password"), c.FormValue("password_confirm"))
 	if err != nil {
 		if !handlers.FormError(err) {
 			return err
 		}
 		p.Password = handlers.WithErrors(p.Password, err)
-		return s.Render(c, handlers.FormStatus(err), views.Page{Title: "Your profile"}, views.ProfileEditView(p))
+		return s.core.Render(c, handlers.FormStatus(err), views.Page{Title: "Your profile"}, views.ProfileEditView(p))
 	}
 	if err := s.endOtherSessions(c, p.User); err != nil {
 		return err
@@ -237,35 +290,35 @@ func (s routes) changePassword(c echo.Context) error {
 func (s routes) endOtherSessions(c echo.Context, u chat.User) error {
 	ctx := c.Request().Context()
 	current := handlers.Session(c)
-	ended, err := s.App().EndOtherSessions(ctx, u.Login, current.ID)
+	ended, err := s.app.EndOtherSessions(ctx, u.Login, current.ID)
 	if err != nil {
 		return err
 	}
 	remember, _ := current.Values[session.KeyRemember].(bool)
 	ended = append(ended, current.ID)
-	if err := s.LogIn(c, u, remember); err != nil {
+	if err := s.core.LogIn(c, u, remember); err != nil {
 		return err
 	}
-	s.App().SessionsEnded(ctx, u.Login, ended)
+	s.app.SessionsEnded(ctx, u.Login, ended)
 	return nil
 }
 
 // showReset is the page of a password-reset link; a link that does not
 // work gets the one refusal, whatever the reason.
 func (s routes) showReset(c echo.Context) error {
-	if _, err := s.App().ResetLink(c.Request().Context(), c.Param("token")); err != nil {
+	if _, err := s.app.ResetLink(c.Request().Context(), c.Param("token")); err != nil {
 		return err
 	}
-	return s.Render(c, http.StatusOK, views.Page{Title: "New password"}, views.ResetPasswordView(c.Request().URL.Path, views.Form{}))
+	return s.core.Render(c, http.StatusOK, views.Page{Title: "New password"}, views.ResetPasswordView(c.Request().URL.Path, views.Form{}))
 }
 
 // resetPassword sets the password by a reset link, once, and ends the
 // person's sessions; they log in with the new one.
 func (s routes) resetPassword(c echo.Context) error {
-	_, err := s.App().ResetPassword(c.Request().Context(), c.Param("token"), c.FormValue("password"), c.FormValue("password_confirm"))
+	_, err := s.app.ResetPassword(c.Request().Context(), c.Param("token"), c.FormValue("password"), c.FormValue("password_confirm"))
 	if errors.Is(err, chat.ErrInvalid) {
 		f := handlers.WithErrors(views.Form{Values: map[string]string{}, Errors: map[string]string{}}, err)
-		return s.Render(c, handlers.FormStatus(err), views.Page{Title: "New password"}, views.ResetPasswordView(c.Request().URL.Path, f))
+		return s.core.Render(c, handlers.FormStatus(err), views.Page{Title: "New password"}, views.ResetPasswordView(c.Request().URL.Path, f))
 	}
 	if err != nil {
 		return err
@@ -274,17 +327,17 @@ func (s routes) resetPassword(c echo.Context) error {
 }
 
 func (s routes) showDeleteAccount(c echo.Context) error {
-	return s.Render(c, http.StatusOK, views.Page{Title: "Delete your account"}, views.DeleteAccountView(views.Form{}))
+	return s.core.Render(c, http.StatusOK, views.Page{Title: "Delete your account"}, views.DeleteAccountView(views.Form{}))
 }
 
 // deleteAccount deletes the person's own account, once they confirm
 // their password.
 func (s routes) deleteAccount(c echo.Context) error {
 	me := handlers.MustUser(c)
-	err := s.App().DeleteAccount(c.Request().Context(), me.Login, c.FormValue("password"))
+	err := s.app.DeleteAccount(c.Request().Context(), me.Login, c.FormValue("password"))
 	if handlers.FormError(err) {
 		f := handlers.WithErrors(views.Form{Values: map[string]string{}, Errors: map[string]string{}}, err)
-		return s.Render(c, handlers.FormStatus(err), views.Page{Title: "Delete your account"}, views.DeleteAccountView(f))
+		return s.core.Render(c, handlers.FormStatus(err), views.Page{Title: "Delete your account"}, views.DeleteAccountView(f))
 	}
 	if err != nil {
 		return err

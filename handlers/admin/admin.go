@@ -28,7 +28,7 @@ import (
 type UseCases interface {
 	RequireAdmin(ctx context.Context, login string) error
 	Site(ctx context.Context) (chat.Site, error)
-	FindPeople(ctx context.Context, prefix string, after chat.PeopleCursor, n int) ([]chat.Person, chat.PeopleCursor, error)
+	FindPeople(ctx context.Context, prefix string, after chat.AdminCursor, n int) ([]chat.Person, chat.AdminCursor, error)
 	SetAdmin(ctx context.Context, actor, who string, admin bool) error
 	Deactivate(ctx context.Context, actor, who string) error
 	Reactivate(ctx context.Context, actor, who string) error
@@ -99,7 +99,7 @@ func (m module) requireAdmin(next echo.HandlerFunc) echo.HandlerFunc {
 func (m module) adminPage(c echo.Context) (views.Admin, error) {
 	ctx := c.Request().Context()
 	v := views.Admin{Me: handlers.MustUser(c).Login, Query: strings.TrimSpace(c.QueryParam("q"))}
-	var after chat.PeopleCursor
+	var after chat.AdminCursor
 	if tok := c.QueryParam("after"); tok != "" {
 		if err := m.sign.Unsign(peopleCursor, tok, &after); err != nil {
 			return v, echo.NewHTTPError(http.StatusBadRequest, "This page link is broken or too old. Start from the first page.")
@@ -113,7 +113,7 @@ func (m module) adminPage(c echo.Context) (views.Admin, error) {
 		return v, err
 	}
 	v.People = people
-	if next != (chat.PeopleCursor{}) {
+	if next != (chat.AdminCursor{}) {
 		tok, err := m.sign.Sign(peopleCursor, next)
 		if err != nil {
 			return v, err

@@ -1,6 +1,7 @@
 package avatars
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -8,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/a-h/templ"
 	"github.com/labstack/echo/v4"
 
 	"github.com/killrchat/killrchat/chat"
@@ -22,17 +24,51 @@ import (
 // MaxPicture is the largest picture file taken (or --max-upload, if lower).
 const MaxPicture = 10 << 20
 
-type routes struct{ *handlers.Server }
+// Pictures are the profile pictures as stored, and the files the old
+// ones were kept as (store.Store).
+type Pictures interface {
+	SetAvatar(ctx context.Context, user chat.UserRef, body io.Reader, limit int64) (store.Avatar, error)
+	RemoveAvatar(ctx context.Context, login string) error
+	Avatar(ctx context.Context, login string) (store.Avatar, error)
+	User(ctx context.Context, login string) (chat.User, error)
+	Attachment(ctx context.Context, id chat.ID) (store.Attachment, error)
+	OpenAttachment(ctx context.Context, a store.Attachment) *store.AttachmentReader
+}
 
-// Register adds the module's routes.
-func Register(srv *handlers.Server, r handlers.Routes) {
-	s := routes{srv}
+// Core is what the module uses of the HTTP core (handlers.Server):
+// telling every instance of a new picture, whether one has a picture,
+// rendering.
+type Core interface {
+	AvatarChanged(ctx context.Context, login, version string)
+	AvatarVersion(login string) string
+	Render(c echo.Context, status int, page views.Page, body templ.Component) error
+}
+
+// Deps are what the module is built from.
+type Deps struct {
+	Core Core
+	DB   Pictures
+	// CSRF checks a form read as a stream; MaxUpload bounds a file;
+	// Bytes is the hourly upload budget per person, Uploads the uploads
+	// under way per person.
+	CSRF      *csrf.Guard
+	MaxUpload int64
+	Bytes     *limit.Keyed
+	Uploads   *limit.UserCounts
+}
+
+// routes are the avatar routes.
+type routes struct{ Deps }
+
+// Register lists the avatar routes.
+func Register(r handlers.Routes, d Deps) {
+	s := routes{d}
 	r.Auth.POST("/profile/avatar", s.upload)
 	r.Auth.POST("/profile/avatar/delete", s.remove)
 	r.Auth.GET("/users/:login/avatar", s.serve)
 }
 
-func (s routes) limit() int64 { return min(int64(MaxPicture), s.Config().MaxUpload) }
+func (s routes) limit() int64 { return min(int64(MaxPicture), s.MaxUpload) }
 
 // upload reads the form's _csrf field (first, when the header carried no
 // token) and its picture, which it stores as the person's avatar.
@@ -44,14 +80,14 @@ func (s routes) upload(c echo.Context) error {
 		return s.refuse(c, fmt.Errorf("%w", chat.ErrTooLarge))
 	}
 	if req.ContentLength > 0 {
-		if ok, wait := s.UploadBytes().AllowN(me.Login, int(req.ContentLength)); !ok {
+		if ok, wait := s.Bytes.AllowN(me.Login, int(req.ContentLength)); !ok {
 			return limit.TooMany(c, wait, "uploading")
 		}
 	}
-	if !s.Uploads().Take(me.Login) {
+	if !s.Uploads.Take(me.Login) {
 		return limit.TooMany(c, 5*time.Second, "uploading several files at once")
 	}
-	defer s.Uploads().Give(me.Login)
+	defer s.Uploads.Give(me.Login)
 	body := &web.RecordingBody{ReadCloser: http.MaxBytesReader(c.Response(), req.Body, most+64<<10)}
 	req.Body = body
 	mr, err := req.MultipartReader()
@@ -80,7 +116,7 @@ func (s routes) upload(c echo.Context) error {
 			if err != nil {
 				return s.refuse(c, err)
 			}
-			if err := s.CSRF().CheckStreamed(c, token); err != nil {
+			if err := s.CSRF.CheckStreamed(c, token); err != nil {
 				return err
 			}
 			sawCSRF = true
@@ -92,11 +128,11 @@ func (s routes) upload(c echo.Context) error {
 			}
 			continue
 		}
-		av, err := s.DB().SetAvatar(req.Context(), me, part, most)
+		av, err := s.DB.SetAvatar(req.Context(), me, part, most)
 		if err != nil {
 			return s.refuse(c, err)
 		}
-		s.AvatarChanged(req.Context(), me.Login, av.Version())
+		s.Core.AvatarChanged(req.Context(), me.Login, av.Version())
 		return handlers.Redirect(c, "/profile?saved=1#profile-picture")
 	}
 	if !sawCSRF {
@@ -127,21 +163,21 @@ func (s routes) refuse(c echo.Context, err error) error {
 		// The rest of the body is not read: the connection goes.
 		c.Response().Header().Set("Connection", "close")
 	}
-	u, err := s.DB().User(c.Request().Context(), handlers.MustUser(c).Login)
+	u, err := s.DB.User(c.Request().Context(), handlers.MustUser(c).Login)
 	if err != nil {
 		return err
 	}
-	p := views.NewProfileEdit(u, s.AvatarVersion(u.Login) != "")
+	p := views.NewProfileEdit(u, s.Core.AvatarVersion(u.Login) != "")
 	p.Picture.Errors["picture"] = msg
-	return s.Render(c, status, views.Page{Title: "Your profile"}, views.ProfileEditView(p))
+	return s.Core.Render(c, status, views.Page{Title: "Your profile"}, views.ProfileEditView(p))
 }
 
 func (s routes) remove(c echo.Context) error {
 	me := handlers.MustUser(c)
-	if err := s.DB().RemoveAvatar(c.Request().Context(), me.Login); err != nil {
+	if err := s.DB.RemoveAvatar(c.Request().Context(), me.Login); err != nil {
 		return err
 	}
-	s.AvatarChanged(c.Request().Context(), me.Login, "")
+	s.Core.AvatarChanged(c.Request().Context(), me.Login, "")
 	return handlers.Redirect(c, "/profile?saved=1#profile-picture")
 }
 
@@ -151,7 +187,7 @@ func (s routes) remove(c echo.Context) error {
 // they ask again after 5 minutes. The ETag is the square's id.
 func (s routes) serve(c echo.Context) error {
 	ctx := c.Request().Context()
-	av, err := s.DB().Avatar(ctx, c.Param("login"))
+	av, err := s.DB.Avatar(ctx, c.Param("login"))
 	if err != nil {
 		return err
 	}
@@ -163,7 +199,7 @@ func (s routes) serve(c echo.Context) error {
 	default:
 		return echo.NewHTTPError(http.StatusBadRequest, "A picture is 48 or 128 pixels.")
 	}
-	a, err := s.DB().Attachment(ctx, id)
+	a, err := s.DB.Attachment(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -177,7 +213,7 @@ func (s routes) serve(c echo.Context) error {
 	} else {
 		h.Set("Cache-Control", "private, max-age=300")
 	}
-	r := s.DB().OpenAttachment(ctx, a)
+	r := s.DB.OpenAttachment(ctx, a)
 	defer r.Close()
 	http.ServeContent(c.Response(), c.Request(), "", time.Time{}, r)
 	return nil

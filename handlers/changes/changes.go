@@ -52,6 +52,7 @@ func Register(r handlers.Routes, core Core, db Messages, app Changes) {
 	}{{"/rooms/:room", nil}, {"/dm/:logins", []echo.MiddlewareFunc{handlers.CanonicalDM}}} {
 		p := base.path + "/messages/:id"
 		r.Auth.GET(p, s.showMessage, base.mw...)
+		r.Auth.GET(p+"/quote", s.quoteMessage, base.mw...)
 		r.Auth.POST(p+"/edit", s.editMessage, append(base.mw, r.Sending)...)
 		r.Auth.POST(p+"/delete", s.deleteMessage, base.mw...)
 		r.Auth.POST(p+"/reactions", s.react, append(base.mw, r.Sending)...)
@@ -105,6 +106,16 @@ func (s routes) showMessage(c echo.Context) error {
 	}
 	f := views.Form{Values: map[string]string{"content": m.Content}, Errors: map[string]string{}}
 	return s.renderMessagePage(c, http.StatusOK, cv, m, f)
+}
+
+// quoteMessage answers "Reply with quote" for app.js: the Markdown it
+// puts in the composer (see chat.Quote), as plain text.
+func (s routes) quoteMessage(c echo.Context) error {
+	_, m, err := s.messageOf(c)
+	if err != nil {
+		return err
+	}
+	return c.String(http.StatusOK, handlers.QuoteOf(c, m))
 }
 
 func (s routes) renderMessagePage(c echo.Context, status int, cv handlers.Conversation, m chat.Message, f views.Form) error {

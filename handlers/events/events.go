@@ -3,11 +3,13 @@ package events
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/a-h/templ"
 	"github.com/labstack/echo/v4"
 
 	"github.com/killrchat/killrchat/chat"
@@ -26,12 +28,57 @@ const (
 	replayRetryAfter = "2"
 )
 
-// routes are the live streams' routes, on the core's server.
-type routes struct{ *handlers.Server }
+// Streams opens and ends the live streams (live.Engine).
+type Streams interface {
+	Open(login, ip, session string, since chat.ID) (*live.Stream, error)
+	OpenPersonal(login, ip, session, browser string) (*live.Stream, error)
+	EndBrowser(login, browser string)
+}
+
+// Sessions says how long a session has left (store.Store).
+type Sessions interface {
+	SessionTTL(ctx context.Context, id string) (time.Duration, error)
+}
+
+// Members says when a person joined a room (store.Store).
+type Members interface {
+	JoinedAt(ctx context.Context, r chat.Room, login string) (time.Time, error)
+}
+
+// Ender ends the streams of sessions that are gone, on every instance
+// (service.Service).
+type Ender interface {
+	SessionsEnded(ctx context.Context, login string, ids []string)
+}
+
+// Core is what the module uses of the HTTP core (handlers.Server): the
+// conversation a request or a stream names, what it shows marked as read,
+// the watch of a person's other conversations, rendering.
+type Core interface {
+	ConversationOf(c echo.Context) (handlers.Conversation, error)
+	ConversationByID(ctx context.Context, login, id string) (handlers.Conversation, error)
+	InConversation(c echo.Context, place chat.Place, msgs ...chat.Message)
+	Mentioning(ctx context.Context, place chat.Place, msgs ...chat.Message) context.Context
+	WatchOthers(ctx context.Context, login, open string) *live.ConversationWatch
+	Render(c echo.Context, status int, page views.Page, body templ.Component) error
+}
+
+// Deps are what the module is built from.
+type Deps struct {
+	Core     Core
+	Streams  Streams
+	Sessions Sessions
+	Members  Members
+	Ender    Ender
+	Log      *slog.Logger
+}
+
+// routes are the live streams' routes.
+type routes struct{ Deps }
 
 // Register lists the routes of the live streams.
-func Register(srv *handlers.Server, r handlers.Routes) {
-	s := routes{srv}
+func Register(r handlers.Routes, d Deps) {
+	s := routes{d}
 	r.Auth.GET("/rooms/:room/events", s.roomEvents)
 	r.Auth.GET("/dm/:logins/events", s.roomEvents, handlers.CanonicalDM)
 	r.Auth.GET("/events", s.personalEvents)
@@ -56,7 +103,7 @@ func (s routes) roomEvents(c echo.Context) error {
 
 	// Caps per user and per client IP: a stream over them is refused, and
 	// the ones already open are left alone.
-	st, err := s.Live().Open(me.Login, c.RealIP(), session.Digest(handlers.Session(c).ID), since)
+	st, err := s.Streams.Open(me.Login, c.RealIP(), session.Digest(handlers.Session(c).ID), since)
 	if err != nil {
 		return refuseStream(c, err)
 	}
@@ -71,7 +118,7 @@ func (s routes) roomEvents(c echo.Context) error {
 
 	key := handlers.ConversationKey(c)
 	st.Subscribe(key)
-	cv, err := s.ConversationOf(c)
+	cv, err := s.Core.ConversationOf(c)
 	if err != nil {
 		return err
 	}
@@ -83,12 +130,32 @@ func (s routes) roomEvents(c echo.Context) error {
 		// are published under the stored one.
 		st.Subscribe(cv.ID)
 	}
-	s.InConversation(c, cv.Place)
+	s.Core.InConversation(c, cv.Place)
 	ctx := c.Request().Context()
 	st.Resume(cv.ID, cv.Place, since, ctx)
-	st.Watch(s.WatchOthers(ctx, me.Login, cv.ID))
+	if err := s.changesFrom(ctx, st, cv.ID, cv.Room, me.Login, since); err != nil {
+		return err
+	}
+	st.Watch(s.Core.WatchOthers(ctx, me.Login, cv.ID))
 	res := c.Response()
 	st.Run(ctx, res, func() { res.Status, res.Committed = http.StatusOK, true })
+	return nil
+}
+
+// changesFrom has a stream that resumes a room from since (zero: it
+// replays nothing) replay no change made before login joined the room:
+// one read of login's row, for a resume only.
+func (s routes) changesFrom(ctx context.Context, st *live.Stream, id string, room *chat.Room, login string, since chat.ID) error {
+	if since == (chat.ID{}) || room == nil {
+		return nil
+	}
+	joined, err := s.Members.JoinedAt(ctx, *room, login)
+	if err != nil {
+		return err
+	}
+	if !joined.IsZero() {
+		st.ChangesFrom(id, joined)
+	}
 	return nil
 }
 
@@ -183,7 +250,7 @@ func (s routes) personalEvents(c echo.Context) error {
 		return errBadCarried
 	}
 	server.LiftDeadlines(c) // a stream outlives the server's read and write timeouts
-	st, err := s.Live().OpenPersonal(me.Login, c.RealIP(), session.Digest(handlers.Session(c).ID), browser)
+	st, err := s.Streams.OpenPersonal(me.Login, c.RealIP(), session.Digest(handlers.Session(c).ID), browser)
 	if err != nil {
 		return refuseStream(c, err)
 	}
@@ -195,7 +262,7 @@ func (s routes) personalEvents(c echo.Context) error {
 	}
 	ctx := c.Request().Context()
 	for _, w := range want {
-		cv, err := s.ConversationByID(ctx, me.Login, w.id)
+		cv, err := s.Core.ConversationByID(ctx, me.Login, w.id)
 		switch {
 		case errors.Is(err, chat.ErrNotFound):
 			st.Unsubscribe(w.id)
@@ -206,7 +273,10 @@ func (s routes) personalEvents(c echo.Context) error {
 			st.Unsubscribe(w.id)
 			st.Refuse(w.id, live.KindStreamEnd)
 		default:
-			st.Resume(w.id, cv.Place, w.since, s.Mentioning(ctx, cv.Place))
+			st.Resume(w.id, cv.Place, w.since, s.Core.Mentioning(ctx, cv.Place))
+			if err := s.changesFrom(ctx, st, cv.ID, cv.Room, me.Login, w.since); err != nil {
+				return err
+			}
 		}
 	}
 	if err := st.TakeReplay(ctx); err != nil {
@@ -215,7 +285,7 @@ func (s routes) personalEvents(c echo.Context) error {
 		}
 		return err
 	}
-	st.Watch(s.WatchOthers(ctx, me.Login, ""))
+	st.Watch(s.Core.WatchOthers(ctx, me.Login, ""))
 	res := c.Response()
 	st.Run(ctx, res, func() { res.Status, res.Committed = http.StatusOK, true })
 	return nil
@@ -233,7 +303,7 @@ func (s routes) endPersonalEvents(c echo.Context) error {
 	if browser == "" || !validBrowserKey(browser) {
 		return errBadCarried
 	}
-	s.Live().EndBrowser(handlers.MustUser(c).Login, browser)
+	s.Streams.EndBrowser(handlers.MustUser(c).Login, browser)
 	return c.NoContent(http.StatusNoContent)
 }
 
@@ -241,10 +311,10 @@ func (s routes) endPersonalEvents(c echo.Context) error {
 // Retry-After. It renders the page itself rather than through
 // handleError, which would log each refusal of an overload as an error.
 func (s routes) refuseReplay(c echo.Context) error {
-	s.Log().Debug("sse: refused a replay, every replay slot is busy", "room", handlers.ConversationKey(c), "login", handlers.MustUser(c).Login)
+	s.Log.Debug("sse: refused a replay, every replay slot is busy", "room", handlers.ConversationKey(c), "login", handlers.MustUser(c).Login)
 	c.Response().Header().Set("Retry-After", replayRetryAfter)
 	const status = http.StatusServiceUnavailable
-	return s.Render(c, status, views.Page{Title: http.StatusText(status)}, views.ErrorView(views.ErrorPage{
+	return s.Core.Render(c, status, views.Page{Title: http.StatusText(status)}, views.ErrorView(views.ErrorPage{
 		Status: status, Title: http.StatusText(status),
 		Message: "Too many pages are catching up at this moment. Please try again in a few seconds.",
 	}))
@@ -268,7 +338,7 @@ func (s routes) endAtExpiry(login, id string) (stop func()) {
 	)
 	check = func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		ttl, err := s.DB().SessionTTL(ctx, id)
+		ttl, err := s.Sessions.SessionTTL(ctx, id)
 		cancel()
 		mu.Lock()
 		defer mu.Unlock()
@@ -276,7 +346,7 @@ func (s routes) endAtExpiry(login, id string) (stop func()) {
 		case stopped:
 			return
 		case errors.Is(err, chat.ErrNotFound):
-			go s.App().SessionsEnded(context.Background(), login, []string{id})
+			go s.Ender.SessionsEnded(context.Background(), login, []string{id})
 			return
 		case err != nil:
 			ttl = time.Minute // Cassandra is away: ask again later

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"mime"
 	"net/http"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/a-h/templ"
 	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/handlers"
 	"github.com/killrchat/killrchat/store"
@@ -20,6 +22,7 @@ import (
 	"github.com/killrchat/killrchat/web"
 	"github.com/killrchat/killrchat/web/csrf"
 	"github.com/killrchat/killrchat/web/limit"
+	"github.com/killrchat/killrchat/web/metrics"
 	"github.com/labstack/echo/v4"
 )
 
@@ -33,22 +36,72 @@ const (
 	sweepEvery = 10 * time.Minute
 )
 
-// routes are the attachments' routes, on the core's server.
-type routes struct{ *handlers.Server }
+// Files are the attachments as stored, and the drafts of the messages
+// that carry them (store.Store).
+type Files interface {
+	StoreAttachment(ctx context.Context, in chat.Place, uploader chat.UserRef, name string, body io.Reader, limit int64) (store.Attachment, error)
+	DiscardAttachment(ctx context.Context, a store.Attachment) error
+	Attachment(ctx context.Context, id chat.ID) (store.Attachment, error)
+	OpenAttachment(ctx context.Context, a store.Attachment) *store.AttachmentReader
+	SweepUploads(ctx context.Context, olderThan time.Time) (int, error)
+	DraftMessage(in chat.Place, author chat.UserRef, content string) (chat.Message, error)
+	DraftAttachmentMessage(in chat.Place, author chat.UserRef, content string, file chat.AttachmentRef) (chat.Message, error)
+}
+
+// Poster posts a message, once per client id (service.Service).
+type Poster interface {
+	Post(ctx context.Context, in chat.Place, draft func() (chat.Message, error)) (chat.Message, error)
+	PostOnce(ctx context.Context, author, conv, clientID string, save func(context.Context) (chat.Message, error)) (chat.Message, error)
+}
+
+// Core is what the module uses of the HTTP core (handlers.Server): the
+// room a file's reader asks about, the hand-over of the multipart posts,
+// the test hook once a file is stored, how long an upload runs before
+// Config.UploadMinRate applies (tests shorten it), rendering.
+type Core interface {
+	RoomFor(ctx context.Context, name, login string) (chat.Room, error)
+	HandleUploads(h handlers.UploadHandler)
+	FileStored(ctx context.Context)
+	UploadGrace() time.Duration
+	RenderRaw(c echo.Context, status int, comp templ.Component) error
+}
+
+// Deps are what the module is built from.
+type Deps struct {
+	Core  Core
+	Files Files
+	App   Poster
+	// Config bounds uploads (MaxUpload, UploadTimeout, UploadMinRate).
+	Config handlers.Config
+	// CSRF checks a form read as a stream. Bytes is the hourly upload
+	// budget per person, Messages the posting rate, Uploads the uploads
+	// under way per person.
+	CSRF     *csrf.Guard
+	Bytes    *limit.Keyed
+	Messages *limit.Keyed
+	Uploads  *limit.UserCounts
+	Metrics  *metrics.Registry
+	Log      *slog.Logger
+	// Closing is closed when the server shuts down: the sweeper stops.
+	Closing <-chan struct{}
+}
+
+// routes are the attachments' routes.
+type routes struct{ Deps }
 
 // Register lists the download route, takes the conversations' multipart
 // posts, and starts the sweeper of dead uploads.
-func Register(srv *handlers.Server, r handlers.Routes) {
-	s := routes{srv}
+func Register(r handlers.Routes, d Deps) {
+	s := routes{d}
 	r.Auth.GET("/files/:id/:name", s.downloadFile)
-	srv.HandleUploads(s.postFiles)
+	d.Core.HandleUploads(s.postFiles)
 	go s.sweepUploads()
 }
 
 // errTooLarge is the 413 a person reads.
 func (s routes) errTooLarge() error {
 	return echo.NewHTTPError(http.StatusRequestEntityTooLarge,
-		fmt.Sprintf("The file is larger than the %s limit. Nothing was stored.", views.HumanSize(s.Config().MaxUpload)))
+		fmt.Sprintf("The file is larger than the %s limit. Nothing was stored.", views.HumanSize(s.Config.MaxUpload)))
 }
 
 // postFiles handles a multipart post of the composer: the _csrf field,
@@ -60,32 +113,32 @@ func (s routes) errTooLarge() error {
 func (s routes) postFiles(c echo.Context, in chat.Place, composer func(views.Form) error, back string) error {
 	req := c.Request()
 	me := handlers.MustUser(c)
-	maxBody := s.Config().MaxUpload + formSlack
+	maxBody := s.Config.MaxUpload + formSlack
 	if req.ContentLength > maxBody {
-		s.Metrics().CountUpload("too_large", 0)
+		s.Metrics.CountUpload("too_large", 0)
 		return s.errTooLarge()
 	}
 	// The hourly byte budget: all at once when the length is known,
 	// chunk by chunk as they arrive otherwise (a chunked request).
 	if req.ContentLength > 0 {
-		if ok, wait := s.UploadBytes().AllowN(me.Login, int(req.ContentLength)); !ok {
-			s.Metrics().CountUpload("rate_limited", 0)
+		if ok, wait := s.Bytes.AllowN(me.Login, int(req.ContentLength)); !ok {
+			s.Metrics.CountUpload("rate_limited", 0)
 			return limit.TooMany(c, wait, "uploading")
 		}
 	}
-	if !s.Uploads().Take(me.Login) {
-		s.Metrics().CountUpload("rate_limited", 0)
+	if !s.Uploads.Take(me.Login) {
+		s.Metrics.CountUpload("rate_limited", 0)
 		return limit.TooMany(c, 5*time.Second, "uploading several files at once")
 	}
-	defer s.Uploads().Give(me.Login)
+	defer s.Uploads.Give(me.Login)
 	// The server's read timeout is sized for forms; an upload gets a
 	// deadline of its own instead, generous but not unbounded, and must
 	// keep up a minimum rate (a stalled upload holds a connection, and
 	// perhaps a chunk buffer, for nothing).
 	rc := http.NewResponseController(c.Response())
-	_ = rc.SetWriteDeadline(time.Now().Add(s.Config().UploadTimeout + time.Minute))
-	paced := &web.PacedBody{ReadCloser: req.Body, RC: rc, Grace: s.UploadGrace(),
-		Rate: float64(s.Config().UploadMinRate), End: time.Now().Add(s.Config().UploadTimeout)}
+	_ = rc.SetWriteDeadline(time.Now().Add(s.Config.UploadTimeout + time.Minute))
+	paced := &web.PacedBody{ReadCloser: req.Body, RC: rc, Grace: s.Core.UploadGrace(),
+		Rate: float64(s.Config.UploadMinRate), End: time.Now().Add(s.Config.UploadTimeout)}
 	body := &web.RecordingBody{ReadCloser: http.MaxBytesReader(c.Response(), paced, maxBody)}
 	req.Body = body
 	mr, err := req.MultipartReader()
@@ -124,7 +177,7 @@ func (s routes) postFiles(c echo.Context, in chat.Place, composer func(views.For
 			if err != nil {
 				return s.uploadError(err)
 			}
-			if err := s.CSRF().CheckStreamed(c, token); err != nil {
+			if err := s.CSRF.CheckStreamed(c, token); err != nil {
 				return err
 			}
 			sawCSRF = true
@@ -156,22 +209,22 @@ func (s routes) postFiles(c echo.Context, in chat.Place, composer func(views.For
 			// Each file is a message: the request paid for the first,
 			// every other one takes a token of its own before it is stored.
 			if files > 1 {
-				if ok, wait := s.MessageRate().Allow(me.Login); !ok {
-					s.Metrics().CountUpload("rate_limited", 0)
+				if ok, wait := s.Messages.Allow(me.Login); !ok {
+					s.Metrics.CountUpload("rate_limited", 0)
 					return limit.TooMany(c, wait, "sending messages")
 				}
 			}
 			var file io.Reader = part
 			if !budgeted {
 				file = &web.BudgetReader{R: part, Take: func(n int) bool {
-					ok, _ := s.UploadBytes().AllowN(me.Login, n)
+					ok, _ := s.Bytes.AllowN(me.Login, n)
 					return ok
 				}}
 			}
 			text := content
 			content = "" // the text goes with the first file only
 			stored := false
-			m, err := s.App().PostOnce(req.Context(), me.Login, conv, fileKey(clientID, files),
+			m, err := s.App.PostOnce(req.Context(), me.Login, conv, fileKey(clientID, files),
 				func(ctx context.Context) (chat.Message, error) {
 					stored = true
 					return s.postFile(ctx, in, me, part.FileName(), file, text)
@@ -198,8 +251,8 @@ func (s routes) postFiles(c echo.Context, in chat.Place, composer func(views.For
 		return csrf.ErrToken // an empty body: still no token
 	}
 	if len(posted) == 0 {
-		m, err := s.App().PostOnce(req.Context(), me.Login, conv, clientID, func(ctx context.Context) (chat.Message, error) {
-			return s.App().Post(ctx, in, func() (chat.Message, error) { return s.DB().DraftMessage(in, me, content) })
+		m, err := s.App.PostOnce(req.Context(), me.Login, conv, clientID, func(ctx context.Context) (chat.Message, error) {
+			return s.App.Post(ctx, in, func() (chat.Message, error) { return s.Files.DraftMessage(in, me, content) })
 		})
 		if errors.Is(err, chat.ErrInvalid) {
 			return composer(handlers.WithErrors(views.Form{Values: map[string]string{"content": content, "client_id": clientID}, Errors: map[string]string{}}, err))
@@ -210,7 +263,7 @@ func (s routes) postFiles(c echo.Context, in chat.Place, composer func(views.For
 		posted = append(posted, m)
 	}
 	if handlers.IsHTMX(c) {
-		return s.RenderRaw(c, http.StatusOK, views.PostedFiles(posted, handlers.NewClientID()))
+		return s.Core.RenderRaw(c, http.StatusOK, views.PostedFiles(posted, handlers.NewClientID()))
 	}
 	return c.Redirect(http.StatusSeeOther, back)
 }
@@ -225,20 +278,20 @@ const postTimeout = 30 * time.Second
 // A file whose message cannot be posted (the room was deleted meanwhile,
 // Cassandra failed) is deleted, so no file is ever left without one.
 func (s routes) postFile(ctx context.Context, in chat.Place, me chat.UserRef, name string, body io.Reader, text string) (chat.Message, error) {
-	a, err := s.DB().StoreAttachment(ctx, in, me, name, body, s.Config().MaxUpload)
+	a, err := s.Files.StoreAttachment(ctx, in, me, name, body, s.Config.MaxUpload)
 	if err != nil {
 		return chat.Message{}, s.uploadError(err)
 	}
-	s.Metrics().CountUpload("stored", a.Size)
-	s.FileStored(ctx)
+	s.Metrics.CountUpload("stored", a.Size)
+	s.Core.FileStored(ctx)
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), postTimeout)
 	defer cancel()
-	m, err := s.App().Post(ctx, in, func() (chat.Message, error) {
-		return s.DB().DraftAttachmentMessage(in, me, text, a.Ref())
+	m, err := s.App.Post(ctx, in, func() (chat.Message, error) {
+		return s.Files.DraftAttachmentMessage(in, me, text, a.Ref())
 	})
 	if err != nil {
-		if derr := s.DB().DiscardAttachment(ctx, a); derr != nil {
-			s.Log().Warn("discard the file of a message not posted", "attachment", a.ID, "err", derr)
+		if derr := s.Files.DiscardAttachment(ctx, a); derr != nil {
+			s.Log.Warn("discard the file of a message not posted", "attachment", a.ID, "err", derr)
 		}
 		return chat.Message{}, err
 	}
@@ -260,29 +313,29 @@ func (s routes) uploadError(err error) error {
 	var invalid chat.ValidationError
 	switch {
 	case errors.As(err, &tooBig), errors.Is(err, chat.ErrTooLarge):
-		s.Metrics().CountUpload("too_large", 0)
+		s.Metrics.CountUpload("too_large", 0)
 		return s.errTooLarge()
 	case errors.Is(err, web.ErrOverBudget):
-		s.Metrics().CountUpload("rate_limited", 0)
+		s.Metrics.CountUpload("rate_limited", 0)
 		return echo.NewHTTPError(http.StatusTooManyRequests,
 			"You are uploading too fast. Please wait a while and try again. Nothing was stored.")
 	case errors.As(err, &invalid):
-		s.Metrics().CountUpload("refused", 0)
+		s.Metrics.CountUpload("refused", 0)
 		return echo.NewHTTPError(http.StatusUnprocessableEntity, invalid["file"])
 	case errors.Is(err, os.ErrDeadlineExceeded):
-		s.Metrics().CountUpload("too_slow", 0)
+		s.Metrics.CountUpload("too_slow", 0)
 		return echo.NewHTTPError(http.StatusRequestTimeout,
 			fmt.Sprintf("The upload was too slow (under %s a second, or longer than %s) and was stopped. Nothing of the file was kept.",
-				views.HumanSize(s.Config().UploadMinRate), s.Config().UploadTimeout))
+				views.HumanSize(s.Config.UploadMinRate), s.Config.UploadTimeout))
 	case errors.Is(err, errMalformed):
-		s.Metrics().CountUpload("refused", 0)
-		s.Log().Info("malformed upload", "err", err)
+		s.Metrics.CountUpload("refused", 0)
+		s.Log.Info("malformed upload", "err", err)
 		return echo.NewHTTPError(http.StatusBadRequest,
 			"The upload could not be read: its form is malformed. Files before the fault were sent; nothing after it was stored.")
 	case errors.Is(err, chat.ErrNotParticipant), errors.Is(err, chat.ErrUnavailable):
 		return err
 	}
-	s.Metrics().CountUpload("failed", 0)
+	s.Metrics.CountUpload("failed", 0)
 	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, context.Canceled) {
 		return fmt.Errorf("upload cut off: %w", context.Canceled)
 	}
@@ -301,7 +354,7 @@ func (s routes) downloadFile(c echo.Context) error {
 		return chat.ErrNotFound
 	}
 	ctx := c.Request().Context()
-	a, err := s.DB().Attachment(ctx, id)
+	a, err := s.Files.Attachment(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -321,7 +374,7 @@ func (s routes) downloadFile(c echo.Context) error {
 		disposition = "inline"
 	}
 	h.Set("Content-Disposition", mime.FormatMediaType(disposition, map[string]string{"filename": a.Name}))
-	_ = http.NewResponseController(c.Response()).SetWriteDeadline(time.Now().Add(s.Config().UploadTimeout))
+	_ = http.NewResponseController(c.Response()).SetWriteDeadline(time.Now().Add(s.Config.UploadTimeout))
 	if rng := c.Request().Header.Get("Range"); rng != "" {
 		if merged, ok := web.MergeRanges(rng, a.Size); !ok {
 			c.Request().Header.Del("Range") // too many: the whole file, as a plain GET
@@ -329,7 +382,7 @@ func (s routes) downloadFile(c echo.Context) error {
 			c.Request().Header.Set("Range", merged)
 		}
 	}
-	r := s.DB().OpenAttachment(ctx, a)
+	r := s.Files.OpenAttachment(ctx, a)
 	defer r.Close()
 	http.ServeContent(c.Response(), c.Request(), "", time.Time{}, r)
 	return nil
@@ -354,7 +407,7 @@ func (s routes) canRead(ctx context.Context, login string, a store.Attachment) (
 		}
 		return false, nil
 	}
-	r, err := s.RoomFor(ctx, a.Conversation, login)
+	r, err := s.Core.RoomFor(ctx, a.Conversation, login)
 	if errors.Is(err, chat.ErrNotFound) {
 		return false, nil
 	}
@@ -372,17 +425,17 @@ func (s routes) sweepUploads() {
 	defer t.Stop()
 	for {
 		select {
-		case <-s.Closing():
+		case <-s.Closing:
 			return
 		case <-t.C:
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		n, err := s.DB().SweepUploads(ctx, time.Now().Add(-2*s.Config().UploadTimeout))
+		n, err := s.Files.SweepUploads(ctx, time.Now().Add(-2*s.Config.UploadTimeout))
 		cancel()
 		if err != nil {
-			s.Log().Warn("sweep dead uploads", "err", err)
+			s.Log.Warn("sweep dead uploads", "err", err)
 		} else if n > 0 {
-			s.Log().Info("swept dead uploads", "count", n)
+			s.Log.Info("swept dead uploads", "count", n)
 		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/a-h/templ"
 	"github.com/labstack/echo/v4"
 
 	"github.com/killrchat/killrchat/chat"
@@ -21,16 +22,51 @@ import (
 	"github.com/killrchat/killrchat/views"
 )
 
-// routes are the members module's routes, on the core's server; app is
-// the use cases that change a room's people.
+// People are the use cases that change a room's people and settings
+// (service.Service).
+type People interface {
+	AddMember(ctx context.Context, actor chat.UserRef, r chat.Room, login string) error
+	PromoteMember(ctx context.Context, actor string, r chat.Room, who string) error
+	RemoveMember(ctx context.Context, actor chat.UserRef, r chat.Room, who string) error
+	SetRoomKind(ctx context.Context, actor string, r chat.Room, kind string) error
+	SetBanner(ctx context.Context, actor string, r chat.Room, banner string) error
+	JoinByInvite(ctx context.Context, me chat.UserRef, token string, before chat.Room) (chat.Room, error)
+}
+
+// Roster is what the module reads and writes of a room's people and
+// invitations (store.Store).
+type Roster interface {
+	RoomFor(ctx context.Context, name, login string) (chat.Room, error)
+	RoomMembers(ctx context.Context, r chat.Room, after string, n int) ([]chat.UserRef, error)
+	RoomMembersFrom(ctx context.Context, r chat.Room, prefix string, n int) ([]chat.UserRef, error)
+	MembersOf(ctx context.Context, r chat.Room, logins []string) (map[string]chat.UserRef, error)
+	CreateInvite(ctx context.Context, actor chat.UserRef, room string, f chat.NewInvite) (string, store.Invite, error)
+	Invite(ctx context.Context, token string) (store.Invite, error)
+	Invites(ctx context.Context, r chat.Room) ([]store.Invite, error)
+	RevokeInvite(ctx context.Context, actor, room, id string) error
+}
+
+// Core is what the module uses of the HTTP core (handlers.Server): the
+// room or conversation a request names, the people one knows, the
+// rendering of pages and fragments.
+type Core interface {
+	VisibleRoom(c echo.Context) (chat.Room, error)
+	ConversationOf(c echo.Context) (handlers.Conversation, error)
+	Acquaintances(ctx context.Context, login, word string) (map[string]chat.UserRef, error)
+	Render(c echo.Context, status int, page views.Page, body templ.Component) error
+	RenderRaw(c echo.Context, status int, comp templ.Component) error
+}
+
+// routes are the members module's routes.
 type routes struct {
-	*handlers.Server
-	app *service.Service
+	core Core
+	db   Roster
+	app  People
 }
 
 // Register lists the routes of a room's people.
-func Register(srv *handlers.Server, r handlers.Routes) {
-	s := routes{Server: srv, app: srv.App()}
+func Register(r handlers.Routes, core Core, db Roster, app People) {
+	s := routes{core, db, app}
 	r.Auth.GET("/rooms/:room/members", s.roomMembers)
 	r.Auth.GET("/dm/:logins/members", s.roomMembers, handlers.CanonicalDM)
 	r.Auth.GET("/rooms/:room/members/suggestions", s.memberSuggestions)
@@ -52,7 +88,7 @@ func membersURL(room string) string { return handlers.RoomURL(room) + "/members"
 
 // showMembers is the members page.
 func (s routes) showMembers(c echo.Context) error {
-	r, err := s.VisibleRoom(c)
+	r, err := s.core.VisibleRoom(c)
 	if err != nil {
 		return err
 	}
@@ -69,7 +105,7 @@ func (s routes) renderMembers(c echo.Context, status int, r chat.Room, add, invi
 	// A page of the room's rows, by login, after ?after= (a room may
 	// have 10,000 members: never read whole).
 	after := chat.NameKey(c.QueryParam("after"))
-	people, err := s.DB().RoomMembers(ctx, r, after, views.MembersPerPage+1)
+	people, err := s.db.RoomMembers(ctx, r, after, views.MembersPerPage+1)
 	if err != nil {
 		return err
 	}
@@ -87,7 +123,7 @@ func (s routes) renderMembers(c echo.Context, status int, r chat.Room, add, invi
 			return err
 		}
 		v.Suggestions = people
-		invites, err := s.DB().Invites(ctx, r)
+		invites, err := s.db.Invites(ctx, r)
 		if err != nil {
 			return err
 		}
@@ -109,13 +145,13 @@ func (s routes) renderMembers(c echo.Context, status int, r chat.Room, add, invi
 		}
 		// A link just made: shown if its token is one of this room's.
 		if token := c.QueryParam("invite"); token != "" {
-			if inv, err := s.DB().Invite(ctx, token); err == nil && inv.Room == r.Name {
+			if inv, err := s.db.Invite(ctx, token); err == nil && inv.Room == r.Name {
 				v.NewLink = inviteURL(token)
 				v.LinkBase = c.Scheme() + "://" + c.Request().Host
 			}
 		}
 	}
-	return s.Render(c, status, views.Page{Title: "Members of #" + r.DisplayName}, views.MembersView(v))
+	return s.core.Render(c, status, views.Page{Title: "Members of #" + r.DisplayName}, views.MembersView(v))
 }
 
 func inviteURL(token string) string { return "/invites/" + url.PathEscape(token) }
@@ -124,7 +160,7 @@ func inviteURL(token string) string { return "/invites/" + url.PathEscape(token)
 // login is typed, who are not in r and whose login or name contains typed.
 func (s routes) memberCandidates(ctx context.Context, login string, r chat.Room, typed string) ([]chat.UserRef, error) {
 	typed = strings.ToLower(strings.TrimPrefix(strings.TrimSpace(typed), "@"))
-	people, err := s.Acquaintances(ctx, login, typed)
+	people, err := s.core.Acquaintances(ctx, login, typed)
 	if err != nil {
 		return nil, err
 	}
@@ -134,7 +170,7 @@ func (s routes) memberCandidates(ctx context.Context, login string, r chat.Room,
 			logins = append(logins, l)
 		}
 	}
-	in, err := s.DB().MembersOf(ctx, r, logins)
+	in, err := s.db.MembersOf(ctx, r, logins)
 	if err != nil {
 		return nil, err
 	}
@@ -150,7 +186,7 @@ func (s routes) memberCandidates(ctx context.Context, login string, r chat.Room,
 
 // memberSuggestions is the htmx fragment of the add form's candidates.
 func (s routes) memberSuggestions(c echo.Context) error {
-	r, err := s.VisibleRoom(c)
+	r, err := s.core.VisibleRoom(c)
 	if err != nil {
 		return err
 	}
@@ -158,12 +194,12 @@ func (s routes) memberSuggestions(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return s.RenderRaw(c, http.StatusOK, views.MemberCandidates(people))
+	return s.core.RenderRaw(c, http.StatusOK, views.MemberCandidates(people))
 }
 
 // addMember adds the person named by the field login.
 func (s routes) addMember(c echo.Context) error {
-	r, err := s.VisibleRoom(c)
+	r, err := s.core.VisibleRoom(c)
 	if err != nil {
 		return err
 	}
@@ -182,7 +218,7 @@ func (s routes) addMember(c echo.Context) error {
 
 // promoteMember makes :login an admin.
 func (s routes) promoteMember(c echo.Context) error {
-	r, err := s.VisibleRoom(c)
+	r, err := s.core.VisibleRoom(c)
 	if err != nil {
 		return err
 	}
@@ -196,7 +232,7 @@ func (s routes) promoteMember(c echo.Context) error {
 // caches are dropped on every instance, and their open streams of the room
 // end at once, on every instance.
 func (s routes) removeMember(c echo.Context) error {
-	r, err := s.VisibleRoom(c)
+	r, err := s.core.VisibleRoom(c)
 	if err != nil {
 		return err
 	}
@@ -208,7 +244,7 @@ func (s routes) removeMember(c echo.Context) error {
 
 // setRoomKind makes the room open or closed (field kind).
 func (s routes) setRoomKind(c echo.Context) error {
-	r, err := s.VisibleRoom(c)
+	r, err := s.core.VisibleRoom(c)
 	if err != nil {
 		return err
 	}
@@ -225,7 +261,7 @@ func (s routes) setRoomKind(c echo.Context) error {
 // setBanner sets the room's banner (field banner; empty for none), for
 // its admins; anyone else is refused and nothing changes.
 func (s routes) setBanner(c echo.Context) error {
-	r, err := s.VisibleRoom(c)
+	r, err := s.core.VisibleRoom(c)
 	if err != nil {
 		return err
 	}
@@ -242,7 +278,7 @@ func (s routes) setBanner(c echo.Context) error {
 // createInvite makes a link (fields expires_days, max_uses) and shows it
 // once on the members page.
 func (s routes) createInvite(c echo.Context) error {
-	r, err := s.VisibleRoom(c)
+	r, err := s.core.VisibleRoom(c)
 	if err != nil {
 		return err
 	}
@@ -266,7 +302,7 @@ func (s routes) createInvite(c echo.Context) error {
 		f.Error = "Please correct the fields marked below."
 		return s.renderMembers(c, http.StatusUnprocessableEntity, r, views.Form{}, f)
 	}
-	token, _, err := s.DB().CreateInvite(c.Request().Context(), handlers.MustUser(c), r.Name, form)
+	token, _, err := s.db.CreateInvite(c.Request().Context(), handlers.MustUser(c), r.Name, form)
 	if err != nil {
 		var v chat.ValidationError
 		if errors.As(err, &v) {
@@ -279,11 +315,11 @@ func (s routes) createInvite(c echo.Context) error {
 
 // revokeInvite revokes the link :id.
 func (s routes) revokeInvite(c echo.Context) error {
-	r, err := s.VisibleRoom(c)
+	r, err := s.core.VisibleRoom(c)
 	if err != nil {
 		return err
 	}
-	if err := s.DB().RevokeInvite(c.Request().Context(), handlers.MustUser(c).Login, r.Name, c.Param("id")); err != nil {
+	if err := s.db.RevokeInvite(c.Request().Context(), handlers.MustUser(c).Login, r.Name, c.Param("id")); err != nil {
 		return err
 	}
 	return handlers.Redirect(c, membersURL(r.Name)+"#invites")
@@ -293,11 +329,11 @@ func (s routes) revokeInvite(c echo.Context) error {
 // longer works, as the sentence the page shows ("" if it works).
 func (s routes) invitation(c echo.Context) (store.Invite, chat.Room, string, error) {
 	ctx := c.Request().Context()
-	inv, err := s.DB().Invite(ctx, c.Param("token"))
+	inv, err := s.db.Invite(ctx, c.Param("token"))
 	if err != nil {
 		return inv, chat.Room{}, "", err
 	}
-	r, err := s.DB().RoomFor(ctx, inv.Room, handlers.MustUser(c).Login)
+	r, err := s.db.RoomFor(ctx, inv.Room, handlers.MustUser(c).Login)
 	if err != nil {
 		return inv, r, "", err
 	}
@@ -350,7 +386,7 @@ func (s routes) renderInvite(c echo.Context, r chat.Room, problem string) error 
 	if problem == "" {
 		title = "Invitation to #" + r.DisplayName
 	}
-	return s.Render(c, status, views.Page{Title: title}, views.InviteView(v))
+	return s.core.Render(c, status, views.Page{Title: title}, views.InviteView(v))
 }
 
 // useInvite joins the link's room (POST /invites/:token).
@@ -376,7 +412,7 @@ func (s routes) roomMembers(c echo.Context) error {
 	if c.Param("room") != "" && !handlers.IsHTMX(c) && !c.QueryParams().Has("q") {
 		return s.showMembers(c) // the page, not the composer's suggestions
 	}
-	cv, err := s.ConversationOf(c)
+	cv, err := s.core.ConversationOf(c)
 	if err != nil {
 		return err
 	}
@@ -396,9 +432,9 @@ func (s routes) suggestRoomMembers(c echo.Context, r chat.Room) error {
 		err    error
 	)
 	if r.Members <= suggestAll {
-		people, err = s.DB().RoomMembers(c.Request().Context(), r, "", suggestAll)
+		people, err = s.db.RoomMembers(c.Request().Context(), r, "", suggestAll)
 	} else {
-		people, err = s.DB().RoomMembersFrom(c.Request().Context(), r, q, handlers.MaxMentionSuggestions+1)
+		people, err = s.db.RoomMembersFrom(c.Request().Context(), r, q, handlers.MaxMentionSuggestions+1)
 	}
 	if err != nil {
 		return err
@@ -437,5 +473,5 @@ func (s routes) suggestMembers(c echo.Context, conv chat.Conversation) error {
 	if len(out) > handlers.MaxMentionSuggestions {
 		out = out[:handlers.MaxMentionSuggestions]
 	}
-	return s.RenderRaw(c, http.StatusOK, views.MemberSuggestions(out))
+	return s.core.RenderRaw(c, http.StatusOK, views.MemberSuggestions(out))
 }

@@ -7,7 +7,9 @@ import (
 	"github.com/killrchat/killrchat/handlers/accounts"
 	"github.com/killrchat/killrchat/handlers/admin"
 	"github.com/killrchat/killrchat/handlers/avatars"
+	"github.com/killrchat/killrchat/handlers/catchup"
 	"github.com/killrchat/killrchat/handlers/changes"
+	"github.com/killrchat/killrchat/handlers/directory"
 	"github.com/killrchat/killrchat/handlers/dms"
 	"github.com/killrchat/killrchat/handlers/events"
 	"github.com/killrchat/killrchat/handlers/files"
@@ -22,18 +24,31 @@ import (
 
 // Modules are the route modules, each a package of handlers/ given the
 // parts of the server it uses and nothing else.
-var Modules = []handlers.Module{accounts.Register,
+var Modules = []handlers.Module{
+	func(s *handlers.Server, r handlers.Routes) { accounts.Register(r, s, s.DB(), s.App()) },
 	func(s *handlers.Server, r handlers.Routes) {
 		search.Register(r, search.Deps{Core: s, Index: s.DB(), Rate: s.SearchRate(), Statements: s.Metrics().SearchStatements, Log: s.Log()})
-	}, members.Register,
-	func(s *handlers.Server, r handlers.Routes) { changes.Register(r, s, s.DB(), s.App()) }, events.Register, files.Register,
+	},
+	func(s *handlers.Server, r handlers.Routes) { members.Register(r, s, s.DB(), s.App()) },
+	func(s *handlers.Server, r handlers.Routes) { changes.Register(r, s, s.DB(), s.App()) },
+	func(s *handlers.Server, r handlers.Routes) {
+		events.Register(r, events.Deps{Core: s, Streams: s.Live(), Sessions: s.DB(), Members: s.DB(), Ender: s.App(), Log: s.Log()})
+	},
+	func(s *handlers.Server, r handlers.Routes) {
+		files.Register(r, files.Deps{Core: s, Files: s.DB(), App: s.App(), Config: s.Config(),
+			CSRF: s.CSRF(), Bytes: s.UploadBytes(), Messages: s.MessageRate(), Uploads: s.Uploads(), Metrics: s.Metrics(), Log: s.Log(), Closing: s.Closing()})
+	},
 	func(s *handlers.Server, r handlers.Routes) { dms.Register(r, s, s, s.App()) },
 	func(s *handlers.Server, r handlers.Routes) { mentions.Register(r, s, s.DB()) },
 	func(s *handlers.Server, r handlers.Routes) { notifications.Register(r, s, s.DB()) },
 	func(s *handlers.Server, r handlers.Routes) { typing.Register(r, s) },
 	func(s *handlers.Server, r handlers.Routes) { presence.Register(r, s) },
 	func(s *handlers.Server, r handlers.Routes) { push.Register(r, s.StaticFiles(), s, s.DB()) },
-	avatars.Register,
+	func(s *handlers.Server, r handlers.Routes) {
+		avatars.Register(r, avatars.Deps{Core: s, DB: s.DB(), CSRF: s.CSRF(), MaxUpload: s.Config().MaxUpload, Bytes: s.UploadBytes(), Uploads: s.Uploads()})
+	},
+	func(s *handlers.Server, r handlers.Routes) { catchup.Register(r, s, s.App()) },
+	func(s *handlers.Server, r handlers.Routes) { directory.Register(r, s, s.App()) },
 	func(s *handlers.Server, r handlers.Routes) { admin.Register(r, s, s, s.App(), s.Config().Limits.Admin) }}
 
 // Register installs the middleware and every route of srv on e.

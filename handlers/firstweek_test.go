@@ -1,0 +1,172 @@
+package handlers_test
+
+// Issue 39, "Defects": what a new team hit in its first week, seen over
+// HTTP. Each test failed before its fix.
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+)
+
+// TestInvitationSurvivesSignup (defect 1): a newcomer opens a closed
+// room's invitation link, is sent to log in, follows "Create an account",
+// signs up, and is in the room; both pages say where the link leads.
+func TestInvitationSurvivesSignup(t *testing.T) {
+	t.Parallel()
+	a := newApp(t, nil, nil)
+	owner := a.signedUp(t, unique("owner"))
+	room := closedRoomBy(t, owner)
+	link := inviteLink(t, owner, room, nil)
+
+	newcomer := a.client(t)
+	p := newcomer.get(link)
+	login := p.Header.Get("Location")
+	if p.StatusCode != http.StatusSeeOther || !strings.HasPrefix(login, "/login?") {
+		t.Fatalf("the link, logged out: %d %q", p.StatusCode, login)
+	}
+	p = newcomer.get(login)
+	if got := text(p, "#invited"); !strings.Contains(got, "You're invited to #"+room) {
+		t.Errorf("the login page says %q, want that the link invites to #%s", got, room)
+	}
+	signup, _ := p.doc.Find(`#login-page a[href^="/signup"]`).Attr("href")
+	if want := "/signup?next=" + url.QueryEscape(link); signup != want {
+		t.Fatalf("the login page's Create an account goes to %q, want %q", signup, want)
+	}
+	p = newcomer.get(signup)
+	if got := text(p, "#invited"); !strings.Contains(got, "You're invited to #"+room) {
+		t.Errorf("the sign-up page says %q, want that the link invites to #%s", got, room)
+	}
+	next, _ := p.doc.Find(`#signup input[name="next"]`).Attr("value")
+	form := signupForm(unique("newcomer"), "password1")
+	form.Set("next", next)
+	p = newcomer.post("/signup", form)
+	if p.StatusCode != http.StatusSeeOther || p.Header.Get("Location") != "/rooms/"+room+"#latest" {
+		t.Fatalf("sign-up from the invitation: %d %q, want the room", p.StatusCode, p.Header.Get("Location"))
+	}
+	if p = newcomer.get("/rooms/" + room); p.StatusCode != http.StatusOK || p.doc.Find("#composer").Length() != 1 {
+		t.Errorf("the room after sign-up: %d, composer %d", p.StatusCode, p.doc.Find("#composer").Length())
+	}
+
+	t.Run("NoInvitation", func(t *testing.T) {
+		p := a.client(t).get("/login?next=" + url.QueryEscape("/invites/not-a-token"))
+		if n := p.doc.Find("#invited").Length(); n != 0 {
+			t.Errorf("a login page for a dead link says it invites: %s", text(p, "#invited"))
+		}
+		if p := a.client(t).get("/login"); p.doc.Find(`a[href="/signup"]`).Length() != 1 {
+			t.Errorf("the plain login page lost its plain sign-up link")
+		}
+	})
+}
+
+// TestReactionsOnPagesAtAMessage (defect 4): a page opened at a message
+// (a permalink, a search result, a mention, the page a reaction without
+// JavaScript goes back to) shows the reactions of the messages after it
+// as the room's page does.
+func TestReactionsOnPagesAtAMessage(t *testing.T) {
+	t.Parallel()
+	a := newApp(t, nil, nil)
+	ada, bob := a.signedUp(t, unique("ada")), a.signedUp(t, unique("bob"))
+	room := roomWith(t, ada, bob)
+	postMessage(t, ada, room, "before it")
+	postMessage(t, ada, room, "react to me")
+	id := latestID(t, room, "react to me")
+	postMessage(t, ada, room, "after it")
+	p := bob.post("/rooms/"+room+"/messages/"+id+"/reactions", url.Values{"emoji": {"👍"}})
+	if p.StatusCode != http.StatusSeeOther {
+		t.Fatalf("react: %d %s", p.StatusCode, text(p, "main"))
+	}
+	for _, path := range []string{"/rooms/" + room, "/rooms/" + room + "?at=" + id, p.Header.Get("Location")} {
+		page := bob.get(path)
+		if got := text(page, "#reactions-"+id+` form.reaction[data-emoji="👍"] .count`); got != "1" {
+			t.Errorf("%s: the 👍 count reads %q, want 1", path, got)
+		}
+	}
+}
+
+// TestCatchUpBeyondAPage (defect 3): with more unread messages than a
+// page holds, the room's page draws no "New since your last visit" above
+// a message that was not the first unread; it links to the page of the
+// first unread instead, which draws the line above that one.
+func TestCatchUpBeyondAPage(t *testing.T) {
+	t.Parallel()
+	a := newApp(t, nil, nil)
+	ada, bob := a.signedUp(t, unique("ada")), a.signedUp(t, unique("bob"))
+	room := roomWith(t, ada, bob)
+	postMessage(t, ada, room, "read already")
+	if p := bob.get("/rooms/" + room); p.StatusCode != http.StatusOK {
+		t.Fatalf("bob reads the room: %d", p.StatusCode)
+	}
+	r, err := db.RoomFor(ctxT(t), room, ada.login)
+	if err != nil {
+		t.Fatal(err)
+	}
+	author, err := db.User(ctxT(t), ada.login)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 90; i++ {
+		if _, err := db.PostMessage(ctxT(t), r, author.Ref(), fmt.Sprintf("new %02d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := bob.get("/rooms/" + room)
+	if sep := p.doc.Find("#unread-since"); sep.Length() != 0 {
+		t.Errorf("the page draws the line above %q, which was not the first unread (new 00)",
+			strings.TrimSpace(sep.Next().Find(".text").Text()))
+	}
+	jump, ok := p.doc.Find("a.jump-unread").Attr("href")
+	if !ok {
+		t.Fatalf("no link to the first unread message: %s", text(p, ".message-pane"))
+	}
+	p = bob.get(jump)
+	if got := strings.TrimSpace(p.doc.Find("#unread-since").Next().Find(".text").Text()); got != "new 00" {
+		t.Errorf("the first unread's page draws the line above %q, want new 00", got)
+	}
+}
+
+// TestSmallerDefects (issue 39, item 11): the titles of /dm/new and of a
+// creator's refused leave say what they are.
+func TestSmallerDefects(t *testing.T) {
+	t.Parallel()
+	a := newApp(t, nil, nil)
+	ada, bob := a.signedUp(t, unique("ada")), a.signedUp(t, unique("bob"))
+	t.Run("NewDMTitle", func(t *testing.T) {
+		if got := text(ada.get("/dm/new"), "title"); !strings.HasPrefix(got, "New direct message") {
+			t.Errorf("/dm/new is titled %q", got)
+		}
+	})
+	t.Run("CreatorLeaveTitle", func(t *testing.T) {
+		room := roomWith(t, ada, bob)
+		p := ada.post("/rooms/"+room+"/leave", nil)
+		if p.StatusCode != http.StatusConflict {
+			t.Fatalf("the creator's leave: %d, want 409", p.StatusCode)
+		}
+		if got := text(p, "main h1"); got != "You cannot leave yet" {
+			t.Errorf("the refusal is titled %q, want \"You cannot leave yet\"", got)
+		}
+	})
+}
+
+// TestRemovedFromClosedRoom (defect 8): someone removed from a closed
+// room is told so when they open it, not that it was deleted.
+func TestRemovedFromClosedRoom(t *testing.T) {
+	t.Parallel()
+	a := newApp(t, nil, nil)
+	owner, bob, carol := a.signedUp(t, unique("owner")), a.signedUp(t, unique("bob")), a.signedUp(t, unique("carol"))
+	room := closedRoomBy(t, owner, bob)
+	if p := owner.post("/rooms/"+room+"/members/"+bob.login+"/remove", nil); p.StatusCode != http.StatusSeeOther {
+		t.Fatalf("remove: %d", p.StatusCode)
+	}
+	p := bob.get("/rooms/" + room)
+	if got := text(p, "main"); p.StatusCode != http.StatusNotFound || !strings.Contains(got, "You were removed from #"+room) {
+		t.Errorf("the removed member sees %d %q, want a 404 saying they were removed", p.StatusCode, got)
+	}
+	// Someone who never was in it learns nothing of it.
+	p = carol.get("/rooms/" + room)
+	if got := text(p, "main"); p.StatusCode != http.StatusNotFound || strings.Contains(got, "removed") {
+		t.Errorf("an outsider sees %d %q", p.StatusCode, got)
+	}
+}

@@ -1,0 +1,343 @@
+package service_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+
+	"github.com/killrchat/killrchat/chat"
+	"github.com/killrchat/killrchat/live"
+	"github.com/killrchat/killrchat/service"
+	"github.com/killrchat/killrchat/service/storagetest"
+)
+
+// This file tests the use cases of messages over the in-memory storage
+// (storagetest.Memory, held to the same contract as Cassandra): what each
+// decides, writes and publishes, with no database.
+
+// rest is the part of service.Storage that Memory does not keep: one
+// level deeper than Memory, so Memory's methods win, and a use case that
+// reaches anything else panics on the nil interface.
+type rest struct{ service.Storage }
+
+// memStorage is Memory, with the mentions, DM lists and accounts that the
+// use cases of messages write beside a message recorded, not stored.
+type memStorage struct {
+	*storagetest.Memory
+	rest
+
+	mu       sync.Mutex
+	dmLists  []chat.ID // messages recorded in DM lists
+	mentions []chat.ID // messages whose mentions were recorded or updated
+	forgot   []chat.ID
+	accounts map[string]chat.UserRef
+}
+
+func (s *memStorage) Mentionable(_ context.Context, in chat.Place, _ ...string) (chat.Conversation, error) {
+	return in.Conversation(), nil
+}
+
+func (s *memStorage) RecordDMMessage(_ context.Context, _ chat.DM, m chat.Message) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.dmLists = append(s.dmLists, m.ID)
+	return nil
+}
+
+func (s *memStorage) RecordMentions(_ context.Context, _ chat.Conversation, m chat.Message) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.mentions = append(s.mentions, m.ID)
+	return nil
+}
+
+func (s *memStorage) UpdateMentions(_ context.Context, _ chat.Conversation, _, after chat.Message) error {
+	return s.RecordMentions(context.Background(), chat.Conversation{}, after)
+}
+
+func (s *memStorage) ForgetMessage(_ context.Context, _ chat.Place, m chat.Message) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.forgot = append(s.forgot, m.ID)
+	return nil
+}
+
+func (s *memStorage) UserRefs(_ context.Context, logins []string) ([]chat.UserRef, error) {
+	var refs []chat.UserRef
+	for _, l := range logins {
+		if u, ok := s.accounts[l]; ok {
+			refs = append(refs, u)
+		}
+	}
+	return refs, nil
+}
+
+// sequencer reserves in call order and keeps what was published.
+type sequencer struct {
+	mu        sync.Mutex
+	published []*live.Slot
+	dropped   int
+}
+
+func (q *sequencer) Reserve(_ string, draft func() (chat.Message, error)) (*live.Slot, error) {
+	m, err := draft()
+	if err != nil {
+		return nil, err
+	}
+	return &live.Slot{Msg: m}, nil
+}
+
+func (q *sequencer) Finish(sl *live.Slot, ok bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if ok {
+		q.published = append(q.published, sl)
+	} else {
+		q.dropped++
+	}
+}
+
+// events are the published slots' kinds and HTML.
+func (q *sequencer) events() []string {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	var out []string
+	for _, sl := range q.published {
+		kind := sl.Kind
+		if kind == "" {
+			kind = live.KindMessage
+		}
+		out = append(out, kind+": "+string(sl.HTML))
+	}
+	return out
+}
+
+// renderer renders events as short text.
+type renderer struct{}
+
+func (renderer) Message(_ context.Context, _ chat.Conversation, m chat.Message) ([]byte, error) {
+	return []byte(m.Content), nil
+}
+func (renderer) Event(context.Context, live.Event) ([]byte, error) { return nil, nil }
+func (renderer) Edited(_ context.Context, _ chat.Conversation, m chat.Message) ([]byte, error) {
+	return []byte(m.Content), nil
+}
+func (renderer) Deleted(m chat.Message) []byte { return []byte(m.ID.String()) }
+func (renderer) Reaction(ch chat.Change) ([]byte, error) {
+	if ch.Added {
+		return []byte("+" + ch.Emoji), nil
+	}
+	return []byte("-" + ch.Emoji), nil
+}
+
+// indexer keeps what was queued for the search index.
+type indexer struct {
+	mu     sync.Mutex
+	queued []string
+}
+
+func (ix *indexer) Index(_ chat.Conversation, m chat.Message) {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	ix.queued = append(ix.queued, "index "+m.Content)
+}
+
+func (ix *indexer) Reindex(_ chat.Conversation, old, updated *chat.Message) {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	switch {
+	case updated == nil:
+		ix.queued = append(ix.queued, "drop "+old.Content)
+	default:
+		ix.queued = append(ix.queued, "reindex "+old.Content+" -> "+updated.Content)
+	}
+}
+
+type fixture struct {
+	svc      *service.Service
+	db       *memStorage
+	seq      *sequencer
+	ix       *indexer
+	dm       chat.DM
+	ada, bob chat.UserRef
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	ada, bob := chat.UserRef{Login: "ada", Firstname: "Ada"}, chat.UserRef{Login: "bob", Firstname: "Bob"}
+	f := &fixture{
+		db:  &memStorage{Memory: storagetest.NewMemory(), accounts: map[string]chat.UserRef{"ada": ada, "bob": bob}},
+		seq: &sequencer{}, ix: &indexer{}, ada: ada, bob: bob,
+		dm: chat.DM{Address: "ada+bob", Members: []chat.UserRef{ada, bob}},
+	}
+	f.svc = service.New(service.Deps{Storage: f.db, Sequencer: f.seq, Renderer: renderer{}, Indexer: f.ix,
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	return f
+}
+
+// post has ada post content in the DM through the use case.
+func (f *fixture) post(t *testing.T, content string) chat.Message {
+	t.Helper()
+	m, html, err := f.svc.PostText(context.Background(), service.TextPost{In: f.dm, Author: f.ada, Content: content})
+	if err != nil {
+		t.Fatalf("post %q: %v", content, err)
+	}
+	if string(html) != content {
+		t.Fatalf("post %q answered with HTML %q", content, html)
+	}
+	return m
+}
+
+func equal(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func TestPostText(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	m := f.post(t, "hello @bob")
+	if got, err := f.db.Message(context.Background(), f.dm, m.ID); err != nil || got.Content != "hello @bob" {
+		t.Fatalf("stored: %+v, %v", got, err)
+	}
+	if want := []string{"message: hello @bob"}; !equal(f.seq.events(), want) {
+		t.Fatalf("published %q, want %q", f.seq.events(), want)
+	}
+	if len(f.db.dmLists) != 1 || len(f.db.mentions) != 1 || !equal(f.ix.queued, []string{"index hello @bob"}) {
+		t.Fatalf("DM lists %v, mentions %v, index %q: want one each", f.db.dmLists, f.db.mentions, f.ix.queued)
+	}
+
+	t.Run("Refused", func(t *testing.T) {
+		_, _, err := f.svc.PostText(context.Background(), service.TextPost{In: f.dm, Author: chat.UserRef{Login: "cy"}, Content: "hi"})
+		if !errors.Is(err, chat.ErrNotParticipant) {
+			t.Fatalf("a post by someone outside the DM: %v, want ErrNotParticipant", err)
+		}
+		if _, _, err := f.svc.PostText(context.Background(), service.TextPost{In: f.dm, Author: f.ada, Content: " "}); !errors.Is(err, chat.ErrInvalid) {
+			t.Fatalf("a blank post: %v, want ErrInvalid", err)
+		}
+		if n := len(f.seq.events()); n != 1 {
+			t.Fatalf("%d events after refused posts, want the first post's only", n)
+		}
+	})
+}
+
+func TestEditMessage(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	m := f.post(t, "frist")
+
+	if _, err := f.svc.EditMessage(context.Background(), f.dm, m, f.bob.Login, "bob's"); !errors.Is(err, chat.ErrNotAuthor) {
+		t.Fatalf("bob edits ada's message: %v, want ErrNotAuthor", err)
+	}
+	if _, err := f.svc.EditMessage(context.Background(), f.dm, m, f.ada.Login, ""); !errors.Is(err, chat.ErrInvalid) {
+		t.Fatalf("an edit to nothing: %v, want ErrInvalid", err)
+	}
+	if f.seq.dropped != 1 {
+		t.Fatalf("%d slots dropped, want 1: the invalid edit's, once reserved", f.seq.dropped)
+	}
+	edited, err := f.svc.EditMessage(context.Background(), f.dm, m, f.ada.Login, "first")
+	if err != nil {
+		t.Fatalf("edit: %v", err)
+	}
+	if got, _ := f.db.Message(context.Background(), f.dm, m.ID); got.Content != "first" || got.Edited != edited.Edited {
+		t.Fatalf("stored after the edit: %+v", got)
+	}
+	if want := []string{"message: frist", "edit: first"}; !equal(f.seq.events(), want) {
+		t.Fatalf("published %q, want %q", f.seq.events(), want)
+	}
+	if want := []string{"index frist", "reindex frist -> first"}; !equal(f.ix.queued, want) {
+		t.Fatalf("index %q, want %q", f.ix.queued, want)
+	}
+}
+
+func TestDeleteMessage(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	m := f.post(t, "oops")
+	if err := f.svc.DeleteMessage(context.Background(), f.dm, m, f.bob.Login); !errors.Is(err, chat.ErrNotAuthor) {
+		t.Fatalf("bob deletes ada's message in a DM: %v, want ErrNotAuthor", err)
+	}
+	if err := f.svc.DeleteMessage(context.Background(), f.dm, m, f.ada.Login); err != nil {
+		t.Fatalf("delete: %v", err)
+	}
+	if _, err := f.db.Message(context.Background(), f.dm, m.ID); !errors.Is(err, chat.ErrNotFound) {
+		t.Fatalf("read after the delete: %v, want ErrNotFound", err)
+	}
+	if want := []string{"message: oops", "delete: " + m.ID.String()}; !equal(f.seq.events(), want) {
+		t.Fatalf("published %q, want %q", f.seq.events(), want)
+	}
+	if len(f.db.forgot) != 1 || !equal(f.ix.queued, []string{"index oops", "drop oops"}) {
+		t.Fatalf("forgot %v, index %q", f.db.forgot, f.ix.queued)
+	}
+}
+
+func TestReact(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	m := f.post(t, "vote")
+	if err := f.svc.React(context.Background(), f.dm, m.ID, f.bob, "👍", true); err != nil {
+		t.Fatalf("react: %v", err)
+	}
+	if err := f.svc.React(context.Background(), f.dm, m.ID, f.bob, "👍", false); err != nil {
+		t.Fatalf("take back: %v", err)
+	}
+	for name, id := range map[string]chat.ID{
+		"NoSuchMessage":     f.db.NewChangeID(),
+		"BeforeTheDMBegins": chat.MinIDAt(chat.DMEpoch.AddDate(0, 0, -1)),
+	} {
+		if err := f.svc.React(context.Background(), f.dm, id, f.bob, "👍", true); !errors.Is(err, chat.ErrNotFound) {
+			t.Errorf("%s: %v, want ErrNotFound", name, err)
+		}
+	}
+	if want := []string{"message: vote", "reaction: +👍", "reaction: -👍"}; !equal(f.seq.events(), want) {
+		t.Fatalf("published %q, want %q", f.seq.events(), want)
+	}
+}
+
+func TestMarkRead(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	older, newer := f.post(t, "one"), f.post(t, "two")
+	conv := f.dm.Conversation()
+	if err := f.svc.MarkRead(context.Background(), "cy", conv, newer.ID); !errors.Is(err, chat.ErrNotParticipant) {
+		t.Fatalf("cy marks a DM she is not in: %v, want ErrNotParticipant", err)
+	}
+	f.svc.MarkShown(context.Background(), f.bob.Login, conv, []chat.Message{older, newer}, chat.ID{})
+	if err := f.svc.MarkRead(context.Background(), f.bob.Login, conv, older.ID); err != nil {
+		t.Fatalf("mark read: %v", err)
+	}
+	if got, _ := f.db.Marker(context.Background(), f.bob.Login, conv.ID); got != newer.ID {
+		t.Fatalf("marker %v, want the newest shown %v: an older mark moves nothing back", got, newer.ID)
+	}
+}
+
+func TestStartDM(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	if got, err := f.svc.StartDM(context.Background(), "bob", []string{"ada"}); err != nil || got != "ada+bob" {
+		t.Fatalf("start: %q, %v", got, err)
+	}
+	for name, c := range map[string]struct {
+		logins []string
+		want   error
+	}{
+		"Nobody":      {nil, chat.ErrInvalid},
+		"Malformed":   {[]string{"a b"}, chat.ErrInvalid},
+		"NoAccount":   {[]string{"zed"}, chat.ErrNotFound},
+		"TooManyOfUs": {[]string{"a1", "b1", "c1", "d1", "e1", "f1", "g1", "h1", "i1"}, chat.ErrInvalid},
+	} {
+		if _, err := f.svc.StartDM(context.Background(), "ada", c.logins); !errors.Is(err, c.want) {
+			t.Errorf("%s: %v, want %v", name, err, c.want)
+		}
+	}
+}
