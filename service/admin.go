@@ -188,6 +188,9 @@ func (s *Service) ConfirmLogin(ctx context.Context, login, session string) error
 // cached row, which a deactivation empties on every instance before it
 // answers; chat.ErrDeactivated if not.
 func (s *Service) MayAct(ctx context.Context, login string) error {
+	if s.Accounts == nil {
+		return nil // no accounts' states: every account is active
+	}
 	u, err := s.Rows.User(ctx, login)
 	if errors.Is(err, chat.ErrNotFound) {
 		return nil
@@ -226,6 +229,9 @@ func (s *Service) mayPost(ctx context.Context, in chat.Place, author string) err
 // takes them out again if their account was deactivated meanwhile (see
 // the file's comment).
 func (s *Service) confirmJoin(ctx context.Context, me chat.UserRef, room string) error {
+	if s.Accounts == nil {
+		return nil
+	}
 	u, err := s.Storage.User(ctx, me.Login)
 	if err != nil || u.Active() {
 		return nil // no row (tests' people), or active

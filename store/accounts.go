@@ -24,10 +24,10 @@ const (
 	eraseUser = `UPDATE users SET status = ?, status_at = ?, pass = null, firstname = null, lastname = null,
 		email = null, bio = null, chat_rooms = null, chat_room_titles = null WHERE login = ?`
 
-	insertPersonTerm = `INSERT INTO people_terms (kind, term, login) VALUES (?, ?, ?)`
-	deletePersonTerm = `DELETE FROM people_terms WHERE kind = ? AND term = ? AND login = ?`
-	selectPeopleFrom = `SELECT term, login FROM people_terms WHERE kind = ? AND (term, login) > (?, ?) AND (term) < (?) LIMIT ?`
-	selectUsersToList   = `SELECT login, firstname, lastname, email FROM users`
+	insertPersonTerm  = `INSERT INTO people_terms (kind, term, login) VALUES (?, ?, ?)`
+	deletePersonTerm  = `DELETE FROM people_terms WHERE kind = ? AND term = ? AND login = ?`
+	selectPeopleFrom  = `SELECT term, login FROM people_terms WHERE kind = ? AND (term, login) > (?, ?) AND (term) < (?) LIMIT ?`
+	selectUsersToList = `SELECT login, firstname, lastname, email FROM users`
 	// The closed accounts are rows of kind 'closed': term the login,
 	// login its state, so every instance reads them in one query.
 	reopenAccount    = `DELETE FROM people_terms WHERE kind = ? AND term = ?`

@@ -16,7 +16,7 @@ import (
 )
 
 const (
-	siteRowKey    = "site"
+	siteRowKey = "site"
 	selectSite = `SELECT admins, version, established, created_at, signup_policy, signup_domains, room_creation
 		FROM site WHERE id = ?`
 	claimSite = `INSERT INTO site (id, admins, version, created_at) VALUES (?, ?, ?, ?) IF NOT EXISTS`

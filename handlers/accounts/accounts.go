@@ -21,7 +21,6 @@ import (
 // deactivatedSentence is what a deactivated person reads at login.
 const deactivatedSentence = "This account is deactivated. Ask an administrator of the site to reactivate it."
 
-
 // Users are the accounts as stored (store.Store).
 type Users interface {
 	CreateUser(ctx context.Context, f chat.SignUp) (chat.User, error)
