@@ -101,6 +101,9 @@ func TestMessageChangesLive(t *testing.T) {
 		o.waitJSFor(5*time.Second, "the message at bob's", messagesWith(oops)+`.length === 1`)
 		a.menuOf(del)
 		a.click("#" + del + " .delete-message button")
+		// Delete asks once before it deletes (issue 39).
+		a.waitJS("the question", `document.querySelector(`+js("#"+del+" .delete-message button")+`).textContent === "Yes, delete it"`)
+		a.click("#" + del + " .delete-message button")
 		o.waitJSFor(5*time.Second, "the message gone at bob's", messagesWith(oops)+`.length === 0`)
 		a.waitJSFor(5*time.Second, "the message gone at ada's", messagesWith(oops)+`.length === 0`)
 	})
