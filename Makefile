@@ -56,9 +56,10 @@ cassandra3-stop:
 
 # go test runs two packages at a time on two cores and starts them in
 # the order given: the longest first (a chaos run, then Chromium, HTTP,
-# storage), so that the short ones fill the gaps at the end instead of a
+# storage, the program against a Cassandra node with a password and TLS
+# that it boots), so that the short ones fill the gaps at the end instead of a
 # long one running alone.
-LONG_PACKAGES := ./e2e/chaos ./e2e/browser ./handlers ./store
+LONG_PACKAGES := ./e2e/chaos ./e2e/browser ./handlers ./store ./cmd/cmdtest
 test: test-deps check
 	@if [ -z "$$CASSANDRA_HOSTS" ]; then $(CASSANDRA) start; fi
 	go test $(GO_TEST_FLAGS) $(LONG_PACKAGES) ./...

@@ -42,6 +42,8 @@ type User struct {
 	// RoomTitles maps a name of ChatRooms to the room's display name.
 	RoomTitles map[string]string
 	CreatedAt  time.Time
+	// Status is AccountActive (""), AccountDeactivated or AccountDeleted.
+	Status string
 }
 
 // RoomTitle is the display name of room, one of u.ChatRooms.

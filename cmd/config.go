@@ -29,10 +29,11 @@ const (
 	Serve         = "serve"
 	Migrate       = "migrate"
 	IndexBackfill = "index-backfill"
+	Admin         = "admin"
 )
 
 // Commands are the program's commands, the default first.
-var Commands = []string{Serve, Migrate, IndexBackfill}
+var Commands = []string{Serve, Migrate, IndexBackfill, Admin}
 
 // Config is the whole configuration of every command.
 type Config struct {
@@ -46,6 +47,7 @@ type Config struct {
 	LogFormat string
 	Serve     ServeConfig
 	Backfill  BackfillConfig
+	Admin     AdminConfig
 }
 
 // ServeConfig is what `serve` needs besides Cassandra.
@@ -123,6 +125,9 @@ func Parse(args []string, lookupEnv func(string) (string, bool)) (Config, error)
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		c.Command, args = args[0], args[1:]
 	}
+	if c.Command == Admin {
+		args = c.Admin.take(args)
+	}
 	settings, check := c.settings()
 	if settings == nil {
 		return c, fmt.Errorf("there is no command %q: the commands are %s (the default), %s", c.Command, Serve, strings.Join(Commands[1:], ", "))
@@ -195,6 +200,8 @@ func (c *Config) settings() ([]*setting, func(map[string]source) error) {
 	case Migrate:
 	case IndexBackfill:
 		own = c.backfillSettings()
+	case Admin:
+		own, check = c.adminSettings(), c.checkAdmin
 	default:
 		return nil, nil
 	}

@@ -23,7 +23,7 @@ import (
 )
 
 // Files the settings read, made by TestMain.
-var emptyFile, passwordFile, caFile string
+var emptyFile, passwordFile, caFile, keyFile string
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "cmdtest")
@@ -31,6 +31,7 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	emptyFile, passwordFile, caFile = filepath.Join(dir, "empty"), filepath.Join(dir, "password"), filepath.Join(dir, "ca.pem")
+	keyFile = filepath.Join(dir, "key.pem")
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		panic(err)
@@ -41,8 +42,14 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		panic(err)
 	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		panic(err)
+	}
+	// The CA's certificate and key serve as a client pair too.
 	for name, text := range map[string]string{emptyFile: "", passwordFile: "pass word\n",
-		caFile: string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))} {
+		caFile:  string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})),
+		keyFile: string(pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}))} {
 		if err := os.WriteFile(name, []byte(text), 0o600); err != nil {
 			panic(err)
 		}
@@ -109,6 +116,7 @@ func TestParseRefuses(t *testing.T) {
 		{"CAMissing", []string{"--cassandra-tls-ca", "/nonexistent/ca.pem"}, nil, `--cassandra-tls-ca names a file that cannot be read`},
 		{"CANotPEM", nil, map[string]string{"CASSANDRA_TLS_CA": emptyFile}, `CASSANDRA_TLS_CA must be a PEM file of certificates, and ` + emptyFile + ` holds none`},
 		{"CertWithoutKey", []string{"--cassandra-tls-cert", "cert.pem"}, nil, `--cassandra-tls-cert and --cassandra-tls-key must be given together, or neither`},
+		{"CertNotAPair", []string{"--cassandra-tls-cert", caFile, "--cassandra-tls-key", passwordFile}, nil, `--cassandra-tls-cert and --cassandra-tls-key must be a PEM certificate and its key (`},
 		{"VerifyHost", []string{"--cassandra-tls-verify-host=maybe"}, nil, `--cassandra-tls-verify-host must be true or false`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -180,6 +188,9 @@ func TestParseAccepts(t *testing.T) {
 		{"TLSCAAlone", []string{"--cassandra-tls-ca", caFile}, nil, func(c cmd.Config) bool {
 			tc := c.Cassandra.Store().TLS
 			return tc != nil && tc.RootCAs != nil && !tc.InsecureSkipVerify && tc.VerifyPeerCertificate == nil
+		}},
+		{"ClientCertificate", []string{"--cassandra-tls-cert", caFile, "--cassandra-tls-key", keyFile}, nil, func(c cmd.Config) bool {
+			return c.Cassandra.TLS != nil && len(c.Cassandra.TLS.Certificates) == 1
 		}},
 		{"TLSNoHostCheck", []string{"--cassandra-tls-ca", caFile, "--cassandra-tls-verify-host=false"}, nil, func(c cmd.Config) bool {
 			// Skipping crypto/tls's check, the chain is checked instead.

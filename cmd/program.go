@@ -44,6 +44,7 @@ func VersionText() string {
 var commands = map[string]func(ctx context.Context, cfg Config, stdout, stderr io.Writer) int{
 	Migrate:       migrate,
 	IndexBackfill: backfill,
+	Admin:         administer,
 }
 
 // Logger is the program's log on w, at the configured level and format.

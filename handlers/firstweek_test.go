@@ -55,7 +55,7 @@ func TestInvitationSurvivesSignup(t *testing.T) {
 		if n := p.doc.Find("#invited").Length(); n != 0 {
 			t.Errorf("a login page for a dead link says it invites: %s", text(p, "#invited"))
 		}
-		if p := a.client(t).get("/login"); p.doc.Find(`a[href="/signup"]`).Length() != 1 {
+		if p := a.client(t).get("/login"); p.doc.Find(`#login-page a[href="/signup"]`).Length() != 1 {
 			t.Errorf("the plain login page lost its plain sign-up link")
 		}
 	})

@@ -119,23 +119,26 @@ func (s *Server) composerError(c echo.Context, cv conversation, f views.Form) er
 
 // latest is the newest page of a conversation, the link to the page before, and
 // where the page's live stream starts. The page shows only what lies below
-// the room's bound (see sequencer), and its stream starts just below the
-// bound, so a message still being written when the page was read is
-// neither lost nor shown twice.
+// the room's bound here (see sequencer), so a message still being written
+// when the page was read is not lost; its stream starts just below the
+// bound lowered to the other instances' watermarks, which lag their
+// heartbeats. A message of this instance between the two is shown at once
+// (one's own post, on the next page) and comes again on the stream; the
+// page keeps one of each id (app.js).
 func (s *Server) latest(c echo.Context, cv conversation) (msgs []chat.Message, older, after string, err error) {
-	bound := s.live.Bound(cv.ID)
+	bound, shown := s.live.Bound(cv.ID), s.live.ShownBound(cv.ID)
 	msgs, more, err := s.db.MessagesBefore(c.Request().Context(), cv.Place, zeroID, messagesPerPage)
 	if err != nil {
 		return nil, "", "", err
 	}
 	older = olderLink(cv.URL, msgs, more)
-	shown := msgs[:0]
+	page := msgs[:0]
 	for _, m := range msgs {
-		if s.live.BeforeBound(m.ID, bound) {
-			shown = append(shown, m)
+		if s.live.BeforeBound(m.ID, shown) {
+			page = append(page, m)
 		}
 	}
-	return shown, older, chat.MaxIDAt(chat.TimeOfTicks(bound - 1)).String(), nil
+	return page, older, chat.MaxIDAt(chat.TimeOfTicks(bound - 1)).String(), nil
 }
 
 func (s *Server) olderMessages(c echo.Context) error {

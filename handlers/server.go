@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -141,7 +142,9 @@ type Server struct {
 	// long an upload runs before Config.UploadMinRate applies.
 	uploads     *limit.UserCounts
 	uploadGrace time.Duration
-	limits      struct {
+	// closed are the closed accounts, for the marks on their messages.
+	closed closedAccounts
+	limits struct {
 		messages, rooms, membership, passwordUser, passwordIP, uploadBytes, searches *limit.Keyed
 	}
 }
@@ -188,6 +191,13 @@ func New(db *store.Store, registry *metrics.Registry, hub live.Hub, cfg Config, 
 	s.transport = web.Transport{SecureCookies: cfg.SecureCookies, TrustedProxies: cfg.TrustedProxies}
 	s.sessions = session.NewStore(db, cfg.SessionKey, cfg.SecureCookies, cfg.SessionCacheTTL, cfg.SessionCacheSize)
 	hub.Watch(func(end live.StreamEnd) { s.sessions.Forget(end.Login, end.Room, end.Sessions, end.Except) }, s.sessions.Reset)
+	// A closed account's sessions leave every instance's cache at its
+	// fence, before the deactivation answers (service/admin.go).
+	hub.WatchInvalidations(func(inv live.Invalidation) {
+		for _, login := range inv.Accounts {
+			s.sessions.Forget(login, "", nil, "")
+		}
+	})
 	s.csrf = &csrf.Guard{Key: cfg.SessionKey, Secure: s.transport.Secure, Streamed: streamedForms,
 		Session: func(c echo.Context) string {
 			if sess := Session(c); sess != nil {
@@ -203,6 +213,7 @@ func New(db *store.Store, registry *metrics.Registry, hub live.Hub, cfg Config, 
 	}
 	s.rows = cache.New(db, hub, cfg.CacheTTL, cfg.CacheSize, views.ShownParticipants)
 	s.watchAvatars()
+	s.watchClosed()
 	s.limits.messages = limit.NewKeyed(cfg.Limits.Messages)
 	s.limits.rooms = limit.NewKeyed(cfg.Limits.Rooms)
 	s.limits.membership = limit.NewKeyed(cfg.Limits.Membership)
@@ -231,7 +242,7 @@ func New(db *store.Store, registry *metrics.Registry, hub live.Hub, cfg Config, 
 	}
 	s.indexer = store.NewIndexer(db, log, cfg.SearchIndexRate, cfg.SearchIndexOff, s.closing)
 	s.app = service.New(service.Deps{
-		Storage: db, Rows: s.rows, Bus: hub, Sequencer: s.live, Renderer: liveRenderer{s},
+		Storage: db, Accounts: db, Rows: s.rows, Bus: hub, Sequencer: s.live, Renderer: liveRenderer{s},
 		Indexer: s.indexer, Push: pushPosted{s}, Log: log, ShownParticipants: views.ShownParticipants,
 		SessionDigest:     session.Digest,
 		CountRoomPost:     func(how string) { registry.RoomPosts.WithLabelValues(how).Inc() },
@@ -267,8 +278,11 @@ func (s *Server) Register(e *echo.Echo, modules ...Module) {
 	}))
 	e.Use(middleware.BodyLimitWithConfig(middleware.BodyLimitConfig{Limit: "64K", Skipper: skipBodyLimit}))
 	// Small htmx fragments cost more to compress than they save; files
-	// are served with ranges, which compression would break.
-	e.Use(middleware.GzipWithConfig(middleware.GzipConfig{MinLength: 1400, Skipper: func(c echo.Context) bool {
+	// are served with ranges, which compression would break. The fastest
+	// level: a room page (130 KB of repetitive HTML) is 7.3 KB at level 1
+	// for 0.5 ms of CPU, 6.4 KB at the default level for 1.2 ms, more
+	// than the rest of the page costs (e2e/load roompage, docs/benchmarks.md).
+	e.Use(middleware.GzipWithConfig(middleware.GzipConfig{Level: gzip.BestSpeed, MinLength: 1400, Skipper: func(c echo.Context) bool {
 		return strings.HasSuffix(c.Path(), "/events") || c.Path() == "/metrics" || strings.HasPrefix(c.Path(), "/files/")
 	}}))
 
@@ -361,12 +375,15 @@ func (s *Server) fillPage(c echo.Context, page views.Page) views.Page {
 
 // notices are the one-line messages a redirect can ask for by name.
 var notices = map[string]string{
-	"room-deleted": "The room you were in has been deleted.",
-	"you-deleted":  "You deleted the room and all its messages.",
-	"room-left":    "You left the room.",
-	"welcome":      "Welcome to KillrChat!",
-	"logged-out":   "You are logged out.",
-	"level-saved":  "Your notification setting is saved.",
+	"room-deleted":    "The room you were in has been deleted.",
+	"you-deleted":     "You deleted the room and all its messages.",
+	"room-left":       "You left the room.",
+	"welcome":         "Welcome to KillrChat!",
+	"logged-out":      "You are logged out.",
+	"password-set":    "Your password is set: log in with it.",
+	"account-deleted": "Your account is deleted.",
+	"deactivated":     "This account is deactivated. Ask an administrator of the site to reactivate it.",
+	"level-saved":     "Your notification setting is saved.",
 }
 
 // Redirect sends the browser to url after a successful POST: 303 for a
@@ -442,7 +459,7 @@ func (s *Server) handleError(err error, c echo.Context) {
 	} else if status == http.StatusNotFound && strings.HasPrefix(c.Path(), "/rooms/:room") {
 		msg = "This room does not exist or was deleted."
 	}
-	page := views.Page{Title: title}
+	page := views.Page{Title: title, Unavailable: status == http.StatusServiceUnavailable}
 	body := views.ErrorView(views.ErrorPage{Status: status, Title: title, Message: msg})
 	if rerr := s.Render(c, status, page, body); rerr != nil {
 		s.log.Error("render error page", "err", rerr)
@@ -525,6 +542,6 @@ func (s *Server) Shutdown() {
 // (views.WithAvatars).
 func (s *Server) RenderString(ctx context.Context, comp templ.Component) ([]byte, error) {
 	var buf bytes.Buffer
-	err := comp.Render(views.WithAvatars(ctx, s.avatars.Version), &buf)
+	err := comp.Render(views.WithClosed(views.WithAvatars(ctx, s.avatars.Version), s.closedList(ctx)), &buf)
 	return buf.Bytes(), err
 }

@@ -144,6 +144,11 @@ func TestCassandraDown(t *testing.T) {
 	if p.StatusCode != http.StatusServiceUnavailable || text(p, ".error-page p") == "" {
 		t.Fatalf("page while down: %d %q", p.StatusCode, text(p, "main"))
 	}
+	// Not the logged-out sidebar: people took it for being logged out
+	// (issue 39).
+	if n := p.doc.Find(`.sidebar a[href="/login"], .sidebar a[href="/signup"]`).Length(); n != 0 {
+		t.Errorf("the page while down offers to log in or sign up (%d links)", n)
+	}
 
 	proxy.up(t)
 	waitStatus(t, c, "/readyz", http.StatusOK, 60*time.Second)

@@ -140,6 +140,14 @@ func (e *Engine) Bound(conversation string) int64 {
 	return b
 }
 
+// ShownBound is the conversation's bound here, without the other
+// instances' watermarks: this instance's messages below it are stored
+// and published, so a page read now may show them even above its cursor
+// (Bound), which lags the others' heartbeats (read-your-writes: a person
+// who just posted sees the post on the next page). The stream that
+// resumes from the cursor brings them again; a page keeps one of each id.
+func (e *Engine) ShownBound(conversation string) int64 { return e.seq.bound(conversation) }
+
 // BeforeBound says whether a stored message lies on the "already
 // published" side of bound. Messages of other instances are not ordered by
 // this instance's bound, so they always count as published.

@@ -647,6 +647,12 @@ const watchQueue = 16
 
 func userKey(login string) string { return "user:" + login }
 
+// PersonalKey is the conversation key of login's own events: each of
+// their personal streams subscribes to it. An event of kind KindUnread
+// published there, with no message, tells their pages that what they
+// have read changed (they read a conversation in another tab).
+func PersonalKey(login string) string { return userKey(login) }
+
 // Unread is a message in a watched conversation: what the page's sidebar
 // refreshes for, and what a notification shows. Message is shared by every
 // watch: it is never changed.

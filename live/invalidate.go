@@ -20,6 +20,10 @@ type Invalidation struct {
 	// Avatars are pictures changed: login to the new version, "" when
 	// it was taken away.
 	Avatars map[string]string `json:"avatars,omitempty"`
+	// Accounts are people whose account closed (deactivated, deleted):
+	// every instance drops their cached sessions, so their next request
+	// reads the session from storage, where it is gone.
+	Accounts []string `json:"accounts,omitempty"`
 }
 
 // WatchInvalidations registers f (see Hub.WatchInvalidations).

@@ -30,6 +30,11 @@ type TextPost struct {
 // HTML as the live streams got it (nil when this call did not store it,
 // or rendering failed). A content the domain refuses is ErrInvalid's.
 func (s *Service) PostText(ctx context.Context, p TextPost) (chat.Message, []byte, error) {
+	// Inside the pass on a room's gate: a deactivation's fence waits
+	// for this check and what follows (service/admin.go).
+	if err := s.mayPost(ctx, p.In, p.Author.Login); err != nil {
+		return chat.Message{}, nil, err
+	}
 	var html []byte
 	m, err := s.PostOnce(ctx, p.Author.Login, p.In.Conversation().ID, p.ClientID, func(ctx context.Context) (chat.Message, error) {
 		m, h, err := s.post(ctx, p.In, p.Pass, func() (chat.Message, error) { return s.Storage.DraftMessage(p.In, p.Author, p.Content) })

@@ -8,6 +8,7 @@ import (
 	"context"
 
 	"github.com/killrchat/killrchat/chat"
+	"github.com/killrchat/killrchat/live"
 )
 
 // MarkRead moves login's marker in conv up to id. It returns
@@ -16,7 +17,18 @@ func (s *Service) MarkRead(ctx context.Context, login string, conv chat.Conversa
 	if !conv.Has(login) {
 		return chat.ErrNotParticipant
 	}
-	return s.Storage.MarkRead(ctx, login, conv.ID, id)
+	if err := s.Storage.MarkRead(ctx, login, conv.ID, id); err != nil {
+		return err
+	}
+	s.readElsewhere(ctx, login)
+	return nil
+}
+
+// readElsewhere tells login's other pages (other tabs, other browsers)
+// that their marker moved: their sidebars, badges and titles read anew
+// (issue 39: the new-messages pill in one tab left the others' badges).
+func (s *Service) readElsewhere(ctx context.Context, login string) {
+	s.Publish(ctx, live.Event{Kind: live.KindUnread, Conversation: live.PersonalKey(login)})
 }
 
 // MarkShown marks conv read up to the newest of msgs, the messages a
@@ -29,6 +41,8 @@ func (s *Service) MarkShown(ctx context.Context, login string, conv chat.Convers
 	if newest := msgs[len(msgs)-1].ID; newest.After(marker) {
 		if err := s.Storage.MarkRead(ctx, login, conv.ID, newest); err != nil {
 			s.Log.Warn("mark read", "conversation", conv.ID, "err", err)
+			return
 		}
+		s.readElsewhere(ctx, login)
 	}
 }

@@ -23,6 +23,11 @@ var ErrUnknownLogin = fmt.Errorf("no one has this login: %w", chat.ErrNotFound)
 // and admin. Its errors are store.CreateRoom's (ErrRoomExists, a
 // validation error, ...).
 func (s *Service) CreateRoom(ctx context.Context, creator chat.UserRef, f chat.NewRoom) (chat.Room, error) {
+	if s.Accounts != nil {
+		if err := s.MayCreateRoom(ctx, creator.Login); err != nil {
+			return chat.Room{}, err
+		}
+	}
 	r, err := s.Storage.CreateRoom(ctx, creator, f)
 	// The creator's list of rooms changed (or may have, on an error).
 	s.Invalidate(ctx, live.Invalidation{Users: []string{creator.Login}})
@@ -33,12 +38,18 @@ func (s *Service) CreateRoom(ctx context.Context, creator chat.UserRef, f chat.N
 // welcomes them. Errors are store.JoinRoom's (ErrNotFound if there is no
 // such room).
 func (s *Service) JoinRoom(ctx context.Context, me chat.UserRef, name string) (chat.Room, error) {
+	if err := s.MayAct(ctx, me.Login); err != nil {
+		return chat.Room{}, err
+	}
 	r, err := s.Storage.JoinRoom(ctx, me, name)
 	// The room's participants and the person's list changed, or may have
 	// on an error: both are read again.
 	s.Invalidate(ctx, live.Invalidation{Rooms: []string{chat.NameKey(name)}, Users: []string{me.Login}})
 	if err != nil {
 		return r, err
+	}
+	if err := s.confirmJoin(ctx, me, name); err != nil {
+		return chat.Room{}, err
 	}
 	s.Welcome(ctx, r, me, me.Name()+" joins the room")
 	return r, nil
@@ -174,10 +185,16 @@ func (s *Service) SetBanner(ctx context.Context, actor string, r chat.Room, bann
 // A link that no longer works is ErrInviteExpired's, ErrInviteRevoked's
 // or ErrInviteUsedUp's.
 func (s *Service) JoinByInvite(ctx context.Context, me chat.UserRef, token string, before chat.Room) (chat.Room, error) {
+	if err := s.MayAct(ctx, me.Login); err != nil {
+		return chat.Room{}, err
+	}
 	r, err := s.Storage.JoinByInvite(ctx, me, token)
 	s.Invalidate(ctx, live.Invalidation{Rooms: []string{before.Name}, Users: []string{me.Login}})
 	if err != nil {
 		return r, err
+	}
+	if err := s.confirmJoin(ctx, me, before.Name); err != nil {
+		return chat.Room{}, err
 	}
 	if !before.HasParticipant(me.Login) {
 		s.Welcome(ctx, r, me, me.Name()+" joins the room")

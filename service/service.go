@@ -155,6 +155,9 @@ type Pusher interface {
 // nil.
 type Deps struct {
 	Storage Storage
+	// Accounts are the site's and the accounts' storage (nil: the
+	// administrative use cases are not available).
+	Accounts Accounts
 	// Rows are the cached reads (package service/cache) of what is
 	// shown, not decided: Storage if nil.
 	Rows      Reads

@@ -2339,6 +2339,29 @@
   window.addEventListener("scroll", placeOpenMessageMenu, true);
   window.addEventListener("resize", placeOpenMessageMenu);
 
+  // A new invitation link is shown only once (issue 39): its token leaves
+  // the address bar and the history at once, and a Copy button puts the
+  // whole link on the clipboard.
+  function showNewInvite() {
+    var link = byId("new-link");
+    if (!link) return;
+    var url = new URL(window.location.href);
+    if (url.searchParams.has("invite")) {
+      url.searchParams.delete("invite");
+      history.replaceState(history.state, "", url.pathname + url.search + url.hash);
+    }
+    var copy = link.parentNode.querySelector(".copy-invite");
+    if (!copy || !navigator.clipboard) return;
+    copy.hidden = false;
+    copy.addEventListener("click", function () {
+      navigator.clipboard.writeText(link.href).then(function () {
+        copy.textContent = "Copied";
+      }, function () {
+        copy.textContent = "Select the link to copy it";
+      });
+    });
+  }
+
   // With scripts, the Attach button stands for the browser's file input.
   function enhanceFiles() {
     var attach = byId("attach"), row = byId("file-row");
@@ -2352,6 +2375,7 @@
     localTimes(document);
     watchMessages();
     enhanceFiles();
+    showNewInvite();
     checkDeletedNotice();
     highlightMyMentions(document);
     markMine(document);

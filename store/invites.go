@@ -259,11 +259,11 @@ func (s *Store) joinByInvite(ctx context.Context, user chat.UserRef, inv Invite)
 		return chat.Room{}, err
 	}
 	before, err := s.changeRoom(ctx, "join by invite", inv.Room, these(user.Login), func(r chat.Room) ([]batchStmt, error) {
+		if r.HasParticipant(user.Login) {
+			return nil, nil // a member takes no use
+		}
 		if err := inv.For(r, user.Login, s.Now()); err != nil {
 			return nil, fmt.Errorf("store: join %q by invite: %w", r.Name, err)
-		}
-		if r.HasParticipant(user.Login) {
-			return nil, nil
 		}
 		used, had := r.InviteUses[inv.ID]
 		var was any // null: never used

@@ -23,7 +23,7 @@ import (
 const (
 	insertUser = `INSERT INTO users (login, display_login, pass, firstname, lastname, email, bio, created_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS`
-	selectUser = `SELECT login, display_login, pass, firstname, lastname, email, bio, chat_rooms, chat_room_titles, created_at
+	selectUser = `SELECT login, display_login, pass, firstname, lastname, email, bio, chat_rooms, chat_room_titles, created_at, status
 		FROM users WHERE login = ?`
 	selectUserPass   = `SELECT pass FROM users WHERE login = ?`
 	updateProfile    = `UPDATE users SET email = ?, bio = ? WHERE login = ?`
@@ -78,6 +78,10 @@ func (s *Store) CreateUser(ctx context.Context, f chat.SignUp) (chat.User, error
 	if !applied {
 		return chat.User{}, fmt.Errorf("store: create user %q: %w", f.Login, chat.ErrUserExists)
 	}
+	if err := s.indexPerson(ctx, key, f.Firstname, f.Lastname, f.Email); err != nil {
+		// The account exists: only the administrators' search misses it.
+		s.log.Warn("store: index person", "login", key, "err", err)
+	}
 	return chat.User{Login: key, DisplayLogin: f.Login, Firstname: f.Firstname, Lastname: f.Lastname,
 		Email: f.Email, Bio: f.Bio, CreatedAt: now}, nil
 }
@@ -101,7 +105,7 @@ func (s *Store) userWithHash(ctx context.Context, login string) (chat.User, stri
 		u    chat.User
 		hash string
 	)
-	err = q.Scan(&u.Login, &u.DisplayLogin, &hash, &u.Firstname, &u.Lastname, &u.Email, &u.Bio, &u.ChatRooms, &u.RoomTitles, &u.CreatedAt)
+	err = q.Scan(&u.Login, &u.DisplayLogin, &hash, &u.Firstname, &u.Lastname, &u.Email, &u.Bio, &u.ChatRooms, &u.RoomTitles, &u.CreatedAt, &u.Status)
 	if errors.Is(err, gocql.ErrNotFound) {
 		return chat.User{}, "", fmt.Errorf("store: user %q: %w", login, chat.ErrNotFound)
 	}

@@ -185,6 +185,20 @@ func WithViewer(ctx context.Context, login string) context.Context {
 	return context.WithValue(ctx, viewerKey{}, login)
 }
 
+type closedKey struct{}
+
+// WithClosed gives the components the accounts that are closed: login
+// to chat.AccountDeactivated or chat.AccountDeleted. Their messages
+// carry a mark ("deactivated"), or "deleted user" for a name.
+func WithClosed(ctx context.Context, closed map[string]string) context.Context {
+	return context.WithValue(ctx, closedKey{}, closed)
+}
+
+func closedOf(ctx context.Context, login string) string {
+	m, _ := ctx.Value(closedKey{}).(map[string]string)
+	return m[login]
+}
+
 func viewerOf(ctx context.Context) string {
 	v, _ := ctx.Value(viewerKey{}).(string)
 	return v

@@ -14,8 +14,12 @@ import (
 // Page is what the layout needs around every page.
 type Page struct {
 	Title string
-	// User is the logged-in user; nil when logged out.
+	// User is the logged-in user; nil when logged out, or when who asks
+	// could not be read (Unavailable).
 	User *chat.UserRef
+	// Unavailable marks the page of a 503: the sidebar offers neither
+	// "Log in" nor "Sign up", which would say one was logged out.
+	Unavailable bool
 	// MyRooms is the sidebar's list of the user's rooms (their keys).
 	MyRooms []string
 	// RoomTitles maps a name of MyRooms to its display name.

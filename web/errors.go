@@ -48,6 +48,18 @@ func StatusOf(err error) (int, string) {
 		return http.StatusForbidden, "Join the room first."
 	case errors.Is(err, chat.ErrBadCredentials):
 		return http.StatusUnauthorized, "Wrong login or password."
+	case errors.Is(err, chat.ErrDeactivated):
+		return http.StatusForbidden, "This account is deactivated. Ask an administrator of the site to reactivate it."
+	case errors.Is(err, chat.ErrDMClosed):
+		return http.StatusForbidden, "This conversation takes no new messages: an account in it is deactivated or deleted."
+	case errors.Is(err, chat.ErrLastAdmin):
+		return http.StatusConflict, "The site needs at least one administrator: make someone else an administrator first."
+	case errors.Is(err, chat.ErrLinkRefused):
+		return http.StatusNotFound, "This link does not work: it was used, it expired, or it never existed. Ask an administrator for a new one."
+	case errors.Is(err, chat.ErrSignupClosed):
+		return http.StatusForbidden, "Sign-up on this site is by invitation only: open the invitation link you were given."
+	case errors.Is(err, chat.ErrRoomsByAdmins):
+		return http.StatusForbidden, "On this site, only administrators create rooms."
 	case errors.Is(err, chat.ErrInvalid):
 		return http.StatusBadRequest, "The request was not valid."
 	}

@@ -121,6 +121,10 @@ func TestMenusClose(t *testing.T) {
 	a := b.newTab("ada")
 	a.signUp(ada)
 	a.createRoom(room, "Menus close")
+	// The newest message sits at the bottom, clear of the open room menu.
+	seedMessages(t, room, ada, 12)
+	a.open("/rooms/" + room)
+	a.waitRoomPage(room)
 	a.waitStream()
 	id := a.post("a message " + unique("#"))
 	roomMenu, msgMenu := "#room .room-menu", "#"+id+" .message-menu"
@@ -184,6 +188,11 @@ func TestParticipantsHeaderStaysSmall(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// One join through the app: the room's cached header, read before the
+	// joins above went straight to the store, is read anew.
+	o := b.newTab("bob")
+	o.signUp(newPerson("Bob", "Babbage"))
+	o.joinFromRoomPage(room)
 	a.resize(size{"laptop", 1280, 720, false})
 	a.open("/rooms/" + room)
 	a.waitRoomPage(room)
@@ -244,7 +253,13 @@ func TestReplyWithQuoteKeepsMarkdown(t *testing.T) {
 	a.createRoom(room, "Quotes")
 	a.waitStream()
 	content := "Plan " + unique("#") + ":\n\n- one\n- two\n\n> said before\n\n~~dropped~~\n\n```\ncode line\n```"
-	id := a.post(content)
+	// Sent as typed: post waits for the text as written, and this one
+	// is rendered.
+	eval[bool](a, fmt.Sprintf(`(() => { const c = document.getElementById("content"); c.value = %s;
+		c.dispatchEvent(new Event("input", {bubbles: true})); return true; })()`, js(content)))
+	a.click("#composer button[type=submit]")
+	a.waitJS("the message sent", `document.querySelectorAll("#messages li.message:not(.system)").length === 1`)
+	id := eval[string](a, `document.querySelector("#messages li.message:not(.system)").id`)
 	quote := func(id string) string {
 		a.click("#" + id + " .message-menu > summary")
 		a.click("#" + id + " .message-menu a.quote")
@@ -257,7 +272,7 @@ func TestReplyWithQuoteKeepsMarkdown(t *testing.T) {
 		t.Fatalf("the composer holds\n%q\nwant\n%q", got, want)
 	}
 	a.click("#composer button[type=submit]")
-	a.waitJS("the quote sent", `document.getElementById("content").value === "" && document.querySelectorAll("#messages li.message").length === 2`)
+	a.waitJS("the quote sent", `document.getElementById("content").value === "" && document.querySelectorAll("#messages li.message:not(.system)").length === 2`)
 	reply := eval[string](a, `[...document.querySelectorAll("#messages li.message")].pop().id`)
 	if got := a.text("#" + reply + " .text blockquote del"); got != "dropped" {
 		t.Errorf("the quote's strike-through reads %q", got)
@@ -317,7 +332,9 @@ func TestInvitationToNewcomer(t *testing.T) {
 		if got := n.text("#invited"); !strings.Contains(got, "You're invited to #"+room) {
 			t.Errorf("%s: the sign-up page says %q, want where the link leads", label, got)
 		}
-		n.checkAccessibility(label + ": the sign-up page of an invitation")
+		if withJS {
+			n.checkAccessibility("the sign-up page of an invitation")
+		}
 		n.fill("login", u.login, "password", u.password, "password_confirm", u.password,
 			"firstname", u.first, "lastname", u.last)
 		n.click("#signup button[type=submit]")
@@ -411,5 +428,48 @@ func TestLongPasteKept(t *testing.T) {
 	a.post(short)
 	if n := storedCount(t, room, long); n != 0 {
 		t.Errorf("the text over the limit was stored %d times", n)
+	}
+}
+
+// TestNewInvitationLinkShownOnce (issue 39, item 11): the token of a new
+// invitation link leaves the address bar, and a Copy button copies it.
+func TestNewInvitationLinkShownOnce(t *testing.T) {
+	b := begin(t)
+	a := b.newTab("ada")
+	a.signUp(newPerson("Ada", "Lovelace"))
+	room := unique("links")
+	a.createRoom(room, "Links")
+	a.open("/rooms/" + room + "/members")
+	a.waitJS("the members page", `document.querySelector("#members-page form.new-invite")`)
+	a.click("#members-page form.new-invite button[type=submit]")
+	a.waitJS("the new link", `document.readyState === "complete" && document.querySelector("#new-link")`)
+	a.waitJS("the token gone from the address", `!location.search.includes("invite=") && !location.href.includes(document.querySelector("#new-link").getAttribute("href").slice(9))`)
+	if !eval[bool](a, reachable("#members-page .copy-invite")) {
+		t.Error("no Copy button beside the new link")
+	}
+	a.checkAccessibility("the members page with a new link")
+}
+
+// TestPhoneMenuClearOfText (issue 39, item 11): on a phone, where the ⋯
+// of a message always shows, it covers no word of the message.
+func TestPhoneMenuClearOfText(t *testing.T) {
+	b := begin(t)
+	a := b.newTab("ada")
+	a.signUp(newPerson("Ada", "Lovelace"))
+	room := unique("words")
+	a.createRoom(room, "Words")
+	a.resize(phone)
+	a.open("/rooms/" + room)
+	a.waitRoomPage(room)
+	for _, text := range []string{"short " + unique("#"), strings.Repeat("many words here ", 12) + unique("#")} {
+		id := a.post(text)
+		overlap := eval[bool](a, fmt.Sprintf(`(() => { const li = document.getElementById(%s);
+			const m = li.querySelector(".message-menu > summary").getBoundingClientRect();
+			const r = document.createRange(); r.selectNodeContents(li.querySelector(".text"));
+			return [...r.getClientRects()].some(x => x.width > 0 && x.left < m.right && x.right > m.left && x.top < m.bottom && x.bottom > m.top); })()`, js(id)))
+		if overlap {
+			a.screenshot("overlap")
+			t.Errorf("the ⋯ of %q covers its text", text)
+		}
 	}
 }

@@ -13,8 +13,8 @@ import (
 // asserted) what a cold load of a room page with 50 messages costs: the
 // bytes over the wire (HTML, CSS, scripts; gzip as served) and the time
 // until it is interactive: app.js has run and the live stream is open.
-// It fails only if the page stops being light (over 70 KB cold, issue
-// 39's bound).
+// It fails only if the page stops being light (over 70 KB cold, the
+// bound of issue 39).
 func TestRoomPageWeight(t *testing.T) {
 	b := begin(t)
 	ada := newPerson("Ada", "Lovelace")

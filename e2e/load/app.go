@@ -210,11 +210,14 @@ func startTarget(ctx context.Context, c common) (*target, error) {
 }
 
 func openStore(ctx context.Context, keyspace string) (*store.Store, error) {
-	st := store.New(store.Config{Hosts: storetest.Hosts(), Keyspace: keyspace, Timeout: 10 * time.Second,
+	// A loaded node can take longer than a statement's timeout to answer
+	// the schema's checks (CREATE KEYSPACE IF NOT EXISTS): try again while
+	// it is slow, as the tests' stores do.
+	st := store.New(store.Config{Hosts: storetest.Hosts(), Keyspace: keyspace, Timeout: 30 * time.Second,
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	cctx, cancel := context.WithTimeout(ctx, time.Minute)
+	cctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
-	if err := st.Connect(cctx); err != nil {
+	if err := storetest.Connect(cctx, st); err != nil {
 		return nil, err
 	}
 	return st, nil

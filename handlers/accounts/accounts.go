@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"strings"
 
 	"github.com/a-h/templ"
 	"github.com/labstack/echo/v4"
@@ -13,8 +14,12 @@ import (
 	"github.com/killrchat/killrchat/handlers"
 	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/views"
+	"github.com/killrchat/killrchat/web"
 	"github.com/killrchat/killrchat/web/session"
 )
+
+// deactivatedSentence is what a deactivated person reads at login.
+const deactivatedSentence = "This account is deactivated. Ask an administrator of the site to reactivate it."
 
 // Users are the accounts as stored (store.Store).
 type Users interface {
@@ -35,6 +40,14 @@ type Accounts interface {
 	SessionsEnded(ctx context.Context, login string, ids []string)
 	JoinByInvite(ctx context.Context, me chat.UserRef, token string, before chat.Room) (chat.Room, error)
 	Onboard(ctx context.Context, me chat.UserRef) ([]string, error)
+
+	Site(ctx context.Context) (chat.Site, error)
+	SignUp(ctx context.Context, f chat.SignUp, invite string) (chat.User, bool, error)
+	LogIn(ctx context.Context, login, password string) (chat.User, error)
+	ConfirmLogin(ctx context.Context, login, session string) error
+	ResetLink(ctx context.Context, token string) (string, error)
+	ResetPassword(ctx context.Context, token, password, confirm string) (string, error)
+	DeleteAccount(ctx context.Context, login, password string) error
 }
 
 // Core is what the module uses of the HTTP core (handlers.Server):
@@ -67,6 +80,10 @@ func Register(r handlers.Routes, core Core, db Users, app Accounts) {
 	r.Auth.POST("/profile", s.updateProfile)
 	r.Auth.POST("/profile/password", s.changePassword, r.Passwords...)
 	r.Auth.GET("/profile/notifications", s.notificationSettings)
+	r.Public.GET("/reset/:token", s.showReset)
+	r.Public.POST("/reset/:token", s.resetPassword, r.SignIn)
+	r.Auth.GET("/profile/delete", s.showDeleteAccount)
+	r.Auth.POST("/profile/delete", s.deleteAccount, r.Passwords...)
 }
 
 // notificationSettings is the page of this browser's notifications.
@@ -78,26 +95,55 @@ func (s routes) showSignup(c echo.Context) error {
 	if _, ok := handlers.CurrentUser(c); ok {
 		return c.Redirect(http.StatusSeeOther, "/")
 	}
-	f := views.Form{Values: map[string]string{"next": handlers.SafeNext(c.QueryParam("next"))}}
-	return s.core.Render(c, http.StatusOK, views.Page{Title: "Sign up"}, views.SignupView(f, s.invitedName(c, f.Value("next"))))
+	f := views.Form{Values: map[string]string{"next": handlers.SafeNext(c.QueryParam("next")), "invite": c.QueryParam("invite")}}
+	note, err := s.signupNote(c)
+	if err != nil {
+		return err
+	}
+	return s.core.Render(c, http.StatusOK, views.Page{Title: "Sign up"}, views.SignupView(f, s.invitedName(c, f.Value("next")), note))
+}
+
+// signupNote says what the site's sign-up is: whoever signs up first on
+// a site with no administrator becomes it; a closed sign-up says so.
+func (s routes) signupNote(c echo.Context) (string, error) {
+	site, err := s.app.Site(c.Request().Context())
+	if err != nil {
+		return "", err
+	}
+	switch {
+	case !site.Claimed:
+		return "This site has no administrator yet: you are the first to sign up, so you will be its administrator.", nil
+	case site.Policy() == chat.SignupInvite:
+		return "Sign-up on this site is by invitation only: open the invitation link you were given.", nil
+	case site.Policy() == chat.SignupDomains:
+		return "Sign-up on this site is open to email addresses at " + strings.Join(site.SignupDomains, ", ") + " only.", nil
+	}
+	return "", nil
 }
 
 func (s routes) signup(c echo.Context) error {
-	f := handlers.FormOf(c, "login", "firstname", "lastname", "email", "bio", "next")
-	u, err := s.db.CreateUser(c.Request().Context(), chat.SignUp{
+	f := handlers.FormOf(c, "login", "firstname", "lastname", "email", "bio", "next", "invite")
+	u, _, err := s.app.SignUp(c.Request().Context(), chat.SignUp{
 		Login: f.Value("login"), Password: c.FormValue("password"), PasswordConfirm: c.FormValue("password_confirm"),
 		Firstname: f.Value("firstname"), Lastname: f.Value("lastname"), Email: f.Value("email"), Bio: f.Value("bio"),
-	})
+	}, f.Value("invite"))
 	if err != nil {
-		if !handlers.FormError(err) {
+		closed := errors.Is(err, chat.ErrSignupClosed) || errors.Is(err, chat.ErrLinkRefused)
+		if !handlers.FormError(err) && !closed {
 			return err
 		}
-		f = handlers.WithErrors(f, err)
+		status := handlers.FormStatus(err)
+		if closed {
+			status, f.Errors = http.StatusForbidden, map[string]string{}
+			_, f.Error = web.StatusOf(err)
+		} else {
+			f = handlers.WithErrors(f, err)
+		}
 		if errors.Is(err, chat.ErrUserExists) {
 			// Said once, beside the field.
 			f.Errors["login"], f.Error = "This login is taken.", ""
 		}
-		return s.core.Render(c, handlers.FormStatus(err), views.Page{Title: "Sign up"}, views.SignupView(f, s.invitedName(c, f.Value("next"))))
+		return s.core.Render(c, status, views.Page{Title: "Sign up"}, views.SignupView(f, s.invitedName(c, f.Value("next")), ""))
 	}
 	// The people directory and the site's default rooms (issue 39); a
 	// failure leaves the account as it is.
@@ -125,16 +171,25 @@ func (s routes) showLogin(c echo.Context) error {
 func (s routes) login(c echo.Context) error {
 	f := handlers.FormOf(c, "login", "next")
 	f.Errors = map[string]string{}
-	u, err := s.db.Authenticate(c.Request().Context(), f.Value("login"), c.FormValue("password"))
+	u, err := s.app.LogIn(c.Request().Context(), f.Value("login"), c.FormValue("password"))
+	if err == nil {
+		if err = s.core.LogIn(c, u, c.FormValue("remember_me") != ""); err != nil {
+			return err
+		}
+		// A deactivation that ran meanwhile either sees this session or
+		// is seen by this check (service/admin.go).
+		err = s.app.ConfirmLogin(c.Request().Context(), u.Login, handlers.Session(c).ID)
+	}
+	if errors.Is(err, chat.ErrDeactivated) {
+		f.Error = deactivatedSentence
+		return s.core.Render(c, http.StatusForbidden, views.Page{Title: "Log in"}, views.LoginView(f, s.invitedName(c, f.Value("next"))))
+	}
 	if err != nil {
 		if !handlers.FormError(err) {
 			return err
 		}
 		f.Error = "Wrong login or password."
 		return s.core.Render(c, http.StatusUnauthorized, views.Page{Title: "Log in"}, views.LoginView(f, s.invitedName(c, f.Value("next"))))
-	}
-	if err := s.core.LogIn(c, u, c.FormValue("remember_me") != ""); err != nil {
-		return err
 	}
 	return handlers.Redirect(c, handlers.SafeNext(f.Value("next")))
 }
@@ -245,4 +300,52 @@ func (s routes) endOtherSessions(c echo.Context, u chat.User) error {
 	}
 	s.app.SessionsEnded(ctx, u.Login, ended)
 	return nil
+}
+
+// showReset is the page of a password-reset link; a link that does not
+// work gets the one refusal, whatever the reason.
+func (s routes) showReset(c echo.Context) error {
+	if _, err := s.app.ResetLink(c.Request().Context(), c.Param("token")); err != nil {
+		return err
+	}
+	return s.core.Render(c, http.StatusOK, views.Page{Title: "New password"}, views.ResetPasswordView(c.Request().URL.Path, views.Form{}))
+}
+
+// resetPassword sets the password by a reset link, once, and ends the
+// person's sessions; they log in with the new one.
+func (s routes) resetPassword(c echo.Context) error {
+	_, err := s.app.ResetPassword(c.Request().Context(), c.Param("token"), c.FormValue("password"), c.FormValue("password_confirm"))
+	if errors.Is(err, chat.ErrInvalid) {
+		f := handlers.WithErrors(views.Form{Values: map[string]string{}, Errors: map[string]string{}}, err)
+		return s.core.Render(c, handlers.FormStatus(err), views.Page{Title: "New password"}, views.ResetPasswordView(c.Request().URL.Path, f))
+	}
+	if err != nil {
+		return err
+	}
+	return handlers.Redirect(c, "/login?notice=password-set")
+}
+
+func (s routes) showDeleteAccount(c echo.Context) error {
+	return s.core.Render(c, http.StatusOK, views.Page{Title: "Delete your account"}, views.DeleteAccountView(views.Form{}))
+}
+
+// deleteAccount deletes the person's own account, once they confirm
+// their password.
+func (s routes) deleteAccount(c echo.Context) error {
+	me := handlers.MustUser(c)
+	err := s.app.DeleteAccount(c.Request().Context(), me.Login, c.FormValue("password"))
+	if handlers.FormError(err) {
+		f := handlers.WithErrors(views.Form{Values: map[string]string{}, Errors: map[string]string{}}, err)
+		return s.core.Render(c, handlers.FormStatus(err), views.Page{Title: "Delete your account"}, views.DeleteAccountView(f))
+	}
+	if err != nil {
+		return err
+	}
+	if sess := handlers.Session(c); sess != nil && sess.ID != "" {
+		sess.Options.MaxAge = -1
+		if err := sess.Save(c.Request(), c.Response()); err != nil {
+			return err
+		}
+	}
+	return handlers.Redirect(c, "/login?notice=account-deleted")
 }

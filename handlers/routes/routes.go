@@ -5,6 +5,7 @@ import (
 
 	"github.com/killrchat/killrchat/handlers"
 	"github.com/killrchat/killrchat/handlers/accounts"
+	"github.com/killrchat/killrchat/handlers/admin"
 	"github.com/killrchat/killrchat/handlers/avatars"
 	"github.com/killrchat/killrchat/handlers/catchup"
 	"github.com/killrchat/killrchat/handlers/changes"
@@ -47,7 +48,8 @@ var Modules = []handlers.Module{
 		avatars.Register(r, avatars.Deps{Core: s, DB: s.DB(), CSRF: s.CSRF(), MaxUpload: s.Config().MaxUpload, Bytes: s.UploadBytes(), Uploads: s.Uploads()})
 	},
 	func(s *handlers.Server, r handlers.Routes) { catchup.Register(r, s, s.App()) },
-	func(s *handlers.Server, r handlers.Routes) { directory.Register(r, s, s.App()) }}
+	func(s *handlers.Server, r handlers.Routes) { directory.Register(r, s, s.App()) },
+	func(s *handlers.Server, r handlers.Routes) { admin.Register(r, s, s, s.App(), s.Config().Limits.Admin) }}
 
 // Register installs the middleware and every route of srv on e.
 func Register(e *echo.Echo, srv *handlers.Server) { srv.Register(e, Modules...) }

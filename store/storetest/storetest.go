@@ -71,15 +71,20 @@ type DB struct {
 	cfg      store.Config
 }
 
+// connectTimeout bounds connecting a store and applying the schema: a
+// dozen schema statements, each waiting its turn on a node that every
+// test binary of make test (and, on a shared machine, other runs) asks
+// at once. Two minutes for Open, and one for Another, were seen to run
+// out at load average 40; a node that does not answer still fails at
+// once.
+const connectTimeout = 5 * time.Minute
+
 // Open connects a store to a fresh keyspace for pkg, applying the schema.
 func Open(pkg string) (*DB, error) {
 	rec := &Recorder{}
 	cfg := store.Config{Hosts: Hosts(), Keyspace: Keyspace(pkg), Observe: rec.Observe, Timeout: 30 * time.Second}
 	st := store.New(cfg)
-	// A dozen schema statements, each waiting its turn on a node that
-	// every test binary of make test (and, on a shared machine, other
-	// runs) asks at once: two minutes were seen to run out.
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), connectTimeout)
 	defer cancel()
 	if err := Connect(ctx, st); err != nil {
 		return nil, fmt.Errorf("storetest: Cassandra at %v is required (run `make cassandra-start`): %w", cfg.Hosts, err)
@@ -108,7 +113,7 @@ func Connect(ctx context.Context, st *store.Store) error {
 // instance would have.
 func (db *DB) Another() (*store.Store, error) {
 	st := store.New(db.cfg)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), connectTimeout)
 	defer cancel()
 	return st, Connect(ctx, st)
 }
@@ -119,7 +124,7 @@ func (db *DB) AnotherWith(change func(*store.Config)) (*store.Store, error) {
 	cfg := db.cfg
 	change(&cfg)
 	st := store.New(cfg)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), connectTimeout)
 	defer cancel()
 	return st, Connect(ctx, st)
 }

@@ -41,6 +41,9 @@ type Writes struct {
 	// Searches limits searches, each a few dozen reads (default: 30 a
 	// minute, all at once if need be).
 	Searches Rate
+	// Admin limits an administrator's actions on /admin (default: 30 at
+	// once, then one every 2 seconds).
+	Admin Rate
 }
 
 // WithDefaults fills each zero Rate with its default.
@@ -58,6 +61,7 @@ func (l Writes) WithDefaults() Writes {
 	def(&l.Membership, 10, time.Second)
 	def(&l.UploadBytes, DefaultUploadBytesPerHour, time.Hour/DefaultUploadBytesPerHour)
 	def(&l.Searches, 30, time.Minute/30)
+	def(&l.Admin, 30, 2*time.Second)
 	return l
 }
 
@@ -163,6 +167,7 @@ var Unlimited = Writes{
 	// A terabyte at once, so load tests never wait on it.
 	UploadBytes: Rate{Burst: 1 << 40, Per: time.Nanosecond},
 	Searches:    Rate{Burst: 1 << 30, Per: time.Nanosecond},
+	Admin:       Rate{Burst: 1 << 30, Per: time.Nanosecond},
 }
 
 // UserCounts caps what one person has under way on this instance at
