@@ -8,7 +8,7 @@ import (
 // Files are served under /static/.
 //
 //go:embed app.css app.js live.js settings.js sw.js favicon.svg htmx
-//go:embed manifest.webmanifest icon-192.png icon-512.png catchup.js
+//go:embed manifest.webmanifest icon-192.png icon-512.png catchup.js drafts.js
 var Files embed.FS
 
 // The web app manifest has its own type (the W3C manifest spec); the

@@ -106,3 +106,27 @@ func TestCatchUp(t *testing.T) {
 		t.Errorf("without JavaScript, %s unread after Mark all as read, want 0", got)
 	}
 }
+
+// TestDrafts (issue 39, day one, item 4): text typed in a conversation's
+// composer and not sent is there again after leaving and coming back,
+// for that conversation only. (That sending drops the draft is not
+// checked yet.)
+func TestDrafts(t *testing.T) {
+	b := begin(t)
+	ada := newPerson("Ada", "Lovelace")
+	room, other := unique("drafty"), unique("clean")
+	a := b.newTab("ada")
+	a.signUp(ada)
+	a.createRoom(other, "Elsewhere")
+	a.createRoom(room, "Half-written things")
+	a.waitStream()
+	a.typeInto("#content", "a thought in progress")
+	a.open("/rooms/" + other)
+	a.waitRoomPage(other)
+	if got := eval[string](a, `document.getElementById("content").value`); got != "" {
+		t.Errorf("another room's composer holds %q", got)
+	}
+	a.open("/rooms/" + room)
+	a.waitRoomPage(room)
+	a.waitJS("the draft back", `document.getElementById("content").value === "a thought in progress"`)
+}
