@@ -75,6 +75,27 @@ func (s *memStorage) UserRefs(_ context.Context, logins []string) ([]chat.UserRe
 	return refs, nil
 }
 
+// bus keeps what the use cases publish outside a sequence (the reads a
+// person's other tabs hear of); the rest of service.Bus is not used here.
+type bus struct {
+	service.Bus
+	mu     sync.Mutex
+	events []live.Event
+}
+
+func (b *bus) Publish(_ context.Context, ev live.Event) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.events = append(b.events, ev)
+	return nil
+}
+
+func (b *bus) published() []live.Event {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]live.Event(nil), b.events...)
+}
+
 // sequencer reserves in call order and keeps what was published.
 type sequencer struct {
 	mu        sync.Mutex
@@ -161,6 +182,7 @@ type fixture struct {
 	db       *memStorage
 	seq      *sequencer
 	ix       *indexer
+	bus      *bus
 	dm       chat.DM
 	ada, bob chat.UserRef
 }
@@ -170,10 +192,10 @@ func newFixture(t *testing.T) *fixture {
 	ada, bob := chat.UserRef{Login: "ada", Firstname: "Ada"}, chat.UserRef{Login: "bob", Firstname: "Bob"}
 	f := &fixture{
 		db:  &memStorage{Memory: storagetest.NewMemory(), accounts: map[string]chat.UserRef{"ada": ada, "bob": bob}},
-		seq: &sequencer{}, ix: &indexer{}, ada: ada, bob: bob,
+		seq: &sequencer{}, ix: &indexer{}, bus: &bus{}, ada: ada, bob: bob,
 		dm: chat.DM{Address: "ada+bob", Members: []chat.UserRef{ada, bob}},
 	}
-	f.svc = service.New(service.Deps{Storage: f.db, Sequencer: f.seq, Renderer: renderer{}, Indexer: f.ix,
+	f.svc = service.New(service.Deps{Storage: f.db, Sequencer: f.seq, Renderer: renderer{}, Indexer: f.ix, Bus: f.bus,
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	return f
 }
@@ -313,6 +335,9 @@ func TestMarkRead(t *testing.T) {
 		t.Fatalf("cy marks a DM she is not in: %v, want ErrNotParticipant", err)
 	}
 	f.svc.MarkShown(context.Background(), f.bob.Login, conv, []chat.Message{older, newer}, chat.ID{})
+	if evs := f.bus.published(); len(evs) != 1 || evs[0].Kind != live.KindUnread || evs[0].Conversation != live.PersonalKey(f.bob.Login) {
+		t.Fatalf("marking shown published %+v, want one unread event to bob's other tabs", evs)
+	}
 	if err := f.svc.MarkRead(context.Background(), f.bob.Login, conv, older.ID); err != nil {
 		t.Fatalf("mark read: %v", err)
 	}
