@@ -283,7 +283,8 @@ func (s *Server) Register(e *echo.Echo, modules ...Module) {
 	// for 0.5 ms of CPU, 6.4 KB at the default level for 1.2 ms, more
 	// than the rest of the page costs (e2e/load roompage, docs/benchmarks.md).
 	e.Use(middleware.GzipWithConfig(middleware.GzipConfig{Level: gzip.BestSpeed, MinLength: 1400, Skipper: func(c echo.Context) bool {
-		return strings.HasSuffix(c.Path(), "/events") || c.Path() == "/metrics" || strings.HasPrefix(c.Path(), "/files/")
+		return strings.HasSuffix(c.Path(), "/events") || c.Path() == "/metrics" || strings.HasPrefix(c.Path(), "/files/") ||
+			c.Path() == "/static/*" // packed once, at the best level (static.go)
 	}}))
 
 	e.GET("/healthz", s.healthz)
@@ -499,15 +500,6 @@ func (s *Server) readyz(c echo.Context) error {
 
 // staticFiles serves the embedded files with a day of caching; the layout
 // links them with a version query so a new build is fetched at once.
-func (s *Server) staticFiles() echo.HandlerFunc {
-	files := http.StripPrefix("/static/", http.FileServer(http.FS(s.cfg.Static)))
-	return func(c echo.Context) error {
-		c.Response().Header().Set("Cache-Control", "public, max-age=86400")
-		files.ServeHTTP(c.Response(), c.Request())
-		return nil
-	}
-}
-
 // limitUser is middleware that takes a token of l for the logged-in user
 // before the handler runs, so a refused request stores nothing.
 func (s *Server) limitUser(l *limit.Keyed, what string) echo.MiddlewareFunc {
