@@ -150,7 +150,8 @@ func TestPushAfterCassandraComesUp(t *testing.T) {
 	}
 	fwd.opened.Store(true)
 
-	if err := cmdtest.WaitReady(base, 90*time.Second); err != nil {
+	// Connected, it migrates a fresh keyspace: minutes on a busy node.
+	if err := cmdtest.WaitReady(base, 5*time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	ready := time.Now()
