@@ -19,10 +19,18 @@
     return action ? PREFIX + action.replace(/\/messages$/, "") : null;
   }
 
+  // restoredInto is the composer a draft was last offered to: a draft is
+  // put back once per composer (a page, or a swap that brings another
+  // conversation's composer), never into the same composer again after a
+  // swap, which would bring back a message just sent.
+  var restoredInto = null;
+
   function restore() {
     var form = document.getElementById("composer"), box = document.getElementById("content"), ls = store();
     var key = keyOf(form);
-    if (!box || !ls || !key || box.value !== "") return;
+    if (!box || !ls || !key || box === restoredInto) return;
+    restoredInto = box;
+    if (box.value !== "") return;
     var kept = ls.getItem(key);
     if (kept) {
       box.value = kept;
@@ -52,6 +60,15 @@
     clearTimeout(timer);
     setTimeout(save, 0);
   });
+  // Sending drops the draft at once: a swap while the message is on its
+  // way must not bring it back. A send that fails keeps the text in the
+  // composer, and the next keystroke or leaving the page keeps it again.
+  document.addEventListener("submit", function (evt) {
+    var form = evt.target, key = keyOf(form), ls = store();
+    if (!form || form.id !== "composer" || !key || !ls) return;
+    clearTimeout(timer);
+    ls.removeItem(key);
+  }, true);
   // Leaving the page saves at once, whatever the timer.
   window.addEventListener("pagehide", save);
 
