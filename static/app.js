@@ -2168,8 +2168,9 @@
   document.addEventListener("live:reaction", onReaction);
 
   // A message's Delete asks once more (issue 39): the first click turns
-  // it into "Yes, delete it", the second deletes. Closing the menu
-  // disarms it.
+  // it into "Yes, delete it", the second deletes (with confirm=yes, which
+  // a page without scripts gets from the server's question instead).
+  // Closing the menu disarms it.
   document.addEventListener("submit", function (evt) {
     var form = evt.target;
     if (!form || !form.matches || !form.matches("#messages form.delete-message")) return;
@@ -2177,6 +2178,11 @@
     evt.preventDefault();
     evt.stopImmediatePropagation();
     form.setAttribute("data-armed", "yes");
+    var yes = document.createElement("input");
+    yes.type = "hidden";
+    yes.name = "confirm";
+    yes.value = "yes";
+    form.appendChild(yes);
     var button = form.querySelector("button");
     if (button) {
       button.textContent = "Yes, delete it";
@@ -2189,6 +2195,8 @@
     var form = d.querySelector("form.delete-message[data-armed]");
     if (!form) return;
     form.removeAttribute("data-armed");
+    var yes = form.querySelector('input[name="confirm"]');
+    if (yes) yes.remove();
     var button = form.querySelector("button");
     if (button) button.textContent = "Delete";
   }, true);
