@@ -22,17 +22,17 @@ type Storage interface {
 	UpdateMentions(ctx context.Context, conv chat.Conversation, before, after chat.Message) error
 	ForgetMessage(ctx context.Context, in chat.Place, m chat.Message) error
 
-	CreateRoom(ctx context.Context, creator chat.UserRef, f chat.NewRoom) (chat.Room, error)
-	JoinRoom(ctx context.Context, user chat.UserRef, room string) (chat.Room, error)
+	CreateRoom(ctx context.Context, creator chat.UserRef, f chat.NewRoom) (chat.RoomFor, error)
+	JoinRoom(ctx context.Context, user chat.UserRef, room string) (chat.RoomFor, error)
 	LeaveRoom(ctx context.Context, user chat.UserRef, room string) error
-	DeleteRoomFenced(ctx context.Context, login, name string, fence func(ctx context.Context, room string) error) (chat.Room, error)
+	DeleteRoomFenced(ctx context.Context, login, name string, fence func(ctx context.Context, room string) error) (chat.RoomWithAll, error)
 	ForgetRoom(ctx context.Context, login, room string) (bool, error)
-	AddMember(ctx context.Context, actor string, room string, who chat.UserRef) (chat.Room, error)
+	AddMember(ctx context.Context, actor string, room string, who chat.UserRef) (chat.RoomFor, error)
 	MakeAdmin(ctx context.Context, actor, room, who string) (chat.Room, error)
-	RemoveMember(ctx context.Context, actor, room, who string) (chat.Room, error)
+	RemoveMember(ctx context.Context, actor, room, who string) (chat.RoomFor, error)
 	SetRoomKind(ctx context.Context, actor, room, kind string) (chat.Room, error)
 	SetBanner(ctx context.Context, actor, room, banner string) (chat.Room, error)
-	JoinByInvite(ctx context.Context, user chat.UserRef, token string) (chat.Room, error)
+	JoinByInvite(ctx context.Context, user chat.UserRef, token string) (chat.RoomFor, error)
 
 	UserRefs(ctx context.Context, logins []string) ([]chat.UserRef, error)
 	UpdateProfile(ctx context.Context, login, email, bio string) error
@@ -92,8 +92,8 @@ type Reads interface {
 	// Room is the header of the room named name (any case), with no one's
 	// standing; ErrNotFound if there is none.
 	Room(ctx context.Context, name string) (chat.Room, error)
-	// Standing is login's entry in r, nil if not a participant.
-	Standing(ctx context.Context, r chat.Room, login string) (*chat.UserRef, error)
+	// Standing is login's standing in r (the incarnation read).
+	Standing(ctx context.Context, r chat.Room, login string) (chat.Standing, error)
 	// RoomMembers are r's participants by login after after, at most n.
 	RoomMembers(ctx context.Context, r chat.Room, after string, n int) ([]chat.UserRef, error)
 	// User is login's row; ErrNotFound if there is none.

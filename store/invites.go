@@ -75,7 +75,7 @@ func (s *Store) CreateInvite(ctx context.Context, actor chat.UserRef, room strin
 	if err != nil {
 		return "", Invite{}, err
 	}
-	if err := mayInvite(r, actor.Login); err != nil {
+	if err := mayInvite(r); err != nil {
 		return "", Invite{}, err
 	}
 	raw := make([]byte, 32)
@@ -104,15 +104,15 @@ func (s *Store) CreateInvite(ctx context.Context, actor chat.UserRef, room strin
 	return token, inv, nil
 }
 
-// mayInvite is nil if login may make links to r or add people to it.
-func mayInvite(r chat.Room, login string) error {
+// mayInvite is nil if r's person may make links to r or add people to it.
+func mayInvite(r chat.RoomFor) error {
 	switch {
-	case r.IsAdmin(login), !r.Closed() && r.HasParticipant(login):
+	case r.IsAdmin(), !r.Closed() && r.IsMember():
 		return nil
 	case !r.Closed():
-		return fmt.Errorf("store: invite to %q by %q: %w", r.Name, login, chat.ErrNotParticipant)
+		return fmt.Errorf("store: invite to %q by %q: %w", r.Name, r.Login(), chat.ErrNotParticipant)
 	}
-	return refuse(r, login, "invite to")
+	return refuse(r, "invite to")
 }
 
 func scanInvite(scan func(...any) error, hash *[]byte) (Invite, error) {
@@ -197,8 +197,8 @@ func (s *Store) RevokeInvite(ctx context.Context, actor, room, id string) error 
 	if err != nil {
 		return err
 	}
-	if !r.IsAdmin(actor) {
-		return refuse(r, actor, "revoke invite to")
+	if !r.IsAdmin() {
+		return refuse(r, "revoke invite to")
 	}
 	q, err := s.query(ctx, selectRoomInvite, r.Name, id)
 	if err != nil {
@@ -206,7 +206,7 @@ func (s *Store) RevokeInvite(ctx context.Context, actor, room, id string) error 
 	}
 	var hash []byte
 	inv, err := scanInvite(q.Scan, &hash)
-	if errors.Is(err, gocql.ErrNotFound) || err == nil && !inv.of(r) {
+	if errors.Is(err, gocql.ErrNotFound) || err == nil && !inv.of(r.Room) {
 		return fmt.Errorf("store: revoke invite %q: %w", id, chat.ErrNotFound)
 	}
 	if err != nil {
@@ -215,15 +215,15 @@ func (s *Store) RevokeInvite(ctx context.Context, actor, room, id string) error 
 	// The room's mark first: from its LWT on, no join by the link can
 	// apply, whatever the join read of the link before (JoinByInvite's
 	// condition), so a revocation that answers is one no join outlives.
-	_, err = s.changeRoom(ctx, "revoke invite to", r.Name, these(actor), func(r chat.Room) ([]batchStmt, error) {
-		if !r.IsAdmin(actor) {
-			return nil, refuse(r, actor, "revoke invite to")
+	_, err = s.changeRoom(ctx, "revoke invite to", r.Name, actor, "", false, func(r roomRead) ([]batchStmt, error) {
+		if !r.IsAdmin() {
+			return nil, refuse(r.RoomFor, "revoke invite to")
 		}
 		if _, done := r.InviteUses[revokedKey(id)]; done {
 			return nil, nil
 		}
 		return []batchStmt{{markRevoked, []any{map[string]int{revokedKey(id): 1}, r.Name}}}, nil
-	}, func(r chat.Room) bool { _, done := r.InviteUses[revokedKey(id)]; return done })
+	}, func(r roomRead) bool { _, done := r.InviteUses[revokedKey(id)]; return done })
 	if err != nil {
 		return err
 	}
@@ -240,29 +240,30 @@ func (s *Store) RevokeInvite(ctx context.Context, actor, room, id string) error 
 
 // JoinByInvite adds user to the link's room and takes one of its uses, in
 // one LWT conditioned on the uses just read; a member already in the room
-// takes no use. It returns the room, or chat.ErrNotFound (no such link or
-// room), chat.ErrInviteRevoked, chat.ErrInviteExpired, chat.ErrInviteUsedUp, or
-// chat.ErrConflict if others kept taking uses in between.
-func (s *Store) JoinByInvite(ctx context.Context, user chat.UserRef, token string) (chat.Room, error) {
+// takes no use. It returns the room with user's standing, or
+// chat.ErrNotFound (no such link or room), chat.ErrInviteRevoked,
+// chat.ErrInviteExpired, chat.ErrInviteUsedUp, or chat.ErrConflict if
+// others kept taking uses in between.
+func (s *Store) JoinByInvite(ctx context.Context, user chat.UserRef, token string) (chat.RoomFor, error) {
 	inv, err := s.Invite(ctx, token)
 	if err != nil {
-		return chat.Room{}, err
+		return chat.RoomFor{}, err
 	}
 	return s.joinByInvite(ctx, user, inv)
 }
 
 // joinByInvite is JoinByInvite with the link as read, perhaps before it
 // was revoked: the room's revocation mark still refuses the join.
-func (s *Store) joinByInvite(ctx context.Context, user chat.UserRef, inv Invite) (chat.Room, error) {
+func (s *Store) joinByInvite(ctx context.Context, user chat.UserRef, inv Invite) (chat.RoomFor, error) {
 	undo, err := s.listFirst(ctx, user.Login, inv.Room)
 	if err != nil {
-		return chat.Room{}, err
+		return chat.RoomFor{}, err
 	}
-	before, err := s.changeRoom(ctx, "join by invite", inv.Room, these(user.Login), func(r chat.Room) ([]batchStmt, error) {
-		if r.HasParticipant(user.Login) {
+	before, err := s.changeRoom(ctx, "join by invite", inv.Room, user.Login, "", false, func(r roomRead) ([]batchStmt, error) {
+		if r.IsMember() {
 			return nil, nil // a member takes no use
 		}
-		if err := inv.For(r, user.Login, s.Now()); err != nil {
+		if err := inv.For(r.Room, user.Login, s.Now()); err != nil {
 			return nil, fmt.Errorf("store: join %q by invite: %w", r.Name, err)
 		}
 		used, had := r.InviteUses[inv.ID]
@@ -281,11 +282,11 @@ func (s *Store) joinByInvite(ctx context.Context, user chat.UserRef, inv Invite)
 		return []batchStmt{{joinByInvite, []any{user, gocql.TimeUUID(), r.Members + 1, map[string]int{inv.ID: used + 1},
 			r.Name, r.CreatedAt, user.Login, r.CreatedAt, r.Members, inv.ID, was, revokedKey(inv.ID),
 			r.Kind, r.CreatorLogin, admins, user.Login, removedAt}}}, nil
-	}, func(r chat.Room) bool { return r.HasParticipant(user.Login) })
+	}, func(r roomRead) bool { return r.IsMember() })
 	if err != nil {
-		return chat.Room{}, undo(err)
+		return chat.RoomFor{}, undo(err)
 	}
-	return s.enlist(ctx, user.Login, before)
+	return s.enlist(ctx, user.Login, before.Room)
 }
 
 // revokedKey is the key of link id's revocation mark in the room's

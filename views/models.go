@@ -201,7 +201,7 @@ type RoomList struct {
 
 // Home is the home page: the user's rooms.
 type Home struct {
-	Rooms []chat.Room
+	Rooms []chat.RoomFor
 }
 
 // RoomView is the page of a conversation: a room or a DM.

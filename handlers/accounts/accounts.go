@@ -29,7 +29,7 @@ type Users interface {
 	ChangePassword(ctx context.Context, login, old, password, confirm string) error
 	Invite(ctx context.Context, token string) (store.Invite, error)
 	Room(ctx context.Context, name string) (chat.Room, error)
-	RoomFor(ctx context.Context, name, login string) (chat.Room, error)
+	RoomFor(ctx context.Context, name, login string) (chat.RoomFor, error)
 }
 
 // Accounts are the use cases of an account that other instances hear of
@@ -38,7 +38,7 @@ type Accounts interface {
 	ChangeProfile(ctx context.Context, login, email, bio string) error
 	EndOtherSessions(ctx context.Context, login, keep string) ([]string, error)
 	SessionsEnded(ctx context.Context, login string, ids []string)
-	JoinByInvite(ctx context.Context, me chat.UserRef, token string, before chat.Room) (chat.Room, error)
+	JoinByInvite(ctx context.Context, me chat.UserRef, token string, before chat.RoomFor) (chat.RoomFor, error)
 	Onboard(ctx context.Context, me chat.UserRef) ([]string, error)
 
 	Site(ctx context.Context) (chat.Site, error)

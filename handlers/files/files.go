@@ -59,7 +59,7 @@ type Poster interface {
 // the test hook once a file is stored, how long an upload runs before
 // Config.UploadMinRate applies (tests shorten it), rendering.
 type Core interface {
-	RoomFor(ctx context.Context, name, login string) (chat.Room, error)
+	RoomFor(ctx context.Context, name, login string) (chat.RoomFor, error)
 	HandleUploads(h handlers.UploadHandler)
 	FileStored(ctx context.Context)
 	UploadGrace() time.Duration
@@ -414,7 +414,7 @@ func (s routes) canRead(ctx context.Context, login string, a store.Attachment) (
 	if err != nil {
 		return false, err
 	}
-	return r.HasParticipant(login) && !a.ID.Time().Before(r.CreatedAt), nil
+	return r.IsMember() && !a.ID.Time().Before(r.CreatedAt), nil
 }
 
 // sweepUploads removes, every sweepEvery, the uploads of dead processes:

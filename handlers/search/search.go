@@ -37,7 +37,7 @@ type Index interface {
 // Core is what search uses of the HTTP core (handlers.Server): a
 // person's rooms, the signing of cursors, the rendering of pages.
 type Core interface {
-	MyRooms(ctx context.Context, login string) ([]chat.Room, error)
+	MyRooms(ctx context.Context, login string) ([]chat.RoomFor, error)
 	Sign(name string, value any) (string, error)
 	Unsign(name, token string, dst any) error
 	Render(c echo.Context, status int, page views.Page, body templ.Component) error
@@ -70,7 +70,7 @@ func Register(r handlers.Routes, d Deps) {
 // they are never read, not even to count.
 func (s routes) searchScope(ctx context.Context, login string) ([]chat.Conversation, map[string]string, error) {
 	var (
-		rooms       []chat.Room
+		rooms       []chat.RoomFor
 		dms         []chat.DMEntry
 		rerr, derr  error
 		wg          sync.WaitGroup
@@ -85,7 +85,7 @@ func (s routes) searchScope(ctx context.Context, login string) ([]chat.Conversat
 		return nil, nil, err
 	}
 	for _, r := range rooms {
-		if r.HasParticipant(login) {
+		if r.IsMember() {
 			convs = append(convs, r.Conversation())
 			placeOfConv[r.Name] = "#" + r.DisplayName
 		}
