@@ -15,6 +15,8 @@ const (
 	DMPrefix = "dm:"
 	// MinDMMembers and MaxDMMembers bound the people in a DM.
 	MinDMMembers, MaxDMMembers = 2, 8
+	// MaxUnread is where an unread count stops: more is shown as "99+".
+	MaxUnread = 100
 )
 
 // DMEpoch is the start of every DM: DMs are never deleted, so their

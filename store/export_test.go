@@ -35,7 +35,7 @@ func (s *Store) RecordOldDMEntry(ctx context.Context, login string, d chat.DM, m
 
 // JoinWithInviteAsRead joins user by inv as it was read, perhaps before
 // it was revoked (the race of a join and a revocation).
-func (s *Store) JoinWithInviteAsRead(ctx context.Context, user chat.UserRef, inv Invite) (chat.RoomFor, error) {
+func (s *Store) JoinWithInviteAsRead(ctx context.Context, user chat.UserRef, inv chat.Invite) (chat.RoomFor, error) {
 	return s.joinByInvite(ctx, user, inv)
 }
 

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/killrchat/killrchat/chat"
-	"github.com/killrchat/killrchat/store"
 )
 
 // closedRoom creates a closed room by creator with the others as members.
@@ -303,15 +302,15 @@ func TestInviteProblem(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for _, tc := range []struct {
 		name string
-		inv  store.Invite
+		inv  chat.Invite
 		used int
 		want error
 	}{
-		{"OK", store.Invite{ExpiresAt: now.Add(time.Second), MaxUses: 2}, 1, nil},
-		{"AnyNumber", store.Invite{ExpiresAt: now.Add(time.Second)}, 1000, nil},
-		{"ErrInviteExpired", store.Invite{ExpiresAt: now}, 0, chat.ErrInviteExpired},
-		{"ErrInviteUsedUp", store.Invite{ExpiresAt: now.Add(time.Hour), MaxUses: 2}, 2, chat.ErrInviteUsedUp},
-		{"ErrInviteRevoked", store.Invite{ExpiresAt: now.Add(time.Hour), Revoked: true}, 0, chat.ErrInviteRevoked},
+		{"OK", chat.Invite{ExpiresAt: now.Add(time.Second), MaxUses: 2}, 1, nil},
+		{"AnyNumber", chat.Invite{ExpiresAt: now.Add(time.Second)}, 1000, nil},
+		{"ErrInviteExpired", chat.Invite{ExpiresAt: now}, 0, chat.ErrInviteExpired},
+		{"ErrInviteUsedUp", chat.Invite{ExpiresAt: now.Add(time.Hour), MaxUses: 2}, 2, chat.ErrInviteUsedUp},
+		{"ErrInviteRevoked", chat.Invite{ExpiresAt: now.Add(time.Hour), Revoked: true}, 0, chat.ErrInviteRevoked},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := tc.inv.Problem(now, tc.used); !errors.Is(got, tc.want) {

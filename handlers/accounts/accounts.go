@@ -12,7 +12,6 @@ import (
 
 	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/handlers"
-	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/views"
 	"github.com/killrchat/killrchat/web"
 	"github.com/killrchat/killrchat/web/session"
@@ -27,7 +26,7 @@ type Users interface {
 	User(ctx context.Context, login string) (chat.User, error)
 	Authenticate(ctx context.Context, login, password string) (chat.User, error)
 	ChangePassword(ctx context.Context, login, old, password, confirm string) error
-	Invite(ctx context.Context, token string) (store.Invite, error)
+	Invite(ctx context.Context, token string) (chat.Invite, error)
 	Room(ctx context.Context, name string) (chat.Room, error)
 	RoomFor(ctx context.Context, name, login string) (chat.RoomFor, error)
 }

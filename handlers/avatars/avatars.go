@@ -14,7 +14,6 @@ import (
 
 	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/handlers"
-	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/views"
 	"github.com/killrchat/killrchat/web"
 	"github.com/killrchat/killrchat/web/csrf"
@@ -27,12 +26,12 @@ const MaxPicture = 10 << 20
 // Pictures are the profile pictures as stored, and the files the old
 // ones were kept as (store.Store).
 type Pictures interface {
-	SetAvatar(ctx context.Context, user chat.UserRef, body io.Reader, limit int64) (store.Avatar, error)
+	SetAvatar(ctx context.Context, user chat.UserRef, body io.Reader, limit int64) (chat.Avatar, error)
 	RemoveAvatar(ctx context.Context, login string) error
-	Avatar(ctx context.Context, login string) (store.Avatar, error)
+	Avatar(ctx context.Context, login string) (chat.Avatar, error)
 	User(ctx context.Context, login string) (chat.User, error)
-	Attachment(ctx context.Context, id chat.ID) (store.Attachment, error)
-	OpenAttachment(ctx context.Context, a store.Attachment) *store.AttachmentReader
+	Attachment(ctx context.Context, id chat.ID) (chat.Attachment, error)
+	OpenAttachment(ctx context.Context, a chat.Attachment) io.ReadSeekCloser
 }
 
 // Core is what the module uses of the HTTP core (handlers.Server):
@@ -193,8 +192,8 @@ func (s routes) serve(c echo.Context) error {
 	}
 	id := av.Large
 	switch c.QueryParam("s") {
-	case "", strconv.Itoa(store.AvatarLarge):
-	case strconv.Itoa(store.AvatarSmall):
+	case "", strconv.Itoa(chat.AvatarLarge):
+	case strconv.Itoa(chat.AvatarSmall):
 		id = av.Small
 	default:
 		return echo.NewHTTPError(http.StatusBadRequest, "A picture is 48 or 128 pixels.")

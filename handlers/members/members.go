@@ -18,7 +18,6 @@ import (
 	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/handlers"
 	"github.com/killrchat/killrchat/service"
-	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/views"
 )
 
@@ -40,9 +39,9 @@ type Roster interface {
 	RoomMembers(ctx context.Context, r chat.Room, after string, n int) ([]chat.UserRef, error)
 	RoomMembersFrom(ctx context.Context, r chat.Room, prefix string, n int) ([]chat.UserRef, error)
 	MembersOf(ctx context.Context, r chat.Room, logins []string) (map[string]chat.UserRef, error)
-	CreateInvite(ctx context.Context, actor chat.UserRef, room string, f chat.NewInvite) (string, store.Invite, error)
-	Invite(ctx context.Context, token string) (store.Invite, error)
-	Invites(ctx context.Context, r chat.Room) ([]store.Invite, error)
+	CreateInvite(ctx context.Context, actor chat.UserRef, room string, f chat.NewInvite) (string, chat.Invite, error)
+	Invite(ctx context.Context, token string) (chat.Invite, error)
+	Invites(ctx context.Context, r chat.Room) ([]chat.Invite, error)
 	RevokeInvite(ctx context.Context, actor, room, id string) error
 }
 
@@ -327,7 +326,7 @@ func (s routes) revokeInvite(c echo.Context) error {
 
 // invitation reads the link in the path and its room, with why it no
 // longer works, as the sentence the page shows ("" if it works).
-func (s routes) invitation(c echo.Context) (store.Invite, chat.RoomFor, string, error) {
+func (s routes) invitation(c echo.Context) (chat.Invite, chat.RoomFor, string, error) {
 	ctx := c.Request().Context()
 	inv, err := s.db.Invite(ctx, c.Param("token"))
 	if err != nil {
