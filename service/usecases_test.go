@@ -40,11 +40,11 @@ func (s *memStorage) Mentionable(_ context.Context, in chat.Place, _ ...string) 
 	return in.Conversation(), nil
 }
 
-func (s *memStorage) RecordDMMessage(_ context.Context, _ chat.DM, m chat.Message) error {
+func (s *memStorage) RecordDMMessage(ctx context.Context, d chat.DM, m chat.Message) error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.dmLists = append(s.dmLists, m.ID)
-	return nil
+	s.mu.Unlock()
+	return s.Memory.RecordDMMessage(ctx, d, m)
 }
 
 func (s *memStorage) RecordMentions(_ context.Context, _ chat.Conversation, m chat.Message) error {

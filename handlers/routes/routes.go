@@ -27,7 +27,7 @@ import (
 var Modules = []handlers.Module{
 	func(s *handlers.Server, r handlers.Routes) { accounts.Register(r, s, s.DB(), s.App()) },
 	func(s *handlers.Server, r handlers.Routes) {
-		search.Register(r, search.Deps{Core: s, Index: s.DB(), Rate: s.SearchRate(), Statements: s.Metrics().SearchStatements, Log: s.Log()})
+		search.Register(r, search.Deps{Core: s, App: s.App(), Rate: s.SearchRate()})
 	},
 	func(s *handlers.Server, r handlers.Routes) { members.Register(r, s, s.DB(), s.App()) },
 	func(s *handlers.Server, r handlers.Routes) { changes.Register(r, s, s.DB(), s.App()) },
