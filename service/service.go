@@ -36,6 +36,7 @@ type Storage interface {
 
 	UserRefs(ctx context.Context, logins []string) ([]chat.UserRef, error)
 	UpdateProfile(ctx context.Context, login, email, bio string) error
+	ChangePassword(ctx context.Context, login, old, password, confirm string) error
 	EndOtherSessions(ctx context.Context, login, keep string) ([]string, error)
 
 	Reads
