@@ -32,6 +32,16 @@ func (s *Service) ChangePassword(ctx context.Context, login, keep, old, password
 	return s.Storage.EndOtherSessions(ctx, login, keep)
 }
 
+// RemoveAvatar takes login's picture away (the initials show again) and
+// tells every instance.
+func (s *Service) RemoveAvatar(ctx context.Context, login string) error {
+	if err := s.Storage.RemoveAvatar(ctx, login); err != nil {
+		return err
+	}
+	s.AvatarChanged(ctx, login, "")
+	return nil
+}
+
 // AvatarChanged tells every instance that login's picture is now version
 // ("" for none).
 func (s *Service) AvatarChanged(ctx context.Context, login, version string) {

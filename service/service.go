@@ -37,6 +37,7 @@ type Storage interface {
 	UserRefs(ctx context.Context, logins []string) ([]chat.UserRef, error)
 	UpdateProfile(ctx context.Context, login, email, bio string) error
 	ChangePassword(ctx context.Context, login, old, password, confirm string) error
+	RemoveAvatar(ctx context.Context, login string) error
 	EndOtherSessions(ctx context.Context, login, keep string) ([]string, error)
 
 	Reads

@@ -425,3 +425,47 @@ func TestChangePassword(t *testing.T) {
 		t.Fatalf("after the change: password %q, ended %q, left %q", db.password["ada"], ended, db.sessions["ada"])
 	}
 }
+
+// pictures keeps who has a picture, as the avatars' table does.
+type pictures struct {
+	memStorage
+	has map[string]bool
+}
+
+func (p *pictures) RemoveAvatar(_ context.Context, login string) error {
+	if login == "broken" {
+		return errors.New("storage down")
+	}
+	delete(p.has, login)
+	return nil
+}
+
+// invalidations keeps the caches' invalidations the use cases send.
+type invalidations struct {
+	bus
+	sent []live.Invalidation
+}
+
+func (b *invalidations) Invalidate(_ context.Context, inv live.Invalidation) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.sent = append(b.sent, inv)
+	return nil
+}
+
+func TestRemoveAvatar(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	db := &pictures{memStorage: memStorage{Memory: f.db.Memory}, has: map[string]bool{"ada": true}}
+	b := &invalidations{}
+	svc := service.New(service.Deps{Storage: db, Bus: b, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err := svc.RemoveAvatar(context.Background(), "broken"); err == nil || len(b.sent) != 0 {
+		t.Fatalf("a failed removal: %v, invalidations %+v; want the error and none", err, b.sent)
+	}
+	if err := svc.RemoveAvatar(context.Background(), "ada"); err != nil {
+		t.Fatal(err)
+	}
+	if db.has["ada"] || len(b.sent) != 1 || b.sent[0].Avatars["ada"] != "" || len(b.sent[0].Avatars) != 1 || !equal(b.sent[0].Users, []string{"ada"}) {
+		t.Fatalf("after the removal: has %v, invalidations %+v", db.has, b.sent)
+	}
+}
