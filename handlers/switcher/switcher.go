@@ -23,7 +23,7 @@ const maxQuery = 64
 // Core is what the module uses of the server (handlers.Server): one's
 // rooms through the caches, and rendering.
 type Core interface {
-	MyRooms(ctx context.Context, login string) ([]chat.Room, error)
+	MyRooms(ctx context.Context, login string) ([]chat.RoomFor, error)
 	Render(c echo.Context, status int, page views.Page, body templ.Component) error
 }
 
