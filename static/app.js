@@ -1887,22 +1887,28 @@
     }
   }
 
+  // A code block goes in a div.code-block with its Copy button beside it,
+  // not inside the <pre>: a wide block scrolls sideways under the button,
+  // which stays whole in view (issue 39).
   function addCopyButtons(li) {
     var blocks = li.querySelectorAll(".text pre");
     for (var i = 0; i < blocks.length; i++) {
-      if (blocks[i].querySelector(".copy-code")) continue;
+      if (blocks[i].parentNode.classList.contains("code-block")) continue;
+      var wrap = document.createElement("div");
+      wrap.className = "code-block";
       var b = document.createElement("button");
       b.type = "button";
       b.className = "copy-code";
       b.textContent = "Copy";
-      blocks[i].insertBefore(b, blocks[i].firstChild);
+      blocks[i].replaceWith(wrap);
+      wrap.append(b, blocks[i]);
     }
   }
 
   document.addEventListener("click", function (evt) {
     var b = evt.target && evt.target.closest && evt.target.closest("button.copy-code");
     if (!b || !navigator.clipboard) return;
-    var code = b.parentNode.querySelector("code");
+    var code = b.parentNode.querySelector("pre code");
     navigator.clipboard.writeText(code ? code.textContent : "").then(function () {
       b.textContent = "Copied";
       setTimeout(function () {
