@@ -2495,13 +2495,43 @@
     });
   });
 
+  // whoReacted lists, at the top of a message's open menu, who reacted
+  // with what: a touch screen has no hover to show the buttons' titles
+  // (issue 39).
+  function whoReacted(d) {
+    var li = d.closest("li.message"), menu = d.querySelector(":scope > .menu");
+    if (!li || !menu) return;
+    var old = menu.querySelector(".who-reacted");
+    if (old) old.remove();
+    var forms = li.querySelectorAll(".reactions form.reaction");
+    if (!forms.length) return;
+    var list = document.createElement("ul");
+    list.className = "who-reacted";
+    list.setAttribute("aria-label", "Who reacted");
+    for (var i = 0; i < forms.length; i++) {
+      var names = Array.prototype.map.call(forms[i].querySelectorAll(".reactors data"), function (x) { return x.textContent; });
+      if (!names.length) continue;
+      var item = document.createElement("li");
+      var emoji = document.createElement("span");
+      emoji.className = "emoji";
+      emoji.textContent = forms[i].getAttribute("data-emoji");
+      item.append(emoji, " " + names.join(", "));
+      list.appendChild(item);
+    }
+    if (list.children.length) menu.insertBefore(list, menu.firstChild);
+  }
+
   // A message menu's reactions end with "More reactions", which opens the
   // picker (added here: it needs scripts).
   document.addEventListener("toggle", function (evt) {
     var d = evt.target;
     if (!d || !d.matches || !d.matches("details.message-menu") || !d.open) return;
+    whoReacted(d);
     var form = d.querySelector("form.react-picker");
-    if (!form || form.querySelector("button.more-emoji")) return;
+    if (!form || form.querySelector("button.more-emoji")) {
+      placeMessageMenu(d);
+      return;
+    }
     var more = document.createElement("button");
     more.type = "button";
     more.className = "more-emoji";

@@ -97,3 +97,26 @@ func TestWideCodeCopyShows(t *testing.T) {
 		t.Error("the Copy button of a wide code block is clipped on a phone")
 	}
 }
+
+// TestWhoReactedOnTouch (issue 39, item 11): on a touch screen, where no
+// button's title shows, a message's menu says who reacted with what.
+func TestWhoReactedOnTouch(t *testing.T) {
+	b := begin(t)
+	a, o, room := pair(t, b, desktop, "Reactions")
+	id := a.post("react to this " + unique("#"))
+	o.waitJS("ada's message at bob's", `document.getElementById(`+js(id)+`)`)
+	o.menuOf(id)
+	o.click("#" + id + ` .react-picker button[value="👍"]`)
+	o.waitJS("bob's reaction", reactionCount(id, "👍")+` === "1"`)
+	a.resize(phone)
+	a.open("/rooms/" + room)
+	a.waitRoomPage(room)
+	a.waitJS("the reaction", reactionCount(id, "👍")+` === "1"`)
+	a.menuOf(id)
+	a.waitJS("who reacted, in the menu", hasText("#"+id+" .message-menu[open] .who-reacted li", "👍 Bob Babbage"))
+	if !eval[bool](a, reachable("#"+id+" .message-menu[open] .who-reacted")) {
+		a.screenshot("who-reacted")
+		t.Error("the list of who reacted is cut off")
+	}
+	a.checkAccessibility("a message menu with who reacted, on a phone")
+}
