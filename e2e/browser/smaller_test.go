@@ -120,3 +120,20 @@ func TestWhoReactedOnTouch(t *testing.T) {
 	}
 	a.checkAccessibility("a message menu with who reacted, on a phone")
 }
+
+// TestBannerLive (issue 39, item 11): a room's new banner shows on the
+// pages open on the room at once, without a reload.
+func TestBannerLive(t *testing.T) {
+	b := begin(t)
+	a, o, room := pair(t, b, desktop, "The first banner")
+	o.waitStream()
+	eval[bool](o, `(window.__notReloaded = true)`)
+	a.open("/rooms/" + room + "/members")
+	a.waitJS("the banner form", `document.querySelector("form.banner-form #banner")`)
+	eval[bool](a, `(document.getElementById("banner").value = "", true)`)
+	banner := "A new banner " + unique("#")
+	a.fill("banner", banner)
+	a.click("form.banner-form button[type=submit]")
+	o.waitJS("the new banner at bob's", `document.getElementById("room-banner").textContent === `+js(banner)+
+		` && !document.getElementById("room-banner").hidden && window.__notReloaded === true`)
+}
