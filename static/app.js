@@ -566,6 +566,51 @@
       prevDay = day;
     }
     if (sep) list.removeChild(sep);
+    foldJoins(list);
+  }
+
+  // foldJoins shows a run of three or more joins in a row as one line
+  // ("A, B, C and 27 others joined the room", every name in its title):
+  // 30 joins made 30 rows (issue 39). The rows stay, hidden, and come back
+  // when what is around them changes.
+  var JOINS = " joins the room";
+
+  function foldJoins(list) {
+    var folded = list.querySelectorAll("li.message.system[data-joins]");
+    for (var i = 0; i < folded.length; i++) {
+      folded[i].querySelector(".text").textContent = folded[i].getAttribute("data-joins");
+      folded[i].removeAttribute("data-joins");
+      folded[i].title = folded[i].getAttribute("data-title") || "";
+    }
+    var hidden = list.querySelectorAll("li.message.system.folded-join");
+    for (var j = 0; j < hidden.length; j++) {
+      hidden[j].classList.remove("folded-join");
+      hidden[j].hidden = false;
+    }
+    var run = [];
+    function flush() {
+      if (run.length >= 3) {
+        var names = run.map(function (r) { return r.querySelector(".text").textContent.slice(0, -JOINS.length); });
+        var last = run[run.length - 1], text = last.querySelector(".text");
+        last.setAttribute("data-joins", text.textContent);
+        text.textContent = names.slice(0, 3).join(", ") +
+          (names.length > 3 ? " and " + (names.length - 3) + (names.length === 4 ? " other" : " others") : "") + " joined the room";
+        if (!last.hasAttribute("data-title")) last.setAttribute("data-title", last.title);
+        last.title = last.getAttribute("data-title") + ": " + names.join(", ");
+        for (var k = 0; k < run.length - 1; k++) {
+          run[k].classList.add("folded-join");
+          run[k].hidden = true;
+        }
+      }
+      run = [];
+    }
+    var rows = list.children;
+    for (var n = 0; n < rows.length; n++) {
+      var t = rows[n].classList.contains("system") && rows[n].querySelector(".text");
+      if (t && t.textContent.length > JOINS.length && t.textContent.slice(-JOINS.length) === JOINS) run.push(rows[n]);
+      else if (rows[n].classList.contains("message") || rows[n].classList.contains("day-sep") || rows[n].classList.contains("unread-sep")) flush();
+    }
+    flush();
   }
 
   // ---------------------------------------------------------------------------

@@ -3,6 +3,7 @@ package browser
 // Issue 39, item 11: the smaller defects that a test can see.
 
 import (
+	"context"
 	"fmt"
 	"image"
 	"image/color"
@@ -11,8 +12,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/killrchat/killrchat/chat"
 )
 
 // pictureFile writes a 400×300 PNG and returns its path.
@@ -136,4 +140,46 @@ func TestBannerLive(t *testing.T) {
 	a.click("form.banner-form button[type=submit]")
 	o.waitJS("the new banner at bob's", `document.getElementById("room-banner").textContent === `+js(banner)+
 		` && !document.getElementById("room-banner").hidden && window.__notReloaded === true`)
+}
+
+// TestJoinsFold (issue 39, item 11): 30 joins in a row are one line that
+// names the first and counts the rest, not 30 rows; a message after
+// them still shows.
+func TestJoinsFold(t *testing.T) {
+	b := begin(t)
+	ada := newPerson("Ada", "Lovelace")
+	room := unique("joins")
+	a := b.newTab("ada")
+	a.signUp(ada)
+	a.createRoom(room, "Thirty joins")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for i := 0; i < 30; i++ {
+		who := chat.UserRef{Login: unique("joiner"), Firstname: "Joiner", Lastname: fmt.Sprint(i)}
+		r, err := db.JoinRoom(ctx, who, room)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := db.SaveMessage(ctx, r, db.DraftSystemMessage(r, who, who.Name()+" joins the room")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	seedMessages(t, room, ada, 1)
+	a.open("/rooms/" + room)
+	a.waitRoomPage(room)
+	a.waitJS("the joins folded", `document.querySelectorAll("#messages li.message.system:not([hidden])").length > 0`)
+	shown := a.texts(`#messages li.message.system:not([hidden]) .text`)
+	var joins []string
+	for _, s := range shown {
+		if strings.Contains(s, "join") {
+			joins = append(joins, s)
+		}
+	}
+	if len(joins) != 1 || joins[0] != "Joiner 0, Joiner 1, Joiner 2 and 27 others joined the room" {
+		t.Errorf("the joins show as %q", joins)
+	}
+	if !eval[bool](a, reachable(`#messages li.message:not(.system):last-child .text`)) {
+		t.Error("the message after the joins does not show")
+	}
+	a.screenshot("joins")
 }
