@@ -115,6 +115,14 @@ func (r RoomWithAll) For(login string) RoomFor {
 	return r.Room.For(StandingOf(login, &p))
 }
 
+// RoomPage is one page of the list of all rooms.
+type RoomPage struct {
+	Rooms []Room
+	// Next is the storage's opaque paging state for the next page; empty
+	// on the last.
+	Next []byte
+}
+
 // Room kinds: an open room is listed to everyone and anyone joins it; a
 // closed room is seen by its members only, who join by being added or by
 // an invitation link.
