@@ -44,6 +44,7 @@ type Storage interface {
 	CatchUp
 	Onboarding
 	Searches
+	Files
 }
 
 // Messages are a conversation's messages and their changes as stored:
@@ -95,6 +96,9 @@ type Reads interface {
 	// Room is the header of the room named name (any case), with no one's
 	// standing; ErrNotFound if there is none.
 	Room(ctx context.Context, name string) (chat.Room, error)
+	// RoomFor is the room named name with login's standing;
+	// ErrNotFound if there is none.
+	RoomFor(ctx context.Context, name, login string) (chat.RoomFor, error)
 	// Standing is login's standing in r (the incarnation read).
 	Standing(ctx context.Context, r chat.Room, login string) (chat.Standing, error)
 	// RoomMembers are r's participants by login after after, at most n.
@@ -184,8 +188,11 @@ type Deps struct {
 	// some instance did not answer in time.
 	CountRoomPost     func(how string)
 	CountFenceTimeout func()
-	// CountSearchStatements observes the statements one search sent.
+	// CountSearchStatements observes the statements one search sent;
+	// FileStored hears of each upload's file stored, of size bytes,
+	// before its message is posted.
 	CountSearchStatements func(n int)
+	FileStored            func(ctx context.Context, size int64)
 }
 
 // Service runs the use cases.
@@ -201,6 +208,9 @@ func New(d Deps) *Service {
 	}
 	if d.CountFenceTimeout == nil {
 		d.CountFenceTimeout = func() {}
+	}
+	if d.FileStored == nil {
+		d.FileStored = func(context.Context, int64) {}
 	}
 	if d.CountSearchStatements == nil {
 		d.CountSearchStatements = func(int) {}
