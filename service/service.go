@@ -4,6 +4,7 @@ package service
 
 import (
 	"context"
+	"io"
 	"log/slog"
 
 	"github.com/killrchat/killrchat/chat"
@@ -33,10 +34,13 @@ type Storage interface {
 	SetRoomKind(ctx context.Context, actor, room, kind string) (chat.Room, error)
 	SetBanner(ctx context.Context, actor, room, banner string) (chat.Room, error)
 	JoinByInvite(ctx context.Context, user chat.UserRef, token string) (chat.RoomFor, error)
+	CreateInvite(ctx context.Context, actor chat.UserRef, room string, f chat.NewInvite) (string, chat.Invite, error)
+	RevokeInvite(ctx context.Context, actor, room, id string) error
 
 	UserRefs(ctx context.Context, logins []string) ([]chat.UserRef, error)
 	UpdateProfile(ctx context.Context, login, email, bio string) error
 	ChangePassword(ctx context.Context, login, old, password, confirm string) error
+	SetAvatar(ctx context.Context, user chat.UserRef, body io.Reader, limit int64) (chat.Avatar, error)
 	RemoveAvatar(ctx context.Context, login string) error
 	EndOtherSessions(ctx context.Context, login, keep string) ([]string, error)
 
@@ -158,6 +162,12 @@ type Pusher interface {
 	Posted(in chat.Place, conv chat.Conversation, m chat.Message)
 }
 
+// PictureVersions are the versions of people's pictures an instance
+// keeps (web.Avatars).
+type PictureVersions interface {
+	Apply(changes map[string]string)
+}
+
 // Deps are what a Service is built from. Push and the counters may be
 // nil.
 type Deps struct {
@@ -168,6 +178,10 @@ type Deps struct {
 	// Rows are the cached reads (package service/cache) of what is
 	// shown, not decided: Storage if nil.
 	Rows Reads
+	// Pictures are this instance's versions of people's pictures (nil:
+	// none kept): a change applies at once here, on the others when the
+	// bus brings it.
+	Pictures PictureVersions
 	// Rooms lists a person's rooms for search (nil: search is not
 	// available).
 	Rooms     RoomLister
