@@ -250,6 +250,10 @@ func New(db Store, registry *metrics.Registry, hub live.Hub, cfg Config, log *sl
 		CountFenceTimeout:     registry.FenceTimeouts.Inc,
 		Rooms:                 s,
 		CountSearchStatements: func(n int) { registry.SearchStatements.Observe(float64(n)) },
+		FileStored: func(ctx context.Context, size int64) {
+			registry.CountUpload("stored", size)
+			s.FileStored(ctx)
+		},
 	})
 	if !cfg.PushOff {
 		s.setUpPush()
