@@ -408,13 +408,20 @@ func TestDeactivationAcrossInstances(t *testing.T) {
 	makeAdmin(t, db.Store, admin)
 	person := b.signedUp(t, unique("leaver"))
 	room := roomWith(t, admin.on(b), person)
-	stream := person.subscribe(t, room, "")
+	roomStream := person.subscribe(t, room, "")
+	personal := person.subscribePath(t, "/events?b=deactivated&c="+url.QueryEscape(room+"@"), "")
 	postMessage(t, person, room, "before")
 
 	if p := admin.post("/admin/people/"+person.login+"/deactivate", nil); p.StatusCode != http.StatusSeeOther {
 		t.Fatalf("deactivate: %d %s", p.StatusCode, text(p, "main"))
 	}
-	stream.ended(t, time.Second)
+	// Both streams end within a second, and send their pages to the
+	// login page with the sentence.
+	for name, s := range map[string]*stream{"room": roomStream, "personal": personal} {
+		if to := s.endsGoingTo(t, time.Second); to != "/login?notice=deactivated" {
+			t.Errorf("the %s stream's end sends its page to %q", name, to)
+		}
+	}
 	if p := person.get("/"); p.StatusCode != http.StatusSeeOther || !strings.HasPrefix(p.Header.Get("Location"), "/login") {
 		t.Fatalf("their next request on B: %d", p.StatusCode)
 	}
@@ -598,6 +605,31 @@ func TestDeactivationRacingALogin(t *testing.T) {
 			if p := c.get("/"); p.StatusCode != http.StatusSeeOther {
 				t.Fatalf("round %d: session %d works after the deactivation: %d", round, i, p.StatusCode)
 			}
+		}
+	}
+}
+
+// endsGoingTo waits for s to end within the time given, and returns where
+// its last "stream-end" event sends the page (the data after the
+// conversation line of a personal stream's).
+func (s *stream) endsGoingTo(t testing.TB, within time.Duration) string {
+	t.Helper()
+	timeout := time.After(within)
+	to := "(no stream-end event)"
+	for {
+		select {
+		case ev, ok := <-s.events:
+			if !ok {
+				return to
+			}
+			if ev.name == "stream-end" {
+				_, after, wide := strings.Cut(ev.data, "\n")
+				if to = ev.data; wide {
+					to = after
+				}
+			}
+		case <-timeout:
+			t.Fatalf("the stream is still open after %v", within)
 		}
 	}
 }
