@@ -1,8 +1,10 @@
 package handlers_test
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
@@ -10,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/PuerkitoBio/goquery"
 
 	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/handlers"
@@ -631,5 +635,113 @@ func (s *stream) endsGoingTo(t testing.TB, within time.Duration) string {
 		case <-timeout:
 			t.Fatalf("the stream is still open after %v", within)
 		}
+	}
+}
+
+// TestClosedAccountsDMFiles: a deactivated person's files in DMs stay
+// readable to the others (the DM stays readable); a deleted person's
+// files in DMs go (the messages say the file was removed), theirs in
+// rooms and the others' in the DM stay.
+func TestClosedAccountsDMFiles(t *testing.T) {
+	t.Parallel()
+	a := newApp(t, nil, nil)
+	owner := a.signedUp(t, unique("fown"))
+	makeAdmin(t, db.Store, owner)
+	person := a.signedUp(t, unique("fdel"))
+	room := roomWith(t, owner, person)
+	addr, err := chat.DMAddress([]string{owner.login, person.login})
+	if err != nil {
+		t.Fatal(err)
+	}
+	send := func(c *client, base, name string, body []byte) {
+		t.Helper()
+		resp, err := c.upload(base+"/messages", upload{csrf: c.ensureCSRF(), files: map[string]io.Reader{name: bytes.NewReader(body)}, order: []string{name}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusSeeOther {
+			t.Fatalf("upload %s to %s: %d", name, base, resp.StatusCode)
+		}
+	}
+	send(person, "/dm/"+addr, "private.txt", []byte("for your eyes"))
+	send(person, "/dm/"+addr, "photo.png", pngImage(900, 700))
+	send(owner, "/dm/"+addr, "reply.txt", []byte("thanks"))
+	send(person, "/rooms/"+room, "shared.txt", []byte("for the team"))
+
+	// Every file link and preview on a page, by the file's name.
+	files := func(path string) map[string][]string {
+		t.Helper()
+		out := map[string][]string{}
+		p := owner.get(path)
+		p.doc.Find("li.message").Each(func(_ int, li *goquery.Selection) {
+			name := strings.TrimSpace(li.Find("a.attachment-name").Text())
+			if name == "" {
+				return
+			}
+			li.Find("a.attachment-name").Each(func(_ int, a *goquery.Selection) { out[name] = append(out[name], a.AttrOr("href", "")) })
+			li.Find(".attachment-preview img").Each(func(_ int, a *goquery.Selection) { out[name] = append(out[name], a.AttrOr("src", "")) })
+		})
+		return out
+	}
+	status := func(href string) int {
+		t.Helper()
+		r, err := owner.http.Get(owner.base + href)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Body.Close()
+		return r.StatusCode
+	}
+	dmFiles, roomFiles := files("/dm/"+addr), files("/rooms/"+room)
+	if len(dmFiles) != 3 || len(dmFiles["photo.png"]) != 2 || len(roomFiles) != 1 {
+		t.Fatalf("the files shown: DM %v, room %v", dmFiles, roomFiles)
+	}
+
+	// Deactivated: the DM, its files with it, stays readable.
+	if p := owner.post("/admin/people/"+person.login+"/deactivate", nil); p.StatusCode != http.StatusSeeOther {
+		t.Fatalf("deactivate: %d", p.StatusCode)
+	}
+	for name, hrefs := range dmFiles {
+		for _, h := range hrefs {
+			if got := status(h); got != http.StatusOK {
+				t.Errorf("%s (%s) after the deactivation: %d", name, h, got)
+			}
+		}
+	}
+	if p := owner.post("/admin/people/"+person.login+"/reactivate", nil); p.StatusCode != http.StatusSeeOther {
+		t.Fatalf("reactivate: %d", p.StatusCode)
+	}
+
+	// Deleted: their DM files go, with their previews.
+	again := a.login(t, person.login)
+	if p := again.post("/profile/delete", url.Values{"password": {"password1"}}); p.StatusCode != http.StatusSeeOther {
+		t.Fatalf("delete: %d %s", p.StatusCode, text(p, "main"))
+	}
+	for _, name := range []string{"private.txt", "photo.png"} {
+		for _, h := range dmFiles[name] {
+			if got := status(h); got != http.StatusNotFound {
+				t.Errorf("%s (%s) after the deletion: %d, want 404", name, h, got)
+			}
+		}
+	}
+	for name, hrefs := range map[string][]string{"reply.txt": dmFiles["reply.txt"], "shared.txt": roomFiles["shared.txt"]} {
+		for _, h := range hrefs {
+			if got := status(h); got != http.StatusOK {
+				t.Errorf("%s (%s), not theirs in a DM, after the deletion: %d", name, h, got)
+			}
+		}
+	}
+	if n := listed(t, chat.DMPrefix+addr); n != 1 {
+		t.Errorf("the DM lists %d files after the deletion, want the other's one", n)
+	}
+	p := owner.get("/dm/" + addr)
+	removed := p.doc.Find(`li.message[data-author="` + person.login + `"] .attachment-removed`)
+	if removed.Length() != 2 || !strings.Contains(removed.First().Text(), "file removed") || p.doc.Find("a.attachment-name").Length() != 1 {
+		t.Errorf("the DM after the deletion shows %d removed files, %d links:\n%s", removed.Length(),
+			p.doc.Find("a.attachment-name").Length(), text(p, "#messages"))
+	}
+	if got := files("/rooms/" + room); len(got["shared.txt"]) != 1 {
+		t.Errorf("the room's file after the deletion: %v", got)
 	}
 }

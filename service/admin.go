@@ -56,6 +56,7 @@ type Accounts interface {
 	SetStatus(ctx context.Context, login, status string) error
 	SetPassword(ctx context.Context, login, password, confirm string) error
 	EraseUser(ctx context.Context, u chat.User) error
+	DeleteDMFilesOf(ctx context.Context, login string) (int, error)
 	SessionsSeen(ctx context.Context, login string) (int, time.Time, error)
 	AdminPeople(ctx context.Context, prefix string, after chat.AdminCursor, n int) ([]string, chat.AdminCursor, error)
 	DeleteSession(ctx context.Context, login, id string) error
@@ -478,9 +479,11 @@ func (s *Service) SiteInvites(ctx context.Context) ([]chat.SiteInvite, error) {
 }
 
 // DeleteAccount deletes login's own account, once their password is
-// confirmed: their profile and sessions go, their messages stay (shown
-// under "deleted user"). chat.ValidationError for a wrong password;
-// chat.ErrLastAdmin for the last administrator.
+// confirmed: their profile and sessions go, and the files they sent in
+// DMs; their messages stay (shown under "deleted user"), and so do their
+// files in rooms. A deactivation deletes no file: the DMs stay readable.
+// chat.ValidationError for a wrong password; chat.ErrLastAdmin for the
+// last administrator.
 func (s *Service) DeleteAccount(ctx context.Context, login, password string) error {
 	u, err := s.Accounts.Authenticate(ctx, login, password)
 	if errors.Is(err, chat.ErrBadCredentials) {
@@ -501,10 +504,17 @@ func (s *Service) DeleteAccount(ctx context.Context, login, password string) err
 	if err := s.closeAccount(ctx, u.Login, endDeleted); err != nil {
 		return err
 	}
+	// Their files in DMs go with them (the others' messages say so);
+	// their files in rooms stay with the rooms.
+	if _, err := s.Accounts.DeleteDMFilesOf(ctx, u.Login); err != nil {
+		return err
+	}
 	if err := s.Accounts.EraseUser(ctx, u); err != nil {
 		return err
 	}
-	s.Invalidate(ctx, live.Invalidation{Users: []string{u.Login}})
+	// Pages read the closed accounts again: "deleted user" now, where
+	// the steps above may have cached "deactivated".
+	s.Invalidate(ctx, live.Invalidation{Users: []string{u.Login}, Accounts: []string{u.Login}})
 	s.audit(ctx, u.Login, chat.AuditDeleteSelf, u.Login, "")
 	return nil
 }
