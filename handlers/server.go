@@ -391,6 +391,7 @@ var notices = map[string]string{
 	"password-set":    "Your password is set: log in with it.",
 	"account-deleted": "Your account is deleted.",
 	"deactivated":     "This account is deactivated. Ask an administrator of the site to reactivate it.",
+	"sessions-ended":  "Your sessions were ended by an administrator: log in again.",
 	"level-saved":     "Your notification setting is saved.",
 }
 
