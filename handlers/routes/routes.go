@@ -19,6 +19,7 @@ import (
 	"github.com/killrchat/killrchat/handlers/presence"
 	"github.com/killrchat/killrchat/handlers/push"
 	"github.com/killrchat/killrchat/handlers/search"
+	"github.com/killrchat/killrchat/handlers/switcher"
 	"github.com/killrchat/killrchat/handlers/typing"
 	"github.com/killrchat/killrchat/store"
 )
@@ -51,7 +52,8 @@ func Modules(db *store.Store) []handlers.Module {
 		},
 		func(s *handlers.Server, r handlers.Routes) { catchup.Register(r, s, s.App()) },
 		func(s *handlers.Server, r handlers.Routes) { directory.Register(r, s, s.App()) },
-		func(s *handlers.Server, r handlers.Routes) { admin.Register(r, s, s, s.App(), s.Config().Limits.Admin) }}
+		func(s *handlers.Server, r handlers.Routes) { admin.Register(r, s, s, s.App(), s.Config().Limits.Admin) },
+		func(s *handlers.Server, r handlers.Routes) { switcher.Register(r, s, db, s.App()) }}
 }
 
 // Register installs the middleware and every route of srv on e, the
