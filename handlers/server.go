@@ -65,6 +65,11 @@ type Config struct {
 	// instance through the hub at once (see caches.go).
 	CacheTTL  time.Duration
 	CacheSize int
+	// PageTTL bounds how long this instance serves a conversation's
+	// newest page from memory without reading it (default
+	// cache.DefaultPageTTL); events drop it at once (service/cache's
+	// Pages).
+	PageTTL time.Duration
 	// Limits are the per-user write limits (zero values take defaults).
 	Limits limit.Writes
 	// RoomsPerPage is the page size of the list of all rooms.
@@ -116,7 +121,10 @@ type Server struct {
 	sessions *session.Store
 	// rows are the cached reads (service/cache); app the use cases.
 	rows *cache.Store
-	app  *service.Service
+	// newest are the newest pages of conversations, kept in memory
+	// (service/cache's Pages).
+	newest *cache.Pages
+	app    *service.Service
 	// transport says whether a request came over TLS (web.Transport).
 	transport web.Transport
 	avatars   *web.Avatars
@@ -212,6 +220,10 @@ func New(db *store.Store, registry *metrics.Registry, hub live.Hub, cfg Config, 
 		cfg.CacheSize = cache.DefaultSize
 	}
 	s.rows = cache.New(db, hub, cfg.CacheTTL, cfg.CacheSize, views.ShownParticipants)
+	if cfg.PageTTL == 0 {
+		cfg.PageTTL = cache.DefaultPageTTL
+	}
+	s.newest = cache.NewPages(db.MessagesBefore, hub, messagesPerPage, cfg.PageTTL, cache.DefaultPagesBytes)
 	s.watchAvatars()
 	s.watchClosed()
 	s.limits.messages = limit.NewKeyed(cfg.Limits.Messages)
