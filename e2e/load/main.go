@@ -14,8 +14,9 @@
 //	go run ./e2e/load versus       ours beside the original KillrChat: latest-50 pages and posts, same load, ratios
 //	go run ./e2e/load hostile      chunk reads of a 400-range download; server RSS and CPU for two decompression-bomb PNGs at once
 //
-// Unless -url is given it starts its own app instance (handlers.New, as the
-// handler tests do) on a fresh keyspace that it drops at the end: in this
+// Unless -url is given it starts its own app instance (cmd.Main with the
+// binary's flags, as the browser tests do) on a fresh keyspace that it
+// drops at the end: in this
 // process by default, or with -child in a child process of this binary, so
 // that the server's memory and goroutines are measured apart from the
 // load generator's. With -url it drives a running server; give -keyspace

@@ -104,7 +104,7 @@ func TestSmoke(t *testing.T) {
 				defer orig.Close()
 				args = append(args, "-url", app.url, "-keyspace", app.db.Keyspace, "-orig", orig.URL+"/killrchat")
 			default:
-				args = append(args, "-url", app.url, "-keyspace", app.db.Keyspace)
+				args = append(args, "-url", app.url, "-keyspace", app.keyspace)
 			}
 			cmd := exec.Command(exe, append([]string{name}, args...)...)
 			cmd.Env = append(os.Environ(), asCommand+"=1")
