@@ -102,7 +102,7 @@ func TestSmoke(t *testing.T) {
 			case "versus":
 				orig := httptest.NewServer(fakeOriginal())
 				defer orig.Close()
-				args = append(args, "-url", app.url, "-keyspace", app.db.Keyspace, "-orig", orig.URL+"/killrchat")
+				args = append(args, "-url", app.url, "-keyspace", app.keyspace, "-orig", orig.URL+"/killrchat")
 			default:
 				args = append(args, "-url", app.url, "-keyspace", app.keyspace)
 			}
