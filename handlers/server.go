@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -366,11 +367,25 @@ func (s *Server) RenderRaw(c echo.Context, status int, comp templ.Component) err
 		// Rendered for this person alone: their mentions are highlighted.
 		ctx = views.WithViewer(ctx, u.Login)
 	}
-	html, err := s.RenderString(ctx, comp)
-	if err != nil {
+	buf := renderBuffers.Get().(*bytes.Buffer)
+	defer putRenderBuffer(buf)
+	if err := s.renderInto(ctx, comp, buf); err != nil {
 		return fmt.Errorf("render: %w", err)
 	}
-	return c.HTMLBlob(status, html)
+	return c.HTMLBlob(status, buf.Bytes())
+}
+
+// renderBuffers hold pages as they are rendered: a room page is about
+// 130 KB, which a fresh buffer reaches by growing (and copying) a dozen
+// times. A buffer goes back once its page is written.
+var renderBuffers = sync.Pool{New: func() any { return bytes.NewBuffer(make([]byte, 0, 192<<10)) }}
+
+func putRenderBuffer(buf *bytes.Buffer) {
+	if buf.Cap() > 1<<20 {
+		return // an outsized page's buffer is not kept
+	}
+	buf.Reset()
+	renderBuffers.Put(buf)
 }
 
 // fillPage adds what the layout needs: the user, the sidebar and the token.
@@ -548,6 +563,11 @@ func (s *Server) Shutdown() {
 // (views.WithAvatars).
 func (s *Server) RenderString(ctx context.Context, comp templ.Component) ([]byte, error) {
 	var buf bytes.Buffer
-	err := comp.Render(views.WithClosed(views.WithAvatars(ctx, s.avatars.Version), s.closedList(ctx)), &buf)
+	err := s.renderInto(ctx, comp, &buf)
 	return buf.Bytes(), err
+}
+
+// renderInto renders comp into buf, with what every render knows.
+func (s *Server) renderInto(ctx context.Context, comp templ.Component, buf *bytes.Buffer) error {
+	return comp.Render(views.WithClosed(views.WithAvatars(ctx, s.avatars.Version), s.closedList(ctx)), buf)
 }
