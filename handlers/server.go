@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -64,6 +65,11 @@ type Config struct {
 	// instance through the hub at once (see caches.go).
 	CacheTTL  time.Duration
 	CacheSize int
+	// PageTTL bounds how long this instance serves a conversation's
+	// newest page from memory without reading it (default
+	// cache.DefaultPageTTL); events drop it at once (service/cache's
+	// Pages).
+	PageTTL time.Duration
 	// Limits are the per-user write limits (zero values take defaults).
 	Limits limit.Writes
 	// RoomsPerPage is the page size of the list of all rooms.
@@ -117,7 +123,10 @@ type Server struct {
 	sessions *session.Store
 	// rows are the cached reads (service/cache); app the use cases.
 	rows *cache.Store
-	app  *service.Service
+	// newest are the newest pages of conversations, kept in memory
+	// (service/cache's Pages).
+	newest *cache.Pages
+	app    *service.Service
 	// transport says whether a request came over TLS (web.Transport).
 	transport web.Transport
 	avatars   *web.Avatars
@@ -213,6 +222,10 @@ func New(db Store, registry *metrics.Registry, hub live.Hub, cfg Config, log *sl
 		cfg.CacheSize = cache.DefaultSize
 	}
 	s.rows = cache.New(db, hub, cfg.CacheTTL, cfg.CacheSize, views.ShownParticipants)
+	if cfg.PageTTL == 0 {
+		cfg.PageTTL = cache.DefaultPageTTL
+	}
+	s.newest = cache.NewPages(db.MessagesBefore, hub, messagesPerPage, cfg.PageTTL, cache.DefaultPagesBytes)
 	s.watchAvatars()
 	s.watchClosed()
 	s.limits.messages = limit.NewKeyed(cfg.Limits.Messages)
@@ -359,11 +372,25 @@ func (s *Server) RenderRaw(c echo.Context, status int, comp templ.Component) err
 		// Rendered for this person alone: their mentions are highlighted.
 		ctx = views.WithViewer(ctx, u.Login)
 	}
-	html, err := s.RenderString(ctx, comp)
-	if err != nil {
+	buf := renderBuffers.Get().(*bytes.Buffer)
+	defer putRenderBuffer(buf)
+	if err := s.renderInto(ctx, comp, buf); err != nil {
 		return fmt.Errorf("render: %w", err)
 	}
-	return c.HTMLBlob(status, html)
+	return c.HTMLBlob(status, buf.Bytes())
+}
+
+// renderBuffers hold pages as they are rendered: a room page is about
+// 130 KB, which a fresh buffer reaches by growing (and copying) a dozen
+// times. A buffer goes back once its page is written.
+var renderBuffers = sync.Pool{New: func() any { return bytes.NewBuffer(make([]byte, 0, 192<<10)) }}
+
+func putRenderBuffer(buf *bytes.Buffer) {
+	if buf.Cap() > 1<<20 {
+		return // an outsized page's buffer is not kept
+	}
+	buf.Reset()
+	renderBuffers.Put(buf)
 }
 
 // fillPage adds what the layout needs: the user, the sidebar and the token.
@@ -542,6 +569,11 @@ func (s *Server) Shutdown() {
 // (views.WithAvatars).
 func (s *Server) RenderString(ctx context.Context, comp templ.Component) ([]byte, error) {
 	var buf bytes.Buffer
-	err := comp.Render(views.WithClosed(views.WithAvatars(ctx, s.avatars.Version), s.closedList(ctx)), &buf)
+	err := s.renderInto(ctx, comp, &buf)
 	return buf.Bytes(), err
+}
+
+// renderInto renders comp into buf, with what every render knows.
+func (s *Server) renderInto(ctx context.Context, comp templ.Component, buf *bytes.Buffer) error {
+	return comp.Render(views.WithClosed(views.WithAvatars(ctx, s.avatars.Version), s.closedList(ctx)), buf)
 }
