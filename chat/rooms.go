@@ -159,3 +159,10 @@ func (r Room) WithAllParticipants(participants map[string]UserRef) Room {
 	r.Participants, r.all = participants, true
 	return r
 }
+
+// Member is one member of a room as an export carries it: who, and when
+// they joined (zero for the creator, or from before it was recorded).
+type Member struct {
+	UserRef
+	Joined time.Time
+}
