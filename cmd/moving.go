@@ -6,12 +6,14 @@
 package cmd
 
 import (
+	"archive/zip"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 
 	"github.com/killrchat/killrchat/chat"
@@ -214,5 +216,87 @@ func importKillrChat(ctx context.Context, db *store.Store, c ImportConfig, stdou
 }
 
 func importSlack(ctx context.Context, db *store.Store, c ImportConfig, stdout, stderr io.Writer) error {
-	return errors.New("not built yet")
+	zr, err := zip.OpenReader(c.Path)
+	if err != nil {
+		return fmt.Errorf("%s is not a zip we can read: %w", c.Path, err)
+	}
+	defer zr.Close()
+	st, err := os.Stat(c.Path)
+	if err != nil {
+		return err
+	}
+	work := c.Work
+	if work == "" {
+		work = filepath.Dir(c.Path)
+	}
+	// The journal is the zip's: another zip (or the same name with
+	// another size or time) starts afresh.
+	name := fmt.Sprintf("%s.%d.%d.imported", filepath.Base(c.Path), st.Size(), st.ModTime().Unix())
+	j, err := openJournal(filepath.Join(work, name))
+	if err != nil {
+		return err
+	}
+	defer j.Close()
+	p := newProgress(stderr, "import slack", 0)
+	rep, err := moving.ImportSlack(ctx, db, &zr.Reader, moving.SlackOptions{Journal: j, Progress: p.step})
+	p.done()
+	writeSlackReport(stdout, rep)
+	return err
 }
+
+// writeSlackReport is the summary at the end of a Slack import.
+func writeSlackReport(w io.Writer, r moving.SlackReport) {
+	fmt.Fprintf(w, "import slack: %d people (%d bots), %d rooms, %d DMs, %d messages, %d reactions\n",
+		r.People, r.Bots, r.Rooms, r.DMs, r.Messages, r.Reactions)
+	for _, rn := range r.Renames {
+		fmt.Fprintf(w, "renamed %s: %q is %q here (%s)\n", rn.What, rn.From, rn.To, rn.Why)
+	}
+	reasons := make([]string, 0, len(r.Skipped))
+	for why := range r.Skipped {
+		reasons = append(reasons, why)
+	}
+	sort.Strings(reasons)
+	for _, why := range reasons {
+		fmt.Fprintf(w, "skipped %d: %s\n", r.Skipped[why], why)
+	}
+	if r.People > 0 {
+		fmt.Fprintln(w, "the imported people cannot log in until an administrator hands each a reset link (the administration page)")
+	}
+}
+
+// journal is the days a Slack import has written, one a line in a file
+// beside the zip, so that a run after a kill skips them.
+type journal struct {
+	f    *os.File
+	done map[string]bool
+}
+
+func openJournal(path string) (*journal, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("the import's journal: %w", err)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, 256<<20))
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	j := &journal{f: f, done: map[string]bool{}}
+	for _, l := range strings.Split(string(b), "\n") {
+		// A line cut by a kill has no end: it is not done.
+		if key, ok := strings.CutSuffix(l, "\t."); ok {
+			j.done[key] = true
+		}
+	}
+	return j, nil
+}
+
+func (j *journal) Done(key string) bool { return j.done[key] }
+
+func (j *journal) Mark(key string) error {
+	j.done[key] = true
+	_, err := j.f.WriteString(key + "\t.\n")
+	return err
+}
+
+func (j *journal) Close() error { return j.f.Close() }
