@@ -47,11 +47,11 @@ func TestTheDomainImportsNoDriverNoFramework(t *testing.T) {
 	}
 }
 
-// gocqlAllowed is where non-test code may import the driver: the Cassandra
-// adapter, the migration runner, and the tools that check the database
-// behind the application's back.
+// gocqlAllowed is where code, tests included, may import the driver: the
+// Cassandra adapter (with store/inspect, which the tools that check the
+// database behind the application's back call) and the migration runner.
 func gocqlAllowed(path string) bool {
-	return under(path, "store") || under(path, "schema") || under(path, "e2e") || under(path, "scripts")
+	return under(path, "store") || under(path, "schema")
 }
 
 // handlersAllowed is who may import handlers: its own tree, the
@@ -60,16 +60,44 @@ func handlersAllowed(path string) bool {
 	return under(path, "handlers") || under(path, "cmd") || under(path, "e2e")
 }
 
+// TestImportRules reads every package's imports, its tests' included.
 func TestImportRules(t *testing.T) {
-	for _, line := range goList(t, "-e", "-f", "{{.ImportPath}} {{join .Imports \" \"}}", "./...") {
+	format := "{{.ImportPath}} {{join .Imports \" \"}} {{join .TestImports \" \"}} {{join .XTestImports \" \"}}"
+	for _, line := range goList(t, "-e", "-f", format, "./...") {
 		fields := strings.Fields(line)
 		pkg, imports := fields[0], fields[1:]
 		for _, imp := range imports {
 			if imp == "github.com/gocql/gocql" && !gocqlAllowed(pkg) {
-				t.Errorf("%s imports gocql; only store and schema (and the tools under e2e and scripts) may", pkg)
+				t.Errorf("%s imports gocql; only store and schema may (tools go through store/inspect)", pkg)
 			}
 			if under(imp, "handlers") && !handlersAllowed(pkg) {
 				t.Errorf("%s imports %s; nothing outside handlers, cmd and e2e imports handlers", pkg, imp)
+			}
+		}
+	}
+}
+
+// storeAllowed is who, of the HTTP layer, the application layer, the
+// views and Web Push, may import the Cassandra adapter: the wiring of the
+// route modules (handlers/routes) alone. The composition root (cmd) hands
+// the store to the HTTP core and to handlers/routes; the tools and the
+// other adapters are not held to it here.
+func storeAllowed(path string) bool {
+	bound := under(path, "service") || under(path, "views") || under(path, "push") ||
+		(under(path, "handlers") && !under(path, "handlers/routes"))
+	return !bound
+}
+
+// The HTTP core, a route module, a use case, a view or Web Push names the
+// domain's types and the interfaces it declares, never the store's: the
+// store is an adapter that only the composition root and the wiring hand
+// them.
+func TestOnlyTheWiringImportsTheStore(t *testing.T) {
+	for _, line := range goList(t, "-f", "{{.ImportPath}} {{join .Imports \" \"}}", "./...") {
+		fields := strings.Fields(line)
+		for _, imp := range fields[1:] {
+			if under(imp, "store") && !storeAllowed(fields[0]) {
+				t.Errorf("%s imports %s; only handlers/routes (and cmd) may: the others take chat's types and interfaces of their own", fields[0], imp)
 			}
 		}
 	}

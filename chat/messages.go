@@ -46,6 +46,15 @@ func CheckContent(content string) (string, error) {
 	return content, nil
 }
 
+// CheckCaption is CheckContent for the text that goes with a file, which
+// may be blank: a blank one is "".
+func CheckCaption(content string) (string, error) {
+	if strings.TrimSpace(content) == "" {
+		return "", nil
+	}
+	return CheckContent(content)
+}
+
 // AttachmentRef is the attachment of a message, denormalised into it (the
 // user-defined type attachment_ref) so a page of messages is one query.
 type AttachmentRef struct {

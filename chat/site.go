@@ -74,6 +74,10 @@ type Site struct {
 	SignupDomains []string
 	// RoomCreation is RoomsByEveryone or RoomsByAdmins.
 	RoomCreation string
+	// DefaultRooms are the room keys every new person joins;
+	// DefaultRoomsSet says an administrator chose them (also none).
+	DefaultRooms    []string
+	DefaultRoomsSet bool
 }
 
 // IsAdmin reports whether login is an administrator of the site.

@@ -26,7 +26,6 @@ import (
 	"github.com/killrchat/killrchat/push"
 	"github.com/killrchat/killrchat/service"
 	"github.com/killrchat/killrchat/service/cache"
-	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/views"
 	"github.com/killrchat/killrchat/web"
 	"github.com/killrchat/killrchat/web/csrf"
@@ -99,9 +98,11 @@ type Config struct {
 	// index costs, or to shed its writes when Cassandra is overloaded.
 	SearchIndexOff bool
 	// SearchIndexRate is how many messages a second this instance indexes
-	// at most (default store.DefaultIndexRate; negative: unpaced). Past it
+	// at most (0: store.DefaultIndexRate; negative: unpaced). Past it
 	// the index lags and catches up when posts slow down.
 	SearchIndexRate float64
+	// Indexer starts the search indexer (required).
+	Indexer NewIndexer
 	// Push configures Web Push (VAPID keys, the http loopback endpoints
 	// tests use); PushOff turns it off.
 	Push    push.Config
@@ -112,7 +113,7 @@ type Config struct {
 
 // Server holds what the handlers share.
 type Server struct {
-	db       *store.Store
+	db       Store
 	sessions *session.Store
 	// rows are the cached reads (service/cache); app the use cases.
 	rows *cache.Store
@@ -126,7 +127,7 @@ type Server struct {
 	log       *slog.Logger
 	pages     securecookie.Codec
 	live      *live.Engine
-	indexer   *store.Indexer
+	indexer   Indexer
 	presence  *presence.Tracker
 	// push sends Web Push notifications; nil when off or not set up yet.
 	push    atomic.Pointer[push.Sender]
@@ -150,7 +151,7 @@ type Server struct {
 }
 
 // New returns the handlers' server. hub carries room events to live pages.
-func New(db *store.Store, registry *metrics.Registry, hub live.Hub, cfg Config, log *slog.Logger) *Server {
+func New(db Store, registry *metrics.Registry, hub live.Hub, cfg Config, log *slog.Logger) *Server {
 	if cfg.AuthRate == 0 {
 		cfg.AuthRate = 10
 	}
@@ -237,16 +238,22 @@ func New(db *store.Store, registry *metrics.Registry, hub live.Hub, cfg Config, 
 	s.live.RenderChanges(s.renderChange)
 	transport, _ := hub.(presence.Transport)
 	s.presence = presence.New(s.live, transport, s.closing)
-	if cfg.SearchIndexRate == 0 {
-		cfg.SearchIndexRate = store.DefaultIndexRate
+	if cfg.Indexer == nil {
+		panic("handlers: Config.Indexer is required (the composition root starts the store's indexer)")
 	}
-	s.indexer = store.NewIndexer(db, log, cfg.SearchIndexRate, cfg.SearchIndexOff, s.closing)
+	s.indexer = cfg.Indexer(log, cfg.SearchIndexRate, cfg.SearchIndexOff, s.closing)
 	s.app = service.New(service.Deps{
 		Storage: db, Accounts: db, Rows: s.rows, Bus: hub, Sequencer: s.live, Renderer: liveRenderer{s},
 		Indexer: s.indexer, Push: pushPosted{s}, Log: log, ShownParticipants: views.ShownParticipants,
-		SessionDigest:     session.Digest,
-		CountRoomPost:     func(how string) { registry.RoomPosts.WithLabelValues(how).Inc() },
-		CountFenceTimeout: registry.FenceTimeouts.Inc,
+		SessionDigest:         session.Digest,
+		CountRoomPost:         func(how string) { registry.RoomPosts.WithLabelValues(how).Inc() },
+		CountFenceTimeout:     registry.FenceTimeouts.Inc,
+		Rooms:                 s,
+		CountSearchStatements: func(n int) { registry.SearchStatements.Observe(float64(n)) },
+		FileStored: func(ctx context.Context, size int64) {
+			registry.CountUpload("stored", size)
+			s.FileStored(ctx)
+		},
 	})
 	if !cfg.PushOff {
 		s.setUpPush()
@@ -384,6 +391,7 @@ var notices = map[string]string{
 	"password-set":    "Your password is set: log in with it.",
 	"account-deleted": "Your account is deleted.",
 	"deactivated":     "This account is deactivated. Ask an administrator of the site to reactivate it.",
+	"sessions-ended":  "Your sessions were ended by an administrator: log in again.",
 	"level-saved":     "Your notification setting is saved.",
 }
 

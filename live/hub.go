@@ -156,6 +156,9 @@ type Subscriber struct {
 // (ended).
 type streamSignals struct {
 	dropped, ended signal
+	// goTo is where the stream's pages go once it ended, when the end
+	// said (StreamEnd.Reason); the first end that says wins.
+	goTo atomic.Pointer[string]
 }
 
 func newStreamSignals() *streamSignals {
@@ -181,6 +184,25 @@ type StreamEnd struct {
 	// session) on the way through the broker.
 	Sessions []string `json:"sessions"`
 	Except   string   `json:"except,omitempty"`
+	// Reason, when set, sends the pages of the ended streams to the login
+	// page with the notice of that name (an account deactivated or
+	// deleted, its sessions ended), instead of letting them reconnect.
+	Reason string `json:"reason,omitempty"`
+}
+
+// GoTo is where the pages of the streams e ends go: the login page with
+// e's notice, or "" (they reconnect). A reason that is not a plain word
+// goes nowhere.
+func (e StreamEnd) GoTo() string {
+	if e.Reason == "" || len(e.Reason) > 40 {
+		return ""
+	}
+	for _, r := range e.Reason {
+		if (r < 'a' || r > 'z') && r != '-' {
+			return ""
+		}
+	}
+	return "/login?notice=" + e.Reason
 }
 
 func (e StreamEnd) matches(room string, who Subscriber) bool {
@@ -286,8 +308,11 @@ func (s *Subscription) drop() {
 	s.signals.dropped.fire()
 }
 
-func (s *Subscription) end() {
+func (s *Subscription) end(goTo string) {
 	s.stopped.Store(true)
+	if goTo != "" {
+		s.signals.goTo.CompareAndSwap(nil, &goTo)
+	}
 	s.signals.ended.fire()
 }
 
@@ -749,13 +774,14 @@ func (h *LocalHub) EndStreams(_ context.Context, end StreamEnd) error {
 	for _, w := range h.watchers {
 		w.onEnd(end)
 	}
+	goTo := end.GoTo()
 	for room, subs := range h.rooms {
 		if end.Room != "" && room != end.Room {
 			continue
 		}
 		for sub := range subs {
 			if end.matches(room, sub.who) {
-				sub.end()
+				sub.end(goTo)
 			}
 		}
 	}

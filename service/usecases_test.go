@@ -5,8 +5,10 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/live"
@@ -40,11 +42,11 @@ func (s *memStorage) Mentionable(_ context.Context, in chat.Place, _ ...string) 
 	return in.Conversation(), nil
 }
 
-func (s *memStorage) RecordDMMessage(_ context.Context, _ chat.DM, m chat.Message) error {
+func (s *memStorage) RecordDMMessage(ctx context.Context, d chat.DM, m chat.Message) error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.dmLists = append(s.dmLists, m.ID)
-	return nil
+	s.mu.Unlock()
+	return s.Memory.RecordDMMessage(ctx, d, m)
 }
 
 func (s *memStorage) RecordMentions(_ context.Context, _ chat.Conversation, m chat.Message) error {
@@ -364,5 +366,189 @@ func TestStartDM(t *testing.T) {
 		if _, err := f.svc.StartDM(context.Background(), "ada", c.logins); !errors.Is(err, c.want) {
 			t.Errorf("%s: %v, want %v", name, err, c.want)
 		}
+	}
+}
+
+// passwords keeps each person's password and sessions, as the accounts'
+// and sessions' tables do, for the password's use case.
+type passwords struct {
+	memStorage
+	password map[string]string
+	sessions map[string][]string
+}
+
+func (p *passwords) ChangePassword(_ context.Context, login, old, password, confirm string) error {
+	if p.password[login] != old {
+		return chat.ValidationError{"old_password": "This is not your current password."}
+	}
+	v := chat.ValidationError{}
+	chat.CheckPassword(v, password, confirm)
+	if err := v.Err(); err != nil {
+		return err
+	}
+	p.password[login] = password
+	return nil
+}
+
+func (p *passwords) EndOtherSessions(_ context.Context, login, keep string) ([]string, error) {
+	var ended []string
+	for _, id := range p.sessions[login] {
+		if id != keep {
+			ended = append(ended, id)
+		}
+	}
+	p.sessions[login] = []string{keep}
+	return ended, nil
+}
+
+func TestChangePassword(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	db := &passwords{memStorage: memStorage{Memory: f.db.Memory, accounts: f.db.accounts},
+		password: map[string]string{"ada": "old secret 1"}, sessions: map[string][]string{"ada": {"phone", "laptop", "here"}}}
+	svc := service.New(service.Deps{Storage: db, Bus: f.bus, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	ctx := context.Background()
+	for name, try := range map[string][3]string{
+		"WrongOld":   {"guess", "new secret 22", "new secret 22"},
+		"Mismatched": {"old secret 1", "new secret 22", "new secret 23"},
+	} {
+		if ended, err := svc.ChangePassword(ctx, "ada", "here", try[0], try[1], try[2]); !errors.Is(err, chat.ErrInvalid) || ended != nil {
+			t.Errorf("%s: ended %q, %v; want a ValidationError and nothing ended", name, ended, err)
+		}
+	}
+	if db.password["ada"] != "old secret 1" || len(db.sessions["ada"]) != 3 {
+		t.Fatalf("a refused change changed %q, sessions %q", db.password["ada"], db.sessions["ada"])
+	}
+	ended, err := svc.ChangePassword(ctx, "ada", "here", "old secret 1", "new secret 22", "new secret 22")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if db.password["ada"] != "new secret 22" || !equal(ended, []string{"phone", "laptop"}) || !equal(db.sessions["ada"], []string{"here"}) {
+		t.Fatalf("after the change: password %q, ended %q, left %q", db.password["ada"], ended, db.sessions["ada"])
+	}
+}
+
+// pictures keeps who has a picture, as the avatars' table does.
+type pictures struct {
+	memStorage
+	has map[string]bool
+}
+
+func (p *pictures) SetAvatar(_ context.Context, user chat.UserRef, body io.Reader, limit int64) (chat.Avatar, error) {
+	b, err := io.ReadAll(io.LimitReader(body, limit+1))
+	if err != nil {
+		return chat.Avatar{}, err
+	}
+	if int64(len(b)) > limit {
+		return chat.Avatar{}, chat.ErrTooLarge
+	}
+	p.has[user.Login] = true
+	return chat.Avatar{Large: p.NewChangeID(), Small: p.NewChangeID()}, nil
+}
+
+func (p *pictures) RemoveAvatar(_ context.Context, login string) error {
+	if login == "broken" {
+		return errors.New("storage down")
+	}
+	delete(p.has, login)
+	return nil
+}
+
+// invalidations keeps the caches' invalidations the use cases send.
+type invalidations struct {
+	bus
+	sent []live.Invalidation
+}
+
+func (b *invalidations) Invalidate(_ context.Context, inv live.Invalidation) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.sent = append(b.sent, inv)
+	return nil
+}
+
+// versions are an instance's versions of people's pictures.
+type versions map[string]string
+
+func (v versions) Apply(changes map[string]string) {
+	for login, version := range changes {
+		v[login] = version
+	}
+}
+
+func TestAvatar(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	db := &pictures{memStorage: memStorage{Memory: f.db.Memory}, has: map[string]bool{}}
+	b := &invalidations{}
+	here := versions{}
+	svc := service.New(service.Deps{Storage: db, Bus: b, Pictures: here, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	ctx := context.Background()
+	if _, err := svc.SetAvatar(ctx, f.ada, strings.NewReader("too big"), 3); !errors.Is(err, chat.ErrTooLarge) || len(b.sent) != 0 || len(here) != 0 {
+		t.Fatalf("a refused picture: %v, invalidations %+v, here %v; want ErrTooLarge and nothing told", err, b.sent, here)
+	}
+	av, err := svc.SetAvatar(ctx, f.ada, strings.NewReader("png"), 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !db.has["ada"] || here["ada"] != av.Version() || len(b.sent) != 1 || b.sent[0].Avatars["ada"] != av.Version() || !equal(b.sent[0].Users, []string{"ada"}) {
+		t.Fatalf("after the upload: has %v, here %v, invalidations %+v", db.has, here, b.sent)
+	}
+
+	t.Run("Remove", func(t *testing.T) {
+		if err := svc.RemoveAvatar(ctx, "broken"); err == nil || len(b.sent) != 1 {
+			t.Fatalf("a failed removal: %v, invalidations %+v; want the error and none more", err, b.sent)
+		}
+		if err := svc.RemoveAvatar(ctx, "ada"); err != nil {
+			t.Fatal(err)
+		}
+		last := b.sent[len(b.sent)-1]
+		if db.has["ada"] || here["ada"] != "" || len(b.sent) != 2 || last.Avatars["ada"] != "" || len(last.Avatars) != 1 {
+			t.Fatalf("after the removal: has %v, here %v, invalidations %+v", db.has, here, b.sent)
+		}
+	})
+}
+
+// invites keeps the links made and revoked, as the invitations' tables
+// do; only an admin (ada) may revoke.
+type invites struct {
+	memStorage
+	made, revoked []string
+}
+
+func (v *invites) CreateInvite(_ context.Context, actor chat.UserRef, room string, f chat.NewInvite) (string, chat.Invite, error) {
+	if err := f.Validate(); err != nil {
+		return "", chat.Invite{}, err
+	}
+	v.made = append(v.made, room)
+	return "token-" + room, chat.Invite{ID: "i1", Room: room, CreatedBy: actor}, nil
+}
+
+func (v *invites) RevokeInvite(_ context.Context, actor, room, id string) error {
+	if actor != "ada" {
+		return chat.ErrNotCreator
+	}
+	v.revoked = append(v.revoked, room+"/"+id)
+	return nil
+}
+
+func TestInvites(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	db := &invites{memStorage: memStorage{Memory: f.db.Memory}}
+	svc := service.New(service.Deps{Storage: db, Bus: f.bus, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	ctx := context.Background()
+	if _, err := svc.CreateInvite(ctx, f.ada, "garden", chat.NewInvite{MaxUses: -1}); !errors.Is(err, chat.ErrInvalid) || len(db.made) != 0 {
+		t.Fatalf("a bad form: %v, made %v", err, db.made)
+	}
+	token, err := svc.CreateInvite(ctx, f.ada, "garden", chat.NewInvite{TTL: 24 * time.Hour})
+	if err != nil || token != "token-garden" || len(db.made) != 1 {
+		t.Fatalf("a link: %q, %v (made %v)", token, err, db.made)
+	}
+	if err := svc.RevokeInvite(ctx, "bob", "garden", "i1"); !errors.Is(err, chat.ErrNotCreator) || len(db.revoked) != 0 {
+		t.Fatalf("a revocation by bob: %v, revoked %v", err, db.revoked)
+	}
+	if err := svc.RevokeInvite(ctx, "ada", "garden", "i1"); err != nil || !equal(db.revoked, []string{"garden/i1"}) {
+		t.Fatalf("a revocation by ada: %v, revoked %v", err, db.revoked)
 	}
 }

@@ -312,7 +312,7 @@ func (s *Store) RestoreRoom(ctx context.Context, r chat.Room, members []chat.Mem
 		stmts = append(stmts, batchStmt{restoreMember, []any{creator.UserRef, joinedValue(creator.Joined), r.Name, r.CreatedAt, creator.Login}})
 	}
 	same := func(ctx context.Context) (bool, error) {
-		got, err := s.room(ctx, r.Name, true)
+		got, err := s.header(ctx, r.Name, true)
 		if errors.Is(err, chat.ErrNotFound) {
 			return false, nil
 		}
@@ -446,7 +446,7 @@ func (s *Store) RestoreFile(ctx context.Context, f chat.StoredFile, body io.Read
 	if got, err := s.Attachment(ctx, f.ID); err == nil && got.Size == f.Size {
 		return nil
 	}
-	a := Attachment{ID: f.ID, Conversation: f.Conversation, Uploader: f.Uploader, Name: f.Name, ChunkSize: ChunkSize,
+	a := chat.Attachment{ID: f.ID, Conversation: f.Conversation, Uploader: f.Uploader, Name: f.Name, ChunkSize: ChunkSize,
 		Status: StatusPending}
 	most := chunkLimit(f.Size)
 	if err := s.exec(ctx, "record pending restore", insertPendingUpload, chat.BucketOf(a.ID), gocql.UUID(a.ID), a.Conversation, most); err != nil {

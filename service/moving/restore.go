@@ -38,7 +38,7 @@ type RestoreOptions struct {
 // wrote. An export cut short (no end line) is refused at its end, after
 // what it holds is written.
 func Restore(ctx context.Context, t Target, r io.Reader, opts RestoreOptions) (Counts, error) {
-	rs := &restorer{t: t, opts: opts, rooms: map[string]chat.Room{}, last: time.Now()}
+	rs := &restorer{t: t, opts: opts, rooms: map[string]chat.RoomWithAll{}, last: time.Now()}
 	err := rs.run(ctx, r)
 	if err == nil && opts.Files != nil {
 		err = rs.files(ctx, opts.Files)
@@ -50,7 +50,7 @@ type restorer struct {
 	t     Target
 	opts  RestoreOptions
 	n     Counts
-	rooms map[string]chat.Room
+	rooms map[string]chat.RoomWithAll
 	conv  *conversationWriter
 	last  time.Time
 	ended bool
@@ -209,7 +209,7 @@ func (rs *restorer) room(ctx context.Context, l Room) error {
 	if err := rs.t.RestoreRoom(ctx, r, members); err != nil {
 		return err
 	}
-	rs.rooms[r.Name] = r.WithAllParticipants(all)
+	rs.rooms[r.Name] = chat.RoomWithAll{Room: r, Participants: all}
 	rs.n.Rooms++
 	return nil
 }

@@ -111,7 +111,7 @@ func (s *slackImport) conversation(ctx context.Context, c slackChannel, kind, fo
 			s.report.Renames = append(s.report.Renames, Rename{What: "channel " + c.ID, From: c.Name, To: name, Why: why})
 		}
 		s.rooms[c.ID] = name
-		s.convs = append(s.convs, slackConversation{folder: folder, place: r.WithAllParticipants(all), url: "/rooms/" + name, members: members})
+		s.convs = append(s.convs, slackConversation{folder: folder, place: chat.RoomWithAll{Room: r, Participants: all}, url: "/rooms/" + name, members: members})
 		s.report.Rooms++
 		return nil
 	}
