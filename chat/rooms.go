@@ -183,3 +183,10 @@ func CheckBanner(banner *string) error {
 	checkField(v, "banner", banner, bannerRule)
 	return v.Err()
 }
+
+// Member is one member of a room as an export carries it: who, and when
+// they joined (zero for the creator, or from before it was recorded).
+type Member struct {
+	UserRef
+	Joined time.Time
+}

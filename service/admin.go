@@ -441,6 +441,13 @@ func (s *Service) ResetPassword(ctx context.Context, token, password, confirm st
 	if err := s.Accounts.SetPassword(ctx, login, password, confirm); err != nil {
 		return "", err
 	}
+	// An imported account is claimed by its first password: it opens.
+	if u, err := s.Storage.User(ctx, login); err == nil && u.Status == chat.AccountUnclaimed {
+		if err := s.Accounts.SetStatus(ctx, login, chat.AccountActive); err != nil {
+			return "", err
+		}
+		s.Invalidate(ctx, live.Invalidation{Users: []string{login}, Accounts: []string{login}})
+	}
 	if err := s.endAllSessions(ctx, login, endPasswordSet); err != nil {
 		return "", err
 	}
