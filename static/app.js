@@ -318,6 +318,13 @@
     }
   }
 
+  // leavePage goes to path, a page of this site, once.
+  function leavePage(path) {
+    if (leaving || !/^\/(?![\/\\])/.test(path)) return;
+    leaving = true;
+    window.location.assign(path);
+  }
+
   function roomDeleted() {
     if (!deletingOwnRoom) leaveDeletedRoom();
   }
@@ -1599,6 +1606,14 @@
         if (mine) roomDeleted();
         return;
       case "stream-end":
+        // The person's account was closed or their sessions ended: every
+        // tab goes where the stream says (the login page, with why).
+        if (!msg.conv && msg.data) {
+          leavePage(msg.data);
+          return;
+        }
+        if (mine) reloadPage();
+        return;
       case "reload":
         if (mine) reloadPage();
         return;
