@@ -44,6 +44,8 @@ type User struct {
 	CreatedAt  time.Time
 	// Status is AccountActive (""), AccountDeactivated or AccountDeleted.
 	Status string
+	// Kind is KindPerson ("") or KindBot.
+	Kind string
 }
 
 // RoomTitle is the display name of room, one of u.ChatRooms.

@@ -43,6 +43,10 @@ type Routes struct {
 	// Passwords limit password changes per address and per person.
 	SignIn    echo.MiddlewareFunc
 	Passwords []echo.MiddlewareFunc
+	// Bare holds the routes that neither load a session nor check a
+	// CSRF token: the bots' API and the incoming webhooks, which carry
+	// their own credential.
+	Bare *echo.Group
 }
 
 // Conversation is the room or DM a request names, as ConversationOf reads
@@ -75,6 +79,19 @@ func (s *Server) Publish(ctx context.Context, ev live.Event) { s.publish(ctx, ev
 // Online says whether login holds a live stream on any instance
 // (package live/presence).
 func (s *Server) Online(login string) bool { return s.presence.Online(login) }
+
+// WatchAccounts calls forget with the logins of every invalidation of
+// accounts (a deactivation, a bot's token rotated or revoked: its fence
+// waits for each instance's call), and reset when the hub may have
+// missed some (a broker reconnect).
+func (s *Server) WatchAccounts(forget func(logins []string), reset func()) {
+	s.hub.WatchInvalidations(func(inv live.Invalidation) {
+		if len(inv.Accounts) > 0 {
+			forget(inv.Accounts)
+		}
+	})
+	s.hub.Watch(func(live.StreamEnd) {}, reset)
+}
 
 // Metrics are the server's metrics.
 func (s *Server) Metrics() *metrics.Registry { return s.metrics }

@@ -242,7 +242,7 @@ func New(db *store.Store, registry *metrics.Registry, hub live.Hub, cfg Config, 
 	}
 	s.indexer = store.NewIndexer(db, log, cfg.SearchIndexRate, cfg.SearchIndexOff, s.closing)
 	s.app = service.New(service.Deps{
-		Storage: db, Accounts: db, Rows: s.rows, Bus: hub, Sequencer: s.live, Renderer: liveRenderer{s},
+		Storage: db, Accounts: db, Bots: db, Rows: s.rows, Bus: hub, Sequencer: s.live, Renderer: liveRenderer{s},
 		Indexer: s.indexer, Push: pushPosted{s}, Log: log, ShownParticipants: views.ShownParticipants,
 		SessionDigest:     session.Digest,
 		CountRoomPost:     func(how string) { registry.RoomPosts.WithLabelValues(how).Inc() },
@@ -320,7 +320,7 @@ func (s *Server) Register(e *echo.Echo, modules ...Module) {
 	passwords := []echo.MiddlewareFunc{
 		s.limitIP(s.limits.passwordIP, "trying passwords"), s.limitUser(s.limits.passwordUser, "trying passwords")}
 	for _, m := range modules {
-		m(s, Routes{Public: app, Auth: auth, SignIn: s.rateLimit(), Passwords: passwords, Sending: sending, Membership: membership})
+		m(s, Routes{Bare: e.Group(""), Public: app, Auth: auth, SignIn: s.rateLimit(), Passwords: passwords, Sending: sending, Membership: membership})
 	}
 }
 
@@ -534,6 +534,7 @@ func (s *Server) Shutdown() {
 // (views.WithAvatars).
 func (s *Server) RenderString(ctx context.Context, comp templ.Component) ([]byte, error) {
 	var buf bytes.Buffer
-	err := comp.Render(views.WithClosed(views.WithAvatars(ctx, s.avatars.Version), s.closedList(ctx)), &buf)
+	ctx = views.WithBots(views.WithClosed(views.WithAvatars(ctx, s.avatars.Version), s.closedList(ctx)), s.botList(ctx))
+	err := comp.Render(ctx, &buf)
 	return buf.Bytes(), err
 }

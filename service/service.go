@@ -158,6 +158,8 @@ type Deps struct {
 	// Accounts are the site's and the accounts' storage (nil: the
 	// administrative use cases are not available).
 	Accounts Accounts
+	// Bots are the bots' storage (nil: no bots).
+	Bots BotStorage
 	// Rows are the cached reads (package service/cache) of what is
 	// shown, not decided: Storage if nil.
 	Rows      Reads

@@ -23,7 +23,7 @@ import (
 const (
 	insertUser = `INSERT INTO users (login, display_login, pass, firstname, lastname, email, bio, created_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS`
-	selectUser = `SELECT login, display_login, pass, firstname, lastname, email, bio, chat_rooms, chat_room_titles, created_at, status
+	selectUser = `SELECT login, display_login, pass, firstname, lastname, email, bio, chat_rooms, chat_room_titles, created_at, status, kind
 		FROM users WHERE login = ?`
 	selectUserPass   = `SELECT pass FROM users WHERE login = ?`
 	updateProfile    = `UPDATE users SET email = ?, bio = ? WHERE login = ?`
@@ -105,7 +105,7 @@ func (s *Store) userWithHash(ctx context.Context, login string) (chat.User, stri
 		u    chat.User
 		hash string
 	)
-	err = q.Scan(&u.Login, &u.DisplayLogin, &hash, &u.Firstname, &u.Lastname, &u.Email, &u.Bio, &u.ChatRooms, &u.RoomTitles, &u.CreatedAt, &u.Status)
+	err = q.Scan(&u.Login, &u.DisplayLogin, &hash, &u.Firstname, &u.Lastname, &u.Email, &u.Bio, &u.ChatRooms, &u.RoomTitles, &u.CreatedAt, &u.Status, &u.Kind)
 	if errors.Is(err, gocql.ErrNotFound) {
 		return chat.User{}, "", fmt.Errorf("store: user %q: %w", login, chat.ErrNotFound)
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/killrchat/killrchat/handlers/accounts"
 	"github.com/killrchat/killrchat/handlers/admin"
 	"github.com/killrchat/killrchat/handlers/avatars"
+	"github.com/killrchat/killrchat/handlers/botapi"
 	"github.com/killrchat/killrchat/handlers/catchup"
 	"github.com/killrchat/killrchat/handlers/changes"
 	"github.com/killrchat/killrchat/handlers/directory"
@@ -49,7 +50,10 @@ var Modules = []handlers.Module{
 	},
 	func(s *handlers.Server, r handlers.Routes) { catchup.Register(r, s, s.App()) },
 	func(s *handlers.Server, r handlers.Routes) { directory.Register(r, s, s.App()) },
-	func(s *handlers.Server, r handlers.Routes) { admin.Register(r, s, s, s.App(), s.Config().Limits.Admin) }}
+	func(s *handlers.Server, r handlers.Routes) { admin.Register(r, s, s, s.App(), s.Config().Limits.Admin) },
+	func(s *handlers.Server, r handlers.Routes) {
+		botapi.Register(r, botapi.Deps{App: s.App(), Watcher: s, Log: s.Log()})
+	}}
 
 // Register installs the middleware and every route of srv on e.
 func Register(e *echo.Echo, srv *handlers.Server) { srv.Register(e, Modules...) }

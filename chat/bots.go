@@ -1,0 +1,80 @@
+// This file owns bots as the domain sees them: accounts of the kind
+// KindBot, created by site administrators, that authenticate by an API
+// token (never a password) and carry a "bot" mark wherever their name
+// shows.
+
+package chat
+
+import (
+	"strings"
+	"time"
+)
+
+// Account kinds: a person's row has none (KindPerson).
+const (
+	KindPerson = ""
+	KindBot    = "bot"
+)
+
+// Audit actions of bots.
+const (
+	AuditCreateBot  = "create-bot"
+	AuditRotateBot  = "rotate-bot-token"
+	AuditRevokeBot  = "revoke-bot-token"
+	BotTokenPrefix  = "kcb_"
+	botTokenEncoded = 43 // base64url of 32 bytes, no padding
+)
+
+// Bot is a bot as the administration page lists it.
+type Bot struct {
+	Login     string
+	Firstname string
+	Lastname  string
+	CreatedBy string
+	CreatedAt time.Time
+	// HasToken says the bot holds a token (false once revoked);
+	// TokenAt is when it was made.
+	HasToken bool
+	TokenAt  time.Time
+}
+
+// Ref is the bot as denormalised into rooms and messages.
+func (b Bot) Ref() UserRef {
+	return UserRef{Login: b.Login, Firstname: b.Firstname, Lastname: b.Lastname}
+}
+
+// IsBot reports whether u is a bot's account.
+func (u User) IsBot() bool { return u.Kind == KindBot }
+
+// NewBot is the form that creates a bot: its login and display name.
+type NewBot struct {
+	Login, Firstname, Lastname string
+}
+
+// Validate cleans f in place and returns a ValidationError naming each
+// bad field, or nil. A bot's last name may be empty.
+func (f *NewBot) Validate() error {
+	f.Login = strings.TrimSpace(f.Login)
+	v := ValidationError{}
+	if !ValidName(f.Login) {
+		v["login"] = nameProblem
+	}
+	checkField(v, "firstname", &f.Firstname, nameRule)
+	checkField(v, "lastname", &f.Lastname, textRule{max: nameRule.max})
+	return v.Err()
+}
+
+// WellFormedBotToken reports whether s has the shape of a bot's API
+// token, so a malformed one is refused before any read.
+func WellFormedBotToken(s string) bool {
+	rest, ok := strings.CutPrefix(s, BotTokenPrefix)
+	if !ok || len(rest) != botTokenEncoded {
+		return false
+	}
+	for _, r := range rest {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
+			return false
+		}
+	}
+	return true
+}
