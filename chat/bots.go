@@ -36,6 +36,9 @@ type Bot struct {
 	// TokenAt is when it was made.
 	HasToken bool
 	TokenAt  time.Time
+	// HookRoom is the room of the incoming webhook this bot posts for
+	// ("" for a bot of the API).
+	HookRoom string
 }
 
 // Ref is the bot as denormalised into rooms and messages.
@@ -77,4 +80,30 @@ func WellFormedBotToken(s string) bool {
 		}
 	}
 	return true
+}
+
+// Hook is a room's incoming webhook: what is posted to it shows in Room
+// under Name, as the hook's own bot account Login.
+type Hook struct {
+	ID        string
+	Room      string
+	Name      string
+	Login     string
+	CreatedBy string
+	CreatedAt time.Time
+}
+
+// Ref is the hook's author as its messages carry it: the hook's name,
+// or the name a post gave (username) followed by "via" the hook's.
+func (h Hook) Ref(username string) UserRef {
+	if username == "" || username == h.Name {
+		return UserRef{Login: h.Login, Firstname: h.Name}
+	}
+	return UserRef{Login: h.Login, Firstname: username, Lastname: "via " + h.Name}
+}
+
+// CheckHookName cleans a hook's (or a post's username) name in place,
+// or records in v under field why it is refused.
+func CheckHookName(v ValidationError, field string, name *string, required bool) {
+	checkField(v, field, name, textRule{required: required, max: nameRule.max})
 }

@@ -242,7 +242,7 @@ func New(db *store.Store, registry *metrics.Registry, hub live.Hub, cfg Config, 
 	}
 	s.indexer = store.NewIndexer(db, log, cfg.SearchIndexRate, cfg.SearchIndexOff, s.closing)
 	s.app = service.New(service.Deps{
-		Storage: db, Accounts: db, Bots: db, Rows: s.rows, Bus: hub, Sequencer: s.live, Renderer: liveRenderer{s},
+		Storage: db, Accounts: db, Bots: db, Hooks: db, Rows: s.rows, Bus: hub, Sequencer: s.live, Renderer: liveRenderer{s},
 		Indexer: s.indexer, Push: pushPosted{s}, Log: log, ShownParticipants: views.ShownParticipants,
 		SessionDigest:     session.Digest,
 		CountRoomPost:     func(how string) { registry.RoomPosts.WithLabelValues(how).Inc() },
@@ -475,7 +475,11 @@ func (s *Server) logRequests() echo.MiddlewareFunc {
 		Skipper:   func(c echo.Context) bool { return !s.log.Enabled(c.Request().Context(), slog.LevelDebug) },
 		LogMethod: true, LogURIPath: true, LogStatus: true, LogLatency: true, LogRemoteIP: true,
 		LogValuesFunc: func(c echo.Context, v middleware.RequestLoggerValues) error {
-			s.log.Debug("request", "method", v.Method, "path", v.URIPath, "status", v.Status,
+			path := v.URIPath
+			if strings.HasPrefix(path, "/hooks/") {
+				path = c.Path() // the route, not a webhook's secret
+			}
+			s.log.Debug("request", "method", v.Method, "path", path, "status", v.Status,
 				"latency", v.Latency, "ip", v.RemoteIP)
 			return nil
 		},

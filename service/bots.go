@@ -68,6 +68,12 @@ func (s *Service) RotateBotToken(ctx context.Context, actor, who string) (string
 	if err := s.RequireAdmin(ctx, actor); err != nil {
 		return "", err
 	}
+	// An incoming webhook's bot posts by its hook's secret only.
+	if b, err := s.Bots.Bot(ctx, who); err != nil {
+		return "", err
+	} else if b.HookRoom != "" {
+		return "", fmt.Errorf("bot %q is a webhook's: %w", who, chat.ErrNotFound)
+	}
 	token, err := s.Bots.RotateBotToken(ctx, who)
 	if err != nil {
 		return "", err

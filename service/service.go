@@ -160,6 +160,8 @@ type Deps struct {
 	Accounts Accounts
 	// Bots are the bots' storage (nil: no bots).
 	Bots BotStorage
+	// Hooks are the incoming webhooks' storage (nil: no hooks).
+	Hooks HookStorage
 	// Rows are the cached reads (package service/cache) of what is
 	// shown, not decided: Storage if nil.
 	Rows      Reads

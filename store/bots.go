@@ -6,6 +6,7 @@ package store
 
 import (
 	"context"
+	"crypto/subtle"
 	"errors"
 	"fmt"
 	"time"
@@ -18,10 +19,10 @@ const (
 	insertBotUser = `INSERT INTO users (login, display_login, firstname, lastname, kind, created_at)
 		VALUES (?, ?, ?, ?, ?, ?) IF NOT EXISTS`
 	selectBotUserCreated = `SELECT kind, created_at FROM users WHERE login = ?`
-	insertBot            = `INSERT INTO bots (part, login, created_by, created_at) VALUES (?, ?, ?, ?)`
+	insertBot            = `INSERT INTO bots (part, login, created_by, created_at, hook_room) VALUES (?, ?, ?, ?, ?)`
 	updateBotToken       = `UPDATE bots SET token_hash = ?, token_at = ? WHERE part = ? AND login = ?`
-	selectBot            = `SELECT login, created_by, created_at, token_hash, token_at FROM bots WHERE part = ? AND login = ?`
-	selectBots           = `SELECT login, created_by, created_at, token_hash, token_at FROM bots WHERE part = ?`
+	selectBot            = `SELECT login, created_by, created_at, token_hash, token_at, hook_room FROM bots WHERE part = ? AND login = ?`
+	selectBots           = `SELECT login, created_by, created_at, token_hash, token_at, hook_room FROM bots WHERE part = ?`
 	insertBotToken       = `INSERT INTO bot_tokens (token_hash, login) VALUES (?, ?)`
 	deleteBotToken       = `DELETE FROM bot_tokens WHERE token_hash = ?`
 	selectBotToken       = `SELECT login FROM bot_tokens WHERE token_hash = ?`
@@ -47,6 +48,22 @@ func (s *Store) CreateBot(ctx context.Context, actor string, f chat.NewBot) (cha
 	if err := f.Validate(); err != nil {
 		return chat.Bot{}, "", err
 	}
+	b, err := s.createBotAccount(ctx, actor, f, "")
+	if err != nil {
+		return chat.Bot{}, "", err
+	}
+	token, err := s.RotateBotToken(ctx, b.Login)
+	if err != nil {
+		return b, "", err
+	}
+	b.HasToken, b.TokenAt = true, s.Now().UTC()
+	return b, token, nil
+}
+
+// createBotAccount writes a bot's account by LWT (chat.ErrUserExists
+// if its login is taken) and lists it among the bots; hookRoom names
+// the room of an incoming webhook's bot ("" for others). f is valid.
+func (s *Store) createBotAccount(ctx context.Context, actor string, f chat.NewBot, hookRoom string) (chat.Bot, error) {
 	key := chat.NameKey(f.Login)
 	now := s.Now().UTC().Truncate(time.Millisecond)
 	applied, err := s.lwt(ctx, "create bot "+key, insertBotUser,
@@ -69,24 +86,22 @@ func (s *Store) CreateBot(ctx context.Context, actor string, f chat.NewBot) (cha
 			return kind == chat.KindBot && created.Equal(now), nil
 		})
 	if err != nil {
-		return chat.Bot{}, "", err
+		return chat.Bot{}, err
 	}
 	if !applied {
-		return chat.Bot{}, "", fmt.Errorf("store: create bot %q: %w", f.Login, chat.ErrUserExists)
+		return chat.Bot{}, fmt.Errorf("store: create bot %q: %w", f.Login, chat.ErrUserExists)
 	}
-	if err := s.exec(ctx, "list bot "+key, insertBot, botsPart, key, actor, now); err != nil {
-		return chat.Bot{}, "", err
+	var room any
+	if hookRoom != "" {
+		room = hookRoom
+	}
+	if err := s.exec(ctx, "list bot "+key, insertBot, botsPart, key, actor, now, room); err != nil {
+		return chat.Bot{}, err
 	}
 	if err := s.indexPerson(ctx, key, f.Firstname, f.Lastname, ""); err != nil {
 		s.log.Warn("store: index bot", "login", key, "err", err)
 	}
-	b := chat.Bot{Login: key, Firstname: f.Firstname, Lastname: f.Lastname, CreatedBy: actor, CreatedAt: now}
-	token, err := s.RotateBotToken(ctx, key)
-	if err != nil {
-		return b, "", err
-	}
-	b.HasToken, b.TokenAt = true, s.Now().UTC()
-	return b, token, nil
+	return chat.Bot{Login: key, Firstname: f.Firstname, Lastname: f.Lastname, CreatedBy: actor, CreatedAt: now, HookRoom: hookRoom}, nil
 }
 
 // Bot is the bot login; chat.ErrNotFound if login is no bot.
@@ -102,7 +117,7 @@ func (s *Store) Bot(ctx context.Context, login string) (chat.Bot, error) {
 		b    chat.Bot
 		hash []byte
 	)
-	err = q.Scan(&b.Login, &b.CreatedBy, &b.CreatedAt, &hash, &b.TokenAt)
+	err = q.Scan(&b.Login, &b.CreatedBy, &b.CreatedAt, &hash, &b.TokenAt, &b.HookRoom)
 	if errors.Is(err, gocql.ErrNotFound) {
 		return chat.Bot{}, fmt.Errorf("store: bot %q: %w", login, chat.ErrNotFound)
 	}
@@ -134,7 +149,7 @@ func (s *Store) Bots(ctx context.Context) ([]chat.Bot, error) {
 		hash []byte
 	)
 	iter := q.Iter()
-	for iter.Scan(&b.Login, &b.CreatedBy, &b.CreatedAt, &hash, &b.TokenAt) {
+	for iter.Scan(&b.Login, &b.CreatedBy, &b.CreatedAt, &hash, &b.TokenAt, &b.HookRoom) {
 		b.HasToken = len(hash) > 0
 		out = append(out, b)
 		b, hash = chat.Bot{}, nil
@@ -250,3 +265,6 @@ func (s *Store) BotByToken(ctx context.Context, token string) (string, error) {
 	}
 	return login, nil
 }
+
+// sameHash compares two hashes in constant time.
+func sameHash(a, b []byte) bool { return subtle.ConstantTimeCompare(a, b) == 1 }

@@ -14,6 +14,7 @@ import (
 	"github.com/killrchat/killrchat/handlers/dms"
 	"github.com/killrchat/killrchat/handlers/events"
 	"github.com/killrchat/killrchat/handlers/files"
+	"github.com/killrchat/killrchat/handlers/hooks"
 	"github.com/killrchat/killrchat/handlers/members"
 	"github.com/killrchat/killrchat/handlers/mentions"
 	"github.com/killrchat/killrchat/handlers/notifications"
@@ -53,7 +54,8 @@ var Modules = []handlers.Module{
 	func(s *handlers.Server, r handlers.Routes) { admin.Register(r, s, s, s.App(), s.Config().Limits.Admin) },
 	func(s *handlers.Server, r handlers.Routes) {
 		botapi.Register(r, botapi.Deps{App: s.App(), Watcher: s, Log: s.Log()})
-	}}
+	},
+	func(s *handlers.Server, r handlers.Routes) { hooks.Register(r, s, s.App(), s.Config().Limits.Hooks) }}
 
 // Register installs the middleware and every route of srv on e.
 func Register(e *echo.Echo, srv *handlers.Server) { srv.Register(e, Modules...) }
