@@ -36,11 +36,14 @@ type Storage interface {
 
 	UserRefs(ctx context.Context, logins []string) ([]chat.UserRef, error)
 	UpdateProfile(ctx context.Context, login, email, bio string) error
+	ChangePassword(ctx context.Context, login, old, password, confirm string) error
+	RemoveAvatar(ctx context.Context, login string) error
 	EndOtherSessions(ctx context.Context, login, keep string) ([]string, error)
 
 	Reads
 	CatchUp
 	Onboarding
+	Searches
 }
 
 // Messages are a conversation's messages and their changes as stored:
@@ -164,7 +167,10 @@ type Deps struct {
 	Hooks HookStorage
 	// Rows are the cached reads (package service/cache) of what is
 	// shown, not decided: Storage if nil.
-	Rows      Reads
+	Rows Reads
+	// Rooms lists a person's rooms for search (nil: search is not
+	// available).
+	Rooms     RoomLister
 	Bus       Bus
 	Sequencer Sequencer
 	Renderer  Renderer
@@ -182,6 +188,8 @@ type Deps struct {
 	// some instance did not answer in time.
 	CountRoomPost     func(how string)
 	CountFenceTimeout func()
+	// CountSearchStatements observes the statements one search sent.
+	CountSearchStatements func(n int)
 }
 
 // Service runs the use cases.
@@ -197,6 +205,9 @@ func New(d Deps) *Service {
 	}
 	if d.CountFenceTimeout == nil {
 		d.CountFenceTimeout = func() {}
+	}
+	if d.CountSearchStatements == nil {
+		d.CountSearchStatements = func(int) {}
 	}
 	if d.Rows == nil {
 		d.Rows = d.Storage

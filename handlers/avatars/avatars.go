@@ -28,7 +28,6 @@ const MaxPicture = 10 << 20
 // ones were kept as (store.Store).
 type Pictures interface {
 	SetAvatar(ctx context.Context, user chat.UserRef, body io.Reader, limit int64) (store.Avatar, error)
-	RemoveAvatar(ctx context.Context, login string) error
 	Avatar(ctx context.Context, login string) (store.Avatar, error)
 	User(ctx context.Context, login string) (chat.User, error)
 	Attachment(ctx context.Context, id chat.ID) (store.Attachment, error)
@@ -44,10 +43,16 @@ type Core interface {
 	Render(c echo.Context, status int, page views.Page, body templ.Component) error
 }
 
+// App is the use cases of a person's picture (service.Service).
+type App interface {
+	RemoveAvatar(ctx context.Context, login string) error
+}
+
 // Deps are what the module is built from.
 type Deps struct {
 	Core Core
 	DB   Pictures
+	App  App
 	// CSRF checks a form read as a stream; MaxUpload bounds a file;
 	// Bytes is the hourly upload budget per person, Uploads the uploads
 	// under way per person.
@@ -174,10 +179,9 @@ func (s routes) refuse(c echo.Context, err error) error {
 
 func (s routes) remove(c echo.Context) error {
 	me := handlers.MustUser(c)
-	if err := s.DB.RemoveAvatar(c.Request().Context(), me.Login); err != nil {
+	if err := s.App.RemoveAvatar(c.Request().Context(), me.Login); err != nil {
 		return err
 	}
-	s.Core.AvatarChanged(c.Request().Context(), me.Login, "")
 	return handlers.Redirect(c, "/profile?saved=1#profile-picture")
 }
 
