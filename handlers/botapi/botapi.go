@@ -34,8 +34,10 @@ type UseCases interface {
 
 // Deps are what the API is built from.
 type Deps struct {
-	App     UseCases
-	Core    interface{ ConversationByID(ctx context.Context, login, id string) (handlers.Conversation, error) }
+	App  UseCases
+	Core interface {
+		ConversationByID(ctx context.Context, login, id string) (handlers.Conversation, error)
+	}
 	Store   StoreReads
 	Watcher Watcher
 	Rate    limit.Rate
@@ -52,8 +54,10 @@ type StoreReads interface {
 }
 
 type module struct {
-	app    UseCases
-	core   interface{ ConversationByID(ctx context.Context, login, id string) (handlers.Conversation, error) }
+	app  UseCases
+	core interface {
+		ConversationByID(ctx context.Context, login, id string) (handlers.Conversation, error)
+	}
 	store  StoreReads
 	tokens *tokenCache
 	rates  *botRates
