@@ -18,11 +18,12 @@ const (
 
 // Audit actions of bots.
 const (
-	AuditCreateBot  = "create-bot"
-	AuditRotateBot  = "rotate-bot-token"
-	AuditRevokeBot  = "revoke-bot-token"
-	BotTokenPrefix  = "kcb_"
-	botTokenEncoded = 43 // base64url of 32 bytes, no padding
+	AuditCreateBot   = "create-bot"
+	AuditRotateBot   = "rotate-bot-token"
+	AuditRevokeBot   = "revoke-bot-token"
+	AuditBotEndpoint = "bot-endpoint"
+	BotTokenPrefix   = "kcb_"
+	botTokenEncoded  = 43 // base64url of 32 bytes, no padding
 )
 
 // Bot is a bot as the administration page lists it.
@@ -39,6 +40,8 @@ type Bot struct {
 	// HookRoom is the room of the incoming webhook this bot posts for
 	// ("" for a bot of the API).
 	HookRoom string
+	// Endpoint is the bot's outgoing webhook ("" for none).
+	Endpoint string
 }
 
 // Ref is the bot as denormalised into rooms and messages.
@@ -106,4 +109,30 @@ func (h Hook) Ref(username string) UserRef {
 // or records in v under field why it is refused.
 func CheckHookName(v ValidationError, field string, name *string, required bool) {
 	checkField(v, field, name, textRule{required: required, max: nameRule.max})
+}
+
+// Delivery is one message to deliver to a bot's outgoing webhook.
+type Delivery struct {
+	ID           ID
+	Bot          string
+	Conversation string
+	// Body is the JSON delivered, as signed.
+	Body     []byte
+	Attempts int
+	NextAt   time.Time
+	// Lease is the current claim's id (zero: never claimed), held until
+	// LeaseUntil.
+	Lease      ID
+	LeaseUntil time.Time
+	Done       bool
+	Replied    bool
+}
+
+// DeliveryHour is the queue partition of a delivery made at t.
+func DeliveryHour(t time.Time) string { return t.UTC().Format("2006010215") }
+
+// BotEndpoint is where a bot's outgoing webhook goes, and its signing
+// secret.
+type BotEndpoint struct {
+	URL, Secret string
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/killrchat/killrchat/live"
 	"github.com/killrchat/killrchat/live/presence"
 	"github.com/killrchat/killrchat/push"
+	"github.com/killrchat/killrchat/push/outgoing"
 	"github.com/killrchat/killrchat/service"
 	"github.com/killrchat/killrchat/service/cache"
 	"github.com/killrchat/killrchat/store"
@@ -106,6 +107,8 @@ type Config struct {
 	// tests use); PushOff turns it off.
 	Push    push.Config
 	PushOff bool
+	// Outgoing configures bots' outgoing webhooks.
+	Outgoing outgoing.Config
 	// Static holds the files served under /static/.
 	Static fs.FS
 }
@@ -142,6 +145,8 @@ type Server struct {
 	// long an upload runs before Config.UploadMinRate applies.
 	uploads     *limit.UserCounts
 	uploadGrace time.Duration
+	// outgoing delivers to bots' outgoing webhooks.
+	outgoing *outgoing.Sender
 	// closed are the closed accounts, for the marks on their messages.
 	closed closedAccounts
 	limits struct {
@@ -241,9 +246,10 @@ func New(db *store.Store, registry *metrics.Registry, hub live.Hub, cfg Config, 
 		cfg.SearchIndexRate = store.DefaultIndexRate
 	}
 	s.indexer = store.NewIndexer(db, log, cfg.SearchIndexRate, cfg.SearchIndexOff, s.closing)
+	s.setUpOutgoing()
 	s.app = service.New(service.Deps{
 		Storage: db, Accounts: db, Bots: db, Hooks: db, Rows: s.rows, Bus: hub, Sequencer: s.live, Renderer: liveRenderer{s},
-		Indexer: s.indexer, Push: pushPosted{s}, Log: log, ShownParticipants: views.ShownParticipants,
+		Indexer: s.indexer, Push: pushPosted{s}, Outgoing: outgoingPosted{s}, Log: log, ShownParticipants: views.ShownParticipants,
 		SessionDigest:         session.Digest,
 		CountRoomPost:         func(how string) { registry.RoomPosts.WithLabelValues(how).Inc() },
 		CountFenceTimeout:     registry.FenceTimeouts.Inc,

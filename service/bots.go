@@ -34,6 +34,7 @@ type BotStorage interface {
 	RotateBotToken(ctx context.Context, login string) (string, error)
 	RevokeBotToken(ctx context.Context, login string) error
 	BotByToken(ctx context.Context, token string) (string, error)
+	SetBotEndpoint(ctx context.Context, login, endpoint string) (string, error)
 }
 
 // ErrBadToken refuses a request whose API token is malformed, unknown,
@@ -126,4 +127,27 @@ func (s *Service) BotByToken(ctx context.Context, token string) (chat.User, erro
 		return chat.User{}, fmt.Errorf("%w: the bot %s is not active", ErrBadToken, u.Login)
 	}
 	return u, nil
+}
+
+// SetBotEndpoint sets the outgoing webhook of the bot who ("" for none),
+// as the administrator actor, and returns its new signing secret (shown
+// once). check says why an endpoint is refused (nil: fine).
+// chat.ErrNotFound if who is no bot; a chat.ValidationError for an
+// endpoint refused.
+func (s *Service) SetBotEndpoint(ctx context.Context, actor, who, endpoint string, check func(string) error) (string, error) {
+	if err := s.RequireAdmin(ctx, actor); err != nil {
+		return "", err
+	}
+	if endpoint != "" {
+		if err := check(endpoint); err != nil {
+			return "", chat.ValidationError{"endpoint": err.Error()}
+		}
+	}
+	secret, err := s.Bots.SetBotEndpoint(ctx, who, endpoint)
+	if err != nil {
+		return "", err
+	}
+	s.Invalidate(ctx, live.Invalidation{Accounts: []string{chat.NameKey(who)}})
+	s.audit(ctx, actor, chat.AuditBotEndpoint, chat.NameKey(who), endpoint)
+	return secret, nil
 }

@@ -154,6 +154,12 @@ type Pusher interface {
 	Posted(in chat.Place, conv chat.Conversation, m chat.Message)
 }
 
+// Outgoing queues a posted message for the outgoing webhooks of the
+// bots it goes to (push/outgoing), durably, before it returns.
+type Outgoing interface {
+	Posted(ctx context.Context, in chat.Place, conv chat.Conversation, m chat.Message, html []byte)
+}
+
 // Deps are what a Service is built from. Push and the counters may be
 // nil.
 type Deps struct {
@@ -176,6 +182,8 @@ type Deps struct {
 	Renderer  Renderer
 	Indexer   Indexer
 	Push      Pusher
+	// Outgoing may be nil: no bot gets deliveries.
+	Outgoing Outgoing
 	Log       *slog.Logger
 	// ShownParticipants is how many participants a room's header lists:
 	// a change of them publishes that many.

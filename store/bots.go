@@ -21,8 +21,8 @@ const (
 	selectBotUserCreated = `SELECT kind, created_at FROM users WHERE login = ?`
 	insertBot            = `INSERT INTO bots (part, login, created_by, created_at, hook_room) VALUES (?, ?, ?, ?, ?)`
 	updateBotToken       = `UPDATE bots SET token_hash = ?, token_at = ? WHERE part = ? AND login = ?`
-	selectBot            = `SELECT login, created_by, created_at, token_hash, token_at, hook_room FROM bots WHERE part = ? AND login = ?`
-	selectBots           = `SELECT login, created_by, created_at, token_hash, token_at, hook_room FROM bots WHERE part = ?`
+	selectBot            = `SELECT login, created_by, created_at, token_hash, token_at, hook_room, endpoint FROM bots WHERE part = ? AND login = ?`
+	selectBots           = `SELECT login, created_by, created_at, token_hash, token_at, hook_room, endpoint FROM bots WHERE part = ?`
 	insertBotToken       = `INSERT INTO bot_tokens (token_hash, login) VALUES (?, ?)`
 	deleteBotToken       = `DELETE FROM bot_tokens WHERE token_hash = ?`
 	selectBotToken       = `SELECT login FROM bot_tokens WHERE token_hash = ?`
@@ -117,7 +117,7 @@ func (s *Store) Bot(ctx context.Context, login string) (chat.Bot, error) {
 		b    chat.Bot
 		hash []byte
 	)
-	err = q.Scan(&b.Login, &b.CreatedBy, &b.CreatedAt, &hash, &b.TokenAt, &b.HookRoom)
+	err = q.Scan(&b.Login, &b.CreatedBy, &b.CreatedAt, &hash, &b.TokenAt, &b.HookRoom, &b.Endpoint)
 	if errors.Is(err, gocql.ErrNotFound) {
 		return chat.Bot{}, fmt.Errorf("store: bot %q: %w", login, chat.ErrNotFound)
 	}
@@ -149,7 +149,7 @@ func (s *Store) Bots(ctx context.Context) ([]chat.Bot, error) {
 		hash []byte
 	)
 	iter := q.Iter()
-	for iter.Scan(&b.Login, &b.CreatedBy, &b.CreatedAt, &hash, &b.TokenAt, &b.HookRoom) {
+	for iter.Scan(&b.Login, &b.CreatedBy, &b.CreatedAt, &hash, &b.TokenAt, &b.HookRoom, &b.Endpoint) {
 		b.HasToken = len(hash) > 0
 		out = append(out, b)
 		b, hash = chat.Bot{}, nil

@@ -37,6 +37,7 @@ type UseCases interface {
 	SiteBots(ctx context.Context) ([]chat.Bot, error)
 	RotateBotToken(ctx context.Context, actor, who string) (string, error)
 	RevokeBotToken(ctx context.Context, actor, who string) error
+	SetBotEndpoint(ctx context.Context, actor, who, endpoint string, check func(string) error) (string, error)
 }
 
 // Pages render a page in the layout, or its fragment for htmx
@@ -63,12 +64,15 @@ type module struct {
 	app   UseCases
 	pages Pages
 	sign  Signer
+	// checkEndpoint says why a bot's outgoing webhook address is
+	// refused (handlers.Server.CheckBotEndpoint).
+	checkEndpoint func(string) error
 }
 
 // Register lists the administration's routes, over the use cases app;
 // rate bounds each administrator's actions.
-func Register(r handlers.Routes, pages Pages, sign Signer, app UseCases, rate limit.Rate) {
-	m := module{app: app, pages: pages, sign: sign}
+func Register(r handlers.Routes, pages Pages, sign Signer, app UseCases, rate limit.Rate, checkEndpoint func(string) error) {
+	m := module{app: app, pages: pages, sign: sign, checkEndpoint: checkEndpoint}
 	g := r.Public.Group("/admin", m.requireAdmin)
 	actions := limit.By(limit.NewKeyed(rate), "taking administrative actions",
 		func(c echo.Context) string { return handlers.MustUser(c).Login })
@@ -353,6 +357,31 @@ func (m module) botAction(c echo.Context) error {
 			return err
 		}
 		v.NewToken, v.TokenFor = token, chat.NameKey(who)
+		return m.render(c, http.StatusOK, v)
+	case "endpoint":
+		endpoint := strings.TrimSpace(c.FormValue("endpoint"))
+		secret, err := m.app.SetBotEndpoint(ctx, me, who, endpoint, m.checkEndpoint)
+		var bad chat.ValidationError
+		if errors.As(err, &bad) {
+			v, perr := m.adminPage(c)
+			if perr != nil {
+				return perr
+			}
+			v.Notice = "The outgoing webhook of " + chat.NameKey(who) + " is not saved: " + bad["endpoint"]
+			return m.render(c, http.StatusUnprocessableEntity, v)
+		}
+		if err != nil {
+			return err
+		}
+		v, err := m.adminPage(c)
+		if err != nil {
+			return err
+		}
+		if secret != "" {
+			v.NewToken, v.TokenFor = secret, chat.NameKey(who)+"'s outgoing webhook, its signing secret"
+		} else {
+			v.Notice = "The outgoing webhook of " + chat.NameKey(who) + " is off."
+		}
 		return m.render(c, http.StatusOK, v)
 	case "revoke":
 		if err := m.app.RevokeBotToken(ctx, me, who); err != nil {
