@@ -184,7 +184,7 @@ type Deps struct {
 	Push      Pusher
 	// Outgoing may be nil: no bot gets deliveries.
 	Outgoing Outgoing
-	Log       *slog.Logger
+	Log      *slog.Logger
 	// ShownParticipants is how many participants a room's header lists:
 	// a change of them publishes that many.
 	ShownParticipants int

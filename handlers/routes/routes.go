@@ -51,7 +51,9 @@ var Modules = []handlers.Module{
 	},
 	func(s *handlers.Server, r handlers.Routes) { catchup.Register(r, s, s.App()) },
 	func(s *handlers.Server, r handlers.Routes) { directory.Register(r, s, s.App()) },
-	func(s *handlers.Server, r handlers.Routes) { admin.Register(r, s, s, s.App(), s.Config().Limits.Admin, s.CheckBotEndpoint) },
+	func(s *handlers.Server, r handlers.Routes) {
+		admin.Register(r, s, s, s.App(), s.Config().Limits.Admin, s.CheckBotEndpoint)
+	},
 	func(s *handlers.Server, r handlers.Routes) {
 		botapi.Register(r, botapi.Deps{App: s.App(), Core: s, Store: s.DB(), Watcher: s, Rate: s.Config().Limits.API, Log: s.Log()})
 	},
