@@ -21,6 +21,8 @@ import (
 	"github.com/labstack/echo/v4/middleware"
 
 	"github.com/killrchat/killrchat/chat"
+	"github.com/killrchat/killrchat/email"
+	"github.com/killrchat/killrchat/email/missed"
 	"github.com/killrchat/killrchat/live"
 	"github.com/killrchat/killrchat/live/presence"
 	"github.com/killrchat/killrchat/push"
@@ -108,6 +110,17 @@ type Config struct {
 	PushOff bool
 	// Static holds the files served under /static/.
 	Static fs.FS
+	// Email is the SMTP server (off when its Host is ""); SiteURL starts
+	// the links mails carry; EmailDelay is how long a missed message
+	// waits for its email (default 2 minutes); EmailHideText leaves
+	// message text out of every email.
+	Email         email.Config
+	SiteURL       string
+	EmailDelay    time.Duration
+	EmailHideText bool
+	// EmailLease and EmailMaxBackoff: see missed.Config (tests shorten
+	// them; zero for the defaults).
+	EmailLease, EmailMaxBackoff time.Duration
 }
 
 // Server holds what the handlers share.
@@ -129,7 +142,11 @@ type Server struct {
 	indexer   *store.Indexer
 	presence  *presence.Tracker
 	// push sends Web Push notifications; nil when off or not set up yet.
-	push    atomic.Pointer[push.Sender]
+	push atomic.Pointer[push.Sender]
+	// outbox sends single mails, missed the missed-message emails; nil
+	// when email is off.
+	outbox  *email.Outbox
+	missed  *missed.Notifier
 	closing chan struct{} // closed by Shutdown
 	csrf    *csrf.Guard
 	// uploadFiles takes a conversation's multipart post (see
@@ -241,7 +258,13 @@ func New(db *store.Store, registry *metrics.Registry, hub live.Hub, cfg Config, 
 		cfg.SearchIndexRate = store.DefaultIndexRate
 	}
 	s.indexer = store.NewIndexer(db, log, cfg.SearchIndexRate, cfg.SearchIndexOff, s.closing)
+	var mailer service.Mailer
+	if cfg.Email.On() {
+		s.setUpEmail()
+		mailer = s.outbox
+	}
 	s.app = service.New(service.Deps{
+		Mail: mailer, Email: db, SiteURL: cfg.SiteURL, EmailHideText: cfg.EmailHideText,
 		Storage: db, Accounts: db, Rows: s.rows, Bus: hub, Sequencer: s.live, Renderer: liveRenderer{s},
 		Indexer: s.indexer, Push: pushPosted{s}, Log: log, ShownParticipants: views.ShownParticipants,
 		SessionDigest:     session.Digest,
@@ -320,7 +343,7 @@ func (s *Server) Register(e *echo.Echo, modules ...Module) {
 	passwords := []echo.MiddlewareFunc{
 		s.limitIP(s.limits.passwordIP, "trying passwords"), s.limitUser(s.limits.passwordUser, "trying passwords")}
 	for _, m := range modules {
-		m(s, Routes{Public: app, Auth: auth, SignIn: s.rateLimit(), Passwords: passwords, Sending: sending, Membership: membership})
+		m(s, Routes{Public: app, Bare: e.Group(""), Auth: auth, SignIn: s.rateLimit(), Passwords: passwords, Sending: sending, Membership: membership})
 	}
 }
 
@@ -385,6 +408,8 @@ var notices = map[string]string{
 	"account-deleted": "Your account is deleted.",
 	"deactivated":     "This account is deactivated. Ask an administrator of the site to reactivate it.",
 	"level-saved":     "Your notification setting is saved.",
+	"email-saved":     "Your email settings are saved.",
+	"email-link-sent": "A new verification link is on its way to your address.",
 }
 
 // Redirect sends the browser to url after a successful POST: 303 for a

@@ -11,6 +11,7 @@ import (
 	"github.com/killrchat/killrchat/handlers/changes"
 	"github.com/killrchat/killrchat/handlers/directory"
 	"github.com/killrchat/killrchat/handlers/dms"
+	"github.com/killrchat/killrchat/handlers/emails"
 	"github.com/killrchat/killrchat/handlers/events"
 	"github.com/killrchat/killrchat/handlers/files"
 	"github.com/killrchat/killrchat/handlers/members"
@@ -49,7 +50,10 @@ var Modules = []handlers.Module{
 	},
 	func(s *handlers.Server, r handlers.Routes) { catchup.Register(r, s, s.App()) },
 	func(s *handlers.Server, r handlers.Routes) { directory.Register(r, s, s.App()) },
-	func(s *handlers.Server, r handlers.Routes) { admin.Register(r, s, s, s.App(), s.Config().Limits.Admin) }}
+	func(s *handlers.Server, r handlers.Routes) { admin.Register(r, s, s, s.App(), s.Config().Limits.Admin) },
+	func(s *handlers.Server, r handlers.Routes) {
+		emails.Register(r, emails.Deps{Core: s, App: s.App(), UnsubscribeKey: s.UnsubscribeKey()})
+	}}
 
 // Register installs the middleware and every route of srv on e.
 func Register(e *echo.Echo, srv *handlers.Server) { srv.Register(e, Modules...) }
