@@ -19,6 +19,10 @@ import (
 	"github.com/killrchat/killrchat/handlers"
 )
 
+// The tests of email do not run in parallel: every instance with email
+// on sends whatever pending emails the keyspace holds, so two tests'
+// instances would send each other's.
+
 // siteURL is the site address the tests' mails carry; links are followed
 // on the test's server by their path.
 const siteURL = "http://site.test"
@@ -146,7 +150,6 @@ func (a *app) verifiedUser(t testing.TB, srv *smtptest.Server, login, address st
 // profile, gets a single-use link; the notifications page shows whether
 // it is verified.
 func TestEmailVerification(t *testing.T) {
-	t.Parallel()
 	srv := smtptest.Start(t, false)
 	a := newApp(t, nil, nil, withEmail(srv, time.Second))
 	bob := a.client(t)
@@ -211,7 +214,6 @@ func TestEmailOffPagesSaySo(t *testing.T) {
 // or address; a verified address gets a reset link that works once; an
 // unverified one gets nothing; requests are limited per address.
 func TestForgotPassword(t *testing.T) {
-	t.Parallel()
 	srv := smtptest.Start(t, false)
 	a := newApp(t, nil, nil, withEmail(srv, time.Second))
 	login := unique("bob")
