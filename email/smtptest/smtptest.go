@@ -58,6 +58,10 @@ type Server struct {
 	refused  map[string]bool
 	accepted int
 	mails    chan Received
+	// stall, when set, holds every DATA unanswered until Stop; stalled
+	// counts the mails held.
+	stall   chan struct{}
+	stalled int
 }
 
 // Start runs a server with STARTTLS (implicit TLS when implicit) on a
@@ -116,11 +120,31 @@ func (s *Server) Refuse(addr string) {
 	s.refused[addr] = true
 }
 
-// Stop closes the server: connections are refused until Restart.
+// Stall makes the server hold every mail's DATA unanswered until Stop,
+// as a server (or a sender) that hangs mid-mail: none is accepted.
+func (s *Server) Stall() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stall = make(chan struct{})
+}
+
+// Stalled is how many mails are held by Stall.
+func (s *Server) Stalled() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stalled
+}
+
+// Stop closes the server and its connections (a stalled mail is dropped
+// unanswered): connections are refused until Restart.
 func (s *Server) Stop() {
 	s.mu.Lock()
 	srv := s.srv
 	s.srv = nil
+	if s.stall != nil {
+		close(s.stall)
+		s.stall = nil
+	}
 	s.mu.Unlock()
 	if srv != nil {
 		_ = srv.Close()
@@ -272,6 +296,16 @@ func (x *session) Data(r io.Reader) error {
 	}
 	if len(x.to) == 0 {
 		return errors.New("no recipient")
+	}
+	x.s.mu.Lock()
+	stall := x.s.stall
+	if stall != nil {
+		x.s.stalled++
+	}
+	x.s.mu.Unlock()
+	if stall != nil {
+		<-stall
+		return &smtp.SMTPError{Code: 421, EnhancedCode: smtp.EnhancedCode{4, 3, 0}, Message: "shutting down"}
 	}
 	x.s.mu.Lock()
 	x.s.accepted++
