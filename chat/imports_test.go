@@ -47,11 +47,11 @@ func TestTheDomainImportsNoDriverNoFramework(t *testing.T) {
 	}
 }
 
-// gocqlAllowed is where non-test code may import the driver: the Cassandra
-// adapter, the migration runner, and the tools that check the database
-// behind the application's back.
+// gocqlAllowed is where code, tests included, may import the driver: the
+// Cassandra adapter (with store/inspect, which the tools that check the
+// database behind the application's back call) and the migration runner.
 func gocqlAllowed(path string) bool {
-	return under(path, "store") || under(path, "schema") || under(path, "e2e") || under(path, "scripts")
+	return under(path, "store") || under(path, "schema")
 }
 
 // handlersAllowed is who may import handlers: its own tree, the
@@ -60,16 +60,42 @@ func handlersAllowed(path string) bool {
 	return under(path, "handlers") || under(path, "cmd") || under(path, "e2e")
 }
 
+// TestImportRules reads every package's imports, its tests' included.
 func TestImportRules(t *testing.T) {
-	for _, line := range goList(t, "-e", "-f", "{{.ImportPath}} {{join .Imports \" \"}}", "./...") {
+	format := "{{.ImportPath}} {{join .Imports \" \"}} {{join .TestImports \" \"}} {{join .XTestImports \" \"}}"
+	for _, line := range goList(t, "-e", "-f", format, "./...") {
 		fields := strings.Fields(line)
 		pkg, imports := fields[0], fields[1:]
 		for _, imp := range imports {
 			if imp == "github.com/gocql/gocql" && !gocqlAllowed(pkg) {
-				t.Errorf("%s imports gocql; only store and schema (and the tools under e2e and scripts) may", pkg)
+				t.Errorf("%s imports gocql; only store and schema may (tools go through store/inspect)", pkg)
 			}
 			if under(imp, "handlers") && !handlersAllowed(pkg) {
 				t.Errorf("%s imports %s; nothing outside handlers, cmd and e2e imports handlers", pkg, imp)
+			}
+		}
+	}
+}
+
+// storeAllowed is who, of the application layer, the route modules and
+// the views, may import the Cassandra adapter: the wiring of the route
+// modules (handlers/routes) alone. The composition root (cmd), the HTTP
+// core and the other adapters are not held to it here.
+func storeAllowed(path string) bool {
+	bound := under(path, "service") || under(path, "views") ||
+		(strings.HasPrefix(path, module+"/handlers/") && !under(path, "handlers/routes"))
+	return !bound
+}
+
+// A route module, a use case or a view names the domain's types and the
+// interfaces it declares, never the store's: the store is an adapter that
+// only the wiring hands them.
+func TestOnlyTheWiringImportsTheStore(t *testing.T) {
+	for _, line := range goList(t, "-f", "{{.ImportPath}} {{join .Imports \" \"}}", "./...") {
+		fields := strings.Fields(line)
+		for _, imp := range fields[1:] {
+			if under(imp, "store") && !storeAllowed(fields[0]) {
+				t.Errorf("%s imports %s; a route module, a use case or a view takes chat's types, and handlers/routes hands it the store", fields[0], imp)
 			}
 		}
 	}

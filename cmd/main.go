@@ -36,6 +36,9 @@ type Main struct {
 	Config Config
 	// Log is where the server logs (default: nothing).
 	Log *slog.Logger
+	// Observe, if set, also sees every statement the server's store
+	// sends (the load commands count what a request costs).
+	Observe func(store.ObservedQuery)
 
 	db       *store.Store
 	hub      live.Hub
@@ -79,6 +82,9 @@ func (m *Main) Run(ctx context.Context) error {
 	registry := metrics.New()
 	sc := m.Config.Cassandra.Store()
 	sc.Observe, sc.Log = registry.ObserveQuery, log
+	if also := m.Observe; also != nil {
+		sc.Observe = func(q store.ObservedQuery) { registry.ObserveQuery(q); also(q) }
+	}
 	sc.NoMigrate = !cfg.Migrate
 	sc.DecodeBudget, sc.ReadBudget = cfg.DecodeBudget, cfg.DownloadMemory
 	m.db = store.New(sc)

@@ -422,7 +422,7 @@ func TestDeactivationAcrossInstances(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st, err := db.Standing(ctxT(t), r, person.login); err != nil || st != nil {
+	if st, err := db.Standing(ctxT(t), r, person.login); err != nil || st.Member {
 		t.Fatalf("still a member after deactivation: %v %v", st, err)
 	}
 	login := b.client(t)
@@ -454,7 +454,7 @@ func TestDeactivationAcrossInstances(t *testing.T) {
 	if p := login.post("/login", url.Values{"login": {person.login}, "password": {"password1"}}); p.StatusCode != http.StatusSeeOther {
 		t.Fatalf("login after reactivation: %d %s", p.StatusCode, text(p, "main"))
 	}
-	if st, _ := db.Standing(ctxT(t), r, person.login); st != nil {
+	if st, _ := db.Standing(ctxT(t), r, person.login); st.Member {
 		t.Fatal("reactivation restored a membership")
 	}
 	auditHas(t, admin, admin.login, chat.AuditReactivate, person.login)

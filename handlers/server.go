@@ -267,9 +267,11 @@ func New(db *store.Store, registry *metrics.Registry, hub live.Hub, cfg Config, 
 		Mail: mailer, Email: db, SiteURL: cfg.SiteURL, EmailHideText: cfg.EmailHideText,
 		Storage: db, Accounts: db, Rows: s.rows, Bus: hub, Sequencer: s.live, Renderer: liveRenderer{s},
 		Indexer: s.indexer, Push: pushPosted{s}, Log: log, ShownParticipants: views.ShownParticipants,
-		SessionDigest:     session.Digest,
-		CountRoomPost:     func(how string) { registry.RoomPosts.WithLabelValues(how).Inc() },
-		CountFenceTimeout: registry.FenceTimeouts.Inc,
+		SessionDigest:         session.Digest,
+		CountRoomPost:         func(how string) { registry.RoomPosts.WithLabelValues(how).Inc() },
+		CountFenceTimeout:     registry.FenceTimeouts.Inc,
+		Rooms:                 s,
+		CountSearchStatements: func(n int) { registry.SearchStatements.Observe(float64(n)) },
 	})
 	if !cfg.PushOff {
 		s.setUpPush()

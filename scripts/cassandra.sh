@@ -194,7 +194,8 @@ cmd_fetch() {
 # Build scripts/cqlping once into the cache (and again when its source
 # changes); running a built binary per poll is much cheaper than `go run`.
 cqlping_built() {
-  [ -x "$CQLPING" ] && [ ! "$SCRIPT_DIR/cqlping/main.go" -nt "$CQLPING" ]
+  [ -x "$CQLPING" ] && [ ! "$SCRIPT_DIR/cqlping/main.go" -nt "$CQLPING" ] &&
+    [ ! "$REPO_ROOT/store/inspect/ping.go" -nt "$CQLPING" ]
 }
 build_cqlping() {
   if cqlping_built; then

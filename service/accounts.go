@@ -27,17 +27,33 @@ func (s *Service) ChangeProfile(ctx context.Context, login, email, bio string) e
 	return err
 }
 
+// ChangePassword sets login's new password after checking the old one,
+// then ends every other session of login (whoever knew the password may
+// hold one) and returns their ids; their streams end once the caller
+// calls SessionsEnded, after it has given the person a new session. A
+// wrong old password or a bad new one is a chat.ValidationError, and
+// changes nothing.
+func (s *Service) ChangePassword(ctx context.Context, login, keep, old, password, confirm string) ([]string, error) {
+	if err := s.Storage.ChangePassword(ctx, login, old, password, confirm); err != nil {
+		return nil, err
+	}
+	return s.Storage.EndOtherSessions(ctx, login, keep)
+}
+
+// RemoveAvatar takes login's picture away (the initials show again) and
+// tells every instance.
+func (s *Service) RemoveAvatar(ctx context.Context, login string) error {
+	if err := s.Storage.RemoveAvatar(ctx, login); err != nil {
+		return err
+	}
+	s.AvatarChanged(ctx, login, "")
+	return nil
+}
+
 // AvatarChanged tells every instance that login's picture is now version
 // ("" for none).
 func (s *Service) AvatarChanged(ctx context.Context, login, version string) {
 	s.Invalidate(ctx, live.Invalidation{Avatars: map[string]string{login: version}, Users: []string{login}})
-}
-
-// EndOtherSessions ends every session of login but keep, and returns
-// the ids it ended; their streams end once the caller calls SessionsEnded
-// (after it has given the person a new session).
-func (s *Service) EndOtherSessions(ctx context.Context, login, keep string) ([]string, error) {
-	return s.Storage.EndOtherSessions(ctx, login, keep)
 }
 
 // SessionsEnded ends, on every instance, the live streams that login's

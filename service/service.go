@@ -22,25 +22,28 @@ type Storage interface {
 	UpdateMentions(ctx context.Context, conv chat.Conversation, before, after chat.Message) error
 	ForgetMessage(ctx context.Context, in chat.Place, m chat.Message) error
 
-	CreateRoom(ctx context.Context, creator chat.UserRef, f chat.NewRoom) (chat.Room, error)
-	JoinRoom(ctx context.Context, user chat.UserRef, room string) (chat.Room, error)
+	CreateRoom(ctx context.Context, creator chat.UserRef, f chat.NewRoom) (chat.RoomFor, error)
+	JoinRoom(ctx context.Context, user chat.UserRef, room string) (chat.RoomFor, error)
 	LeaveRoom(ctx context.Context, user chat.UserRef, room string) error
-	DeleteRoomFenced(ctx context.Context, login, name string, fence func(ctx context.Context, room string) error) (chat.Room, error)
+	DeleteRoomFenced(ctx context.Context, login, name string, fence func(ctx context.Context, room string) error) (chat.RoomWithAll, error)
 	ForgetRoom(ctx context.Context, login, room string) (bool, error)
-	AddMember(ctx context.Context, actor string, room string, who chat.UserRef) (chat.Room, error)
+	AddMember(ctx context.Context, actor string, room string, who chat.UserRef) (chat.RoomFor, error)
 	MakeAdmin(ctx context.Context, actor, room, who string) (chat.Room, error)
-	RemoveMember(ctx context.Context, actor, room, who string) (chat.Room, error)
+	RemoveMember(ctx context.Context, actor, room, who string) (chat.RoomFor, error)
 	SetRoomKind(ctx context.Context, actor, room, kind string) (chat.Room, error)
 	SetBanner(ctx context.Context, actor, room, banner string) (chat.Room, error)
-	JoinByInvite(ctx context.Context, user chat.UserRef, token string) (chat.Room, error)
+	JoinByInvite(ctx context.Context, user chat.UserRef, token string) (chat.RoomFor, error)
 
 	UserRefs(ctx context.Context, logins []string) ([]chat.UserRef, error)
 	UpdateProfile(ctx context.Context, login, email, bio string) error
+	ChangePassword(ctx context.Context, login, old, password, confirm string) error
+	RemoveAvatar(ctx context.Context, login string) error
 	EndOtherSessions(ctx context.Context, login, keep string) ([]string, error)
 
 	Reads
 	CatchUp
 	Onboarding
+	Searches
 }
 
 // Messages are a conversation's messages and their changes as stored:
@@ -92,8 +95,8 @@ type Reads interface {
 	// Room is the header of the room named name (any case), with no one's
 	// standing; ErrNotFound if there is none.
 	Room(ctx context.Context, name string) (chat.Room, error)
-	// Standing is login's entry in r, nil if not a participant.
-	Standing(ctx context.Context, r chat.Room, login string) (*chat.UserRef, error)
+	// Standing is login's standing in r (the incarnation read).
+	Standing(ctx context.Context, r chat.Room, login string) (chat.Standing, error)
 	// RoomMembers are r's participants by login after after, at most n.
 	RoomMembers(ctx context.Context, r chat.Room, after string, n int) ([]chat.UserRef, error)
 	// User is login's row; ErrNotFound if there is none.
@@ -160,7 +163,10 @@ type Deps struct {
 	Accounts Accounts
 	// Rows are the cached reads (package service/cache) of what is
 	// shown, not decided: Storage if nil.
-	Rows      Reads
+	Rows Reads
+	// Rooms lists a person's rooms for search (nil: search is not
+	// available).
+	Rooms     RoomLister
 	Bus       Bus
 	Sequencer Sequencer
 	Renderer  Renderer
@@ -185,6 +191,8 @@ type Deps struct {
 	// some instance did not answer in time.
 	CountRoomPost     func(how string)
 	CountFenceTimeout func()
+	// CountSearchStatements observes the statements one search sent.
+	CountSearchStatements func(n int)
 }
 
 // Service runs the use cases.
@@ -200,6 +208,9 @@ func New(d Deps) *Service {
 	}
 	if d.CountFenceTimeout == nil {
 		d.CountFenceTimeout = func() {}
+	}
+	if d.CountSearchStatements == nil {
+		d.CountSearchStatements = func(int) {}
 	}
 	if d.Rows == nil {
 		d.Rows = d.Storage

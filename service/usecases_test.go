@@ -40,11 +40,11 @@ func (s *memStorage) Mentionable(_ context.Context, in chat.Place, _ ...string) 
 	return in.Conversation(), nil
 }
 
-func (s *memStorage) RecordDMMessage(_ context.Context, _ chat.DM, m chat.Message) error {
+func (s *memStorage) RecordDMMessage(ctx context.Context, d chat.DM, m chat.Message) error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.dmLists = append(s.dmLists, m.ID)
-	return nil
+	s.mu.Unlock()
+	return s.Memory.RecordDMMessage(ctx, d, m)
 }
 
 func (s *memStorage) RecordMentions(_ context.Context, _ chat.Conversation, m chat.Message) error {
@@ -364,5 +364,108 @@ func TestStartDM(t *testing.T) {
 		if _, err := f.svc.StartDM(context.Background(), "ada", c.logins); !errors.Is(err, c.want) {
 			t.Errorf("%s: %v, want %v", name, err, c.want)
 		}
+	}
+}
+
+// passwords keeps each person's password and sessions, as the accounts'
+// and sessions' tables do, for the password's use case.
+type passwords struct {
+	memStorage
+	password map[string]string
+	sessions map[string][]string
+}
+
+func (p *passwords) ChangePassword(_ context.Context, login, old, password, confirm string) error {
+	if p.password[login] != old {
+		return chat.ValidationError{"old_password": "This is not your current password."}
+	}
+	v := chat.ValidationError{}
+	chat.CheckPassword(v, password, confirm)
+	if err := v.Err(); err != nil {
+		return err
+	}
+	p.password[login] = password
+	return nil
+}
+
+func (p *passwords) EndOtherSessions(_ context.Context, login, keep string) ([]string, error) {
+	var ended []string
+	for _, id := range p.sessions[login] {
+		if id != keep {
+			ended = append(ended, id)
+		}
+	}
+	p.sessions[login] = []string{keep}
+	return ended, nil
+}
+
+func TestChangePassword(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	db := &passwords{memStorage: memStorage{Memory: f.db.Memory, accounts: f.db.accounts},
+		password: map[string]string{"ada": "old secret 1"}, sessions: map[string][]string{"ada": {"phone", "laptop", "here"}}}
+	svc := service.New(service.Deps{Storage: db, Bus: f.bus, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	ctx := context.Background()
+	for name, try := range map[string][3]string{
+		"WrongOld":   {"guess", "new secret 22", "new secret 22"},
+		"Mismatched": {"old secret 1", "new secret 22", "new secret 23"},
+	} {
+		if ended, err := svc.ChangePassword(ctx, "ada", "here", try[0], try[1], try[2]); !errors.Is(err, chat.ErrInvalid) || ended != nil {
+			t.Errorf("%s: ended %q, %v; want a ValidationError and nothing ended", name, ended, err)
+		}
+	}
+	if db.password["ada"] != "old secret 1" || len(db.sessions["ada"]) != 3 {
+		t.Fatalf("a refused change changed %q, sessions %q", db.password["ada"], db.sessions["ada"])
+	}
+	ended, err := svc.ChangePassword(ctx, "ada", "here", "old secret 1", "new secret 22", "new secret 22")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if db.password["ada"] != "new secret 22" || !equal(ended, []string{"phone", "laptop"}) || !equal(db.sessions["ada"], []string{"here"}) {
+		t.Fatalf("after the change: password %q, ended %q, left %q", db.password["ada"], ended, db.sessions["ada"])
+	}
+}
+
+// pictures keeps who has a picture, as the avatars' table does.
+type pictures struct {
+	memStorage
+	has map[string]bool
+}
+
+func (p *pictures) RemoveAvatar(_ context.Context, login string) error {
+	if login == "broken" {
+		return errors.New("storage down")
+	}
+	delete(p.has, login)
+	return nil
+}
+
+// invalidations keeps the caches' invalidations the use cases send.
+type invalidations struct {
+	bus
+	sent []live.Invalidation
+}
+
+func (b *invalidations) Invalidate(_ context.Context, inv live.Invalidation) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.sent = append(b.sent, inv)
+	return nil
+}
+
+func TestRemoveAvatar(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	db := &pictures{memStorage: memStorage{Memory: f.db.Memory}, has: map[string]bool{"ada": true}}
+	b := &invalidations{}
+	svc := service.New(service.Deps{Storage: db, Bus: b, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err := svc.RemoveAvatar(context.Background(), "broken"); err == nil || len(b.sent) != 0 {
+		t.Fatalf("a failed removal: %v, invalidations %+v; want the error and none", err, b.sent)
+	}
+	if err := svc.RemoveAvatar(context.Background(), "ada"); err != nil {
+		t.Fatal(err)
+	}
+	if db.has["ada"] || len(b.sent) != 1 || b.sent[0].Avatars["ada"] != "" || len(b.sent[0].Avatars) != 1 || !equal(b.sent[0].Users, []string{"ada"}) {
+		t.Fatalf("after the removal: has %v, invalidations %+v", db.has, b.sent)
 	}
 }

@@ -136,7 +136,7 @@ func (s *Store) saveMessage(ctx context.Context, in chat.Place, m chat.Message, 
 	if err := q.Exec(); err != nil {
 		return s.fail("post message in "+m.Room, err)
 	}
-	r, isRoom := in.(chat.Room)
+	r, isRoom := chat.RoomOf(in)
 	if !isRoom || !check {
 		// After the message, so a head never names a message that is not stored.
 		return s.setHead(ctx, m.Room, m.ID)

@@ -6,6 +6,8 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,11 +16,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gocql/gocql"
-
 	"github.com/killrchat/killrchat/cmd"
 	"github.com/killrchat/killrchat/cmd/cmdtest"
 	"github.com/killrchat/killrchat/schema"
+	"github.com/killrchat/killrchat/store/inspect"
 	"github.com/killrchat/killrchat/store/storetest"
 )
 
@@ -177,18 +178,10 @@ func embeddedMigrations(t *testing.T) []schema.Migration {
 	return ms
 }
 
-// secureSession is a session on the secure node as its superuser.
-func secureSession(t *testing.T, ca string) *gocql.Session {
-	t.Helper()
-	c := gocql.NewCluster(secureHost)
-	c.Timeout, c.ConnectTimeout = time.Minute, time.Minute
-	c.Authenticator = gocql.PasswordAuthenticator{Username: secureUser, Password: securePassword}
-	c.SslOpts = &gocql.SslOptions{CaPath: ca, EnableHostVerification: true}
-	sess, err := c.CreateSession()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return sess
+// secureRun runs stmt on the secure node as its superuser.
+func secureRun(ca, stmt string) error {
+	return inspect.Ping(io.Discard, inspect.Node{Host: secureHost, Timeout: time.Minute,
+		User: secureUser, Password: securePassword, CA: ca}, []string{stmt})
 }
 
 // forgetMigration makes ks's schema look one migration older: the
@@ -196,17 +189,13 @@ func secureSession(t *testing.T, ca string) *gocql.Session {
 // brings them).
 func forgetMigration(t *testing.T, ca, ks string, version int) {
 	t.Helper()
-	sess := secureSession(t, ca)
-	defer sess.Close()
-	if err := sess.Query("DELETE FROM "+ks+".schema_migrations WHERE version = ?", version).Consistency(gocql.Quorum).Exec(); err != nil {
+	if err := secureRun(ca, fmt.Sprintf("DELETE FROM %s.schema_migrations WHERE version = %d", ks, version)); err != nil {
 		t.Fatal(err)
 	}
 }
 
 func dropSecureKeyspace(t *testing.T, ca, ks string) {
-	sess := secureSession(t, ca)
-	defer sess.Close()
-	if err := sess.Query("DROP KEYSPACE IF EXISTS " + ks).Exec(); err != nil {
+	if err := secureRun(ca, "DROP KEYSPACE IF EXISTS "+ks); err != nil {
 		t.Errorf("drop %s: %v", ks, err)
 	}
 }

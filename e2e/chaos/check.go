@@ -2,9 +2,8 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"io"
-	"log"
 	"math/rand/v2"
 	"net/http"
 	"net/http/cookiejar"
@@ -15,31 +14,22 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gocql/gocql"
-
 	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/store"
+	"github.com/killrchat/killrchat/store/inspect"
 )
 
 // openDB is a session on the run's keyspace at LOCAL_QUORUM. The
 // driver's own log (a node it cannot reach while one is down) is left
 // out: the report says what the faults did.
-func openDB(hosts []string, keyspace string) (*gocql.Session, error) {
-	gocql.Logger = log.New(io.Discard, "", 0)
-	c := gocql.NewCluster(hosts...)
-	c.Keyspace, c.Consistency, c.Timeout = keyspace, gocql.LocalQuorum, 10*time.Second
-	c.RetryPolicy = &gocql.SimpleRetryPolicy{NumRetries: 3} // reads only
-	return c.CreateSession()
+func openDB(hosts []string, keyspace string) (*inspect.DB, error) {
+	return inspect.Open(hosts, inspect.Options{Keyspace: keyspace, Timeout: 10 * time.Second, Retries: 3, Quiet: true}) // retries: reads only
 }
 
 // onNode is a session that talks to host alone, at ONE: what that
 // replica holds.
-func onNode(host, keyspace string) (*gocql.Session, error) {
-	c := gocql.NewCluster(host)
-	c.Keyspace, c.Consistency, c.Timeout = keyspace, gocql.One, 10*time.Second
-	c.HostFilter = gocql.WhiteListHostFilter(host)
-	c.DisableInitialHostLookup = true
-	return c.CreateSession()
+func onNode(host, keyspace string) (*inspect.DB, error) {
+	return inspect.Open([]string{host}, inspect.Options{Keyspace: keyspace, Timeout: 10 * time.Second, One: true, Node: true})
 }
 
 // pct is the p-th percentile of ds (sorted in place).
@@ -156,7 +146,7 @@ func (w *world) report(start time.Time, windows []window) map[string]map[string]
 }
 
 // check reads back what the run did and returns what broke.
-func (w *world) check(ctx context.Context, db *gocql.Session, room string, subs []*subscriber) (result, error) {
+func (w *world) check(ctx context.Context, db *inspect.DB, room string, subs []*subscriber) (result, error) {
 	var res result
 	w.mu.Lock()
 	acks := append([]ack(nil), w.acks...)
@@ -173,20 +163,17 @@ func (w *world) check(ctx context.Context, db *gocql.Session, room string, subs 
 		days[chat.BucketOf(id)] = true
 	}
 	for day := range days {
-		iter := db.Query(`SELECT content FROM chat_room_messages WHERE room_name = ? AND time_bucket = ?`, room, day).WithContext(ctx).Iter()
-		var content string
-		for iter.Scan(&content) {
-			stored[content]++
-		}
-		if err := iter.Close(); err != nil {
+		contents, err := db.Contents(ctx, room, day)
+		if err != nil {
 			return res, fmt.Errorf("read the room's messages: %w", err)
+		}
+		for _, content := range contents {
+			stored[content]++
 		}
 	}
 	for _, a := range acks {
 		id, _ := chat.ParseID(a.id)
-		var content string
-		err := db.Query(`SELECT content FROM chat_room_messages WHERE room_name = ? AND time_bucket = ? AND message_id = ?`,
-			room, chat.BucketOf(id), gocql.UUID(id)).WithContext(ctx).Scan(&content)
+		content, err := db.Content(ctx, room, id)
 		if err != nil || content != a.content {
 			res.lost++
 			if res.lost <= 5 {
@@ -232,8 +219,7 @@ func (w *world) check(ctx context.Context, db *gocql.Session, room string, subs 
 	}
 	for _, name := range w.unsure {
 		// Checked as any room if it is there; gone is as good.
-		var creator string
-		if err := roomCreator(ctx, db, name, &creator); err == nil {
+		if _, err := db.Creator(ctx, name); err == nil {
 			created = append(created, name)
 		}
 	}
@@ -251,8 +237,8 @@ func (w *world) check(ctx context.Context, db *gocql.Session, room string, subs 
 		}
 		if len(won) == 1 {
 			created = append(created, name)
-			var creator string
-			if err := roomCreator(ctx, db, name, &creator); err != nil || creator != won[0] {
+			creator, err := db.Creator(ctx, name)
+			if err != nil || creator != won[0] {
 				res.broken = append(res.broken, fmt.Sprintf("room %s: creator %q, but %s was told it created it (%v)", name, creator, won[0], err))
 			}
 		}
@@ -261,11 +247,10 @@ func (w *world) check(ctx context.Context, db *gocql.Session, room string, subs 
 	// No zombie room: a room whose delete was acknowledged is gone, and
 	// every participant of a room lists it.
 	for _, name := range deleted {
-		var creator string
-		err := roomCreator(ctx, db, name, &creator)
+		_, err := db.Creator(ctx, name)
 		if err == nil {
 			res.broken = append(res.broken, fmt.Sprintf("room %s exists after its delete was acknowledged", name))
-		} else if err != gocql.ErrNotFound {
+		} else if !errors.Is(err, chat.ErrNotFound) {
 			return res, err
 		}
 	}
@@ -276,8 +261,8 @@ func (w *world) check(ctx context.Context, db *gocql.Session, room string, subs 
 	}
 	zombies := 0
 	for _, name := range created {
-		participants, err := roomParticipants(ctx, db, name)
-		if code, ok := w.refused[name]; ok && err == gocql.ErrNotFound {
+		participants, err := db.Participants(ctx, name)
+		if code, ok := w.refused[name]; ok && errors.Is(err, chat.ErrNotFound) {
 			res.broken = append(res.broken, fmt.Sprintf("the delete of room %s was answered %d, yet the room is gone", name, code))
 			continue
 		}
@@ -286,20 +271,19 @@ func (w *world) check(ctx context.Context, db *gocql.Session, room string, subs 
 			continue
 		}
 		for login := range participants {
-			var list []string
-			if err := db.Query(`SELECT chat_rooms FROM users WHERE login = ?`, login).WithContext(ctx).Scan(&list); err != nil || !slices.Contains(list, name) {
+			if list, err := db.RoomList(ctx, login); err != nil || !slices.Contains(list, name) {
 				zombies++
 				res.broken = append(res.broken, fmt.Sprintf("%s takes part in %s, which their list lacks", login, name))
 			}
 		}
 	}
 	for _, p := range w.people {
-		var list []string
-		if err := db.Query(`SELECT chat_rooms FROM users WHERE login = ?`, p.login).WithContext(ctx).Scan(&list); err != nil {
+		list, err := db.RoomList(ctx, p.login)
+		if err != nil {
 			return res, err
 		}
 		for _, name := range list {
-			participants, err := roomParticipants(ctx, db, name)
+			participants, err := db.Participants(ctx, name)
 			if err != nil || !participants[p.login] {
 				zombies++
 				res.broken = append(res.broken, fmt.Sprintf("%s lists %s, which does not have them (%v)", p.login, name, err))
@@ -361,9 +345,7 @@ func (w *world) agree(ctx context.Context, acks []ack) {
 			n := 0
 			for _, a := range sample {
 				id, _ := chat.ParseID(a.id)
-				var content string
-				err := sess.Query(`SELECT content FROM chat_room_messages WHERE room_name = ? AND time_bucket = ? AND message_id = ?`,
-					"ch"+w.run+"room", chat.BucketOf(id), gocql.UUID(id)).WithContext(ctx).Scan(&content)
+				content, err := sess.Content(ctx, "ch"+w.run+"room", id)
 				if err != nil || content != a.content {
 					n++
 				}
@@ -397,30 +379,19 @@ func lastLine(s string) string {
 // sidebar shows it, with the count their read marker and the stored
 // messages imply: others' messages newer than the marker, system ones
 // aside, shown as "99+" from store.MaxUnread.
-func (w *world) checkUnread(ctx context.Context, db *gocql.Session, room string, res *result) error {
-	type stored struct {
-		id     chat.ID
-		author string
-		system bool
-	}
-	var msgs []stored
-	var created time.Time
-	if err := db.Query(`SELECT creation_date FROM rooms WHERE room_name = ? LIMIT 1`, room).WithContext(ctx).Scan(&created); err != nil {
+func (w *world) checkUnread(ctx context.Context, db *inspect.DB, room string, res *result) error {
+	var msgs []inspect.Stored
+	created, err := db.Created(ctx, room)
+	if err != nil {
 		return err
 	}
 	for day := created.UTC(); !day.After(time.Now().UTC().AddDate(0, 0, 1)); day = day.AddDate(0, 0, 1) {
 		bucket := day.Year()*10000 + int(day.Month())*100 + day.Day()
-		iter := db.Query(`SELECT message_id, author, system_message FROM chat_room_messages WHERE room_name = ? AND time_bucket = ?`,
-			room, bucket).WithContext(ctx).Iter()
-		var m stored
-		var author chat.UserRef
-		for iter.Scan((*gocql.UUID)(&m.id), &author, &m.system) {
-			m.author = author.Login
-			msgs = append(msgs, m)
-		}
-		if err := iter.Close(); err != nil {
+		in, err := db.Messages(ctx, room, bucket)
+		if err != nil {
 			return err
 		}
+		msgs = append(msgs, in...)
 	}
 	badge := regexp.MustCompile(`data-unread="([^"]*)"\s*data-conversation="` + regexp.QuoteMeta(room) + `"`)
 	checked := 0
@@ -431,14 +402,13 @@ func (w *world) checkUnread(ctx context.Context, db *gocql.Session, room string,
 			res.broken = append(res.broken, fmt.Sprintf("%s's sidebar shows no count for %s (%d %v)", p.login, room, code, err))
 			continue
 		}
-		var marker chat.ID
-		err = db.Query(`SELECT marker FROM read_markers WHERE login = ? AND conversation = ?`, p.login, room).WithContext(ctx).Scan((*gocql.UUID)(&marker))
-		if err != nil && err != gocql.ErrNotFound {
+		marker, err := db.Marker(ctx, p.login, room)
+		if err != nil {
 			return err
 		}
 		n := 0
 		for _, msg := range msgs {
-			if !msg.system && msg.author != p.login && msg.id.Time().After(marker.Time()) {
+			if !msg.System && msg.Author.Login != p.login && msg.ID.Time().After(marker.Time()) {
 				n++
 			}
 		}
@@ -453,45 +423,4 @@ func (w *world) checkUnread(ctx context.Context, db *gocql.Session, room string,
 	}
 	fmt.Fprintf(w.o.out, "unread counts: %d people's sidebars checked against their markers and the %d stored messages\n", checked, len(msgs))
 	return nil
-}
-
-// roomCreator reads the creator of the room named name into creator, or
-// gocql.ErrNotFound if there is no such room (schema/016_room_members.cql:
-// a deleted room's header is null).
-func roomCreator(ctx context.Context, db *gocql.Session, name string, creator *string) error {
-	err := db.Query(`SELECT creator_login FROM rooms WHERE room_name = ? LIMIT 1`, name).WithContext(ctx).Scan(creator)
-	if err == nil && *creator == "" {
-		return gocql.ErrNotFound
-	}
-	return err
-}
-
-// roomParticipants reads the logins of the room's members (the rows of
-// its incarnation), or gocql.ErrNotFound if there is no such room.
-func roomParticipants(ctx context.Context, db *gocql.Session, name string) (map[string]bool, error) {
-	iter := db.Query(`SELECT creation_date, since, login, member FROM rooms WHERE room_name = ?`, name).WithContext(ctx).Iter()
-	var (
-		created, since time.Time
-		login          string
-		member         *chat.UserRef
-		out            = map[string]bool{}
-		found          bool
-	)
-	for iter.Scan(&created, &since, &login, &member) {
-		if created.IsZero() {
-			continue
-		}
-		found = true
-		if login != "" && member != nil && since.Equal(created) {
-			out[login] = true
-		}
-		member = nil
-	}
-	if err := iter.Close(); err != nil {
-		return nil, err
-	}
-	if !found {
-		return nil, gocql.ErrNotFound
-	}
-	return out, nil
 }

@@ -7,6 +7,7 @@ import (
 	"bufio"
 	"context"
 	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -26,18 +27,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/labstack/echo/v4"
-
-	"github.com/killrchat/killrchat/handlers"
-	"github.com/killrchat/killrchat/handlers/routes"
-	"github.com/killrchat/killrchat/live"
-	"github.com/killrchat/killrchat/push"
-	"github.com/killrchat/killrchat/static"
+	"github.com/killrchat/killrchat/cmd"
+	"github.com/killrchat/killrchat/cmd/cmdtest"
 	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/store/storetest"
-	"github.com/killrchat/killrchat/web/limit"
-	"github.com/killrchat/killrchat/web/metrics"
-	"github.com/killrchat/killrchat/web/server"
 )
 
 // target is the app being measured.
@@ -51,6 +44,9 @@ type target struct {
 	Store *store.Store
 	// Recorder sees every statement the app sends (in-process only).
 	Recorder *storetest.Recorder
+	// Ctl serves the app process's memory and profiles (/_load/stats,
+	// /_load/pprof/...), beside the app; "" for an external server.
+	Ctl string
 	// Where says how the app runs: "in-process", "child pid N" or "external".
 	Where string
 	// inProcess: stats come from this process's runtime.
@@ -115,7 +111,7 @@ func (t *target) Stats(ctx context.Context, gc bool) (serverStats, error) {
 	}
 	if t.Where != "external" {
 		var st serverStats
-		u := t.URL + "/_load/stats"
+		u := t.Ctl + "/_load/stats"
 		if gc {
 			u += "?gc=1"
 		}
@@ -204,7 +200,7 @@ func startTarget(ctx context.Context, c common) (*target, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &target{URL: a.url, Keyspace: a.db.Keyspace, Store: a.db.Store, Recorder: a.db.Recorder,
+		return &target{URL: a.url, Keyspace: a.keyspace, Store: a.store, Recorder: a.recorder, Ctl: a.ctl,
 			Where: "in-process", inProcess: true, close: a.stop}, nil
 	}
 }
@@ -224,47 +220,90 @@ func openStore(ctx context.Context, keyspace string) (*store.Store, error) {
 }
 
 type app struct {
-	url  string
-	db   *storetest.DB
+	url      string
+	keyspace string
+	// store reads and writes the app's keyspace directly; recorder sees
+	// every statement the app's own store sends.
+	store    *store.Store
+	recorder *storetest.Recorder
+	// ctl serves this process's memory and profiles (see serveControl).
+	ctl  string
 	stop func()
 }
 
-// maxReplays is the app's Config.MaxReplays (-max-replays).
+// maxReplays is the app's --max-replays (-max-replays; 0: its default).
 var maxReplays int
 
-// resumeWindow is the app's Config.ResumeWindow (-resume-window).
+// resumeWindow is the app's --resume-window (-resume-window; 0: its
+// default).
 var resumeWindow time.Duration
 
-// searchIndexOff is the app's Config.SearchIndexOff (-no-index), and
-// searchIndexRate its Config.SearchIndexRate (-index-rate).
+// searchIndexOff is the app's --search-index=false (-no-index), and
+// searchIndexRate its --search-index-rate (-index-rate; 0: its default).
 var (
 	searchIndexOff  bool
 	searchIndexRate float64
 )
 
-// pushRate is the app's push.Config.Rate (-push-rate); its pushes may go
-// to a push service on 127.0.0.1 (the post command's -push-subs).
+// pushRate is the app's --push-rate (-push-rate); its pushes may go to a
+// push service on 127.0.0.1 (the post command's -push-subs).
 var pushRate float64
 
-// appConfig is the configuration of an app instance started here. Every
-// user signs up, and a few users open thousands of streams from one
-// address: the limits on those are lifted; the replay limit is the app's
-// unless -max-replays says otherwise.
-func appConfig(key []byte) handlers.Config {
-	return handlers.Config{SessionKey: key, AuthRate: 1 << 30, Limits: limit.Unlimited, Static: static.Files, RoomsPerPage: 25,
-		MaxStreamsPerUser: 1 << 30, MaxStreamsPerIP: 1 << 30, MaxReplays: maxReplays, ResumeWindow: resumeWindow,
-		SearchIndexOff: searchIndexOff, SearchIndexRate: searchIndexRate,
-		Push: push.Config{AllowHTTPLoopback: true, Rate: pushRate}}
+// unbounded is a per-person limit no load reaches.
+const unbounded = "1073741824"
+
+// appFlags are the flags of an app instance started here, on keyspace,
+// signing cookies with key. Every user signs up, and a few users open
+// thousands of streams from one address: the limits on those are
+// lifted; the rest are the binary's unless a load flag says otherwise.
+func appFlags(keyspace string, key []byte) []string {
+	flags := append(cmdtest.Flags(keyspace, hex.EncodeToString(key)),
+		"--auth-rate", unbounded, "--message-rate", "1e9", "--message-burst", unbounded,
+		"--rooms-per-hour", unbounded, "--join-rate", "1e9", "--join-burst", unbounded,
+		"--searches-per-minute", unbounded, "--upload-bytes-per-hour", strconv.Itoa(1<<40),
+		"--max-streams-per-user", unbounded, "--max-streams-per-ip", unbounded,
+		"--push-allow-http-loopback", "--push-rate", strconv.FormatFloat(pushRate, 'f', -1, 64))
+	if maxReplays > 0 {
+		flags = append(flags, "--max-replays", strconv.Itoa(maxReplays))
+	}
+	if resumeWindow > 0 {
+		flags = append(flags, "--resume-window", resumeWindow.String())
+	}
+	if searchIndexOff {
+		flags = append(flags, "--search-index=false")
+	}
+	if searchIndexRate != 0 {
+		flags = append(flags, "--search-index-rate", strconv.FormatFloat(searchIndexRate, 'f', -1, 64))
+	}
+	return flags
 }
 
-// startApp starts the application on 127.0.0.1 with a fresh keyspace, as
-// handlers/main_test.go does, plus two load-test-only routes: /_load/stats
-// (memory and goroutines, ?gc=1 collects first) for -child.
-func startApp(verbose bool) (*app, error) {
-	db, err := storetest.Open("load")
+// startMain parses flags as the binary does (with no environment), runs
+// cmd.Main with log and observe, and waits until it is ready.
+func startMain(log *slog.Logger, observe func(store.ObservedQuery), flags []string) (*cmd.Main, string, error) {
+	cfg, err := cmd.Parse(flags, func(string) (string, bool) { return "", false })
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
+	m := cmd.NewMain(cfg)
+	m.Log, m.Observe = log, observe
+	if err := m.Run(context.Background()); err != nil {
+		_ = m.Close()
+		return nil, "", err
+	}
+	url := "http://" + m.Addr().String()
+	if err := cmdtest.WaitReady(url, 5*time.Minute); err != nil {
+		_ = m.Close()
+		return nil, "", err
+	}
+	return m, url, nil
+}
+
+// startApp starts the program on 127.0.0.1, as the binary runs it
+// (cmd.Main with its flags), on a fresh keyspace that stop drops, and
+// beside it a control server of this process (serveControl).
+func startApp(verbose bool) (*app, error) {
+	ks := storetest.Keyspace("load")
 	key := make([]byte, 32)
 	_, _ = rand.Read(key)
 	var fwd slog.Handler
@@ -272,39 +311,57 @@ func startApp(verbose bool) (*app, error) {
 		fwd = slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})
 	}
 	log := slog.New(&countingHandler{counts: appLogCounts, fwd: fwd})
-	srv := handlers.New(db.Store, metrics.New(), live.NewLocalHub(), appConfig(key), log)
-	e := echo.New()
-	e.IPExtractor = echo.ExtractIPDirect()
-	routes.Register(e, srv)
-	e.GET("/_load/stats", func(c echo.Context) error {
-		if c.QueryParam("gc") != "" {
-			freeMemory()
-		}
-		return c.JSON(http.StatusOK, localStats())
-	})
-	// Profiles of the app (loopback only, this load-test instance only).
-	e.GET("/_load/pprof/profile", echo.WrapHandler(http.HandlerFunc(pprof.Profile)))
-	e.GET("/_load/pprof/heap", echo.WrapHandler(pprof.Handler("heap")))
-	e.GET("/_load/pprof/goroutine", echo.WrapHandler(pprof.Handler("goroutine")))
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	rec := &storetest.Recorder{}
+	m, url, err := startMain(log, rec.Observe, appFlags(ks, key))
 	if err != nil {
-		_ = db.Drop()
+		_ = storetest.DropKeyspace(ks)
 		return nil, err
 	}
-	// The server main.go runs: its timeouts and its connection cap,
-	// whose wrapper every stream's connection comes in.
-	hs, served := server.New(ln, e, server.DefaultLimits())
-	go func() { _ = hs.Serve(served) }()
-	return &app{url: "http://" + ln.Addr().String(), db: db, stop: func() {
-		srv.Shutdown()
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		_ = hs.Shutdown(sctx)
-		cancel()
-		_ = hs.Close()
-		if err := db.Drop(); err != nil {
-			logf("drop keyspace %s: %v", db.Keyspace, err)
+	st, err := openStore(context.Background(), ks)
+	if err != nil {
+		_ = m.Close()
+		_ = storetest.DropKeyspace(ks)
+		return nil, err
+	}
+	ctl, stopCtl, err := serveControl()
+	if err != nil {
+		st.Close()
+		_ = m.Close()
+		_ = storetest.DropKeyspace(ks)
+		return nil, err
+	}
+	return &app{url: url, keyspace: ks, store: st, recorder: rec, ctl: ctl, stop: func() {
+		stopCtl()
+		st.Close()
+		_ = m.Close()
+		if err := storetest.DropKeyspace(ks); err != nil {
+			logf("drop keyspace %s: %v", ks, err)
 		}
 	}}, nil
+}
+
+// serveControl serves, on loopback, what the load commands ask of the
+// app's process: /_load/stats (memory and goroutines, ?gc=1 collects
+// first) and its profiles.
+func serveControl() (string, func(), error) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /_load/stats", func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("gc") != "" {
+			freeMemory()
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(localStats())
+	})
+	mux.HandleFunc("GET /_load/pprof/profile", pprof.Profile)
+	mux.Handle("GET /_load/pprof/heap", pprof.Handler("heap"))
+	mux.Handle("GET /_load/pprof/goroutine", pprof.Handler("goroutine"))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = hs.Serve(ln) }()
+	return "http://" + ln.Addr().String(), func() { _ = hs.Close() }, nil
 }
 
 const readyPrefix = "LOAD-APP "
@@ -334,7 +391,7 @@ func runServe(ctx context.Context, args []string) error {
 		return err
 	}
 	defer a.stop()
-	fmt.Printf("%s%s %s\n", readyPrefix, a.url, a.db.Keyspace)
+	fmt.Printf("%s%s %s %s\n", readyPrefix, a.url, a.keyspace, a.ctl)
 	eof := make(chan struct{})
 	go func() {
 		_, _ = io.Copy(io.Discard, os.Stdin)
@@ -409,13 +466,14 @@ func startChild(ctx context.Context, c common) (*target, error) {
 		stopChild()
 		return nil, ctx.Err()
 	}
-	url, ks, _ := strings.Cut(got, " ")
+	url, rest, _ := strings.Cut(got, " ")
+	ks, ctl, _ := strings.Cut(rest, " ")
 	st, err := openStore(ctx, ks)
 	if err != nil {
 		stopChild()
 		return nil, err
 	}
-	return &target{URL: url, Keyspace: ks, Store: st, Where: fmt.Sprintf("child pid %d", cmd.Process.Pid),
+	return &target{URL: url, Keyspace: ks, Store: st, Ctl: ctl, Where: fmt.Sprintf("child pid %d", cmd.Process.Pid),
 		close: func() { st.Close(); stopChild() }}, nil
 }
 
@@ -424,7 +482,7 @@ func (t *target) saveProfile(ctx context.Context, path, file string) error {
 	if t.Where == "external" {
 		return errors.New("no profiles from an external server")
 	}
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, t.URL+path, nil)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, t.Ctl+path, nil)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return err

@@ -19,9 +19,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gocql/gocql"
-
 	"github.com/killrchat/killrchat/chat"
+	"github.com/killrchat/killrchat/store/inspect"
 	"github.com/killrchat/killrchat/store/storetest"
 )
 
@@ -49,9 +48,7 @@ func runBigRoom(ctx context.Context, args []string) error {
 		return errors.New("bigroom fills the rooms in Cassandra: give -keyspace with -url")
 	}
 	logf("app %s at %s", t.Where, t.URL)
-	cluster := gocql.NewCluster(storetest.Hosts()...)
-	cluster.Keyspace, cluster.Timeout = t.Keyspace, 20*time.Second
-	sess, err := cluster.CreateSession()
+	sess, err := inspect.Open(storetest.Hosts(), inspect.Options{Keyspace: t.Keyspace, Timeout: 20 * time.Second, Default: true})
 	if err != nil {
 		return err
 	}
@@ -154,51 +151,21 @@ func runBigRoom(ctx context.Context, args []string) error {
 }
 
 // memberRows counts the member rows of room and the bytes of their values.
-func memberRows(ctx context.Context, sess *gocql.Session, room string) (rows, bytes int, err error) {
-	iter := sess.Query(`SELECT login, member FROM rooms WHERE room_name = ?`, room).WithContext(ctx).PageSize(5000).Iter()
-	var (
-		login string
-		m     chat.UserRef
-	)
-	for iter.Scan(&login, &m) {
-		if login != "" {
-			rows++
-			bytes += len(login) + cellBytes(m)
-		}
+func memberRows(ctx context.Context, sess *inspect.DB, room string) (rows, bytes int, err error) {
+	all, err := sess.MemberRows(ctx, room)
+	for _, r := range all {
+		rows++
+		bytes += len(r.Login) + cellBytes(r.Member)
 	}
-	return rows, bytes, iter.Close()
+	return rows, bytes, err
 }
 
 // fillMembers adds n made-up participants to room, fillBatch at a time,
 // each batch one LWT (every write to a room's partition is one).
-func fillMembers(ctx context.Context, sess *gocql.Session, room string, n int) error {
-	var (
-		created time.Time
-		members int
-	)
-	if err := sess.Query(`SELECT creation_date, members FROM rooms WHERE room_name = ? LIMIT 1`, room).WithContext(ctx).Scan(&created, &members); err != nil {
-		return fmt.Errorf("fill %s: %w", room, err)
-	}
-	for start := 0; start < n; start += fillBatch {
-		b := sess.NewBatch(gocql.LoggedBatch).WithContext(ctx)
-		b.SerialConsistency(gocql.Serial)
-		added := min(start+fillBatch, n) - start
-		b.Query(`UPDATE rooms SET version = now(), members = ? WHERE room_name = ? IF creation_date = ? AND members = ?`, members+added, room, created, members)
-		members += added
-		for i := start; i < min(start+fillBatch, n); i++ {
-			login := fmt.Sprintf("%sm%05d", room, i)
-			b.Query(`UPDATE rooms SET member = ? WHERE room_name = ? AND since = ? AND login = ?`,
-				chat.UserRef{Login: login, Firstname: "Member", Lastname: fmt.Sprintf("Number %d", i)}, room, created, login)
-		}
-		applied, iter, err := sess.ExecuteBatchCAS(b)
-		if iter != nil {
-			iter.Close()
-		}
-		if err != nil || !applied {
-			return fmt.Errorf("fill %s: applied %v: %w", room, applied, err)
-		}
-	}
-	return nil
+func fillMembers(ctx context.Context, sess *inspect.DB, room string, n int) error {
+	return sess.FillMembers(ctx, room, n, fillBatch, func(i int) chat.UserRef {
+		return chat.UserRef{Login: fmt.Sprintf("%sm%05d", room, i), Firstname: "Member", Lastname: fmt.Sprintf("Number %d", i)}
+	})
 }
 
 // cellBytes is the size of a member's user_ref as the native protocol

@@ -11,39 +11,30 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"sync"
 	"time"
 
-	"github.com/labstack/echo/v4"
 	natsserver "github.com/nats-io/nats-server/v2/server"
 
-	"github.com/killrchat/killrchat/handlers"
-	"github.com/killrchat/killrchat/handlers/routes"
-	"github.com/killrchat/killrchat/live/natshub"
+	"github.com/killrchat/killrchat/cmd"
 	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/store/storetest"
-	"github.com/killrchat/killrchat/web/metrics"
 )
 
 // startCluster starts instance A (posts) and B (subscribers) in this
-// process; the target's URL is A and its SubURL is B.
+// process, each as the binary runs it (cmd.Main) with --nats-url; the
+// target's URL is A and its SubURL is B.
 func startCluster(c common) (*target, error) {
 	store.PasswordCost = c.cost
 	maxReplays = c.replays
 	resumeWindow = c.window
-	db, err := storetest.Open("load")
-	if err != nil {
-		return nil, err
-	}
+	ks := storetest.Keyspace("load")
 	ns, err := natsserver.NewServer(&natsserver.Options{Host: "127.0.0.1", Port: -1, NoSigs: true, NoLog: true})
 	if err != nil {
-		_ = db.Drop()
 		return nil, err
 	}
 	go ns.Start()
 	if !ns.ReadyForConnections(10 * time.Second) {
-		_ = db.Drop()
 		return nil, fmt.Errorf("nats did not start")
 	}
 	natsURL := ns.ClientURL()
@@ -66,62 +57,43 @@ func startCluster(c common) (*target, error) {
 		ns = fresh
 		return nil
 	}
-	storeB, err := db.Another()
-	if err != nil {
-		ns.Shutdown()
-		_ = db.Drop()
-		return nil, err
-	}
 	key := make([]byte, 32)
 	_, _ = rand.Read(key)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	var stops []func()
-	serve := func(st *store.Store) (string, error) {
-		hub, err := natshub.New(natsURL, log)
-		if err != nil {
-			return "", err
-		}
-		srv := handlers.New(st, metrics.New(), hub, appConfig(key), log)
-		e := echo.New()
-		routes.Register(e, srv)
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return "", err
-		}
-		hs := &http.Server{Handler: e, ReadHeaderTimeout: 10 * time.Second}
-		go func() { _ = hs.Serve(ln) }()
-		stops = append(stops, func() {
-			srv.Shutdown()
-			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			_ = hs.Shutdown(sctx)
-			cancel()
-			_ = hub.Close()
-		})
-		return "http://" + ln.Addr().String(), nil
-	}
+	rec := &storetest.Recorder{}
+	var (
+		mains []*cmd.Main
+		st    *store.Store
+	)
 	stop := func() {
-		for _, s := range stops {
-			s()
+		if st != nil {
+			st.Close()
 		}
-		storeB.Close()
+		for _, m := range mains {
+			_ = m.Close()
+		}
 		nsMu.Lock()
 		ns.Shutdown()
 		nsMu.Unlock()
-		if err := db.Drop(); err != nil {
-			logf("drop keyspace %s: %v", db.Keyspace, err)
+		if err := storetest.DropKeyspace(ks); err != nil {
+			logf("drop keyspace %s: %v", ks, err)
 		}
 	}
-	urlA, err := serve(db.Store)
-	if err != nil {
+	// A first, alone: it makes the keyspace; B then finds it made.
+	var urls []string
+	for _, observe := range []func(store.ObservedQuery){rec.Observe, nil} {
+		m, url, err := startMain(log, observe, append(appFlags(ks, key), "--nats-url", natsURL))
+		if err != nil {
+			stop()
+			return nil, err
+		}
+		mains, urls = append(mains, m), append(urls, url)
+	}
+	if st, err = openStore(context.Background(), ks); err != nil {
 		stop()
 		return nil, err
 	}
-	urlB, err := serve(storeB)
-	if err != nil {
-		stop()
-		return nil, err
-	}
-	return &target{URL: urlA, SubURL: urlB, Keyspace: db.Keyspace, Store: db.Store, Recorder: db.Recorder,
+	return &target{URL: urls[0], SubURL: urls[1], Keyspace: ks, Store: st, Recorder: rec,
 		Where: "in-process, two instances over NATS (post on A, subscribe on B)", inProcess: true, close: stop,
 		restartBroker: restart}, nil
 }

@@ -13,8 +13,9 @@
 //	go run ./e2e/load search       search latency over 1,000,000 messages in 200 conversations; indexing cost; post ratio with and without the index
 //	go run ./e2e/load hostile      chunk reads of a 400-range download; server RSS and CPU for two decompression-bomb PNGs at once
 //
-// Unless -url is given it starts its own app instance (handlers.New, as the
-// handler tests do) on a fresh keyspace that it drops at the end: in this
+// Unless -url is given it starts its own app instance (cmd.Main with the
+// binary's flags, as the browser tests do) on a fresh keyspace that it
+// drops at the end: in this
 // process by default, or with -child in a child process of this binary, so
 // that the server's memory and goroutines are measured apart from the
 // load generator's. With -url it drives a running server; give -keyspace

@@ -17,14 +17,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/gocql/gocql"
-
 	"github.com/killrchat/killrchat/chat"
+	"github.com/killrchat/killrchat/store/inspect"
 	"github.com/killrchat/killrchat/store/storetest"
 )
-
-const rawInsert = `INSERT INTO chat_room_messages (room_name, time_bucket, message_id, author, content, system_message)
-	VALUES (?, ?, ?, ?, ?, ?)`
 
 type phase struct {
 	name          string
@@ -168,12 +164,7 @@ func runPost(ctx context.Context, args []string) error {
 	// Raw inserts: same table, same partition scheme (room_name, day
 	// bucket yyyyMMdd, timeuuid), same consistency as the store (LOCAL_QUORUM),
 	// same content size; a room of their own.
-	cl := gocql.NewCluster(storetest.Hosts()...)
-	cl.Keyspace = t.Keyspace
-	cl.Consistency = gocql.LocalQuorum
-	cl.Timeout = 10 * time.Second
-	cl.RetryPolicy = &gocql.SimpleRetryPolicy{NumRetries: 2}
-	sess, err := cl.CreateSession()
+	sess, err := inspect.Open(storetest.Hosts(), inspect.Options{Keyspace: t.Keyspace, Timeout: 10 * time.Second, Retries: 2})
 	if err != nil {
 		return err
 	}
@@ -182,10 +173,7 @@ func runPost(ctx context.Context, args []string) error {
 	author := chat.UserRef{Login: users[0].login, Firstname: "Load", Lastname: users[0].login}
 	content := func(w int, i int64) string { return fmt.Sprintf("load message %d from worker %d", i, w) }
 	raw := func(ctx context.Context, w int, i int64) (int, error) {
-		now := time.Now().UTC()
-		y, m, d := now.Date()
-		return 0, sess.Query(rawInsert, rawRoom, y*10000+int(m)*100+d, gocql.UUIDFromTime(now), author, content(w, i), false).
-			WithContext(ctx).Idempotent(true).Exec()
+		return 0, sess.InsertMessage(ctx, rawRoom, author, content(w, i))
 	}
 	okCode := http.StatusSeeOther
 	if *htmx {

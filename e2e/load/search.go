@@ -26,22 +26,14 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/gocql/gocql"
-
 	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/store"
+	"github.com/killrchat/killrchat/store/inspect"
 	"github.com/killrchat/killrchat/store/storetest"
 )
 
 const (
-	seedMessage = `INSERT INTO chat_room_messages (room_name, time_bucket, message_id, author, content, system_message) VALUES (?, ?, ?, ?, ?, false)`
-	seedBucket  = `INSERT INTO messages_bucket (room_name, time_bucket) VALUES (?, ?)`
-	seedTerm    = `INSERT INTO message_terms (conversation, term, month, message_id) VALUES (?, ?, ?, ?)`
-	seedWord    = `INSERT INTO conversation_words (conversation, month, word, term) VALUES (?, ?, ?, ?)`
-	seedPlace   = `INSERT INTO term_places (term, month, conversation) VALUES (?, ?, ?)`
-	// The seed writes every posting's place: the places are complete.
-	seedPlacesFrom = `INSERT INTO search_settings (name, month) VALUES ('places_from', 0)`
-	seedBatch      = 100
+	seedBatch = 100
 )
 
 func runSearch(ctx context.Context, args []string) error {
@@ -114,12 +106,7 @@ func runSearch(ctx context.Context, args []string) error {
 	// are (one term, its own stem), so a query names exactly one term.
 	words := makeVocabulary(*vocab, id)
 
-	cl := gocql.NewCluster(storetest.Hosts()...)
-	cl.Keyspace = t.Keyspace
-	cl.Consistency = gocql.LocalQuorum
-	cl.Timeout = 20 * time.Second
-	cl.RetryPolicy = &gocql.SimpleRetryPolicy{NumRetries: 3}
-	sess, err := cl.CreateSession()
+	sess, err := inspect.Open(storetest.Hosts(), inspect.Options{Keyspace: t.Keyspace, Timeout: 20 * time.Second, Retries: 3})
 	if err != nil {
 		return err
 	}
@@ -169,24 +156,16 @@ func runSearch(ctx context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
-		b := sess.NewBatch(gocql.LoggedBatch).WithContext(ctx)
 		members, err := t.Store.RoomMembers(ctx, r, "", 1000)
 		if err != nil {
 			return err
 		}
-		b.Query(`UPDATE rooms SET creation_date = ? WHERE room_name = ? IF creation_date = ?`, back, cv.ID, r.CreatedAt)
-		for _, m := range members {
-			b.Query(`UPDATE rooms SET member = ? WHERE room_name = ? AND since = ? AND login = ?`, m, cv.ID, back, m.Login)
-		}
-		applied, iter, err := sess.ExecuteBatchCAS(b)
-		if iter != nil {
-			iter.Close()
-		}
-		if err != nil || !applied {
-			return fmt.Errorf("backdate %s: applied %v: %w", cv.ID, applied, err)
+		if err := sess.Backdate(ctx, cv.ID, r.CreatedAt, back, members); err != nil {
+			return err
 		}
 	}
-	if err := sess.Query(seedPlacesFrom).Exec(); err != nil {
+	// The seed writes every posting's place: the places are complete.
+	if err := sess.PlacesComplete(ctx); err != nil {
 		return err
 	}
 	seedStart := time.Now()
@@ -321,9 +300,9 @@ func makeVocabulary(n int, tag string) []string {
 
 // seedSearch writes n messages over convs and their index rows, a
 // conversation at a time, batches of one partition, conc in flight.
-func seedSearch(ctx context.Context, sess *gocql.Session, convs []chat.Conversation, words []string, n, perMsg, days, conc int, authors []chat.UserRef) (int64, error) {
+func seedSearch(ctx context.Context, sess *inspect.DB, convs []chat.Conversation, words []string, n, perMsg, days, conc int, authors []chat.UserRef) (int64, error) {
 	type batch struct {
-		stmt string
+		kind inspect.Seed
 		rows [][]any
 	}
 	work := make(chan batch, conc*2)
@@ -338,11 +317,7 @@ func seedSearch(ctx context.Context, sess *gocql.Session, convs []chat.Conversat
 				if firstErr.Load() != nil {
 					continue
 				}
-				bt := sess.NewBatch(gocql.UnloggedBatch).WithContext(ctx)
-				for _, r := range b.rows {
-					bt.Query(b.stmt, r...)
-				}
-				if err := sess.ExecuteBatch(bt); err != nil {
+				if err := sess.SeedRows(ctx, b.kind, b.rows); err != nil {
 					firstErr.CompareAndSwap(nil, err)
 					continue
 				}
@@ -350,9 +325,9 @@ func seedSearch(ctx context.Context, sess *gocql.Session, convs []chat.Conversat
 			}
 		}()
 	}
-	send := func(stmt string, all [][]any) {
+	send := func(kind inspect.Seed, all [][]any) {
 		for i := 0; i < len(all); i += seedBatch {
-			work <- batch{stmt: stmt, rows: all[i:min(i+seedBatch, len(all))]}
+			work <- batch{kind: kind, rows: all[i:min(i+seedBatch, len(all))]}
 		}
 	}
 	zipf := rand.NewZipf(rand.New(rand.NewPCG(3, 4)), 1.07, 1, uint64(len(words)-1))
@@ -386,14 +361,14 @@ func seedSearch(ctx context.Context, sess *gocql.Session, convs []chat.Conversat
 			bucket := at.UTC().Year()*10000 + int(at.UTC().Month())*100 + at.UTC().Day()
 			month := bucket / 100
 			author := authors[rng.IntN(len(authors))]
-			msgs[bucket] = append(msgs[bucket], []any{conv.ID, bucket, gocql.UUID(id), author, text})
+			msgs[bucket] = append(msgs[bucket], []any{conv.ID, bucket, id, author, text})
 			seen := map[string]bool{}
 			for _, sp := range chat.TermSpans(text) {
 				for _, w := range sp.Words {
 					if !seen[w.Term] {
 						seen[w.Term] = true
 						key := fmt.Sprintf("%s\x00%d", w.Term, month)
-						terms[key] = append(terms[key], []any{conv.ID, w.Term, month, gocql.UUID(id)})
+						terms[key] = append(terms[key], []any{conv.ID, w.Term, month, id})
 					}
 					if wordRows[month] == nil {
 						wordRows[month] = map[string]string{}
@@ -402,24 +377,24 @@ func seedSearch(ctx context.Context, sess *gocql.Session, convs []chat.Conversat
 				}
 			}
 			key := fmt.Sprintf("from:%s\x00%d", author.Login, month)
-			terms[key] = append(terms[key], []any{conv.ID, "from:" + author.Login, month, gocql.UUID(id)})
+			terms[key] = append(terms[key], []any{conv.ID, "from:" + author.Login, month, id})
 		}
 		for bucket, rs := range msgs {
-			send(seedBucket, [][]any{{conv.ID, bucket}})
-			send(seedMessage, rs)
+			send(inspect.SeedBucket, [][]any{{conv.ID, bucket}})
+			send(inspect.SeedMessage, rs)
 		}
 		var places [][]any
 		for _, rs := range terms {
-			send(seedTerm, rs)
+			send(inspect.SeedTerm, rs)
 			places = append(places, []any{rs[0][1], rs[0][2], conv.ID})
 		}
-		send(seedPlace, places)
+		send(inspect.SeedPlace, places)
 		for month, ws := range wordRows {
 			var rs [][]any
 			for form, term := range ws {
 				rs = append(rs, []any{conv.ID, month, form, term})
 			}
-			send(seedWord, rs)
+			send(inspect.SeedWord, rs)
 		}
 		if err, _ := firstErr.Load().(error); err != nil {
 			break

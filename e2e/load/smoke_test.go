@@ -92,7 +92,7 @@ func TestSmoke(t *testing.T) {
 				args = append(args, "-bin", bin)
 			case "floor":
 			default:
-				args = append(args, "-url", app.url, "-keyspace", app.db.Keyspace)
+				args = append(args, "-url", app.url, "-keyspace", app.keyspace)
 			}
 			cmd := exec.Command(exe, append([]string{name}, args...)...)
 			cmd.Env = append(os.Environ(), asCommand+"=1")

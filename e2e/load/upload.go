@@ -19,10 +19,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/gocql/gocql"
-
 	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/store"
+	"github.com/killrchat/killrchat/store/inspect"
 	"github.com/killrchat/killrchat/store/storetest"
 )
 
@@ -111,8 +110,7 @@ func runUpload(ctx context.Context, args []string) error {
 					defer inner.Done()
 					defer func() { <-sem }()
 					end := min(off+store.ChunkSize, len(data))
-					if err := sess.Query(`INSERT INTO attachment_chunks (attachment_id, chunk_no, data) VALUES (?, ?, ?)`,
-						gocql.UUID(ids[i]), no, data[off:end]).WithContext(ctx).Exec(); err != nil {
+					if err := sess.InsertChunk(ctx, ids[i], no, data[off:end]); err != nil {
 						failed.Add(1)
 					}
 				}()
@@ -172,9 +170,7 @@ func runUpload(ctx context.Context, args []string) error {
 		go func() {
 			defer wg.Done()
 			for no := range chunks {
-				var b []byte
-				if err := sess.Query(`SELECT data FROM attachment_chunks WHERE attachment_id = ? AND chunk_no = ?`,
-					gocql.UUID(ids[i%len(ids)]), no).WithContext(ctx).Scan(&b); err != nil {
+				if _, err := sess.Chunk(ctx, ids[i%len(ids)], no); err != nil {
 					failed.Add(1)
 				}
 			}
@@ -250,10 +246,6 @@ func sampleRSS(ctx context.Context, t *target) (*atomic.Uint64, func() uint64) {
 	}
 }
 
-func rawSession(keyspace string) (*gocql.Session, error) {
-	cl := gocql.NewCluster(storetest.Hosts()...)
-	cl.Keyspace = keyspace
-	cl.Timeout = 10 * time.Second
-	cl.Consistency = gocql.LocalQuorum
-	return cl.CreateSession()
+func rawSession(keyspace string) (*inspect.DB, error) {
+	return inspect.Open(storetest.Hosts(), inspect.Options{Keyspace: keyspace, Timeout: 10 * time.Second})
 }

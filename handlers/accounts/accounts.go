@@ -12,7 +12,6 @@ import (
 
 	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/handlers"
-	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/views"
 	"github.com/killrchat/killrchat/web"
 	"github.com/killrchat/killrchat/web/session"
@@ -26,19 +25,18 @@ type Users interface {
 	CreateUser(ctx context.Context, f chat.SignUp) (chat.User, error)
 	User(ctx context.Context, login string) (chat.User, error)
 	Authenticate(ctx context.Context, login, password string) (chat.User, error)
-	ChangePassword(ctx context.Context, login, old, password, confirm string) error
-	Invite(ctx context.Context, token string) (store.Invite, error)
+	Invite(ctx context.Context, token string) (chat.Invite, error)
 	Room(ctx context.Context, name string) (chat.Room, error)
-	RoomFor(ctx context.Context, name, login string) (chat.Room, error)
+	RoomFor(ctx context.Context, name, login string) (chat.RoomFor, error)
 }
 
 // Accounts are the use cases of an account that other instances hear of
 // (service.Service).
 type Accounts interface {
 	ChangeProfile(ctx context.Context, login, email, bio string) error
-	EndOtherSessions(ctx context.Context, login, keep string) ([]string, error)
+	ChangePassword(ctx context.Context, login, keep, old, password, confirm string) ([]string, error)
 	SessionsEnded(ctx context.Context, login string, ids []string)
-	JoinByInvite(ctx context.Context, me chat.UserRef, token string, before chat.Room) (chat.Room, error)
+	JoinByInvite(ctx context.Context, me chat.UserRef, token string, before chat.RoomFor) (chat.RoomFor, error)
 	Onboard(ctx context.Context, me chat.UserRef) ([]string, error)
 
 	Site(ctx context.Context) (chat.Site, error)
@@ -277,7 +275,7 @@ func (s routes) changePassword(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	err = s.db.ChangePassword(c.Request().Context(), p.User.Login,
+	ended, err := s.app.ChangePassword(c.Request().Context(), p.User.Login, handlers.Session(c).ID,
 		c.FormValue("old_password"), c.FormValue("password"), c.FormValue("password_confirm"))
 	if err != nil {
 		if !handlers.FormError(err) {
@@ -286,28 +284,23 @@ func (s routes) changePassword(c echo.Context) error {
 		p.Password = handlers.WithErrors(p.Password, err)
 		return s.core.Render(c, handlers.FormStatus(err), views.Page{Title: "Your profile"}, views.ProfileEditView(p))
 	}
-	if err := s.endOtherSessions(c, p.User); err != nil {
+	if err := s.renewSession(c, p.User, ended); err != nil {
 		return err
 	}
 	return handlers.Redirect(c, "/profile?saved=1")
 }
 
-// endOtherSessions ends every session of u but this one, which gets a new
-// id (whoever knew the old one is out too), and closes the live streams of
-// the ended sessions on every instance.
-func (s routes) endOtherSessions(c echo.Context, u chat.User) error {
-	ctx := c.Request().Context()
+// renewSession gives u a new session in place of this one (whoever knew
+// its id is out too) and closes, on every instance, the live streams of
+// the sessions ended and of this one.
+func (s routes) renewSession(c echo.Context, u chat.User, ended []string) error {
 	current := handlers.Session(c)
-	ended, err := s.app.EndOtherSessions(ctx, u.Login, current.ID)
-	if err != nil {
-		return err
-	}
 	remember, _ := current.Values[session.KeyRemember].(bool)
 	ended = append(ended, current.ID)
 	if err := s.core.LogIn(c, u, remember); err != nil {
 		return err
 	}
-	s.app.SessionsEnded(ctx, u.Login, ended)
+	s.app.SessionsEnded(c.Request().Context(), u.Login, ended)
 	return nil
 }
 

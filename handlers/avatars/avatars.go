@@ -14,7 +14,6 @@ import (
 
 	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/handlers"
-	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/views"
 	"github.com/killrchat/killrchat/web"
 	"github.com/killrchat/killrchat/web/csrf"
@@ -27,12 +26,11 @@ const MaxPicture = 10 << 20
 // Pictures are the profile pictures as stored, and the files the old
 // ones were kept as (store.Store).
 type Pictures interface {
-	SetAvatar(ctx context.Context, user chat.UserRef, body io.Reader, limit int64) (store.Avatar, error)
-	RemoveAvatar(ctx context.Context, login string) error
-	Avatar(ctx context.Context, login string) (store.Avatar, error)
+	SetAvatar(ctx context.Context, user chat.UserRef, body io.Reader, limit int64) (chat.Avatar, error)
+	Avatar(ctx context.Context, login string) (chat.Avatar, error)
 	User(ctx context.Context, login string) (chat.User, error)
-	Attachment(ctx context.Context, id chat.ID) (store.Attachment, error)
-	OpenAttachment(ctx context.Context, a store.Attachment) *store.AttachmentReader
+	Attachment(ctx context.Context, id chat.ID) (chat.Attachment, error)
+	OpenAttachment(ctx context.Context, a chat.Attachment) io.ReadSeekCloser
 }
 
 // Core is what the module uses of the HTTP core (handlers.Server):
@@ -44,10 +42,16 @@ type Core interface {
 	Render(c echo.Context, status int, page views.Page, body templ.Component) error
 }
 
+// App is the use cases of a person's picture (service.Service).
+type App interface {
+	RemoveAvatar(ctx context.Context, login string) error
+}
+
 // Deps are what the module is built from.
 type Deps struct {
 	Core Core
 	DB   Pictures
+	App  App
 	// CSRF checks a form read as a stream; MaxUpload bounds a file;
 	// Bytes is the hourly upload budget per person, Uploads the uploads
 	// under way per person.
@@ -174,10 +178,9 @@ func (s routes) refuse(c echo.Context, err error) error {
 
 func (s routes) remove(c echo.Context) error {
 	me := handlers.MustUser(c)
-	if err := s.DB.RemoveAvatar(c.Request().Context(), me.Login); err != nil {
+	if err := s.App.RemoveAvatar(c.Request().Context(), me.Login); err != nil {
 		return err
 	}
-	s.Core.AvatarChanged(c.Request().Context(), me.Login, "")
 	return handlers.Redirect(c, "/profile?saved=1#profile-picture")
 }
 
@@ -193,8 +196,8 @@ func (s routes) serve(c echo.Context) error {
 	}
 	id := av.Large
 	switch c.QueryParam("s") {
-	case "", strconv.Itoa(store.AvatarLarge):
-	case strconv.Itoa(store.AvatarSmall):
+	case "", strconv.Itoa(chat.AvatarLarge):
+	case strconv.Itoa(chat.AvatarSmall):
 		id = av.Small
 	default:
 		return echo.NewHTTPError(http.StatusBadRequest, "A picture is 48 or 128 pixels.")

@@ -17,7 +17,6 @@ import (
 	"github.com/a-h/templ"
 	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/handlers"
-	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/views"
 	"github.com/killrchat/killrchat/web"
 	"github.com/killrchat/killrchat/web/csrf"
@@ -39,10 +38,10 @@ const (
 // Files are the attachments as stored, and the drafts of the messages
 // that carry them (store.Store).
 type Files interface {
-	StoreAttachment(ctx context.Context, in chat.Place, uploader chat.UserRef, name string, body io.Reader, limit int64) (store.Attachment, error)
-	DiscardAttachment(ctx context.Context, a store.Attachment) error
-	Attachment(ctx context.Context, id chat.ID) (store.Attachment, error)
-	OpenAttachment(ctx context.Context, a store.Attachment) *store.AttachmentReader
+	StoreAttachment(ctx context.Context, in chat.Place, uploader chat.UserRef, name string, body io.Reader, limit int64) (chat.Attachment, error)
+	DiscardAttachment(ctx context.Context, a chat.Attachment) error
+	Attachment(ctx context.Context, id chat.ID) (chat.Attachment, error)
+	OpenAttachment(ctx context.Context, a chat.Attachment) io.ReadSeekCloser
 	SweepUploads(ctx context.Context, olderThan time.Time) (int, error)
 	DraftMessage(in chat.Place, author chat.UserRef, content string) (chat.Message, error)
 	DraftAttachmentMessage(in chat.Place, author chat.UserRef, content string, file chat.AttachmentRef) (chat.Message, error)
@@ -59,7 +58,7 @@ type Poster interface {
 // the test hook once a file is stored, how long an upload runs before
 // Config.UploadMinRate applies (tests shorten it), rendering.
 type Core interface {
-	RoomFor(ctx context.Context, name, login string) (chat.Room, error)
+	RoomFor(ctx context.Context, name, login string) (chat.RoomFor, error)
 	HandleUploads(h handlers.UploadHandler)
 	FileStored(ctx context.Context)
 	UploadGrace() time.Duration
@@ -398,7 +397,7 @@ func cmpErr(err, otherwise error) error {
 // canRead reports whether login is a member of the attachment's
 // conversation now: a DM's members are in its id; a room's are read, and
 // a file of an earlier room of the same name (deleted) is no one's.
-func (s routes) canRead(ctx context.Context, login string, a store.Attachment) (bool, error) {
+func (s routes) canRead(ctx context.Context, login string, a chat.Attachment) (bool, error) {
 	if chat.IsDM(a.Conversation) {
 		for _, m := range strings.Split(strings.TrimPrefix(a.Conversation, "dm:"), "+") {
 			if m == login {
@@ -414,7 +413,7 @@ func (s routes) canRead(ctx context.Context, login string, a store.Attachment) (
 	if err != nil {
 		return false, err
 	}
-	return r.HasParticipant(login) && !a.ID.Time().Before(r.CreatedAt), nil
+	return r.IsMember() && !a.ID.Time().Before(r.CreatedAt), nil
 }
 
 // sweepUploads removes, every sweepEvery, the uploads of dead processes:

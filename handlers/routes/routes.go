@@ -28,7 +28,7 @@ import (
 var Modules = []handlers.Module{
 	func(s *handlers.Server, r handlers.Routes) { accounts.Register(r, s, s.DB(), s.App()) },
 	func(s *handlers.Server, r handlers.Routes) {
-		search.Register(r, search.Deps{Core: s, Index: s.DB(), Rate: s.SearchRate(), Statements: s.Metrics().SearchStatements, Log: s.Log()})
+		search.Register(r, search.Deps{Core: s, App: s.App(), Rate: s.SearchRate()})
 	},
 	func(s *handlers.Server, r handlers.Routes) { members.Register(r, s, s.DB(), s.App()) },
 	func(s *handlers.Server, r handlers.Routes) { changes.Register(r, s, s.DB(), s.App()) },
@@ -46,7 +46,7 @@ var Modules = []handlers.Module{
 	func(s *handlers.Server, r handlers.Routes) { presence.Register(r, s) },
 	func(s *handlers.Server, r handlers.Routes) { push.Register(r, s.StaticFiles(), s, s.DB()) },
 	func(s *handlers.Server, r handlers.Routes) {
-		avatars.Register(r, avatars.Deps{Core: s, DB: s.DB(), CSRF: s.CSRF(), MaxUpload: s.Config().MaxUpload, Bytes: s.UploadBytes(), Uploads: s.Uploads()})
+		avatars.Register(r, avatars.Deps{Core: s, DB: s.DB(), App: s.App(), CSRF: s.CSRF(), MaxUpload: s.Config().MaxUpload, Bytes: s.UploadBytes(), Uploads: s.Uploads()})
 	},
 	func(s *handlers.Server, r handlers.Routes) { catchup.Register(r, s, s.App()) },
 	func(s *handlers.Server, r handlers.Routes) { directory.Register(r, s, s.App()) },

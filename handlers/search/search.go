@@ -4,18 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 
 	"github.com/a-h/templ"
 	"github.com/labstack/echo/v4"
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/handlers"
+	"github.com/killrchat/killrchat/service"
 	"github.com/killrchat/killrchat/views"
 	"github.com/killrchat/killrchat/web/limit"
 )
@@ -25,19 +23,15 @@ const (
 	searchPerPage = 20
 )
 
-// Index is what search reads and remembers (store.Store): the messages
-// that match, a person's DMs, their recent searches.
-type Index interface {
-	Search(ctx context.Context, convs []chat.Conversation, q chat.SearchQuery, before chat.ID, n int) ([]chat.Message, bool, chat.SearchStats, error)
-	DMList(ctx context.Context, login string) ([]chat.DMEntry, error)
-	RecordSearch(ctx context.Context, login, query string) error
-	RecentSearches(ctx context.Context, login string) ([]string, error)
+// App is the search use cases (service.Service).
+type App interface {
+	Search(ctx context.Context, r service.SearchRequest) (service.SearchPage, error)
+	RecentSearches(ctx context.Context, login string) []string
 }
 
-// Core is what search uses of the HTTP core (handlers.Server): a
-// person's rooms, the signing of cursors, the rendering of pages.
+// Core is what search uses of the HTTP core (handlers.Server): the
+// signing of cursors, the rendering of pages.
 type Core interface {
-	MyRooms(ctx context.Context, login string) ([]chat.Room, error)
 	Sign(name string, value any) (string, error)
 	Unsign(name, token string, dst any) error
 	Render(c echo.Context, status int, page views.Page, body templ.Component) error
@@ -46,13 +40,10 @@ type Core interface {
 
 // Deps are what search is built from.
 type Deps struct {
-	Core  Core
-	Index Index
-	// Rate is the per-person limit on searches; Statements observes
-	// each search's statements (web/metrics).
-	Rate       *limit.Keyed
-	Statements prometheus.Observer
-	Log        *slog.Logger
+	Core Core
+	App  App
+	// Rate is the per-person limit on searches.
+	Rate *limit.Keyed
 }
 
 // routes are search's routes.
@@ -62,59 +53,6 @@ type routes struct{ Deps }
 func Register(r handlers.Routes, d Deps) {
 	s := routes{d}
 	r.Auth.GET("/search", s.search)
-}
-
-// searchScope is what login may search now: the rooms they take part in
-// and their DMs, as conversations, with each one's place and link. Rooms
-// they left or were never in, and DMs they are not in, are not in it, so
-// they are never read, not even to count.
-func (s routes) searchScope(ctx context.Context, login string) ([]chat.Conversation, map[string]string, error) {
-	var (
-		rooms       []chat.Room
-		dms         []chat.DMEntry
-		rerr, derr  error
-		wg          sync.WaitGroup
-		convs       []chat.Conversation
-		placeOfConv = map[string]string{}
-	)
-	wg.Add(2)
-	go func() { defer wg.Done(); rooms, rerr = s.Core.MyRooms(ctx, login) }()
-	go func() { defer wg.Done(); dms, derr = s.Index.DMList(ctx, login) }()
-	wg.Wait()
-	if err := errors.Join(rerr, derr); err != nil {
-		return nil, nil, err
-	}
-	for _, r := range rooms {
-		if r.HasParticipant(login) {
-			convs = append(convs, r.Conversation())
-			placeOfConv[r.Name] = "#" + r.DisplayName
-		}
-	}
-	for _, e := range dms {
-		conv := e.DM.Conversation()
-		if conv.Has(login) {
-			convs = append(convs, conv)
-			placeOfConv[conv.ID] = handlers.DMTitle(e.DM, login)
-		}
-	}
-	return convs, placeOfConv, nil
-}
-
-// narrowTo keeps the conversations in: names, "#room" or "@login" (every
-// DM of the viewer's with that person).
-func narrowTo(convs []chat.Conversation, in string) []chat.Conversation {
-	if in == "" {
-		return convs
-	}
-	var out []chat.Conversation
-	for _, c := range convs {
-		switch {
-		case in[0] == '#' && c.ID == in[1:],
-			in[0] == '@' && chat.IsDM(c.ID) && c.Has(in[1:]):
-			out = append(out, c)
-		}
-	}
-	return out
 }
 
 // searchCursor signs the id of the last result shown: the next page's
@@ -147,11 +85,12 @@ func (s routes) search(c echo.Context) error {
 	live := c.QueryParam("live") != "" && handlers.IsHTMX(c)
 	v := views.SearchView{Query: raw}
 	status := http.StatusOK
+	recentRead := false
 	if raw != "" {
 		if ok, wait := s.Rate.Allow(me.Login); !ok {
 			return limit.TooMany(c, wait, "searching")
 		}
-		if err := s.searchResults(c, me.Login, raw, &v); err != nil {
+		if err := s.searchResults(c, me.Login, raw, live, &v); err != nil {
 			var ve chat.ValidationError
 			if errors.Is(err, chat.ErrMalformed) {
 				return echo.NewHTTPError(http.StatusBadRequest, err.Error())
@@ -160,20 +99,16 @@ func (s routes) search(c echo.Context) error {
 				return err
 			}
 			v.Error, status = ve["q"], http.StatusUnprocessableEntity
-		} else if !live && c.QueryParam("after") == "" {
-			if err := s.Index.RecordSearch(ctx, me.Login, v.Query); err != nil {
-				s.Log.Warn("search: remember", "login", me.Login, "err", err)
-			}
+		} else {
+			recentRead = !live
 		}
 	}
 	if live {
 		return s.Core.RenderRaw(c, status, views.SearchResults(v))
 	}
-	recent, err := s.Index.RecentSearches(ctx, me.Login)
-	if err != nil {
-		s.Log.Warn("search: recent searches", "login", me.Login, "err", err)
+	if !recentRead {
+		v.Recent = s.App.RecentSearches(ctx, me.Login)
 	}
-	v.Recent = recent
 	title := "Search"
 	if v.Query != "" {
 		title = "Search: " + v.Query
@@ -182,9 +117,9 @@ func (s routes) search(c echo.Context) error {
 }
 
 // searchResults fills v with a page of the results of raw for login, and
-// v.Query with what was searched (raw, or its beginning when too long).
-func (s routes) searchResults(c echo.Context, login, raw string, v *views.SearchView) error {
-	ctx := c.Request().Context()
+// v.Query with what was searched (raw, or its beginning when too long);
+// a search from the page, not as one types, also fills v.Recent.
+func (s routes) searchResults(c echo.Context, login, raw string, live bool, v *views.SearchView) error {
 	q, err := chat.ParseSearch(raw)
 	if err != nil {
 		return err
@@ -193,38 +128,47 @@ func (s routes) searchResults(c echo.Context, login, raw string, v *views.Search
 		v.Query, _ = chat.CutSearch(raw)
 	}
 	v.Notice = searchNotice(q)
-	before, err := s.searchBefore(c.QueryParam("after"))
+	after := c.QueryParam("after")
+	before, err := s.searchBefore(after)
 	if err != nil {
 		return err
 	}
-	convs, places, err := s.searchScope(ctx, login)
+	page, err := s.App.Search(c.Request().Context(), service.SearchRequest{Login: login, Query: q, Text: v.Query,
+		Before: before, N: searchPerPage, Remember: !live && after == "", Recent: !live})
 	if err != nil {
 		return err
 	}
-	found, more, stats, err := s.Index.Search(ctx, narrowTo(convs, q.In), q, before, searchPerPage)
-	s.Statements.Observe(float64(stats.Statements))
-	if err != nil {
-		return err
-	}
-	v.Searched = true
-	for _, m := range found {
+	v.Searched, v.Recent = true, page.Recent
+	for _, h := range page.Hits {
+		m := h.Message
 		text := m.Content
 		if m.Attachment != nil {
 			text = strings.TrimSpace(text + "\n" + m.Attachment.Name)
 		}
 		v.Results = append(v.Results, views.SearchResult{
-			ID: m.ID, Author: m.Author, Place: places[m.Room], Link: handlers.MessageLink(m.Room, m.ID),
+			ID: m.ID, Author: m.Author, Place: placeTitle(h.Place, login), Link: handlers.MessageLink(m.Room, m.ID),
 			Text: views.Highlight(text, q.Marks(text)),
 		})
 	}
-	if more && len(found) > 0 {
-		token, err := s.searchCursor(found[len(found)-1].ID)
+	if page.More && len(page.Hits) > 0 {
+		token, err := s.searchCursor(page.Hits[len(page.Hits)-1].Message.ID)
 		if err != nil {
 			return err
 		}
 		v.More = "/search?q=" + url.QueryEscape(v.Query) + "&after=" + url.QueryEscape(token)
 	}
 	return nil
+}
+
+// placeTitle is how a result names its room or DM for login.
+func placeTitle(p chat.Place, login string) string {
+	switch p := p.(type) {
+	case chat.Room:
+		return "#" + p.DisplayName
+	case chat.DM:
+		return handlers.DMTitle(p, login)
+	}
+	return ""
 }
 
 // searchNotice says what of a query was not searched, or "".

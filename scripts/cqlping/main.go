@@ -1,5 +1,5 @@
 // Command cqlping checks that a Cassandra node really answers CQL, not merely
-// that its port is open: it connects with gocql and runs a query (by default
+// that its port is open: it connects (through store/inspect) and runs a query (by default
 // `SELECT release_version FROM system.local`). scripts/cassandra.sh uses it to
 // decide whether a node is ready or can be reused.
 //
@@ -17,18 +17,15 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"log"
 	"os"
-	"reflect"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/gocql/gocql"
+	"github.com/killrchat/killrchat/store/inspect"
 )
 
 // stmts collects repeated -e flags.
@@ -86,66 +83,6 @@ func main() {
 type access struct{ user, password, ca string }
 
 func run(out io.Writer, host string, port int, timeout time.Duration, login access, exec []string) error {
-	cluster := gocql.NewCluster(host)
-	if login.user != "" {
-		cluster.Authenticator = gocql.PasswordAuthenticator{Username: login.user, Password: login.password}
-	}
-	if login.ca != "" {
-		cluster.SslOpts = &gocql.SslOptions{CaPath: login.ca, EnableHostVerification: true}
-	}
-	cluster.Port = port
-	// Protocol v4 is what gocql speaks best and Cassandra 5.0 accepts; fixing
-	// it skips the version negotiation round trips.
-	cluster.ProtoVersion = 4
-	cluster.Timeout = timeout
-	cluster.ConnectTimeout = timeout
-	cluster.Consistency = gocql.One
-	// One node, one connection, one dial per attempt: no ring discovery
-	// through system.peers, no backoff that would slow down polling. (gocql
-	// counts MaxRetries as attempts: 0 would never dial and leave a nil
-	// connection in the pool, which panics.)
-	cluster.DisableInitialHostLookup = true
-	cluster.NumConns = 1
-	cluster.ReconnectionPolicy = &gocql.ConstantReconnectionPolicy{MaxRetries: 1, Interval: 100 * time.Millisecond}
-	// gocql logs every failed dial; while polling a starting node that is noise.
-	cluster.Logger = log.New(io.Discard, "", 0)
-
-	session, err := cluster.CreateSession()
-	if err != nil {
-		return err
-	}
-	defer session.Close()
-
-	if len(exec) == 0 {
-		var version string
-		if err := session.Query(`SELECT release_version FROM system.local`).Scan(&version); err != nil {
-			return err
-		}
-		fmt.Fprintln(out, version)
-		return nil
-	}
-	for _, stmt := range exec {
-		if err := printRows(out, session.Query(stmt).Iter()); err != nil {
-			return fmt.Errorf("%s: %w", stmt, err)
-		}
-	}
-	return nil
-}
-
-func printRows(out io.Writer, iter *gocql.Iter) error {
-	if len(iter.Columns()) == 0 { // DDL and writes return no rows
-		return iter.Close()
-	}
-	rd, err := iter.RowData()
-	if err != nil {
-		return errors.Join(err, iter.Close())
-	}
-	for iter.Scan(rd.Values...) {
-		fields := make([]string, len(rd.Columns))
-		for i, col := range rd.Columns {
-			fields[i] = fmt.Sprintf("%s=%v", col, reflect.ValueOf(rd.Values[i]).Elem().Interface())
-		}
-		fmt.Fprintln(out, strings.Join(fields, "\t"))
-	}
-	return iter.Close()
+	return inspect.Ping(out, inspect.Node{Host: host, Port: port, Timeout: timeout,
+		User: login.user, Password: login.password, CA: login.ca}, exec)
 }

@@ -18,11 +18,16 @@ import (
 )
 
 // Store is what the contract checks: the service's Messages, and a
-// reader's marker to see MarkRead's effect.
+// reader's marker to see MarkRead's effect; the search index, recent
+// searches and DM lists (service.Searches), with how a message gets
+// into the index (the indexer's write, off the post's path).
 type Store interface {
 	service.Messages
 	// Marker is login's marker in conversation, zero if none.
 	Marker(ctx context.Context, login, conversation string) (chat.ID, error)
+	service.Searches
+	IndexMessage(ctx context.Context, m chat.Message) error
+	RecordDMMessage(ctx context.Context, d chat.DM, m chat.Message) error
 }
 
 // Run checks the contract of Messages against what setup gives. Each
@@ -160,6 +165,7 @@ func Run(t *testing.T, setup func(t *testing.T) Store) {
 			t.Fatalf("marker %v after marking %v then the older %v", got, newer.ID, older.ID)
 		}
 	})
+	runSearches(t, setup)
 }
 
 // start gives a subtest a Store and a DM of two new people of its own.

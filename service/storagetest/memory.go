@@ -27,12 +27,16 @@ type Memory struct {
 	messages  map[string]map[chat.ID]chat.Message        // conversation -> id -> message
 	reactions map[chat.ID]map[string]map[string]struct{} // message -> emoji -> logins
 	markers   map[[2]string]chat.ID                      // (login, conversation) -> marker
+	indexed   map[chat.ID]bool                           // messages in the search index
+	searches  map[string][]string                        // login -> searches, oldest first
+	dmLists   map[string]map[string]chat.DMEntry         // login -> DM address -> entry
 }
 
 // NewMemory returns an empty Memory on the real clock.
 func NewMemory() *Memory {
 	return &Memory{now: time.Now, messages: map[string]map[chat.ID]chat.Message{},
-		reactions: map[chat.ID]map[string]map[string]struct{}{}, markers: map[[2]string]chat.ID{}}
+		reactions: map[chat.ID]map[string]map[string]struct{}{}, markers: map[[2]string]chat.ID{},
+		indexed: map[chat.ID]bool{}, searches: map[string][]string{}, dmLists: map[string]map[string]chat.DMEntry{}}
 }
 
 // DraftMessage checks content and gives the message its id.
