@@ -353,3 +353,20 @@ func TestMissedEmailNotWhenHereOrOff(t *testing.T) {
 	}
 	s.noMore(t)
 }
+
+// TestMissedEmailRefusedCounted: a recipient the SMTP server refuses
+// (550) is logged and counted in /metrics, and never tried again.
+func TestMissedEmailRefusedCounted(t *testing.T) {
+	s := newMissedScene(t)
+	s.srv.Refuse(s.addr)
+	id := s.mention(t, "to a mailbox that is gone")
+	rows := s.waitFinal(t, id)
+	if rows[s.room].State != chat.EmailRefused || rows[s.room].Attempts != 0 {
+		t.Fatalf("the row: %+v", rows[s.room])
+	}
+	metrics := s.a.client(t).get("/metrics").body
+	if !strings.Contains(metrics, `killrchat_email_total{kind="missed",result="refused"} 1`) {
+		t.Fatalf("/metrics does not count the refusal:\n%s", grepLines(metrics, "killrchat_email"))
+	}
+	s.noMore(t)
+}
