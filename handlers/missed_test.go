@@ -370,3 +370,30 @@ func TestMissedEmailRefusedCounted(t *testing.T) {
 	}
 	s.noMore(t)
 }
+
+// TestMissedEmailTextLeftOut: a person who asks for it gets emails with
+// the author, time and permalink of each message, not its text; an
+// address changed and not yet verified gets no missed-message email.
+func TestMissedEmailTextLeftOut(t *testing.T) {
+	s := newMissedScene(t)
+	if p := s.bob.post("/profile/email", url.Values{"email_notify": {"mentions"}, "email_hide_text": {"1"}}); p.StatusCode != http.StatusSeeOther {
+		t.Fatalf("settings: %d", p.StatusCode)
+	}
+	id := s.mention(t, "a secret plan")
+	m := mailTo(t, s.srv, s.addr)
+	if strings.Contains(m.text, "secret plan") || strings.Contains(m.html, "secret plan") || !strings.Contains(m.text, id.String()) {
+		t.Fatalf("the email:\n%s\n%s", m.text, m.html)
+	}
+	s.waitFinal(t, id)
+
+	// A new address, not verified: its verification link, and nothing else.
+	newAddr := "new-" + s.addr
+	if p := s.bob.post("/profile", url.Values{"email": {newAddr}, "bio": {""}}); p.StatusCode != http.StatusSeeOther {
+		t.Fatalf("profile: %d", p.StatusCode)
+	}
+	linkTo(t, mailTo(t, s.srv, newAddr), "/email/verify/")
+	if rows := s.rows(t, s.mention(t, "to an unverified address")); len(rows) != 0 {
+		t.Fatalf("a pending email to an unverified address: %+v", rows)
+	}
+	s.noMore(t)
+}

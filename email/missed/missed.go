@@ -237,9 +237,15 @@ func (n *Notifier) recordOne(ctx context.Context, p Posted) error {
 		if !wants(u, direct) {
 			continue
 		}
-		if err := n.db.AddPendingEmail(ctx, n.DueOf(posted), u.Login, p.Conversation, []chat.ID{p.ID}, 0); err != nil {
+		due := n.DueOf(posted)
+		if err := n.db.AddPendingEmail(ctx, due, u.Login, p.Conversation, []chat.ID{p.ID}, 0); err != nil {
 			return err
 		}
+		// Recorded late (a backlog, a slow write), its due time may be
+		// behind this instance's scan already: it is looked at here.
+		n.mu.Lock()
+		n.open[due] = true
+		n.mu.Unlock()
 	}
 	return nil
 }
