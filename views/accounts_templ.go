@@ -930,7 +930,7 @@ func ProfileEditView(p ProfileEdit) templ.Component {
 				return templ_7745c5c3_Err
 			}
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 79, "</div></div><h2>Notifications</h2><p><a href=\"/profile/notifications\">Browser notifications and sound</a></p><h2>Change password</h2>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 79, "</div></div><h2>Notifications</h2><p><a href=\"/profile/notifications\">Browser notifications, sound and email</a></p><h2>Change password</h2>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
