@@ -2,6 +2,7 @@ package handlers_test
 
 import (
 	"fmt"
+	"log/slog"
 	"net/http"
 	"sort"
 	"strings"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/email/smtptest"
+	"github.com/killrchat/killrchat/live/natshub"
 )
 
 // verifiedPeople makes n accounts with verified addresses, through the
@@ -50,7 +52,17 @@ func TestMissedEmailsOnceAcrossInstances(t *testing.T) {
 	var logsA, logsB syncBuffer
 	smtpA, smtpB := smtptest.Start(t, false), smtptest.Start(t, false)
 	smtpB.Stall()
-	b := instance(t, ns.ClientURL(), &logsB, withEmail(smtpB, missedDelay))
+	storeB, err := db.Another()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(storeB.Close)
+	hubB, err := natshub.New(ns.ClientURL(), slog.New(slog.NewTextHandler(&logsB, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { hubB.Close() })
+	b := newApp(t, storeB, hubB, withEmail(smtpB, missedDelay))
 	ada := b.signedUp(t, unique("ada"))
 	room := roomWith(t, ada)
 	people := verifiedPeople(t, 50, room)
@@ -64,7 +76,6 @@ func TestMissedEmailsOnceAcrossInstances(t *testing.T) {
 	// B claims (four at once, one a worker) and hangs in SMTP.
 	eventually(t, "B sending", func() bool { return smtpB.Stalled() >= 4 })
 	// B dies: nothing more of it reaches Cassandra or the SMTP server.
-	storeB := b.srv.DB()
 	storeB.Close()
 	smtpB.Stop()
 	b.srv.Shutdown()

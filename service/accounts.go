@@ -7,8 +7,10 @@ package service
 
 import (
 	"context"
+	"io"
 	"strings"
 
+	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/live"
 )
 
@@ -50,9 +52,24 @@ func (s *Service) RemoveAvatar(ctx context.Context, login string) error {
 	return nil
 }
 
-// AvatarChanged tells every instance that login's picture is now version
-// ("" for none).
+// SetAvatar stores the picture read from body (at most limit bytes) as
+// user's and tells every instance; chat.ErrTooLarge past limit, a
+// chat.ValidationError for a picture refused, and nothing changes.
+func (s *Service) SetAvatar(ctx context.Context, user chat.UserRef, body io.Reader, limit int64) (chat.Avatar, error) {
+	av, err := s.Storage.SetAvatar(ctx, user, body, limit)
+	if err != nil {
+		return chat.Avatar{}, err
+	}
+	s.AvatarChanged(ctx, user.Login, av.Version())
+	return av, nil
+}
+
+// AvatarChanged tells every instance, this one at once, that login's
+// picture is now version ("" for none).
 func (s *Service) AvatarChanged(ctx context.Context, login, version string) {
+	if s.Pictures != nil {
+		s.Pictures.Apply(map[string]string{login: version})
+	}
 	s.Invalidate(ctx, live.Invalidation{Avatars: map[string]string{login: version}, Users: []string{login}})
 }
 
