@@ -35,10 +35,14 @@ type AdminConfig struct {
 }
 
 // take reads the action and the login that come before the flags.
-func (a *AdminConfig) take(args []string) []string {
-	for _, dst := range []*string{&a.Action, &a.Login} {
+func (a *AdminConfig) take(args []string) []string { return positional(args, &a.Action, &a.Login) }
+
+// positional reads the words that come before the flags into dst, in
+// order, and returns the rest of args.
+func positional(args []string, dst ...*string) []string {
+	for _, d := range dst {
 		if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-			*dst, args = args[0], args[1:]
+			*d, args = args[0], args[1:]
 		}
 	}
 	return args

@@ -30,10 +30,12 @@ const (
 	Migrate       = "migrate"
 	IndexBackfill = "index-backfill"
 	Admin         = "admin"
+	Export        = "export"
+	Import        = "import"
 )
 
 // Commands are the program's commands, the default first.
-var Commands = []string{Serve, Migrate, IndexBackfill, Admin}
+var Commands = []string{Serve, Migrate, IndexBackfill, Admin, Export, Import}
 
 // Config is the whole configuration of every command.
 type Config struct {
@@ -48,6 +50,8 @@ type Config struct {
 	Serve     ServeConfig
 	Backfill  BackfillConfig
 	Admin     AdminConfig
+	Export    ExportConfig
+	Import    ImportConfig
 }
 
 // ServeConfig is what `serve` needs besides Cassandra.
@@ -125,8 +129,11 @@ func Parse(args []string, lookupEnv func(string) (string, bool)) (Config, error)
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		c.Command, args = args[0], args[1:]
 	}
-	if c.Command == Admin {
+	switch c.Command {
+	case Admin:
 		args = c.Admin.take(args)
+	case Import:
+		args = c.Import.take(args)
 	}
 	settings, check := c.settings()
 	if settings == nil {
@@ -202,6 +209,10 @@ func (c *Config) settings() ([]*setting, func(map[string]source) error) {
 		own = c.backfillSettings()
 	case Admin:
 		own, check = c.adminSettings(), c.checkAdmin
+	case Export:
+		own = c.exportSettings()
+	case Import:
+		own, check = c.importSettings(), c.checkImport
 	default:
 		return nil, nil
 	}

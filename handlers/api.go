@@ -21,7 +21,6 @@ import (
 	"github.com/killrchat/killrchat/live"
 	"github.com/killrchat/killrchat/service"
 	"github.com/killrchat/killrchat/service/cache"
-	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/views"
 	"github.com/killrchat/killrchat/web/csrf"
 	"github.com/killrchat/killrchat/web/limit"
@@ -53,9 +52,6 @@ type Conversation = conversation
 // the parts of the server it declares it uses.
 type Module func(*Server, Routes)
 
-// DB is the store.
-func (s *Server) DB() *store.Store { return s.db }
-
 // StaticFiles are the files served under /static/.
 func (s *Server) StaticFiles() fs.FS { return s.cfg.Static }
 
@@ -64,9 +60,6 @@ func (s *Server) Log() *slog.Logger { return s.log }
 
 // Live is the live engine.
 func (s *Server) Live() *live.Engine { return s.live }
-
-// Indexer is the search indexer: a message's change goes through it.
-func (s *Server) Indexer() *store.Indexer { return s.indexer }
 
 // Publish hands an event to the hub (every instance's pages), rendering
 // it first if it is a message or a participant list without HTML.

@@ -591,3 +591,52 @@ func (s *Store) conversationAttachmentDeletes(ctx context.Context, conv string) 
 	}
 	return append(stmts, batchStmt{deleteConversationAttachments, []any{conv}}), nil
 }
+
+// DeleteDMFilesOf deletes every file login sent in a DM (and its
+// preview), as the deletion of their account does: files in rooms stay
+// with the rooms. It reads each of login's DMs' listing of files and each
+// file's row for its uploader, which a deletion, once per account, can
+// afford. It returns how many files it deleted.
+func (s *Store) DeleteDMFilesOf(ctx context.Context, login string) (int, error) {
+	dms, err := s.DMList(ctx, login)
+	if err != nil {
+		return 0, err
+	}
+	deleted := 0
+	for _, e := range dms {
+		conv := chat.DMPrefix + e.DM.Address
+		q, err := s.query(ctx, selectConversationAttachments, conv)
+		if err != nil {
+			return deleted, err
+		}
+		var (
+			ids    []chat.ID
+			id     chat.ID
+			chunks int
+		)
+		iter := q.Iter()
+		for iter.Scan((*gocql.UUID)(&id), &chunks) {
+			ids = append(ids, id)
+		}
+		if err := iter.Close(); err != nil {
+			return deleted, s.fail("list attachments of "+conv, err)
+		}
+		for _, id := range ids {
+			a, err := s.Attachment(ctx, id)
+			if errors.Is(err, chat.ErrNotFound) {
+				continue // a preview deleted with its file, or an upload under way
+			}
+			if err != nil {
+				return deleted, err
+			}
+			if chat.NameKey(a.Uploader.Login) != chat.NameKey(login) {
+				continue
+			}
+			if err := s.DiscardAttachment(ctx, a); err != nil {
+				return deleted, err
+			}
+			deleted++
+		}
+	}
+	return deleted, nil
+}

@@ -84,3 +84,13 @@ const RoomStatics = roomStatics
 func (s *Store) RoomWithAll(ctx context.Context, name string) (chat.RoomWithAll, error) {
 	return s.roomAll(ctx, name, false)
 }
+
+// MergeSiteSettings runs the move of site_settings into the site row (see
+// mergeSiteSettings), as an instance that connects does.
+func (s *Store) MergeSiteSettings(ctx context.Context) error {
+	sess, err := s.db()
+	if err != nil {
+		return err
+	}
+	return s.mergeSiteSettings(ctx, sess)
+}

@@ -232,6 +232,10 @@ func (s *Store) Connect(ctx context.Context) error {
 		sess.Close()
 		return fmt.Errorf("store: connect: %w (%w)", chat.ErrUnavailable, err)
 	}
+	if err := s.mergeSiteSettings(ctx, sess); err != nil {
+		sess.Close()
+		return fmt.Errorf("store: connect: %w (%w)", chat.ErrUnavailable, err)
+	}
 	if err := s.movePeople(ctx, sess); err != nil {
 		sess.Close()
 		return fmt.Errorf("store: connect: %w (%w)", chat.ErrUnavailable, err)

@@ -259,16 +259,16 @@ func (m module) createInvite(c echo.Context) error {
 	bad := chat.ValidationError{}
 	if h := f.Value("expires_hours"); h != "" {
 		n, err := strconv.Atoi(h)
-		if err != nil {
-			bad["expires"] = "Write a number of hours, such as 168 for a week."
+		if err != nil || n < 1 || n > int(chat.MaxInviteTTL/time.Hour) {
+			bad["expires"] = "Write a number of hours from 1 to 2160 (90 days), such as 168 for a week."
 		} else {
 			in.TTL = time.Duration(n) * time.Hour
 		}
 	}
 	if u := f.Value("max_uses"); u != "" {
 		n, err := strconv.Atoi(u)
-		if err != nil || n <= 0 {
-			bad["max_uses"] = "Write a number of sign-ups of 1 or more, or leave it empty for any number."
+		if err != nil || n <= 0 || n > 10000 {
+			bad["max_uses"] = "Write a number of sign-ups from 1 to 10,000, or leave it empty for any number."
 		} else {
 			in.MaxUses = n
 		}
