@@ -49,6 +49,7 @@ var smokeRuns = map[string][]string{
 		"-index-d", "1s", "-post-d", "1s", "-post-runs", "1"},
 	"hostile": {"-ranges", "10", "-bombs", "1", "-side", "600"},
 	"bigroom": {"-members", "20", "-small", "3", "-n", "5", "-joiners", "2"},
+	"moving":  {"-messages", "200", "-users", "3", "-channels", "2", "-days", "2", "-post-d", "1s", "-c", "2"},
 }
 
 func TestSmokeCoversEveryCommand(t *testing.T) {
@@ -88,7 +89,7 @@ func TestSmoke(t *testing.T) {
 	for name, args := range smokeRuns {
 		t.Run(name, func(t *testing.T) {
 			switch name {
-			case "conns":
+			case "conns", "moving":
 				args = append(args, "-bin", bin)
 			case "floor":
 			default:
