@@ -112,6 +112,7 @@ func TestSlackImport(t *testing.T) {
 		`"ADA" is "ada-2" here`,
 		"a message of the unknown subtype \"sh_room_created\"",
 		"skipped 1: a pin",
+		"skipped 1: the rest of a malformed day file (random/",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the summary lacks %q:\n%s", want, out)
@@ -215,6 +216,9 @@ func TestSlackImport(t *testing.T) {
 		t.Errorf("#general's unread count is %q, want 0 (the import starts markers at the newest message)", v)
 	}
 
+	if got := page(t, bob, base+"/rooms/random").Find("li.message .text").Text(); !strings.Contains(got, "before the fault") {
+		t.Errorf("#random lacks the message before its day file's fault: %q", got)
+	}
 	dm := page(t, bob, base+"/dm/ada+bob")
 	if got := dm.Find("li.message .text").Text(); !strings.Contains(got, "psst, bob") || !strings.Contains(got, "yes, ada?") {
 		t.Errorf("the DM shows %q", got)

@@ -180,6 +180,9 @@ func ImportSlack(ctx context.Context, t Target, zr *zip.Reader, opts SlackOption
 	return s.report, nil
 }
 
+// slackLists are the export's lists.
+var slackLists = map[string]bool{"users.json": true, "channels.json": true, "groups.json": true, "dms.json": true, "mpims.json": true}
+
 // slackDay is a day file's name: YYYY-MM-DD.json.
 var slackDay = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}\.json$`)
 
@@ -215,9 +218,19 @@ func (s *slackImport) index() error {
 	if s.files["users.json"] == nil {
 		return errors.New("the zip has no users.json: it is not a Slack workspace export")
 	}
+	// What the zip says of its sizes is checked before anything is
+	// written; what it hides (a header that understates) is caught as it
+	// is read (boundedReader, and archive/zip's own count).
 	for rel, f := range s.files {
+		limit := int64(0)
 		if dir, base := path.Split(rel); dir != "" && slackDay.MatchString(base) {
+			limit = MaxSlackDayBytes
 			s.total += int64(f.UncompressedSize64)
+		} else if slackLists[rel] {
+			limit = MaxSlackListBytes
+		}
+		if limit > 0 && f.UncompressedSize64 > uint64(limit) {
+			return fmt.Errorf("%s is %d bytes uncompressed, more than the %d an export's file may be (a zip bomb?): refused", rel, f.UncompressedSize64, limit)
 		}
 	}
 	return nil
@@ -258,8 +271,14 @@ func (b *boundedReader) Read(p []byte) (int, error) {
 	}
 	n, err := b.r.Read(p)
 	b.left -= int64(n)
+	if errors.Is(err, zip.ErrFormat) || errors.Is(err, zip.ErrChecksum) {
+		return n, fmt.Errorf("%s holds other bytes than its header says (a zip bomb, or a damaged zip): refused: %w", b.name, errZipLies)
+	}
 	return n, err
 }
+
+// errZipLies is a zip entry that is not what its header says.
+var errZipLies = errors.New("the zip is not what it says it is")
 
 func (b *boundedReader) Close() error { return b.r.Close() }
 
@@ -273,21 +292,34 @@ func eachElement[T any](s *slackImport, name string, limit int64, each func(T) e
 	defer r.Close()
 	dec := json.NewDecoder(r)
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('[') {
+		if err != nil && (errors.Is(err, errZipLies) || strings.Contains(err.Error(), "(a zip bomb?)")) {
+			return err
+		}
 		return fmt.Errorf("%s is not a JSON array: malformed", name)
 	}
 	for dec.More() {
 		var v T
 		if err := dec.Decode(&v); err != nil {
-			return fmt.Errorf("%s, near byte %d: %w: malformed", name, dec.InputOffset(), err)
+			return decodeError(name, dec, err)
 		}
 		if err := each(v); err != nil {
 			return err
 		}
 	}
 	if _, err := dec.Token(); err != nil {
-		return fmt.Errorf("%s, near byte %d: %w: malformed", name, dec.InputOffset(), err)
+		return decodeError(name, dec, err)
 	}
 	return nil
+}
+
+// decodeError says what stopped the decoding of entry name: the zip
+// (refused whole), or the JSON (malformed: a day file's rest is
+// skipped).
+func decodeError(name string, dec *json.Decoder, err error) error {
+	if errors.Is(err, errZipLies) || strings.Contains(err.Error(), "(a zip bomb?)") {
+		return err
+	}
+	return fmt.Errorf("%s, near byte %d: %w: malformed", name, dec.InputOffset(), err)
 }
 
 // people makes an account of every Slack user: deactivated until claimed
@@ -394,7 +426,7 @@ func loginOf(name, fallback string) (string, string) {
 		l, why = strings.TrimRight(l[:28], "_.-"), "a login has at most 31 characters"
 	}
 	if l == "" {
-		l, why = strings.ToLower(notNameChar.ReplaceAllString(fallback, "")), "the name has nothing a login may hold"
+		l, why = notNameChar.ReplaceAllString(strings.ToLower(fallback), ""), "the name has nothing a login may hold"
 	}
 	for len(l) < 3 {
 		l, why = l+"0", "a login has at least 3 characters"
