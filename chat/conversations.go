@@ -15,13 +15,16 @@ const (
 	DMPrefix = "dm:"
 	// MinDMMembers and MaxDMMembers bound the people in a DM.
 	MinDMMembers, MaxDMMembers = 2, 8
+	// MaxUnread is where an unread count stops: more is shown as "99+".
+	MaxUnread = 100
 )
 
 // DMEpoch is the start of every DM: DMs are never deleted, so their
 // messages have no earlier conversation to be told apart from.
 var DMEpoch = time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
 
-// Place is where messages are posted and read: a Room, a DM, or a
+// Place is where messages are posted and read: a room (a Room header, a
+// RoomFor with the poster's standing, a RoomWithAll), a DM, or a
 // Conversation itself. The message functions take it, so rooms and DMs
 // share one path.
 type Place interface{ Conversation() Conversation }
@@ -37,7 +40,8 @@ type Conversation struct {
 	// the same ID (a deleted room) are older and never shown.
 	Since time.Time
 	// Members are who may read and post, by login: all of a DM's; of a
-	// room's, those read with it (see Room.Conversation).
+	// room's, the standing read with it (see RoomFor.Conversation), or
+	// all for a RoomWithAll.
 	Members map[string]UserRef
 }
 
@@ -50,11 +54,40 @@ func (c Conversation) Has(login string) bool {
 // IsDM reports whether a conversation id is a DM's.
 func IsDM(id string) bool { return strings.HasPrefix(id, DMPrefix) }
 
-// Conversation is the room as a conversation: its members are the
-// participants read with the room (the reader's standing, or those a text
-// mentions: see Mentionable), never all of a room's rows.
+// Conversation is the room as a conversation, with no one's standing:
+// its members are not read.
 func (r Room) Conversation() Conversation {
+	return Conversation{ID: r.Name, Since: r.CreatedAt, Members: map[string]UserRef{}}
+}
+
+// Conversation is the room as a conversation whose members are the one
+// person read, if they take part (more are read for the logins a text
+// mentions: see Mentionable), never all of a room's rows.
+func (r RoomFor) Conversation() Conversation {
+	c := r.Room.Conversation()
+	if r.Standing.Member {
+		c.Members[r.Standing.Login] = r.Standing.Ref
+	}
+	return c
+}
+
+// Conversation is the room as a conversation with every participant.
+func (r RoomWithAll) Conversation() Conversation {
 	return Conversation{ID: r.Name, Since: r.CreatedAt, Members: r.Participants}
+}
+
+// RoomOf is the header of the room p is (a Room, a RoomFor or a
+// RoomWithAll), or false for a DM or a bare Conversation.
+func RoomOf(p Place) (Room, bool) {
+	switch r := p.(type) {
+	case Room:
+		return r, true
+	case RoomFor:
+		return r.Room, true
+	case RoomWithAll:
+		return r.Room, true
+	}
+	return Room{}, false
 }
 
 // DM is a direct conversation between 2 to 8 people.

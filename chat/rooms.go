@@ -1,16 +1,18 @@
-// This file owns rooms: a room as read with the standings it was asked
-// about, its kinds, and the creation form.
+// This file owns rooms: a room's header, a person's standing in it (read
+// apart: a room of 10,000 members is never read whole for one request),
+// the two together, a room with every participant (for a delete), its
+// kinds, and the creation form.
 
 package chat
 
 import (
-	"fmt"
 	"slices"
 	"strings"
 	"time"
 )
 
-// Room is a chat room with its creator and participants, read in one query.
+// Room is a room's header: its name, creator, kind, admins and counts,
+// with no one's standing (see RoomFor, Standing and RoomWithAll).
 type Room struct {
 	// Name is the key: lower-case, in URLs, hub events, message
 	// partitions and the users' lists of rooms.
@@ -21,14 +23,6 @@ type Room struct {
 	Creator      UserRef
 	CreatorLogin string
 	CreatedAt    time.Time
-	// Participants are the participants read with the room, by login:
-	// all of them (a read for a delete), or those whose standing was
-	// asked for (RoomFor, WithStanding). A room of 10,000 members is not
-	// read whole for one person's request.
-	Participants map[string]UserRef
-	// asked are the logins whose standing was read, unless all were.
-	asked map[string]bool
-	all   bool
 	// Kind is KindOpen or KindClosed.
 	Kind string
 	// Admins are the logins of the admins other than the creator.
@@ -47,6 +41,88 @@ type Room struct {
 	Members int
 }
 
+// Standing is one person's standing in a room, as read from their row
+// (one row, whatever the room's size).
+type Standing struct {
+	Login string
+	// Member says whether they take part in the room.
+	Member bool
+	// Ref is their entry as a participant; zero unless Member.
+	Ref UserRef
+}
+
+// StandingOf is login's standing from the entry read for them: nil if
+// they are not a participant.
+func StandingOf(login string, entry *UserRef) Standing {
+	if entry == nil {
+		return Standing{Login: login}
+	}
+	return Standing{Login: login, Member: true, Ref: *entry}
+}
+
+// RoomFor is a room's header with one person's standing in it: what is
+// read to decide what that person may see and do. Its questions are about
+// that person alone; no one else's standing is in it.
+type RoomFor struct {
+	Room
+	Standing Standing
+}
+
+// For is r with st, the standing of one person read apart from the header
+// (a cache holds them apart).
+func (r Room) For(st Standing) RoomFor { return RoomFor{Room: r, Standing: st} }
+
+// Login is whose standing r holds.
+func (r RoomFor) Login() string { return r.Standing.Login }
+
+// IsMember reports whether the person takes part in the room.
+func (r RoomFor) IsMember() bool { return r.Standing.Member }
+
+// Visible reports whether the person may see the room at all: an open
+// room is everyone's to see, a closed one its participants'.
+func (r RoomFor) Visible() bool { return !r.Closed() || r.Standing.Member }
+
+// IsAdmin reports whether the person is a participant and an admin: the
+// creator or a promoted member.
+func (r RoomFor) IsAdmin() bool { return r.Room.AdminIs(r.Standing) }
+
+// AdminIs reports whether st is a participant's standing and an admin's:
+// the creator or a promoted member.
+func (r Room) AdminIs(st Standing) bool { return st.Member && r.HoldsAdmin(st.Login) }
+
+// RoomWithAll is a room's header with every participant, read in one
+// query of its partition: what a delete needs (it must clean every
+// member's list), never a request's read.
+type RoomWithAll struct {
+	Room
+	// Participants are all the room's participants, by login.
+	Participants map[string]UserRef
+}
+
+// Has reports whether login takes part in the room.
+func (r RoomWithAll) Has(login string) bool {
+	_, ok := r.Participants[login]
+	return ok
+}
+
+// For is the room with login's standing, which a read of every
+// participant knows.
+func (r RoomWithAll) For(login string) RoomFor {
+	p, ok := r.Participants[login]
+	if !ok {
+		return r.Room.For(Standing{Login: login})
+	}
+	return r.Room.For(StandingOf(login, &p))
+}
+
+// RoomPage is one page of the list of all rooms.
+type RoomPage struct {
+	Rooms []Room
+	// Next is the storage's opaque paging state for the next page; empty
+	// on the last.
+	Next []byte
+}
+
 // Room kinds: an open room is listed to everyone and anyone joins it; a
 // closed room is seen by its members only, who join by being added or by
 // an invitation link.
@@ -58,55 +134,10 @@ const (
 // Closed reports whether the room is closed.
 func (r Room) Closed() bool { return r.Kind == KindClosed }
 
-// VisibleTo reports whether login may see the room at all: an open room
-// is everyone's to see, a closed one its participants'.
-func (r Room) VisibleTo(login string) bool { return !r.Closed() || r.HasParticipant(login) }
-
-// IsAdmin reports whether login is a participant and an admin: the
-// creator or a promoted member.
-func (r Room) IsAdmin(login string) bool {
-	return r.HasParticipant(login) && r.HoldsAdmin(login)
-}
-
-// HasParticipant reports whether login takes part in the room. The room
-// must have been read with login's standing (or all participants): asking
-// about anyone else is a programming error, and panics rather than answer
-// "no" to a member.
-func (r Room) HasParticipant(login string) bool {
-	if !r.Knows(login) {
-		panic(fmt.Sprintf("store: room %q was read without the standing of %q", r.Name, login))
-	}
-	_, ok := r.Participants[login]
-	return ok
-}
-
-// Knows reports whether the room was read with login's standing.
-func (r Room) Knows(login string) bool { return r.all || r.asked[login] }
-
 // HoldsAdmin reports whether login is the creator or a promoted admin,
-// whether or not still a participant (see IsAdmin).
+// whether or not still a participant (see AdminIs).
 func (r Room) HoldsAdmin(login string) bool {
 	return r.CreatorLogin == login || slices.Contains(r.Admins, login)
-}
-
-// WithStanding is r with login's standing as given (nil: not a
-// participant), read apart from the room (a cache holds them apart).
-func (r Room) WithStanding(login string, entry *UserRef) Room {
-	asked := make(map[string]bool, len(r.asked)+1)
-	for l := range r.asked {
-		asked[l] = true
-	}
-	asked[login] = true
-	participants := make(map[string]UserRef, len(r.Participants)+1)
-	for l, p := range r.Participants {
-		participants[l] = p
-	}
-	delete(participants, login)
-	if entry != nil {
-		participants[login] = *entry
-	}
-	r.asked, r.Participants = asked, participants
-	return r
 }
 
 // NewRoom is the room creation form.
@@ -153,9 +184,9 @@ func CheckBanner(banner *string) error {
 	return v.Err()
 }
 
-// WithAllParticipants is r read with every participant: it knows the
-// standing of anyone (see Knows).
-func (r Room) WithAllParticipants(participants map[string]UserRef) Room {
-	r.Participants, r.all = participants, true
-	return r
+// Member is one member of a room as an export carries it: who, and when
+// they joined (zero for the creator, or from before it was recorded).
+type Member struct {
+	UserRef
+	Joined time.Time
 }

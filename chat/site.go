@@ -31,6 +31,10 @@ const (
 	AccountActive      = ""
 	AccountDeactivated = "deactivated"
 	AccountDeleted     = "deleted"
+	// AccountUnclaimed is an imported account nobody has claimed yet:
+	// closed as a deactivated one is, until a password is set by a
+	// reset link, which opens it.
+	AccountUnclaimed = "unclaimed"
 )
 
 // Errors of running a site.
@@ -70,6 +74,10 @@ type Site struct {
 	SignupDomains []string
 	// RoomCreation is RoomsByEveryone or RoomsByAdmins.
 	RoomCreation string
+	// DefaultRooms are the room keys every new person joins;
+	// DefaultRoomsSet says an administrator chose them (also none).
+	DefaultRooms    []string
+	DefaultRoomsSet bool
 }
 
 // IsAdmin reports whether login is an administrator of the site.

@@ -46,6 +46,8 @@ type User struct {
 	Status string
 	// Kind is KindPerson ("") or KindBot.
 	Kind string
+	// Mail are their email settings.
+	Mail EmailSettings
 }
 
 // RoomTitle is the display name of room, one of u.ChatRooms.

@@ -1,8 +1,10 @@
 package handlers_test
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
@@ -11,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/PuerkitoBio/goquery"
+
 	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/handlers"
 	"github.com/killrchat/killrchat/store"
@@ -18,7 +22,8 @@ import (
 )
 
 // emptySite takes the package keyspace's site back to no administrator
-// (no site row), as on an empty installation, and gives it back to the
+// (unclaimed: the row keeps only its default rooms, which the package
+// set before any sign-up), as on an empty installation, and gives it back to the
 // other tests with open sign-up when the test ends. A test that calls it
 // is serial: Go runs the serial tests before the parallel ones, so no
 // other test signs up meanwhile.
@@ -30,7 +35,8 @@ func emptySite(t *testing.T) {
 	}
 	t.Cleanup(sess.Close)
 	drop := func() {
-		if err := sess.Query(`DELETE FROM site WHERE id = 'site' IF EXISTS`).Exec(); err != nil {
+		if err := sess.Query(`DELETE admins, version, established, created_at, signup_policy, signup_domains, room_creation
+			FROM site WHERE id = 'site' IF EXISTS`).Exec(); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -189,7 +195,15 @@ func signupPolicies(t *testing.T, a *app, admin *client) {
 	if p := admin.post("/admin/settings", url.Values{"signup_policy": {"nobody"}, "room_creation": {"x"}}); p.StatusCode != http.StatusUnprocessableEntity {
 		t.Fatalf("bad settings: %d", p.StatusCode)
 	}
+	existing := a.signedUp(t, unique("before"))
 	settings(chat.SignupInvite, "")
+	// Changing the policy does not touch the accounts there are.
+	if p := a.client(t).post("/login", url.Values{"login": {existing.login}, "password": {"password1"}}); p.StatusCode != http.StatusSeeOther {
+		t.Fatalf("an existing account's login under the invitation policy: %d", p.StatusCode)
+	}
+	if p := existing.get("/"); p.StatusCode != http.StatusOK {
+		t.Fatalf("an existing session under the invitation policy: %d", p.StatusCode)
+	}
 	if p := a.client(t).post("/signup", signupForm(unique("nolink"), "password1")); p.StatusCode != http.StatusForbidden ||
 		!strings.Contains(text(p, "main"), "invitation only") {
 		t.Fatalf("sign-up without a link under the invitation policy: %d %q", p.StatusCode, text(p, "main"))
@@ -200,6 +214,11 @@ func signupPolicies(t *testing.T, a *app, admin *client) {
 		t.Fatalf("make a sign-up link: %d %q", p.StatusCode, link)
 	}
 	token := link[strings.Index(link, "invite=")+len("invite="):]
+	invites, err := db.SiteInvites(ctxT(t))
+	if err != nil || len(invites) == 0 {
+		t.Fatalf("the sign-up links: %v %v", invites, err)
+	}
+	auditHas(t, admin, admin.login, chat.AuditSiteInvite, invites[len(invites)-1].ID)
 	// 20 racing sign-ups by a link of 5 uses: exactly 5 get in.
 	var (
 		wg sync.WaitGroup
@@ -244,6 +263,28 @@ func signupPolicies(t *testing.T, a *app, admin *client) {
 	}
 	auditHas(t, admin, admin.login, chat.AuditSettings, "")
 	settings(chat.SignupOpen, "")
+
+	// Rooms by administrators only: anyone else is refused with a
+	// sentence; an administrator creates one.
+	p = admin.post("/admin/settings", url.Values{"signup_policy": {chat.SignupOpen}, "room_creation": {chat.RoomsByAdmins}})
+	if p.StatusCode != http.StatusSeeOther {
+		t.Fatalf("rooms by administrators: %d", p.StatusCode)
+	}
+	name := unique("byadmin")
+	if p := existing.post("/rooms", url.Values{"room_name": {name}}); p.StatusCode != http.StatusForbidden ||
+		!strings.Contains(text(p, "main"), "only administrators create rooms") {
+		t.Fatalf("a room by a non-administrator: %d %q", p.StatusCode, text(p, "main"))
+	}
+	if _, err := db.Room(ctxT(t), name); err == nil {
+		t.Fatal("the refused room exists")
+	}
+	if p := admin.post("/rooms", url.Values{"room_name": {name}}); p.StatusCode != http.StatusSeeOther {
+		t.Fatalf("a room by an administrator: %d %s", p.StatusCode, text(p, "main"))
+	}
+	settings(chat.SignupOpen, "")
+	if p := existing.post("/rooms", url.Values{"room_name": {unique("byanyone")}}); p.StatusCode != http.StatusSeeOther {
+		t.Fatalf("a room by anyone again: %d", p.StatusCode)
+	}
 }
 
 func cloneForm(f url.Values) url.Values {
@@ -408,13 +449,20 @@ func TestDeactivationAcrossInstances(t *testing.T) {
 	makeAdmin(t, db.Store, admin)
 	person := b.signedUp(t, unique("leaver"))
 	room := roomWith(t, admin.on(b), person)
-	stream := person.subscribe(t, room, "")
+	roomStream := person.subscribe(t, room, "")
+	personal := person.subscribePath(t, "/events?b=deactivated&c="+url.QueryEscape(room+"@"), "")
 	postMessage(t, person, room, "before")
 
 	if p := admin.post("/admin/people/"+person.login+"/deactivate", nil); p.StatusCode != http.StatusSeeOther {
 		t.Fatalf("deactivate: %d %s", p.StatusCode, text(p, "main"))
 	}
-	stream.ended(t, time.Second)
+	// Both streams end within a second, and send their pages to the
+	// login page with the sentence.
+	for name, s := range map[string]*stream{"room": roomStream, "personal": personal} {
+		if to := s.endsGoingTo(t, time.Second); to != "/login?notice=deactivated" {
+			t.Errorf("the %s stream's end sends its page to %q", name, to)
+		}
+	}
 	if p := person.get("/"); p.StatusCode != http.StatusSeeOther || !strings.HasPrefix(p.Header.Get("Location"), "/login") {
 		t.Fatalf("their next request on B: %d", p.StatusCode)
 	}
@@ -422,7 +470,7 @@ func TestDeactivationAcrossInstances(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st, err := db.Standing(ctxT(t), r, person.login); err != nil || st != nil {
+	if st, err := db.Standing(ctxT(t), r, person.login); err != nil || st.Member {
 		t.Fatalf("still a member after deactivation: %v %v", st, err)
 	}
 	login := b.client(t)
@@ -454,7 +502,7 @@ func TestDeactivationAcrossInstances(t *testing.T) {
 	if p := login.post("/login", url.Values{"login": {person.login}, "password": {"password1"}}); p.StatusCode != http.StatusSeeOther {
 		t.Fatalf("login after reactivation: %d %s", p.StatusCode, text(p, "main"))
 	}
-	if st, _ := db.Standing(ctxT(t), r, person.login); st != nil {
+	if st, _ := db.Standing(ctxT(t), r, person.login); st.Member {
 		t.Fatal("reactivation restored a membership")
 	}
 	auditHas(t, admin, admin.login, chat.AuditReactivate, person.login)
@@ -566,6 +614,8 @@ func TestDeleteOwnAccount(t *testing.T) {
 	if p := a.client(t).post("/signup", signupForm(person.login, "password1")); p.StatusCode != http.StatusConflict {
 		t.Fatalf("sign-up under a deleted login: %d", p.StatusCode)
 	}
+	makeAdmin(t, db.Store, owner)
+	auditHas(t, owner, person.login, chat.AuditDeleteSelf, person.login)
 }
 
 // TestDeactivationRacingALogin: a login on B racing a deactivation on A
@@ -599,5 +649,138 @@ func TestDeactivationRacingALogin(t *testing.T) {
 				t.Fatalf("round %d: session %d works after the deactivation: %d", round, i, p.StatusCode)
 			}
 		}
+	}
+}
+
+// endsGoingTo waits for s to end within the time given, and returns where
+// its last "stream-end" event sends the page (the data after the
+// conversation line of a personal stream's).
+func (s *stream) endsGoingTo(t testing.TB, within time.Duration) string {
+	t.Helper()
+	timeout := time.After(within)
+	to := "(no stream-end event)"
+	for {
+		select {
+		case ev, ok := <-s.events:
+			if !ok {
+				return to
+			}
+			if ev.name == "stream-end" {
+				_, after, wide := strings.Cut(ev.data, "\n")
+				if to = ev.data; wide {
+					to = after
+				}
+			}
+		case <-timeout:
+			t.Fatalf("the stream is still open after %v", within)
+		}
+	}
+}
+
+// TestClosedAccountsDMFiles: a deactivated person's files in DMs stay
+// readable to the others (the DM stays readable); a deleted person's
+// files in DMs go (the messages say the file was removed), theirs in
+// rooms and the others' in the DM stay.
+func TestClosedAccountsDMFiles(t *testing.T) {
+	t.Parallel()
+	a := newApp(t, nil, nil)
+	owner := a.signedUp(t, unique("fown"))
+	makeAdmin(t, db.Store, owner)
+	person := a.signedUp(t, unique("fdel"))
+	room := roomWith(t, owner, person)
+	addr, err := chat.DMAddress([]string{owner.login, person.login})
+	if err != nil {
+		t.Fatal(err)
+	}
+	send := func(c *client, base, name string, body []byte) {
+		t.Helper()
+		resp, err := c.upload(base+"/messages", upload{csrf: c.ensureCSRF(), files: map[string]io.Reader{name: bytes.NewReader(body)}, order: []string{name}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusSeeOther {
+			t.Fatalf("upload %s to %s: %d", name, base, resp.StatusCode)
+		}
+	}
+	send(person, "/dm/"+addr, "private.txt", []byte("for your eyes"))
+	send(person, "/dm/"+addr, "photo.png", pngImage(900, 700))
+	send(owner, "/dm/"+addr, "reply.txt", []byte("thanks"))
+	send(person, "/rooms/"+room, "shared.txt", []byte("for the team"))
+
+	// Every file link and preview on a page, by the file's name.
+	files := func(path string) map[string][]string {
+		t.Helper()
+		out := map[string][]string{}
+		p := owner.get(path)
+		p.doc.Find("li.message").Each(func(_ int, li *goquery.Selection) {
+			name := strings.TrimSpace(li.Find("a.attachment-name").Text())
+			if name == "" {
+				return
+			}
+			li.Find("a.attachment-name").Each(func(_ int, a *goquery.Selection) { out[name] = append(out[name], a.AttrOr("href", "")) })
+			li.Find(".attachment-preview img").Each(func(_ int, a *goquery.Selection) { out[name] = append(out[name], a.AttrOr("src", "")) })
+		})
+		return out
+	}
+	status := func(href string) int {
+		t.Helper()
+		r, err := owner.http.Get(owner.base + href)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Body.Close()
+		return r.StatusCode
+	}
+	dmFiles, roomFiles := files("/dm/"+addr), files("/rooms/"+room)
+	if len(dmFiles) != 3 || len(dmFiles["photo.png"]) != 2 || len(roomFiles) != 1 {
+		t.Fatalf("the files shown: DM %v, room %v", dmFiles, roomFiles)
+	}
+
+	// Deactivated: the DM, its files with it, stays readable.
+	if p := owner.post("/admin/people/"+person.login+"/deactivate", nil); p.StatusCode != http.StatusSeeOther {
+		t.Fatalf("deactivate: %d", p.StatusCode)
+	}
+	for name, hrefs := range dmFiles {
+		for _, h := range hrefs {
+			if got := status(h); got != http.StatusOK {
+				t.Errorf("%s (%s) after the deactivation: %d", name, h, got)
+			}
+		}
+	}
+	if p := owner.post("/admin/people/"+person.login+"/reactivate", nil); p.StatusCode != http.StatusSeeOther {
+		t.Fatalf("reactivate: %d", p.StatusCode)
+	}
+
+	// Deleted: their DM files go, with their previews.
+	again := a.login(t, person.login)
+	if p := again.post("/profile/delete", url.Values{"password": {"password1"}}); p.StatusCode != http.StatusSeeOther {
+		t.Fatalf("delete: %d %s", p.StatusCode, text(p, "main"))
+	}
+	for _, name := range []string{"private.txt", "photo.png"} {
+		for _, h := range dmFiles[name] {
+			if got := status(h); got != http.StatusNotFound {
+				t.Errorf("%s (%s) after the deletion: %d, want 404", name, h, got)
+			}
+		}
+	}
+	for name, hrefs := range map[string][]string{"reply.txt": dmFiles["reply.txt"], "shared.txt": roomFiles["shared.txt"]} {
+		for _, h := range hrefs {
+			if got := status(h); got != http.StatusOK {
+				t.Errorf("%s (%s), not theirs in a DM, after the deletion: %d", name, h, got)
+			}
+		}
+	}
+	if n := listed(t, chat.DMPrefix+addr); n != 1 {
+		t.Errorf("the DM lists %d files after the deletion, want the other's one", n)
+	}
+	p := owner.get("/dm/" + addr)
+	removed := p.doc.Find(`li.message[data-author="` + person.login + `"] .attachment-removed`)
+	if removed.Length() != 2 || !strings.Contains(removed.First().Text(), "file removed") || p.doc.Find("a.attachment-name").Length() != 1 {
+		t.Errorf("the DM after the deletion shows %d removed files, %d links:\n%s", removed.Length(),
+			p.doc.Find("a.attachment-name").Length(), text(p, "#messages"))
+	}
+	if got := files("/rooms/" + room); len(got["shared.txt"]) != 1 {
+		t.Errorf("the room's file after the deletion: %v", got)
 	}
 }

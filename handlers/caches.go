@@ -22,7 +22,7 @@ func (s *Server) Room(ctx context.Context, name string) (chat.Room, bool, error)
 // RoomFor reads the room named name with login's standing, both through
 // the caches; a cached "not a participant" is read again before anyone is
 // refused (cache.Store.RoomFor).
-func (s *Server) RoomFor(ctx context.Context, name, login string) (chat.Room, error) {
+func (s *Server) RoomFor(ctx context.Context, name, login string) (chat.RoomFor, error) {
 	return s.rows.RoomFor(ctx, name, login)
 }
 
@@ -48,7 +48,7 @@ func (s *Server) dm(ctx context.Context, address string) (chat.DM, error) {
 // standing from its cache (or one read of one row). A listed room that no
 // longer exists (its delete raced a join), or that login does not take
 // part in, is removed from the list on the way.
-func (s *Server) MyRooms(ctx context.Context, login string) ([]chat.Room, error) {
+func (s *Server) MyRooms(ctx context.Context, login string) ([]chat.RoomFor, error) {
 	u, err := s.user(ctx, login)
 	if err != nil {
 		return nil, err
@@ -65,13 +65,14 @@ func (s *Server) MyRooms(ctx context.Context, login string) ([]chat.Room, error)
 	if err != nil {
 		return nil, err
 	}
+	mine := make(map[string]chat.RoomFor, len(withMine))
 	for _, r := range withMine {
-		known[r.Name] = r
+		mine[r.Name] = r
 	}
-	rooms := make([]chat.Room, 0, len(u.ChatRooms))
+	rooms := make([]chat.RoomFor, 0, len(u.ChatRooms))
 	for _, name := range u.ChatRooms {
-		r, ok := known[name]
-		if !ok || !r.HasParticipant(login) {
+		r, ok := mine[name]
+		if !ok || !r.IsMember() {
 			// Gone, or login is not in it (a cached standing may be
 			// older than a join: ForgetRoom reads at SERIAL before it
 			// drops).
@@ -82,7 +83,7 @@ func (s *Server) MyRooms(ctx context.Context, login string) ([]chat.Room, error)
 			if forgot || !ok {
 				continue
 			}
-			if r, err = s.db.RoomFor(ctx, name, login); err != nil || !r.HasParticipant(login) {
+			if r, err = s.db.RoomFor(ctx, name, login); err != nil || !r.IsMember() {
 				continue
 			}
 		}

@@ -30,8 +30,9 @@ type conversation struct {
 	URL string
 	// Title names it for people: a room's display name, a DM's other members.
 	Title string
-	// Room is the room, nil for a DM; DM is the DM, nil for a room.
-	Room *chat.Room
+	// Room is the room with who asks' standing, nil for a DM; DM is the
+	// DM, nil for a room.
+	Room *chat.RoomFor
 	DM   *chat.DM
 }
 
@@ -52,7 +53,7 @@ func (s *Server) ConversationOf(c echo.Context) (conversation, error) {
 	if err != nil {
 		return conversation{}, err
 	}
-	return roomConversation(r, MustUser(c).Login)
+	return roomConversation(r)
 }
 
 // dmFor reads the DM at address as login sees it: ErrNotFound for anyone
@@ -77,14 +78,15 @@ type removedError struct{ room string }
 func (e removedError) Error() string { return "removed from closed room " + e.room }
 func (e removedError) Unwrap() error { return chat.ErrNotFound }
 
-// roomConversation is r as login sees it: ErrNotFound for a closed room
-// login is not in (it is its members' only, like a DM).
-func roomConversation(r chat.Room, login string) (conversation, error) {
-	if !r.VisibleTo(login) {
-		if _, removed := r.Removed[login]; removed {
+// roomConversation is r as the person whose standing it holds sees it:
+// ErrNotFound for a closed room they are not in (it is its members' only,
+// like a DM).
+func roomConversation(r chat.RoomFor) (conversation, error) {
+	if !r.Visible() {
+		if _, removed := r.Removed[r.Login()]; removed {
 			return conversation{}, removedError{room: r.DisplayName}
 		}
-		return conversation{}, fmt.Errorf("closed room %q seen by %q: %w", r.Name, login, chat.ErrNotFound)
+		return conversation{}, fmt.Errorf("closed room %q seen by %q: %w", r.Name, r.Login(), chat.ErrNotFound)
 	}
 	return conversation{Place: r, ID: r.Name, URL: RoomURL(r.Name), Title: r.DisplayName, Room: &r}, nil
 }
@@ -100,7 +102,7 @@ func (s *Server) ConversationByID(ctx context.Context, login, id string) (conver
 	if err != nil {
 		return conversation{}, err
 	}
-	return roomConversation(r, login)
+	return roomConversation(r)
 }
 
 // ConversationKey is the id of the conversation the path names, before
@@ -168,10 +170,10 @@ func (s *Server) roomView(c echo.Context, cv conversation) views.RoomView {
 	me := MustUser(c)
 	v := views.RoomView{ID: cv.ID, URL: cv.URL, Title: cv.Title, Viewer: me, Participant: cv.Member(me.Login)}
 	if cv.Room != nil {
-		v.Room, v.Creator = *cv.Room, cv.Room.CreatorLogin == me.Login
-		v.Moderator = cv.Room.IsAdmin(me.Login)
+		v.Room, v.Creator = cv.Room.Room, cv.Room.CreatorLogin == me.Login
+		v.Moderator = cv.Room.IsAdmin()
 		// The header's list: the first rows, never all the members.
-		people, err := s.FirstPeople(c.Request().Context(), *cv.Room)
+		people, err := s.FirstPeople(c.Request().Context(), cv.Room.Room)
 		if err != nil {
 			s.log.Warn("participants", "room", cv.ID, "err", err)
 		}
@@ -193,13 +195,13 @@ func MessageLink(conv string, id chat.ID) string {
 
 // VisibleRoom reads the room in the path for the current user: ErrNotFound
 // for a closed room they are not in (see conversationOf).
-func (s *Server) VisibleRoom(c echo.Context) (chat.Room, error) {
+func (s *Server) VisibleRoom(c echo.Context) (chat.RoomFor, error) {
 	cv, err := s.ConversationOf(c)
 	if err != nil {
-		return chat.Room{}, err
+		return chat.RoomFor{}, err
 	}
 	if cv.Room == nil {
-		return chat.Room{}, chat.ErrNotFound
+		return chat.RoomFor{}, chat.ErrNotFound
 	}
 	return *cv.Room, nil
 }

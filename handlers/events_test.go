@@ -369,9 +369,9 @@ func TestMessagesOverHTTP(t *testing.T) {
 	})
 
 	t.Run("OlderPages", func(t *testing.T) {
-		r, _ := db.Room(ctxT(t), room)
-		author, _ := db.User(ctxT(t), r.CreatorLogin)
-		r, _ = db.RoomFor(ctxT(t), room, author.Login) // with the author's standing
+		header, _ := db.Room(ctxT(t), room)
+		author, _ := db.User(ctxT(t), header.CreatorLogin)
+		r, _ := db.RoomFor(ctxT(t), room, author.Login) // with the author's standing
 		for i := 0; i < 120; i++ {
 			if _, err := db.PostMessage(ctxT(t), r, author.Ref(), fmt.Sprintf("seed %03d", i)); err != nil {
 				t.Fatal(err)

@@ -90,7 +90,7 @@ func TestPerUserLimits(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if r.HasParticipant(aliceLogin) {
+		if r.IsMember() {
 			t.Fatal("the refused join was applied")
 		}
 	})

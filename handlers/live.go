@@ -53,12 +53,13 @@ func (liveRenderer) Deleted(m chat.Message) []byte { return []byte(views.Message
 // Reaction is the data of ch's event.
 func (liveRenderer) Reaction(ch chat.Change) ([]byte, error) { return ReactionJSON(ch) }
 
-// pushPosted hands a posted message to the Web Push sender, once it is
-// set up (service.Pusher).
+// pushPosted hands a posted message to the missed-message emails and to
+// the Web Push sender, once it is set up (service.Pusher).
 type pushPosted struct{ s *Server }
 
 // Posted hands m, posted in in, to the sender.
 func (p pushPosted) Posted(in chat.Place, conv chat.Conversation, m chat.Message) {
+	p.s.mailPosted(conv, m)
 	sender := p.s.Push()
 	if sender == nil {
 		return
@@ -69,11 +70,10 @@ func (p pushPosted) Posted(in chat.Place, conv chat.Conversation, m chat.Message
 	}
 	pm := push.Message{Conversation: conv.ID, Author: m.Author.Login, AuthorName: name, ID: m.ID.String(),
 		Text: live.NoticeText(&m), Mentioned: chat.Mentioned(m.Content, conv.Members), Members: conv.Members}
-	switch p := in.(type) {
-	case chat.Room:
-		pm.Title, pm.Path = "#"+p.DisplayName, RoomURL(p.Name)
-	case chat.DM:
-		pm.Title, pm.Path = "a direct message", DMURL(p.Address)
+	if r, ok := chat.RoomOf(in); ok {
+		pm.Title, pm.Path = "#"+r.DisplayName, RoomURL(r.Name)
+	} else if d, ok := in.(chat.DM); ok {
+		pm.Title, pm.Path = "a direct message", DMURL(d.Address)
 	}
 	sender.Posted(pm)
 }

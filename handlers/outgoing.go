@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"net/url"
+	"strings"
 
 	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/live"
@@ -17,7 +18,11 @@ import (
 
 // setUpOutgoing starts the sender of outgoing webhooks.
 func (s *Server) setUpOutgoing() {
-	s.outgoing = outgoing.New(s.db, s.cfg.Outgoing, s.botReply, s.log, s.closing)
+	cfg := s.cfg.Outgoing
+	if cfg.BaseURL == "" {
+		cfg.BaseURL = strings.TrimSuffix(s.cfg.SiteURL, "/")
+	}
+	s.outgoing = outgoing.New(s.db, cfg, s.botReply, s.log, s.closing)
 	s.hub.WatchInvalidations(func(inv live.Invalidation) {
 		if len(inv.Accounts) > 0 {
 			s.outgoing.Forget()

@@ -40,9 +40,9 @@ func (s *Server) Acquaintances(ctx context.Context, login, word string) (map[str
 		// big one those whose login starts with word.
 		var members []chat.UserRef
 		if r.Members <= acquaintAll {
-			members, err = s.db.RoomMembers(ctx, r, "", acquaintAll)
+			members, err = s.db.RoomMembers(ctx, r.Room, "", acquaintAll)
 		} else {
-			members, err = s.db.RoomMembersFrom(ctx, r, word, acquaintFew)
+			members, err = s.db.RoomMembersFrom(ctx, r.Room, word, acquaintFew)
 		}
 		if err != nil {
 			return nil, err

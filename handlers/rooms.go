@@ -69,8 +69,8 @@ func (s *Server) listRooms(c echo.Context) error {
 	}
 	list := views.RoomList{}
 	for _, r := range rooms {
-		if r.VisibleTo(me) {
-			list.Rows = append(list.Rows, views.RoomRow{Room: r, Joined: r.HasParticipant(me)})
+		if r.Visible() {
+			list.Rows = append(list.Rows, views.RoomRow{Room: r.Room, Joined: r.IsMember()})
 		}
 	}
 	if len(page.Next) > 0 {
@@ -110,7 +110,7 @@ func RoomURL(name string) string { return "/rooms/" + url.PathEscape(name) }
 // roomOr404 reads the room named in the path (through the cache, see
 // roomFor); for a viewer whose list still names a room that is gone, it
 // repairs the list on the way.
-func (s *Server) roomOr404(c echo.Context) (chat.Room, error) {
+func (s *Server) roomOr404(c echo.Context) (chat.RoomFor, error) {
 	name := c.Param("room")
 	login := MustUser(c).Login
 	r, err := s.RoomFor(c.Request().Context(), name, login)
@@ -280,8 +280,8 @@ func (s *Server) roomsNamedLike(c echo.Context, name string) error {
 	}
 	list := views.RoomList{Name: name}
 	for _, r := range rooms {
-		if r.VisibleTo(me) {
-			list.Rows = append(list.Rows, views.RoomRow{Room: r, Joined: r.HasParticipant(me)})
+		if r.Visible() {
+			list.Rows = append(list.Rows, views.RoomRow{Room: r.Room, Joined: r.IsMember()})
 		}
 	}
 	if more && len(names) > 0 {
@@ -318,7 +318,7 @@ func QuoteOf(c echo.Context, m chat.Message) string {
 
 // withMyStanding is rooms, each with login's standing (see standings: read
 // for the rooms login's list names).
-func (s *Server) withMyStanding(ctx context.Context, rooms []chat.Room, login string) ([]chat.Room, error) {
+func (s *Server) withMyStanding(ctx context.Context, rooms []chat.Room, login string) ([]chat.RoomFor, error) {
 	u, err := s.user(ctx, login)
 	if err != nil {
 		return nil, err

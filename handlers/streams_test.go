@@ -231,15 +231,16 @@ func TestStreamCapPerIP(t *testing.T) {
 // writers at once; it returns them oldest first.
 func seed(t *testing.T, room string, n, size int) []chat.Message {
 	t.Helper()
-	r, err := db.Room(ctxT(t), room)
+	header, err := db.Room(ctxT(t), room)
 	if err != nil {
 		t.Fatal(err)
 	}
-	author, err := db.User(ctxT(t), r.CreatorLogin)
+	author, err := db.User(ctxT(t), header.CreatorLogin)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r, err = db.RoomFor(ctxT(t), room, author.Login); err != nil { // with the author's standing
+	r, err := db.RoomFor(ctxT(t), room, author.Login) // with the author's standing
+	if err != nil {
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup

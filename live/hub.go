@@ -127,6 +127,13 @@ type Hub interface {
 	// WatchInvalidations calls f for every Invalidation, this instance's
 	// own and the others'. Resets come through Watch.
 	WatchInvalidations(f func(Invalidation))
+	// WatchEvents calls heard with every event this instance's fan-out
+	// gets (its own and the other instances'), in the fan-out's order,
+	// under its lock (heard must not block); and gap(true) when events of
+	// other instances may be missed from now on (the broker is lost),
+	// gap(false) when they are heard again (it is back: what was missed
+	// meanwhile is not).
+	WatchEvents(heard func(Event), gap func(missing bool))
 	// Enter lets a post of room in until its Pass leaves (see live/fence).
 	Enter(room string) *fence.Pass
 	// Fence drops what inv names from every instance's caches and returns
@@ -156,6 +163,9 @@ type Subscriber struct {
 // (ended).
 type streamSignals struct {
 	dropped, ended signal
+	// goTo is where the stream's pages go once it ended, when the end
+	// said (StreamEnd.Reason); the first end that says wins.
+	goTo atomic.Pointer[string]
 }
 
 func newStreamSignals() *streamSignals {
@@ -181,6 +191,25 @@ type StreamEnd struct {
 	// session) on the way through the broker.
 	Sessions []string `json:"sessions"`
 	Except   string   `json:"except,omitempty"`
+	// Reason, when set, sends the pages of the ended streams to the login
+	// page with the notice of that name (an account deactivated or
+	// deleted, its sessions ended), instead of letting them reconnect.
+	Reason string `json:"reason,omitempty"`
+}
+
+// GoTo is where the pages of the streams e ends go: the login page with
+// e's notice, or "" (they reconnect). A reason that is not a plain word
+// goes nowhere.
+func (e StreamEnd) GoTo() string {
+	if e.Reason == "" || len(e.Reason) > 40 {
+		return ""
+	}
+	for _, r := range e.Reason {
+		if (r < 'a' || r > 'z') && r != '-' {
+			return ""
+		}
+	}
+	return "/login?notice=" + e.Reason
 }
 
 func (e StreamEnd) matches(room string, who Subscriber) bool {
@@ -286,8 +315,11 @@ func (s *Subscription) drop() {
 	s.signals.dropped.fire()
 }
 
-func (s *Subscription) end() {
+func (s *Subscription) end(goTo string) {
 	s.stopped.Store(true)
+	if goTo != "" {
+		s.signals.goTo.CompareAndSwap(nil, &goTo)
+	}
 	s.signals.ended.fire()
 }
 
@@ -307,6 +339,10 @@ type LocalHub struct {
 	watchers []watcher
 	// invalidated are told of every Invalidation (see Hub.Invalidate).
 	invalidated []func(Invalidation)
+	// heard and gaps are told of every event and gap (see
+	// Hub.WatchEvents).
+	heard []func(Event)
+	gaps  []func(missing bool)
 	// marks are the other instances' watermarks, and local this one's
 	// (see live/watermark); nil local: an in-process hub with no engine.
 	marks *watermark.Marks
@@ -326,6 +362,23 @@ func (h *LocalHub) Watch(onEnd func(StreamEnd), onReset func()) {
 	h.mu.Lock()
 	h.watchers = append(h.watchers, watcher{onEnd, onReset})
 	h.mu.Unlock()
+}
+
+// WatchEvents registers heard and gap (see Hub.WatchEvents); the
+// in-process hub misses no event, so only a transport calls gap.
+func (h *LocalHub) WatchEvents(heard func(Event), gap func(missing bool)) {
+	h.mu.Lock()
+	h.heard, h.gaps = append(h.heard, heard), append(h.gaps, gap)
+	h.mu.Unlock()
+}
+
+// gap tells every event watcher whether events may be missed.
+func (h *LocalHub) gap(missing bool) {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	for _, f := range h.gaps {
+		f(missing)
+	}
 }
 
 // resetWatchers tells every watcher that events may have been missed.
@@ -421,6 +474,9 @@ func (h *LocalHub) dropAll() {
 func (h *LocalHub) fanOut(ev Event) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	for _, f := range h.heard {
+		f(ev)
+	}
 	if subs := h.rooms[ev.Conversation]; len(subs) > 0 {
 		shared := &ev
 		shared.frame = encodeEvent(ev)
@@ -749,13 +805,14 @@ func (h *LocalHub) EndStreams(_ context.Context, end StreamEnd) error {
 	for _, w := range h.watchers {
 		w.onEnd(end)
 	}
+	goTo := end.GoTo()
 	for room, subs := range h.rooms {
 		if end.Room != "" && room != end.Room {
 			continue
 		}
 		for sub := range subs {
 			if end.matches(room, sub.who) {
-				sub.end()
+				sub.end(goTo)
 			}
 		}
 	}

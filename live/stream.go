@@ -380,13 +380,19 @@ func NoticeText(m *chat.Message) string {
 }
 
 // endFrame is the frame that tells st's page its stream ends: it left
-// the room, logged out or lost the session.
+// the room, logged out or lost the session. Its data is where the page
+// goes (an account closed: the login page, with why), or nothing (it
+// reconnects, and is refused what it may no longer see).
 func (st *Stream) endFrame(buf *bytes.Buffer) []byte {
 	buf.Reset()
+	var goTo []byte
+	if p := st.who.signals.goTo.Load(); p != nil {
+		goTo = []byte(*p)
+	}
 	if st.personal {
-		sse.AppendWide(buf, zeroID, KindStreamEnd, "", nil)
+		sse.AppendWide(buf, zeroID, KindStreamEnd, "", goTo)
 	} else {
-		sse.AppendEvent(buf, zeroID, KindStreamEnd, nil)
+		sse.AppendEvent(buf, zeroID, KindStreamEnd, goTo)
 	}
 	return buf.Bytes()
 }

@@ -8,23 +8,27 @@
 //  1. the account's state is written (plain write, read back by every
 //     check below from storage or from a cache this deactivation empties
 //     before it answers);
-//  2. the person leaves each of their rooms by the rooms' LWT, each
-//     followed by the room's fence: once it returns, no post of theirs
-//     that checked the room before is still writing;
-//  3. their sessions are deleted; then a fence on the person ("@login")
+//  2. their sessions are deleted; then a fence on the person ("@login")
 //     drops their row and their cached sessions on every instance that
 //     answers, before the deactivation answers: a post, a join or a page
 //     after it reads the state again and is refused, and a request reads
 //     its session from storage, where it is gone;
-//  4. their streams end on every instance; their push subscriptions go.
+//  3. their streams end on every instance, saying why: their pages go to
+//     the login page, which shows the sentence (their session is gone
+//     by then, so the login page is what they get); their push
+//     subscriptions go;
+//  4. the person leaves each of their rooms by the rooms' LWT, each
+//     followed by the room's fence: once it returns, no post of theirs
+//     that checked the room before is still writing.
 //
 // A login checks the state after it saved its session (ConfirmLogin);
 // the deactivation lists sessions after it wrote the state: either the
 // login reads "deactivated" and deletes its session, or its session was
 // listed and is deleted. A join checks the state after its LWT
 // (JoinRoom): either it reads "deactivated" and leaves again, or it
-// joined before step 2 read the person's rooms. A post checks the state
-// inside its pass on the room's gate, which step 2's fence waits for.
+// joined before step 4 read the person's rooms. A post checks the state
+// inside its pass on the room's gate, which step 4's fence waits for,
+// from a row that step 2 dropped from every cache.
 
 package service
 
@@ -52,6 +56,7 @@ type Accounts interface {
 	SetStatus(ctx context.Context, login, status string) error
 	SetPassword(ctx context.Context, login, password, confirm string) error
 	EraseUser(ctx context.Context, u chat.User) error
+	DeleteDMFilesOf(ctx context.Context, login string) (int, error)
 	SessionsSeen(ctx context.Context, login string) (int, time.Time, error)
 	AdminPeople(ctx context.Context, prefix string, after chat.AdminCursor, n int) ([]string, chat.AdminCursor, error)
 	DeleteSession(ctx context.Context, login, id string) error
@@ -124,6 +129,11 @@ func (s *Service) SignUp(ctx context.Context, f chat.SignUp, invite string) (u c
 	u, err = s.Accounts.CreateUser(ctx, f)
 	if err != nil {
 		return chat.User{}, false, err
+	}
+	if u.Email != "" {
+		if _, err := s.SendVerification(ctx, u.Login); err != nil {
+			s.Log.Warn("send a verification link", "login", u.Login, "err", err)
+		}
 	}
 	if !site.Claimed {
 		admin, err = s.Accounts.ClaimSite(ctx, u.Login)
@@ -283,6 +293,9 @@ func (s *Service) SetAdmin(ctx context.Context, actor, who string, admin bool) e
 // (see the file's comment). chat.ErrLastAdmin if who is the last
 // administrator; chat.ErrNotFound if there is no such account.
 func (s *Service) Deactivate(ctx context.Context, actor, who string) error {
+	// Once begun it runs to its end, whoever goes away: the person's pages
+	// leave as it runs, and the administrator's may too.
+	ctx = context.WithoutCancel(ctx)
 	u, err := s.Storage.User(ctx, who)
 	if err != nil {
 		return err
@@ -297,15 +310,37 @@ func (s *Service) Deactivate(ctx context.Context, actor, who string) error {
 	if err := s.Accounts.SetStatus(ctx, u.Login, chat.AccountDeactivated); err != nil {
 		return err
 	}
-	if err := s.closeAccount(ctx, u.Login); err != nil {
+	if err := s.closeAccount(ctx, u.Login, endDeactivated); err != nil {
 		return err
 	}
 	s.audit(ctx, actor, chat.AuditDeactivate, u.Login, "")
 	return nil
 }
 
-// closeAccount is the steps 2 to 4 of a deactivation or a deletion.
-func (s *Service) closeAccount(ctx context.Context, login string) error {
+// Why a person's open pages are sent to the login page: the notice it
+// shows (see live.StreamEnd.Reason).
+const (
+	endDeactivated = "deactivated"
+	endDeleted     = "account-deleted"
+	endSessions    = "sessions-ended"
+	endPasswordSet = "password-set"
+)
+
+// closeAccount is the steps 2 to 4 of a deactivation or a deletion; why
+// is what the person's open pages are told.
+func (s *Service) closeAccount(ctx context.Context, login, why string) error {
+	if err := s.endAllSessions(ctx, login, why); err != nil {
+		return err
+	}
+	subs, err := s.Accounts.PushSubscriptions(ctx, login)
+	if err != nil {
+		return err
+	}
+	for _, sub := range subs {
+		if err := s.Accounts.DeletePushSubscription(ctx, login, sub.Endpoint); err != nil {
+			return err
+		}
+	}
 	// The rooms as stored after the state was written: a join that
 	// landed before is in the list, one after reads the state.
 	u, err := s.Storage.User(ctx, login)
@@ -318,31 +353,20 @@ func (s *Service) closeAccount(ctx context.Context, login string) error {
 		if err != nil && !errors.Is(err, chat.ErrNotFound) && !errors.Is(err, chat.ErrHandOver) {
 			return err
 		}
-		s.EndStreams(ctx, live.StreamEnd{Login: login, Room: room})
+		s.EndStreams(ctx, live.StreamEnd{Login: login, Room: room, Reason: why})
 		if err == nil {
 			if r, rerr := s.Rows.Room(ctx, room); rerr == nil {
 				s.Announce(ctx, r, u.Ref(), u.Name()+" leaves the room")
 			}
 		}
 	}
-	if err := s.endAllSessions(ctx, login); err != nil {
-		return err
-	}
-	subs, err := s.Accounts.PushSubscriptions(ctx, login)
-	if err != nil {
-		return err
-	}
-	for _, sub := range subs {
-		if err := s.Accounts.DeletePushSubscription(ctx, login, sub.Endpoint); err != nil {
-			return err
-		}
-	}
 	return nil
 }
 
 // endAllSessions deletes every session of login and ends their streams
-// on every instance.
-func (s *Service) endAllSessions(ctx context.Context, login string) error {
+// on every instance, sending their pages to the login page with the
+// notice why.
+func (s *Service) endAllSessions(ctx context.Context, login, why string) error {
 	if _, err := s.Storage.EndOtherSessions(ctx, login, ""); err != nil {
 		return err
 	}
@@ -350,7 +374,7 @@ func (s *Service) endAllSessions(ctx context.Context, login string) error {
 	// the answer (a fence waits for them): their next request reads its
 	// session from storage, where it is gone.
 	s.fence(ctx, "@"+login, live.Invalidation{Users: []string{login}, Accounts: []string{login}})
-	s.EndStreams(ctx, live.StreamEnd{Login: login})
+	s.EndStreams(ctx, live.StreamEnd{Login: login, Reason: why})
 	return nil
 }
 
@@ -375,7 +399,7 @@ func (s *Service) EndSessions(ctx context.Context, actor, who string) error {
 	if err != nil {
 		return err
 	}
-	if err := s.endAllSessions(ctx, u.Login); err != nil {
+	if err := s.endAllSessions(ctx, u.Login, endSessions); err != nil {
 		return err
 	}
 	s.audit(ctx, actor, chat.AuditEndSessions, u.Login, "")
@@ -422,7 +446,14 @@ func (s *Service) ResetPassword(ctx context.Context, token, password, confirm st
 	if err := s.Accounts.SetPassword(ctx, login, password, confirm); err != nil {
 		return "", err
 	}
-	if err := s.endAllSessions(ctx, login); err != nil {
+	// An imported account is claimed by its first password: it opens.
+	if u, err := s.Storage.User(ctx, login); err == nil && u.Status == chat.AccountUnclaimed {
+		if err := s.Accounts.SetStatus(ctx, login, chat.AccountActive); err != nil {
+			return "", err
+		}
+		s.Invalidate(ctx, live.Invalidation{Users: []string{login}, Accounts: []string{login}})
+	}
+	if err := s.endAllSessions(ctx, login, endPasswordSet); err != nil {
 		return "", err
 	}
 	s.audit(ctx, login, chat.AuditPasswordSet, login, "")
@@ -460,9 +491,11 @@ func (s *Service) SiteInvites(ctx context.Context) ([]chat.SiteInvite, error) {
 }
 
 // DeleteAccount deletes login's own account, once their password is
-// confirmed: their profile and sessions go, their messages stay (shown
-// under "deleted user"). chat.ValidationError for a wrong password;
-// chat.ErrLastAdmin for the last administrator.
+// confirmed: their profile and sessions go, and the files they sent in
+// DMs; their messages stay (shown under "deleted user"), and so do their
+// files in rooms. A deactivation deletes no file: the DMs stay readable.
+// chat.ValidationError for a wrong password; chat.ErrLastAdmin for the
+// last administrator.
 func (s *Service) DeleteAccount(ctx context.Context, login, password string) error {
 	u, err := s.Accounts.Authenticate(ctx, login, password)
 	if errors.Is(err, chat.ErrBadCredentials) {
@@ -471,19 +504,29 @@ func (s *Service) DeleteAccount(ctx context.Context, login, password string) err
 	if err != nil {
 		return err
 	}
+	// Once the password is checked it runs to its end: the person's own
+	// page may leave as their streams end.
+	ctx = context.WithoutCancel(ctx)
 	if _, err := s.Accounts.SetAdmin(ctx, u.Login, false); err != nil {
 		return err
 	}
 	if err := s.Accounts.SetStatus(ctx, u.Login, chat.AccountDeactivated); err != nil {
 		return err
 	}
-	if err := s.closeAccount(ctx, u.Login); err != nil {
+	if err := s.closeAccount(ctx, u.Login, endDeleted); err != nil {
+		return err
+	}
+	// Their files in DMs go with them (the others' messages say so);
+	// their files in rooms stay with the rooms.
+	if _, err := s.Accounts.DeleteDMFilesOf(ctx, u.Login); err != nil {
 		return err
 	}
 	if err := s.Accounts.EraseUser(ctx, u); err != nil {
 		return err
 	}
-	s.Invalidate(ctx, live.Invalidation{Users: []string{u.Login}})
+	// Pages read the closed accounts again: "deleted user" now, where
+	// the steps above may have cached "deactivated".
+	s.Invalidate(ctx, live.Invalidation{Users: []string{u.Login}, Accounts: []string{u.Login}})
 	s.audit(ctx, u.Login, chat.AuditDeleteSelf, u.Login, "")
 	return nil
 }

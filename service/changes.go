@@ -15,10 +15,16 @@ import (
 )
 
 // Moderates says whether login moderates in: an admin of a room (a DM has
-// no moderator). A room must have been read with login's standing.
+// no moderator), read with login's standing (or every participant's); a
+// room read with someone else's standing, or no one's, says no.
 func Moderates(in chat.Place, login string) bool {
-	r, ok := in.(chat.Room)
-	return ok && r.IsAdmin(login)
+	switch r := in.(type) {
+	case chat.RoomFor:
+		return r.Login() == login && r.IsAdmin()
+	case chat.RoomWithAll:
+		return r.For(login).IsAdmin()
+	}
+	return false
 }
 
 // EditMessage replaces the text of m, editor's own message in in, and

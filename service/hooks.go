@@ -31,8 +31,8 @@ var ErrHookGone = fmt.Errorf("this webhook's room is gone: %w", chat.ErrNotFound
 // administrator of r), and returns it with its secret (shown once).
 // chat.ErrNotAdmin for anyone else; a chat.ValidationError for a bad
 // name.
-func (s *Service) CreateHook(ctx context.Context, actor chat.UserRef, r chat.Room, name string) (chat.Hook, string, error) {
-	if !r.IsAdmin(actor.Login) {
+func (s *Service) CreateHook(ctx context.Context, actor chat.UserRef, r chat.RoomFor, name string) (chat.Hook, string, error) {
+	if !r.IsAdmin() || r.Login() != actor.Login {
 		return chat.Hook{}, "", chat.ErrNotAdmin
 	}
 	h, secret, err := s.Hooks.CreateHook(ctx, actor.Login, r.Name, name)
@@ -41,7 +41,7 @@ func (s *Service) CreateHook(ctx context.Context, actor chat.UserRef, r chat.Roo
 	}
 	// Every instance reads its list of bots again, for the mark.
 	s.Invalidate(ctx, live.Invalidation{Users: []string{h.Login}, Accounts: []string{h.Login}})
-	if err := s.AddMember(ctx, actor, r, h.Login); err != nil {
+	if err := s.AddMember(ctx, actor, r.Room, h.Login); err != nil {
 		return chat.Hook{}, "", err
 	}
 	return h, secret, nil
@@ -49,8 +49,8 @@ func (s *Service) CreateHook(ctx context.Context, actor chat.UserRef, r chat.Roo
 
 // RoomHooks are r's incoming webhooks, for actor (an administrator of
 // r); chat.ErrNotAdmin for anyone else.
-func (s *Service) RoomHooks(ctx context.Context, actor string, r chat.Room) ([]chat.Hook, error) {
-	if !r.IsAdmin(actor) {
+func (s *Service) RoomHooks(ctx context.Context, actor string, r chat.RoomFor) ([]chat.Hook, error) {
+	if !r.IsAdmin() || r.Login() != actor {
 		return nil, chat.ErrNotAdmin
 	}
 	return s.Hooks.RoomHooks(ctx, r.Name)
@@ -59,7 +59,7 @@ func (s *Service) RoomHooks(ctx context.Context, actor string, r chat.Room) ([]c
 // DeleteHook deletes r's hook id, as actor (an administrator of r):
 // posts to it are refused from then on; what it posted stays.
 // chat.ErrNotFound if r has no such hook.
-func (s *Service) DeleteHook(ctx context.Context, actor string, r chat.Room, id string) error {
+func (s *Service) DeleteHook(ctx context.Context, actor string, r chat.RoomFor, id string) error {
 	hooks, err := s.RoomHooks(ctx, actor, r)
 	if err != nil {
 		return err
@@ -107,10 +107,10 @@ func (s *Service) PostByHook(ctx context.Context, h chat.Hook, p HookPost) (chat
 	if err != nil {
 		return chat.Message{}, err
 	}
-	if st == nil {
+	if !st.Member {
 		return chat.Message{}, ErrHookGone
 	}
-	m, _, err := s.PostText(ctx, TextPost{In: r.WithStanding(h.Login, st), Author: h.Ref(p.Username), Content: p.Text, Pass: pass})
+	m, _, err := s.PostText(ctx, TextPost{In: r.For(st), Author: h.Ref(p.Username), Content: p.Text, Pass: pass})
 	if errors.Is(err, chat.ErrNotParticipant) || errors.Is(err, chat.ErrDeactivated) {
 		return chat.Message{}, ErrHookGone
 	}

@@ -121,7 +121,7 @@ func (s *Service) recordMentions(ctx context.Context, conv chat.Conversation, m 
 // held when it leaves (every fence found it, live/fence), and else read
 // again after the write, as without one (store.ConfirmPost).
 func (s *Service) save(ctx context.Context, in chat.Place, pass *fence.Pass, m chat.Message) error {
-	r, isRoom := in.(chat.Room)
+	r, isRoom := chat.RoomOf(in)
 	if !isRoom || pass == nil {
 		if isRoom {
 			s.CountRoomPost("read")
@@ -143,7 +143,7 @@ func (s *Service) save(ctx context.Context, in chat.Place, pass *fence.Pass, m c
 // Welcome announces a new member (joined, added, or in by a link); they
 // start with everything before their arrival read, as in every chat:
 // history is there to scroll, not to count.
-func (s *Service) Welcome(ctx context.Context, r chat.Room, who chat.UserRef, text string) {
+func (s *Service) Welcome(ctx context.Context, r chat.RoomFor, who chat.UserRef, text string) {
 	if m, ok := s.Announce(ctx, r, who, text); ok {
 		if err := s.Storage.MarkRead(ctx, who.Login, r.Name, m.ID); err != nil {
 			s.Log.Warn("mark read on arrival", "room", r.Name, "err", err)
@@ -151,12 +151,13 @@ func (s *Service) Welcome(ctx context.Context, r chat.Room, who chat.UserRef, te
 	}
 }
 
-// Announce posts a system message about a join or leave and tells open
-// pages the new participants; it returns the message, if stored. A
-// failure here does not undo the join or leave, so it is logged, not
-// returned.
-func (s *Service) Announce(ctx context.Context, r chat.Room, about chat.UserRef, text string) (chat.Message, bool) {
-	m, err := s.Post(ctx, r, func() (chat.Message, error) { return s.Storage.DraftSystemMessage(r, about, text), nil })
+// Announce posts a system message about a join or leave in the room in
+// (its header, or with someone's standing) and tells open pages the new
+// participants; it returns the message, if stored. A failure here does
+// not undo the join or leave, so it is logged, not returned.
+func (s *Service) Announce(ctx context.Context, in chat.Place, about chat.UserRef, text string) (chat.Message, bool) {
+	r, _ := chat.RoomOf(in)
+	m, err := s.Post(ctx, in, func() (chat.Message, error) { return s.Storage.DraftSystemMessage(in, about, text), nil })
 	if err != nil {
 		s.Log.Warn("system message", "room", r.Name, "err", err)
 	}

@@ -22,10 +22,10 @@ var ErrUnknownLogin = fmt.Errorf("no one has this login: %w", chat.ErrNotFound)
 // CreateRoom creates the room f describes, creator its first participant
 // and admin. Its errors are store.CreateRoom's (ErrRoomExists, a
 // validation error, ...).
-func (s *Service) CreateRoom(ctx context.Context, creator chat.UserRef, f chat.NewRoom) (chat.Room, error) {
+func (s *Service) CreateRoom(ctx context.Context, creator chat.UserRef, f chat.NewRoom) (chat.RoomFor, error) {
 	if s.Accounts != nil {
 		if err := s.MayCreateRoom(ctx, creator.Login); err != nil {
-			return chat.Room{}, err
+			return chat.RoomFor{}, err
 		}
 	}
 	r, err := s.Storage.CreateRoom(ctx, creator, f)
@@ -37,9 +37,9 @@ func (s *Service) CreateRoom(ctx context.Context, creator chat.UserRef, f chat.N
 // JoinRoom makes me a participant of the open room named name and
 // welcomes them. Errors are store.JoinRoom's (ErrNotFound if there is no
 // such room).
-func (s *Service) JoinRoom(ctx context.Context, me chat.UserRef, name string) (chat.Room, error) {
+func (s *Service) JoinRoom(ctx context.Context, me chat.UserRef, name string) (chat.RoomFor, error) {
 	if err := s.MayAct(ctx, me.Login); err != nil {
-		return chat.Room{}, err
+		return chat.RoomFor{}, err
 	}
 	r, err := s.Storage.JoinRoom(ctx, me, name)
 	// The room's participants and the person's list changed, or may have
@@ -49,7 +49,7 @@ func (s *Service) JoinRoom(ctx context.Context, me chat.UserRef, name string) (c
 		return r, err
 	}
 	if err := s.confirmJoin(ctx, me, name); err != nil {
-		return chat.Room{}, err
+		return chat.RoomFor{}, err
 	}
 	s.Welcome(ctx, r, me, me.Name()+" joins the room")
 	return r, nil
@@ -132,7 +132,7 @@ func (s *Service) AddMember(ctx context.Context, actor chat.UserRef, r chat.Room
 	if err != nil {
 		return err
 	}
-	if was == nil {
+	if !was.Member {
 		s.Welcome(ctx, after, who.Ref(), actor.Name()+" added "+who.Name())
 	}
 	return nil
@@ -158,7 +158,7 @@ func (s *Service) RemoveMember(ctx context.Context, actor chat.UserRef, r chat.R
 	}
 	s.EndStreams(ctx, live.StreamEnd{Login: who, Room: r.Name})
 	if after, err := s.Rows.Room(ctx, r.Name); err == nil {
-		gone := before.Participants[who]
+		gone := before.Standing.Ref
 		s.Announce(ctx, after, gone, actor.Name()+" removed "+gone.Name())
 	}
 	return nil
@@ -184,9 +184,9 @@ func (s *Service) SetBanner(ctx context.Context, actor string, r chat.Room, bann
 // it was read before (before), and welcomes them if they were not in it.
 // A link that no longer works is ErrInviteExpired's, ErrInviteRevoked's
 // or ErrInviteUsedUp's.
-func (s *Service) JoinByInvite(ctx context.Context, me chat.UserRef, token string, before chat.Room) (chat.Room, error) {
+func (s *Service) JoinByInvite(ctx context.Context, me chat.UserRef, token string, before chat.RoomFor) (chat.RoomFor, error) {
 	if err := s.MayAct(ctx, me.Login); err != nil {
-		return chat.Room{}, err
+		return chat.RoomFor{}, err
 	}
 	r, err := s.Storage.JoinByInvite(ctx, me, token)
 	s.Invalidate(ctx, live.Invalidation{Rooms: []string{before.Name}, Users: []string{me.Login}})
@@ -194,12 +194,27 @@ func (s *Service) JoinByInvite(ctx context.Context, me chat.UserRef, token strin
 		return r, err
 	}
 	if err := s.confirmJoin(ctx, me, before.Name); err != nil {
-		return chat.Room{}, err
+		return chat.RoomFor{}, err
 	}
-	if !before.HasParticipant(me.Login) {
+	if !before.IsMember() {
 		s.Welcome(ctx, r, me, me.Name()+" joins the room")
 	}
 	return r, nil
+}
+
+// CreateInvite makes a link to room for actor (who may add people to
+// it) as f says, and returns its token, shown once: chat.ErrNotFound for
+// a room actor cannot see, a refusal if they may not invite, a
+// chat.ValidationError for f refused.
+func (s *Service) CreateInvite(ctx context.Context, actor chat.UserRef, room string, f chat.NewInvite) (string, error) {
+	token, _, err := s.Storage.CreateInvite(ctx, actor, room, f)
+	return token, err
+}
+
+// RevokeInvite revokes room's link id for actor, an admin of the room:
+// from then on no join by it applies.
+func (s *Service) RevokeInvite(ctx context.Context, actor, room, id string) error {
+	return s.Storage.RevokeInvite(ctx, actor, room, id)
 }
 
 // publishParticipants tells open pages of r, as read after a change, its

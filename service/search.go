@@ -33,7 +33,7 @@ type Searches interface {
 // standing, through the caches (the HTTP core's sidebar list, which also
 // drops from a person's list a room gone or left).
 type RoomLister interface {
-	MyRooms(ctx context.Context, login string) ([]chat.Room, error)
+	MyRooms(ctx context.Context, login string) ([]chat.RoomFor, error)
 }
 
 // SearchRequest is one page of a person's search.
@@ -112,7 +112,7 @@ func (s *Service) RecentSearches(ctx context.Context, login string) []string {
 // are never read, not even to count.
 func (s *Service) searchScope(ctx context.Context, login string) ([]chat.Conversation, map[string]chat.Place, error) {
 	var (
-		rooms      []chat.Room
+		rooms      []chat.RoomFor
 		dms        []chat.DMEntry
 		rerr, derr error
 		wg         sync.WaitGroup
@@ -127,9 +127,9 @@ func (s *Service) searchScope(ctx context.Context, login string) ([]chat.Convers
 		return nil, nil, err
 	}
 	for _, r := range rooms {
-		if r.HasParticipant(login) {
+		if r.IsMember() {
 			convs = append(convs, r.Conversation())
-			places[r.Name] = r
+			places[r.Name] = r.Room
 		}
 	}
 	for _, e := range dms {

@@ -18,21 +18,23 @@ import (
 
 // rooms is the list of a person's rooms, as the core's cached list gives
 // it: each room read with its standing.
-type rooms map[string][]chat.Room
+type rooms map[string][]chat.RoomFor
 
-func (r rooms) MyRooms(_ context.Context, login string) ([]chat.Room, error) { return r[login], nil }
+func (r rooms) MyRooms(_ context.Context, login string) ([]chat.RoomFor, error) { return r[login], nil }
 
 func TestSearch(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	ctx := context.Background()
 	carol := chat.UserRef{Login: "carol", Firstname: "Carol"}
-	garden := chat.Room{Name: "garden", DisplayName: "Garden", CreatedAt: time.Now().Add(-time.Hour)}.WithAllParticipants(map[string]chat.UserRef{"ada": f.ada, "carol": carol})
+	garden := chat.RoomWithAll{Room: chat.Room{Name: "garden", DisplayName: "Garden", CreatedAt: time.Now().Add(-time.Hour)},
+		Participants: map[string]chat.UserRef{"ada": f.ada, "carol": carol}}
 	// A room of ada's list she no longer takes part in: never searched.
-	left := chat.Room{Name: "left", DisplayName: "Left", CreatedAt: time.Now().Add(-time.Hour)}.WithAllParticipants(map[string]chat.UserRef{"carol": carol})
+	left := chat.RoomWithAll{Room: chat.Room{Name: "left", DisplayName: "Left", CreatedAt: time.Now().Add(-time.Hour)},
+		Participants: map[string]chat.UserRef{"carol": carol}}
 	var statements atomic.Int64
 	svc := service.New(service.Deps{Storage: f.db, Sequencer: f.seq, Renderer: renderer{}, Indexer: f.ix, Bus: f.bus,
-		Rooms: rooms{"ada": {garden, left}}, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Rooms: rooms{"ada": {garden.For("ada"), left.For("ada")}}, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		CountSearchStatements: func(n int) { statements.Add(int64(n)) }})
 	post := func(in chat.Place, author chat.UserRef, content string) chat.Message {
 		t.Helper()

@@ -4,6 +4,7 @@ package service
 
 import (
 	"context"
+	"io"
 	"log/slog"
 
 	"github.com/killrchat/killrchat/chat"
@@ -22,21 +23,24 @@ type Storage interface {
 	UpdateMentions(ctx context.Context, conv chat.Conversation, before, after chat.Message) error
 	ForgetMessage(ctx context.Context, in chat.Place, m chat.Message) error
 
-	CreateRoom(ctx context.Context, creator chat.UserRef, f chat.NewRoom) (chat.Room, error)
-	JoinRoom(ctx context.Context, user chat.UserRef, room string) (chat.Room, error)
+	CreateRoom(ctx context.Context, creator chat.UserRef, f chat.NewRoom) (chat.RoomFor, error)
+	JoinRoom(ctx context.Context, user chat.UserRef, room string) (chat.RoomFor, error)
 	LeaveRoom(ctx context.Context, user chat.UserRef, room string) error
-	DeleteRoomFenced(ctx context.Context, login, name string, fence func(ctx context.Context, room string) error) (chat.Room, error)
+	DeleteRoomFenced(ctx context.Context, login, name string, fence func(ctx context.Context, room string) error) (chat.RoomWithAll, error)
 	ForgetRoom(ctx context.Context, login, room string) (bool, error)
-	AddMember(ctx context.Context, actor string, room string, who chat.UserRef) (chat.Room, error)
+	AddMember(ctx context.Context, actor string, room string, who chat.UserRef) (chat.RoomFor, error)
 	MakeAdmin(ctx context.Context, actor, room, who string) (chat.Room, error)
-	RemoveMember(ctx context.Context, actor, room, who string) (chat.Room, error)
+	RemoveMember(ctx context.Context, actor, room, who string) (chat.RoomFor, error)
 	SetRoomKind(ctx context.Context, actor, room, kind string) (chat.Room, error)
 	SetBanner(ctx context.Context, actor, room, banner string) (chat.Room, error)
-	JoinByInvite(ctx context.Context, user chat.UserRef, token string) (chat.Room, error)
+	JoinByInvite(ctx context.Context, user chat.UserRef, token string) (chat.RoomFor, error)
+	CreateInvite(ctx context.Context, actor chat.UserRef, room string, f chat.NewInvite) (string, chat.Invite, error)
+	RevokeInvite(ctx context.Context, actor, room, id string) error
 
 	UserRefs(ctx context.Context, logins []string) ([]chat.UserRef, error)
 	UpdateProfile(ctx context.Context, login, email, bio string) error
 	ChangePassword(ctx context.Context, login, old, password, confirm string) error
+	SetAvatar(ctx context.Context, user chat.UserRef, body io.Reader, limit int64) (chat.Avatar, error)
 	RemoveAvatar(ctx context.Context, login string) error
 	EndOtherSessions(ctx context.Context, login, keep string) ([]string, error)
 
@@ -44,6 +48,7 @@ type Storage interface {
 	CatchUp
 	Onboarding
 	Searches
+	Files
 }
 
 // Messages are a conversation's messages and their changes as stored:
@@ -95,8 +100,11 @@ type Reads interface {
 	// Room is the header of the room named name (any case), with no one's
 	// standing; ErrNotFound if there is none.
 	Room(ctx context.Context, name string) (chat.Room, error)
-	// Standing is login's entry in r, nil if not a participant.
-	Standing(ctx context.Context, r chat.Room, login string) (*chat.UserRef, error)
+	// RoomFor is the room named name with login's standing;
+	// ErrNotFound if there is none.
+	RoomFor(ctx context.Context, name, login string) (chat.RoomFor, error)
+	// Standing is login's standing in r (the incarnation read).
+	Standing(ctx context.Context, r chat.Room, login string) (chat.Standing, error)
 	// RoomMembers are r's participants by login after after, at most n.
 	RoomMembers(ctx context.Context, r chat.Room, after string, n int) ([]chat.UserRef, error)
 	// User is login's row; ErrNotFound if there is none.
@@ -154,6 +162,12 @@ type Pusher interface {
 	Posted(in chat.Place, conv chat.Conversation, m chat.Message)
 }
 
+// PictureVersions are the versions of people's pictures an instance
+// keeps (web.Avatars).
+type PictureVersions interface {
+	Apply(changes map[string]string)
+}
+
 // Outgoing queues a posted message for the outgoing webhooks of the
 // bots it goes to (push/outgoing), durably, before it returns.
 type Outgoing interface {
@@ -174,6 +188,10 @@ type Deps struct {
 	// Rows are the cached reads (package service/cache) of what is
 	// shown, not decided: Storage if nil.
 	Rows Reads
+	// Pictures are this instance's versions of people's pictures (nil:
+	// none kept): a change applies at once here, on the others when the
+	// bus brings it.
+	Pictures PictureVersions
 	// Rooms lists a person's rooms for search (nil: search is not
 	// available).
 	Rooms     RoomLister
@@ -184,7 +202,14 @@ type Deps struct {
 	Push      Pusher
 	// Outgoing may be nil: no bot gets deliveries.
 	Outgoing Outgoing
-	Log      *slog.Logger
+	// Mail sends the site's mail (nil: email is off); Email is email's
+	// storage; SiteURL starts the links mails carry.
+	Mail    Mailer
+	Email   EmailStore
+	SiteURL string
+	// EmailHideText leaves message text out of every email.
+	EmailHideText bool
+	Log           *slog.Logger
 	// ShownParticipants is how many participants a room's header lists:
 	// a change of them publishes that many.
 	ShownParticipants int
@@ -196,8 +221,11 @@ type Deps struct {
 	// some instance did not answer in time.
 	CountRoomPost     func(how string)
 	CountFenceTimeout func()
-	// CountSearchStatements observes the statements one search sent.
+	// CountSearchStatements observes the statements one search sent;
+	// FileStored hears of each upload's file stored, of size bytes,
+	// before its message is posted.
 	CountSearchStatements func(n int)
+	FileStored            func(ctx context.Context, size int64)
 }
 
 // Service runs the use cases.
@@ -213,6 +241,9 @@ func New(d Deps) *Service {
 	}
 	if d.CountFenceTimeout == nil {
 		d.CountFenceTimeout = func() {}
+	}
+	if d.FileStored == nil {
+		d.FileStored = func(context.Context, int64) {}
 	}
 	if d.CountSearchStatements == nil {
 		d.CountSearchStatements = func(int) {}

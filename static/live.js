@@ -315,9 +315,16 @@
     } else if (kind === "stream-end" && !conv) {
       // Left a room, logged out, or lost the session: the stream ends.
       // Open it again: a conversation no longer allowed is refused on it.
+      // An end that says where to go (the account was closed, its
+      // sessions ended) is passed to the tabs, which go there; the
+      // stream stays closed until a tab shows a page again.
       this.es.close();
       this.es = null;
       this.setUp(false);
+      if (payload) {
+        this.send({ t: "event", kind: kind, conv: "", id: "", data: payload, notifier: "" });
+        return;
+      }
       var self = this;
       setTimeout(function () { if (!self.es && self.hasTabs()) self.connect(); }, 1000);
       return;

@@ -268,7 +268,7 @@ func (s *Store) settleSite(ctx context.Context, sess *gocql.Session) error {
 		return fmt.Errorf("store: settle site: %w", err)
 	}
 	if people > 0 {
-		if err := sess.Query(establishSite, siteRowKey, time.Now().UTC()).WithContext(ctx).
+		if err := sess.Query(establishSite, time.Now().UTC(), siteRowKey).WithContext(ctx).
 			SerialConsistency(s.cfg.SerialConsistency).Exec(); err != nil {
 			return fmt.Errorf("store: settle site: %w", err)
 		}

@@ -75,44 +75,11 @@ const (
 	sweepDays = 7
 )
 
-// Attachment is a stored file and what is known of it.
-type Attachment struct {
-	// ID is a timeuuid; the time is when the upload started.
-	ID chat.ID
-	// Conversation is the id of the room or DM it was posted in.
-	Conversation string
-	Uploader     chat.UserRef
-	// Name is the cleaned file name the uploader gave.
-	Name string
-	Size int64
-	// ContentType is sniffed from the first bytes (http.DetectContentType),
-	// never the uploader's claim.
-	ContentType string
-	SHA256      []byte
-	ChunkSize   int
-	Chunks      int
-	Status      string
-	// Width and Height are a raster image's size in pixels, read from its
-	// header; 0 for anything else.
-	Width, Height int
-	// PreviewID names the image's preview (itself when it is small
-	// enough); zero when there is none.
-	PreviewID                   chat.ID
-	PreviewWidth, PreviewHeight int
-	// decodeBytes is what decoding the image takes (see decodedBytes),
-	// known only during its upload.
+// upload is an attachment as its upload stores it, with what decoding
+// the image takes (see decodedBytes), known only then.
+type upload struct {
+	chat.Attachment
 	decodeBytes int64
-}
-
-// Inline reports whether the file may be shown by a browser in our
-// origin: a raster image whose header was read. Everything else (HTML,
-// SVG, PDF, text) is only ever downloaded.
-func (a Attachment) Inline() bool { return chat.RasterImage(a.ContentType) && a.Width > 0 }
-
-// Ref is what a message keeps of the attachment.
-func (a Attachment) Ref() chat.AttachmentRef {
-	return chat.AttachmentRef{ID: a.ID, Name: a.Name, Size: a.Size, ContentType: a.ContentType,
-		PreviewID: a.PreviewID, PreviewWidth: a.PreviewWidth, PreviewHeight: a.PreviewHeight}
 }
 
 // attachmentUDT is an AttachmentRef as the driver reads and writes the
@@ -182,14 +149,14 @@ func (s *Store) releaseChunkBuffer(b []byte) { s.chunkBufs <- b }
 // chat.ValidationError for an image with more than MaxImagePixels pixels
 // (checked from its header, before anything is stored), and the reading
 // error of body when the upload is cut off.
-func (s *Store) StoreAttachment(ctx context.Context, in chat.Place, uploader chat.UserRef, name string, body io.Reader, limit int64) (Attachment, error) {
+func (s *Store) StoreAttachment(ctx context.Context, in chat.Place, uploader chat.UserRef, name string, body io.Reader, limit int64) (chat.Attachment, error) {
 	conv := in.Conversation()
 	if !conv.Has(uploader.Login) {
-		return Attachment{}, fmt.Errorf("store: upload to %q by %q: %w", conv.ID, uploader.Login, chat.ErrNotParticipant)
+		return chat.Attachment{}, fmt.Errorf("store: upload to %q by %q: %w", conv.ID, uploader.Login, chat.ErrNotParticipant)
 	}
 	a, err := s.storeChunks(ctx, conv.ID, uploader, chat.CleanFileName(name), body, limit)
 	if err != nil {
-		return Attachment{}, err
+		return chat.Attachment{}, err
 	}
 	if a.Width > 0 {
 		if err := s.addPreview(ctx, &a); errors.Is(err, errNoPreview) {
@@ -200,27 +167,27 @@ func (s *Store) StoreAttachment(ctx context.Context, in chat.Place, uploader cha
 			s.log.Warn("store: no preview", "attachment", a.ID, "err", err)
 		}
 	}
-	return a, s.finishAttachment(ctx, a)
+	return a.Attachment, s.finishAttachment(ctx, a.Attachment)
 }
 
 // storeChunks writes the pending rows and the chunks of body. The
 // attachment it returns is complete but still pending.
-func (s *Store) storeChunks(ctx context.Context, conv string, uploader chat.UserRef, name string, body io.Reader, limit int64) (Attachment, error) {
-	a := Attachment{ID: chat.ID(gocql.UUIDFromTime(s.Now())), Conversation: conv, Uploader: uploader, Name: name,
-		ChunkSize: ChunkSize, Status: StatusPending}
+func (s *Store) storeChunks(ctx context.Context, conv string, uploader chat.UserRef, name string, body io.Reader, limit int64) (upload, error) {
+	a := upload{Attachment: chat.Attachment{ID: chat.ID(gocql.UUIDFromTime(s.Now())), Conversation: conv, Uploader: uploader, Name: name,
+		ChunkSize: ChunkSize, Status: StatusPending}}
 	most := chunkLimit(limit)
 	// The pending row goes first: from then on a crash leaves something
 	// the sweeper finds. The listing lets a room's deletion find it too.
 	if err := s.exec(ctx, "record pending upload", insertPendingUpload, chat.BucketOf(a.ID), gocql.UUID(a.ID), conv, most); err != nil {
-		return Attachment{}, err
+		return upload{}, err
 	}
 	if err := s.exec(ctx, "list attachment", insertConversationAttachment, conv, gocql.UUID(a.ID), most); err != nil {
-		s.discardUpload(ctx, a, 0)
-		return Attachment{}, err
+		s.discardUpload(ctx, a.Attachment, 0)
+		return upload{}, err
 	}
-	if err := s.writeAttachmentRow(ctx, a); err != nil {
-		s.discardUpload(ctx, a, 0)
-		return Attachment{}, err
+	if err := s.writeAttachmentRow(ctx, a.Attachment); err != nil {
+		s.discardUpload(ctx, a.Attachment, 0)
+		return upload{}, err
 	}
 
 	var (
@@ -308,8 +275,8 @@ func (s *Store) storeChunks(ctx context.Context, conv string, uploader chat.User
 	}
 	wg.Wait()
 	if err := failure(); err != nil {
-		s.discardUpload(ctx, a, chunks)
-		return Attachment{}, err
+		s.discardUpload(ctx, a.Attachment, chunks)
+		return upload{}, err
 	}
 	a.Chunks, a.SHA256 = chunks, hash.Sum(nil)
 	return a, nil
@@ -334,7 +301,7 @@ func fill(body io.Reader, buf []byte) (int, error) {
 // image, reads its size from the header: an image of more pixels than
 // MaxImagePixels (a decompression bomb, say 50,000×50,000) is refused
 // before anything of it is stored or decoded.
-func inspect(a *Attachment, first []byte) error {
+func inspect(a *upload, first []byte) error {
 	a.ContentType = http.DetectContentType(first)
 	if !chat.RasterImage(a.ContentType) {
 		return nil
@@ -351,7 +318,7 @@ func inspect(a *Attachment, first []byte) error {
 	return nil
 }
 
-func (s *Store) writeAttachmentRow(ctx context.Context, a Attachment) error {
+func (s *Store) writeAttachmentRow(ctx context.Context, a chat.Attachment) error {
 	return s.exec(ctx, "store attachment "+a.ID.String(), insertAttachment, gocql.UUID(a.ID), a.Conversation, a.Uploader, a.Name,
 		a.Size, a.ContentType, a.SHA256, a.ChunkSize, a.Chunks, a.Status, a.Width, a.Height,
 		gocql.UUID(a.PreviewID), a.PreviewWidth, a.PreviewHeight)
@@ -360,7 +327,7 @@ func (s *Store) writeAttachmentRow(ctx context.Context, a Attachment) error {
 // finishAttachment turns a fully stored attachment ready: the metadata
 // row (every column, so nothing of the pending row is left), the listing
 // with the real chunk count, then the pending row goes.
-func (s *Store) finishAttachment(ctx context.Context, a Attachment) error {
+func (s *Store) finishAttachment(ctx context.Context, a chat.Attachment) error {
 	a.Status = StatusReady
 	if err := s.writeAttachmentRow(ctx, a); err != nil {
 		s.discardUpload(ctx, a, a.Chunks)
@@ -375,7 +342,7 @@ func (s *Store) finishAttachment(ctx context.Context, a Attachment) error {
 // discardUpload deletes what a failed upload wrote: its first chunks
 // chunks and its rows. It runs even when ctx is cancelled (a client that
 // hung up), with its own deadline; what it cannot delete, the sweeper will.
-func (s *Store) discardUpload(ctx context.Context, a Attachment, chunks int) {
+func (s *Store) discardUpload(ctx context.Context, a chat.Attachment, chunks int) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
 	if err := s.deleteAttachment(ctx, a.Conversation, a.ID, chunks); err != nil {
@@ -405,7 +372,7 @@ func (s *Store) deleteAttachment(ctx context.Context, conv string, id chat.ID, c
 // DiscardAttachment deletes a stored attachment and its preview: the
 // file of a message that could not be posted. Deleting what is already
 // gone is no error.
-func (s *Store) DiscardAttachment(ctx context.Context, a Attachment) error {
+func (s *Store) DiscardAttachment(ctx context.Context, a chat.Attachment) error {
 	if a.PreviewID != (chat.ID{}) && a.PreviewID != a.ID {
 		p, err := s.Attachment(ctx, a.PreviewID)
 		switch {
@@ -422,19 +389,19 @@ func (s *Store) DiscardAttachment(ctx context.Context, a Attachment) error {
 
 // Attachment returns the ready attachment id, or chat.ErrNotFound (also while
 // it is still being uploaded).
-func (s *Store) Attachment(ctx context.Context, id chat.ID) (Attachment, error) {
+func (s *Store) Attachment(ctx context.Context, id chat.ID) (chat.Attachment, error) {
 	q, err := s.query(ctx, selectAttachment, gocql.UUID(id))
 	if err != nil {
-		return Attachment{}, err
+		return chat.Attachment{}, err
 	}
-	var a Attachment
+	var a chat.Attachment
 	err = q.Scan((*gocql.UUID)(&a.ID), &a.Conversation, &a.Uploader, &a.Name, &a.Size, &a.ContentType, &a.SHA256,
 		&a.ChunkSize, &a.Chunks, &a.Status, &a.Width, &a.Height, (*gocql.UUID)(&a.PreviewID), &a.PreviewWidth, &a.PreviewHeight)
 	if errors.Is(err, gocql.ErrNotFound) || (err == nil && a.Status != StatusReady) {
-		return Attachment{}, fmt.Errorf("store: attachment %s: %w", id, chat.ErrNotFound)
+		return chat.Attachment{}, fmt.Errorf("store: attachment %s: %w", id, chat.ErrNotFound)
 	}
 	if err != nil {
-		return Attachment{}, s.fail("read attachment", err)
+		return chat.Attachment{}, s.fail("read attachment", err)
 	}
 	return a, nil
 }
@@ -466,7 +433,7 @@ func (s *Store) Chunk(ctx context.Context, id chat.ID, no int) ([]byte, error) {
 // readers of the process hold together stay within Config.ReadBudget: a
 // reader waits for room before it loads one. ctx bounds every read and
 // every wait; Close lets the chunk go.
-func (s *Store) OpenAttachment(ctx context.Context, a Attachment) *AttachmentReader {
+func (s *Store) OpenAttachment(ctx context.Context, a chat.Attachment) io.ReadSeekCloser {
 	return &AttachmentReader{s: s, ctx: ctx, a: a, loaded: -1}
 }
 
@@ -474,7 +441,7 @@ func (s *Store) OpenAttachment(ctx context.Context, a Attachment) *AttachmentRea
 type AttachmentReader struct {
 	s      *Store
 	ctx    context.Context
-	a      Attachment
+	a      chat.Attachment
 	pos    int64
 	loaded int
 	chunk  []byte
@@ -623,4 +590,53 @@ func (s *Store) conversationAttachmentDeletes(ctx context.Context, conv string) 
 		return nil, s.fail("list attachments of "+conv, err)
 	}
 	return append(stmts, batchStmt{deleteConversationAttachments, []any{conv}}), nil
+}
+
+// DeleteDMFilesOf deletes every file login sent in a DM (and its
+// preview), as the deletion of their account does: files in rooms stay
+// with the rooms. It reads each of login's DMs' listing of files and each
+// file's row for its uploader, which a deletion, once per account, can
+// afford. It returns how many files it deleted.
+func (s *Store) DeleteDMFilesOf(ctx context.Context, login string) (int, error) {
+	dms, err := s.DMList(ctx, login)
+	if err != nil {
+		return 0, err
+	}
+	deleted := 0
+	for _, e := range dms {
+		conv := chat.DMPrefix + e.DM.Address
+		q, err := s.query(ctx, selectConversationAttachments, conv)
+		if err != nil {
+			return deleted, err
+		}
+		var (
+			ids    []chat.ID
+			id     chat.ID
+			chunks int
+		)
+		iter := q.Iter()
+		for iter.Scan((*gocql.UUID)(&id), &chunks) {
+			ids = append(ids, id)
+		}
+		if err := iter.Close(); err != nil {
+			return deleted, s.fail("list attachments of "+conv, err)
+		}
+		for _, id := range ids {
+			a, err := s.Attachment(ctx, id)
+			if errors.Is(err, chat.ErrNotFound) {
+				continue // a preview deleted with its file, or an upload under way
+			}
+			if err != nil {
+				return deleted, err
+			}
+			if chat.NameKey(a.Uploader.Login) != chat.NameKey(login) {
+				continue
+			}
+			if err := s.DiscardAttachment(ctx, a); err != nil {
+				return deleted, err
+			}
+			deleted++
+		}
+	}
+	return deleted, nil
 }

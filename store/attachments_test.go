@@ -329,7 +329,7 @@ func TestAttachmentPreviews(t *testing.T) {
 	ctx := context.Background()
 	ada := newUser(t, unique("ada"))
 	conv := conversationOf(ada)
-	store1 := func(t *testing.T, name string, data []byte) (store.Attachment, error) {
+	store1 := func(t *testing.T, name string, data []byte) (chat.Attachment, error) {
 		return db.StoreAttachment(ctx, conv, ada.Ref(), name, bytes.NewReader(data), 25<<20)
 	}
 	t.Run("large PNG is scaled to fit 480x360", func(t *testing.T) {

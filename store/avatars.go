@@ -1,7 +1,7 @@
 // This file owns avatar pictures: an upload is stored like an attachment
 // (sniffed, bounded, chunked), decoded within the decode budget, cropped
-// to its centre square and kept as two squares, AvatarLarge and
-// AvatarSmall pixels, each an attachment of the conversation
+// to its centre square and kept as two squares, chat.AvatarLarge and
+// chat.AvatarSmall pixels, each an attachment of the conversation
 // "avatar:<login>"; the upload itself is then deleted. Who has a picture
 // is one row per person in the avatars table, spread over avatarShards
 // partitions so that an instance can load every row (LoadAvatars).
@@ -23,8 +23,6 @@ import (
 )
 
 const (
-	// AvatarLarge and AvatarSmall are the sides of the two squares kept.
-	AvatarLarge, AvatarSmall = 128, 48
 	// avatarShards is how many partitions the avatars table spreads over.
 	avatarShards = 16
 
@@ -33,15 +31,6 @@ const (
 	deleteAvatar  = `DELETE FROM avatars WHERE shard = ? AND login = ?`
 	selectAvatars = `SELECT login, small_id FROM avatars WHERE shard = ?`
 )
-
-// Avatar is a person's picture: its two squares' attachments. Small's id
-// is the picture's version (a new upload gets new ids).
-type Avatar struct {
-	Large, Small chat.ID
-}
-
-// Version names this picture in URLs and ETags.
-func (a Avatar) Version() string { return a.Small.String() }
 
 func avatarConversation(login string) string { return "avatar:" + chat.NameKey(login) }
 
@@ -64,39 +53,39 @@ func AvatarImage(contentType string) bool {
 // avatar, and deletes the one it replaces. It returns chat.ErrTooLarge past
 // limit and a chat.ValidationError for a file that is not a PNG, JPEG or WebP
 // image (sniffed, not named) or is too large to decode.
-func (s *Store) SetAvatar(ctx context.Context, user chat.UserRef, body io.Reader, limit int64) (Avatar, error) {
+func (s *Store) SetAvatar(ctx context.Context, user chat.UserRef, body io.Reader, limit int64) (chat.Avatar, error) {
 	conv := avatarConversation(user.Login)
 	up, err := s.storeChunks(ctx, conv, user, "avatar-upload", body, limit)
 	if err != nil {
-		return Avatar{}, err
+		return chat.Avatar{}, err
 	}
 	// The upload is only read here: it goes whatever happens.
-	defer s.discardUpload(ctx, up, up.Chunks)
+	defer s.discardUpload(ctx, up.Attachment, up.Chunks)
 	if !AvatarImage(up.ContentType) || up.Width <= 0 {
-		return Avatar{}, chat.ValidationError{"picture": "Choose a PNG, JPEG or WebP picture."}
+		return chat.Avatar{}, chat.ValidationError{"picture": "Choose a PNG, JPEG or WebP picture."}
 	}
 	var large, small []byte
 	err = s.decodeImage(ctx, up, func(src image.Image) (err error) {
 		b := src.Bounds()
 		side := min(b.Dx(), b.Dy())
 		square := image.Rect(0, 0, side, side).Add(b.Min).Add(image.Pt((b.Dx()-side)/2, (b.Dy()-side)/2))
-		if large, err = scaleEncode(src, square, AvatarLarge, AvatarLarge, draw.CatmullRom); err != nil {
+		if large, err = scaleEncode(src, square, chat.AvatarLarge, chat.AvatarLarge, draw.CatmullRom); err != nil {
 			return err
 		}
-		small, err = scaleEncode(src, square, AvatarSmall, AvatarSmall, draw.CatmullRom)
+		small, err = scaleEncode(src, square, chat.AvatarSmall, chat.AvatarSmall, draw.CatmullRom)
 		return err
 	})
 	if errors.Is(err, errNoPreview) {
-		return Avatar{}, chat.ValidationError{"picture": "This picture is too large to read; choose a smaller one."}
+		return chat.Avatar{}, chat.ValidationError{"picture": "This picture is too large to read; choose a smaller one."}
 	}
 	if err != nil {
 		var ve chat.ValidationError
 		if errors.As(err, &ve) || errors.Is(err, chat.ErrUnavailable) || ctx.Err() != nil {
-			return Avatar{}, err
+			return chat.Avatar{}, err
 		}
-		return Avatar{}, chat.ValidationError{"picture": "This picture could not be read."}
+		return chat.Avatar{}, chat.ValidationError{"picture": "This picture could not be read."}
 	}
-	var av Avatar
+	var av chat.Avatar
 	for _, p := range []struct {
 		data []byte
 		id   *chat.ID
@@ -104,16 +93,16 @@ func (s *Store) SetAvatar(ctx context.Context, user chat.UserRef, body io.Reader
 	}{{large, &av.Large, "avatar-large"}, {small, &av.Small, "avatar-small"}} {
 		a, err := s.storeChunks(ctx, conv, user, p.name, bytes.NewReader(p.data), int64(len(p.data)))
 		if err != nil {
-			return Avatar{}, err
+			return chat.Avatar{}, err
 		}
-		if err := s.finishAttachment(ctx, a); err != nil {
-			return Avatar{}, err
+		if err := s.finishAttachment(ctx, a.Attachment); err != nil {
+			return chat.Avatar{}, err
 		}
 		*p.id = a.ID
 	}
 	old, oldErr := s.Avatar(ctx, user.Login)
 	if err := s.exec(ctx, "set avatar", insertAvatar, avatarShard(user.Login), chat.NameKey(user.Login), gocql.UUID(av.Large), gocql.UUID(av.Small)); err != nil {
-		return Avatar{}, err
+		return chat.Avatar{}, err
 	}
 	if oldErr == nil {
 		s.dropAvatarFiles(ctx, old)
@@ -139,7 +128,7 @@ func (s *Store) RemoveAvatar(ctx context.Context, login string) error {
 
 // dropAvatarFiles deletes a replaced picture's squares; what it cannot
 // delete stays listed under the person's avatar conversation.
-func (s *Store) dropAvatarFiles(ctx context.Context, av Avatar) {
+func (s *Store) dropAvatarFiles(ctx context.Context, av chat.Avatar) {
 	for _, id := range []chat.ID{av.Large, av.Small} {
 		a, err := s.Attachment(ctx, id)
 		if err == nil {
@@ -152,18 +141,18 @@ func (s *Store) dropAvatarFiles(ctx context.Context, av Avatar) {
 }
 
 // Avatar returns login's picture, or chat.ErrNotFound.
-func (s *Store) Avatar(ctx context.Context, login string) (Avatar, error) {
+func (s *Store) Avatar(ctx context.Context, login string) (chat.Avatar, error) {
 	q, err := s.query(ctx, selectAvatar, avatarShard(login), chat.NameKey(login))
 	if err != nil {
-		return Avatar{}, err
+		return chat.Avatar{}, err
 	}
-	var av Avatar
+	var av chat.Avatar
 	err = q.Scan((*gocql.UUID)(&av.Large), (*gocql.UUID)(&av.Small))
 	if errors.Is(err, gocql.ErrNotFound) {
-		return Avatar{}, fmt.Errorf("store: avatar of %q: %w", login, chat.ErrNotFound)
+		return chat.Avatar{}, fmt.Errorf("store: avatar of %q: %w", login, chat.ErrNotFound)
 	}
 	if err != nil {
-		return Avatar{}, s.fail("read avatar", err)
+		return chat.Avatar{}, s.fail("read avatar", err)
 	}
 	return av, nil
 }

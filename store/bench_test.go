@@ -78,14 +78,14 @@ func BenchmarkDeleteRoom(b *testing.B) {
 	names := make([]string, b.N)
 	for i := range names {
 		names[i] = unique("bdroom")
-		r, err := db.CreateRoom(ctx, creator.Ref(), chat.NewRoom{Name: names[i]})
+		if _, err := db.CreateRoom(ctx, creator.Ref(), chat.NewRoom{Name: names[i]}); err != nil {
+			b.Fatal(err)
+		}
+		joined, err := db.JoinRoom(ctx, other.Ref(), names[i])
 		if err != nil {
 			b.Fatal(err)
 		}
-		if r, err = db.JoinRoom(ctx, other.Ref(), names[i]); err != nil {
-			b.Fatal(err)
-		}
-		if _, err := db.PostMessage(ctx, r, other.Ref(), "hello"); err != nil {
+		if _, err := db.PostMessage(ctx, joined, other.Ref(), "hello"); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -11,7 +11,7 @@ import (
 )
 
 // reactedRoom is a new room of author with one message in it.
-func reactedRoom(t *testing.T, author chat.User) (chat.Room, chat.Message) {
+func reactedRoom(t *testing.T, author chat.User) (chat.RoomFor, chat.Message) {
 	t.Helper()
 	ctx := context.Background()
 	room, err := db.CreateRoom(ctx, author.Ref(), chat.NewRoom{Name: unique("react")})

@@ -35,7 +35,7 @@ func (s *Store) RecordOldDMEntry(ctx context.Context, login string, d chat.DM, m
 
 // JoinWithInviteAsRead joins user by inv as it was read, perhaps before
 // it was revoked (the race of a join and a revocation).
-func (s *Store) JoinWithInviteAsRead(ctx context.Context, user chat.UserRef, inv Invite) (chat.Room, error) {
+func (s *Store) JoinWithInviteAsRead(ctx context.Context, user chat.UserRef, inv chat.Invite) (chat.RoomFor, error) {
 	return s.joinByInvite(ctx, user, inv)
 }
 
@@ -81,6 +81,16 @@ const RoomStatics = roomStatics
 
 // RoomWithAll reads a room with every participant (Room reads the header
 // alone), as a delete does.
-func (s *Store) RoomWithAll(ctx context.Context, name string) (chat.Room, error) {
+func (s *Store) RoomWithAll(ctx context.Context, name string) (chat.RoomWithAll, error) {
 	return s.roomAll(ctx, name, false)
+}
+
+// MergeSiteSettings runs the move of site_settings into the site row (see
+// mergeSiteSettings), as an instance that connects does.
+func (s *Store) MergeSiteSettings(ctx context.Context) error {
+	sess, err := s.db()
+	if err != nil {
+		return err
+	}
+	return s.mergeSiteSettings(ctx, sess)
 }

@@ -23,7 +23,7 @@ func TestLateDeleteIsFenced(t *testing.T) {
 	if err != nil || applied {
 		t.Fatalf("settled a delete that did not apply as applied %v (%v)", applied, err)
 	}
-	if applied, err := db.LateDelete(ctx, asRead); err != nil || applied {
+	if applied, err := db.LateDelete(ctx, asRead.Room); err != nil || applied {
 		t.Fatalf("the late delete applied: %v %v", applied, err)
 	}
 	if _, err := db.RoomWithAll(ctx, r.Name); err != nil {
@@ -49,13 +49,13 @@ func TestLateJoinIsFenced(t *testing.T) {
 		t.Fatal(err)
 	}
 	asRead, _ := db.RoomWithAll(ctx, r.Name)
-	if applied, err := db.SettleJoin(ctx, asRead, joiner.Login); err != nil || applied {
+	if applied, err := db.SettleJoin(ctx, asRead.Room, joiner.Login); err != nil || applied {
 		t.Fatalf("settled a join that did not apply as applied %v (%v)", applied, err)
 	}
-	if applied, err := db.LateJoin(ctx, asRead, joiner.Ref()); err != nil || applied {
+	if applied, err := db.LateJoin(ctx, asRead.Room, joiner.Ref()); err != nil || applied {
 		t.Fatalf("the late join applied: %v %v", applied, err)
 	}
-	if now, _ := db.RoomWithAll(ctx, r.Name); now.HasParticipant(joiner.Login) {
+	if now, _ := db.RoomWithAll(ctx, r.Name); now.Has(joiner.Login) {
 		t.Fatal("the late join made a participant")
 	}
 	// A join now reads the moved guard and applies.
@@ -63,10 +63,10 @@ func TestLateJoinIsFenced(t *testing.T) {
 		t.Fatalf("a join after the fence: %v", err)
 	}
 	now, _ := db.RoomWithAll(ctx, r.Name)
-	if !now.HasParticipant(joiner.Login) {
+	if !now.Has(joiner.Login) {
 		t.Fatal("the join after the fence made no participant")
 	}
-	if applied, err := db.SettleJoin(ctx, now, joiner.Login); err != nil || !applied {
+	if applied, err := db.SettleJoin(ctx, now.Room, joiner.Login); err != nil || !applied {
 		t.Fatalf("settled an applied join as %v (%v)", applied, err)
 	}
 	if again, _ := db.RoomWithAll(ctx, r.Name); again.Guard != now.Guard {
@@ -84,7 +84,7 @@ func TestListFollowsParticipants(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := db.ListRoom(ctx, other.Login, r); err != nil {
+	if err := db.ListRoom(ctx, other.Login, r.Room); err != nil {
 		t.Fatal(err)
 	}
 	rooms, err := db.MyRooms(ctx, other.Login)

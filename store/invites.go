@@ -67,26 +67,26 @@ func tokenHash(token string) []byte {
 // room, an admin of a closed one. It returns the token (the only time it
 // is known) and the link, or a chat.ValidationError, chat.ErrNotFound,
 // chat.ErrNotParticipant or chat.ErrNotAdmin.
-func (s *Store) CreateInvite(ctx context.Context, actor chat.UserRef, room string, f chat.NewInvite) (string, Invite, error) {
+func (s *Store) CreateInvite(ctx context.Context, actor chat.UserRef, room string, f chat.NewInvite) (string, chat.Invite, error) {
 	if err := f.Validate(); err != nil {
-		return "", Invite{}, err
+		return "", chat.Invite{}, err
 	}
 	r, err := s.RoomFor(ctx, room, actor.Login)
 	if err != nil {
-		return "", Invite{}, err
+		return "", chat.Invite{}, err
 	}
-	if err := mayInvite(r, actor.Login); err != nil {
-		return "", Invite{}, err
+	if err := mayInvite(r); err != nil {
+		return "", chat.Invite{}, err
 	}
 	raw := make([]byte, 32)
 	if _, err := rand.Read(raw); err != nil {
-		return "", Invite{}, fmt.Errorf("store: invite token: %w", err)
+		return "", chat.Invite{}, fmt.Errorf("store: invite token: %w", err)
 	}
 	token := base64.RawURLEncoding.EncodeToString(raw)
 	hash := tokenHash(token)
 	now := s.Now().UTC().Truncate(time.Millisecond)
-	inv := Invite{ID: hex.EncodeToString(hash[:8]), Room: r.Name, CreatedBy: actor, CreatedAt: now,
-		ExpiresAt: now.Add(f.TTL), MaxUses: f.MaxUses, RoomSince: r.CreatedAt, hash: hash}
+	inv := chat.Invite{ID: hex.EncodeToString(hash[:8]), Room: r.Name, CreatedBy: actor, CreatedAt: now,
+		ExpiresAt: now.Add(f.TTL), MaxUses: f.MaxUses, RoomSince: r.CreatedAt}
 	ttl := int((f.TTL + inviteKept) / time.Second)
 	var uses any
 	if f.MaxUses > 0 {
@@ -95,28 +95,28 @@ func (s *Store) CreateInvite(ctx context.Context, actor chat.UserRef, room strin
 	// The room's row first: a link that the list misses could not be revoked.
 	if err := s.exec(ctx, "list invite of "+r.Name, insertRoomInvite,
 		r.Name, inv.ID, hash, actor, now, inv.ExpiresAt, uses, r.CreatedAt, ttl); err != nil {
-		return "", Invite{}, err
+		return "", chat.Invite{}, err
 	}
 	if err := s.exec(ctx, "create invite to "+r.Name, insertInvite,
 		hash, inv.ID, r.Name, actor, now, inv.ExpiresAt, uses, r.CreatedAt, ttl); err != nil {
-		return "", Invite{}, err
+		return "", chat.Invite{}, err
 	}
 	return token, inv, nil
 }
 
-// mayInvite is nil if login may make links to r or add people to it.
-func mayInvite(r chat.Room, login string) error {
+// mayInvite is nil if r's person may make links to r or add people to it.
+func mayInvite(r chat.RoomFor) error {
 	switch {
-	case r.IsAdmin(login), !r.Closed() && r.HasParticipant(login):
+	case r.IsAdmin(), !r.Closed() && r.IsMember():
 		return nil
 	case !r.Closed():
-		return fmt.Errorf("store: invite to %q by %q: %w", r.Name, login, chat.ErrNotParticipant)
+		return fmt.Errorf("store: invite to %q by %q: %w", r.Name, r.Login(), chat.ErrNotParticipant)
 	}
-	return refuse(r, login, "invite to")
+	return refuse(r, "invite to")
 }
 
-func scanInvite(scan func(...any) error, hash *[]byte) (Invite, error) {
-	var inv Invite
+func scanInvite(scan func(...any) error, hash *[]byte) (chat.Invite, error) {
+	var inv chat.Invite
 	dest := []any{&inv.ID, &inv.Room, &inv.CreatedBy, &inv.CreatedAt, &inv.ExpiresAt, &inv.MaxUses, &inv.Revoked, &inv.RoomSince}
 	if hash != nil {
 		dest = append(dest, hash)
@@ -127,50 +127,56 @@ func scanInvite(scan func(...any) error, hash *[]byte) (Invite, error) {
 
 // Invite returns the link with this token, or chat.ErrNotFound (never made,
 // or so long expired that it is gone).
-func (s *Store) Invite(ctx context.Context, token string) (Invite, error) {
+func (s *Store) Invite(ctx context.Context, token string) (chat.Invite, error) {
 	if len(token) == 0 || len(token) > 100 {
-		return Invite{}, fmt.Errorf("store: invite: %w", chat.ErrNotFound)
+		return chat.Invite{}, fmt.Errorf("store: invite: %w", chat.ErrNotFound)
 	}
 	hash := tokenHash(token)
 	q, err := s.query(ctx, selectInvite, hash)
 	if err != nil {
-		return Invite{}, err
+		return chat.Invite{}, err
 	}
 	inv, err := scanInvite(q.Scan, nil)
 	if errors.Is(err, gocql.ErrNotFound) {
-		return Invite{}, fmt.Errorf("store: invite: %w", chat.ErrNotFound)
+		return chat.Invite{}, fmt.Errorf("store: invite: %w", chat.ErrNotFound)
 	}
 	if err != nil {
-		return Invite{}, s.fail("read invite", err)
+		return chat.Invite{}, s.fail("read invite", err)
 	}
-	inv.hash = hash
 	return inv, nil
 }
 
 // Invites returns the links of the room r (of its incarnation: not those
 // of a room deleted before under the name), for its admins, oldest first.
-func (s *Store) Invites(ctx context.Context, r chat.Room) ([]Invite, error) {
+func (s *Store) Invites(ctx context.Context, r chat.Room) ([]chat.Invite, error) {
 	all, err := s.roomInvites(ctx, r.Name)
 	if err != nil {
 		return nil, err
 	}
-	out := all[:0]
+	var out []chat.Invite
 	for _, inv := range all {
-		if inv.of(r) {
-			out = append(out, inv)
+		if inv.Of(r) {
+			out = append(out, inv.Invite)
 		}
 	}
 	return out, nil
 }
 
+// listedInvite is a link as its room's list holds it, with its token's
+// hash (the key of its own row).
+type listedInvite struct {
+	chat.Invite
+	hash []byte
+}
+
 // roomInvites returns every link listed under the room's name.
-func (s *Store) roomInvites(ctx context.Context, room string) ([]Invite, error) {
+func (s *Store) roomInvites(ctx context.Context, room string) ([]listedInvite, error) {
 	q, err := s.query(ctx, selectRoomInvites, chat.NameKey(room))
 	if err != nil {
 		return nil, err
 	}
 	iter := q.Iter()
-	var out []Invite
+	var out []listedInvite
 	scanner := iter.Scanner()
 	for scanner.Next() {
 		var hash []byte
@@ -179,13 +185,12 @@ func (s *Store) roomInvites(ctx context.Context, room string) ([]Invite, error) 
 			iter.Close()
 			return nil, s.fail("scan invites", err)
 		}
-		inv.hash = hash
-		out = append(out, inv)
+		out = append(out, listedInvite{inv, hash})
 	}
 	if err := iter.Close(); err != nil {
 		return nil, s.fail("list invites of "+room, err)
 	}
-	slices.SortFunc(out, func(a, b Invite) int { return a.CreatedAt.Compare(b.CreatedAt) })
+	slices.SortFunc(out, func(a, b listedInvite) int { return a.CreatedAt.Compare(b.CreatedAt) })
 	return out, nil
 }
 
@@ -197,8 +202,8 @@ func (s *Store) RevokeInvite(ctx context.Context, actor, room, id string) error 
 	if err != nil {
 		return err
 	}
-	if !r.IsAdmin(actor) {
-		return refuse(r, actor, "revoke invite to")
+	if !r.IsAdmin() {
+		return refuse(r, "revoke invite to")
 	}
 	q, err := s.query(ctx, selectRoomInvite, r.Name, id)
 	if err != nil {
@@ -206,7 +211,7 @@ func (s *Store) RevokeInvite(ctx context.Context, actor, room, id string) error 
 	}
 	var hash []byte
 	inv, err := scanInvite(q.Scan, &hash)
-	if errors.Is(err, gocql.ErrNotFound) || err == nil && !inv.of(r) {
+	if errors.Is(err, gocql.ErrNotFound) || err == nil && !inv.Of(r.Room) {
 		return fmt.Errorf("store: revoke invite %q: %w", id, chat.ErrNotFound)
 	}
 	if err != nil {
@@ -215,15 +220,15 @@ func (s *Store) RevokeInvite(ctx context.Context, actor, room, id string) error 
 	// The room's mark first: from its LWT on, no join by the link can
 	// apply, whatever the join read of the link before (JoinByInvite's
 	// condition), so a revocation that answers is one no join outlives.
-	_, err = s.changeRoom(ctx, "revoke invite to", r.Name, these(actor), func(r chat.Room) ([]batchStmt, error) {
-		if !r.IsAdmin(actor) {
-			return nil, refuse(r, actor, "revoke invite to")
+	_, err = s.changeRoom(ctx, "revoke invite to", r.Name, actor, "", false, func(r roomRead) ([]batchStmt, error) {
+		if !r.IsAdmin() {
+			return nil, refuse(r.RoomFor, "revoke invite to")
 		}
-		if _, done := r.InviteUses[revokedKey(id)]; done {
+		if _, done := r.InviteUses[chat.RevokedMark(id)]; done {
 			return nil, nil
 		}
-		return []batchStmt{{markRevoked, []any{map[string]int{revokedKey(id): 1}, r.Name}}}, nil
-	}, func(r chat.Room) bool { _, done := r.InviteUses[revokedKey(id)]; return done })
+		return []batchStmt{{markRevoked, []any{map[string]int{chat.RevokedMark(id): 1}, r.Name}}}, nil
+	}, func(r roomRead) bool { _, done := r.InviteUses[chat.RevokedMark(id)]; return done })
 	if err != nil {
 		return err
 	}
@@ -240,29 +245,30 @@ func (s *Store) RevokeInvite(ctx context.Context, actor, room, id string) error 
 
 // JoinByInvite adds user to the link's room and takes one of its uses, in
 // one LWT conditioned on the uses just read; a member already in the room
-// takes no use. It returns the room, or chat.ErrNotFound (no such link or
-// room), chat.ErrInviteRevoked, chat.ErrInviteExpired, chat.ErrInviteUsedUp, or
-// chat.ErrConflict if others kept taking uses in between.
-func (s *Store) JoinByInvite(ctx context.Context, user chat.UserRef, token string) (chat.Room, error) {
+// takes no use. It returns the room with user's standing, or
+// chat.ErrNotFound (no such link or room), chat.ErrInviteRevoked,
+// chat.ErrInviteExpired, chat.ErrInviteUsedUp, or chat.ErrConflict if
+// others kept taking uses in between.
+func (s *Store) JoinByInvite(ctx context.Context, user chat.UserRef, token string) (chat.RoomFor, error) {
 	inv, err := s.Invite(ctx, token)
 	if err != nil {
-		return chat.Room{}, err
+		return chat.RoomFor{}, err
 	}
 	return s.joinByInvite(ctx, user, inv)
 }
 
 // joinByInvite is JoinByInvite with the link as read, perhaps before it
 // was revoked: the room's revocation mark still refuses the join.
-func (s *Store) joinByInvite(ctx context.Context, user chat.UserRef, inv Invite) (chat.Room, error) {
+func (s *Store) joinByInvite(ctx context.Context, user chat.UserRef, inv chat.Invite) (chat.RoomFor, error) {
 	undo, err := s.listFirst(ctx, user.Login, inv.Room)
 	if err != nil {
-		return chat.Room{}, err
+		return chat.RoomFor{}, err
 	}
-	before, err := s.changeRoom(ctx, "join by invite", inv.Room, these(user.Login), func(r chat.Room) ([]batchStmt, error) {
-		if r.HasParticipant(user.Login) {
+	before, err := s.changeRoom(ctx, "join by invite", inv.Room, user.Login, "", false, func(r roomRead) ([]batchStmt, error) {
+		if r.IsMember() {
 			return nil, nil // a member takes no use
 		}
-		if err := inv.For(r, user.Login, s.Now()); err != nil {
+		if err := inv.For(r.Room, user.Login, s.Now()); err != nil {
 			return nil, fmt.Errorf("store: join %q by invite: %w", r.Name, err)
 		}
 		used, had := r.InviteUses[inv.ID]
@@ -279,70 +285,13 @@ func (s *Store) joinByInvite(ctx context.Context, user chat.UserRef, inv Invite)
 			admins = r.Admins
 		}
 		return []batchStmt{{joinByInvite, []any{user, gocql.TimeUUID(), r.Members + 1, map[string]int{inv.ID: used + 1},
-			r.Name, r.CreatedAt, user.Login, r.CreatedAt, r.Members, inv.ID, was, revokedKey(inv.ID),
+			r.Name, r.CreatedAt, user.Login, r.CreatedAt, r.Members, inv.ID, was, chat.RevokedMark(inv.ID),
 			r.Kind, r.CreatorLogin, admins, user.Login, removedAt}}}, nil
-	}, func(r chat.Room) bool { return r.HasParticipant(user.Login) })
+	}, func(r roomRead) bool { return r.IsMember() })
 	if err != nil {
-		return chat.Room{}, undo(err)
+		return chat.RoomFor{}, undo(err)
 	}
-	return s.enlist(ctx, user.Login, before)
-}
-
-// revokedKey is the key of link id's revocation mark in the room's
-// invite_uses.
-func revokedKey(id string) string { return id + ":revoked" }
-
-// Invite is an invitation link, without its token.
-type Invite struct {
-	// ID names the link to its room's admins (for revoking): the first
-	// 8 bytes of the token's hash, in hex.
-	ID        string
-	Room      string
-	CreatedBy chat.UserRef
-	CreatedAt time.Time
-	ExpiresAt time.Time
-	// MaxUses is how many people may join by it; 0 for any number.
-	MaxUses int
-	Revoked bool
-	// RoomSince is the creation date of the room the link was made for
-	// (zero for a link from before it was recorded).
-	RoomSince time.Time
-	hash      []byte
-}
-
-// of reports whether the link belongs to r's incarnation: made for it,
-// or, from before links recorded it, made after r began.
-func (i Invite) of(r chat.Room) bool {
-	if !i.RoomSince.IsZero() {
-		return i.RoomSince.Equal(r.CreatedAt)
-	}
-	return !i.CreatedAt.Before(r.CreatedAt)
-}
-
-// For is why the link lets login into r (as read, with login's standing)
-// no more at now, or nil: chat.ErrNotFound for a link of another room
-// that had the name (deleted since), one of Problem's errors, the room's
-// revocation mark's chat.ErrInviteRevoked, chat.ErrInviteNotAdmin when r
-// is closed and the link's maker holds no admin role in it, and
-// chat.ErrInviteRemoved when an admin removed login after the link was
-// made.
-func (i Invite) For(r chat.Room, login string, now time.Time) error {
-	if !i.of(r) {
-		return chat.ErrNotFound
-	}
-	if err := i.Problem(now, r.InviteUses[i.ID]); err != nil {
-		return err
-	}
-	if _, revoked := r.InviteUses[revokedKey(i.ID)]; revoked {
-		return chat.ErrInviteRevoked
-	}
-	if r.Closed() && !r.HoldsAdmin(i.CreatedBy.Login) {
-		return chat.ErrInviteNotAdmin
-	}
-	if at, removed := r.Removed[login]; removed && !i.CreatedAt.After(at) {
-		return chat.ErrInviteRemoved
-	}
-	return nil
+	return s.enlist(ctx, user.Login, before.Room)
 }
 
 // roomInviteDeletes are the statements that end the links of the deleted
@@ -355,23 +304,9 @@ func (s *Store) roomInviteDeletes(ctx context.Context, r chat.Room) ([]batchStmt
 	}
 	var stmts []batchStmt
 	for _, inv := range all {
-		if inv.of(r) {
+		if inv.Of(r) {
 			stmts = append(stmts, batchStmt{deleteInvite, []any{inv.hash}}, batchStmt{deleteRoomInvites, []any{r.Name, inv.ID}})
 		}
 	}
 	return stmts, nil
-}
-
-// Problem is why the link lets no one in at now, given the uses taken
-// (chat.ErrInviteRevoked, chat.ErrInviteExpired, chat.ErrInviteUsedUp), or nil.
-func (i Invite) Problem(now time.Time, used int) error {
-	switch {
-	case i.Revoked:
-		return chat.ErrInviteRevoked
-	case !now.Before(i.ExpiresAt):
-		return chat.ErrInviteExpired
-	case i.MaxUses > 0 && used >= i.MaxUses:
-		return chat.ErrInviteUsedUp
-	}
-	return nil
 }

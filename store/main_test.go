@@ -41,9 +41,9 @@ func newUser(t testing.TB, login string) chat.User {
 // joinAndRead joins user to room and reads the room with every
 // participant's standing (a room read for one person holds theirs only),
 // for a test that posts as several people.
-func joinAndRead(ctx context.Context, st *store.Store, user chat.UserRef, room string) (chat.Room, error) {
+func joinAndRead(ctx context.Context, st *store.Store, user chat.UserRef, room string) (chat.RoomWithAll, error) {
 	if _, err := st.JoinRoom(ctx, user, room); err != nil {
-		return chat.Room{}, err
+		return chat.RoomWithAll{}, err
 	}
 	return st.RoomWithAll(ctx, room)
 }

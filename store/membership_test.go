@@ -11,11 +11,10 @@ import (
 	"time"
 
 	"github.com/killrchat/killrchat/chat"
-	"github.com/killrchat/killrchat/store"
 )
 
 // closedRoom creates a closed room by creator with the others as members.
-func closedRoom(t *testing.T, creator chat.User, others ...chat.User) chat.Room {
+func closedRoom(t *testing.T, creator chat.User, others ...chat.User) chat.RoomFor {
 	t.Helper()
 	r, err := newClosedRoom(creator, others...)
 	if err != nil {
@@ -26,16 +25,18 @@ func closedRoom(t *testing.T, creator chat.User, others ...chat.User) chat.Room 
 
 // newClosedRoom is closedRoom for a round of a race, which returns its
 // error rather than stop the test from another goroutine.
-func newClosedRoom(creator chat.User, others ...chat.User) (chat.Room, error) {
+func newClosedRoom(creator chat.User, others ...chat.User) (chat.RoomFor, error) {
 	ctx := context.Background()
 	r, err := db.CreateRoom(ctx, creator.Ref(), chat.NewRoom{Name: unique("closed"), Kind: chat.KindClosed})
 	if err != nil {
 		return r, err
 	}
 	for _, o := range others {
-		if r, err = db.AddMember(ctx, creator.Login, r.Name, o.Ref()); err != nil {
+		after, err := db.AddMember(ctx, creator.Login, r.Name, o.Ref())
+		if err != nil {
 			return r, err
 		}
+		r = after
 	}
 	return r, nil
 }
@@ -60,7 +61,7 @@ func TestClosedRoomRefusesJoin(t *testing.T) {
 		t.Fatalf("join a closed room: %v, want ErrNotFound", err)
 	}
 	got, err := db.RoomWithAll(ctx, r.Name)
-	if err != nil || got.HasParticipant(outsider.Login) || lists(t, outsider.Login, r.Name) {
+	if err != nil || got.Has(outsider.Login) || lists(t, outsider.Login, r.Name) {
 		t.Fatalf("outsider got in: %v %v", got.Participants, err)
 	}
 	if _, err := db.CreateRoom(ctx, outsider.Ref(), chat.NewRoom{Name: r.Name}); !errors.Is(err, chat.ErrRoomExists) {
@@ -119,8 +120,8 @@ func TestAddMember(t *testing.T) {
 			t.Fatal(err)
 		}
 		got, err := db.AddMember(ctx, member.Login, r.Name, newcomer.Ref())
-		if err != nil || !got.HasParticipant(newcomer.Login) || !lists(t, newcomer.Login, r.Name) {
-			t.Fatalf("add: %v %v", got.Participants, err)
+		if err != nil || !got.IsMember() || !lists(t, newcomer.Login, r.Name) {
+			t.Fatalf("add: %+v %v", got.Standing, err)
 		}
 	})
 	t.Run("ClosedByAdminOnly", func(t *testing.T) {
@@ -131,15 +132,15 @@ func TestAddMember(t *testing.T) {
 		if _, err := db.AddMember(ctx, outsider.Login, r.Name, newcomer.Ref()); !errors.Is(err, chat.ErrNotFound) {
 			t.Fatalf("add by an outsider of a closed room: %v", err)
 		}
-		if got, _ := db.RoomWithAll(ctx, r.Name); got.HasParticipant(newcomer.Login) || lists(t, newcomer.Login, r.Name) {
+		if got, _ := db.RoomWithAll(ctx, r.Name); got.Has(newcomer.Login) || lists(t, newcomer.Login, r.Name) {
 			t.Fatal("added by a non-admin")
 		}
 		if _, err := db.MakeAdmin(ctx, creator.Login, r.Name, member.Login); err != nil {
 			t.Fatal(err)
 		}
 		got, err := db.AddMember(ctx, member.Login, r.Name, newcomer.Ref())
-		if err != nil || !got.HasParticipant(newcomer.Login) {
-			t.Fatalf("add by an admin: %v %v", got.Participants, err)
+		if err != nil || !got.IsMember() {
+			t.Fatalf("add by an admin: %+v %v", got.Standing, err)
 		}
 	})
 }
@@ -164,7 +165,7 @@ func TestRemoveMember(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, err := db.RoomWithAll(ctx, r.Name)
-	if err != nil || got.HasParticipant(member.Login) || lists(t, member.Login, r.Name) || !got.HasParticipant(admin.Login) {
+	if err != nil || got.Has(member.Login) || lists(t, member.Login, r.Name) || !got.Has(admin.Login) {
 		t.Fatalf("after removal: %v %v", got.Participants, err)
 	}
 	if _, err := db.RemoveMember(ctx, admin.Login, r.Name, member.Login); !errors.Is(err, chat.ErrNotFound) {
@@ -186,7 +187,7 @@ func TestCreatorLeaves(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, err := db.RoomWithAll(ctx, r.Name)
-	if err != nil || got.CreatorLogin != admin.Login || got.Creator.Login != admin.Login || got.HasParticipant(creator.Login) || lists(t, creator.Login, r.Name) {
+	if err != nil || got.CreatorLogin != admin.Login || got.Creator.Login != admin.Login || got.Has(creator.Login) || lists(t, creator.Login, r.Name) {
 		t.Fatalf("after hand-over: creator %q, participants %v, %v", got.CreatorLogin, got.Participants, err)
 	}
 }
@@ -226,7 +227,7 @@ func TestCreatorLeavesRacingPromote(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if got.CreatorLogin == creator.Login || !got.HasParticipant(got.CreatorLogin) || got.Creator.Login != got.CreatorLogin ||
+		if got.CreatorLogin == creator.Login || !got.Has(got.CreatorLogin) || got.Creator.Login != got.CreatorLogin ||
 			got.Members != len(got.Participants) {
 			return fmt.Errorf("creator %q (%q), participants %v, counted %d", got.CreatorLogin, got.Creator.Login, got.Participants, got.Members)
 		}
@@ -267,8 +268,8 @@ func TestInviteLinks(t *testing.T) {
 		t.Fatalf("wrong token: %v", err)
 	}
 	got, err := db.JoinByInvite(ctx, guest.Ref(), token)
-	if err != nil || !got.HasParticipant(guest.Login) || !lists(t, guest.Login, r.Name) {
-		t.Fatalf("join by link: %v %v", got.Participants, err)
+	if err != nil || !got.IsMember() || !lists(t, guest.Login, r.Name) {
+		t.Fatalf("join by link: %+v %v", got.Standing, err)
 	}
 	// A member using it again takes no use; someone else finds it used up.
 	if _, err := db.JoinByInvite(ctx, guest.Ref(), token); err != nil {
@@ -291,7 +292,7 @@ func TestInviteLinks(t *testing.T) {
 	if _, err := db.JoinByInvite(ctx, late.Ref(), token2); !errors.Is(err, chat.ErrInviteRevoked) {
 		t.Fatalf("revoked link: %v", err)
 	}
-	list, err := db.Invites(ctx, r)
+	list, err := db.Invites(ctx, r.Room)
 	if err != nil || len(list) != 2 || list[0].ID != inv.ID || !list[1].Revoked {
 		t.Fatalf("invites = %+v, %v", list, err)
 	}
@@ -301,15 +302,15 @@ func TestInviteProblem(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for _, tc := range []struct {
 		name string
-		inv  store.Invite
+		inv  chat.Invite
 		used int
 		want error
 	}{
-		{"OK", store.Invite{ExpiresAt: now.Add(time.Second), MaxUses: 2}, 1, nil},
-		{"AnyNumber", store.Invite{ExpiresAt: now.Add(time.Second)}, 1000, nil},
-		{"ErrInviteExpired", store.Invite{ExpiresAt: now}, 0, chat.ErrInviteExpired},
-		{"ErrInviteUsedUp", store.Invite{ExpiresAt: now.Add(time.Hour), MaxUses: 2}, 2, chat.ErrInviteUsedUp},
-		{"ErrInviteRevoked", store.Invite{ExpiresAt: now.Add(time.Hour), Revoked: true}, 0, chat.ErrInviteRevoked},
+		{"OK", chat.Invite{ExpiresAt: now.Add(time.Second), MaxUses: 2}, 1, nil},
+		{"AnyNumber", chat.Invite{ExpiresAt: now.Add(time.Second)}, 1000, nil},
+		{"ErrInviteExpired", chat.Invite{ExpiresAt: now}, 0, chat.ErrInviteExpired},
+		{"ErrInviteUsedUp", chat.Invite{ExpiresAt: now.Add(time.Hour), MaxUses: 2}, 2, chat.ErrInviteUsedUp},
+		{"ErrInviteRevoked", chat.Invite{ExpiresAt: now.Add(time.Hour), Revoked: true}, 0, chat.ErrInviteRevoked},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := tc.inv.Problem(now, tc.used); !errors.Is(got, tc.want) {
@@ -452,9 +453,9 @@ func TestRevokeBeatsAJoinThatReadTheLinkBefore(t *testing.T) {
 		t.Fatal(err)
 	}
 	if got, err := db.JoinWithInviteAsRead(ctx, guest.Ref(), inv); !errors.Is(err, chat.ErrInviteRevoked) { // ...then the join goes on
-		t.Fatalf("a join with the link as read before its revocation: %v, members %v", err, got.Participants)
+		t.Fatalf("a join with the link as read before its revocation: %v, standing %+v", err, got.Standing)
 	}
-	if room, err := db.RoomWithAll(ctx, r.Name); err != nil || room.HasParticipant(guest.Login) {
+	if room, err := db.RoomWithAll(ctx, r.Name); err != nil || room.Has(guest.Login) {
 		t.Fatalf("after the revocation: %v %v", room.Participants, err)
 	}
 }

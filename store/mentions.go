@@ -27,18 +27,27 @@ const (
 )
 
 // Mentionable is the conversation of in, whose members include every
-// member that contents mention: a DM's members are all there already; a
-// room's are read for the logins the contents name (one read of their
-// rows), never all of them, and added to those read with the room.
+// member that contents mention: a DM's members are all there already, as
+// are those of a room read with every participant; a room's are read for
+// the logins the contents name (one read of their rows), never all of
+// them, and added to the one whose standing was read with the room.
 func (s *Store) Mentionable(ctx context.Context, in chat.Place, contents ...string) (chat.Conversation, error) {
 	conv := in.Conversation()
-	r, ok := in.(chat.Room)
-	if !ok {
+	var (
+		r    chat.Room
+		read string // whose standing in holds
+	)
+	switch p := in.(type) {
+	case chat.Room:
+		r = p
+	case chat.RoomFor:
+		r, read = p.Room, p.Login()
+	default: // a DM, or a room read with every participant
 		return conv, nil
 	}
 	var want []string
 	for _, l := range chat.MentionCandidates(contents) {
-		if !r.Knows(l) {
+		if l != read {
 			want = append(want, l)
 		}
 	}

@@ -70,7 +70,7 @@ func TestMoveRooms(t *testing.T) {
 	if err := db.LeaveRoom(ctx, c.Ref(), old); err != nil {
 		t.Fatal(err)
 	}
-	if r, _ := db.RoomWithAll(ctx, old); r.HasParticipant(c.Login) || len(r.Participants) != 2 {
+	if r, _ := db.RoomWithAll(ctx, old); r.Has(c.Login) || len(r.Participants) != 2 {
 		t.Fatalf("after a leave: %v", r.Participants)
 	}
 	if _, err := db.DeleteRoom(ctx, a.Login, old); err != nil {

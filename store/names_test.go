@@ -131,7 +131,7 @@ func TestRoomNameCaseInsensitive(t *testing.T) {
 	})
 	t.Run("JoinPostLeaveInAnyCase", func(t *testing.T) {
 		r, err := db.JoinRoom(ctx, guest.Ref(), strings.ToUpper(typed))
-		if err != nil || !r.HasParticipant(guest.Login) {
+		if err != nil || !r.IsMember() {
 			t.Fatalf("join by upper-case name: %v", err)
 		}
 		u, _ := db.User(ctx, guest.Login)

@@ -79,7 +79,7 @@ var decodeSlots = make(chan struct{}, previewDecodes)
 // is its own preview; a larger one is decoded from its chunks, scaled down
 // and stored as a small attachment of the same conversation (so deleting
 // the room deletes it too).
-func (s *Store) addPreview(ctx context.Context, a *Attachment) error {
+func (s *Store) addPreview(ctx context.Context, a *upload) error {
 	w, h := fit(a.Width, a.Height, PreviewWidth, PreviewHeight)
 	if w == a.Width && h == a.Height {
 		a.PreviewID, a.PreviewWidth, a.PreviewHeight = a.ID, w, h
@@ -97,7 +97,7 @@ func (s *Store) addPreview(ctx context.Context, a *Attachment) error {
 	if err != nil {
 		return err
 	}
-	if err := s.finishAttachment(ctx, p); err != nil {
+	if err := s.finishAttachment(ctx, p.Attachment); err != nil {
 		return err
 	}
 	a.PreviewID, a.PreviewWidth, a.PreviewHeight = p.ID, w, h
@@ -106,7 +106,7 @@ func (s *Store) addPreview(ctx context.Context, a *Attachment) error {
 
 // decodeImage decodes the stored image a, within the process's decode
 // budget and slots, and hands it to use (which must not keep it).
-func (s *Store) decodeImage(ctx context.Context, a Attachment, use func(image.Image) error) error {
+func (s *Store) decodeImage(ctx context.Context, a upload, use func(image.Image) error) error {
 	decoded := a.decodeBytes
 	if decoded <= 0 {
 		decoded = int64(a.Width) * int64(a.Height) * bytesPerPixel(nil)
@@ -129,7 +129,7 @@ func (s *Store) decodeImage(ctx context.Context, a Attachment, use func(image.Im
 	}
 	err := func() error {
 		defer func() { <-decodeSlots }()
-		r := s.OpenAttachment(ctx, a)
+		r := s.OpenAttachment(ctx, a.Attachment)
 		defer r.Close()
 		src, _, err := image.Decode(bufio.NewReaderSize(r, 64<<10))
 		if err != nil {

@@ -106,8 +106,8 @@ const (
 // readRooms reads the rows of selectRoom: the room's header once, and as
 // its participants every member of its incarnation. A partition without
 // a header (a deleted room whose rows are not yet cleaned up) is no room.
-func (s *Store) readRooms(q *gocql.Query) (map[string]chat.Room, error) {
-	found := map[string]chat.Room{}
+func (s *Store) readRooms(q *gocql.Query) (map[string]chat.RoomWithAll, error) {
+	found := map[string]chat.RoomWithAll{}
 	iter := q.Iter()
 	var (
 		r      chat.Room
@@ -121,8 +121,7 @@ func (s *Store) readRooms(q *gocql.Query) (map[string]chat.Room, error) {
 		}
 		got, ok := found[r.Name]
 		if !ok {
-			got = fixHeader(r)
-			got = got.WithAllParticipants(map[string]chat.UserRef{})
+			got = chat.RoomWithAll{Room: fixHeader(r), Participants: map[string]chat.UserRef{}}
 			found[r.Name] = got
 		}
 		if login != "" && member != nil && since.Equal(got.CreatedAt) {
@@ -142,8 +141,7 @@ func headerOf(r *chat.Room) []any {
 		&r.Kind, &r.Admins, &r.InviteUses, (*gocql.UUID)(&r.Guard), (*gocql.UUID)(&r.Version), &r.Members, &r.Removed}
 }
 
-// fixHeader fills what rooms from before a column existed lack, and gives
-// the room its maps (no standing read yet).
+// fixHeader fills what rooms from before a column existed lack.
 func fixHeader(r chat.Room) chat.Room {
 	if r.Kind == "" { // a room from before kinds existed
 		r.Kind = chat.KindOpen
@@ -151,7 +149,6 @@ func fixHeader(r chat.Room) chat.Room {
 	if r.DisplayName == "" { // a row from before display_name existed
 		r.DisplayName = r.Name
 	}
-	r.Participants = map[string]chat.UserRef{} // asked of no one yet
 	return r
 }
 
@@ -170,23 +167,23 @@ func readHeaders(iter *gocql.Iter, each func(chat.Room)) error {
 
 // CreateRoom creates a room by INSERT ... IF NOT EXISTS under the name's
 // lower-case key, with the creator as its first participant, then adds it
-// to the creator's rooms. It returns a chat.ValidationError for bad input and
+// to the creator's rooms; the room is returned with the creator's
+// standing. It returns a chat.ValidationError for bad input and
 // chat.ErrRoomExists if the name is taken in any case ("LOBBY" when "Lobby"
 // exists).
-func (s *Store) CreateRoom(ctx context.Context, creator chat.UserRef, f chat.NewRoom) (chat.Room, error) {
+func (s *Store) CreateRoom(ctx context.Context, creator chat.UserRef, f chat.NewRoom) (chat.RoomFor, error) {
 	if err := f.Validate(); err != nil {
-		return chat.Room{}, err
+		return chat.RoomFor{}, err
 	}
 	r := chat.Room{
 		Name: chat.NameKey(f.Name), DisplayName: f.Name, Banner: f.Banner, Creator: creator, CreatorLogin: creator.Login,
-		CreatedAt:    s.Now().UTC().Truncate(time.Millisecond),
-		Participants: map[string]chat.UserRef{creator.Login: creator}, Kind: f.Kind,
+		CreatedAt: s.Now().UTC().Truncate(time.Millisecond), Kind: f.Kind,
 	}
 	// The creator's list first, as a join does: if the outcome stays
 	// unknown the creator, should the room exist, is listed; an entry for
 	// a room not made is dropped on read (ForgetRoom).
 	if err := s.addUserRoom(ctx, creator.Login, r); err != nil {
-		return chat.Room{}, err
+		return chat.RoomFor{}, err
 	}
 	r.Version, r.Members = chat.ID(gocql.TimeUUID()), 1
 	applied, err := s.lwtBatch(ctx, "create room "+r.Name, []batchStmt{
@@ -194,50 +191,63 @@ func (s *Store) CreateRoom(ctx context.Context, creator chat.UserRef, f chat.New
 		{setMember, []any{creator, r.Name, r.CreatedAt, creator.Login}},
 	}, nil,
 		func(ctx context.Context) (bool, error) {
-			got, err := s.room(ctx, r.Name, true)
+			got, err := s.header(ctx, r.Name, true)
 			if err != nil {
 				return false, err
 			}
 			return got.CreatorLogin == r.CreatorLogin && got.CreatedAt.Equal(r.CreatedAt), nil
 		})
 	if err != nil {
-		return chat.Room{}, err
+		return chat.RoomFor{}, err
 	}
 	if !applied {
 		// Taken: the entry goes, unless the creator takes part in the
 		// room that has the name.
-		taken, err := s.room(ctx, r.Name, false, creator.Login)
-		if err == nil && taken.HasParticipant(creator.Login) {
-			err = s.addUserRoom(ctx, creator.Login, taken) // its title as it was
+		taken, err := s.roomFor(ctx, r.Name, false, creator.Login)
+		if err == nil && taken.IsMember() {
+			err = s.addUserRoom(ctx, creator.Login, taken.Room) // its title as it was
 		} else {
 			err = s.removeUserRoom(ctx, creator.Login, r.Name)
 		}
 		if err != nil {
-			return chat.Room{}, err
+			return chat.RoomFor{}, err
 		}
-		return chat.Room{}, fmt.Errorf("store: create room %q: %w", r.DisplayName, chat.ErrRoomExists)
+		return chat.RoomFor{}, fmt.Errorf("store: create room %q: %w", r.DisplayName, chat.ErrRoomExists)
 	}
 	if err := s.recordRoomName(ctx, r); err != nil {
-		return chat.Room{}, err
+		return chat.RoomFor{}, err
 	}
-	return r, nil
+	return r.For(chat.StandingOf(creator.Login, &creator)), nil
 }
 
 // Room returns the header of the room named name, in any case, or
 // chat.ErrNotFound; no one's standing is read (see RoomFor).
 func (s *Store) Room(ctx context.Context, name string) (chat.Room, error) {
-	return s.room(ctx, name, false)
+	return s.header(ctx, name, false)
 }
 
 // RoomFor returns the room named name with login's standing.
-func (s *Store) RoomFor(ctx context.Context, name, login string) (chat.Room, error) {
-	return s.room(ctx, name, false, login)
+func (s *Store) RoomFor(ctx context.Context, name, login string) (chat.RoomFor, error) {
+	return s.roomFor(ctx, name, false, login)
 }
 
-// room reads a room's header and the standing of logins, at SERIAL
+// roomFor reads a room's header and login's standing, at SERIAL
 // consistency if serial is set (to see every committed LWT and settle any
-// in flight): two reads, the header's and the rows'.
-func (s *Store) room(ctx context.Context, name string, serial bool, logins ...string) (chat.Room, error) {
+// in flight): two reads, the header's and login's row.
+func (s *Store) roomFor(ctx context.Context, name string, serial bool, login string) (chat.RoomFor, error) {
+	r, err := s.header(ctx, name, serial)
+	if err != nil {
+		return chat.RoomFor{}, err
+	}
+	st, err := s.standings(ctx, r, serial, []string{login})
+	if err != nil {
+		return chat.RoomFor{}, err
+	}
+	return r.For(st[0]), nil
+}
+
+// header reads a room's header, at SERIAL consistency if serial is set.
+func (s *Store) header(ctx context.Context, name string, serial bool) (chat.Room, error) {
 	q, name, err := s.roomQuery(ctx, selectHeader, name, serial)
 	if err != nil {
 		return chat.Room{}, err
@@ -250,7 +260,7 @@ func (s *Store) room(ctx context.Context, name string, serial bool, logins ...st
 	if err != nil {
 		return chat.Room{}, s.fail("read room "+name, err)
 	}
-	return s.withStanding(ctx, fixHeader(r), serial, logins)
+	return fixHeader(r), nil
 }
 
 // roomQuery is stmt for the room named name (in any case), at SERIAL if
@@ -271,40 +281,38 @@ func (s *Store) roomQuery(ctx context.Context, stmt, name string, serial bool) (
 	return q, name, nil
 }
 
-// withStanding is r with the standing of logins read (at SERIAL if
-// serial): one read of their rows.
-func (s *Store) withStanding(ctx context.Context, r chat.Room, serial bool, logins []string) (chat.Room, error) {
-	if len(logins) == 0 {
-		return r, nil
-	}
+// standings are the standings of logins in r (at SERIAL if serial), in
+// their order: one read of their rows.
+func (s *Store) standings(ctx context.Context, r chat.Room, serial bool, logins []string) ([]chat.Standing, error) {
 	found, err := s.entries(ctx, r, serial, logins)
 	if err != nil {
-		return chat.Room{}, err
+		return nil, err
 	}
-	for _, l := range logins {
+	out := make([]chat.Standing, len(logins))
+	for i, l := range logins {
 		var entry *chat.UserRef
 		if p, ok := found[l]; ok {
 			entry = &p
 		}
-		r = r.WithStanding(l, entry)
+		out[i] = chat.StandingOf(l, entry)
 	}
-	return r, nil
+	return out, nil
 }
 
 // roomAll reads a room with every participant, at SERIAL if serial is set:
 // one read of the whole partition, for a delete.
-func (s *Store) roomAll(ctx context.Context, name string, serial bool) (chat.Room, error) {
+func (s *Store) roomAll(ctx context.Context, name string, serial bool) (chat.RoomWithAll, error) {
 	q, name, err := s.roomQuery(ctx, selectRoom, name, serial)
 	if err != nil {
-		return chat.Room{}, err
+		return chat.RoomWithAll{}, err
 	}
 	found, err := s.readRooms(q)
 	if err != nil {
-		return chat.Room{}, s.fail("read room "+name, err)
+		return chat.RoomWithAll{}, s.fail("read room "+name, err)
 	}
 	r, ok := found[name]
 	if !ok {
-		return chat.Room{}, fmt.Errorf("store: room %q: %w", name, chat.ErrNotFound)
+		return chat.RoomWithAll{}, fmt.Errorf("store: room %q: %w", name, chat.ErrNotFound)
 	}
 	return r, nil
 }
@@ -339,15 +347,12 @@ func (s *Store) entries(ctx context.Context, r chat.Room, serial bool, logins []
 
 // Standing reads whether login takes part in r (the incarnation read),
 // with their entry: one row.
-func (s *Store) Standing(ctx context.Context, r chat.Room, login string) (*chat.UserRef, error) {
-	found, err := s.entries(ctx, r, false, []string{login})
+func (s *Store) Standing(ctx context.Context, r chat.Room, login string) (chat.Standing, error) {
+	st, err := s.standings(ctx, r, false, []string{login})
 	if err != nil {
-		return nil, err
+		return chat.Standing{}, err
 	}
-	if p, ok := found[login]; ok {
-		return &p, nil
-	}
-	return nil, nil
+	return st[0], nil
 }
 
 // MembersOf returns which of logins take part in r, with their entries:
@@ -439,31 +444,24 @@ func (s *Store) standing(ctx context.Context, room string, since time.Time, logi
 	return created, false, nil
 }
 
-// RoomPage is one page of the list of all rooms.
-type RoomPage struct {
-	Rooms []chat.Room
-	// Next is Cassandra's paging state for the next page; empty on the last.
-	Next []byte
-}
-
 // Rooms returns a page of at most n rooms starting at the paging state
 // from a previous page (nil for the first). It returns chat.ErrInvalid if the
 // paging state is not one Cassandra accepts.
-func (s *Store) Rooms(ctx context.Context, state []byte, n int) (RoomPage, error) {
+func (s *Store) Rooms(ctx context.Context, state []byte, n int) (chat.RoomPage, error) {
 	q, err := s.query(ctx, selectRooms)
 	if err != nil {
-		return RoomPage{}, err
+		return chat.RoomPage{}, err
 	}
 	iter := q.PageSize(n).PageState(state).Iter()
-	var page RoomPage
+	var page chat.RoomPage
 	err = readHeaders(iter, func(r chat.Room) { page.Rooms = append(page.Rooms, r) })
 	page.Next = iter.PageState()
 	if err != nil {
 		var reqErr gocql.RequestError
 		if len(state) > 0 && errors.As(err, &reqErr) && reqErr.Code() == gocql.ErrCodeProtocol {
-			return RoomPage{}, fmt.Errorf("store: list rooms: paging state: %w (%w)", chat.ErrInvalid, err)
+			return chat.RoomPage{}, fmt.Errorf("store: list rooms: paging state: %w (%w)", chat.ErrInvalid, err)
 		}
-		return RoomPage{}, s.fail("list rooms", err)
+		return chat.RoomPage{}, s.fail("list rooms", err)
 	}
 	return page, nil
 }
@@ -473,7 +471,7 @@ func (s *Store) Rooms(ctx context.Context, state []byte, n int) (RoomPage, error
 // read a room, at once), and repairs the list on read: a listed room that
 // no longer exists (its delete raced a join), or that login does not take
 // part in, is removed from it.
-func (s *Store) MyRooms(ctx context.Context, login string) ([]chat.Room, error) {
+func (s *Store) MyRooms(ctx context.Context, login string) ([]chat.RoomFor, error) {
 	u, err := s.User(ctx, login)
 	if err != nil {
 		return nil, err
@@ -485,14 +483,14 @@ func (s *Store) MyRooms(ctx context.Context, login string) ([]chat.Room, error) 
 	var (
 		g      errgroup.Group
 		mu     sync.Mutex
-		joined = map[string]chat.Room{}
+		joined = map[string]chat.RoomFor{}
 	)
 	g.SetLimit(8)
 	for _, r := range found {
 		g.Go(func() error {
-			entry, err := s.Standing(ctx, r, login)
+			st, err := s.Standing(ctx, r, login)
 			mu.Lock()
-			joined[r.Name] = r.WithStanding(login, entry)
+			joined[r.Name] = r.For(st)
 			mu.Unlock()
 			return err
 		})
@@ -500,10 +498,10 @@ func (s *Store) MyRooms(ctx context.Context, login string) ([]chat.Room, error) 
 	if err := g.Wait(); err != nil {
 		return nil, err
 	}
-	rooms := make([]chat.Room, 0, len(found))
+	rooms := make([]chat.RoomFor, 0, len(found))
 	for _, name := range u.ChatRooms {
 		r, ok := joined[name]
-		if ok && r.HasParticipant(login) {
+		if ok && r.IsMember() {
 			rooms = append(rooms, r)
 			continue
 		}
@@ -513,7 +511,7 @@ func (s *Store) MyRooms(ctx context.Context, login string) ([]chat.Room, error) 
 		}
 		if !forgot && ok {
 			// A participant after all (a join just applied).
-			if r, err = s.RoomFor(ctx, name, login); err == nil && r.HasParticipant(login) {
+			if r, err = s.RoomFor(ctx, name, login); err == nil && r.IsMember() {
 				rooms = append(rooms, r)
 			}
 		}
@@ -545,8 +543,8 @@ func (s *Store) RoomsNamed(ctx context.Context, names []string) (map[string]chat
 // see JoinRoom). It tells whether it removed the entry.
 func (s *Store) ForgetRoom(ctx context.Context, login, room string) (bool, error) {
 	room = chat.NameKey(room)
-	r, err := s.room(ctx, room, true, login)
-	if err == nil && r.HasParticipant(login) {
+	r, err := s.roomFor(ctx, room, true, login)
+	if err == nil && r.IsMember() {
 		return false, nil
 	}
 	if err != nil && !errors.Is(err, chat.ErrNotFound) {
@@ -564,36 +562,36 @@ func (s *Store) ForgetRoom(ctx context.Context, login, room string) (bool, error
 // EXISTS, so a join that races a delete can never resurrect the room, then
 // adds the room to the user's list. It returns chat.ErrNotFound if the room does
 // not exist (any more).
-func (s *Store) JoinRoom(ctx context.Context, user chat.UserRef, room string) (chat.Room, error) {
+func (s *Store) JoinRoom(ctx context.Context, user chat.UserRef, room string) (chat.RoomFor, error) {
 	// A plain read first: the user's list needs the display name, and a
 	// room that does not exist costs no Paxos round.
-	before, err := s.room(ctx, room, false, user.Login)
+	before, err := s.roomFor(ctx, room, false, user.Login)
 	if err != nil {
-		return chat.Room{}, fmt.Errorf("store: join room: %w", err)
+		return chat.RoomFor{}, fmt.Errorf("store: join room: %w", err)
 	}
 	room = before.Name
 	// The list first: a participant is then always listed, even when the
 	// join's outcome stays unknown (a node lost mid-join, e2e/chaos); an
 	// entry whose join did not apply is dropped on read (ForgetRoom).
-	if err := s.addUserRoom(ctx, user.Login, before); err != nil {
-		return chat.Room{}, err
+	if err := s.addUserRoom(ctx, user.Login, before.Room); err != nil {
+		return chat.RoomFor{}, err
 	}
 	refused := func() error {
-		if !before.HasParticipant(user.Login) {
+		if !before.IsMember() {
 			if err := s.removeUserRoom(ctx, user.Login, room); err != nil {
 				return err
 			}
 		}
 		return fmt.Errorf("store: join room %q: %w", room, chat.ErrNotFound)
 	}
-	target := before
+	target := before.Room
 	for attempt := 0; ; attempt++ {
 		applied, err := s.lwt(ctx, "join room "+room, joinRoom,
 			[]any{user, gocql.TimeUUID(), target.Members + 1, room, target.CreatedAt, user.Login,
 				target.CreatedAt, guardValue(target.Guard), target.Members}, nil,
 			func(ctx context.Context) (bool, error) { return s.settleJoin(ctx, target, user.Login) })
 		if err != nil {
-			return chat.Room{}, err
+			return chat.RoomFor{}, err
 		}
 		if applied {
 			break
@@ -602,21 +600,21 @@ func (s *Store) JoinRoom(ctx context.Context, user chat.UserRef, room string) (c
 		// moved since the read (a fence), or an unknown outcome was
 		// settled as not applied (and fenced): then again, with the room
 		// as it is.
-		r, err := s.room(ctx, room, true, user.Login)
+		r, err := s.roomFor(ctx, room, true, user.Login)
 		if errors.Is(err, chat.ErrNotFound) {
-			return chat.Room{}, refused()
+			return chat.RoomFor{}, refused()
 		}
 		if err != nil {
-			return chat.Room{}, fmt.Errorf("store: join room: %w", err)
+			return chat.RoomFor{}, fmt.Errorf("store: join room: %w", err)
 		}
-		if r.HasParticipant(user.Login) {
-			target = r
+		if r.IsMember() {
+			target = r.Room
 			break // in already (or the unknown outcome applied after all)
 		}
 		if r.Closed() || attempt == changeAttempts {
-			return chat.Room{}, refused()
+			return chat.RoomFor{}, refused()
 		}
-		target = r
+		target = r.Room
 	}
 	return s.enlist(ctx, user.Login, target)
 }
@@ -626,7 +624,7 @@ func (s *Store) JoinRoom(ctx context.Context, user chat.UserRef, room string) (c
 // it never will (a frozen coordinator may still hold it) by moving the
 // guard on, IF login is still not a participant.
 func (s *Store) settleJoin(ctx context.Context, room chat.Room, login string) (bool, error) {
-	r, err := s.room(ctx, room.Name, true, login)
+	r, err := s.roomFor(ctx, room.Name, true, login)
 	switch {
 	case errors.Is(err, chat.ErrNotFound):
 		return false, nil // and no join can bring it back
@@ -634,7 +632,7 @@ func (s *Store) settleJoin(ctx context.Context, room chat.Room, login string) (b
 		return false, err
 	case !r.CreatedAt.Equal(room.CreatedAt):
 		return false, nil // made again: the late join's condition can never hold
-	case r.HasParticipant(login):
+	case r.IsMember():
 		return true, nil
 	case r.Guard != room.Guard:
 		return false, nil // the late join's condition can never hold
@@ -646,11 +644,11 @@ func (s *Store) settleJoin(ctx context.Context, room chat.Room, login string) (b
 	}
 	// Gone, the guard moved (the late join can never apply), or it
 	// applied meanwhile.
-	r, err = s.room(ctx, room.Name, true, login)
+	r, err = s.roomFor(ctx, room.Name, true, login)
 	if errors.Is(err, chat.ErrNotFound) {
 		return false, nil
 	}
-	return err == nil && r.CreatedAt.Equal(room.CreatedAt) && r.HasParticipant(login), err
+	return err == nil && r.CreatedAt.Equal(room.CreatedAt) && r.IsMember(), err
 }
 
 // settleDelete tells whether a delete of room, whose outcome is unknown
@@ -658,7 +656,7 @@ func (s *Store) settleJoin(ctx context.Context, room chat.Room, login string) (b
 // will (a frozen coordinator may still hold it: e2e/chaos saw a delete
 // answered "not found" apply seconds later) by moving the guard on.
 func (s *Store) settleDelete(ctx context.Context, room string, guard chat.ID) (bool, error) {
-	_, err := s.room(ctx, room, true)
+	_, err := s.header(ctx, room, true)
 	if errors.Is(err, chat.ErrNotFound) {
 		return true, nil // only the creator deletes, so it was this delete
 	}
@@ -671,7 +669,7 @@ func (s *Store) settleDelete(ctx context.Context, room string, guard chat.ID) (b
 	}
 	// Gone (the delete applied meanwhile) or the guard moved (it never
 	// will).
-	_, err = s.room(ctx, room, true)
+	_, err = s.header(ctx, room, true)
 	if errors.Is(err, chat.ErrNotFound) {
 		return true, nil
 	}
@@ -704,20 +702,20 @@ func uuidOf(v any) chat.ID {
 // it is now. A delete may have applied between the LWT and the list
 // update, and its clean-up may have run before the update: it re-reads
 // (SERIAL) and undoes, with chat.ErrNotFound.
-func (s *Store) enlist(ctx context.Context, login string, before chat.Room) (chat.Room, error) {
+func (s *Store) enlist(ctx context.Context, login string, before chat.Room) (chat.RoomFor, error) {
 	if err := s.addUserRoom(ctx, login, before); err != nil {
-		return chat.Room{}, err
+		return chat.RoomFor{}, err
 	}
-	r, err := s.room(ctx, before.Name, true, login)
+	r, err := s.roomFor(ctx, before.Name, true, login)
 	if errors.Is(err, chat.ErrNotFound) {
 		if err := s.removeUserRoom(ctx, login, before.Name); err != nil {
-			return chat.Room{}, err
+			return chat.RoomFor{}, err
 		}
-		return chat.Room{}, fmt.Errorf("store: room %q: deleted meanwhile: %w", before.Name, chat.ErrNotFound)
+		return chat.RoomFor{}, fmt.Errorf("store: room %q: deleted meanwhile: %w", before.Name, chat.ErrNotFound)
 	}
 	if err == nil && r.DisplayName != before.DisplayName {
 		// Deleted and created again, in another case, since the first read.
-		err = s.addUserRoom(ctx, login, r)
+		err = s.addUserRoom(ctx, login, r.Room)
 	}
 	return r, err
 }
@@ -735,7 +733,7 @@ func (s *Store) LeaveRoom(ctx context.Context, user chat.UserRef, room string) e
 	room = chat.NameKey(room)
 	// Not the creator's leave (decided inside the LWT, on the header the
 	// read found): a creator's fails, and hands over.
-	r, err := s.room(ctx, room, false, user.Login)
+	r, err := s.roomFor(ctx, room, false, user.Login)
 	for attempt := 0; attempt < changeAttempts; attempt++ {
 		if err == nil {
 			since := r.CreatedAt
@@ -743,11 +741,11 @@ func (s *Store) LeaveRoom(ctx context.Context, user chat.UserRef, room string) e
 			applied, err = s.lwt(ctx, "leave room "+room, leaveRoom,
 				[]any{[]string{user.Login}, gocql.TimeUUID(), r.Members - 1, room, since, user.Login, since, user.Login, r.Members}, nil,
 				func(ctx context.Context) (bool, error) {
-					got, err := s.room(ctx, room, true, user.Login)
+					got, err := s.roomFor(ctx, room, true, user.Login)
 					if errors.Is(err, chat.ErrNotFound) {
 						return false, nil
 					}
-					return err == nil && got.CreatedAt.Equal(since) && !got.HasParticipant(user.Login), err
+					return err == nil && got.CreatedAt.Equal(since) && !got.IsMember(), err
 				})
 			if err != nil {
 				return err
@@ -761,7 +759,7 @@ func (s *Store) LeaveRoom(ctx context.Context, user chat.UserRef, room string) e
 			// the participants, never the other way (chaos: a settled
 			// leave took the room off a list while its owner stayed a
 			// participant).
-			r, err = s.room(ctx, room, true, user.Login)
+			r, err = s.roomFor(ctx, room, true, user.Login)
 		}
 		switch {
 		case errors.Is(err, chat.ErrNotFound):
@@ -773,7 +771,7 @@ func (s *Store) LeaveRoom(ctx context.Context, user chat.UserRef, room string) e
 			return err
 		case r.CreatorLogin == user.Login:
 			return s.handOver(ctx, user, room)
-		case !r.HasParticipant(user.Login):
+		case !r.IsMember():
 			return s.removeUserRoom(ctx, user.Login, room) // left after all
 		}
 		// Still a participant: the settled attempt did not apply; again.
@@ -789,7 +787,7 @@ func (s *Store) LeaveRoom(ctx context.Context, user chat.UserRef, room string) e
 // messages and buckets are deleted (in the background, should the first
 // try fail: the delete has applied, see retryCleanUp). It returns chat.ErrNotFound, chat.ErrNotCreator,
 // or chat.ErrConflict when the participants kept changing.
-func (s *Store) DeleteRoom(ctx context.Context, login, name string) (chat.Room, error) {
+func (s *Store) DeleteRoom(ctx context.Context, login, name string) (chat.RoomWithAll, error) {
 	return s.DeleteRoomFenced(ctx, login, name, nil)
 }
 
@@ -798,22 +796,22 @@ func (s *Store) DeleteRoom(ctx context.Context, login, name string) (chat.Room, 
 // once no post that checked the room before can still be writing
 // (live/fence), so the clean-up deletes every message such a post
 // stored. A fence's error is logged; the clean-up runs anyway.
-func (s *Store) DeleteRoomFenced(ctx context.Context, login, name string, fence func(ctx context.Context, room string) error) (chat.Room, error) {
+func (s *Store) DeleteRoomFenced(ctx context.Context, login, name string, fence func(ctx context.Context, room string) error) (chat.RoomWithAll, error) {
 	name = chat.NameKey(name)
 	for attempt := 0; attempt < deleteAttempts; attempt++ {
 		r, err := s.roomAll(ctx, name, true)
 		if err != nil {
-			return chat.Room{}, err
+			return chat.RoomWithAll{}, err
 		}
 		if r.CreatorLogin != login {
-			return chat.Room{}, fmt.Errorf("store: delete room %q by %q: %w", name, login, chat.ErrNotCreator)
+			return chat.RoomWithAll{}, fmt.Errorf("store: delete room %q by %q: %w", name, login, chat.ErrNotCreator)
 		}
 		prev := map[string]any{}
 		gone := s.Now()
 		applied, err := s.lwt(ctx, "delete room "+name, deleteRoom, []any{name, login, guardValue(r.Version), guardValue(r.Guard)}, prev,
 			func(ctx context.Context) (bool, error) { return s.settleDelete(ctx, name, r.Guard) })
 		if err != nil {
-			return chat.Room{}, err
+			return chat.RoomWithAll{}, err
 		}
 		if applied {
 			if fence != nil {
@@ -832,13 +830,13 @@ func (s *Store) DeleteRoomFenced(ctx context.Context, login, name string, fence 
 			return r, nil
 		}
 		if c, _ := prev["creator_login"].(string); c != "" && c != login {
-			return chat.Room{}, fmt.Errorf("store: delete room %q by %q: %w", name, login, chat.ErrNotCreator)
+			return chat.RoomWithAll{}, fmt.Errorf("store: delete room %q by %q: %w", name, login, chat.ErrNotCreator)
 		}
 		// The participants (their version) or the guard changed since the read, the room
 		// is gone, or an unknown outcome was settled as not applied (and
 		// fenced): read again.
 	}
-	return chat.Room{}, fmt.Errorf("store: delete room %q: %w", name, chat.ErrConflict)
+	return chat.RoomWithAll{}, fmt.Errorf("store: delete room %q: %w", name, chat.ErrConflict)
 }
 
 // cleanUpRetries and cleanUpBackoff bound the background clean-up of a
@@ -851,13 +849,13 @@ const (
 // retryCleanUp tries the clean-up of the deleted room r again, backing
 // off, until it succeeds or a room of the same name exists again (whose
 // new messages share r's partitions: what r left stays, unseen).
-func (s *Store) retryCleanUp(r chat.Room, gone time.Time) {
+func (s *Store) retryCleanUp(r chat.RoomWithAll, gone time.Time) {
 	wait := cleanUpBackoff
 	for attempt := 1; attempt <= cleanUpRetries; attempt++ {
 		time.Sleep(wait)
 		wait = min(2*wait, time.Minute)
 		ctx, cancel := context.WithTimeout(context.Background(), 4*s.cfg.Timeout)
-		_, err := s.room(ctx, r.Name, true)
+		_, err := s.header(ctx, r.Name, true)
 		if !errors.Is(err, chat.ErrNotFound) {
 			cancel()
 			if err == nil {
@@ -882,7 +880,7 @@ func (s *Store) retryCleanUp(r chat.Room, gone time.Time) {
 // its invitation links, in logged batches so each batch completes even if
 // this process dies midway; and its head, markers and levels (see
 // forgetRoomState).
-func (s *Store) cleanUpRoom(ctx context.Context, r chat.Room, gone time.Time) error {
+func (s *Store) cleanUpRoom(ctx context.Context, r chat.RoomWithAll, gone time.Time) error {
 	sess, err := s.db()
 	if err != nil {
 		return err
@@ -917,7 +915,7 @@ func (s *Store) cleanUpRoom(ctx context.Context, r chat.Room, gone time.Time) er
 		return err
 	}
 	stmts = append(stmts, files...)
-	links, err := s.roomInviteDeletes(ctx, r)
+	links, err := s.roomInviteDeletes(ctx, r.Room)
 	if err != nil {
 		return err
 	}
@@ -943,7 +941,7 @@ func (s *Store) cleanUpRoom(ctx context.Context, r chat.Room, gone time.Time) er
 // the name writes after it. Mentions and search postings are keyed by
 // person or term and are dropped on read instead (older than the room of
 // the name).
-func (s *Store) forgetRoomState(ctx context.Context, r chat.Room, gone time.Time) error {
+func (s *Store) forgetRoomState(ctx context.Context, r chat.RoomWithAll, gone time.Time) error {
 	levels, err := s.ConversationLevels(ctx, r.Name)
 	if err != nil {
 		return err

@@ -54,7 +54,7 @@ func TestCreateRoomRace(t *testing.T) {
 	if r.CreatorLogin != winners[0] || r.Creator.Login != winners[0] || r.Banner != "by "+winners[0] {
 		t.Errorf("room creator %q/%q banner %q, winner %q", r.CreatorLogin, r.Creator.Login, r.Banner, winners[0])
 	}
-	if len(r.Participants) != 1 || !r.HasParticipant(winners[0]) {
+	if len(r.Participants) != 1 || !r.Has(winners[0]) {
 		t.Errorf("participants = %v", r.Participants)
 	}
 }

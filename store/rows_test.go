@@ -119,11 +119,12 @@ func TestReadsCostWhatTheyReturn(t *testing.T) {
 	if _, err := st.CreateRoom(ctx, author.Ref(), chat.NewRoom{Name: unique("busyroom")}); err != nil {
 		t.Fatal(err)
 	}
-	room, err := st.CreateRoom(ctx, author.Ref(), chat.NewRoom{Name: unique("busyroom")})
+	created, err := st.CreateRoom(ctx, author.Ref(), chat.NewRoom{Name: unique("busyroom")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if room, err = joinAndRead(ctx, st, reader.Ref(), room.Name); err != nil {
+	room, err := joinAndRead(ctx, st, reader.Ref(), created.Name)
+	if err != nil {
 		t.Fatal(err)
 	}
 	// A busy day, written 32 at a time: the messages take their ids in

@@ -51,11 +51,11 @@ func TestSearchFindsTermsNewestFirst(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	ada, bob := newUser(t, unique("ada")), newUser(t, unique("bob"))
-	room, err := db.CreateRoom(ctx, ada.Ref(), chat.NewRoom{Name: unique("search")})
+	created, err := db.CreateRoom(ctx, ada.Ref(), chat.NewRoom{Name: unique("search")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	room, err = joinAndRead(ctx, db.Store, bob.Ref(), room.Name)
+	room, err := joinAndRead(ctx, db.Store, bob.Ref(), created.Name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -283,7 +283,7 @@ func TestRareTermReadsOnlyWhereItIs(t *testing.T) {
 	st.Now = func() time.Time { return clock }
 	rare := unique("zanzibar")
 	var convs []chat.Conversation
-	var rooms []chat.Room
+	var rooms []chat.RoomFor
 	for i := range 40 {
 		r, err := st.CreateRoom(ctx, ada.Ref(), chat.NewRoom{Name: unique("place")})
 		if err != nil {

@@ -17,12 +17,14 @@ import (
 
 const (
 	siteRowKey = "site"
-	selectSite = `SELECT admins, version, established, created_at, signup_policy, signup_domains, room_creation
-		FROM site WHERE id = ?`
-	claimSite = `INSERT INTO site (id, admins, version, created_at) VALUES (?, ?, ?, ?) IF NOT EXISTS`
+	selectSite = `SELECT admins, version, established, created_at, signup_policy, signup_domains, room_creation,
+		default_rooms, default_rooms_set FROM site WHERE id = ?`
+	// A site is claimed once created_at is set: the row may exist before
+	// with settings only (default rooms chosen from the command line).
+	claimSite = `UPDATE site SET admins = ?, version = ?, created_at = ? WHERE id = ? IF created_at = null`
 	// establishSite marks a site that had people before it had a row: no
 	// sign-up claims it.
-	establishSite = `INSERT INTO site (id, established, created_at) VALUES (?, true, ?) IF NOT EXISTS`
+	establishSite = `UPDATE site SET established = true, created_at = ? WHERE id = ? IF created_at = null`
 	updateAdmins  = `UPDATE site SET admins = ?, version = ? WHERE id = ? IF version = ?`
 	updateSite    = `UPDATE site SET signup_policy = ?, signup_domains = ?, room_creation = ?, version = ? WHERE id = ? IF version = ?`
 
@@ -54,31 +56,31 @@ func (s *Store) site(ctx context.Context, serial bool) (chat.Site, error) {
 		return chat.Site{}, err
 	}
 	var (
-		site        chat.Site
-		established bool
-		created     time.Time
+		site                 chat.Site
+		established          bool
+		created, defaultsSet time.Time
 	)
 	err = q.Scan(&site.Admins, (*gocql.UUID)(&site.Version), &established, &created,
-		&site.SignupPolicy, &site.SignupDomains, &site.RoomCreation)
+		&site.SignupPolicy, &site.SignupDomains, &site.RoomCreation, &site.DefaultRooms, &defaultsSet)
 	if errors.Is(err, gocql.ErrNotFound) {
 		return chat.Site{}, nil
 	}
 	if err != nil {
 		return chat.Site{}, s.fail("read site", err)
 	}
-	site.Claimed, site.CreatedAt = true, created
+	site.Claimed, site.CreatedAt, site.DefaultRoomsSet = !created.IsZero(), created, !defaultsSet.IsZero()
 	slices.Sort(site.Admins)
 	return site, nil
 }
 
-// ClaimSite makes login the site's first administrator if the site has
-// no row yet (INSERT ... IF NOT EXISTS: of racing first sign-ups, one
+// ClaimSite makes login the site's first administrator if the site is
+// not claimed yet ("IF created_at = null": of racing first sign-ups, one
 // wins), and reports whether it did.
 func (s *Store) ClaimSite(ctx context.Context, login string) (bool, error) {
 	login = chat.NameKey(login)
 	version := gocql.TimeUUID()
 	return s.lwt(ctx, "claim site", claimSite,
-		[]any{siteRowKey, []string{login}, version, s.Now().UTC()}, nil,
+		[]any{[]string{login}, version, s.Now().UTC(), siteRowKey}, nil,
 		func(ctx context.Context) (bool, error) {
 			site, err := s.site(ctx, true)
 			return site.Version == chat.ID(version), err
@@ -89,7 +91,7 @@ func (s *Store) ClaimSite(ctx context.Context, login string) (bool, error) {
 // none: a site that had people before administrators existed, where no
 // sign-up becomes one by itself.
 func (s *Store) EstablishSite(ctx context.Context) error {
-	_, err := s.lwt(ctx, "establish site", establishSite, []any{siteRowKey, s.Now().UTC()}, nil,
+	_, err := s.lwt(ctx, "establish site", establishSite, []any{s.Now().UTC(), siteRowKey}, nil,
 		func(ctx context.Context) (bool, error) { return true, nil })
 	return err
 }

@@ -97,6 +97,8 @@ type Store struct {
 	cfg     Config
 	log     *slog.Logger
 	session atomic.Pointer[gocql.Session]
+	// emailDues are the due times of pending emails this process listed.
+	emailDues dues
 
 	// Now is the clock; tests replace it to place messages on chosen days.
 	Now func() time.Time
@@ -229,6 +231,10 @@ func (s *Store) Connect(ctx context.Context) error {
 		return fmt.Errorf("store: connect: %w (%w)", chat.ErrUnavailable, err)
 	}
 	if err := s.settleSite(ctx, sess); err != nil {
+		sess.Close()
+		return fmt.Errorf("store: connect: %w (%w)", chat.ErrUnavailable, err)
+	}
+	if err := s.mergeSiteSettings(ctx, sess); err != nil {
 		sess.Close()
 		return fmt.Errorf("store: connect: %w (%w)", chat.ErrUnavailable, err)
 	}

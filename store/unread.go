@@ -34,8 +34,8 @@ const (
 	selectBucketsBetween = `SELECT time_bucket FROM messages_bucket
 		WHERE room_name = ? AND time_bucket >= ? AND time_bucket <= ?`
 
-	// MaxUnread is where a count stops: more is shown as "99+".
-	MaxUnread = 100
+	// MaxUnread is where a count stops (chat.MaxUnread).
+	MaxUnread = chat.MaxUnread
 	// unreadScan bounds the rows one count reads; own and system messages
 	// are read and skipped, so it is larger than MaxUnread. A count fetches
 	// them a page at a time and stops at MaxUnread, so it reads about

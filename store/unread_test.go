@@ -25,18 +25,19 @@ func TestSendRacesMarkRead(t *testing.T) {
 	// rounds one after another on them.
 	type pair struct {
 		a, b   chat.User
-		room   chat.Room
+		room   chat.RoomWithAll
 		posted []chat.ID // A's messages, in order
 		marked chat.ID   // the newest id any tab marked
 	}
 	pairs := make([]*pair, raceWorkers)
 	for w := range pairs {
 		a, b := newUser(t, unique("senda")), newUser(t, unique("readb"))
-		room, err := db.CreateRoom(ctx, a.Ref(), chat.NewRoom{Name: unique("unread")})
+		created, err := db.CreateRoom(ctx, a.Ref(), chat.NewRoom{Name: unique("unread")})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if room, err = joinAndRead(ctx, db.Store, b.Ref(), room.Name); err != nil {
+		room, err := joinAndRead(ctx, db.Store, b.Ref(), created.Name)
+		if err != nil {
 			t.Fatal(err)
 		}
 		first, err := db.PostMessage(ctx, room, a.Ref(), "first")
@@ -159,11 +160,12 @@ func TestMarkerNeverMovesBack(t *testing.T) {
 func TestUnreadSkipsOwnAndSystemAndStops(t *testing.T) {
 	ctx := context.Background()
 	a, b := newUser(t, unique("ua")), newUser(t, unique("ub"))
-	room, err := db.CreateRoom(ctx, a.Ref(), chat.NewRoom{Name: unique("unreadcap")})
+	created, err := db.CreateRoom(ctx, a.Ref(), chat.NewRoom{Name: unique("unreadcap")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if room, err = joinAndRead(ctx, db.Store, b.Ref(), room.Name); err != nil {
+	room, err := joinAndRead(ctx, db.Store, b.Ref(), created.Name)
+	if err != nil {
 		t.Fatal(err)
 	}
 	if err := db.SaveMessage(ctx, room, db.DraftSystemMessage(room, b.Ref(), "B joins")); err != nil {

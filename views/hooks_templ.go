@@ -13,7 +13,7 @@ import "github.com/killrchat/killrchat/chat"
 // RoomHooks is a room's incoming webhooks page (GET /rooms/:room/hooks),
 // for its administrators.
 type RoomHooks struct {
-	Room  chat.Room
+	Room  chat.RoomFor
 	Hooks []chat.Hook
 	// Base is the site's address, for the hooks' URLs.
 	Base string

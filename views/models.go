@@ -8,7 +8,6 @@ import (
 	"unicode"
 
 	"github.com/killrchat/killrchat/chat"
-	"github.com/killrchat/killrchat/store"
 )
 
 // Page is what the layout needs around every page.
@@ -67,7 +66,7 @@ func UnreadLabel(n int) string {
 	switch {
 	case n <= 0:
 		return "0"
-	case n >= store.MaxUnread:
+	case n >= chat.MaxUnread:
 		return "99+"
 	}
 	return strconv.Itoa(n)
@@ -201,7 +200,7 @@ type RoomList struct {
 
 // Home is the home page: the user's rooms.
 type Home struct {
-	Rooms []chat.Room
+	Rooms []chat.RoomFor
 }
 
 // RoomView is the page of a conversation: a room or a DM.

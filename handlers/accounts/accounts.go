@@ -12,7 +12,6 @@ import (
 
 	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/handlers"
-	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/views"
 	"github.com/killrchat/killrchat/web"
 	"github.com/killrchat/killrchat/web/session"
@@ -26,9 +25,9 @@ type Users interface {
 	CreateUser(ctx context.Context, f chat.SignUp) (chat.User, error)
 	User(ctx context.Context, login string) (chat.User, error)
 	Authenticate(ctx context.Context, login, password string) (chat.User, error)
-	Invite(ctx context.Context, token string) (store.Invite, error)
+	Invite(ctx context.Context, token string) (chat.Invite, error)
 	Room(ctx context.Context, name string) (chat.Room, error)
-	RoomFor(ctx context.Context, name, login string) (chat.Room, error)
+	RoomFor(ctx context.Context, name, login string) (chat.RoomFor, error)
 }
 
 // Accounts are the use cases of an account that other instances hear of
@@ -37,7 +36,7 @@ type Accounts interface {
 	ChangeProfile(ctx context.Context, login, email, bio string) error
 	ChangePassword(ctx context.Context, login, keep, old, password, confirm string) ([]string, error)
 	SessionsEnded(ctx context.Context, login string, ids []string)
-	JoinByInvite(ctx context.Context, me chat.UserRef, token string, before chat.Room) (chat.Room, error)
+	JoinByInvite(ctx context.Context, me chat.UserRef, token string, before chat.RoomFor) (chat.RoomFor, error)
 	Onboard(ctx context.Context, me chat.UserRef) ([]string, error)
 
 	Site(ctx context.Context) (chat.Site, error)
@@ -47,6 +46,8 @@ type Accounts interface {
 	ResetLink(ctx context.Context, token string) (string, error)
 	ResetPassword(ctx context.Context, token, password, confirm string) (string, error)
 	DeleteAccount(ctx context.Context, login, password string) error
+	EmailOn() bool
+	EmailHidesText() bool
 }
 
 // Core is what the module uses of the HTTP core (handlers.Server):
@@ -85,9 +86,16 @@ func Register(r handlers.Routes, core Core, db Users, app Accounts) {
 	r.Auth.POST("/profile/delete", s.deleteAccount, r.Passwords...)
 }
 
-// notificationSettings is the page of this browser's notifications.
+// notificationSettings is the page of this browser's notifications and
+// of the person's email.
 func (s routes) notificationSettings(c echo.Context) error {
-	return s.core.Render(c, http.StatusOK, views.Page{Title: "Notifications"}, views.NotificationSettingsView())
+	u, err := s.db.User(c.Request().Context(), handlers.MustUser(c).Login)
+	if err != nil {
+		return err
+	}
+	e := views.EmailSettings{On: s.app.EmailOn(), Address: u.Email, Verified: u.EmailVerified(),
+		Notify: string(u.Mail.NotifyOr()), HideText: u.Mail.HideText, SiteHidesText: s.app.EmailHidesText()}
+	return s.core.Render(c, http.StatusOK, views.Page{Title: "Notifications"}, views.NotificationSettingsView(e))
 }
 
 func (s routes) showSignup(c echo.Context) error {

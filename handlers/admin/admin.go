@@ -110,11 +110,15 @@ func (m module) adminPage(c echo.Context) (views.Admin, error) {
 			return v, echo.NewHTTPError(http.StatusBadRequest, "This page link is broken or too old. Start from the first page.")
 		}
 	}
+	var (
+		people []chat.Person
+		next   chat.AdminCursor
+		err    error
+	)
 	if len(v.Query) > 100 {
-		return v, chat.ValidationError{"q": "Search with at most 100 characters."}
-	}
-	people, next, err := m.app.FindPeople(ctx, v.Query, after, PeoplePerPage)
-	if err != nil {
+		// Said beside the search field; the rest of the page as usual.
+		v.QueryError = "Search with at most 100 characters."
+	} else if people, next, err = m.app.FindPeople(ctx, v.Query, after, PeoplePerPage); err != nil {
 		return v, err
 	}
 	v.People = people
@@ -177,7 +181,11 @@ func (m module) showAdmin(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return m.render(c, http.StatusOK, v)
+	status := http.StatusOK
+	if v.QueryError != "" {
+		status = http.StatusUnprocessableEntity
+	}
+	return m.render(c, status, v)
 }
 
 func (m module) showAudit(c echo.Context) error {
@@ -275,16 +283,16 @@ func (m module) createInvite(c echo.Context) error {
 	bad := chat.ValidationError{}
 	if h := f.Value("expires_hours"); h != "" {
 		n, err := strconv.Atoi(h)
-		if err != nil {
-			bad["expires"] = "Write a number of hours, such as 168 for a week."
+		if err != nil || n < 1 || n > int(chat.MaxInviteTTL/time.Hour) {
+			bad["expires"] = "Write a number of hours from 1 to 2160 (90 days), such as 168 for a week."
 		} else {
 			in.TTL = time.Duration(n) * time.Hour
 		}
 	}
 	if u := f.Value("max_uses"); u != "" {
 		n, err := strconv.Atoi(u)
-		if err != nil || n <= 0 {
-			bad["max_uses"] = "Write a number of sign-ups of 1 or more, or leave it empty for any number."
+		if err != nil || n <= 0 || n > 10000 {
+			bad["max_uses"] = "Write a number of sign-ups from 1 to 10,000, or leave it empty for any number."
 		} else {
 			in.MaxUses = n
 		}

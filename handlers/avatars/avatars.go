@@ -14,7 +14,6 @@ import (
 
 	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/handlers"
-	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/views"
 	"github.com/killrchat/killrchat/web"
 	"github.com/killrchat/killrchat/web/csrf"
@@ -27,24 +26,23 @@ const MaxPicture = 10 << 20
 // Pictures are the profile pictures as stored, and the files the old
 // ones were kept as (store.Store).
 type Pictures interface {
-	SetAvatar(ctx context.Context, user chat.UserRef, body io.Reader, limit int64) (store.Avatar, error)
-	Avatar(ctx context.Context, login string) (store.Avatar, error)
+	Avatar(ctx context.Context, login string) (chat.Avatar, error)
 	User(ctx context.Context, login string) (chat.User, error)
-	Attachment(ctx context.Context, id chat.ID) (store.Attachment, error)
-	OpenAttachment(ctx context.Context, a store.Attachment) *store.AttachmentReader
+	Attachment(ctx context.Context, id chat.ID) (chat.Attachment, error)
+	OpenAttachment(ctx context.Context, a chat.Attachment) io.ReadSeekCloser
 }
 
 // Core is what the module uses of the HTTP core (handlers.Server):
 // telling every instance of a new picture, whether one has a picture,
 // rendering.
 type Core interface {
-	AvatarChanged(ctx context.Context, login, version string)
 	AvatarVersion(login string) string
 	Render(c echo.Context, status int, page views.Page, body templ.Component) error
 }
 
 // App is the use cases of a person's picture (service.Service).
 type App interface {
+	SetAvatar(ctx context.Context, user chat.UserRef, body io.Reader, limit int64) (chat.Avatar, error)
 	RemoveAvatar(ctx context.Context, login string) error
 }
 
@@ -133,11 +131,9 @@ func (s routes) upload(c echo.Context) error {
 			}
 			continue
 		}
-		av, err := s.DB.SetAvatar(req.Context(), me, part, most)
-		if err != nil {
+		if _, err := s.App.SetAvatar(req.Context(), me, part, most); err != nil {
 			return s.refuse(c, err)
 		}
-		s.Core.AvatarChanged(req.Context(), me.Login, av.Version())
 		return handlers.Redirect(c, "/profile?saved=1#profile-picture")
 	}
 	if !sawCSRF {
@@ -197,8 +193,8 @@ func (s routes) serve(c echo.Context) error {
 	}
 	id := av.Large
 	switch c.QueryParam("s") {
-	case "", strconv.Itoa(store.AvatarLarge):
-	case strconv.Itoa(store.AvatarSmall):
+	case "", strconv.Itoa(chat.AvatarLarge):
+	case strconv.Itoa(chat.AvatarSmall):
 		id = av.Small
 	default:
 		return echo.NewHTTPError(http.StatusBadRequest, "A picture is 48 or 128 pixels.")

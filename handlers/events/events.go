@@ -145,11 +145,11 @@ func (s routes) roomEvents(c echo.Context) error {
 // changesFrom has a stream that resumes a room from since (zero: it
 // replays nothing) replay no change made before login joined the room:
 // one read of login's row, for a resume only.
-func (s routes) changesFrom(ctx context.Context, st *live.Stream, id string, room *chat.Room, login string, since chat.ID) error {
+func (s routes) changesFrom(ctx context.Context, st *live.Stream, id string, room *chat.RoomFor, login string, since chat.ID) error {
 	if since == (chat.ID{}) || room == nil {
 		return nil
 	}
-	joined, err := s.Members.JoinedAt(ctx, *room, login)
+	joined, err := s.Members.JoinedAt(ctx, room.Room, login)
 	if err != nil {
 		return err
 	}

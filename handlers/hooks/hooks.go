@@ -30,16 +30,16 @@ const SecretHeader = "X-KillrChat-Hook-Secret"
 
 // UseCases are the hooks' use cases (service.Service).
 type UseCases interface {
-	CreateHook(ctx context.Context, actor chat.UserRef, r chat.Room, name string) (chat.Hook, string, error)
-	RoomHooks(ctx context.Context, actor string, r chat.Room) ([]chat.Hook, error)
-	DeleteHook(ctx context.Context, actor string, r chat.Room, id string) error
+	CreateHook(ctx context.Context, actor chat.UserRef, r chat.RoomFor, name string) (chat.Hook, string, error)
+	RoomHooks(ctx context.Context, actor string, r chat.RoomFor) ([]chat.Hook, error)
+	DeleteHook(ctx context.Context, actor string, r chat.RoomFor, id string) error
 	HookFor(ctx context.Context, id, secret string) (chat.Hook, error)
 	PostByHook(ctx context.Context, h chat.Hook, p service.HookPost) (chat.Message, error)
 }
 
 // Core is what the module uses of the HTTP core (handlers.Server).
 type Core interface {
-	VisibleRoom(c echo.Context) (chat.Room, error)
+	VisibleRoom(c echo.Context) (chat.RoomFor, error)
 	Render(c echo.Context, status int, page views.Page, body templ.Component) error
 }
 

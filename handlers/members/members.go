@@ -18,7 +18,6 @@ import (
 	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/handlers"
 	"github.com/killrchat/killrchat/service"
-	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/views"
 )
 
@@ -30,27 +29,27 @@ type People interface {
 	RemoveMember(ctx context.Context, actor chat.UserRef, r chat.Room, who string) error
 	SetRoomKind(ctx context.Context, actor string, r chat.Room, kind string) error
 	SetBanner(ctx context.Context, actor string, r chat.Room, banner string) error
-	JoinByInvite(ctx context.Context, me chat.UserRef, token string, before chat.Room) (chat.Room, error)
+	JoinByInvite(ctx context.Context, me chat.UserRef, token string, before chat.RoomFor) (chat.RoomFor, error)
+	CreateInvite(ctx context.Context, actor chat.UserRef, room string, f chat.NewInvite) (string, error)
+	RevokeInvite(ctx context.Context, actor, room, id string) error
 }
 
 // Roster is what the module reads and writes of a room's people and
 // invitations (store.Store).
 type Roster interface {
-	RoomFor(ctx context.Context, name, login string) (chat.Room, error)
+	RoomFor(ctx context.Context, name, login string) (chat.RoomFor, error)
 	RoomMembers(ctx context.Context, r chat.Room, after string, n int) ([]chat.UserRef, error)
 	RoomMembersFrom(ctx context.Context, r chat.Room, prefix string, n int) ([]chat.UserRef, error)
 	MembersOf(ctx context.Context, r chat.Room, logins []string) (map[string]chat.UserRef, error)
-	CreateInvite(ctx context.Context, actor chat.UserRef, room string, f chat.NewInvite) (string, store.Invite, error)
-	Invite(ctx context.Context, token string) (store.Invite, error)
-	Invites(ctx context.Context, r chat.Room) ([]store.Invite, error)
-	RevokeInvite(ctx context.Context, actor, room, id string) error
+	Invite(ctx context.Context, token string) (chat.Invite, error)
+	Invites(ctx context.Context, r chat.Room) ([]chat.Invite, error)
 }
 
 // Core is what the module uses of the HTTP core (handlers.Server): the
 // room or conversation a request names, the people one knows, the
 // rendering of pages and fragments.
 type Core interface {
-	VisibleRoom(c echo.Context) (chat.Room, error)
+	VisibleRoom(c echo.Context) (chat.RoomFor, error)
 	ConversationOf(c echo.Context) (handlers.Conversation, error)
 	Acquaintances(ctx context.Context, login, word string) (map[string]chat.UserRef, error)
 	Render(c echo.Context, status int, page views.Page, body templ.Component) error
@@ -97,15 +96,15 @@ func (s routes) showMembers(c echo.Context) error {
 
 // renderMembers renders the members page of r with the add and invite
 // forms as given.
-func (s routes) renderMembers(c echo.Context, status int, r chat.Room, add, invite views.Form) error {
+func (s routes) renderMembers(c echo.Context, status int, r chat.RoomFor, add, invite views.Form) error {
 	ctx := c.Request().Context()
 	me := handlers.MustUser(c)
-	v := views.Members{Room: r, Viewer: me, Admin: r.IsAdmin(me.Login), Add: add, Invite: invite,
-		CanAdd: r.IsAdmin(me.Login) || (!r.Closed() && r.HasParticipant(me.Login))}
+	v := views.Members{Room: r.Room, Viewer: me, Admin: r.IsAdmin(), Add: add, Invite: invite,
+		CanAdd: r.IsAdmin() || (!r.Closed() && r.IsMember())}
 	// A page of the room's rows, by login, after ?after= (a room may
 	// have 10,000 members: never read whole).
 	after := chat.NameKey(c.QueryParam("after"))
-	people, err := s.db.RoomMembers(ctx, r, after, views.MembersPerPage+1)
+	people, err := s.db.RoomMembers(ctx, r.Room, after, views.MembersPerPage+1)
 	if err != nil {
 		return err
 	}
@@ -118,12 +117,12 @@ func (s routes) renderMembers(c echo.Context, status int, r chat.Room, add, invi
 	}
 	v.People = people
 	if v.CanAdd {
-		people, err := s.memberCandidates(ctx, me.Login, r, "")
+		people, err := s.memberCandidates(ctx, me.Login, r.Room, "")
 		if err != nil {
 			return err
 		}
 		v.Suggestions = people
-		invites, err := s.db.Invites(ctx, r)
+		invites, err := s.db.Invites(ctx, r.Room)
 		if err != nil {
 			return err
 		}
@@ -131,7 +130,7 @@ func (s routes) renderMembers(c echo.Context, status int, r chat.Room, add, invi
 		for _, inv := range invites {
 			used := r.InviteUses[inv.ID]
 			row := views.InviteRow{Invite: inv, Used: used, Status: "active"}
-			switch problem := inv.For(r, "", now); {
+			switch problem := inv.For(r.Room, "", now); {
 			case errors.Is(problem, chat.ErrInviteRevoked):
 				row.Status = "revoked"
 			case errors.Is(problem, chat.ErrInviteExpired):
@@ -190,7 +189,7 @@ func (s routes) memberSuggestions(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	people, err := s.memberCandidates(c.Request().Context(), handlers.MustUser(c).Login, r, c.QueryParam("login"))
+	people, err := s.memberCandidates(c.Request().Context(), handlers.MustUser(c).Login, r.Room, c.QueryParam("login"))
 	if err != nil {
 		return err
 	}
@@ -205,7 +204,7 @@ func (s routes) addMember(c echo.Context) error {
 	}
 	f := handlers.FormOf(c, "login")
 	f.Values["login"] = strings.TrimPrefix(strings.TrimSpace(f.Value("login")), "@")
-	err = s.app.AddMember(c.Request().Context(), handlers.MustUser(c), r, f.Value("login"))
+	err = s.app.AddMember(c.Request().Context(), handlers.MustUser(c), r.Room, f.Value("login"))
 	if errors.Is(err, service.ErrUnknownLogin) {
 		f.Errors["login"] = "No one has this login."
 		return s.renderMembers(c, http.StatusUnprocessableEntity, r, f, views.Form{})
@@ -222,7 +221,7 @@ func (s routes) promoteMember(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := s.app.PromoteMember(c.Request().Context(), handlers.MustUser(c).Login, r, chat.NameKey(c.Param("login"))); err != nil {
+	if err := s.app.PromoteMember(c.Request().Context(), handlers.MustUser(c).Login, r.Room, chat.NameKey(c.Param("login"))); err != nil {
 		return err
 	}
 	return handlers.Redirect(c, membersURL(r.Name))
@@ -236,7 +235,7 @@ func (s routes) removeMember(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := s.app.RemoveMember(c.Request().Context(), handlers.MustUser(c), r, chat.NameKey(c.Param("login"))); err != nil {
+	if err := s.app.RemoveMember(c.Request().Context(), handlers.MustUser(c), r.Room, chat.NameKey(c.Param("login"))); err != nil {
 		return err
 	}
 	return handlers.Redirect(c, membersURL(r.Name))
@@ -248,7 +247,7 @@ func (s routes) setRoomKind(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := s.app.SetRoomKind(c.Request().Context(), handlers.MustUser(c).Login, r, c.FormValue("kind")); err != nil {
+	if err := s.app.SetRoomKind(c.Request().Context(), handlers.MustUser(c).Login, r.Room, c.FormValue("kind")); err != nil {
 		var v chat.ValidationError
 		if errors.As(err, &v) {
 			return echo.NewHTTPError(http.StatusUnprocessableEntity, "A room is open or closed.")
@@ -265,7 +264,7 @@ func (s routes) setBanner(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := s.app.SetBanner(c.Request().Context(), handlers.MustUser(c).Login, r, c.FormValue("banner")); err != nil {
+	if err := s.app.SetBanner(c.Request().Context(), handlers.MustUser(c).Login, r.Room, c.FormValue("banner")); err != nil {
 		var v chat.ValidationError
 		if errors.As(err, &v) {
 			return echo.NewHTTPError(http.StatusUnprocessableEntity, "The banner: "+v["banner"])
@@ -302,7 +301,7 @@ func (s routes) createInvite(c echo.Context) error {
 		f.Error = "Please correct the fields marked below."
 		return s.renderMembers(c, http.StatusUnprocessableEntity, r, views.Form{}, f)
 	}
-	token, _, err := s.db.CreateInvite(c.Request().Context(), handlers.MustUser(c), r.Name, form)
+	token, err := s.app.CreateInvite(c.Request().Context(), handlers.MustUser(c), r.Name, form)
 	if err != nil {
 		var v chat.ValidationError
 		if errors.As(err, &v) {
@@ -319,7 +318,7 @@ func (s routes) revokeInvite(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := s.db.RevokeInvite(c.Request().Context(), handlers.MustUser(c).Login, r.Name, c.Param("id")); err != nil {
+	if err := s.app.RevokeInvite(c.Request().Context(), handlers.MustUser(c).Login, r.Name, c.Param("id")); err != nil {
 		return err
 	}
 	return handlers.Redirect(c, membersURL(r.Name)+"#invites")
@@ -327,21 +326,21 @@ func (s routes) revokeInvite(c echo.Context) error {
 
 // invitation reads the link in the path and its room, with why it no
 // longer works, as the sentence the page shows ("" if it works).
-func (s routes) invitation(c echo.Context) (store.Invite, chat.Room, string, error) {
+func (s routes) invitation(c echo.Context) (chat.Invite, chat.RoomFor, string, error) {
 	ctx := c.Request().Context()
 	inv, err := s.db.Invite(ctx, c.Param("token"))
 	if err != nil {
-		return inv, chat.Room{}, "", err
+		return inv, chat.RoomFor{}, "", err
 	}
 	r, err := s.db.RoomFor(ctx, inv.Room, handlers.MustUser(c).Login)
 	if err != nil {
 		return inv, r, "", err
 	}
-	switch problem := inv.For(r, handlers.MustUser(c).Login, time.Now()); {
+	switch problem := inv.For(r.Room, handlers.MustUser(c).Login, time.Now()); {
 	case errors.Is(problem, chat.ErrNotFound):
 		// A link of a room deleted since: the room of the name now is
 		// another's, of which the link tells nothing.
-		return inv, chat.Room{}, "", fmt.Errorf("members: invitation to %q: %w", inv.Room, problem)
+		return inv, chat.RoomFor{}, "", fmt.Errorf("members: invitation to %q: %w", inv.Room, problem)
 	case problem != nil:
 		return inv, r, inviteProblem(problem), nil
 	}
@@ -374,14 +373,14 @@ func (s routes) showInvite(c echo.Context) error {
 	return s.renderInvite(c, r, problem)
 }
 
-func (s routes) renderInvite(c echo.Context, r chat.Room, problem string) error {
+func (s routes) renderInvite(c echo.Context, r chat.RoomFor, problem string) error {
 	status := http.StatusOK
 	if problem != "" {
 		status = http.StatusGone
-		r = chat.Room{} // a dead link tells nothing about the room
+		r = chat.RoomFor{} // a dead link tells nothing about the room
 	}
-	v := views.InvitePage{Room: r, Action: c.Request().URL.Path, Problem: problem,
-		Member: problem == "" && r.HasParticipant(handlers.MustUser(c).Login)}
+	v := views.InvitePage{Room: r.Room, Action: c.Request().URL.Path, Problem: problem,
+		Member: problem == "" && r.IsMember()}
 	title := "Invitation"
 	if problem == "" {
 		title = "Invitation to #" + r.DisplayName
@@ -417,7 +416,7 @@ func (s routes) roomMembers(c echo.Context) error {
 		return err
 	}
 	if cv.Room != nil && cv.Member(handlers.MustUser(c).Login) {
-		return s.suggestRoomMembers(c, *cv.Room)
+		return s.suggestRoomMembers(c, cv.Room.Room)
 	}
 	return s.suggestMembers(c, cv.Place.Conversation())
 }

@@ -22,7 +22,7 @@ const mentionsPerPage = 50
 type Mentions interface {
 	Mentions(ctx context.Context, login string, before chat.ID, n int) ([]chat.Mention, error)
 	RoomsNamed(ctx context.Context, names []string) (map[string]chat.Room, error)
-	Standing(ctx context.Context, r chat.Room, login string) (*chat.UserRef, error)
+	Standing(ctx context.Context, r chat.Room, login string) (chat.Standing, error)
 }
 
 // Pages renders a page in the layout (handlers.Server).
@@ -94,10 +94,10 @@ func (s routes) visibleMentions(ctx context.Context, login string, found []chat.
 	for name, r := range named {
 		if !r.Closed() {
 			visible[name] = true
-		} else if entry, err := s.db.Standing(ctx, r, login); err != nil {
+		} else if st, err := s.db.Standing(ctx, r, login); err != nil {
 			return nil, err
 		} else {
-			visible[name] = entry != nil
+			visible[name] = st.Member
 		}
 	}
 	return slices.DeleteFunc(found, func(m chat.Mention) bool {

@@ -39,14 +39,14 @@ type Store struct {
 	// page of RoomMembers that is cached.
 	first    int
 	rooms    *web.RowCache[chat.Room]
-	standing *web.RowCache[underVersion[*chat.UserRef]]
+	standing *web.RowCache[underVersion[chat.Standing]]
 	people   *web.RowCache[underVersion[[]chat.UserRef]]
 	dms      *web.RowCache[chat.DM]
 	users    *web.RowCache[chat.User]
 }
 
-// underVersion is what was read of a room's members (a person's entry,
-// nil if not a participant; the first participants) under the members'
+// underVersion is what was read of a room's members (a person's
+// standing; the first participants) under the members'
 // version and the room's incarnation: read again under any other.
 type underVersion[T any] struct {
 	version chat.ID
@@ -59,7 +59,7 @@ type underVersion[T any] struct {
 // of the first page of a room's participants that is cached.
 func New(src service.Storage, hub Hub, ttl time.Duration, max, first int) *Store {
 	cs := &Store{Storage: src, first: first, rooms: web.NewRowCache[chat.Room](ttl, max),
-		standing: web.NewRowCache[underVersion[*chat.UserRef]](ttl, max), people: web.NewRowCache[underVersion[[]chat.UserRef]](ttl, max),
+		standing: web.NewRowCache[underVersion[chat.Standing]](ttl, max), people: web.NewRowCache[underVersion[[]chat.UserRef]](ttl, max),
 		dms: web.NewRowCache[chat.DM](ttl, max), users: web.NewRowCache[chat.User](ttl, max)}
 	hub.Watch(func(live.StreamEnd) {}, cs.reset)
 	hub.WatchInvalidations(cs.apply)
@@ -107,39 +107,38 @@ func (cs *Store) RoomCached(ctx context.Context, name string) (chat.Room, bool, 
 // reads Cassandra again before anyone is refused: a join on another
 // instance may be newer than the entry (its invalidation still on the
 // way).
-func (cs *Store) RoomFor(ctx context.Context, name, login string) (chat.Room, error) {
+func (cs *Store) RoomFor(ctx context.Context, name, login string) (chat.RoomFor, error) {
 	r, cached, err := cs.RoomCached(ctx, name)
 	if err != nil {
-		return r, err
+		return chat.RoomFor{}, err
 	}
-	entry, stCached, err := cs.standingIn(ctx, r, login)
+	st, stCached, err := cs.standingIn(ctx, r, login)
 	if err != nil {
-		return chat.Room{}, err
+		return chat.RoomFor{}, err
 	}
-	if entry != nil || (!cached && !stCached) {
-		return r.WithStanding(login, entry), nil
+	if st.Member || (!cached && !stCached) {
+		return r.For(st), nil
 	}
 	cs.rooms.Forget(r.Name)
 	cs.standing.Forget(standingKey(r.Name, login))
 	if r, _, err = cs.RoomCached(ctx, name); err != nil {
-		return r, err
+		return chat.RoomFor{}, err
 	}
-	if entry, _, err = cs.standingIn(ctx, r, login); err != nil {
-		return chat.Room{}, err
+	if st, _, err = cs.standingIn(ctx, r, login); err != nil {
+		return chat.RoomFor{}, err
 	}
-	return r.WithStanding(login, entry), nil
+	return r.For(st), nil
 }
 
-// Standing is login's entry in r (nil if not a participant) through the
-// cache.
-func (cs *Store) Standing(ctx context.Context, r chat.Room, login string) (*chat.UserRef, error) {
-	entry, _, err := cs.standingIn(ctx, r, login)
-	return entry, err
+// Standing is login's standing in r through the cache.
+func (cs *Store) Standing(ctx context.Context, r chat.Room, login string) (chat.Standing, error) {
+	st, _, err := cs.standingIn(ctx, r, login)
+	return st, err
 }
 
 // standingIn is Standing, with whether it came from the cache.
-func (cs *Store) standingIn(ctx context.Context, r chat.Room, login string) (*chat.UserRef, bool, error) {
-	return loadUnder(cs.standing, standingKey(r.Name, login), r, func() (*chat.UserRef, error) {
+func (cs *Store) standingIn(ctx context.Context, r chat.Room, login string) (chat.Standing, bool, error) {
+	return loadUnder(cs.standing, standingKey(r.Name, login), r, func() (chat.Standing, error) {
 		return cs.Storage.Standing(ctx, r, login)
 	})
 }
@@ -179,18 +178,18 @@ func loadUnder[T any](cache *web.RowCache[underVersion[T]], key string, r chat.R
 // at most 8 at once), where mine says login's list names the room: every
 // participant is listed (the list is written before the LWT that makes
 // one, see store.JoinRoom), so the others need no read.
-func (cs *Store) Standings(ctx context.Context, rooms []chat.Room, login string, mine func(string) bool) ([]chat.Room, error) {
-	out := make([]chat.Room, len(rooms))
+func (cs *Store) Standings(ctx context.Context, rooms []chat.Room, login string, mine func(string) bool) ([]chat.RoomFor, error) {
+	out := make([]chat.RoomFor, len(rooms))
 	var g errgroup.Group
 	g.SetLimit(8)
 	for i, r := range rooms {
 		if !mine(r.Name) {
-			out[i] = r.WithStanding(login, nil)
+			out[i] = r.For(chat.StandingOf(login, nil))
 			continue
 		}
 		g.Go(func() error {
-			entry, _, err := cs.standingIn(ctx, r, login)
-			out[i] = r.WithStanding(login, entry)
+			st, _, err := cs.standingIn(ctx, r, login)
+			out[i] = r.For(st)
 			return err
 		})
 	}
