@@ -52,6 +52,8 @@ type Config struct {
 	Admin     AdminConfig
 	Export    ExportConfig
 	Import    ImportConfig
+	// Email is the SMTP server and the site's address (serve and admin).
+	Email EmailConfig
 }
 
 // ServeConfig is what `serve` needs besides Cassandra.
@@ -203,12 +205,12 @@ func (c *Config) settings() ([]*setting, func(map[string]source) error) {
 	check := func(map[string]source) error { return nil }
 	switch c.Command {
 	case Serve:
-		own, check = c.serveSettings(), c.checkServe
+		own, check = append(c.serveSettings(), c.emailSettings()...), c.checkServe
 	case Migrate:
 	case IndexBackfill:
 		own = c.backfillSettings()
 	case Admin:
-		own, check = c.adminSettings(), c.checkAdmin
+		own, check = append(c.adminSettings(), c.emailSettings()...), c.checkAdmin
 	case Export:
 		own = c.exportSettings()
 	case Import:
@@ -246,6 +248,9 @@ func (c *Config) backfillSettings() []*setting {
 
 // checkServe checks what spans several serve settings.
 func (c *Config) checkServe(from map[string]source) error {
+	if err := c.checkEmail(from); err != nil {
+		return err
+	}
 	s := &c.Serve
 	if s.UploadPerHour < s.MaxUpload {
 		return fmt.Errorf("%s must be at least --max-upload (%d bytes), not %d", from["upload-bytes-per-hour"].name("upload-bytes-per-hour"), s.MaxUpload, s.UploadPerHour)

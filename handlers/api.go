@@ -32,6 +32,9 @@ type Routes struct {
 	// Public holds every page's routes: the session is loaded if there
 	// is one, the CSRF token checked.
 	Public *echo.Group
+	// Bare holds the routes that a token in the path authorises, with no
+	// session and no CSRF token (a mail client's one-click unsubscribe).
+	Bare *echo.Group
 	// Auth holds the routes of signed-in people: the session is loaded
 	// and required, the CSRF token checked, names canonical.
 	Auth *echo.Group

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/killrchat/killrchat/chat"
+	"github.com/killrchat/killrchat/email/missed"
 	"github.com/killrchat/killrchat/live"
 	"github.com/killrchat/killrchat/push"
 	"github.com/killrchat/killrchat/service"
@@ -27,6 +28,8 @@ type Store interface {
 	live.Source
 	metrics.ChunkCounter
 	push.Storage
+	service.EmailStore
+	missed.Store
 
 	// Connected is closed once the database first answers; Health says
 	// whether it answers now (and what is degraded).

@@ -190,7 +190,14 @@ type Deps struct {
 	Renderer  Renderer
 	Indexer   Indexer
 	Push      Pusher
-	Log       *slog.Logger
+	// Mail sends the site's mail (nil: email is off); Email is email's
+	// storage; SiteURL starts the links mails carry.
+	Mail    Mailer
+	Email   EmailStore
+	SiteURL string
+	// EmailHideText leaves message text out of every email.
+	EmailHideText bool
+	Log           *slog.Logger
 	// ShownParticipants is how many participants a room's header lists:
 	// a change of them publishes that many.
 	ShownParticipants int

@@ -99,11 +99,15 @@ func (m module) adminPage(c echo.Context) (views.Admin, error) {
 			return v, echo.NewHTTPError(http.StatusBadRequest, "This page link is broken or too old. Start from the first page.")
 		}
 	}
+	var (
+		people []chat.Person
+		next   chat.AdminCursor
+		err    error
+	)
 	if len(v.Query) > 100 {
-		return v, chat.ValidationError{"q": "Search with at most 100 characters."}
-	}
-	people, next, err := m.app.FindPeople(ctx, v.Query, after, PeoplePerPage)
-	if err != nil {
+		// Said beside the search field; the rest of the page as usual.
+		v.QueryError = "Search with at most 100 characters."
+	} else if people, next, err = m.app.FindPeople(ctx, v.Query, after, PeoplePerPage); err != nil {
 		return v, err
 	}
 	v.People = people
@@ -161,7 +165,11 @@ func (m module) showAdmin(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return m.render(c, http.StatusOK, v)
+	status := http.StatusOK
+	if v.QueryError != "" {
+		status = http.StatusUnprocessableEntity
+	}
+	return m.render(c, status, v)
 }
 
 func (m module) showAudit(c echo.Context) error {

@@ -11,6 +11,7 @@ import (
 	"github.com/killrchat/killrchat/handlers/changes"
 	"github.com/killrchat/killrchat/handlers/directory"
 	"github.com/killrchat/killrchat/handlers/dms"
+	"github.com/killrchat/killrchat/handlers/emails"
 	"github.com/killrchat/killrchat/handlers/events"
 	"github.com/killrchat/killrchat/handlers/files"
 	"github.com/killrchat/killrchat/handlers/members"
@@ -19,6 +20,7 @@ import (
 	"github.com/killrchat/killrchat/handlers/presence"
 	"github.com/killrchat/killrchat/handlers/push"
 	"github.com/killrchat/killrchat/handlers/search"
+	"github.com/killrchat/killrchat/handlers/switcher"
 	"github.com/killrchat/killrchat/handlers/typing"
 	"github.com/killrchat/killrchat/store"
 )
@@ -51,7 +53,11 @@ func Modules(db *store.Store) []handlers.Module {
 		},
 		func(s *handlers.Server, r handlers.Routes) { catchup.Register(r, s, s.App()) },
 		func(s *handlers.Server, r handlers.Routes) { directory.Register(r, s, s.App()) },
-		func(s *handlers.Server, r handlers.Routes) { admin.Register(r, s, s, s.App(), s.Config().Limits.Admin) }}
+		func(s *handlers.Server, r handlers.Routes) { admin.Register(r, s, s, s.App(), s.Config().Limits.Admin) },
+		func(s *handlers.Server, r handlers.Routes) { switcher.Register(r, s, db, s.App()) },
+		func(s *handlers.Server, r handlers.Routes) {
+			emails.Register(r, emails.Deps{Core: s, App: s.App(), UnsubscribeKey: s.UnsubscribeKey()})
+		}}
 }
 
 // Register installs the middleware and every route of srv on e, the
