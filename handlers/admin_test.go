@@ -114,6 +114,12 @@ func TestFirstSignUpIsAdministrator(t *testing.T) {
 			t.Fatalf("%s, not an administrator, gets /admin: %d", c.login, code)
 		}
 	}
+	if admin.get("/profile").doc.Find(`#admin-link a[href="/admin"]`).Length() != 1 {
+		t.Error("the administrator's profile page does not link to /admin")
+	}
+	if clients[0] != admin && clients[0].get("/profile").doc.Find("#admin-link").Length() != 0 {
+		t.Error("a profile page of someone who is not an administrator links to /admin")
+	}
 	if note := text(visitor.get("/signup"), "#signup-note"); note != "" {
 		t.Fatalf("the sign-up page still says %q once the site has an administrator", note)
 	}
