@@ -1,7 +1,7 @@
 // This file owns email's rows: a person's email settings, address
 // verification links (used once, by "IF used_at = null"), verified
 // addresses' accounts, and the missed-message emails waiting (claimed
-// once across instances by LWT; see schema/023_email.cql).
+// once across instances by LWT; see schema/021_email.cql).
 
 package store
 
