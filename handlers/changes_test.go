@@ -381,7 +381,7 @@ func TestEditMentionsAndDeleteFiles(t *testing.T) {
 	if _, err := db.Chunk(ctxT(t), m.Attachment.ID, 0); err != nil {
 		t.Fatalf("the file's chunk: %v", err)
 	}
-	if p := ada.post("/rooms/"+room+"/messages/"+fileMsg+"/delete", nil); p.StatusCode != http.StatusSeeOther {
+	if p := ada.post("/rooms/"+room+"/messages/"+fileMsg+"/delete", confirmed()); p.StatusCode != http.StatusSeeOther {
 		t.Fatalf("delete: %d", p.StatusCode)
 	}
 	if _, err := db.Attachment(ctxT(t), m.Attachment.ID); !errors.Is(err, chat.ErrNotFound) {

@@ -239,7 +239,7 @@ func TestSearchFollowsEditsAndDeletes(t *testing.T) {
 	if p := ada.post("/rooms/"+room+"/messages/"+edited+"/edit", url.Values{"content": {"first " + after}}); p.StatusCode >= 400 {
 		t.Fatalf("edit: %d", p.StatusCode)
 	}
-	if p := ada.post("/rooms/"+room+"/messages/"+deleted+"/delete", nil); p.StatusCode >= 400 {
+	if p := ada.post("/rooms/"+room+"/messages/"+deleted+"/delete", confirmed()); p.StatusCode >= 400 {
 		t.Fatalf("delete: %d", p.StatusCode)
 	}
 	for q, want := range map[string]string{before: "", after: "first " + after, gone: ""} {
