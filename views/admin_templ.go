@@ -1093,7 +1093,7 @@ func DeleteAccountView(f Form) templ.Component {
 			templ_7745c5c3_Var44 = templ.NopComponent
 		}
 		ctx = templ.ClearChildren(ctx)
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 94, "<section class=\"auth\" id=\"delete-account\"><h1>Delete your account</h1><p>Your profile and sessions go. Your messages stay, under \"deleted user\". This cannot be undone.</p>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 94, "<section class=\"auth\" id=\"delete-account\"><h1>Delete your account</h1><p>Your profile and sessions go, and the files you sent in direct messages. Your messages stay, under \"deleted user\", and so do your files in rooms. This cannot be undone.</p>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
