@@ -1262,7 +1262,7 @@ func adminBots(v Admin) templ.Component {
 					return templ_7745c5c3_Err
 				}
 				if b.HookRoom == "" {
-					templ_7745c5c3_Err = botAction(b.Login, "rotate", "New token", "Make a new API token for "+b.Login).Render(ctx, templ_7745c5c3_Buffer)
+					templ_7745c5c3_Err = botAction(b.Login, "rotate", "New token", "New token for "+b.Login).Render(ctx, templ_7745c5c3_Buffer)
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
@@ -1271,7 +1271,7 @@ func adminBots(v Admin) templ.Component {
 						return templ_7745c5c3_Err
 					}
 					if b.HasToken {
-						templ_7745c5c3_Err = botAction(b.Login, "revoke", "Revoke token", "Revoke the API token of "+b.Login).Render(ctx, templ_7745c5c3_Buffer)
+						templ_7745c5c3_Err = botAction(b.Login, "revoke", "Revoke token", "Revoke token of "+b.Login).Render(ctx, templ_7745c5c3_Buffer)
 						if templ_7745c5c3_Err != nil {
 							return templ_7745c5c3_Err
 						}
