@@ -23,7 +23,8 @@ const (
 // messages have no earlier conversation to be told apart from.
 var DMEpoch = time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
 
-// Place is where messages are posted and read: a Room, a DM, or a
+// Place is where messages are posted and read: a room (a Room header, a
+// RoomFor with the poster's standing, a RoomWithAll), a DM, or a
 // Conversation itself. The message functions take it, so rooms and DMs
 // share one path.
 type Place interface{ Conversation() Conversation }
@@ -39,7 +40,8 @@ type Conversation struct {
 	// the same ID (a deleted room) are older and never shown.
 	Since time.Time
 	// Members are who may read and post, by login: all of a DM's; of a
-	// room's, those read with it (see Room.Conversation).
+	// room's, the standing read with it (see RoomFor.Conversation), or
+	// all for a RoomWithAll.
 	Members map[string]UserRef
 }
 

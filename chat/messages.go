@@ -46,6 +46,15 @@ func CheckContent(content string) (string, error) {
 	return content, nil
 }
 
+// CheckCaption is CheckContent for the text that goes with a file, which
+// may be blank: a blank one is "".
+func CheckCaption(content string) (string, error) {
+	if strings.TrimSpace(content) == "" {
+		return "", nil
+	}
+	return CheckContent(content)
+}
+
 // AttachmentRef is the attachment of a message, denormalised into it (the
 // user-defined type attachment_ref) so a page of messages is one query.
 type AttachmentRef struct {
@@ -104,3 +113,20 @@ const MaxContent = 4000
 
 // maxFileName is the longest stored file name, in characters.
 const maxFileName = 200
+
+// StoredFile is a file as an export carries it: what the store keeps
+// of it besides its bytes.
+type StoredFile struct {
+	ID            ID      `json:"id"`
+	Conversation  string  `json:"conversation"`
+	Uploader      UserRef `json:"uploader"`
+	Name          string  `json:"name"`
+	Size          int64   `json:"size"`
+	ContentType   string  `json:"content_type"`
+	SHA256        []byte  `json:"sha256"`
+	Width         int     `json:"width,omitempty"`
+	Height        int     `json:"height,omitempty"`
+	PreviewID     ID      `json:"preview_id,omitzero"`
+	PreviewWidth  int     `json:"preview_width,omitempty"`
+	PreviewHeight int     `json:"preview_height,omitempty"`
+}

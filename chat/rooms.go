@@ -115,6 +115,14 @@ func (r RoomWithAll) For(login string) RoomFor {
 	return r.Room.For(StandingOf(login, &p))
 }
 
+// RoomPage is one page of the list of all rooms.
+type RoomPage struct {
+	Rooms []Room
+	// Next is the storage's opaque paging state for the next page; empty
+	// on the last.
+	Next []byte
+}
+
 // Room kinds: an open room is listed to everyone and anyone joins it; a
 // closed room is seen by its members only, who join by being added or by
 // an invitation link.
@@ -174,4 +182,11 @@ func CheckBanner(banner *string) error {
 	v := ValidationError{}
 	checkField(v, "banner", banner, bannerRule)
 	return v.Err()
+}
+
+// Member is one member of a room as an export carries it: who, and when
+// they joined (zero for the creator, or from before it was recorded).
+type Member struct {
+	UserRef
+	Joined time.Time
 }

@@ -31,6 +31,10 @@ const (
 	AccountActive      = ""
 	AccountDeactivated = "deactivated"
 	AccountDeleted     = "deleted"
+	// AccountUnclaimed is an imported account nobody has claimed yet:
+	// closed as a deactivated one is, until a password is set by a
+	// reset link, which opens it.
+	AccountUnclaimed = "unclaimed"
 )
 
 // Errors of running a site.

@@ -44,6 +44,8 @@ type User struct {
 	CreatedAt  time.Time
 	// Status is AccountActive (""), AccountDeactivated or AccountDeleted.
 	Status string
+	// Mail are their email settings.
+	Mail EmailSettings
 }
 
 // RoomTitle is the display name of room, one of u.ChatRooms.

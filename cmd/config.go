@@ -30,10 +30,12 @@ const (
 	Migrate       = "migrate"
 	IndexBackfill = "index-backfill"
 	Admin         = "admin"
+	Export        = "export"
+	Import        = "import"
 )
 
 // Commands are the program's commands, the default first.
-var Commands = []string{Serve, Migrate, IndexBackfill, Admin}
+var Commands = []string{Serve, Migrate, IndexBackfill, Admin, Export, Import}
 
 // Config is the whole configuration of every command.
 type Config struct {
@@ -48,6 +50,10 @@ type Config struct {
 	Serve     ServeConfig
 	Backfill  BackfillConfig
 	Admin     AdminConfig
+	Export    ExportConfig
+	Import    ImportConfig
+	// Email is the SMTP server and the site's address (serve and admin).
+	Email EmailConfig
 }
 
 // ServeConfig is what `serve` needs besides Cassandra.
@@ -125,8 +131,11 @@ func Parse(args []string, lookupEnv func(string) (string, bool)) (Config, error)
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		c.Command, args = args[0], args[1:]
 	}
-	if c.Command == Admin {
+	switch c.Command {
+	case Admin:
 		args = c.Admin.take(args)
+	case Import:
+		args = c.Import.take(args)
 	}
 	settings, check := c.settings()
 	if settings == nil {
@@ -196,12 +205,16 @@ func (c *Config) settings() ([]*setting, func(map[string]source) error) {
 	check := func(map[string]source) error { return nil }
 	switch c.Command {
 	case Serve:
-		own, check = c.serveSettings(), c.checkServe
+		own, check = append(c.serveSettings(), c.emailSettings()...), c.checkServe
 	case Migrate:
 	case IndexBackfill:
 		own = c.backfillSettings()
 	case Admin:
-		own, check = c.adminSettings(), c.checkAdmin
+		own, check = append(c.adminSettings(), c.emailSettings()...), c.checkAdmin
+	case Export:
+		own = c.exportSettings()
+	case Import:
+		own, check = c.importSettings(), c.checkImport
 	default:
 		return nil, nil
 	}
@@ -235,6 +248,9 @@ func (c *Config) backfillSettings() []*setting {
 
 // checkServe checks what spans several serve settings.
 func (c *Config) checkServe(from map[string]source) error {
+	if err := c.checkEmail(from); err != nil {
+		return err
+	}
 	s := &c.Serve
 	if s.UploadPerHour < s.MaxUpload {
 		return fmt.Errorf("%s must be at least --max-upload (%d bytes), not %d", from["upload-bytes-per-hour"].name("upload-bytes-per-hour"), s.MaxUpload, s.UploadPerHour)

@@ -105,8 +105,12 @@ func (m *Main) Run(ctx context.Context) error {
 		MaxUpload: cfg.MaxUpload, UploadTimeout: cfg.UploadTimeout, SearchIndexOff: !cfg.SearchIndex, SearchIndexRate: cfg.SearchIndexRate,
 		Push: cfg.Push, PushOff: cfg.PushOff,
 		MaxUploadsPerUser: cfg.UploadsPerUser, UploadMinRate: cfg.UploadMinRate,
+		Email: m.Config.Email.SMTP, SiteURL: m.Config.Email.SiteURL, EmailDelay: m.Config.Email.Delay, EmailHideText: m.Config.Email.HideText,
+		Indexer: func(log *slog.Logger, perSecond float64, off bool, closing <-chan struct{}) handlers.Indexer {
+			return store.NewIndexer(m.db, log, perSecond, off, closing)
+		},
 	}, log)
-	routes.Register(e, m.srv)
+	routes.Register(e, m.srv, m.db)
 
 	// Cassandra may come up after the app: connect in the background
 	// while /readyz and the pages answer 503.

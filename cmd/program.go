@@ -45,6 +45,8 @@ var commands = map[string]func(ctx context.Context, cfg Config, stdout, stderr i
 	Migrate:       migrate,
 	IndexBackfill: backfill,
 	Admin:         administer,
+	Export:        export,
+	Import:        importer,
 }
 
 // Logger is the program's log on w, at the configured level and format.
@@ -146,7 +148,11 @@ KillrChat is one binary with several commands: ` + "`killrchat [serve]`" + ` (th
 default) runs the server, ` + "`killrchat migrate`" + ` applies the schema to the
 keyspace and prints which migrations are applied, and
 ` + "`killrchat index-backfill`" + ` indexes the messages stored before the search
-index existed. All read the same Cassandra and log settings.
+index existed, ` + "`killrchat admin`" + ` makes and unmakes administrators,
+` + "`killrchat export`" + ` writes the site (or a room) as JSON lines with its files
+in a tar beside them, and ` + "`killrchat import killrchat|slack <file>`" + ` brings
+an export, or a Slack workspace export, in (see operations.md). All read
+the same Cassandra and log settings.
 
 Each setting is read from its flag, else from its environment variable
 when that is set and not empty, else its default. A value that is not

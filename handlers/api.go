@@ -21,7 +21,6 @@ import (
 	"github.com/killrchat/killrchat/live"
 	"github.com/killrchat/killrchat/service"
 	"github.com/killrchat/killrchat/service/cache"
-	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/views"
 	"github.com/killrchat/killrchat/web/csrf"
 	"github.com/killrchat/killrchat/web/limit"
@@ -33,6 +32,9 @@ type Routes struct {
 	// Public holds every page's routes: the session is loaded if there
 	// is one, the CSRF token checked.
 	Public *echo.Group
+	// Bare holds the routes that a token in the path authorises, with no
+	// session and no CSRF token (a mail client's one-click unsubscribe).
+	Bare *echo.Group
 	// Auth holds the routes of signed-in people: the session is loaded
 	// and required, the CSRF token checked, names canonical.
 	Auth *echo.Group
@@ -53,9 +55,6 @@ type Conversation = conversation
 // the parts of the server it declares it uses.
 type Module func(*Server, Routes)
 
-// DB is the store.
-func (s *Server) DB() *store.Store { return s.db }
-
 // StaticFiles are the files served under /static/.
 func (s *Server) StaticFiles() fs.FS { return s.cfg.Static }
 
@@ -64,9 +63,6 @@ func (s *Server) Log() *slog.Logger { return s.log }
 
 // Live is the live engine.
 func (s *Server) Live() *live.Engine { return s.live }
-
-// Indexer is the search indexer: a message's change goes through it.
-func (s *Server) Indexer() *store.Indexer { return s.indexer }
 
 // Publish hands an event to the hub (every instance's pages), rendering
 // it first if it is a message or a participant list without HTML.

@@ -1,8 +1,6 @@
 package handlers
 
 import (
-	"context"
-
 	"github.com/killrchat/killrchat/live"
 	"github.com/killrchat/killrchat/web"
 )
@@ -30,13 +28,6 @@ func (s *Server) watchAvatars() {
 		}
 		s.avatars.Keep(s.db.LoadAvatars, reload, s.closing, s.log)
 	}()
-}
-
-// AvatarChanged tells every instance (this one at once) that login's
-// picture is now version ("" for none).
-func (s *Server) AvatarChanged(ctx context.Context, login, version string) {
-	s.avatars.Apply(map[string]string{login: version})
-	s.app.AvatarChanged(ctx, login, version)
 }
 
 // AvatarVersion is login's picture's version, or "".

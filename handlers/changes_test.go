@@ -118,7 +118,7 @@ func TestEditAndDelete(t *testing.T) {
 	t.Run("AuthorDeletes", func(t *testing.T) {
 		postMessage(t, ada, room, "my password is hunter2")
 		mine := latestID(t, room, "my password is hunter2")
-		if p := ada.post(base+mine+"/delete", nil); p.StatusCode != http.StatusSeeOther {
+		if p := ada.post(base+mine+"/delete", confirmed()); p.StatusCode != http.StatusSeeOther {
 			t.Fatalf("delete: %d", p.StatusCode)
 		}
 		if _, err := storedMessage(t, roomPlace(t, room), mine); err == nil {
@@ -127,7 +127,7 @@ func TestEditAndDelete(t *testing.T) {
 		if p := bob.get("/rooms/" + room); p.doc.Find("#msg-"+mine).Length() != 0 {
 			t.Error("the page still shows the deleted message")
 		}
-		if p := ada.post(base+mine+"/delete", nil); p.StatusCode != http.StatusNotFound {
+		if p := ada.post(base+mine+"/delete", confirmed()); p.StatusCode != http.StatusNotFound {
 			t.Errorf("delete again: %d", p.StatusCode)
 		}
 	})
@@ -137,7 +137,7 @@ func TestEditAndDelete(t *testing.T) {
 		if p := creator.post(base+spam+"/edit", url.Values{"content": {"moderated"}}); p.StatusCode != http.StatusForbidden {
 			t.Errorf("the creator edits bob's message: %d", p.StatusCode)
 		}
-		if p := creator.post(base+spam+"/delete", nil); p.StatusCode != http.StatusSeeOther {
+		if p := creator.post(base+spam+"/delete", confirmed()); p.StatusCode != http.StatusSeeOther {
 			t.Fatalf("the creator deletes bob's message: %d", p.StatusCode)
 		}
 		if _, err := storedMessage(t, roomPlace(t, room), spam); err == nil {
@@ -155,7 +155,7 @@ func TestEditAndDelete(t *testing.T) {
 		if p := ada.post(base+spam+"/edit", url.Values{"content": {"moderated"}}); p.StatusCode != http.StatusForbidden {
 			t.Errorf("an admin edits bob's message: %d", p.StatusCode)
 		}
-		if p := ada.post(base+spam+"/delete", nil); p.StatusCode != http.StatusSeeOther {
+		if p := ada.post(base+spam+"/delete", confirmed()); p.StatusCode != http.StatusSeeOther {
 			t.Fatalf("an admin deletes bob's message: %d", p.StatusCode)
 		}
 		if _, err := storedMessage(t, roomPlace(t, room), spam); err == nil {
@@ -188,7 +188,7 @@ func TestEditAndDelete(t *testing.T) {
 		if p := bob.post(dm+"/delete", nil); p.StatusCode != http.StatusForbidden {
 			t.Errorf("bob deletes ada's DM message: %d", p.StatusCode)
 		}
-		if p := ada.post(dm+"/delete", nil); p.StatusCode != http.StatusSeeOther {
+		if p := ada.post(dm+"/delete", confirmed()); p.StatusCode != http.StatusSeeOther {
 			t.Fatalf("ada deletes her DM message: %d", p.StatusCode)
 		}
 		if got := dmMessages(t, address); len(got) != 0 {

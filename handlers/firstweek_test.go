@@ -4,11 +4,15 @@ package handlers_test
 // HTTP. Each test failed before its fix.
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/killrchat/killrchat/views"
 )
 
 // TestInvitationSurvivesSignup (defect 1): a newcomer opens a closed
@@ -168,5 +172,112 @@ func TestRemovedFromClosedRoom(t *testing.T) {
 	p = carol.get("/rooms/" + room)
 	if got := text(p, "main"); p.StatusCode != http.StatusNotFound || strings.Contains(got, "removed") {
 		t.Errorf("an outsider sees %d %q", p.StatusCode, got)
+	}
+}
+
+// confirmed is the form of a delete that was asked about and said yes to
+// (issue 39): a new one each time, as client.post adds its token to it.
+func confirmed() url.Values { return url.Values{"confirm": {"yes"}} }
+
+// TestDeleteAsksWithoutJS (issue 39, item 11): without JavaScript, a
+// message's Delete answers a page that asks (and deletes nothing); its
+// "Yes, delete it" deletes; Cancel goes back to the message. Someone who
+// may not delete it is refused, not asked.
+func TestDeleteAsksWithoutJS(t *testing.T) {
+	t.Parallel()
+	a := newApp(t, nil, nil)
+	ada, bob := a.signedUp(t, unique("ada")), a.signedUp(t, unique("bob"))
+	room := roomWith(t, ada, bob)
+	postMessage(t, ada, room, "delete me later")
+	id := latestID(t, room, "delete me later")
+	path := "/rooms/" + room + "/messages/" + id + "/delete"
+
+	if p := bob.post(path, nil); p.StatusCode != http.StatusForbidden {
+		t.Errorf("bob's delete of ada's message: %d, want 403", p.StatusCode)
+	}
+	p := ada.post(path, nil)
+	if p.StatusCode != http.StatusOK || text(p, "main h1") != "Delete this message?" {
+		t.Fatalf("the first delete: %d %q, want the question", p.StatusCode, text(p, "main h1"))
+	}
+	form := p.doc.Find(`form.confirm-delete-message[action="` + path + `"]`)
+	if form.Find(`input[name=confirm][value=yes]`).Length() != 1 || strings.TrimSpace(form.Find("button").Text()) != "Yes, delete it" {
+		t.Errorf("the question's form: %s", text(p, "main"))
+	}
+	if href := form.Find("a").AttrOr("href", ""); !strings.Contains(href, "?at="+id) {
+		t.Errorf("Cancel goes to %q, want the message", href)
+	}
+	if m, err := storedMessage(t, roomPlace(t, room), id); err != nil || m.Content != "delete me later" {
+		t.Fatalf("asking deleted the message: %+v %v", m, err)
+	}
+	if p := ada.post(path, confirmed()); p.StatusCode != http.StatusSeeOther {
+		t.Fatalf("yes, delete it: %d", p.StatusCode)
+	}
+	if _, err := storedMessage(t, roomPlace(t, room), id); err == nil {
+		t.Error("the message is still there after yes")
+	}
+}
+
+// TestMessageSource (issue 39, day one: edit in place): the editor gets
+// one's own message's stored Markdown; another's is refused.
+func TestMessageSource(t *testing.T) {
+	t.Parallel()
+	a := newApp(t, nil, nil)
+	ada, bob := a.signedUp(t, unique("ada")), a.signedUp(t, unique("bob"))
+	room := roomWith(t, ada, bob)
+	postMessage(t, ada, room, "**bold** and\n\n- a list")
+	id := latestID(t, room, "**bold** and\n\n- a list")
+	path := "/rooms/" + room + "/messages/" + id + "/source"
+	if p := ada.get(path); p.StatusCode != http.StatusOK || p.body != "**bold** and\n\n- a list" {
+		t.Errorf("ada's source: %d %q", p.StatusCode, p.body)
+	}
+	if p := bob.get(path); p.StatusCode != http.StatusForbidden {
+		t.Errorf("bob reads ada's source: %d, want 403", p.StatusCode)
+	}
+}
+
+// TestSwitcherFinds (issue 39, day one: the quick switcher): GET /switch
+// finds one's rooms, DMs and people by name, as JSON for the dialog and
+// as a page of links without JavaScript; nobody else's rooms.
+func TestSwitcherFinds(t *testing.T) {
+	t.Parallel()
+	a := newApp(t, nil, nil)
+	ada, bob, eve := a.signedUp(t, unique("ada")), a.signedUp(t, unique("bob")), a.signedUp(t, unique("eve"))
+	room := roomWith(t, ada)
+	secret := roomWith(t, eve)
+	addr := ada.login + "+" + bob.login
+	if bob.login < ada.login {
+		addr = bob.login + "+" + ada.login
+	}
+	postDM(t, ada, addr, "hello bob")
+	find := func(c *client, q string) []views.SwitchItem {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodGet, c.base+"/switch?"+url.Values{"q": {q}}.Encode(), nil)
+		req.Header.Set("Accept", "application/json")
+		p := c.do(req)
+		var items []views.SwitchItem
+		if p.StatusCode != http.StatusOK || json.Unmarshal([]byte(p.body), &items) != nil {
+			t.Fatalf("GET /switch?q=%s: %d %s", q, p.StatusCode, p.body)
+		}
+		return items
+	}
+	has := func(items []views.SwitchItem, kind, url string) bool {
+		return slices.ContainsFunc(items, func(it views.SwitchItem) bool { return it.Kind == kind && it.URL == url })
+	}
+	if got := find(ada, strings.ToUpper(room)); !has(got, "room", "/rooms/"+room) {
+		t.Errorf("ada's room by name: %+v", got)
+	}
+	if got := find(ada, secret); has(got, "room", "/rooms/"+secret) {
+		t.Errorf("eve's room offered to ada: %+v", got)
+	}
+	got := find(ada, bob.login)
+	if !has(got, "dm", "/dm/"+addr) || !has(got, "person", "/dm/"+addr) {
+		t.Errorf("bob by login: %+v, want the DM and the person", got)
+	}
+	if got := find(ada, "nothing-like-it"); len(got) != 0 {
+		t.Errorf("a name nothing has: %+v", got)
+	}
+	p := ada.get("/switch?q=" + room)
+	if p.StatusCode != http.StatusOK || p.doc.Find(`#switch-page a[href="/rooms/`+room+`"]`).Length() != 1 {
+		t.Errorf("the page without JavaScript: %d %s", p.StatusCode, text(p, "main"))
 	}
 }

@@ -32,7 +32,7 @@ func TestCopiesFollowEditsAndDeletes(t *testing.T) {
 	if !strings.Contains(bob.get("/dm").body, "hunter2") {
 		t.Fatal("the DM's excerpt is not on /dm")
 	}
-	change(lastDM()+"/delete", nil)
+	change(lastDM()+"/delete", confirmed())
 	if p := bob.get("/dm"); strings.Contains(p.body, "hunter2") {
 		t.Errorf("a deleted DM message's text stays on /dm: %s", text(p, "main"))
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/killrchat/killrchat/handlers/routes"
 	"github.com/killrchat/killrchat/live"
 	"github.com/killrchat/killrchat/static"
+	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/web/metrics"
 	"github.com/killrchat/killrchat/web/server"
 )
@@ -46,8 +47,11 @@ func newServedApp(t *testing.T, lim server.Limits, log *slog.Logger, tls bool, o
 	hub := live.NewLocalHub()
 	e := echo.New()
 	e.IPExtractor = echo.ExtractIPDirect()
+	cfg.Indexer = func(log *slog.Logger, perSecond float64, off bool, closing <-chan struct{}) handlers.Indexer {
+		return store.NewIndexer(db.Store, log, perSecond, off, closing)
+	}
 	srv := handlers.New(db.Store, metrics.New(), hub, cfg, log)
-	routes.Register(e, srv)
+	routes.Register(e, srv, db.Store)
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

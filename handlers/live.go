@@ -53,12 +53,13 @@ func (liveRenderer) Deleted(m chat.Message) []byte { return []byte(views.Message
 // Reaction is the data of ch's event.
 func (liveRenderer) Reaction(ch chat.Change) ([]byte, error) { return ReactionJSON(ch) }
 
-// pushPosted hands a posted message to the Web Push sender, once it is
-// set up (service.Pusher).
+// pushPosted hands a posted message to the missed-message emails and to
+// the Web Push sender, once it is set up (service.Pusher).
 type pushPosted struct{ s *Server }
 
 // Posted hands m, posted in in, to the sender.
 func (p pushPosted) Posted(in chat.Place, conv chat.Conversation, m chat.Message) {
+	p.s.mailPosted(conv, m)
 	sender := p.s.Push()
 	if sender == nil {
 		return

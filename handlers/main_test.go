@@ -100,8 +100,11 @@ func newApp(t testing.TB, st *store.Store, hub live.Hub, opts ...appOption) *app
 	if testing.Verbose() {
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
+	cfg.Indexer = func(log *slog.Logger, perSecond float64, off bool, closing <-chan struct{}) handlers.Indexer {
+		return store.NewIndexer(st, log, perSecond, off, closing)
+	}
 	srv := handlers.New(st, metrics.New(), hub, cfg, log)
-	routes.Register(e, srv)
+	routes.Register(e, srv, st)
 	ts := httptest.NewServer(e)
 	t.Cleanup(func() {
 		srv.Shutdown()

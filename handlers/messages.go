@@ -124,10 +124,13 @@ func (s *Server) composerError(c echo.Context, cv conversation, f views.Form) er
 // bound lowered to the other instances' watermarks, which lag their
 // heartbeats. A message of this instance between the two is shown at once
 // (one's own post, on the next page) and comes again on the stream; the
-// page keeps one of each id (app.js).
+// page keeps one of each id (app.js). The messages come from the
+// conversation's newest page kept in memory when it is there (s.newest):
+// it holds every message and change this instance has heard of, so
+// everything below the stream's cursor, and the stream brings the rest.
 func (s *Server) latest(c echo.Context, cv conversation) (msgs []chat.Message, older, after string, err error) {
 	bound, shown := s.live.Bound(cv.ID), s.live.ShownBound(cv.ID)
-	msgs, more, err := s.db.MessagesBefore(c.Request().Context(), cv.Place, zeroID, messagesPerPage)
+	msgs, more, err := s.newest.Latest(c.Request().Context(), cv.Place)
 	if err != nil {
 		return nil, "", "", err
 	}

@@ -48,7 +48,7 @@ func TestReplayLeavesNoTraceOfDeleted(t *testing.T) {
 	if p := bob.post(base+anchor+"/reactions", url.Values{"emoji": {"🎉"}}); p.StatusCode >= 400 {
 		t.Fatalf("react: %d", p.StatusCode)
 	}
-	if p := ada.post(base+m+"/delete", nil); p.StatusCode >= 400 {
+	if p := ada.post(base+m+"/delete", confirmed()); p.StatusCode >= 400 {
 		t.Fatalf("delete: %d", p.StatusCode)
 	}
 	postMessage(t, ada, room, "end one")

@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -21,12 +22,13 @@ import (
 	"github.com/labstack/echo/v4/middleware"
 
 	"github.com/killrchat/killrchat/chat"
+	"github.com/killrchat/killrchat/email"
+	"github.com/killrchat/killrchat/email/missed"
 	"github.com/killrchat/killrchat/live"
 	"github.com/killrchat/killrchat/live/presence"
 	"github.com/killrchat/killrchat/push"
 	"github.com/killrchat/killrchat/service"
 	"github.com/killrchat/killrchat/service/cache"
-	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/views"
 	"github.com/killrchat/killrchat/web"
 	"github.com/killrchat/killrchat/web/csrf"
@@ -65,6 +67,11 @@ type Config struct {
 	// instance through the hub at once (see caches.go).
 	CacheTTL  time.Duration
 	CacheSize int
+	// PageTTL bounds how long this instance serves a conversation's
+	// newest page from memory without reading it (default
+	// cache.DefaultPageTTL); events drop it at once (service/cache's
+	// Pages).
+	PageTTL time.Duration
 	// Limits are the per-user write limits (zero values take defaults).
 	Limits limit.Writes
 	// RoomsPerPage is the page size of the list of all rooms.
@@ -99,24 +106,40 @@ type Config struct {
 	// index costs, or to shed its writes when Cassandra is overloaded.
 	SearchIndexOff bool
 	// SearchIndexRate is how many messages a second this instance indexes
-	// at most (default store.DefaultIndexRate; negative: unpaced). Past it
+	// at most (0: store.DefaultIndexRate; negative: unpaced). Past it
 	// the index lags and catches up when posts slow down.
 	SearchIndexRate float64
+	// Indexer starts the search indexer (required).
+	Indexer NewIndexer
 	// Push configures Web Push (VAPID keys, the http loopback endpoints
 	// tests use); PushOff turns it off.
 	Push    push.Config
 	PushOff bool
 	// Static holds the files served under /static/.
 	Static fs.FS
+	// Email is the SMTP server (off when its Host is ""); SiteURL starts
+	// the links mails carry; EmailDelay is how long a missed message
+	// waits for its email (default 2 minutes); EmailHideText leaves
+	// message text out of every email.
+	Email         email.Config
+	SiteURL       string
+	EmailDelay    time.Duration
+	EmailHideText bool
+	// EmailLease and EmailMaxBackoff: see missed.Config (tests shorten
+	// them; zero for the defaults).
+	EmailLease, EmailMaxBackoff time.Duration
 }
 
 // Server holds what the handlers share.
 type Server struct {
-	db       *store.Store
+	db       Store
 	sessions *session.Store
 	// rows are the cached reads (service/cache); app the use cases.
 	rows *cache.Store
-	app  *service.Service
+	// newest are the newest pages of conversations, kept in memory
+	// (service/cache's Pages).
+	newest *cache.Pages
+	app    *service.Service
 	// transport says whether a request came over TLS (web.Transport).
 	transport web.Transport
 	avatars   *web.Avatars
@@ -126,10 +149,14 @@ type Server struct {
 	log       *slog.Logger
 	pages     securecookie.Codec
 	live      *live.Engine
-	indexer   *store.Indexer
+	indexer   Indexer
 	presence  *presence.Tracker
 	// push sends Web Push notifications; nil when off or not set up yet.
-	push    atomic.Pointer[push.Sender]
+	push atomic.Pointer[push.Sender]
+	// outbox sends single mails, missed the missed-message emails; nil
+	// when email is off.
+	outbox  *email.Outbox
+	missed  *missed.Notifier
 	closing chan struct{} // closed by Shutdown
 	csrf    *csrf.Guard
 	// uploadFiles takes a conversation's multipart post (see
@@ -150,7 +177,7 @@ type Server struct {
 }
 
 // New returns the handlers' server. hub carries room events to live pages.
-func New(db *store.Store, registry *metrics.Registry, hub live.Hub, cfg Config, log *slog.Logger) *Server {
+func New(db Store, registry *metrics.Registry, hub live.Hub, cfg Config, log *slog.Logger) *Server {
 	if cfg.AuthRate == 0 {
 		cfg.AuthRate = 10
 	}
@@ -212,6 +239,10 @@ func New(db *store.Store, registry *metrics.Registry, hub live.Hub, cfg Config, 
 		cfg.CacheSize = cache.DefaultSize
 	}
 	s.rows = cache.New(db, hub, cfg.CacheTTL, cfg.CacheSize, views.ShownParticipants)
+	if cfg.PageTTL == 0 {
+		cfg.PageTTL = cache.DefaultPageTTL
+	}
+	s.newest = cache.NewPages(db.MessagesBefore, hub, messagesPerPage, cfg.PageTTL, cache.DefaultPagesBytes)
 	s.watchAvatars()
 	s.watchClosed()
 	s.limits.messages = limit.NewKeyed(cfg.Limits.Messages)
@@ -237,11 +268,17 @@ func New(db *store.Store, registry *metrics.Registry, hub live.Hub, cfg Config, 
 	s.live.RenderChanges(s.renderChange)
 	transport, _ := hub.(presence.Transport)
 	s.presence = presence.New(s.live, transport, s.closing)
-	if cfg.SearchIndexRate == 0 {
-		cfg.SearchIndexRate = store.DefaultIndexRate
+	if cfg.Indexer == nil {
+		panic("handlers: Config.Indexer is required (the composition root starts the store's indexer)")
 	}
-	s.indexer = store.NewIndexer(db, log, cfg.SearchIndexRate, cfg.SearchIndexOff, s.closing)
+	s.indexer = cfg.Indexer(log, cfg.SearchIndexRate, cfg.SearchIndexOff, s.closing)
+	var mailer service.Mailer
+	if cfg.Email.On() {
+		s.setUpEmail()
+		mailer = s.outbox
+	}
 	s.app = service.New(service.Deps{
+		Mail: mailer, Email: db, SiteURL: cfg.SiteURL, EmailHideText: cfg.EmailHideText,
 		Storage: db, Accounts: db, Rows: s.rows, Bus: hub, Sequencer: s.live, Renderer: liveRenderer{s},
 		Indexer: s.indexer, Push: pushPosted{s}, Log: log, ShownParticipants: views.ShownParticipants,
 		SessionDigest:         session.Digest,
@@ -249,6 +286,10 @@ func New(db *store.Store, registry *metrics.Registry, hub live.Hub, cfg Config, 
 		CountFenceTimeout:     registry.FenceTimeouts.Inc,
 		Rooms:                 s,
 		CountSearchStatements: func(n int) { registry.SearchStatements.Observe(float64(n)) },
+		FileStored: func(ctx context.Context, size int64) {
+			registry.CountUpload("stored", size)
+			s.FileStored(ctx)
+		},
 	})
 	if !cfg.PushOff {
 		s.setUpPush()
@@ -322,7 +363,7 @@ func (s *Server) Register(e *echo.Echo, modules ...Module) {
 	passwords := []echo.MiddlewareFunc{
 		s.limitIP(s.limits.passwordIP, "trying passwords"), s.limitUser(s.limits.passwordUser, "trying passwords")}
 	for _, m := range modules {
-		m(s, Routes{Public: app, Auth: auth, SignIn: s.rateLimit(), Passwords: passwords, Sending: sending, Membership: membership})
+		m(s, Routes{Public: app, Bare: e.Group(""), Auth: auth, SignIn: s.rateLimit(), Passwords: passwords, Sending: sending, Membership: membership})
 	}
 }
 
@@ -354,11 +395,25 @@ func (s *Server) RenderRaw(c echo.Context, status int, comp templ.Component) err
 		// Rendered for this person alone: their mentions are highlighted.
 		ctx = views.WithViewer(ctx, u.Login)
 	}
-	html, err := s.RenderString(ctx, comp)
-	if err != nil {
+	buf := renderBuffers.Get().(*bytes.Buffer)
+	defer putRenderBuffer(buf)
+	if err := s.renderInto(ctx, comp, buf); err != nil {
 		return fmt.Errorf("render: %w", err)
 	}
-	return c.HTMLBlob(status, html)
+	return c.HTMLBlob(status, buf.Bytes())
+}
+
+// renderBuffers hold pages as they are rendered: a room page is about
+// 130 KB, which a fresh buffer reaches by growing (and copying) a dozen
+// times. A buffer goes back once its page is written.
+var renderBuffers = sync.Pool{New: func() any { return bytes.NewBuffer(make([]byte, 0, 192<<10)) }}
+
+func putRenderBuffer(buf *bytes.Buffer) {
+	if buf.Cap() > 1<<20 {
+		return // an outsized page's buffer is not kept
+	}
+	buf.Reset()
+	renderBuffers.Put(buf)
 }
 
 // fillPage adds what the layout needs: the user, the sidebar and the token.
@@ -388,6 +443,8 @@ var notices = map[string]string{
 	"deactivated":     "This account is deactivated. Ask an administrator of the site to reactivate it.",
 	"sessions-ended":  "Your sessions were ended by an administrator: log in again.",
 	"level-saved":     "Your notification setting is saved.",
+	"email-saved":     "Your email settings are saved.",
+	"email-link-sent": "A new verification link is on its way to your address.",
 }
 
 // Redirect sends the browser to url after a successful POST: 303 for a
@@ -537,6 +594,11 @@ func (s *Server) Shutdown() {
 // (views.WithAvatars).
 func (s *Server) RenderString(ctx context.Context, comp templ.Component) ([]byte, error) {
 	var buf bytes.Buffer
-	err := comp.Render(views.WithClosed(views.WithAvatars(ctx, s.avatars.Version), s.closedList(ctx)), &buf)
+	err := s.renderInto(ctx, comp, &buf)
 	return buf.Bytes(), err
+}
+
+// renderInto renders comp into buf, with what every render knows.
+func (s *Server) renderInto(ctx context.Context, comp templ.Component, buf *bytes.Buffer) error {
+	return comp.Render(views.WithClosed(views.WithAvatars(ctx, s.avatars.Version), s.closedList(ctx)), buf)
 }

@@ -21,7 +21,7 @@ import (
 )
 
 // packedTypes are the files worth compressing, by extension.
-var packedTypes = map[string]bool{".js": true, ".css": true, ".svg": true, ".webmanifest": true}
+var packedTypes = map[string]bool{".js": true, ".css": true, ".svg": true, ".webmanifest": true, ".txt": true}
 
 // packedFile is a static file gzipped at the best level.
 type packedFile struct {

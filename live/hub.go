@@ -127,6 +127,13 @@ type Hub interface {
 	// WatchInvalidations calls f for every Invalidation, this instance's
 	// own and the others'. Resets come through Watch.
 	WatchInvalidations(f func(Invalidation))
+	// WatchEvents calls heard with every event this instance's fan-out
+	// gets (its own and the other instances'), in the fan-out's order,
+	// under its lock (heard must not block); and gap(true) when events of
+	// other instances may be missed from now on (the broker is lost),
+	// gap(false) when they are heard again (it is back: what was missed
+	// meanwhile is not).
+	WatchEvents(heard func(Event), gap func(missing bool))
 	// Enter lets a post of room in until its Pass leaves (see live/fence).
 	Enter(room string) *fence.Pass
 	// Fence drops what inv names from every instance's caches and returns
@@ -332,6 +339,10 @@ type LocalHub struct {
 	watchers []watcher
 	// invalidated are told of every Invalidation (see Hub.Invalidate).
 	invalidated []func(Invalidation)
+	// heard and gaps are told of every event and gap (see
+	// Hub.WatchEvents).
+	heard []func(Event)
+	gaps  []func(missing bool)
 	// marks are the other instances' watermarks, and local this one's
 	// (see live/watermark); nil local: an in-process hub with no engine.
 	marks *watermark.Marks
@@ -351,6 +362,23 @@ func (h *LocalHub) Watch(onEnd func(StreamEnd), onReset func()) {
 	h.mu.Lock()
 	h.watchers = append(h.watchers, watcher{onEnd, onReset})
 	h.mu.Unlock()
+}
+
+// WatchEvents registers heard and gap (see Hub.WatchEvents); the
+// in-process hub misses no event, so only a transport calls gap.
+func (h *LocalHub) WatchEvents(heard func(Event), gap func(missing bool)) {
+	h.mu.Lock()
+	h.heard, h.gaps = append(h.heard, heard), append(h.gaps, gap)
+	h.mu.Unlock()
+}
+
+// gap tells every event watcher whether events may be missed.
+func (h *LocalHub) gap(missing bool) {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	for _, f := range h.gaps {
+		f(missing)
+	}
 }
 
 // resetWatchers tells every watcher that events may have been missed.
@@ -446,6 +474,9 @@ func (h *LocalHub) dropAll() {
 func (h *LocalHub) fanOut(ev Event) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	for _, f := range h.heard {
+		f(ev)
+	}
 	if subs := h.rooms[ev.Conversation]; len(subs) > 0 {
 		shared := &ev
 		shared.frame = encodeEvent(ev)

@@ -24,13 +24,17 @@ func (h *LocalHub) Discover(window time.Duration) { h.marks.Discover(window) }
 
 // BrokerLost says events of other instances may be missed from now on:
 // their watermarks must not move on past them.
-func (h *LocalHub) BrokerLost() { h.marks.Freeze() }
+func (h *LocalHub) BrokerLost() {
+	h.marks.Freeze()
+	h.gap(true)
+}
 
 // BrokerBack says the broker is back after an absence: revocations may
 // have been missed, so caches start over; so may events, so every page
 // here resumes from its cursor, which did not move past them; only then
 // do watermarks move again.
 func (h *LocalHub) BrokerBack() {
+	h.gap(false)
 	h.resetWatchers()
 	h.dropAll()
 	h.marks.Thaw()

@@ -16,7 +16,6 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/killrchat/killrchat/chat"
-	"github.com/killrchat/killrchat/store"
 )
 
 // Defaults (see Config).
@@ -89,9 +88,20 @@ type Payload struct {
 	Conversation string `json:"conversation"`
 }
 
+// Storage is what pushes read and clean up (store.Store): the VAPID pair,
+// a room's header and members, the conversation's levels, subscriptions.
+type Storage interface {
+	VAPIDKeys(ctx context.Context, generate func() (public, private string, err error)) (string, string, error)
+	Room(ctx context.Context, name string) (chat.Room, error)
+	MembersOf(ctx context.Context, r chat.Room, logins []string) (map[string]chat.UserRef, error)
+	ConversationLevels(ctx context.Context, conversation string) (map[string]chat.Level, error)
+	PushSubscriptionsOf(ctx context.Context, logins []string) (map[string][]chat.PushSubscription, error)
+	DeletePushSubscription(ctx context.Context, login, endpoint string) error
+}
+
 // Sender queues and sends pushes.
 type Sender struct {
-	db       *store.Store
+	db       Storage
 	cfg      Config
 	http     *http.Client
 	presence Presence
@@ -109,7 +119,7 @@ type Sender struct {
 // Cassandra (made by the first instance that needs one), and starts its
 // workers until closing closes. count is told of each push's result:
 // sent, failed, dropped, gone (a subscription removed), retried.
-func New(ctx context.Context, db *store.Store, cfg Config, presence Presence, count func(string), log *slog.Logger, closing <-chan struct{}) (*Sender, error) {
+func New(ctx context.Context, db Storage, cfg Config, presence Presence, count func(string), log *slog.Logger, closing <-chan struct{}) (*Sender, error) {
 	if cfg.Workers <= 0 {
 		cfg.Workers = defaultWorkers
 	}

@@ -7,15 +7,25 @@ package service
 
 import (
 	"context"
+	"io"
+	"strings"
 
+	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/live"
 )
 
 // ChangeProfile sets login's email and bio; a malformed one is a
-// chat.ValidationError.
+// chat.ValidationError. A new address that is not verified is sent its
+// verification link (and nothing else until it is used).
 func (s *Service) ChangeProfile(ctx context.Context, login, email, bio string) error {
+	before, rerr := s.Storage.User(ctx, login)
 	err := s.Storage.UpdateProfile(ctx, login, email, bio)
 	s.Invalidate(ctx, live.Invalidation{Users: []string{login}})
+	if err == nil && rerr == nil && !strings.EqualFold(before.Email, strings.TrimSpace(email)) {
+		if _, verr := s.SendVerification(ctx, login); verr != nil {
+			s.Log.Warn("send a verification link", "login", login, "err", verr)
+		}
+	}
 	return err
 }
 
@@ -42,9 +52,24 @@ func (s *Service) RemoveAvatar(ctx context.Context, login string) error {
 	return nil
 }
 
-// AvatarChanged tells every instance that login's picture is now version
-// ("" for none).
+// SetAvatar stores the picture read from body (at most limit bytes) as
+// user's and tells every instance; chat.ErrTooLarge past limit, a
+// chat.ValidationError for a picture refused, and nothing changes.
+func (s *Service) SetAvatar(ctx context.Context, user chat.UserRef, body io.Reader, limit int64) (chat.Avatar, error) {
+	av, err := s.Storage.SetAvatar(ctx, user, body, limit)
+	if err != nil {
+		return chat.Avatar{}, err
+	}
+	s.AvatarChanged(ctx, user.Login, av.Version())
+	return av, nil
+}
+
+// AvatarChanged tells every instance, this one at once, that login's
+// picture is now version ("" for none).
 func (s *Service) AvatarChanged(ctx context.Context, login, version string) {
+	if s.Pictures != nil {
+		s.Pictures.Apply(map[string]string{login: version})
+	}
 	s.Invalidate(ctx, live.Invalidation{Avatars: map[string]string{login: version}, Users: []string{login}})
 }
 

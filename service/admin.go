@@ -130,6 +130,11 @@ func (s *Service) SignUp(ctx context.Context, f chat.SignUp, invite string) (u c
 	if err != nil {
 		return chat.User{}, false, err
 	}
+	if u.Email != "" {
+		if _, err := s.SendVerification(ctx, u.Login); err != nil {
+			s.Log.Warn("send a verification link", "login", u.Login, "err", err)
+		}
+	}
 	if !site.Claimed {
 		admin, err = s.Accounts.ClaimSite(ctx, u.Login)
 		if err != nil {
@@ -440,6 +445,13 @@ func (s *Service) ResetPassword(ctx context.Context, token, password, confirm st
 	}
 	if err := s.Accounts.SetPassword(ctx, login, password, confirm); err != nil {
 		return "", err
+	}
+	// An imported account is claimed by its first password: it opens.
+	if u, err := s.Storage.User(ctx, login); err == nil && u.Status == chat.AccountUnclaimed {
+		if err := s.Accounts.SetStatus(ctx, login, chat.AccountActive); err != nil {
+			return "", err
+		}
+		s.Invalidate(ctx, live.Invalidation{Users: []string{login}, Accounts: []string{login}})
 	}
 	if err := s.endAllSessions(ctx, login, endPasswordSet); err != nil {
 		return "", err

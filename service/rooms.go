@@ -202,6 +202,21 @@ func (s *Service) JoinByInvite(ctx context.Context, me chat.UserRef, token strin
 	return r, nil
 }
 
+// CreateInvite makes a link to room for actor (who may add people to
+// it) as f says, and returns its token, shown once: chat.ErrNotFound for
+// a room actor cannot see, a refusal if they may not invite, a
+// chat.ValidationError for f refused.
+func (s *Service) CreateInvite(ctx context.Context, actor chat.UserRef, room string, f chat.NewInvite) (string, error) {
+	token, _, err := s.Storage.CreateInvite(ctx, actor, room, f)
+	return token, err
+}
+
+// RevokeInvite revokes room's link id for actor, an admin of the room:
+// from then on no join by it applies.
+func (s *Service) RevokeInvite(ctx context.Context, actor, room, id string) error {
+	return s.Storage.RevokeInvite(ctx, actor, room, id)
+}
+
 // publishParticipants tells open pages of r, as read after a change, its
 // first participants and how many there are.
 func (s *Service) publishParticipants(ctx context.Context, r chat.Room) {

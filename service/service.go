@@ -4,6 +4,7 @@ package service
 
 import (
 	"context"
+	"io"
 	"log/slog"
 
 	"github.com/killrchat/killrchat/chat"
@@ -33,10 +34,13 @@ type Storage interface {
 	SetRoomKind(ctx context.Context, actor, room, kind string) (chat.Room, error)
 	SetBanner(ctx context.Context, actor, room, banner string) (chat.Room, error)
 	JoinByInvite(ctx context.Context, user chat.UserRef, token string) (chat.RoomFor, error)
+	CreateInvite(ctx context.Context, actor chat.UserRef, room string, f chat.NewInvite) (string, chat.Invite, error)
+	RevokeInvite(ctx context.Context, actor, room, id string) error
 
 	UserRefs(ctx context.Context, logins []string) ([]chat.UserRef, error)
 	UpdateProfile(ctx context.Context, login, email, bio string) error
 	ChangePassword(ctx context.Context, login, old, password, confirm string) error
+	SetAvatar(ctx context.Context, user chat.UserRef, body io.Reader, limit int64) (chat.Avatar, error)
 	RemoveAvatar(ctx context.Context, login string) error
 	EndOtherSessions(ctx context.Context, login, keep string) ([]string, error)
 
@@ -44,6 +48,7 @@ type Storage interface {
 	CatchUp
 	Onboarding
 	Searches
+	Files
 }
 
 // Messages are a conversation's messages and their changes as stored:
@@ -95,6 +100,9 @@ type Reads interface {
 	// Room is the header of the room named name (any case), with no one's
 	// standing; ErrNotFound if there is none.
 	Room(ctx context.Context, name string) (chat.Room, error)
+	// RoomFor is the room named name with login's standing;
+	// ErrNotFound if there is none.
+	RoomFor(ctx context.Context, name, login string) (chat.RoomFor, error)
 	// Standing is login's standing in r (the incarnation read).
 	Standing(ctx context.Context, r chat.Room, login string) (chat.Standing, error)
 	// RoomMembers are r's participants by login after after, at most n.
@@ -154,6 +162,12 @@ type Pusher interface {
 	Posted(in chat.Place, conv chat.Conversation, m chat.Message)
 }
 
+// PictureVersions are the versions of people's pictures an instance
+// keeps (web.Avatars).
+type PictureVersions interface {
+	Apply(changes map[string]string)
+}
+
 // Deps are what a Service is built from. Push and the counters may be
 // nil.
 type Deps struct {
@@ -164,6 +178,10 @@ type Deps struct {
 	// Rows are the cached reads (package service/cache) of what is
 	// shown, not decided: Storage if nil.
 	Rows Reads
+	// Pictures are this instance's versions of people's pictures (nil:
+	// none kept): a change applies at once here, on the others when the
+	// bus brings it.
+	Pictures PictureVersions
 	// Rooms lists a person's rooms for search (nil: search is not
 	// available).
 	Rooms     RoomLister
@@ -172,7 +190,14 @@ type Deps struct {
 	Renderer  Renderer
 	Indexer   Indexer
 	Push      Pusher
-	Log       *slog.Logger
+	// Mail sends the site's mail (nil: email is off); Email is email's
+	// storage; SiteURL starts the links mails carry.
+	Mail    Mailer
+	Email   EmailStore
+	SiteURL string
+	// EmailHideText leaves message text out of every email.
+	EmailHideText bool
+	Log           *slog.Logger
 	// ShownParticipants is how many participants a room's header lists:
 	// a change of them publishes that many.
 	ShownParticipants int
@@ -184,8 +209,11 @@ type Deps struct {
 	// some instance did not answer in time.
 	CountRoomPost     func(how string)
 	CountFenceTimeout func()
-	// CountSearchStatements observes the statements one search sent.
+	// CountSearchStatements observes the statements one search sent;
+	// FileStored hears of each upload's file stored, of size bytes,
+	// before its message is posted.
 	CountSearchStatements func(n int)
+	FileStored            func(ctx context.Context, size int64)
 }
 
 // Service runs the use cases.
@@ -201,6 +229,9 @@ func New(d Deps) *Service {
 	}
 	if d.CountFenceTimeout == nil {
 		d.CountFenceTimeout = func() {}
+	}
+	if d.FileStored == nil {
+		d.FileStored = func(context.Context, int64) {}
 	}
 	if d.CountSearchStatements == nil {
 		d.CountSearchStatements = func(int) {}

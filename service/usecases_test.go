@@ -5,8 +5,10 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/live"
@@ -432,6 +434,18 @@ type pictures struct {
 	has map[string]bool
 }
 
+func (p *pictures) SetAvatar(_ context.Context, user chat.UserRef, body io.Reader, limit int64) (chat.Avatar, error) {
+	b, err := io.ReadAll(io.LimitReader(body, limit+1))
+	if err != nil {
+		return chat.Avatar{}, err
+	}
+	if int64(len(b)) > limit {
+		return chat.Avatar{}, chat.ErrTooLarge
+	}
+	p.has[user.Login] = true
+	return chat.Avatar{Large: p.NewChangeID(), Small: p.NewChangeID()}, nil
+}
+
 func (p *pictures) RemoveAvatar(_ context.Context, login string) error {
 	if login == "broken" {
 		return errors.New("storage down")
@@ -453,19 +467,88 @@ func (b *invalidations) Invalidate(_ context.Context, inv live.Invalidation) err
 	return nil
 }
 
-func TestRemoveAvatar(t *testing.T) {
+// versions are an instance's versions of people's pictures.
+type versions map[string]string
+
+func (v versions) Apply(changes map[string]string) {
+	for login, version := range changes {
+		v[login] = version
+	}
+}
+
+func TestAvatar(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	db := &pictures{memStorage: memStorage{Memory: f.db.Memory}, has: map[string]bool{"ada": true}}
+	db := &pictures{memStorage: memStorage{Memory: f.db.Memory}, has: map[string]bool{}}
 	b := &invalidations{}
-	svc := service.New(service.Deps{Storage: db, Bus: b, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err := svc.RemoveAvatar(context.Background(), "broken"); err == nil || len(b.sent) != 0 {
-		t.Fatalf("a failed removal: %v, invalidations %+v; want the error and none", err, b.sent)
+	here := versions{}
+	svc := service.New(service.Deps{Storage: db, Bus: b, Pictures: here, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	ctx := context.Background()
+	if _, err := svc.SetAvatar(ctx, f.ada, strings.NewReader("too big"), 3); !errors.Is(err, chat.ErrTooLarge) || len(b.sent) != 0 || len(here) != 0 {
+		t.Fatalf("a refused picture: %v, invalidations %+v, here %v; want ErrTooLarge and nothing told", err, b.sent, here)
 	}
-	if err := svc.RemoveAvatar(context.Background(), "ada"); err != nil {
+	av, err := svc.SetAvatar(ctx, f.ada, strings.NewReader("png"), 3)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if db.has["ada"] || len(b.sent) != 1 || b.sent[0].Avatars["ada"] != "" || len(b.sent[0].Avatars) != 1 || !equal(b.sent[0].Users, []string{"ada"}) {
-		t.Fatalf("after the removal: has %v, invalidations %+v", db.has, b.sent)
+	if !db.has["ada"] || here["ada"] != av.Version() || len(b.sent) != 1 || b.sent[0].Avatars["ada"] != av.Version() || !equal(b.sent[0].Users, []string{"ada"}) {
+		t.Fatalf("after the upload: has %v, here %v, invalidations %+v", db.has, here, b.sent)
+	}
+
+	t.Run("Remove", func(t *testing.T) {
+		if err := svc.RemoveAvatar(ctx, "broken"); err == nil || len(b.sent) != 1 {
+			t.Fatalf("a failed removal: %v, invalidations %+v; want the error and none more", err, b.sent)
+		}
+		if err := svc.RemoveAvatar(ctx, "ada"); err != nil {
+			t.Fatal(err)
+		}
+		last := b.sent[len(b.sent)-1]
+		if db.has["ada"] || here["ada"] != "" || len(b.sent) != 2 || last.Avatars["ada"] != "" || len(last.Avatars) != 1 {
+			t.Fatalf("after the removal: has %v, here %v, invalidations %+v", db.has, here, b.sent)
+		}
+	})
+}
+
+// invites keeps the links made and revoked, as the invitations' tables
+// do; only an admin (ada) may revoke.
+type invites struct {
+	memStorage
+	made, revoked []string
+}
+
+func (v *invites) CreateInvite(_ context.Context, actor chat.UserRef, room string, f chat.NewInvite) (string, chat.Invite, error) {
+	if err := f.Validate(); err != nil {
+		return "", chat.Invite{}, err
+	}
+	v.made = append(v.made, room)
+	return "token-" + room, chat.Invite{ID: "i1", Room: room, CreatedBy: actor}, nil
+}
+
+func (v *invites) RevokeInvite(_ context.Context, actor, room, id string) error {
+	if actor != "ada" {
+		return chat.ErrNotCreator
+	}
+	v.revoked = append(v.revoked, room+"/"+id)
+	return nil
+}
+
+func TestInvites(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	db := &invites{memStorage: memStorage{Memory: f.db.Memory}}
+	svc := service.New(service.Deps{Storage: db, Bus: f.bus, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	ctx := context.Background()
+	if _, err := svc.CreateInvite(ctx, f.ada, "garden", chat.NewInvite{MaxUses: -1}); !errors.Is(err, chat.ErrInvalid) || len(db.made) != 0 {
+		t.Fatalf("a bad form: %v, made %v", err, db.made)
+	}
+	token, err := svc.CreateInvite(ctx, f.ada, "garden", chat.NewInvite{TTL: 24 * time.Hour})
+	if err != nil || token != "token-garden" || len(db.made) != 1 {
+		t.Fatalf("a link: %q, %v (made %v)", token, err, db.made)
+	}
+	if err := svc.RevokeInvite(ctx, "bob", "garden", "i1"); !errors.Is(err, chat.ErrNotCreator) || len(db.revoked) != 0 {
+		t.Fatalf("a revocation by bob: %v, revoked %v", err, db.revoked)
+	}
+	if err := svc.RevokeInvite(ctx, "ada", "garden", "i1"); err != nil || !equal(db.revoked, []string{"garden/i1"}) {
+		t.Fatalf("a revocation by ada: %v, revoked %v", err, db.revoked)
 	}
 }

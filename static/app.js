@@ -2183,8 +2183,9 @@
   document.addEventListener("live:reaction", onReaction);
 
   // A message's Delete asks once more (issue 39): the first click turns
-  // it into "Yes, delete it", the second deletes. Closing the menu
-  // disarms it.
+  // it into "Yes, delete it", the second deletes (with confirm=yes, which
+  // a page without scripts gets from the server's question instead).
+  // Closing the menu disarms it.
   document.addEventListener("submit", function (evt) {
     var form = evt.target;
     if (!form || !form.matches || !form.matches("#messages form.delete-message")) return;
@@ -2192,6 +2193,11 @@
     evt.preventDefault();
     evt.stopImmediatePropagation();
     form.setAttribute("data-armed", "yes");
+    var yes = document.createElement("input");
+    yes.type = "hidden";
+    yes.name = "confirm";
+    yes.value = "yes";
+    form.appendChild(yes);
     var button = form.querySelector("button");
     if (button) {
       button.textContent = "Yes, delete it";
@@ -2204,6 +2210,8 @@
     var form = d.querySelector("form.delete-message[data-armed]");
     if (!form) return;
     form.removeAttribute("data-armed");
+    var yes = form.querySelector('input[name="confirm"]');
+    if (yes) yes.remove();
     var button = form.querySelector("button");
     if (button) button.textContent = "Delete";
   }, true);
@@ -2377,13 +2385,141 @@
     });
   }
 
-  // With scripts, the Attach button stands for the browser's file input.
+  // With scripts, the Attach button stands for the browser's file input,
+  // and an emoji button opens the picker.
   function enhanceFiles() {
+    var emoji = byId("emoji-button");
+    if (emoji) emoji.hidden = false;
     var attach = byId("attach"), row = byId("file-row");
     if (!attach || !row) return;
     attach.hidden = false;
     row.hidden = true;
   }
+
+  // ---------------------------------------------------------------------------
+  // Tools loaded on first use (issue 39; static/tools.js): a message's Edit
+  // edits it in place, and so does ↑ in an empty composer for one's newest
+  // message; Ctrl/Cmd+K opens the quick switcher; the composer's emoji
+  // button and a message menu's "More reactions" open the emoji picker.
+  // Without scripts Edit is the message's page, and the rest is not there.
+  // ---------------------------------------------------------------------------
+  var TOOLS_QUERY = document.currentScript ? new URL(document.currentScript.src, window.location.href).search : "";
+  var toolsWaiting = null;
+
+  function withTools(fn, failed) {
+    if (window.KillrTools) {
+      fn(window.KillrTools);
+      return;
+    }
+    if (!toolsWaiting) {
+      toolsWaiting = [];
+      var s = document.createElement("script");
+      s.src = "/static/tools.js" + TOOLS_QUERY;
+      s.addEventListener("load", function () {
+        var w = toolsWaiting;
+        toolsWaiting = null;
+        w.forEach(function (x) { if (window.KillrTools) x.fn(window.KillrTools); });
+      });
+      s.addEventListener("error", function () {
+        var w = toolsWaiting;
+        toolsWaiting = null;
+        s.remove();
+        w.forEach(function (x) { if (x.failed) x.failed(); });
+      });
+      document.head.appendChild(s);
+    }
+    toolsWaiting.push({ fn: fn, failed: failed });
+  }
+
+  function editInPlace(li, back) {
+    var link = li.querySelector("a.edit-link");
+    withTools(function (T) {
+      T.edit(li, function () {
+        if (back && document.contains(back)) back.focus();
+      });
+    }, function () {
+      if (link) window.location.href = link.getAttribute("href");
+    });
+  }
+
+  document.addEventListener("click", function (evt) {
+    var link = evt.target && evt.target.closest && evt.target.closest("#messages li.message a.edit-link");
+    if (!link || evt.ctrlKey || evt.metaKey || evt.shiftKey) return;
+    evt.preventDefault();
+    var d = link.closest("details");
+    closeMenu(d, false);
+    editInPlace(link.closest("li.message"), composerBox() || (d && d.querySelector("summary")));
+  });
+
+  document.addEventListener("keydown", function (evt) {
+    if (evt.key !== "ArrowUp" || evt.defaultPrevented || !evt.target || evt.target.id !== "content") return;
+    if (evt.shiftKey || evt.altKey || evt.ctrlKey || evt.metaKey || evt.isComposing || evt.target.value !== "") return;
+    var list = messagesList();
+    var mine = list ? list.querySelectorAll("li.message.mine:not(.system)") : [];
+    var li = mine.length ? mine[mine.length - 1] : null;
+    if (!li || !li.querySelector("a.edit-link")) return;
+    evt.preventDefault();
+    editInPlace(li, evt.target);
+  });
+
+  document.addEventListener("keydown", function (evt) {
+    if ((evt.key !== "k" && evt.key !== "K") || !(evt.ctrlKey || evt.metaKey) || evt.altKey || evt.shiftKey) return;
+    if (!viewer()) return;
+    evt.preventDefault();
+    withTools(function (T) { T.switcher(); });
+  });
+
+  // insertAtCaret puts text where the caret is in box.
+  function insertAtCaret(box, text) {
+    var start = box.selectionStart, end = box.selectionEnd;
+    box.setRangeText(text, start, end, "end");
+    box.dispatchEvent(new Event("input", { bubbles: true }));
+  }
+
+  document.addEventListener("click", function (evt) {
+    var t = evt.target && evt.target.closest && evt.target.closest("#emoji-button, #messages .react-picker button.more-emoji");
+    if (!t) return;
+    evt.preventDefault();
+    if (t.id === "emoji-button") {
+      var box = composerBox();
+      withTools(function (T) {
+        T.picker({ title: "Insert an emoji", back: box, onPick: function (e) { insertAtCaret(box, e); } });
+      });
+      return;
+    }
+    var form = t.closest("form.react-picker"), d = t.closest("details");
+    var summary = d && d.querySelector("summary");
+    closeMenu(d, false);
+    withTools(function (T) {
+      T.picker({ title: "React with an emoji", back: summary, onPick: function (e) {
+        var b = document.createElement("button");
+        b.type = "submit";
+        b.name = "emoji";
+        b.value = e;
+        b.hidden = true;
+        form.appendChild(b);
+        form.requestSubmit(b);
+        b.remove();
+      } });
+    });
+  });
+
+  // A message menu's reactions end with "More reactions", which opens the
+  // picker (added here: it needs scripts).
+  document.addEventListener("toggle", function (evt) {
+    var d = evt.target;
+    if (!d || !d.matches || !d.matches("details.message-menu") || !d.open) return;
+    var form = d.querySelector("form.react-picker");
+    if (!form || form.querySelector("button.more-emoji")) return;
+    var more = document.createElement("button");
+    more.type = "button";
+    more.className = "more-emoji";
+    more.setAttribute("aria-label", "More reactions");
+    more.setAttribute("aria-haspopup", "dialog");
+    more.textContent = "+";
+    form.appendChild(more);
+    placeMessageMenu(d);
+  }, true);
 
   function onReady() {
     startLive();

@@ -83,10 +83,14 @@ type indexJob struct {
 	add, remove *chat.Message
 }
 
-// NewIndexer starts the workers until closing closes; perSecond <= 0 is
-// unpaced, and off indexes nothing (see Indexer).
+// NewIndexer starts the workers until closing closes; perSecond 0 is
+// DefaultIndexRate, a negative one unpaced, and off indexes nothing (see
+// Indexer).
 func NewIndexer(db *Store, log *slog.Logger, perSecond float64, off bool, closing <-chan struct{}) *Indexer {
 	ix := &Indexer{db: db, log: log, off: off, jobs: make(chan indexJob, indexQueue), behind: map[behindKey]chat.Conversation{}}
+	if perSecond == 0 {
+		perSecond = DefaultIndexRate
+	}
 	if perSecond > 0 {
 		ix.limit = rate.NewLimiter(rate.Limit(perSecond), indexBatch)
 	}

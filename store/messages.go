@@ -10,7 +10,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -75,13 +74,9 @@ func (s *Store) DraftAttachmentMessage(in chat.Place, author chat.UserRef, conte
 	if !conv.Has(author.Login) {
 		return chat.Message{}, fmt.Errorf("store: post in %q by %q: %w", conv.ID, author.Login, chat.ErrNotParticipant)
 	}
-	if strings.TrimSpace(content) != "" {
-		var err error
-		if content, err = chat.CheckContent(content); err != nil {
-			return chat.Message{}, err
-		}
-	} else {
-		content = ""
+	content, err := chat.CheckCaption(content)
+	if err != nil {
+		return chat.Message{}, err
 	}
 	return chat.Message{ID: s.ids.Next(s.Now()), Room: conv.ID, Author: author, Content: content, Attachment: &file}, nil
 }

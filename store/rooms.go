@@ -444,31 +444,24 @@ func (s *Store) standing(ctx context.Context, room string, since time.Time, logi
 	return created, false, nil
 }
 
-// RoomPage is one page of the list of all rooms.
-type RoomPage struct {
-	Rooms []chat.Room
-	// Next is Cassandra's paging state for the next page; empty on the last.
-	Next []byte
-}
-
 // Rooms returns a page of at most n rooms starting at the paging state
 // from a previous page (nil for the first). It returns chat.ErrInvalid if the
 // paging state is not one Cassandra accepts.
-func (s *Store) Rooms(ctx context.Context, state []byte, n int) (RoomPage, error) {
+func (s *Store) Rooms(ctx context.Context, state []byte, n int) (chat.RoomPage, error) {
 	q, err := s.query(ctx, selectRooms)
 	if err != nil {
-		return RoomPage{}, err
+		return chat.RoomPage{}, err
 	}
 	iter := q.PageSize(n).PageState(state).Iter()
-	var page RoomPage
+	var page chat.RoomPage
 	err = readHeaders(iter, func(r chat.Room) { page.Rooms = append(page.Rooms, r) })
 	page.Next = iter.PageState()
 	if err != nil {
 		var reqErr gocql.RequestError
 		if len(state) > 0 && errors.As(err, &reqErr) && reqErr.Code() == gocql.ErrCodeProtocol {
-			return RoomPage{}, fmt.Errorf("store: list rooms: paging state: %w (%w)", chat.ErrInvalid, err)
+			return chat.RoomPage{}, fmt.Errorf("store: list rooms: paging state: %w (%w)", chat.ErrInvalid, err)
 		}
-		return RoomPage{}, s.fail("list rooms", err)
+		return chat.RoomPage{}, s.fail("list rooms", err)
 	}
 	return page, nil
 }

@@ -936,6 +936,8 @@ func personState(p chat.Person) string {
 		s = "deactivated"
 	case chat.AccountDeleted:
 		s = "deleted"
+	case chat.AccountUnclaimed:
+		s = "imported, not claimed yet (hand them a reset link)"
 	}
 	if p.Admin {
 		s += ", administrator"
@@ -981,7 +983,7 @@ func ResetPasswordView(action string, f Form) templ.Component {
 		var templ_7745c5c3_Var41 templ.SafeURL
 		templ_7745c5c3_Var41, templ_7745c5c3_Err = templ.JoinURLErrs(templ.SafeURL(action))
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/admin.templ`, Line: 256, Col: 52}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/admin.templ`, Line: 258, Col: 52}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var41))
 		if templ_7745c5c3_Err != nil {

@@ -54,8 +54,9 @@ func TestMessageChangesLive(t *testing.T) {
 	}
 
 	t.Run("Edit", func(t *testing.T) {
-		a.menuOf(id)
-		a.click("#" + id + " .message-menu .edit-link")
+		// The message's own page (Edit in the menu edits in place: see
+		// TestEditInPlace).
+		a.open(eval[string](a, `document.querySelector("#`+id+` .message-menu .edit-link").getAttribute("href")`))
 		a.waitJS("the edit page", `document.querySelector("form.edit-form textarea")`)
 		a.checkAccessibility("the message page with its edit form")
 		fixed := "the typo, fixed " + unique("#")

@@ -459,9 +459,9 @@ func startChild(ctx context.Context, c common) (*target, error) {
 	var got string
 	select {
 	case got = <-line:
-	case <-time.After(2 * time.Minute):
+	case <-time.After(6 * time.Minute):
 		stopChild()
-		return nil, errors.New("child app did not start in 2 minutes")
+		return nil, errors.New("child app did not start in 6 minutes (its migrations and readiness take up to 5)")
 	case <-ctx.Done():
 		stopChild()
 		return nil, ctx.Err()

@@ -83,6 +83,17 @@ func (u *user) get(ctx context.Context, path string) (int, string, error) {
 	return u.do(req)
 }
 
+// getGzip gets path as a browser does, accepting gzip (the answer is
+// read, not inflated).
+func (u *user) getGzip(ctx context.Context, path string) (int, string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.base+path, nil)
+	if err != nil {
+		return 0, "", err
+	}
+	req.Header.Set("Accept-Encoding", "gzip")
+	return u.do(req)
+}
+
 // post submits a form with the CSRF token; htmx adds HX-Request and sends
 // the token as a header, as the page's htmx does.
 func (u *user) post(ctx context.Context, path string, form url.Values, htmx bool) (int, string, error) {

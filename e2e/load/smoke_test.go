@@ -11,10 +11,14 @@ package main
 // floods the real binary, on a keyspace of its own).
 
 import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -49,6 +53,11 @@ var smokeRuns = map[string][]string{
 		"-index-d", "1s", "-post-d", "1s", "-post-runs", "1"},
 	"hostile": {"-ranges", "10", "-bombs", "1", "-side", "600"},
 	"bigroom": {"-members", "20", "-small", "3", "-n", "5", "-joiners", "2"},
+	// Against a fake original served by this test (fakeOriginal): the
+	// smoke run checks the command's set-up and both sides' requests,
+	// not the real original, which make test does not build.
+	"versus": {"-users", "2", "-c", "2", "-d", "500ms", "-runs", "1", "-messages", "3"},
+	"moving": {"-messages", "200", "-users", "3", "-channels", "2", "-days", "2", "-post-d", "1s", "-c", "2"},
 }
 
 func TestSmokeCoversEveryCommand(t *testing.T) {
@@ -88,9 +97,13 @@ func TestSmoke(t *testing.T) {
 	for name, args := range smokeRuns {
 		t.Run(name, func(t *testing.T) {
 			switch name {
-			case "conns":
+			case "conns", "moving":
 				args = append(args, "-bin", bin)
 			case "floor":
+			case "versus":
+				orig := httptest.NewServer(fakeOriginal())
+				defer orig.Close()
+				args = append(args, "-url", app.url, "-keyspace", app.keyspace, "-orig", orig.URL+"/killrchat")
 			default:
 				args = append(args, "-url", app.url, "-keyspace", app.keyspace)
 			}
@@ -111,4 +124,67 @@ func tail(out []byte, n int) []byte {
 		return out[len(out)-n:]
 	}
 	return out
+}
+
+// fakeOriginal answers the original KillrChat's requests that versus
+// sends, as the original does (status codes, the session cookie, a JSON
+// list of the latest messages), from memory.
+func fakeOriginal() http.Handler {
+	var (
+		mu       sync.Mutex
+		messages = map[string][]json.RawMessage{}
+	)
+	signedIn := func(w http.ResponseWriter, r *http.Request) bool {
+		if c, err := r.Cookie("JSESSIONID"); err != nil || c.Value == "" {
+			w.WriteHeader(http.StatusUnauthorized)
+			return false
+		}
+		return true
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /killrchat/users", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
+	mux.HandleFunc("POST /killrchat/authenticate", func(w http.ResponseWriter, r *http.Request) {
+		if r.FormValue("j_username") == "" || r.FormValue("j_password") == "" {
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		http.SetCookie(w, &http.Cookie{Name: "JSESSIONID", Value: r.FormValue("j_username"), Path: "/"})
+	})
+	mux.HandleFunc("POST /killrchat/rooms/{room}", func(w http.ResponseWriter, r *http.Request) {
+		if signedIn(w, r) {
+			w.WriteHeader(http.StatusNoContent)
+		}
+	})
+	mux.HandleFunc("PUT /killrchat/rooms/participant/{room}", func(w http.ResponseWriter, r *http.Request) {
+		if signedIn(w, r) {
+			w.WriteHeader(http.StatusNoContent)
+		}
+	})
+	mux.HandleFunc("POST /killrchat/messages/{room}", func(w http.ResponseWriter, r *http.Request) {
+		var m json.RawMessage
+		if !signedIn(w, r) {
+			return
+		}
+		if err := json.NewDecoder(r.Body).Decode(&m); err != nil {
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		mu.Lock()
+		messages[r.PathValue("room")] = append(messages[r.PathValue("room")], m)
+		mu.Unlock()
+		w.WriteHeader(http.StatusNoContent)
+	})
+	mux.HandleFunc("GET /killrchat/messages/{room}", func(w http.ResponseWriter, r *http.Request) {
+		if !signedIn(w, r) {
+			return
+		}
+		mu.Lock()
+		ms := messages[r.PathValue("room")]
+		ms = ms[max(0, len(ms)-50):]
+		b, _ := json.Marshal(ms)
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(b)
+	})
+	return mux
 }

@@ -26,7 +26,6 @@ const MaxPicture = 10 << 20
 // Pictures are the profile pictures as stored, and the files the old
 // ones were kept as (store.Store).
 type Pictures interface {
-	SetAvatar(ctx context.Context, user chat.UserRef, body io.Reader, limit int64) (chat.Avatar, error)
 	Avatar(ctx context.Context, login string) (chat.Avatar, error)
 	User(ctx context.Context, login string) (chat.User, error)
 	Attachment(ctx context.Context, id chat.ID) (chat.Attachment, error)
@@ -37,13 +36,13 @@ type Pictures interface {
 // telling every instance of a new picture, whether one has a picture,
 // rendering.
 type Core interface {
-	AvatarChanged(ctx context.Context, login, version string)
 	AvatarVersion(login string) string
 	Render(c echo.Context, status int, page views.Page, body templ.Component) error
 }
 
 // App is the use cases of a person's picture (service.Service).
 type App interface {
+	SetAvatar(ctx context.Context, user chat.UserRef, body io.Reader, limit int64) (chat.Avatar, error)
 	RemoveAvatar(ctx context.Context, login string) error
 }
 
@@ -132,11 +131,9 @@ func (s routes) upload(c echo.Context) error {
 			}
 			continue
 		}
-		av, err := s.DB.SetAvatar(req.Context(), me, part, most)
-		if err != nil {
+		if _, err := s.App.SetAvatar(req.Context(), me, part, most); err != nil {
 			return s.refuse(c, err)
 		}
-		s.Core.AvatarChanged(req.Context(), me.Login, av.Version())
 		return handlers.Redirect(c, "/profile?saved=1#profile-picture")
 	}
 	if !sawCSRF {

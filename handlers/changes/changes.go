@@ -53,6 +53,7 @@ func Register(r handlers.Routes, core Core, db Messages, app Changes) {
 		p := base.path + "/messages/:id"
 		r.Auth.GET(p, s.showMessage, base.mw...)
 		r.Auth.GET(p+"/quote", s.quoteMessage, base.mw...)
+		r.Auth.GET(p+"/source", s.messageSource, base.mw...)
 		r.Auth.POST(p+"/edit", s.editMessage, append(base.mw, r.Sending)...)
 		r.Auth.POST(p+"/delete", s.deleteMessage, base.mw...)
 		r.Auth.POST(p+"/reactions", s.react, append(base.mw, r.Sending)...)
@@ -118,6 +119,20 @@ func (s routes) quoteMessage(c echo.Context) error {
 	return c.String(http.StatusOK, handlers.QuoteOf(c, m))
 }
 
+// messageSource answers edit in place (static/tools.js): the stored
+// Markdown of one's own message, as plain text, for the editor to start
+// from. Another's message is refused as its edit is (403).
+func (s routes) messageSource(c echo.Context) error {
+	_, m, err := s.messageOf(c)
+	if err != nil {
+		return err
+	}
+	if err := chat.CanEdit(m, handlers.MustUser(c).Login); err != nil {
+		return err
+	}
+	return c.String(http.StatusOK, m.Content)
+}
+
 func (s routes) renderMessagePage(c echo.Context, status int, cv handlers.Conversation, m chat.Message, f views.Form) error {
 	me := handlers.MustUser(c)
 	v := views.MessageView{Message: m, Title: cv.Title, Form: f,
@@ -155,11 +170,22 @@ func (s routes) editMessage(c echo.Context) error {
 }
 
 // deleteMessage deletes a message: one's own, or any in a room one
-// moderates.
+// moderates. It asks first (issue 39): a post without confirm=yes, from a
+// page without JavaScript (app.js asks on the page itself, and sends it
+// as htmx does), deletes nothing and answers the question's page.
 func (s routes) deleteMessage(c echo.Context) error {
 	cv, m, err := s.messageOf(c)
 	if err != nil {
 		return err
+	}
+	if !handlers.IsHTMX(c) && c.FormValue("confirm") != "yes" {
+		me := handlers.MustUser(c).Login
+		if err := chat.CanDelete(m, me, service.Moderates(cv.Place, me)); err != nil {
+			return err
+		}
+		v := views.MessageView{Message: m, Title: cv.Title, CanDelete: true}
+		s.core.InConversation(c, cv.Place, m)
+		return s.core.Render(c, http.StatusOK, views.Page{Title: "Delete this message?", Room: cv.ID}, views.ConfirmDeleteMessage(v))
 	}
 	if err := s.app.DeleteMessage(c.Request().Context(), cv.Place, m, handlers.MustUser(c).Login); err != nil {
 		return err

@@ -17,6 +17,7 @@ import (
 	"github.com/a-h/templ"
 	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/handlers"
+	"github.com/killrchat/killrchat/service"
 	"github.com/killrchat/killrchat/views"
 	"github.com/killrchat/killrchat/web"
 	"github.com/killrchat/killrchat/web/csrf"
@@ -35,22 +36,19 @@ const (
 	sweepEvery = 10 * time.Minute
 )
 
-// Files are the attachments as stored, and the drafts of the messages
-// that carry them (store.Store).
+// Files are the attachments' bytes as stored (store.Store).
 type Files interface {
-	StoreAttachment(ctx context.Context, in chat.Place, uploader chat.UserRef, name string, body io.Reader, limit int64) (chat.Attachment, error)
-	DiscardAttachment(ctx context.Context, a chat.Attachment) error
-	Attachment(ctx context.Context, id chat.ID) (chat.Attachment, error)
 	OpenAttachment(ctx context.Context, a chat.Attachment) io.ReadSeekCloser
-	SweepUploads(ctx context.Context, olderThan time.Time) (int, error)
-	DraftMessage(in chat.Place, author chat.UserRef, content string) (chat.Message, error)
-	DraftAttachmentMessage(in chat.Place, author chat.UserRef, content string, file chat.AttachmentRef) (chat.Message, error)
 }
 
-// Poster posts a message, once per client id (service.Service).
-type Poster interface {
-	Post(ctx context.Context, in chat.Place, draft func() (chat.Message, error)) (chat.Message, error)
-	PostOnce(ctx context.Context, author, conv, clientID string, save func(context.Context) (chat.Message, error)) (chat.Message, error)
+// App is the use cases of files (service.Service): one posted per file
+// of a send (or the text of a send with none), a file read by a member,
+// the sweep of dead uploads.
+type App interface {
+	PostFile(ctx context.Context, f service.FilePost) (chat.Message, bool, error)
+	PostWithoutFile(ctx context.Context, in chat.Place, author chat.UserRef, content, clientID string) (chat.Message, error)
+	File(ctx context.Context, login string, id chat.ID) (chat.Attachment, error)
+	SweepUploads(ctx context.Context, olderThan time.Time)
 }
 
 // Core is what the module uses of the HTTP core (handlers.Server): the
@@ -69,7 +67,7 @@ type Core interface {
 type Deps struct {
 	Core  Core
 	Files Files
-	App   Poster
+	App   App
 	// Config bounds uploads (MaxUpload, UploadTimeout, UploadMinRate).
 	Config handlers.Config
 	// CSRF checks a form read as a stream. Bytes is the hourly upload
@@ -145,7 +143,6 @@ func (s routes) postFiles(c echo.Context, in chat.Place, composer func(views.For
 		return echo.NewHTTPError(http.StatusBadRequest, "The upload could not be read.")
 	}
 	var (
-		conv     = in.Conversation().ID
 		content  string
 		clientID string
 		sawCSRF  bool
@@ -222,12 +219,12 @@ func (s routes) postFiles(c echo.Context, in chat.Place, composer func(views.For
 			}
 			text := content
 			content = "" // the text goes with the first file only
-			stored := false
-			m, err := s.App.PostOnce(req.Context(), me.Login, conv, fileKey(clientID, files),
-				func(ctx context.Context) (chat.Message, error) {
-					stored = true
-					return s.postFile(ctx, in, me, part.FileName(), file, text)
-				})
+			m, stored, err := s.App.PostFile(req.Context(), service.FilePost{In: in, Uploader: me, Name: part.FileName(),
+				Body: file, Limit: s.Config.MaxUpload, Text: text, ClientID: fileKey(clientID, files)})
+			var notStored *service.StoreError
+			if errors.As(err, &notStored) {
+				return s.uploadError(notStored.Err)
+			}
 			if err != nil {
 				return err
 			}
@@ -250,9 +247,7 @@ func (s routes) postFiles(c echo.Context, in chat.Place, composer func(views.For
 		return csrf.ErrToken // an empty body: still no token
 	}
 	if len(posted) == 0 {
-		m, err := s.App.PostOnce(req.Context(), me.Login, conv, clientID, func(ctx context.Context) (chat.Message, error) {
-			return s.App.Post(ctx, in, func() (chat.Message, error) { return s.Files.DraftMessage(in, me, content) })
-		})
+		m, err := s.App.PostWithoutFile(req.Context(), in, me, content, clientID)
 		if errors.Is(err, chat.ErrInvalid) {
 			return composer(handlers.WithErrors(views.Form{Values: map[string]string{"content": content, "client_id": clientID}, Errors: map[string]string{}}, err))
 		}
@@ -265,36 +260,6 @@ func (s routes) postFiles(c echo.Context, in chat.Place, composer func(views.For
 		return s.Core.RenderRaw(c, http.StatusOK, views.PostedFiles(posted, handlers.NewClientID()))
 	}
 	return c.Redirect(http.StatusSeeOther, back)
-}
-
-// postTimeout bounds posting a stored file's message, which no longer
-// depends on the client: its bytes are all in.
-const postTimeout = 30 * time.Second
-
-// postFile stores one file of an upload and posts its message (with text,
-// if any). Once the file is stored it is posted under a context of its
-// own: a client that hangs up after its last byte still gets its message.
-// A file whose message cannot be posted (the room was deleted meanwhile,
-// Cassandra failed) is deleted, so no file is ever left without one.
-func (s routes) postFile(ctx context.Context, in chat.Place, me chat.UserRef, name string, body io.Reader, text string) (chat.Message, error) {
-	a, err := s.Files.StoreAttachment(ctx, in, me, name, body, s.Config.MaxUpload)
-	if err != nil {
-		return chat.Message{}, s.uploadError(err)
-	}
-	s.Metrics.CountUpload("stored", a.Size)
-	s.Core.FileStored(ctx)
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), postTimeout)
-	defer cancel()
-	m, err := s.App.Post(ctx, in, func() (chat.Message, error) {
-		return s.Files.DraftAttachmentMessage(in, me, text, a.Ref())
-	})
-	if err != nil {
-		if derr := s.Files.DiscardAttachment(ctx, a); derr != nil {
-			s.Log.Warn("discard the file of a message not posted", "attachment", a.ID, "err", derr)
-		}
-		return chat.Message{}, err
-	}
-	return m, nil
 }
 
 // fileKey is the recent-posts key of the n-th file of a post whose
@@ -353,12 +318,9 @@ func (s routes) downloadFile(c echo.Context) error {
 		return chat.ErrNotFound
 	}
 	ctx := c.Request().Context()
-	a, err := s.Files.Attachment(ctx, id)
+	a, err := s.App.File(ctx, handlers.MustUser(c).Login, id)
 	if err != nil {
 		return err
-	}
-	if ok, err := s.canRead(ctx, handlers.MustUser(c).Login, a); err != nil || !ok {
-		return cmpErr(err, chat.ErrNotFound)
 	}
 	h := c.Response().Header()
 	h.Set("Content-Type", a.ContentType)
@@ -387,35 +349,6 @@ func (s routes) downloadFile(c echo.Context) error {
 	return nil
 }
 
-func cmpErr(err, otherwise error) error {
-	if err != nil {
-		return err
-	}
-	return otherwise
-}
-
-// canRead reports whether login is a member of the attachment's
-// conversation now: a DM's members are in its id; a room's are read, and
-// a file of an earlier room of the same name (deleted) is no one's.
-func (s routes) canRead(ctx context.Context, login string, a chat.Attachment) (bool, error) {
-	if chat.IsDM(a.Conversation) {
-		for _, m := range strings.Split(strings.TrimPrefix(a.Conversation, "dm:"), "+") {
-			if m == login {
-				return true, nil
-			}
-		}
-		return false, nil
-	}
-	r, err := s.Core.RoomFor(ctx, a.Conversation, login)
-	if errors.Is(err, chat.ErrNotFound) {
-		return false, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	return r.IsMember() && !a.ID.Time().Before(r.CreatedAt), nil
-}
-
 // sweepUploads removes, every sweepEvery, the uploads of dead processes:
 // pending for longer than two upload deadlines, which no living upload
 // is. Every instance sweeps; the deletes are idempotent.
@@ -429,12 +362,7 @@ func (s routes) sweepUploads() {
 		case <-t.C:
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		n, err := s.Files.SweepUploads(ctx, time.Now().Add(-2*s.Config.UploadTimeout))
+		s.App.SweepUploads(ctx, time.Now().Add(-2*s.Config.UploadTimeout))
 		cancel()
-		if err != nil {
-			s.Log.Warn("sweep dead uploads", "err", err)
-		} else if n > 0 {
-			s.Log.Info("swept dead uploads", "count", n)
-		}
 	}
 }

@@ -30,6 +30,8 @@ type People interface {
 	SetRoomKind(ctx context.Context, actor string, r chat.Room, kind string) error
 	SetBanner(ctx context.Context, actor string, r chat.Room, banner string) error
 	JoinByInvite(ctx context.Context, me chat.UserRef, token string, before chat.RoomFor) (chat.RoomFor, error)
+	CreateInvite(ctx context.Context, actor chat.UserRef, room string, f chat.NewInvite) (string, error)
+	RevokeInvite(ctx context.Context, actor, room, id string) error
 }
 
 // Roster is what the module reads and writes of a room's people and
@@ -39,10 +41,8 @@ type Roster interface {
 	RoomMembers(ctx context.Context, r chat.Room, after string, n int) ([]chat.UserRef, error)
 	RoomMembersFrom(ctx context.Context, r chat.Room, prefix string, n int) ([]chat.UserRef, error)
 	MembersOf(ctx context.Context, r chat.Room, logins []string) (map[string]chat.UserRef, error)
-	CreateInvite(ctx context.Context, actor chat.UserRef, room string, f chat.NewInvite) (string, chat.Invite, error)
 	Invite(ctx context.Context, token string) (chat.Invite, error)
 	Invites(ctx context.Context, r chat.Room) ([]chat.Invite, error)
-	RevokeInvite(ctx context.Context, actor, room, id string) error
 }
 
 // Core is what the module uses of the HTTP core (handlers.Server): the
@@ -301,7 +301,7 @@ func (s routes) createInvite(c echo.Context) error {
 		f.Error = "Please correct the fields marked below."
 		return s.renderMembers(c, http.StatusUnprocessableEntity, r, views.Form{}, f)
 	}
-	token, _, err := s.db.CreateInvite(c.Request().Context(), handlers.MustUser(c), r.Name, form)
+	token, err := s.app.CreateInvite(c.Request().Context(), handlers.MustUser(c), r.Name, form)
 	if err != nil {
 		var v chat.ValidationError
 		if errors.As(err, &v) {
@@ -318,7 +318,7 @@ func (s routes) revokeInvite(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := s.db.RevokeInvite(c.Request().Context(), handlers.MustUser(c).Login, r.Name, c.Param("id")); err != nil {
+	if err := s.app.RevokeInvite(c.Request().Context(), handlers.MustUser(c).Login, r.Name, c.Param("id")); err != nil {
 		return err
 	}
 	return handlers.Redirect(c, membersURL(r.Name)+"#invites")

@@ -11,6 +11,7 @@ import (
 	"github.com/killrchat/killrchat/handlers/changes"
 	"github.com/killrchat/killrchat/handlers/directory"
 	"github.com/killrchat/killrchat/handlers/dms"
+	"github.com/killrchat/killrchat/handlers/emails"
 	"github.com/killrchat/killrchat/handlers/events"
 	"github.com/killrchat/killrchat/handlers/files"
 	"github.com/killrchat/killrchat/handlers/members"
@@ -19,37 +20,46 @@ import (
 	"github.com/killrchat/killrchat/handlers/presence"
 	"github.com/killrchat/killrchat/handlers/push"
 	"github.com/killrchat/killrchat/handlers/search"
+	"github.com/killrchat/killrchat/handlers/switcher"
 	"github.com/killrchat/killrchat/handlers/typing"
+	"github.com/killrchat/killrchat/store"
 )
 
 // Modules are the route modules, each a package of handlers/ given the
-// parts of the server it uses and nothing else.
-var Modules = []handlers.Module{
-	func(s *handlers.Server, r handlers.Routes) { accounts.Register(r, s, s.DB(), s.App()) },
-	func(s *handlers.Server, r handlers.Routes) {
-		search.Register(r, search.Deps{Core: s, App: s.App(), Rate: s.SearchRate()})
-	},
-	func(s *handlers.Server, r handlers.Routes) { members.Register(r, s, s.DB(), s.App()) },
-	func(s *handlers.Server, r handlers.Routes) { changes.Register(r, s, s.DB(), s.App()) },
-	func(s *handlers.Server, r handlers.Routes) {
-		events.Register(r, events.Deps{Core: s, Streams: s.Live(), Sessions: s.DB(), Members: s.DB(), Ender: s.App(), Log: s.Log()})
-	},
-	func(s *handlers.Server, r handlers.Routes) {
-		files.Register(r, files.Deps{Core: s, Files: s.DB(), App: s.App(), Config: s.Config(),
-			CSRF: s.CSRF(), Bytes: s.UploadBytes(), Messages: s.MessageRate(), Uploads: s.Uploads(), Metrics: s.Metrics(), Log: s.Log(), Closing: s.Closing()})
-	},
-	func(s *handlers.Server, r handlers.Routes) { dms.Register(r, s, s, s.App()) },
-	func(s *handlers.Server, r handlers.Routes) { mentions.Register(r, s, s.DB()) },
-	func(s *handlers.Server, r handlers.Routes) { notifications.Register(r, s, s.DB()) },
-	func(s *handlers.Server, r handlers.Routes) { typing.Register(r, s) },
-	func(s *handlers.Server, r handlers.Routes) { presence.Register(r, s) },
-	func(s *handlers.Server, r handlers.Routes) { push.Register(r, s.StaticFiles(), s, s.DB()) },
-	func(s *handlers.Server, r handlers.Routes) {
-		avatars.Register(r, avatars.Deps{Core: s, DB: s.DB(), App: s.App(), CSRF: s.CSRF(), MaxUpload: s.Config().MaxUpload, Bytes: s.UploadBytes(), Uploads: s.Uploads()})
-	},
-	func(s *handlers.Server, r handlers.Routes) { catchup.Register(r, s, s.App()) },
-	func(s *handlers.Server, r handlers.Routes) { directory.Register(r, s, s.App()) },
-	func(s *handlers.Server, r handlers.Routes) { admin.Register(r, s, s, s.App(), s.Config().Limits.Admin) }}
+// parts of the server and of the store db it uses and nothing else.
+func Modules(db *store.Store) []handlers.Module {
+	return []handlers.Module{
+		func(s *handlers.Server, r handlers.Routes) { accounts.Register(r, s, db, s.App()) },
+		func(s *handlers.Server, r handlers.Routes) {
+			search.Register(r, search.Deps{Core: s, App: s.App(), Rate: s.SearchRate()})
+		},
+		func(s *handlers.Server, r handlers.Routes) { members.Register(r, s, db, s.App()) },
+		func(s *handlers.Server, r handlers.Routes) { changes.Register(r, s, db, s.App()) },
+		func(s *handlers.Server, r handlers.Routes) {
+			events.Register(r, events.Deps{Core: s, Streams: s.Live(), Sessions: db, Members: db, Ender: s.App(), Log: s.Log()})
+		},
+		func(s *handlers.Server, r handlers.Routes) {
+			files.Register(r, files.Deps{Core: s, Files: db, App: s.App(), Config: s.Config(),
+				CSRF: s.CSRF(), Bytes: s.UploadBytes(), Messages: s.MessageRate(), Uploads: s.Uploads(), Metrics: s.Metrics(), Log: s.Log(), Closing: s.Closing()})
+		},
+		func(s *handlers.Server, r handlers.Routes) { dms.Register(r, s, s, s.App()) },
+		func(s *handlers.Server, r handlers.Routes) { mentions.Register(r, s, db) },
+		func(s *handlers.Server, r handlers.Routes) { notifications.Register(r, s, db) },
+		func(s *handlers.Server, r handlers.Routes) { typing.Register(r, s) },
+		func(s *handlers.Server, r handlers.Routes) { presence.Register(r, s) },
+		func(s *handlers.Server, r handlers.Routes) { push.Register(r, s.StaticFiles(), s, db) },
+		func(s *handlers.Server, r handlers.Routes) {
+			avatars.Register(r, avatars.Deps{Core: s, DB: db, App: s.App(), CSRF: s.CSRF(), MaxUpload: s.Config().MaxUpload, Bytes: s.UploadBytes(), Uploads: s.Uploads()})
+		},
+		func(s *handlers.Server, r handlers.Routes) { catchup.Register(r, s, s.App()) },
+		func(s *handlers.Server, r handlers.Routes) { directory.Register(r, s, s.App()) },
+		func(s *handlers.Server, r handlers.Routes) { admin.Register(r, s, s, s.App(), s.Config().Limits.Admin) },
+		func(s *handlers.Server, r handlers.Routes) { switcher.Register(r, s, db, s.App()) },
+		func(s *handlers.Server, r handlers.Routes) {
+			emails.Register(r, emails.Deps{Core: s, App: s.App(), UnsubscribeKey: s.UnsubscribeKey()})
+		}}
+}
 
-// Register installs the middleware and every route of srv on e.
-func Register(e *echo.Echo, srv *handlers.Server) { srv.Register(e, Modules...) }
+// Register installs the middleware and every route of srv on e, the
+// modules given db, the store srv was made with.
+func Register(e *echo.Echo, srv *handlers.Server, db *store.Store) { srv.Register(e, Modules(db)...) }

@@ -300,6 +300,12 @@ type natsInvalidationEnvelope struct {
 // arrive through the local hub.
 func (h *Hub) WatchInvalidations(f func(live.Invalidation)) { h.local.WatchInvalidations(f) }
 
+// WatchEvents hears every instance's events: they all reach the local
+// fan-out; a lost broker is a gap.
+func (h *Hub) WatchEvents(heard func(live.Event), gap func(missing bool)) {
+	h.local.WatchEvents(heard, gap)
+}
+
 // Invalidate tells this instance's caches at once and the others' through
 // NATS.
 func (h *Hub) Invalidate(ctx context.Context, inv live.Invalidation) error {

@@ -20,7 +20,8 @@ import (
 // Store is what the contract checks: the service's Messages, and a
 // reader's marker to see MarkRead's effect; the search index, recent
 // searches and DM lists (service.Searches), with how a message gets
-// into the index (the indexer's write, off the post's path).
+// into the index (the indexer's write, off the post's path); the files
+// (service.Files).
 type Store interface {
 	service.Messages
 	// Marker is login's marker in conversation, zero if none.
@@ -28,6 +29,7 @@ type Store interface {
 	service.Searches
 	IndexMessage(ctx context.Context, m chat.Message) error
 	RecordDMMessage(ctx context.Context, d chat.DM, m chat.Message) error
+	service.Files
 }
 
 // Run checks the contract of Messages against what setup gives. Each
@@ -166,6 +168,7 @@ func Run(t *testing.T, setup func(t *testing.T) Store) {
 		}
 	})
 	runSearches(t, setup)
+	runFiles(t, setup)
 }
 
 // start gives a subtest a Store and a DM of two new people of its own.

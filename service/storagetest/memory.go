@@ -30,13 +30,15 @@ type Memory struct {
 	indexed   map[chat.ID]bool                           // messages in the search index
 	searches  map[string][]string                        // login -> searches, oldest first
 	dmLists   map[string]map[string]chat.DMEntry         // login -> DM address -> entry
+	files     map[chat.ID]storedFile                     // attachments and their bytes
 }
 
 // NewMemory returns an empty Memory on the real clock.
 func NewMemory() *Memory {
 	return &Memory{now: time.Now, messages: map[string]map[chat.ID]chat.Message{},
 		reactions: map[chat.ID]map[string]map[string]struct{}{}, markers: map[[2]string]chat.ID{},
-		indexed: map[chat.ID]bool{}, searches: map[string][]string{}, dmLists: map[string]map[string]chat.DMEntry{}}
+		indexed: map[chat.ID]bool{}, searches: map[string][]string{}, dmLists: map[string]map[string]chat.DMEntry{},
+		files: map[chat.ID]storedFile{}}
 }
 
 // DraftMessage checks content and gives the message its id.

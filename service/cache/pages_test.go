@@ -1,0 +1,210 @@
+package cache_test
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/killrchat/killrchat/chat"
+	"github.com/killrchat/killrchat/live"
+	"github.com/killrchat/killrchat/service/cache"
+)
+
+// fakeMessages is a conversation's messages as a store would return
+// them, counting its reads; a read may be held until released.
+type fakeMessages struct {
+	mu    sync.Mutex
+	msgs  []chat.Message
+	reads atomic.Int64
+	// hold, when set, blocks each read until it is closed; started is
+	// told each read that began.
+	hold    chan struct{}
+	started chan struct{}
+}
+
+func (f *fakeMessages) read(ctx context.Context, in chat.Place, before chat.ID, n int) ([]chat.Message, bool, error) {
+	f.reads.Add(1)
+	f.mu.Lock()
+	out := append([]chat.Message(nil), f.msgs[max(0, len(f.msgs)-n):]...)
+	hold, started := f.hold, f.started
+	f.mu.Unlock()
+	if started != nil {
+		started <- struct{}{}
+	}
+	if hold != nil {
+		<-hold
+	}
+	return out, len(f.msgs) > n, nil
+}
+
+func (f *fakeMessages) add(content string) {
+	f.mu.Lock()
+	f.msgs = append(f.msgs, chat.Message{ID: chat.IDAt(time.Now()), Content: content})
+	f.mu.Unlock()
+}
+
+func room(name string) chat.Room {
+	return chat.Room{Name: name, CreatedAt: time.Unix(1_700_000_000, 0)}
+}
+
+func newest(t *testing.T, p *cache.Pages, r chat.Room) string {
+	t.Helper()
+	msgs, _, err := p.Latest(context.Background(), r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(msgs) == 0 {
+		return ""
+	}
+	return msgs[len(msgs)-1].Content
+}
+
+func TestPagesServeFromMemoryUntilAnEvent(t *testing.T) {
+	hub := live.NewLocalHub()
+	defer hub.Close()
+	f := &fakeMessages{}
+	f.add("one")
+	p := cache.NewPages(f.read, hub, 50, time.Hour, 1<<20)
+	r := room("lobby")
+	for range 3 {
+		if got := newest(t, p, r); got != "one" {
+			t.Fatalf("page shows %q", got)
+		}
+	}
+	if n := f.reads.Load(); n != 1 {
+		t.Fatalf("3 pages made %d reads, want 1", n)
+	}
+	for _, kind := range []string{live.KindMessage, live.KindEdit, live.KindDelete, live.KindReaction, live.KindRoomDeleted} {
+		t.Run(kind, func(t *testing.T) {
+			f.add("after a " + kind)
+			_ = hub.Publish(context.Background(), live.Event{Kind: kind, Conversation: "lobby", ID: chat.IDAt(time.Now())})
+			if got := newest(t, p, r); got != "after a "+kind {
+				t.Fatalf("after a %s event the page shows %q", kind, got)
+			}
+		})
+	}
+	// Typing, and another conversation's events, leave it.
+	before := f.reads.Load()
+	_ = hub.Publish(context.Background(), live.Event{Kind: live.KindTyping, Conversation: "lobby"})
+	_ = hub.Publish(context.Background(), live.Event{Kind: live.KindMessage, Conversation: "other", ID: chat.IDAt(time.Now())})
+	newest(t, p, r)
+	if f.reads.Load() != before {
+		t.Errorf("typing or another room's message made the page read again")
+	}
+	// Another incarnation of the room (deleted and made again) is read.
+	again := r
+	again.CreatedAt = r.CreatedAt.Add(time.Minute)
+	newest(t, p, again)
+	if f.reads.Load() != before+1 {
+		t.Errorf("a room made again was served its predecessor's page")
+	}
+}
+
+// TestPagesReadOnceForConcurrentReaders: readers that ask while a read
+// is under way share it; a read during which an event came is served to
+// those who asked before it, never kept.
+func TestPagesReadOnceForConcurrentReaders(t *testing.T) {
+	hub := live.NewLocalHub()
+	defer hub.Close()
+	f := &fakeMessages{hold: make(chan struct{}), started: make(chan struct{}, 100)}
+	f.add("one")
+	p := cache.NewPages(f.read, hub, 50, time.Hour, 1<<20)
+	r := room("lobby")
+	var wg sync.WaitGroup
+	got := make([]string, 8)
+	for i := range got {
+		wg.Add(1)
+		go func() { defer wg.Done(); got[i] = newest(t, p, r) }()
+	}
+	<-f.started
+	// Let the others join the read under way.
+	time.Sleep(50 * time.Millisecond)
+	// A message lands and is heard while the read runs.
+	f.add("two")
+	_ = hub.Publish(context.Background(), live.Event{Kind: live.KindMessage, Conversation: "lobby", ID: chat.IDAt(time.Now())})
+	// A reader who asks now must not be served the read begun before.
+	late := make(chan string, 1)
+	go func() { late <- newest(t, p, r) }()
+	<-f.started
+	close(f.hold)
+	wg.Wait()
+	if n := f.reads.Load(); n != 2 {
+		t.Errorf("8 readers then 1 after an event made %d reads, want 2", n)
+	}
+	for i, g := range got {
+		if g != "one" && g != "two" {
+			t.Errorf("reader %d got %q", i, g)
+		}
+	}
+	if g := <-late; g != "two" {
+		t.Errorf("the reader after the event got %q, want two", g)
+	}
+	// The read that saw the event is not kept; the later one is.
+	f.mu.Lock()
+	f.hold, f.started = nil, nil
+	f.mu.Unlock()
+	if g := newest(t, p, r); g != "two" {
+		t.Errorf("then the page shows %q", g)
+	}
+	if n := f.reads.Load(); n != 2 {
+		t.Errorf("the kept page was read again (%d reads)", n)
+	}
+}
+
+// TestPagesBrokerGap: while the broker is away nothing is served from
+// memory (another instance's events may be missed); when it is back,
+// what was kept before is dropped.
+func TestPagesBrokerGap(t *testing.T) {
+	hub := live.NewLocalHub()
+	defer hub.Close()
+	f := &fakeMessages{}
+	f.add("one")
+	p := cache.NewPages(f.read, hub, 50, time.Hour, 1<<20)
+	r := room("lobby")
+	newest(t, p, r)
+	hub.BrokerLost()
+	// Another instance posts; its event never arrives here.
+	f.add("while the broker is away")
+	for range 2 {
+		if got := newest(t, p, r); got != "while the broker is away" {
+			t.Fatalf("broker away: the page shows %q", got)
+		}
+	}
+	hub.BrokerBack()
+	f.add("as the broker came back, unheard")
+	if got := newest(t, p, r); got != "as the broker came back, unheard" {
+		t.Fatalf("broker back: the page shows %q", got)
+	}
+	reads := f.reads.Load()
+	newest(t, p, r)
+	if f.reads.Load() != reads {
+		t.Errorf("after the broker came back the page is not kept again")
+	}
+}
+
+// TestPagesTTLAndBound: a page is read again after its TTL, and pages
+// over the byte bound are dropped.
+func TestPagesTTLAndBound(t *testing.T) {
+	hub := live.NewLocalHub()
+	defer hub.Close()
+	f := &fakeMessages{}
+	f.add("one")
+	p := cache.NewPages(f.read, hub, 50, 20*time.Millisecond, 1<<20)
+	r := room("lobby")
+	newest(t, p, r)
+	time.Sleep(30 * time.Millisecond)
+	newest(t, p, r)
+	if n := f.reads.Load(); n != 2 {
+		t.Errorf("a page past its TTL: %d reads, want 2", n)
+	}
+	small := cache.NewPages(f.read, hub, 50, time.Hour, 600)
+	newest(t, small, room("a"))
+	newest(t, small, room("b")) // over the bound: a is dropped
+	before := f.reads.Load()
+	newest(t, small, room("a"))
+	if f.reads.Load() != before+1 {
+		t.Errorf("a page over the byte bound was kept")
+	}
+}
