@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/killrchat/killrchat/chat"
@@ -271,6 +272,7 @@ func writeSlackReport(w io.Writer, r moving.SlackReport, took time.Duration) {
 // journal is the days a Slack import has written, one a line in a file
 // beside the zip, so that a run after a kill skips them.
 type journal struct {
+	mu   sync.Mutex
 	f    *os.File
 	done map[string]bool
 }
@@ -295,9 +297,15 @@ func openJournal(path string) (*journal, error) {
 	return j, nil
 }
 
-func (j *journal) Done(key string) bool { return j.done[key] }
+func (j *journal) Done(key string) bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.done[key]
+}
 
 func (j *journal) Mark(key string) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
 	j.done[key] = true
 	_, err := j.f.WriteString(key + "\t.\n")
 	return err

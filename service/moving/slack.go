@@ -18,10 +18,12 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
 	"github.com/killrchat/killrchat/chat"
+	"golang.org/x/sync/errgroup"
 )
 
 // Bounds on what an import reads of a zip: larger entries are refused
@@ -34,6 +36,8 @@ const (
 	MaxSlackDayBytes = 64 << 20
 	// MaxSlackEntries bounds the entries of the zip.
 	MaxSlackEntries = 2_000_000
+	// slackParallel is how many conversations are written at once.
+	slackParallel = 8
 	// maxThreadParents bounds the thread parents an import remembers
 	// per conversation (their excerpt, for the replies' quotes).
 	maxThreadParents = 200_000
@@ -49,7 +53,8 @@ type SlackOptions struct {
 	Progress func(n Counts, done, total int64)
 }
 
-// Journal is the progress of an import, kept between runs.
+// Journal is the progress of an import, kept between runs; its methods
+// are called from several goroutines at once.
 type Journal interface {
 	Done(key string) bool
 	Mark(key string) error
@@ -156,6 +161,9 @@ type slackImport struct {
 	total   int64
 	last    time.Time
 	imports map[string]bool // logins this import made
+	// mu guards report, done and last once conversations are written
+	// at once.
+	mu sync.Mutex
 }
 
 // ImportSlack imports the Slack export zr into t.
@@ -171,10 +179,16 @@ func ImportSlack(ctx context.Context, t Target, zr *zip.Reader, opts SlackOption
 	if err := s.conversations(ctx); err != nil {
 		return s.report, err
 	}
+	// Conversations are written several at once: a day of a channel is
+	// a few round trips one after the other, which one conversation at a
+	// time would wait for in turn.
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(slackParallel)
 	for _, c := range s.convs {
-		if err := s.messages(ctx, c); err != nil {
-			return s.report, err
-		}
+		g.Go(func() error { return s.messages(gctx, c) })
+	}
+	if err := g.Wait(); err != nil {
+		return s.report, err
 	}
 	s.progress(true)
 	return s.report, nil
