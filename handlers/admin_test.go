@@ -458,9 +458,16 @@ func TestDeactivationAcrossInstances(t *testing.T) {
 	roomStream := person.subscribe(t, room, "")
 	personal := person.subscribePath(t, "/events?b=deactivated&c="+url.QueryEscape(room+"@"), "")
 	postMessage(t, person, room, "before")
+	if err := db.SavePushSubscription(ctxT(t), person.login, chat.PushSubscription{
+		Endpoint: "https://push.example.com/" + person.login, P256dh: "key", Auth: "auth"}); err != nil {
+		t.Fatal(err)
+	}
 
 	if p := admin.post("/admin/people/"+person.login+"/deactivate", nil); p.StatusCode != http.StatusSeeOther {
 		t.Fatalf("deactivate: %d %s", p.StatusCode, text(p, "main"))
+	}
+	if subs, err := db.PushSubscriptions(ctxT(t), person.login); err != nil || len(subs) != 0 {
+		t.Errorf("their push subscriptions after the deactivation: %v %v", subs, err)
 	}
 	// Both streams end within a second, and send their pages to the
 	// login page with the sentence.
