@@ -126,6 +126,10 @@ func TestSlackImport(t *testing.T) {
 	dropKeyspace(t, ksKilled)
 	dir := t.TempDir()
 	zipPath := writeSample(t, dir)
+	// Both keyspaces' schemas first, with openStore's patience: the
+	// commands below then connect to keyspaces that exist.
+	openStore(t, ks)
+	killed := openStore(t, ksKilled)
 
 	out := run(t, append([]string{"import", "slack", zipPath}, cassandraFlags(ks)...)...)
 	for _, want := range []string{
@@ -153,7 +157,6 @@ func TestSlackImport(t *testing.T) {
 
 	// Killed after two batches, then run again (by the command, with its
 	// own journal): the same site as one run.
-	killed := openStore(t, ksKilled)
 	zr, err := zipOpen(zipPath)
 	if err != nil {
 		t.Fatal(err)
