@@ -44,6 +44,8 @@ type User struct {
 	CreatedAt  time.Time
 	// Status is AccountActive (""), AccountDeactivated or AccountDeleted.
 	Status string
+	// Kind is KindPerson ("") or KindBot.
+	Kind string
 	// Mail are their email settings.
 	Mail EmailSettings
 }

@@ -10,7 +10,6 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -336,36 +335,20 @@ func TestResetLinkRefusals(t *testing.T) {
 func TestDeactivationRacingAJoin(t *testing.T) {
 	t.Parallel()
 	a, b := twoInstances(t)
-	admin := a.signedUp(t, unique("rjadm"))
-	makeAdmin(t, db.Store, admin)
-	room := createRoom(t, admin)
-	for round := range 20 {
-		person := b.signedUp(t, unique(fmt.Sprintf("rj%x_", rand.IntN(1<<20))))
-		person.ensureCSRF()
-		admin.ensureCSRF()
-		var wg sync.WaitGroup
-		wg.Add(2)
-		go func() {
-			defer wg.Done()
-			time.Sleep(time.Duration(rand.IntN(20)) * time.Millisecond)
-			person.post("/rooms/"+room+"/join", nil)
-		}()
-		go func() {
-			defer wg.Done()
-			if p := admin.post("/admin/people/"+person.login+"/deactivate", nil); p.StatusCode != http.StatusSeeOther {
-				t.Errorf("round %d: deactivate: %d", round, p.StatusCode)
+	owner := a.signedUp(t, unique("rjown"))
+	room := createRoom(t, owner)
+	raceDeactivation(t, a, b, "rj", func(person *client) (func(), func(int)) {
+		return func() { person.post("/rooms/"+room+"/join", nil) }, func(round int) {
+			r, err := db.Room(ctxT(t), room)
+			if err != nil {
+				t.Fatal(err)
 			}
-		}()
-		wg.Wait()
-		r, err := db.Room(ctxT(t), room)
-		if err != nil {
-			t.Fatal(err)
+			if st, err := db.Standing(ctxT(t), r, person.login); err != nil || st.Member {
+				t.Fatalf("round %d: a member after the deactivation: %v %v", round, st, err)
+			}
+			if u, err := db.User(ctxT(t), person.login); err != nil || len(u.ChatRooms) != 0 {
+				t.Fatalf("round %d: their rooms after the deactivation: %v %v", round, u.ChatRooms, err)
+			}
 		}
-		if st, err := db.Standing(ctxT(t), r, person.login); err != nil || st.Member {
-			t.Fatalf("round %d: a member after the deactivation: %v %v", round, st, err)
-		}
-		if u, err := db.User(ctxT(t), person.login); err != nil || len(u.ChatRooms) != 0 {
-			t.Fatalf("round %d: their rooms after the deactivation: %v %v", round, u.ChatRooms, err)
-		}
-	}
+	})
 }

@@ -37,6 +37,9 @@ func (r liveRenderer) Event(ctx context.Context, ev live.Event) ([]byte, error) 
 	case live.KindMessage:
 		return r.s.RenderString(ctx, views.MessageItem(*ev.Message))
 	case live.KindParticipants:
+		if ev.Banner != nil {
+			return r.s.RenderString(ctx, views.ParticipantsAndBanner(ev.Conversation, ev.Participants, max(ev.Total, len(ev.Participants)), *ev.Banner))
+		}
 		return r.s.RenderString(ctx, views.Participants(ev.Conversation, ev.Participants, max(ev.Total, len(ev.Participants)), true))
 	}
 	return nil, nil

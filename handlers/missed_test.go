@@ -279,7 +279,7 @@ func TestMissedEmailLeavesOutDeleted(t *testing.T) {
 	ids := s.inOneWindow(t, func() []chat.ID {
 		return []chat.ID{s.mention(t, "kept words"), s.mention(t, "deleted words")}
 	})
-	if p := s.ada.post("/rooms/"+s.room+"/messages/"+ids[1].String()+"/delete", nil); p.StatusCode >= 400 {
+	if p := s.ada.post("/rooms/"+s.room+"/messages/"+ids[1].String()+"/delete", url.Values{"confirm": {"yes"}}); p.StatusCode != http.StatusSeeOther {
 		t.Fatalf("delete: %d", p.StatusCode)
 	}
 	m := mailTo(t, s.srv, s.addr)

@@ -27,6 +27,7 @@ import (
 	"github.com/killrchat/killrchat/live"
 	"github.com/killrchat/killrchat/live/presence"
 	"github.com/killrchat/killrchat/push"
+	"github.com/killrchat/killrchat/push/outgoing"
 	"github.com/killrchat/killrchat/service"
 	"github.com/killrchat/killrchat/service/cache"
 	"github.com/killrchat/killrchat/views"
@@ -115,6 +116,8 @@ type Config struct {
 	// tests use); PushOff turns it off.
 	Push    push.Config
 	PushOff bool
+	// Outgoing configures bots' outgoing webhooks.
+	Outgoing outgoing.Config
 	// Static holds the files served under /static/.
 	Static fs.FS
 	// Email is the SMTP server (off when its Host is ""); SiteURL starts
@@ -169,6 +172,8 @@ type Server struct {
 	// long an upload runs before Config.UploadMinRate applies.
 	uploads     *limit.UserCounts
 	uploadGrace time.Duration
+	// outgoing delivers to bots' outgoing webhooks.
+	outgoing *outgoing.Sender
 	// closed are the closed accounts, for the marks on their messages.
 	closed closedAccounts
 	limits struct {
@@ -277,10 +282,11 @@ func New(db Store, registry *metrics.Registry, hub live.Hub, cfg Config, log *sl
 		s.setUpEmail()
 		mailer = s.outbox
 	}
+	s.setUpOutgoing()
 	s.app = service.New(service.Deps{
 		Mail: mailer, Email: db, SiteURL: cfg.SiteURL, EmailHideText: cfg.EmailHideText,
-		Storage: db, Accounts: db, Rows: s.rows, Bus: hub, Sequencer: s.live, Renderer: liveRenderer{s},
-		Indexer: s.indexer, Push: pushPosted{s}, Log: log, ShownParticipants: views.ShownParticipants,
+		Storage: db, Accounts: db, Bots: db, Hooks: db, Rows: s.rows, Bus: hub, Sequencer: s.live, Renderer: liveRenderer{s},
+		Indexer: s.indexer, Push: pushPosted{s}, Outgoing: outgoingPosted{s}, Log: log, ShownParticipants: views.ShownParticipants,
 		SessionDigest:         session.Digest,
 		CountRoomPost:         func(how string) { registry.RoomPosts.WithLabelValues(how).Inc() },
 		CountFenceTimeout:     registry.FenceTimeouts.Inc,
@@ -535,7 +541,11 @@ func (s *Server) logRequests() echo.MiddlewareFunc {
 		Skipper:   func(c echo.Context) bool { return !s.log.Enabled(c.Request().Context(), slog.LevelDebug) },
 		LogMethod: true, LogURIPath: true, LogStatus: true, LogLatency: true, LogRemoteIP: true,
 		LogValuesFunc: func(c echo.Context, v middleware.RequestLoggerValues) error {
-			s.log.Debug("request", "method", v.Method, "path", v.URIPath, "status", v.Status,
+			path := v.URIPath
+			if strings.HasPrefix(path, "/hooks/") {
+				path = c.Path() // the route, not a webhook's secret
+			}
+			s.log.Debug("request", "method", v.Method, "path", path, "status", v.Status,
 				"latency", v.Latency, "ip", v.RemoteIP)
 			return nil
 		},
@@ -600,5 +610,6 @@ func (s *Server) RenderString(ctx context.Context, comp templ.Component) ([]byte
 
 // renderInto renders comp into buf, with what every render knows.
 func (s *Server) renderInto(ctx context.Context, comp templ.Component, buf *bytes.Buffer) error {
-	return comp.Render(views.WithClosed(views.WithAvatars(ctx, s.avatars.Version), s.closedList(ctx)), buf)
+	ctx = views.WithBots(views.WithClosed(views.WithAvatars(ctx, s.avatars.Version), s.closedList(ctx)), s.botList(ctx))
+	return comp.Render(ctx, buf)
 }

@@ -239,7 +239,13 @@ func (s routes) profileEdit(c echo.Context) (views.ProfileEdit, error) {
 	if err != nil {
 		return views.ProfileEdit{}, err
 	}
-	return views.NewProfileEdit(u, s.core.AvatarVersion(u.Login) != ""), nil
+	p := views.NewProfileEdit(u, s.core.AvatarVersion(u.Login) != "")
+	site, err := s.app.Site(c.Request().Context())
+	if err != nil {
+		return p, err
+	}
+	p.Admin = site.IsAdmin(u.Login)
+	return p, nil
 }
 
 func (s routes) showProfile(c echo.Context) error {
