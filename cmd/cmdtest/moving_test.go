@@ -170,6 +170,7 @@ func TestExportRoundTrip(t *testing.T) {
 		t.Error("an export without --full-backup holds password hashes")
 	}
 	exportA := filepath.Join(dir, "a.jsonl")
+	openStore(t, ksB) // its schema, with openStore's patience
 	run(t, append([]string{"export", "--full-backup", "--out", exportA}, cassandraFlags(ksA)...)...)
 	out := run(t, append([]string{"import", "killrchat", exportA}, cassandraFlags(ksB)...)...)
 	t.Log(out)
