@@ -68,7 +68,7 @@ test: test-deps check
 # (the domain, the use cases, the configuration, the live engine, the
 # plumbing, views).
 # make test runs them too, with the rest.
-UNIT_PACKAGES := ./chat/... ./service/... ./cmd/ ./live/... ./views/... ./static/... ./web/...
+UNIT_PACKAGES := ./chat/... ./service/... ./cmd/ ./live/... ./views/... ./static/... ./web/... ./email/...
 test-unit: check
 	go test $(GO_TEST_FLAGS) $(UNIT_PACKAGES)
 

@@ -44,6 +44,10 @@ type User struct {
 	CreatedAt  time.Time
 	// Status is AccountActive (""), AccountDeactivated or AccountDeleted.
 	Status string
+	// Kind is KindPerson ("") or KindBot.
+	Kind string
+	// Mail are their email settings.
+	Mail EmailSettings
 }
 
 // RoomTitle is the display name of room, one of u.ChatRooms.

@@ -14,8 +14,10 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/killrchat/killrchat/chat"
+	"github.com/killrchat/killrchat/email"
 	"github.com/killrchat/killrchat/store"
 )
 
@@ -24,6 +26,9 @@ const (
 	CreateAdmin = "create-admin"
 	Promote     = "promote"
 	Demote      = "demote"
+	// TestEmail sends one mail to an address and prints the SMTP
+	// server's answer.
+	TestEmail = "test-email"
 )
 
 // AdminConfig is what `admin` needs besides Cassandra: the action, the
@@ -57,11 +62,22 @@ func (c *Config) adminSettings() []*setting {
 	}
 }
 
-func (c *Config) checkAdmin(map[string]source) error {
+func (c *Config) checkAdmin(from map[string]source) error {
 	switch c.Admin.Action {
 	case CreateAdmin, Promote, Demote:
+	case TestEmail:
+		if err := c.checkEmail(from); err != nil {
+			return err
+		}
+		if !c.Email.SMTP.On() {
+			return errors.New("admin test-email needs an SMTP server: --smtp-host (SMTP_HOST) and --smtp-from")
+		}
+		if _, err := email.ParseAddress(c.Admin.Login); err != nil {
+			return fmt.Errorf("admin test-email needs an address to send to, not %q", c.Admin.Login)
+		}
+		return nil
 	default:
-		return fmt.Errorf("admin needs an action: killrchat admin %s|%s|%s <login>", CreateAdmin, Promote, Demote)
+		return fmt.Errorf("admin needs an action: killrchat admin %s|%s|%s <login>, or %s <address>", CreateAdmin, Promote, Demote, TestEmail)
 	}
 	if !chat.ValidName(c.Admin.Login) {
 		return fmt.Errorf("admin %s needs a login: 3 to 31 letters, digits, '_', '.' or '-', starting with a letter or digit", c.Admin.Action)
@@ -71,6 +87,9 @@ func (c *Config) checkAdmin(map[string]source) error {
 
 // administer runs `killrchat admin` and returns its exit code.
 func administer(ctx context.Context, cfg Config, stdout, stderr io.Writer) int {
+	if cfg.Admin.Action == TestEmail {
+		return testEmail(ctx, cfg, stdout, stderr)
+	}
 	db := store.New(cfg.Cassandra.Store())
 	defer db.Close()
 	if err := db.Connect(ctx); err != nil {
@@ -135,6 +154,26 @@ func runAdmin(ctx context.Context, db *store.Store, a AdminConfig, stdout io.Wri
 		return db.Audit(ctx, "(command line)", action, u.Login, "")
 	}
 	return fmt.Errorf("no action %q", a.Action)
+}
+
+// testEmail sends one mail to the address of cfg.Admin.Login and prints
+// what the server answered, or why it was not sent.
+func testEmail(ctx context.Context, cfg Config, stdout, stderr io.Writer) int {
+	sender, err := email.New(cfg.Email.SMTP)
+	if err != nil {
+		fmt.Fprintln(stderr, "admin test-email:", err)
+		return 1
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	answer, err := sender.Send(ctx, email.Mail{To: cfg.Admin.Login, Subject: "KillrChat test email",
+		Text: "This is a test of KillrChat's email settings: the SMTP server " + cfg.Email.SMTP.Addr() + " accepted it.\n"})
+	if err != nil {
+		fmt.Fprintf(stderr, "admin test-email %s: not sent through %s: %v\n", cfg.Admin.Login, cfg.Email.SMTP.Addr(), err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "sent to %s through %s; the server answered: %s\n", cfg.Admin.Login, cfg.Email.SMTP.Addr(), answer)
+	return 0
 }
 
 func promote(ctx context.Context, db *store.Store, u chat.User, admin bool) error {

@@ -12,6 +12,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/netip"
 	"strconv"
 	"strings"
 	"time"
@@ -52,6 +53,8 @@ type Config struct {
 	Admin     AdminConfig
 	Export    ExportConfig
 	Import    ImportConfig
+	// Email is the SMTP server and the site's address (serve and admin).
+	Email EmailConfig
 }
 
 // ServeConfig is what `serve` needs besides Cassandra.
@@ -90,6 +93,9 @@ type ServeConfig struct {
 	SearchIndexRate float64
 	Push            push.Config
 	PushOff         bool
+	// BotAllow are the address ranges bots' outgoing webhooks may reach
+	// beyond public addresses.
+	BotAllow []netip.Prefix
 
 	NATSURL, NATSEmbed string
 	MetricsAddr        string
@@ -203,12 +209,12 @@ func (c *Config) settings() ([]*setting, func(map[string]source) error) {
 	check := func(map[string]source) error { return nil }
 	switch c.Command {
 	case Serve:
-		own, check = c.serveSettings(), c.checkServe
+		own, check = append(c.serveSettings(), c.emailSettings()...), c.checkServe
 	case Migrate:
 	case IndexBackfill:
 		own = c.backfillSettings()
 	case Admin:
-		own, check = c.adminSettings(), c.checkAdmin
+		own, check = append(c.adminSettings(), c.emailSettings()...), c.checkAdmin
 	case Export:
 		own = c.exportSettings()
 	case Import:
@@ -246,6 +252,9 @@ func (c *Config) backfillSettings() []*setting {
 
 // checkServe checks what spans several serve settings.
 func (c *Config) checkServe(from map[string]source) error {
+	if err := c.checkEmail(from); err != nil {
+		return err
+	}
 	s := &c.Serve
 	if s.UploadPerHour < s.MaxUpload {
 		return fmt.Errorf("%s must be at least --max-upload (%d bytes), not %d", from["upload-bytes-per-hour"].name("upload-bytes-per-hour"), s.MaxUpload, s.UploadPerHour)
@@ -383,6 +392,21 @@ func (c *Config) serveSettings() []*setting {
 		{name: "push-allow-http-loopback", env: "PUSH_ALLOW_HTTP_LOOPBACK", def: "false", boolean: true,
 			usage:   "also accept push endpoints at http://127.0.0.1:<port>/ and connect there (tests run their own push service); no other private address",
 			accepts: "true or false", set: boolean(&s.Push.AllowHTTPLoopback)},
+		{name: "bot-allow-addresses", env: "BOT_ALLOW_ADDRESSES", usage: "address ranges bots' outgoing webhooks may reach beyond the internet, such as 10.1.0.0/16,127.0.0.1/32; empty: none (loopback, private, link-local and metadata addresses are refused)",
+			accepts: "empty, or CIDR prefixes separated by commas", set: func(v string) bool {
+				s.BotAllow = nil
+				for _, p := range strings.Split(v, ",") {
+					if p = strings.TrimSpace(p); p == "" {
+						continue
+					}
+					prefix, err := netip.ParsePrefix(p)
+					if err != nil {
+						return false
+					}
+					s.BotAllow = append(s.BotAllow, prefix.Masked())
+				}
+				return true
+			}},
 		{name: "nats-url", env: "NATS_URL", usage: "the NATS server for live events across instances; empty: the in-process hub",
 			set: text(&s.NATSURL)},
 		{name: "nats-embed", env: "NATS_EMBED", usage: "run a NATS server inside this instance on host:port, for trying several instances",

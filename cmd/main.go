@@ -24,6 +24,7 @@ import (
 	"github.com/killrchat/killrchat/handlers/routes"
 	"github.com/killrchat/killrchat/live"
 	"github.com/killrchat/killrchat/live/natshub"
+	"github.com/killrchat/killrchat/push/outgoing"
 	"github.com/killrchat/killrchat/static"
 	"github.com/killrchat/killrchat/store"
 	"github.com/killrchat/killrchat/web/metrics"
@@ -103,8 +104,9 @@ func (m *Main) Run(ctx context.Context) error {
 		CacheTTL: cfg.CacheTTL, CacheSize: cfg.CacheSize,
 		MaxStreamsPerUser: cfg.StreamsPerUser, MaxStreamsPerIP: cfg.StreamsPerIP, MaxReplays: cfg.MaxReplays, ResumeWindow: cfg.ResumeWindow,
 		MaxUpload: cfg.MaxUpload, UploadTimeout: cfg.UploadTimeout, SearchIndexOff: !cfg.SearchIndex, SearchIndexRate: cfg.SearchIndexRate,
-		Push: cfg.Push, PushOff: cfg.PushOff,
+		Push: cfg.Push, PushOff: cfg.PushOff, Outgoing: outgoing.Config{Allow: cfg.BotAllow},
 		MaxUploadsPerUser: cfg.UploadsPerUser, UploadMinRate: cfg.UploadMinRate,
+		Email: m.Config.Email.SMTP, SiteURL: m.Config.Email.SiteURL, EmailDelay: m.Config.Email.Delay, EmailHideText: m.Config.Email.HideText,
 		Indexer: func(log *slog.Logger, perSecond float64, off bool, closing <-chan struct{}) handlers.Indexer {
 			return store.NewIndexer(m.db, log, perSecond, off, closing)
 		},

@@ -15,6 +15,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/service/moving"
@@ -117,13 +119,15 @@ func export(ctx context.Context, cfg Config, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer db.Close()
+	start := time.Now()
 	n, err := runExport(ctx, db, cfg.Export, stdout, stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "export: stopped:", err)
 		return 1
 	}
-	fmt.Fprintf(stderr, "export: %d people, %d rooms, %d DMs, %d messages, %d reactions, %d files\n",
-		n.People, n.Rooms, n.DMs, n.Messages, n.Reactions, n.Files)
+	took := time.Since(start)
+	fmt.Fprintf(stderr, "export: %d people, %d rooms, %d DMs, %d messages, %d reactions, %d files in %s (%.0f messages/s)\n",
+		n.People, n.Rooms, n.DMs, n.Messages, n.Reactions, n.Files, took.Round(time.Millisecond), float64(n.Messages)/max(took.Seconds(), 0.001))
 	return 0
 }
 
@@ -238,16 +242,17 @@ func importSlack(ctx context.Context, db *store.Store, c ImportConfig, stdout, s
 	}
 	defer j.Close()
 	p := newProgress(stderr, "import slack", 0)
+	start := time.Now()
 	rep, err := moving.ImportSlack(ctx, db, &zr.Reader, moving.SlackOptions{Journal: j, Progress: p.step})
 	p.done()
-	writeSlackReport(stdout, rep)
+	writeSlackReport(stdout, rep, time.Since(start))
 	return err
 }
 
 // writeSlackReport is the summary at the end of a Slack import.
-func writeSlackReport(w io.Writer, r moving.SlackReport) {
-	fmt.Fprintf(w, "import slack: %d people (%d bots), %d rooms, %d DMs, %d messages, %d reactions\n",
-		r.People, r.Bots, r.Rooms, r.DMs, r.Messages, r.Reactions)
+func writeSlackReport(w io.Writer, r moving.SlackReport, took time.Duration) {
+	fmt.Fprintf(w, "import slack: %d people (%d bots), %d rooms, %d DMs, %d messages, %d reactions in %s (%.0f messages/s)\n",
+		r.People, r.Bots, r.Rooms, r.DMs, r.Messages, r.Reactions, took.Round(time.Millisecond), float64(r.Messages)/max(took.Seconds(), 0.001))
 	for _, rn := range r.Renames {
 		fmt.Fprintf(w, "renamed %s: %q is %q here (%s)\n", rn.What, rn.From, rn.To, rn.Why)
 	}
@@ -267,6 +272,7 @@ func writeSlackReport(w io.Writer, r moving.SlackReport) {
 // journal is the days a Slack import has written, one a line in a file
 // beside the zip, so that a run after a kill skips them.
 type journal struct {
+	mu   sync.Mutex
 	f    *os.File
 	done map[string]bool
 }
@@ -291,9 +297,15 @@ func openJournal(path string) (*journal, error) {
 	return j, nil
 }
 
-func (j *journal) Done(key string) bool { return j.done[key] }
+func (j *journal) Done(key string) bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.done[key]
+}
 
 func (j *journal) Mark(key string) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
 	j.done[key] = true
 	_, err := j.f.WriteString(key + "\t.\n")
 	return err

@@ -114,6 +114,12 @@ func TestFirstSignUpIsAdministrator(t *testing.T) {
 			t.Fatalf("%s, not an administrator, gets /admin: %d", c.login, code)
 		}
 	}
+	if admin.get("/profile").doc.Find(`#admin-link a[href="/admin"]`).Length() != 1 {
+		t.Error("the administrator's profile page does not link to /admin")
+	}
+	if clients[0] != admin && clients[0].get("/profile").doc.Find("#admin-link").Length() != 0 {
+		t.Error("a profile page of someone who is not an administrator links to /admin")
+	}
 	if note := text(visitor.get("/signup"), "#signup-note"); note != "" {
 		t.Fatalf("the sign-up page still says %q once the site has an administrator", note)
 	}
@@ -195,7 +201,15 @@ func signupPolicies(t *testing.T, a *app, admin *client) {
 	if p := admin.post("/admin/settings", url.Values{"signup_policy": {"nobody"}, "room_creation": {"x"}}); p.StatusCode != http.StatusUnprocessableEntity {
 		t.Fatalf("bad settings: %d", p.StatusCode)
 	}
+	existing := a.signedUp(t, unique("before"))
 	settings(chat.SignupInvite, "")
+	// Changing the policy does not touch the accounts there are.
+	if p := a.client(t).post("/login", url.Values{"login": {existing.login}, "password": {"password1"}}); p.StatusCode != http.StatusSeeOther {
+		t.Fatalf("an existing account's login under the invitation policy: %d", p.StatusCode)
+	}
+	if p := existing.get("/"); p.StatusCode != http.StatusOK {
+		t.Fatalf("an existing session under the invitation policy: %d", p.StatusCode)
+	}
 	if p := a.client(t).post("/signup", signupForm(unique("nolink"), "password1")); p.StatusCode != http.StatusForbidden ||
 		!strings.Contains(text(p, "main"), "invitation only") {
 		t.Fatalf("sign-up without a link under the invitation policy: %d %q", p.StatusCode, text(p, "main"))
@@ -206,6 +220,11 @@ func signupPolicies(t *testing.T, a *app, admin *client) {
 		t.Fatalf("make a sign-up link: %d %q", p.StatusCode, link)
 	}
 	token := link[strings.Index(link, "invite=")+len("invite="):]
+	invites, err := db.SiteInvites(ctxT(t))
+	if err != nil || len(invites) == 0 {
+		t.Fatalf("the sign-up links: %v %v", invites, err)
+	}
+	auditHas(t, admin, admin.login, chat.AuditSiteInvite, invites[len(invites)-1].ID)
 	// 20 racing sign-ups by a link of 5 uses: exactly 5 get in.
 	var (
 		wg sync.WaitGroup
@@ -250,6 +269,28 @@ func signupPolicies(t *testing.T, a *app, admin *client) {
 	}
 	auditHas(t, admin, admin.login, chat.AuditSettings, "")
 	settings(chat.SignupOpen, "")
+
+	// Rooms by administrators only: anyone else is refused with a
+	// sentence; an administrator creates one.
+	p = admin.post("/admin/settings", url.Values{"signup_policy": {chat.SignupOpen}, "room_creation": {chat.RoomsByAdmins}})
+	if p.StatusCode != http.StatusSeeOther {
+		t.Fatalf("rooms by administrators: %d", p.StatusCode)
+	}
+	name := unique("byadmin")
+	if p := existing.post("/rooms", url.Values{"room_name": {name}}); p.StatusCode != http.StatusForbidden ||
+		!strings.Contains(text(p, "main"), "only administrators create rooms") {
+		t.Fatalf("a room by a non-administrator: %d %q", p.StatusCode, text(p, "main"))
+	}
+	if _, err := db.Room(ctxT(t), name); err == nil {
+		t.Fatal("the refused room exists")
+	}
+	if p := admin.post("/rooms", url.Values{"room_name": {name}}); p.StatusCode != http.StatusSeeOther {
+		t.Fatalf("a room by an administrator: %d %s", p.StatusCode, text(p, "main"))
+	}
+	settings(chat.SignupOpen, "")
+	if p := existing.post("/rooms", url.Values{"room_name": {unique("byanyone")}}); p.StatusCode != http.StatusSeeOther {
+		t.Fatalf("a room by anyone again: %d", p.StatusCode)
+	}
 }
 
 func cloneForm(f url.Values) url.Values {
@@ -579,6 +620,8 @@ func TestDeleteOwnAccount(t *testing.T) {
 	if p := a.client(t).post("/signup", signupForm(person.login, "password1")); p.StatusCode != http.StatusConflict {
 		t.Fatalf("sign-up under a deleted login: %d", p.StatusCode)
 	}
+	makeAdmin(t, db.Store, owner)
+	auditHas(t, owner, person.login, chat.AuditDeleteSelf, person.login)
 }
 
 // TestDeactivationRacingALogin: a login on B racing a deactivation on A
@@ -586,19 +629,39 @@ func TestDeleteOwnAccount(t *testing.T) {
 func TestDeactivationRacingALogin(t *testing.T) {
 	t.Parallel()
 	a, b := twoInstances(t)
+	raceDeactivation(t, a, b, "login", func(person *client) (func(), func(int)) {
+		fresh := b.client(t)
+		fresh.ensureCSRF()
+		return func() {
+				fresh.post("/login", url.Values{"login": {person.login}, "password": {"password1"}})
+			}, func(round int) {
+				for i, c := range []*client{person, fresh} {
+					if p := c.get("/"); p.StatusCode != http.StatusSeeOther {
+						t.Fatalf("round %d: session %d works after the deactivation: %d", round, i, p.StatusCode)
+					}
+				}
+			}
+	})
+}
+
+// raceDeactivation runs 20 rounds: a new person on b does what race
+// gives (after 0 to 20 ms) while an administrator on a deactivates them;
+// then what race gives second checks what is left.
+func raceDeactivation(t *testing.T, a, b *app, prefix string, race func(person *client) (do func(), check func(round int))) {
+	t.Helper()
 	admin := a.signedUp(t, unique("adm"))
 	makeAdmin(t, db.Store, admin)
 	for round := range 20 {
-		person := b.signedUp(t, unique(fmt.Sprintf("login%x_", rand.IntN(1<<20))))
-		fresh := b.client(t)
-		fresh.ensureCSRF()
+		person := b.signedUp(t, unique(fmt.Sprintf("%s%x_", prefix, rand.IntN(1<<20))))
+		person.ensureCSRF()
 		admin.ensureCSRF()
+		do, check := race(person)
 		var wg sync.WaitGroup
 		wg.Add(2)
 		go func() {
 			defer wg.Done()
 			time.Sleep(time.Duration(rand.IntN(20)) * time.Millisecond)
-			fresh.post("/login", url.Values{"login": {person.login}, "password": {"password1"}})
+			do()
 		}()
 		go func() {
 			defer wg.Done()
@@ -607,11 +670,10 @@ func TestDeactivationRacingALogin(t *testing.T) {
 			}
 		}()
 		wg.Wait()
-		for i, c := range []*client{person, fresh} {
-			if p := c.get("/"); p.StatusCode != http.StatusSeeOther {
-				t.Fatalf("round %d: session %d works after the deactivation: %d", round, i, p.StatusCode)
-			}
+		if t.Failed() {
+			t.FailNow()
 		}
+		check(round)
 	}
 }
 

@@ -32,6 +32,11 @@ type Routes struct {
 	// Public holds every page's routes: the session is loaded if there
 	// is one, the CSRF token checked.
 	Public *echo.Group
+	// Bare holds the routes that a token in the path authorises, with no
+	// session and no CSRF token (a mail client's one-click unsubscribe),
+	// or that carry their own credential (the bots' API, incoming
+	// webhooks).
+	Bare *echo.Group
 	// Auth holds the routes of signed-in people: the session is loaded
 	// and required, the CSRF token checked, names canonical.
 	Auth *echo.Group
@@ -68,6 +73,19 @@ func (s *Server) Publish(ctx context.Context, ev live.Event) { s.publish(ctx, ev
 // Online says whether login holds a live stream on any instance
 // (package live/presence).
 func (s *Server) Online(login string) bool { return s.presence.Online(login) }
+
+// WatchAccounts calls forget with the logins of every invalidation of
+// accounts (a deactivation, a bot's token rotated or revoked: its fence
+// waits for each instance's call), and reset when the hub may have
+// missed some (a broker reconnect).
+func (s *Server) WatchAccounts(forget func(logins []string), reset func()) {
+	s.hub.WatchInvalidations(func(inv live.Invalidation) {
+		if len(inv.Accounts) > 0 {
+			forget(inv.Accounts)
+		}
+	})
+	s.hub.Watch(func(live.StreamEnd) {}, reset)
+}
 
 // Metrics are the server's metrics.
 func (s *Server) Metrics() *metrics.Registry { return s.metrics }

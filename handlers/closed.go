@@ -1,7 +1,7 @@
 // This file owns the closed accounts as pages show them: the messages of
 // a deactivated person carry a mark, a deleted person's are shown under
-// "deleted user". Each instance keeps the list (one partition) for a
-// while, and drops it when a deactivation, reactivation or deletion on
+// "deleted user"; a bot's name carries "bot". Each instance keeps the
+// lists (one partition each) for a while, and drops it when a deactivation, reactivation or deletion on
 // any instance says so (live.Invalidation.Accounts) or the hub resets.
 
 package handlers
@@ -22,6 +22,9 @@ type closedAccounts struct {
 	mu     sync.Mutex
 	list   map[string]string
 	readAt time.Time
+	// bots are the bots' logins, read and dropped with list (a bot's
+	// creation invalidates Accounts too).
+	bots map[string]bool
 }
 
 // watchClosed drops the list on every change of an account's state.
@@ -36,7 +39,7 @@ func (s *Server) watchClosed() {
 
 func (c *closedAccounts) drop() {
 	c.mu.Lock()
-	c.list = nil
+	c.list, c.bots = nil, nil
 	c.mu.Unlock()
 }
 
@@ -54,6 +57,20 @@ func (s *Server) closedList(ctx context.Context) map[string]string {
 		s.log.Warn("closed accounts", "err", err)
 		return nil
 	}
-	c.list, c.readAt = list, time.Now()
+	bots, err := s.db.BotLogins(ctx)
+	if err != nil {
+		s.log.Warn("bots", "err", err)
+		return nil
+	}
+	c.list, c.bots, c.readAt = list, bots, time.Now()
 	return list
+}
+
+// botList is the bots' logins, read with the closed accounts.
+func (s *Server) botList(ctx context.Context) map[string]bool {
+	s.closedList(ctx)
+	c := &s.closed
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.bots
 }

@@ -37,6 +37,9 @@ func (r liveRenderer) Event(ctx context.Context, ev live.Event) ([]byte, error) 
 	case live.KindMessage:
 		return r.s.RenderString(ctx, views.MessageItem(*ev.Message))
 	case live.KindParticipants:
+		if ev.Banner != nil {
+			return r.s.RenderString(ctx, views.ParticipantsAndBanner(ev.Conversation, ev.Participants, max(ev.Total, len(ev.Participants)), *ev.Banner))
+		}
 		return r.s.RenderString(ctx, views.Participants(ev.Conversation, ev.Participants, max(ev.Total, len(ev.Participants)), true))
 	}
 	return nil, nil
@@ -53,12 +56,13 @@ func (liveRenderer) Deleted(m chat.Message) []byte { return []byte(views.Message
 // Reaction is the data of ch's event.
 func (liveRenderer) Reaction(ch chat.Change) ([]byte, error) { return ReactionJSON(ch) }
 
-// pushPosted hands a posted message to the Web Push sender, once it is
-// set up (service.Pusher).
+// pushPosted hands a posted message to the missed-message emails and to
+// the Web Push sender, once it is set up (service.Pusher).
 type pushPosted struct{ s *Server }
 
 // Posted hands m, posted in in, to the sender.
 func (p pushPosted) Posted(in chat.Place, conv chat.Conversation, m chat.Message) {
+	p.s.mailPosted(conv, m)
 	sender := p.s.Push()
 	if sender == nil {
 		return

@@ -22,9 +22,12 @@ import (
 	"github.com/labstack/echo/v4/middleware"
 
 	"github.com/killrchat/killrchat/chat"
+	"github.com/killrchat/killrchat/email"
+	"github.com/killrchat/killrchat/email/missed"
 	"github.com/killrchat/killrchat/live"
 	"github.com/killrchat/killrchat/live/presence"
 	"github.com/killrchat/killrchat/push"
+	"github.com/killrchat/killrchat/push/outgoing"
 	"github.com/killrchat/killrchat/service"
 	"github.com/killrchat/killrchat/service/cache"
 	"github.com/killrchat/killrchat/views"
@@ -115,8 +118,21 @@ type Config struct {
 	// tests use); PushOff turns it off.
 	Push    push.Config
 	PushOff bool
+	// Outgoing configures bots' outgoing webhooks.
+	Outgoing outgoing.Config
 	// Static holds the files served under /static/.
 	Static fs.FS
+	// Email is the SMTP server (off when its Host is ""); SiteURL starts
+	// the links mails carry; EmailDelay is how long a missed message
+	// waits for its email (default 2 minutes); EmailHideText leaves
+	// message text out of every email.
+	Email         email.Config
+	SiteURL       string
+	EmailDelay    time.Duration
+	EmailHideText bool
+	// EmailLease and EmailMaxBackoff: see missed.Config (tests shorten
+	// them; zero for the defaults).
+	EmailLease, EmailMaxBackoff time.Duration
 }
 
 // Server holds what the handlers share.
@@ -141,7 +157,11 @@ type Server struct {
 	indexer   Indexer
 	presence  *presence.Tracker
 	// push sends Web Push notifications; nil when off or not set up yet.
-	push    atomic.Pointer[push.Sender]
+	push atomic.Pointer[push.Sender]
+	// outbox sends single mails, missed the missed-message emails; nil
+	// when email is off.
+	outbox  *email.Outbox
+	missed  *missed.Notifier
 	closing chan struct{} // closed by Shutdown
 	csrf    *csrf.Guard
 	// uploadFiles takes a conversation's multipart post (see
@@ -154,6 +174,8 @@ type Server struct {
 	// long an upload runs before Config.UploadMinRate applies.
 	uploads     *limit.UserCounts
 	uploadGrace time.Duration
+	// outgoing delivers to bots' outgoing webhooks.
+	outgoing *outgoing.Sender
 	// closed are the closed accounts, for the marks on their messages.
 	closed closedAccounts
 	limits struct {
@@ -254,9 +276,16 @@ func New(db Store, registry *metrics.Registry, hub live.Hub, cfg Config, log *sl
 		panic("handlers: Config.Indexer is required (the composition root starts the store's indexer)")
 	}
 	s.indexer = cfg.Indexer(log, cfg.SearchIndexRate, cfg.SearchIndexOff, s.closing)
+	var mailer service.Mailer
+	if cfg.Email.On() {
+		s.setUpEmail()
+		mailer = s.outbox
+	}
+	s.setUpOutgoing()
 	s.app = service.New(service.Deps{
-		Storage: db, Accounts: db, Rows: s.rows, Bus: hub, Sequencer: s.live, Renderer: liveRenderer{s},
-		Indexer: s.indexer, Push: pushPosted{s}, Log: log, ShownParticipants: views.ShownParticipants,
+		Mail: mailer, Email: db, SiteURL: cfg.SiteURL, EmailHideText: cfg.EmailHideText,
+		Storage: db, Accounts: db, Bots: db, Hooks: db, Rows: s.rows, Bus: hub, Sequencer: s.live, Renderer: liveRenderer{s},
+		Indexer: s.indexer, Push: pushPosted{s}, Outgoing: outgoingPosted{s}, Log: log, ShownParticipants: views.ShownParticipants,
 		SessionDigest:         session.Digest,
 		CountRoomPost:         func(how string) { registry.RoomPosts.WithLabelValues(how).Inc() },
 		CountFenceTimeout:     registry.FenceTimeouts.Inc,
@@ -339,7 +368,7 @@ func (s *Server) Register(e *echo.Echo, modules ...Module) {
 	passwords := []echo.MiddlewareFunc{
 		s.limitIP(s.limits.passwordIP, "trying passwords"), s.limitUser(s.limits.passwordUser, "trying passwords")}
 	for _, m := range modules {
-		m(s, Routes{Public: app, Auth: auth, SignIn: s.rateLimit(), Passwords: passwords, Sending: sending, Membership: membership})
+		m(s, Routes{Public: app, Bare: e.Group(""), Auth: auth, SignIn: s.rateLimit(), Passwords: passwords, Sending: sending, Membership: membership})
 	}
 }
 
@@ -419,6 +448,8 @@ var notices = map[string]string{
 	"deactivated":     "This account is deactivated. Ask an administrator of the site to reactivate it.",
 	"sessions-ended":  "Your sessions were ended by an administrator: log in again.",
 	"level-saved":     "Your notification setting is saved.",
+	"email-saved":     "Your email settings are saved.",
+	"email-link-sent": "A new verification link is on its way to your address.",
 }
 
 // Redirect sends the browser to url after a successful POST: 303 for a
@@ -509,7 +540,11 @@ func (s *Server) logRequests() echo.MiddlewareFunc {
 		Skipper:   func(c echo.Context) bool { return !s.log.Enabled(c.Request().Context(), slog.LevelDebug) },
 		LogMethod: true, LogURIPath: true, LogStatus: true, LogLatency: true, LogRemoteIP: true,
 		LogValuesFunc: func(c echo.Context, v middleware.RequestLoggerValues) error {
-			s.log.Debug("request", "method", v.Method, "path", v.URIPath, "status", v.Status,
+			path := v.URIPath
+			if strings.HasPrefix(path, "/hooks/") {
+				path = c.Path() // the route, not a webhook's secret
+			}
+			s.log.Debug("request", "method", v.Method, "path", path, "status", v.Status,
 				"latency", v.Latency, "ip", v.RemoteIP)
 			return nil
 		},
@@ -574,5 +609,6 @@ func (s *Server) RenderString(ctx context.Context, comp templ.Component) ([]byte
 
 // renderInto renders comp into buf, with what every render knows.
 func (s *Server) renderInto(ctx context.Context, comp templ.Component, buf *bytes.Buffer) error {
-	return comp.Render(views.WithClosed(views.WithAvatars(ctx, s.avatars.Version), s.closedList(ctx)), buf)
+	ctx = views.WithBots(views.WithClosed(views.WithAvatars(ctx, s.avatars.Version), s.closedList(ctx)), s.botList(ctx))
+	return comp.Render(ctx, buf)
 }

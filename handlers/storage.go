@@ -10,8 +10,10 @@ import (
 	"time"
 
 	"github.com/killrchat/killrchat/chat"
+	"github.com/killrchat/killrchat/email/missed"
 	"github.com/killrchat/killrchat/live"
 	"github.com/killrchat/killrchat/push"
+	"github.com/killrchat/killrchat/push/outgoing"
 	"github.com/killrchat/killrchat/service"
 	"github.com/killrchat/killrchat/web/metrics"
 	"github.com/killrchat/killrchat/web/session"
@@ -27,6 +29,11 @@ type Store interface {
 	live.Source
 	metrics.ChunkCounter
 	push.Storage
+	service.EmailStore
+	missed.Store
+	service.BotStorage
+	service.HookStorage
+	outgoing.Queue
 
 	// Connected is closed once the database first answers; Health says
 	// whether it answers now (and what is degraded).
@@ -47,6 +54,7 @@ type Store interface {
 	CountUnread(ctx context.Context, login string, markers chat.Markers, heads map[string]chat.ID, conversations map[string]time.Time, open string) (chat.UnreadState, error)
 	ClosedAccounts(ctx context.Context) (map[string]string, error)
 	LoadAvatars(ctx context.Context) (map[string]string, error)
+	BotLogins(ctx context.Context) (map[string]bool, error)
 }
 
 // Indexer is the search indexer (store.Indexer): the use cases queue

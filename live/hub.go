@@ -67,6 +67,9 @@ type Event struct {
 	// Total is how many participants the room has; Participants may be
 	// only the first of them.
 	Total int `json:"total,omitempty"`
+	// Banner, on a participants event, is the room's new banner ("" for
+	// none); nil when the banner did not change.
+	Banner *string `json:"banner,omitempty"`
 	// Watermark is, for a message its instance's sequencer published, that
 	// instance's watermark as of its publication (see live/watermark).
 	Watermark int64 `json:"watermark,omitempty"`

@@ -94,29 +94,35 @@ func publicAddr(ip netip.Addr) bool {
 // errPrivate refuses a connection to an address that is not public.
 var errPrivate = errors.New("push: refused a connection to an address that is not public")
 
-// allowedAddr reports whether a push may connect to ip.
-func (s *Sender) allowedAddr(ip netip.Addr) bool {
-	return publicAddr(ip) || (s.cfg.AllowHTTPLoopback && ip.Unmap() == allowedLoopback)
+// Guard is the rule of where the server's own requests may go (Web
+// Push, and bots' outgoing webhooks): public addresses, and those Allow
+// lets through (an operator's list; nil for none).
+type Guard struct {
+	Allow func(netip.Addr) bool
+}
+
+// Allowed reports whether a request may connect to ip.
+func (g Guard) Allowed(ip netip.Addr) bool {
+	return publicAddr(ip) || (g.Allow != nil && g.Allow(ip.Unmap()))
 }
 
 // controlDial is the dialer's last word: it sees the address the socket
 // is about to connect to, whatever name or form the endpoint used.
-func (s *Sender) controlDial(_ context.Context, _, address string, _ syscall.RawConn) error {
+func (g Guard) controlDial(_ context.Context, _, address string, _ syscall.RawConn) error {
 	ap, err := netip.ParseAddrPort(address)
-	if err != nil || !s.allowedAddr(ap.Addr()) {
+	if err != nil || !g.Allowed(ap.Addr()) {
 		return errPrivate
 	}
 	return nil
 }
 
-// client is the HTTP client pushes go through: every connection checked
-// by controlDial, no proxy (one would connect wherever it is asked),
-// redirects returned as they are (a 3xx is a failed push), never
-// followed.
-func (s *Sender) client() *http.Client {
-	dialer := &net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second, ControlContext: s.controlDial}
+// Client is an HTTP client whose every connection is checked by the
+// guard after DNS, with no proxy (one would connect wherever it is
+// asked) and redirects returned as they are, never followed.
+func (g Guard) Client(timeout time.Duration) *http.Client {
+	dialer := &net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second, ControlContext: g.controlDial}
 	return &http.Client{
-		Timeout: 10 * time.Second,
+		Timeout: timeout,
 		Transport: &http.Transport{
 			DialContext:         dialer.DialContext,
 			ForceAttemptHTTP2:   true,
@@ -129,27 +135,48 @@ func (s *Sender) client() *http.Client {
 	}
 }
 
-// checkHost says why an endpoint's host is not one to push to, or nil: an
-// address that is not public (unless allowed), or a name that only ever
-// names something local (localhost, .internal, a single label) or that a
-// URL parser reads as an IPv4 address (2130706433, 0x7f.1, 127.1).
-func (s *Sender) checkHost(host string) error {
-	refused := errors.New("A push endpoint must be a push service on the internet.")
-	if ip, err := netip.ParseAddr(host); err == nil {
-		if !s.allowedAddr(ip) {
-			return refused
-		}
-		return nil
+// CheckHost reports whether an endpoint's host may be reached: not an
+// address the guard refuses, nor a name that only ever names something
+// local (localhost, .internal, a single label) or that a URL parser
+// reads as an IPv4 address (2130706433, 0x7f.1, 127.1). A name is
+// checked again on each connection, after DNS.
+func (g Guard) CheckHost(host string) bool {
+	if ip, err := netip.ParseAddr(strings.Trim(host, "[]")); err == nil {
+		return g.Allowed(ip)
 	}
 	name := strings.TrimSuffix(strings.ToLower(host), ".")
 	labels := strings.Split(name, ".")
 	last := labels[len(labels)-1]
 	switch {
 	case len(labels) < 2, numericLabel(last):
-		return refused
+		return false
 	case last == "localhost", last == "local", last == "internal", last == "localdomain", last == "lan",
 		last == "intranet", last == "corp", last == "home", strings.HasSuffix(name, ".home.arpa"):
-		return refused
+		return false
+	}
+	return true
+}
+
+// guard is the Web Push rule: the loopback allowance opens 127.0.0.1
+// alone.
+func (s *Sender) guard() Guard {
+	if !s.cfg.AllowHTTPLoopback {
+		return Guard{}
+	}
+	return Guard{Allow: func(ip netip.Addr) bool { return ip == allowedLoopback }}
+}
+
+// allowedAddr reports whether a push may connect to ip.
+func (s *Sender) allowedAddr(ip netip.Addr) bool { return s.guard().Allowed(ip) }
+
+// client is the HTTP client pushes go through (Guard.Client).
+func (s *Sender) client() *http.Client { return s.guard().Client(10 * time.Second) }
+
+// checkHost says why an endpoint's host is not one to push to, or nil
+// (Guard.CheckHost).
+func (s *Sender) checkHost(host string) error {
+	if !s.guard().CheckHost(host) {
+		return errors.New("A push endpoint must be a push service on the internet.")
 	}
 	return nil
 }

@@ -8,16 +8,24 @@ package service
 import (
 	"context"
 	"io"
+	"strings"
 
 	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/live"
 )
 
 // ChangeProfile sets login's email and bio; a malformed one is a
-// chat.ValidationError.
+// chat.ValidationError. A new address that is not verified is sent its
+// verification link (and nothing else until it is used).
 func (s *Service) ChangeProfile(ctx context.Context, login, email, bio string) error {
+	before, rerr := s.Storage.User(ctx, login)
 	err := s.Storage.UpdateProfile(ctx, login, email, bio)
 	s.Invalidate(ctx, live.Invalidation{Users: []string{login}})
+	if err == nil && rerr == nil && !strings.EqualFold(before.Email, strings.TrimSpace(email)) {
+		if _, verr := s.SendVerification(ctx, login); verr != nil {
+			s.Log.Warn("send a verification link", "login", login, "err", verr)
+		}
+	}
 	return err
 }
 

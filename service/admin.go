@@ -130,6 +130,11 @@ func (s *Service) SignUp(ctx context.Context, f chat.SignUp, invite string) (u c
 	if err != nil {
 		return chat.User{}, false, err
 	}
+	if u.Email != "" {
+		if _, err := s.SendVerification(ctx, u.Login); err != nil {
+			s.Log.Warn("send a verification link", "login", u.Login, "err", err)
+		}
+	}
 	if !site.Claimed {
 		admin, err = s.Accounts.ClaimSite(ctx, u.Login)
 		if err != nil {

@@ -97,6 +97,11 @@ func (s *Service) post(ctx context.Context, in chat.Place, pass *fence.Pass, dra
 	if s.Push != nil && !sl.Msg.System {
 		s.Push.Posted(in, conv, sl.Msg)
 	}
+	// A bot mentioned (or a DM's bot) gets the message at its outgoing
+	// webhook: queued durably before the post answers.
+	if s.Outgoing != nil && !sl.Msg.System {
+		s.Outgoing.Posted(ctx, in, conv, sl.Msg, html)
+	}
 	return sl.Msg, html, nil
 }
 

@@ -175,9 +175,14 @@ func (s *Service) SetRoomKind(ctx context.Context, actor string, r chat.Room, ki
 // SetBanner sets r's banner, as actor (an admin); a banner too long is a
 // chat.ValidationError.
 func (s *Service) SetBanner(ctx context.Context, actor string, r chat.Room, banner string) error {
-	_, err := s.Storage.SetBanner(ctx, actor, r.Name, banner)
+	changed, err := s.Storage.SetBanner(ctx, actor, r.Name, banner)
 	s.Invalidate(ctx, live.Invalidation{Rooms: []string{r.Name}})
-	return err
+	if err != nil {
+		return err
+	}
+	// Open pages of the room show the new banner at once (issue 39).
+	s.publishHeader(ctx, changed, &changed.Banner)
+	return nil
 }
 
 // JoinByInvite makes me a participant of the room of the link token, as
@@ -219,11 +224,15 @@ func (s *Service) RevokeInvite(ctx context.Context, actor, room, id string) erro
 
 // publishParticipants tells open pages of r, as read after a change, its
 // first participants and how many there are.
-func (s *Service) publishParticipants(ctx context.Context, r chat.Room) {
+func (s *Service) publishParticipants(ctx context.Context, r chat.Room) { s.publishHeader(ctx, r, nil) }
+
+// publishHeader is publishParticipants with the room's new banner, when
+// banner is not nil.
+func (s *Service) publishHeader(ctx context.Context, r chat.Room, banner *string) {
 	people, err := s.Rows.RoomMembers(ctx, r, "", s.ShownParticipants)
 	if err != nil {
 		s.Log.Warn("participants", "room", r.Name, "err", err)
 		return
 	}
-	s.Publish(ctx, live.Event{Kind: live.KindParticipants, Conversation: r.Name, Participants: people, Total: r.Members})
+	s.Publish(ctx, live.Event{Kind: live.KindParticipants, Conversation: r.Name, Participants: people, Total: r.Members, Banner: banner})
 }

@@ -168,6 +168,12 @@ type PictureVersions interface {
 	Apply(changes map[string]string)
 }
 
+// Outgoing queues a posted message for the outgoing webhooks of the
+// bots it goes to (push/outgoing), durably, before it returns.
+type Outgoing interface {
+	Posted(ctx context.Context, in chat.Place, conv chat.Conversation, m chat.Message, html []byte)
+}
+
 // Deps are what a Service is built from. Push and the counters may be
 // nil.
 type Deps struct {
@@ -175,6 +181,10 @@ type Deps struct {
 	// Accounts are the site's and the accounts' storage (nil: the
 	// administrative use cases are not available).
 	Accounts Accounts
+	// Bots are the bots' storage (nil: no bots).
+	Bots BotStorage
+	// Hooks are the incoming webhooks' storage (nil: no hooks).
+	Hooks HookStorage
 	// Rows are the cached reads (package service/cache) of what is
 	// shown, not decided: Storage if nil.
 	Rows Reads
@@ -190,7 +200,16 @@ type Deps struct {
 	Renderer  Renderer
 	Indexer   Indexer
 	Push      Pusher
-	Log       *slog.Logger
+	// Outgoing may be nil: no bot gets deliveries.
+	Outgoing Outgoing
+	// Mail sends the site's mail (nil: email is off); Email is email's
+	// storage; SiteURL starts the links mails carry.
+	Mail    Mailer
+	Email   EmailStore
+	SiteURL string
+	// EmailHideText leaves message text out of every email.
+	EmailHideText bool
+	Log           *slog.Logger
 	// ShownParticipants is how many participants a room's header lists:
 	// a change of them publishes that many.
 	ShownParticipants int

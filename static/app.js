@@ -573,6 +573,51 @@
       prevDay = day;
     }
     if (sep) list.removeChild(sep);
+    foldJoins(list);
+  }
+
+  // foldJoins shows a run of three or more joins in a row as one line
+  // ("A, B, C and 27 others joined the room", every name in its title):
+  // 30 joins made 30 rows (issue 39). The rows stay, hidden, and come back
+  // when what is around them changes.
+  var JOINS = " joins the room";
+
+  function foldJoins(list) {
+    var folded = list.querySelectorAll("li.message.system[data-joins]");
+    for (var i = 0; i < folded.length; i++) {
+      folded[i].querySelector(".text").textContent = folded[i].getAttribute("data-joins");
+      folded[i].removeAttribute("data-joins");
+      folded[i].title = folded[i].getAttribute("data-title") || "";
+    }
+    var hidden = list.querySelectorAll("li.message.system.folded-join");
+    for (var j = 0; j < hidden.length; j++) {
+      hidden[j].classList.remove("folded-join");
+      hidden[j].hidden = false;
+    }
+    var run = [];
+    function flush() {
+      if (run.length >= 3) {
+        var names = run.map(function (r) { return r.querySelector(".text").textContent.slice(0, -JOINS.length); });
+        var last = run[run.length - 1], text = last.querySelector(".text");
+        last.setAttribute("data-joins", text.textContent);
+        text.textContent = names.slice(0, 3).join(", ") +
+          (names.length > 3 ? " and " + (names.length - 3) + (names.length === 4 ? " other" : " others") : "") + " joined the room";
+        if (!last.hasAttribute("data-title")) last.setAttribute("data-title", last.title);
+        last.title = last.getAttribute("data-title") + ": " + names.join(", ");
+        for (var k = 0; k < run.length - 1; k++) {
+          run[k].classList.add("folded-join");
+          run[k].hidden = true;
+        }
+      }
+      run = [];
+    }
+    var rows = list.children;
+    for (var n = 0; n < rows.length; n++) {
+      var t = rows[n].classList.contains("system") && rows[n].querySelector(".text");
+      if (t && t.textContent.length > JOINS.length && t.textContent.slice(-JOINS.length) === JOINS) run.push(rows[n]);
+      else if (rows[n].classList.contains("message") || rows[n].classList.contains("day-sep") || rows[n].classList.contains("unread-sep")) flush();
+    }
+    flush();
   }
 
   // ---------------------------------------------------------------------------
@@ -1902,22 +1947,28 @@
     }
   }
 
+  // A code block goes in a div.code-block with its Copy button beside it,
+  // not inside the <pre>: a wide block scrolls sideways under the button,
+  // which stays whole in view (issue 39).
   function addCopyButtons(li) {
     var blocks = li.querySelectorAll(".text pre");
     for (var i = 0; i < blocks.length; i++) {
-      if (blocks[i].querySelector(".copy-code")) continue;
+      if (blocks[i].parentNode.classList.contains("code-block")) continue;
+      var wrap = document.createElement("div");
+      wrap.className = "code-block";
       var b = document.createElement("button");
       b.type = "button";
       b.className = "copy-code";
       b.textContent = "Copy";
-      blocks[i].insertBefore(b, blocks[i].firstChild);
+      blocks[i].replaceWith(wrap);
+      wrap.append(b, blocks[i]);
     }
   }
 
   document.addEventListener("click", function (evt) {
     var b = evt.target && evt.target.closest && evt.target.closest("button.copy-code");
     if (!b || !navigator.clipboard) return;
-    var code = b.parentNode.querySelector("code");
+    var code = b.parentNode.querySelector("pre code");
     navigator.clipboard.writeText(code ? code.textContent : "").then(function () {
       b.textContent = "Copied";
       setTimeout(function () {
@@ -2504,13 +2555,43 @@
     });
   });
 
+  // whoReacted lists, at the top of a message's open menu, who reacted
+  // with what: a touch screen has no hover to show the buttons' titles
+  // (issue 39).
+  function whoReacted(d) {
+    var li = d.closest("li.message"), menu = d.querySelector(":scope > .menu");
+    if (!li || !menu) return;
+    var old = menu.querySelector(".who-reacted");
+    if (old) old.remove();
+    var forms = li.querySelectorAll(".reactions form.reaction");
+    if (!forms.length) return;
+    var list = document.createElement("ul");
+    list.className = "who-reacted";
+    list.setAttribute("aria-label", "Who reacted");
+    for (var i = 0; i < forms.length; i++) {
+      var names = Array.prototype.map.call(forms[i].querySelectorAll(".reactors data"), function (x) { return x.textContent; });
+      if (!names.length) continue;
+      var item = document.createElement("li");
+      var emoji = document.createElement("span");
+      emoji.className = "emoji";
+      emoji.textContent = forms[i].getAttribute("data-emoji");
+      item.append(emoji, " " + names.join(", "));
+      list.appendChild(item);
+    }
+    if (list.children.length) menu.insertBefore(list, menu.firstChild);
+  }
+
   // A message menu's reactions end with "More reactions", which opens the
   // picker (added here: it needs scripts).
   document.addEventListener("toggle", function (evt) {
     var d = evt.target;
     if (!d || !d.matches || !d.matches("details.message-menu") || !d.open) return;
+    whoReacted(d);
     var form = d.querySelector("form.react-picker");
-    if (!form || form.querySelector("button.more-emoji")) return;
+    if (!form || form.querySelector("button.more-emoji")) {
+      placeMessageMenu(d);
+      return;
+    }
     var more = document.createElement("button");
     more.type = "button";
     more.className = "more-emoji";

@@ -55,13 +55,19 @@ func newToken() (string, []byte, error) {
 // CreateResetLink makes a password-reset link for login, valid for
 // chat.ResetLinkTTL, and returns its token (the only time it is known).
 func (s *Store) CreateResetLink(ctx context.Context, actor, login string) (string, error) {
+	return s.CreateResetLinkFor(ctx, actor, login, chat.ResetLinkTTL)
+}
+
+// CreateResetLinkFor is CreateResetLink with a life of its own (a link
+// sent by mail lives chat.MailedResetTTL).
+func (s *Store) CreateResetLinkFor(ctx context.Context, actor, login string, life time.Duration) (string, error) {
 	token, hash, err := newToken()
 	if err != nil {
 		return "", err
 	}
 	now := s.Now().UTC().Truncate(time.Millisecond)
-	ttl := int((chat.ResetLinkTTL + linkKept) / time.Second)
-	err = s.exec(ctx, "create reset link for "+login, insertReset, hash, chat.NameKey(login), actor, now, now.Add(chat.ResetLinkTTL), ttl)
+	ttl := int((life + linkKept) / time.Second)
+	err = s.exec(ctx, "create reset link for "+login, insertReset, hash, chat.NameKey(login), actor, now, now.Add(life), ttl)
 	return token, err
 }
 

@@ -97,6 +97,8 @@ type Store struct {
 	cfg     Config
 	log     *slog.Logger
 	session atomic.Pointer[gocql.Session]
+	// emailDues are the due times of pending emails this process listed.
+	emailDues dues
 
 	// Now is the clock; tests replace it to place messages on chosen days.
 	Now func() time.Time

@@ -23,8 +23,8 @@ import (
 const (
 	insertUser = `INSERT INTO users (login, display_login, pass, firstname, lastname, email, bio, created_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS`
-	selectUser = `SELECT login, display_login, pass, firstname, lastname, email, bio, chat_rooms, chat_room_titles, created_at, status
-		FROM users WHERE login = ?`
+	selectUser = `SELECT login, display_login, pass, firstname, lastname, email, bio, chat_rooms, chat_room_titles, created_at, status,
+		email_verified, email_notify, email_hide_text, kind FROM users WHERE login = ?`
 	selectUserPass   = `SELECT pass FROM users WHERE login = ?`
 	updateProfile    = `UPDATE users SET email = ?, bio = ? WHERE login = ?`
 	updatePassword   = `UPDATE users SET pass = ? WHERE login = ?`
@@ -102,10 +102,13 @@ func (s *Store) userWithHash(ctx context.Context, login string) (chat.User, stri
 		return chat.User{}, "", err
 	}
 	var (
-		u    chat.User
-		hash string
+		u      chat.User
+		hash   string
+		notify string
 	)
-	err = q.Scan(&u.Login, &u.DisplayLogin, &hash, &u.Firstname, &u.Lastname, &u.Email, &u.Bio, &u.ChatRooms, &u.RoomTitles, &u.CreatedAt, &u.Status)
+	err = q.Scan(&u.Login, &u.DisplayLogin, &hash, &u.Firstname, &u.Lastname, &u.Email, &u.Bio, &u.ChatRooms, &u.RoomTitles, &u.CreatedAt, &u.Status,
+		&u.Mail.Verified, &notify, &u.Mail.HideText, &u.Kind)
+	u.Mail.Notify = chat.EmailNotify(notify)
 	if errors.Is(err, gocql.ErrNotFound) {
 		return chat.User{}, "", fmt.Errorf("store: user %q: %w", login, chat.ErrNotFound)
 	}

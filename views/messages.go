@@ -199,6 +199,20 @@ func closedOf(ctx context.Context, login string) string {
 	return m[login]
 }
 
+type botsKey struct{}
+
+// WithBots gives the components the bots' logins: their names carry a
+// "bot" mark.
+func WithBots(ctx context.Context, bots map[string]bool) context.Context {
+	return context.WithValue(ctx, botsKey{}, bots)
+}
+
+// isBot reports whether login is a bot's, as WithBots gave them.
+func isBot(ctx context.Context, login string) bool {
+	m, _ := ctx.Value(botsKey{}).(map[string]bool)
+	return m[login]
+}
+
 func viewerOf(ctx context.Context) string {
 	v, _ := ctx.Value(viewerKey{}).(string)
 	return v

@@ -168,6 +168,8 @@ type ProfileEdit struct {
 	Picture    Form
 	HasPicture bool
 	Saved      string
+	// Admin says they administer the site: the page links to /admin.
+	Admin bool
 }
 
 // NewProfileEdit is the profile page of u with its forms empty but for

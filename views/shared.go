@@ -26,6 +26,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"io"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -220,7 +221,8 @@ func writeShared(ctx context.Context, w io.Writer, e *sharedEntry) error {
 func sharedText(m chat.Message) templ.Component {
 	return templ.ComponentFunc(func(ctx context.Context, w io.Writer) error {
 		key := "t" + m.ID.String() + m.Edited.String() + "\x00" + avatarVersion(ctx, m.Author.Login) +
-			"\x00" + m.Author.Firstname + "\x00" + m.Author.Lastname + "\x00" + closedOf(ctx, m.Author.Login)
+			"\x00" + m.Author.Firstname + "\x00" + m.Author.Lastname + "\x00" + closedOf(ctx, m.Author.Login) +
+			"\x00" + strconv.FormatBool(isBot(ctx, m.Author.Login))
 		return renderShared(ctx, w, key, messageContent(m))
 	})
 }

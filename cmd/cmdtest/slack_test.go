@@ -11,6 +11,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -74,22 +76,40 @@ func claim(t *testing.T, db *store.Store, base, login string) *http.Client {
 // messages: an import killed halfway.
 type failingTarget struct {
 	*store.Store
-	left int
+	left atomic.Int64
 }
 
 func (f *failingTarget) RestoreMessages(ctx context.Context, in chat.Place, msgs []chat.Message) error {
-	if f.left == 0 {
+	if f.left.Add(-1) < 0 {
 		return errors.New("killed")
 	}
-	f.left--
 	return f.Store.RestoreMessages(ctx, in, msgs)
 }
 
-// memoryJournal is an import's journal kept in memory.
-type memoryJournal map[string]bool
+func stopsAfter(db *store.Store, batches int64) *failingTarget {
+	f := &failingTarget{Store: db}
+	f.left.Store(batches)
+	return f
+}
 
-func (j memoryJournal) Done(key string) bool  { return j[key] }
-func (j memoryJournal) Mark(key string) error { j[key] = true; return nil }
+// memoryJournal is an import's journal kept in memory.
+type memoryJournal struct {
+	mu   sync.Mutex
+	done map[string]bool
+}
+
+func (j *memoryJournal) Done(key string) bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.done[key]
+}
+
+func (j *memoryJournal) Mark(key string) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.done[key] = true
+	return nil
+}
 
 // TestSlackImport: slacktest.Sample imports; its room pages, DM page,
 // search, mentions and unread counts show what its people would expect,
@@ -112,6 +132,7 @@ func TestSlackImport(t *testing.T) {
 		`"ADA" is "ada-2" here`,
 		"a message of the unknown subtype \"sh_room_created\"",
 		"skipped 1: a pin",
+		"skipped 1: the rest of a malformed day file (random/",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the summary lacks %q:\n%s", want, out)
@@ -135,7 +156,7 @@ func TestSlackImport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := moving.ImportSlack(context.Background(), &failingTarget{Store: killed, left: 2}, zr, moving.SlackOptions{Journal: memoryJournal{}}); err == nil {
+	if _, err := moving.ImportSlack(context.Background(), stopsAfter(killed, 2), zr, moving.SlackOptions{Journal: &memoryJournal{done: map[string]bool{}}}); err == nil {
 		t.Fatal("the killed run did not stop")
 	}
 	run(t, append([]string{"import", "slack", zipPath, "--work", t.TempDir()}, cassandraFlags(ksKilled)...)...)
@@ -215,6 +236,9 @@ func TestSlackImport(t *testing.T) {
 		t.Errorf("#general's unread count is %q, want 0 (the import starts markers at the newest message)", v)
 	}
 
+	if got := page(t, bob, base+"/rooms/random").Find("li.message .text").Text(); !strings.Contains(got, "before the fault") {
+		t.Errorf("#random lacks the message before its day file's fault: %q", got)
+	}
 	dm := page(t, bob, base+"/dm/ada+bob")
 	if got := dm.Find("li.message .text").Text(); !strings.Contains(got, "psst, bob") || !strings.Contains(got, "yes, ada?") {
 		t.Errorf("the DM shows %q", got)

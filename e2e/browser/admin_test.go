@@ -46,8 +46,10 @@ func TestDeactivationFromAdmin(t *testing.T) {
 		p.mark()
 	}
 
-	admin.open("/admin")
-	admin.waitJS("the administration page", `document.querySelector("#admin-page h1")`)
+	// An administrator finds the page from their profile.
+	admin.open("/profile")
+	admin.click(`#admin-link a[href="/admin"]`)
+	admin.waitJS("the administration page", atPath("/admin")+` && document.querySelector("#admin-page h1")`)
 	admin.checkAccessibility("/admin")
 	admin.fill("q", bob.login)
 	admin.click(`#admin-page form[role=search] button[type=submit]`)

@@ -183,7 +183,7 @@ func TestMessageChangesLive(t *testing.T) {
 		if ws := eval[string](o, `getComputedStyle(document.querySelector("#messages .text pre")).whiteSpace`); ws != "pre" {
 			t.Errorf("a code block's white-space is %q", ws)
 		}
-		if eval[int](o, `document.querySelectorAll("#messages .text pre button.copy-code").length`) == 0 {
+		if eval[int](o, `document.querySelectorAll("#messages .text .code-block button.copy-code").length`) == 0 {
 			t.Error("a code block has no copy button")
 		}
 		o.screenshot("markdown-and-reactions")

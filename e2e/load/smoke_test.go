@@ -57,6 +57,7 @@ var smokeRuns = map[string][]string{
 	// smoke run checks the command's set-up and both sides' requests,
 	// not the real original, which make test does not build.
 	"versus": {"-users", "2", "-c", "2", "-d", "500ms", "-runs", "1", "-messages", "3"},
+	"moving": {"-messages", "200", "-users", "3", "-channels", "2", "-days", "2", "-post-d", "1s", "-c", "2"},
 }
 
 func TestSmokeCoversEveryCommand(t *testing.T) {
@@ -96,7 +97,7 @@ func TestSmoke(t *testing.T) {
 	for name, args := range smokeRuns {
 		t.Run(name, func(t *testing.T) {
 			switch name {
-			case "conns":
+			case "conns", "moving":
 				args = append(args, "-bin", bin)
 			case "floor":
 			case "versus":

@@ -46,6 +46,8 @@ type Accounts interface {
 	ResetLink(ctx context.Context, token string) (string, error)
 	ResetPassword(ctx context.Context, token, password, confirm string) (string, error)
 	DeleteAccount(ctx context.Context, login, password string) error
+	EmailOn() bool
+	EmailHidesText() bool
 }
 
 // Core is what the module uses of the HTTP core (handlers.Server):
@@ -84,9 +86,16 @@ func Register(r handlers.Routes, core Core, db Users, app Accounts) {
 	r.Auth.POST("/profile/delete", s.deleteAccount, r.Passwords...)
 }
 
-// notificationSettings is the page of this browser's notifications.
+// notificationSettings is the page of this browser's notifications and
+// of the person's email.
 func (s routes) notificationSettings(c echo.Context) error {
-	return s.core.Render(c, http.StatusOK, views.Page{Title: "Notifications"}, views.NotificationSettingsView())
+	u, err := s.db.User(c.Request().Context(), handlers.MustUser(c).Login)
+	if err != nil {
+		return err
+	}
+	e := views.EmailSettings{On: s.app.EmailOn(), Address: u.Email, Verified: u.EmailVerified(),
+		Notify: string(u.Mail.NotifyOr()), HideText: u.Mail.HideText, SiteHidesText: s.app.EmailHidesText()}
+	return s.core.Render(c, http.StatusOK, views.Page{Title: "Notifications"}, views.NotificationSettingsView(e))
 }
 
 func (s routes) showSignup(c echo.Context) error {
@@ -230,7 +239,13 @@ func (s routes) profileEdit(c echo.Context) (views.ProfileEdit, error) {
 	if err != nil {
 		return views.ProfileEdit{}, err
 	}
-	return views.NewProfileEdit(u, s.core.AvatarVersion(u.Login) != ""), nil
+	p := views.NewProfileEdit(u, s.core.AvatarVersion(u.Login) != "")
+	site, err := s.app.Site(c.Request().Context())
+	if err != nil {
+		return p, err
+	}
+	p.Admin = site.IsAdmin(u.Login)
+	return p, nil
 }
 
 func (s routes) showProfile(c echo.Context) error {

@@ -32,6 +32,12 @@ type UseCases interface {
 	CreateSiteInvite(ctx context.Context, actor string, f chat.NewInvite) (string, chat.SiteInvite, error)
 	SiteInvites(ctx context.Context) ([]chat.SiteInvite, error)
 	AuditLog(ctx context.Context, before chat.ID, n int) ([]chat.AuditEntry, error)
+
+	CreateBot(ctx context.Context, actor string, f chat.NewBot) (chat.Bot, string, error)
+	SiteBots(ctx context.Context) ([]chat.Bot, error)
+	RotateBotToken(ctx context.Context, actor, who string) (string, error)
+	RevokeBotToken(ctx context.Context, actor, who string) error
+	SetBotEndpoint(ctx context.Context, actor, who, endpoint string, check func(string) error) (string, error)
 }
 
 // Pages render a page in the layout, or its fragment for htmx
@@ -58,12 +64,15 @@ type module struct {
 	app   UseCases
 	pages Pages
 	sign  Signer
+	// checkEndpoint says why a bot's outgoing webhook address is
+	// refused (handlers.Server.CheckBotEndpoint).
+	checkEndpoint func(string) error
 }
 
 // Register lists the administration's routes, over the use cases app;
 // rate bounds each administrator's actions.
-func Register(r handlers.Routes, pages Pages, sign Signer, app UseCases, rate limit.Rate) {
-	m := module{app: app, pages: pages, sign: sign}
+func Register(r handlers.Routes, pages Pages, sign Signer, app UseCases, rate limit.Rate, checkEndpoint func(string) error) {
+	m := module{app: app, pages: pages, sign: sign, checkEndpoint: checkEndpoint}
 	g := r.Public.Group("/admin", m.requireAdmin)
 	actions := limit.By(limit.NewKeyed(rate), "taking administrative actions",
 		func(c echo.Context) string { return handlers.MustUser(c).Login })
@@ -72,6 +81,8 @@ func Register(r handlers.Routes, pages Pages, sign Signer, app UseCases, rate li
 	g.POST("/people/:login/:action", m.personAction, actions)
 	g.POST("/settings", m.saveSettings, actions)
 	g.POST("/invites", m.createInvite, actions)
+	g.POST("/bots", m.createBot, actions)
+	g.POST("/bots/:login/:action", m.botAction, actions)
 }
 
 // requireAdmin answers 404, as for a page that does not exist, to
@@ -99,11 +110,15 @@ func (m module) adminPage(c echo.Context) (views.Admin, error) {
 			return v, echo.NewHTTPError(http.StatusBadRequest, "This page link is broken or too old. Start from the first page.")
 		}
 	}
+	var (
+		people []chat.Person
+		next   chat.AdminCursor
+		err    error
+	)
 	if len(v.Query) > 100 {
-		return v, chat.ValidationError{"q": "Search with at most 100 characters."}
-	}
-	people, next, err := m.app.FindPeople(ctx, v.Query, after, PeoplePerPage)
-	if err != nil {
+		// Said beside the search field; the rest of the page as usual.
+		v.QueryError = "Search with at most 100 characters."
+	} else if people, next, err = m.app.FindPeople(ctx, v.Query, after, PeoplePerPage); err != nil {
 		return v, err
 	}
 	v.People = people
@@ -128,6 +143,10 @@ func (m module) adminPage(c echo.Context) (views.Admin, error) {
 		return v, err
 	}
 	v.AuditNext = auditNext(v.Audit)
+	if v.Bots, err = m.app.SiteBots(ctx); err != nil {
+		return v, err
+	}
+	v.BotForm = views.Form{Values: map[string]string{}, Errors: map[string]string{}}
 	v.Notice = notices[c.QueryParam("done")]
 	return v, nil
 }
@@ -150,6 +169,7 @@ var notices = map[string]string{
 	"demote":       "They are no longer an administrator.",
 	"end-sessions": "Their sessions have ended.",
 	"settings":     "The settings are saved.",
+	"revoke":       "The bot's API token is revoked on every instance.",
 }
 
 func (m module) render(c echo.Context, status int, v views.Admin) error {
@@ -161,7 +181,11 @@ func (m module) showAdmin(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return m.render(c, http.StatusOK, v)
+	status := http.StatusOK
+	if v.QueryError != "" {
+		status = http.StatusUnprocessableEntity
+	}
+	return m.render(c, status, v)
 }
 
 func (m module) showAudit(c echo.Context) error {
@@ -294,4 +318,84 @@ func (m module) createInvite(c echo.Context) error {
 	v.NewLink = c.Scheme() + "://" + c.Request().Host + "/signup?invite=" + token
 	v.LinkFor = "Sign-up link"
 	return m.render(c, http.StatusOK, v)
+}
+
+// createBot makes a bot and shows its API token, once.
+func (m module) createBot(c echo.Context) error {
+	f := handlers.FormOf(c, "login", "firstname", "lastname")
+	b, token, err := m.app.CreateBot(c.Request().Context(), handlers.MustUser(c).Login,
+		chat.NewBot{Login: f.Value("login"), Firstname: f.Value("firstname"), Lastname: f.Value("lastname")})
+	if err != nil && !errors.Is(err, chat.ErrInvalid) && !errors.Is(err, chat.ErrUserExists) {
+		return err
+	}
+	v, perr := m.adminPage(c)
+	if perr != nil {
+		return perr
+	}
+	if err != nil {
+		status := http.StatusUnprocessableEntity
+		if errors.Is(err, chat.ErrUserExists) {
+			status, err = http.StatusConflict, chat.ValidationError{"login": "This login is taken."}
+		}
+		v.BotForm = handlers.WithErrors(f, err)
+		return m.render(c, status, v)
+	}
+	// The token is shown once, in this answer: it is stored only as its
+	// hash.
+	v.NewToken, v.TokenFor = token, b.Login
+	return m.render(c, http.StatusOK, v)
+}
+
+// botAction rotates (showing the new token once) or revokes a bot's
+// API token.
+func (m module) botAction(c echo.Context) error {
+	ctx := c.Request().Context()
+	me, who := handlers.MustUser(c).Login, c.Param("login")
+	if !chat.ValidName(who) {
+		return chat.ErrNotFound
+	}
+	switch c.Param("action") {
+	case "rotate":
+		token, err := m.app.RotateBotToken(ctx, me, who)
+		if err != nil {
+			return err
+		}
+		v, err := m.adminPage(c)
+		if err != nil {
+			return err
+		}
+		v.NewToken, v.TokenFor = token, chat.NameKey(who)
+		return m.render(c, http.StatusOK, v)
+	case "endpoint":
+		endpoint := strings.TrimSpace(c.FormValue("endpoint"))
+		secret, err := m.app.SetBotEndpoint(ctx, me, who, endpoint, m.checkEndpoint)
+		var bad chat.ValidationError
+		if errors.As(err, &bad) {
+			v, perr := m.adminPage(c)
+			if perr != nil {
+				return perr
+			}
+			v.Notice = "The outgoing webhook of " + chat.NameKey(who) + " is not saved: " + bad["endpoint"]
+			return m.render(c, http.StatusUnprocessableEntity, v)
+		}
+		if err != nil {
+			return err
+		}
+		v, err := m.adminPage(c)
+		if err != nil {
+			return err
+		}
+		if secret != "" {
+			v.NewToken, v.TokenFor = secret, chat.NameKey(who)+"'s outgoing webhook, its signing secret"
+		} else {
+			v.Notice = "The outgoing webhook of " + chat.NameKey(who) + " is off."
+		}
+		return m.render(c, http.StatusOK, v)
+	case "revoke":
+		if err := m.app.RevokeBotToken(ctx, me, who); err != nil {
+			return err
+		}
+		return handlers.Redirect(c, "/admin?done=revoke#bots")
+	}
+	return chat.ErrNotFound
 }

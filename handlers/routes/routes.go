@@ -7,12 +7,15 @@ import (
 	"github.com/killrchat/killrchat/handlers/accounts"
 	"github.com/killrchat/killrchat/handlers/admin"
 	"github.com/killrchat/killrchat/handlers/avatars"
+	"github.com/killrchat/killrchat/handlers/botapi"
 	"github.com/killrchat/killrchat/handlers/catchup"
 	"github.com/killrchat/killrchat/handlers/changes"
 	"github.com/killrchat/killrchat/handlers/directory"
 	"github.com/killrchat/killrchat/handlers/dms"
+	"github.com/killrchat/killrchat/handlers/emails"
 	"github.com/killrchat/killrchat/handlers/events"
 	"github.com/killrchat/killrchat/handlers/files"
+	"github.com/killrchat/killrchat/handlers/hooks"
 	"github.com/killrchat/killrchat/handlers/members"
 	"github.com/killrchat/killrchat/handlers/mentions"
 	"github.com/killrchat/killrchat/handlers/notifications"
@@ -52,8 +55,17 @@ func Modules(db *store.Store) []handlers.Module {
 		},
 		func(s *handlers.Server, r handlers.Routes) { catchup.Register(r, s, s.App()) },
 		func(s *handlers.Server, r handlers.Routes) { directory.Register(r, s, s.App()) },
-		func(s *handlers.Server, r handlers.Routes) { admin.Register(r, s, s, s.App(), s.Config().Limits.Admin) },
-		func(s *handlers.Server, r handlers.Routes) { switcher.Register(r, s, db, s.App()) }}
+		func(s *handlers.Server, r handlers.Routes) {
+			admin.Register(r, s, s, s.App(), s.Config().Limits.Admin, s.CheckBotEndpoint)
+		},
+		func(s *handlers.Server, r handlers.Routes) {
+			botapi.Register(r, botapi.Deps{App: s.App(), Core: s, Store: db, Watcher: s, Rate: s.Config().Limits.API, Log: s.Log()})
+		},
+		func(s *handlers.Server, r handlers.Routes) { hooks.Register(r, s, s.App(), s.Config().Limits.Hooks) },
+		func(s *handlers.Server, r handlers.Routes) { switcher.Register(r, s, db, s.App()) },
+		func(s *handlers.Server, r handlers.Routes) {
+			emails.Register(r, emails.Deps{Core: s, App: s.App(), UnsubscribeKey: s.UnsubscribeKey()})
+		}}
 }
 
 // Register installs the middleware and every route of srv on e, the

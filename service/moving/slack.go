@@ -18,10 +18,12 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
 	"github.com/killrchat/killrchat/chat"
+	"golang.org/x/sync/errgroup"
 )
 
 // Bounds on what an import reads of a zip: larger entries are refused
@@ -34,6 +36,8 @@ const (
 	MaxSlackDayBytes = 64 << 20
 	// MaxSlackEntries bounds the entries of the zip.
 	MaxSlackEntries = 2_000_000
+	// slackParallel is how many conversations are written at once.
+	slackParallel = 8
 	// maxThreadParents bounds the thread parents an import remembers
 	// per conversation (their excerpt, for the replies' quotes).
 	maxThreadParents = 200_000
@@ -49,7 +53,8 @@ type SlackOptions struct {
 	Progress func(n Counts, done, total int64)
 }
 
-// Journal is the progress of an import, kept between runs.
+// Journal is the progress of an import, kept between runs; its methods
+// are called from several goroutines at once.
 type Journal interface {
 	Done(key string) bool
 	Mark(key string) error
@@ -156,6 +161,9 @@ type slackImport struct {
 	total   int64
 	last    time.Time
 	imports map[string]bool // logins this import made
+	// mu guards report, done and last once conversations are written
+	// at once.
+	mu sync.Mutex
 }
 
 // ImportSlack imports the Slack export zr into t.
@@ -171,14 +179,23 @@ func ImportSlack(ctx context.Context, t Target, zr *zip.Reader, opts SlackOption
 	if err := s.conversations(ctx); err != nil {
 		return s.report, err
 	}
+	// Conversations are written several at once: a day of a channel is
+	// a few round trips one after the other, which one conversation at a
+	// time would wait for in turn.
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(slackParallel)
 	for _, c := range s.convs {
-		if err := s.messages(ctx, c); err != nil {
-			return s.report, err
-		}
+		g.Go(func() error { return s.messages(gctx, c) })
+	}
+	if err := g.Wait(); err != nil {
+		return s.report, err
 	}
 	s.progress(true)
 	return s.report, nil
 }
+
+// slackLists are the export's lists.
+var slackLists = map[string]bool{"users.json": true, "channels.json": true, "groups.json": true, "dms.json": true, "mpims.json": true}
 
 // slackDay is a day file's name: YYYY-MM-DD.json.
 var slackDay = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}\.json$`)
@@ -215,9 +232,19 @@ func (s *slackImport) index() error {
 	if s.files["users.json"] == nil {
 		return errors.New("the zip has no users.json: it is not a Slack workspace export")
 	}
+	// What the zip says of its sizes is checked before anything is
+	// written; what it hides (a header that understates) is caught as it
+	// is read (boundedReader, and archive/zip's own count).
 	for rel, f := range s.files {
+		limit := int64(0)
 		if dir, base := path.Split(rel); dir != "" && slackDay.MatchString(base) {
+			limit = MaxSlackDayBytes
 			s.total += int64(f.UncompressedSize64)
+		} else if slackLists[rel] {
+			limit = MaxSlackListBytes
+		}
+		if limit > 0 && f.UncompressedSize64 > uint64(limit) {
+			return fmt.Errorf("%s is %d bytes uncompressed, more than the %d an export's file may be (a zip bomb?): refused", rel, f.UncompressedSize64, limit)
 		}
 	}
 	return nil
@@ -258,8 +285,14 @@ func (b *boundedReader) Read(p []byte) (int, error) {
 	}
 	n, err := b.r.Read(p)
 	b.left -= int64(n)
+	if errors.Is(err, zip.ErrFormat) || errors.Is(err, zip.ErrChecksum) {
+		return n, fmt.Errorf("%s holds other bytes than its header says (a zip bomb, or a damaged zip): refused: %w", b.name, errZipLies)
+	}
 	return n, err
 }
+
+// errZipLies is a zip entry that is not what its header says.
+var errZipLies = errors.New("the zip is not what it says it is")
 
 func (b *boundedReader) Close() error { return b.r.Close() }
 
@@ -273,21 +306,34 @@ func eachElement[T any](s *slackImport, name string, limit int64, each func(T) e
 	defer r.Close()
 	dec := json.NewDecoder(r)
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('[') {
+		if err != nil && (errors.Is(err, errZipLies) || strings.Contains(err.Error(), "(a zip bomb?)")) {
+			return err
+		}
 		return fmt.Errorf("%s is not a JSON array: malformed", name)
 	}
 	for dec.More() {
 		var v T
 		if err := dec.Decode(&v); err != nil {
-			return fmt.Errorf("%s, near byte %d: %w: malformed", name, dec.InputOffset(), err)
+			return decodeError(name, dec, err)
 		}
 		if err := each(v); err != nil {
 			return err
 		}
 	}
 	if _, err := dec.Token(); err != nil {
-		return fmt.Errorf("%s, near byte %d: %w: malformed", name, dec.InputOffset(), err)
+		return decodeError(name, dec, err)
 	}
 	return nil
+}
+
+// decodeError says what stopped the decoding of entry name: the zip
+// (refused whole), or the JSON (malformed: a day file's rest is
+// skipped).
+func decodeError(name string, dec *json.Decoder, err error) error {
+	if errors.Is(err, errZipLies) || strings.Contains(err.Error(), "(a zip bomb?)") {
+		return err
+	}
+	return fmt.Errorf("%s, near byte %d: %w: malformed", name, dec.InputOffset(), err)
 }
 
 // people makes an account of every Slack user: deactivated until claimed
@@ -394,7 +440,7 @@ func loginOf(name, fallback string) (string, string) {
 		l, why = strings.TrimRight(l[:28], "_.-"), "a login has at most 31 characters"
 	}
 	if l == "" {
-		l, why = strings.ToLower(notNameChar.ReplaceAllString(fallback, "")), "the name has nothing a login may hold"
+		l, why = notNameChar.ReplaceAllString(strings.ToLower(fallback), ""), "the name has nothing a login may hold"
 	}
 	for len(l) < 3 {
 		l, why = l+"0", "a login has at least 3 characters"

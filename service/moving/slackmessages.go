@@ -169,21 +169,20 @@ func (s *slackImport) messages(ctx context.Context, c slackConversation) error {
 			if msg.ID.After(newest) {
 				newest = msg.ID
 			}
-			s.report.Messages++
-			s.report.Reactions += len(msg.Reactions)
+			s.counted(1, len(msg.Reactions))
 			if done {
 				return nil
 			}
 			return w.add(ctx, msg)
 		})
-		s.done += int64(s.files[day].UncompressedSize64)
+		s.read(int64(s.files[day].UncompressedSize64))
 		if err != nil {
 			if ctx.Err() != nil || !strings.HasSuffix(err.Error(), "malformed") {
 				return err
 			}
 			// What the day held before the fault is written; the rest of
 			// it is reported, and the next days go on.
-			s.report.Skipped["the rest of a malformed day file ("+day+")"]++
+			s.skipped("the rest of a malformed day file (" + day + ")")
 		}
 		if err := w.flush(ctx); err != nil {
 			return err
@@ -209,11 +208,34 @@ func (s *slackImport) messages(ctx context.Context, c slackConversation) error {
 }
 
 func (s *slackImport) progress(force bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.opts.Progress == nil || (!force && time.Since(s.last) < time.Second) {
 		return
 	}
 	s.last = time.Now()
 	s.opts.Progress(s.report.Counts, s.done, s.total)
+}
+
+// skipped, counted and read note what conversations written at once
+// did.
+func (s *slackImport) skipped(why string) {
+	s.mu.Lock()
+	s.report.Skipped[why]++
+	s.mu.Unlock()
+}
+
+func (s *slackImport) counted(messages, reactions int) {
+	s.mu.Lock()
+	s.report.Messages += messages
+	s.report.Reactions += reactions
+	s.mu.Unlock()
+}
+
+func (s *slackImport) read(bytes int64) {
+	s.mu.Lock()
+	s.done += bytes
+	s.mu.Unlock()
 }
 
 // slackTime is a Slack ts ("1512085950.000216") as a time, to the
@@ -261,7 +283,7 @@ var droppedSubtypes = map[string]string{
 // message converts m; false when it is left out (the reason counted).
 func (s *slackImport) message(c slackConversation, m slackMessage, parents map[string]parent) (chat.Message, bool) {
 	skip := func(why string) (chat.Message, bool) {
-		s.report.Skipped[why]++
+		s.skipped(why)
 		return chat.Message{}, false
 	}
 	if m.Type != "" && m.Type != "message" {
@@ -333,7 +355,7 @@ func (s *slackImport) message(c slackConversation, m slackMessage, parents map[s
 	}
 	if utf8.RuneCountInString(text) > chat.MaxContent {
 		text = string([]rune(text)[:chat.MaxContent-1]) + "…"
-		s.report.Skipped["the end of a message longer than "+strconv.Itoa(chat.MaxContent)+" characters"]++
+		s.skipped("the end of a message longer than " + strconv.Itoa(chat.MaxContent) + " characters")
 	}
 	content, err := chat.CheckContent(text)
 	if err != nil {
@@ -369,18 +391,18 @@ func (s *slackImport) reactions(conv chat.Conversation, m slackMessage, t time.T
 	for _, r := range m.Reactions {
 		emoji, err := chat.CheckReaction(slackEmoji(r.Name))
 		if err != nil {
-			s.report.Skipped["a reaction that is not one here"]++
+			s.skipped("a reaction that is not one here")
 			continue
 		}
 		if !seen[emoji] && len(seen) == chat.MaxReactions {
-			s.report.Skipped["a reaction past the "+strconv.Itoa(chat.MaxReactions)+" a message takes"]++
+			s.skipped("a reaction past the " + strconv.Itoa(chat.MaxReactions) + " a message takes")
 			continue
 		}
 		seen[emoji] = true
 		for _, id := range r.Users {
 			u, ok := s.users[id]
 			if !ok {
-				s.report.Skipped["a reaction of someone not in users.json"]++
+				s.skipped("a reaction of someone not in users.json")
 				continue
 			}
 			dup := false

@@ -44,6 +44,13 @@ type Writes struct {
 	// Admin limits an administrator's actions on /admin (default: 30 at
 	// once, then one every 2 seconds).
 	Admin Rate
+	// Hooks limits the posts to each incoming webhook (default: 20 at
+	// once, then one a second: Slack's documented pace of a message a
+	// second per channel, with short bursts).
+	Hooks Rate
+	// API limits each bot's requests of the API (default: 60 at once,
+	// then 10 a second).
+	API Rate
 }
 
 // WithDefaults fills each zero Rate with its default.
@@ -62,6 +69,8 @@ func (l Writes) WithDefaults() Writes {
 	def(&l.UploadBytes, DefaultUploadBytesPerHour, time.Hour/DefaultUploadBytesPerHour)
 	def(&l.Searches, 30, time.Minute/30)
 	def(&l.Admin, 30, 2*time.Second)
+	def(&l.Hooks, 20, time.Second)
+	def(&l.API, 60, time.Second/10)
 	return l
 }
 
@@ -168,6 +177,8 @@ var Unlimited = Writes{
 	UploadBytes: Rate{Burst: 1 << 40, Per: time.Nanosecond},
 	Searches:    Rate{Burst: 1 << 30, Per: time.Nanosecond},
 	Admin:       Rate{Burst: 1 << 30, Per: time.Nanosecond},
+	Hooks:       Rate{Burst: 1 << 30, Per: time.Nanosecond},
+	API:         Rate{Burst: 1 << 30, Per: time.Nanosecond},
 }
 
 // UserCounts caps what one person has under way on this instance at

@@ -39,6 +39,10 @@ type Registry struct {
 	// Push counts Web Push deliveries by result: sent, failed, dropped
 	// (the queue was full), gone (a subscription removed), retried.
 	Push *prometheus.CounterVec
+	// Email counts mails by kind (missed, account) and result: sent,
+	// refused (a bounce or a refused recipient, never retried), failed
+	// (given up after retries), retried, dropped.
+	Email *prometheus.CounterVec
 	// SearchStatements is the statements each search ran.
 	SearchStatements prometheus.Histogram
 	labels           sync.Map // statement -> its short label
@@ -75,11 +79,14 @@ func New() *Registry {
 	m.Push = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "killrchat_push_total", Help: "Web Push deliveries by result: sent, failed, dropped (queue full), gone (subscription removed), retried.",
 	}, []string{"result"})
+	m.Email = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "killrchat_email_total", Help: "Mails by kind (missed, account) and result: sent, refused (bounced or recipient refused), failed, retried, dropped.",
+	}, []string{"kind", "result"})
 	m.SearchStatements = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name: "killrchat_search_statements", Help: "Cassandra statements one search (a page of results) ran.",
 		Buckets: prometheus.ExponentialBuckets(1, 2, 14),
 	})
-	m.registry.MustRegister(m.requests, m.queries, m.SSEConnections, m.uploads, m.uploadBytes, m.RoomPosts, m.FenceTimeouts, m.Push, m.SearchStatements,
+	m.registry.MustRegister(m.requests, m.queries, m.SSEConnections, m.uploads, m.uploadBytes, m.RoomPosts, m.FenceTimeouts, m.Push, m.Email, m.SearchStatements,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

@@ -191,8 +191,8 @@ var Day = time.Now().UTC().Truncate(24 * time.Hour).Add(-10 * 24 * time.Hour)
 // one whose name is another's in capitals, one deleted), a bot, public
 // channels (one archived), a private channel, a DM and a group DM, with
 // edits, a thread, reactions, a file, mentions, mrkdwn, two messages in
-// one second, a message in every hour of Day, system lines and a
-// subtype no import knows.
+// one second, a message in every hour of Day, system lines, a subtype
+// no import knows and a day file cut off halfway.
 func Sample() *Export {
 	created := Day.Add(-24 * time.Hour).Unix()
 	person := func(id, name, first, last string) User {
@@ -249,6 +249,10 @@ func Sample() *Export {
 	e.Add("D01", at(9, 0, 0, 0), Message{User: "U01", Text: "psst, bob"})
 	e.Add("D01", at(9, 1, 0, 0), Message{User: "U02", Text: "yes, ada?"})
 	e.Add("mpdm-ada--bob--cleo-1", at(10, 0, 0, 0), Message{User: "U03", Text: "lunch, the three of us?"})
+	// A day file cut off in its second message: the first is kept.
+	fault := Day.Add(25 * time.Hour)
+	e.Extra = map[string][]byte{"random/" + fault.Format("2006-01-02") + ".json": []byte(`[{"type":"message","user":"U02","text":"before the fault","ts":"` +
+		TS(fault) + `"},{"type":"message","text":`)}
 	return e
 }
 
