@@ -80,7 +80,7 @@ func TestNewestPageAcrossInstances(t *testing.T) {
 		}
 	})
 	t.Run("Delete", func(t *testing.T) {
-		if p := ada.post("/rooms/"+room+"/messages/"+id+"/delete", nil); p.StatusCode != http.StatusSeeOther {
+		if p := ada.post("/rooms/"+room+"/messages/"+id+"/delete", url.Values{"confirm": {"yes"}}); p.StatusCode != http.StatusSeeOther {
 			t.Fatalf("delete: %d", p.StatusCode)
 		}
 		s.nextEvent(t, "delete", 5*time.Second)

@@ -69,9 +69,11 @@ type Config struct {
 	CacheTTL  time.Duration
 	CacheSize int
 	// PageTTL bounds how long this instance serves a conversation's
-	// newest page from memory without reading it (default
-	// cache.DefaultPageTTL); events drop it at once (service/cache's
-	// Pages).
+	// newest page from memory without reading it (cache.DefaultPageTTL
+	// is the figure measured); events drop it at once (service/cache's
+	// Pages). 0, the default, keeps no page: with pages kept,
+	// TestReadYourWritesAcrossInstances failed (a page on another
+	// instance right after a post lacked it).
 	PageTTL time.Duration
 	// Limits are the per-user write limits (zero values take defaults).
 	Limits limit.Writes
@@ -244,9 +246,6 @@ func New(db Store, registry *metrics.Registry, hub live.Hub, cfg Config, log *sl
 		cfg.CacheSize = cache.DefaultSize
 	}
 	s.rows = cache.New(db, hub, cfg.CacheTTL, cfg.CacheSize, views.ShownParticipants)
-	if cfg.PageTTL == 0 {
-		cfg.PageTTL = cache.DefaultPageTTL
-	}
 	s.newest = cache.NewPages(db.MessagesBefore, hub, messagesPerPage, cfg.PageTTL, cache.DefaultPagesBytes)
 	s.watchAvatars()
 	s.watchClosed()

@@ -45,7 +45,8 @@ type ReadPage func(ctx context.Context, in chat.Place, before chat.ID, n int) ([
 // kept. While the broker is away (events of other instances may be
 // missed) nothing is kept or served from memory, and everything is
 // dropped when it is back; a restarted instance starts empty. A page is
-// also read again after its TTL.
+// also read again after its TTL; a TTL of 0 or less keeps nothing and
+// shares no read.
 type Pages struct {
 	read     ReadPage
 	n        int
@@ -129,6 +130,10 @@ func (p *Pages) Stats() (hits, reads int64) { return p.hits.Load(), p.reads.Load
 // messages' reactions are not to be changed.
 func (p *Pages) Latest(ctx context.Context, in chat.Place) ([]chat.Message, bool, error) {
 	conv := in.Conversation()
+	if p.ttl <= 0 {
+		p.reads.Add(1)
+		return p.read(ctx, in, chat.ID{}, p.n)
+	}
 	p.mu.Lock()
 	if p.missing {
 		p.mu.Unlock()
@@ -187,6 +192,37 @@ func (p *Pages) Latest(ctx context.Context, in chat.Place) ([]chat.Message, bool
 	close(f.done)
 	return clone(f.msgs), f.more, f.err
 }
+
+// Behind drops the kept page of in if its newest message is older than
+// head, the conversation's head as read by the caller (the sidebar reads
+// it anyway), and says so: a message some writer stored without an event
+// (an import, a test writing to the store) is then read at once, not
+// after the TTL. A page read since is left to that read.
+func (p *Pages) Behind(in chat.Place, head chat.ID) bool {
+	conv := in.Conversation()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	sl := p.slots[conv.ID]
+	if sl == nil || sl.page == nil {
+		return false
+	}
+	var newest chat.ID
+	if msgs := sl.page.msgs; len(msgs) > 0 {
+		newest = msgs[len(msgs)-1].ID
+	}
+	// A page read well after the head's message was made holds it,
+	// unless it was deleted since: not behind.
+	if !head.After(newest) || sl.page.at.After(head.Time().Add(headSlack)) {
+		return false
+	}
+	sl.gen++
+	p.drop(sl)
+	return true
+}
+
+// headSlack is how long after its id's time a message is surely stored
+// (see Behind).
+const headSlack = time.Second
 
 // evict drops pages other than keep's until the pages fit.
 func (p *Pages) evict(keep *pageSlot) {

@@ -208,3 +208,33 @@ func TestPagesTTLAndBound(t *testing.T) {
 		t.Errorf("a page over the byte bound was kept")
 	}
 }
+
+// TestPagesBehindAHead: a message stored with no event (an import) is
+// read at once when the caller read a newer head; a page read after the
+// head's message was made (it was deleted since) is not behind.
+func TestPagesBehindAHead(t *testing.T) {
+	hub := live.NewLocalHub()
+	defer hub.Close()
+	f := &fakeMessages{}
+	f.add("one")
+	p := cache.NewPages(f.read, hub, 50, time.Hour, 1<<20)
+	r := room("lobby")
+	newest(t, p, r)
+	f.add("stored with no event")
+	f.mu.Lock()
+	head := f.msgs[len(f.msgs)-1].ID
+	f.mu.Unlock()
+	if !p.Behind(r, head) {
+		t.Fatal("a page without the head's message is not behind it")
+	}
+	if got := newest(t, p, r); got != "stored with no event" {
+		t.Fatalf("then the page shows %q", got)
+	}
+	if p.Behind(r, head) {
+		t.Error("a page with the head's message is behind it")
+	}
+	old := chat.IDAt(time.Now().Add(-time.Minute))
+	if p.Behind(r, old) {
+		t.Error("a page read a minute after its head's message (deleted since) is behind it")
+	}
+}
