@@ -317,7 +317,7 @@ func TestChangeStatementBudget(t *testing.T) {
 	})
 	t.Run("Delete", func(t *testing.T) {
 		other := stored(t, room, "hello 10")[0]
-		count(t, "a delete", 4, func() page { return person.post("/rooms/"+room+"/messages/"+other+"/delete", nil) })
+		count(t, "a delete", 4, func() page { return person.post("/rooms/"+room+"/messages/"+other+"/delete", confirmed()) })
 	})
 }
 

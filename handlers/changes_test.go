@@ -279,7 +279,7 @@ func TestChangesLive(t *testing.T) {
 
 	ada.post(base+"/edit", url.Values{"content": {"first, edited"}})
 	bob.post(base+"/reactions", url.Values{"emoji": {"🎉"}})
-	ada.post("/rooms/"+room+"/messages/"+last+"/delete", nil)
+	ada.post("/rooms/"+room+"/messages/"+last+"/delete", confirmed())
 
 	want := []struct{ name, has string }{
 		{"edit", `id="body-` + first + `"`},
@@ -414,7 +414,7 @@ func TestDeletedMessageLeavesUnread(t *testing.T) {
 	if got := unread(); got != "1" {
 		t.Fatalf("before the delete bob has %q unread, want 1", got)
 	}
-	if p := ada.post("/rooms/"+room+"/messages/"+id+"/delete", nil); p.StatusCode != http.StatusSeeOther {
+	if p := ada.post("/rooms/"+room+"/messages/"+id+"/delete", confirmed()); p.StatusCode != http.StatusSeeOther {
 		t.Fatalf("delete: %d", p.StatusCode)
 	}
 	if got := unread(); got != "0" {
