@@ -656,6 +656,12 @@
   }
 
   function grow(box) {
+    // Empty, the box takes its height from the style sheet: a
+    // placeholder that wraps on a narrow screen does not grow it.
+    if (!box.value) {
+      box.style.height = "";
+      return;
+    }
     box.style.height = "auto";
     box.style.height = box.scrollHeight + 2 + "px";
   }
