@@ -117,6 +117,11 @@ func within(t *testing.T, what string, cond func() bool) {
 	}
 }
 
+// The outgoing tests do not run in parallel: the delivery queue is one
+// for the keyspace, so an instance of one test would take another's
+// deliveries, and one stopped at its test's end abandons an attempt to
+// the lease's expiry (a second first attempt), or refuses loopback.
+
 // allowLoopback turns the delivery queue on with 127.0.0.1 allowed.
 func allowLoopback(c *handlers.Config) {
 	c.Outgoing.Off = false
@@ -165,7 +170,6 @@ func repliesIn(t *testing.T, room, bot, text string) int {
 // that sleeps 8 s gets a retry and the room one reply; a message that
 // does not mention the bot, and the bot's own, are not delivered.
 func TestOutgoingWebhook(t *testing.T) {
-	t.Parallel()
 	a := newApp(t, nil, nil, allowLoopback)
 	admin := a.signedUp(t, unique("adm"))
 	makeAdmin(t, db.Store, admin)
@@ -237,7 +241,6 @@ func TestOutgoingWebhook(t *testing.T) {
 // TestOutgoingQueuedSurvivesRestart: a delivery queued by an instance
 // that stops before sending it is sent by the next one.
 func TestOutgoingQueuedSurvivesRestart(t *testing.T) {
-	t.Parallel()
 	first := newApp(t, nil, nil, allowLoopback, func(c *handlers.Config) { c.Outgoing.Off = true })
 	admin := first.signedUp(t, unique("adm"))
 	makeAdmin(t, db.Store, admin)
@@ -261,7 +264,6 @@ func TestOutgoingQueuedSurvivesRestart(t *testing.T) {
 // TestOutgoingOnceAcrossInstances: with two instances reading the
 // queue, 100 mentions give 100 deliveries, not 200.
 func TestOutgoingOnceAcrossInstances(t *testing.T) {
-	t.Parallel()
 	ns := startNATS(t, -1)
 	var logsA, logsB syncBuffer
 	a := instance(t, ns.ClientURL(), &logsA, allowLoopback)
@@ -290,9 +292,6 @@ func TestOutgoingOnceAcrossInstances(t *testing.T) {
 // at loopback, private, link-local and metadata addresses, and a name
 // of loopback, are refused when set and when delivered, and no
 // connection reaches a listener there.
-//
-// Not in parallel: its instance refuses loopback at delivery time, and
-// would settle the other outgoing tests' deliveries as refused.
 func TestOutgoingRefusesPrivateAddresses(t *testing.T) {
 	a := newApp(t, nil, nil, outgoingOn)
 	admin := a.signedUp(t, unique("adm"))
