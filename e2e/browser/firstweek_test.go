@@ -258,7 +258,9 @@ func TestReplyWithQuoteKeepsMarkdown(t *testing.T) {
 	eval[bool](a, fmt.Sprintf(`(() => { const c = document.getElementById("content"); c.value = %s;
 		c.dispatchEvent(new Event("input", {bubbles: true})); return true; })()`, js(content)))
 	a.click("#composer button[type=submit]")
-	a.waitJS("the message sent", `document.querySelectorAll("#messages li.message:not(.system)").length === 1`)
+	// The stream can show the message before the post's answer empties
+	// the composer: wait for both, or the quote's wait sees the sent text.
+	a.waitJS("the message sent", `document.querySelectorAll("#messages li.message:not(.system)").length === 1 && document.getElementById("content").value === ""`)
 	id := eval[string](a, `document.querySelector("#messages li.message:not(.system)").id`)
 	quote := func(id string) string {
 		a.click("#" + id + " .message-menu > summary")
