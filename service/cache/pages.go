@@ -63,11 +63,27 @@ type Pages struct {
 	maxBytes int
 	now      func() time.Time
 
-	mu    sync.Mutex
-	slots map[string]*pageSlot
-	bytes int
+	mu     sync.Mutex
+	slots  map[string]*pageSlot
+	bytes  int
+	counts map[string]*countSlot
 
-	hits, reads atomic.Int64
+	hits, reads, countReads atomic.Int64
+}
+
+// countSlot is a conversation's reads of its change count: the one under
+// way, and the next one, which the readers who asked meanwhile wait for.
+type countSlot struct {
+	running bool
+	next    *countRead
+}
+
+// countRead is one read of a change count: done is closed when n or err
+// is there.
+type countRead struct {
+	done chan struct{}
+	n    int64
+	err  error
 }
 
 // pageSlot is one conversation's page and the read under way.
@@ -94,7 +110,8 @@ type pageRead struct {
 // maxBytes of them (an estimate), each for at most ttl; hub's events
 // free pages early.
 func NewPages(read ReadPage, version ReadVersion, hub EventHub, n int, ttl time.Duration, maxBytes int) *Pages {
-	p := &Pages{read: read, version: version, n: n, ttl: ttl, maxBytes: maxBytes, now: time.Now, slots: map[string]*pageSlot{}}
+	p := &Pages{read: read, version: version, n: n, ttl: ttl, maxBytes: maxBytes, now: time.Now,
+		slots: map[string]*pageSlot{}, counts: map[string]*countSlot{}}
 	hub.WatchEvents(p.heard, p.gap)
 	return p
 }
@@ -134,6 +151,68 @@ func (p *Pages) drop(sl *pageSlot) {
 // Stats are the pages served from memory and the reads made so far.
 func (p *Pages) Stats() (hits, reads int64) { return p.hits.Load(), p.reads.Load() }
 
+// CountReads is how many change counts were read so far.
+func (p *Pages) CountReads() int64 { return p.countReads.Load() }
+
+// count reads conversation's change count for a reader who asks now. The
+// readers of a busy conversation share reads: one who asks while a read
+// is under way waits for the next one, sent when that read is answered,
+// with every reader who asked meanwhile. A read sent after the reader
+// asked holds every change acknowledged before it asked; the read under
+// way was sent before, so it is not shared with them. At most one read of
+// a conversation's count is under way, however many readers wait: one
+// round trip more for a reader who comes in the middle of one, one read
+// a round trip at most for the conversation.
+func (p *Pages) count(ctx context.Context, conversation string) (int64, error) {
+	p.mu.Lock()
+	cs := p.counts[conversation]
+	if cs == nil {
+		cs = &countSlot{}
+		p.counts[conversation] = cs
+	}
+	if cs.running {
+		r := cs.next
+		if r == nil {
+			r = &countRead{done: make(chan struct{})}
+			cs.next = r
+		}
+		p.mu.Unlock()
+		select {
+		case <-r.done:
+			return r.n, r.err
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
+	}
+	cs.running = true
+	p.mu.Unlock()
+	r := &countRead{done: make(chan struct{})}
+	p.readCount(ctx, conversation, cs, r)
+	return r.n, r.err
+}
+
+// readCount makes read r of conversation's count, then starts the next
+// one if readers wait for it.
+func (p *Pages) readCount(ctx context.Context, conversation string, cs *countSlot, r *countRead) {
+	p.countReads.Add(1)
+	// Shared with the readers waiting: one gone does not fail the others.
+	r.n, r.err = p.version(context.WithoutCancel(ctx), conversation)
+	close(r.done)
+	p.mu.Lock()
+	next := cs.next
+	cs.next = nil
+	if next == nil {
+		cs.running = false
+		if p.counts[conversation] == cs {
+			delete(p.counts, conversation)
+		}
+	}
+	p.mu.Unlock()
+	if next != nil {
+		go p.readCount(ctx, conversation, cs, next)
+	}
+}
+
 // Latest is the newest page of in (its n messages, oldest first, and
 // whether older ones exist), from memory when the conversation's change
 // count is the one it was read with. It reads the count (one statement,
@@ -148,7 +227,7 @@ func (p *Pages) Latest(ctx context.Context, in chat.Place) ([]chat.Message, bool
 	}
 	// The count first, the page after: the page holds every change the
 	// count holds.
-	version, err := p.version(ctx, conv.ID)
+	version, err := p.count(ctx, conv.ID)
 	if err != nil {
 		return nil, false, err
 	}

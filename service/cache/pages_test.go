@@ -21,6 +21,11 @@ type fakeMessages struct {
 	// changes is the conversation's change count: add stores, then
 	// counts, as the store does.
 	changes int64
+	// countHold, when set, holds each read of the count (answered as it
+	// was when the read was sent) until it is closed; countStarted is
+	// told each read that began.
+	countHold    chan struct{}
+	countStarted chan struct{}
 	// hold, when set, blocks each read until it is closed; started is
 	// told each read that began.
 	hold    chan struct{}
@@ -51,8 +56,15 @@ func (f *fakeMessages) add(content string) {
 
 func (f *fakeMessages) version(context.Context, string) (int64, error) {
 	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.changes, nil
+	n, hold, started := f.changes, f.countHold, f.countStarted
+	f.mu.Unlock()
+	if started != nil {
+		started <- struct{}{}
+	}
+	if hold != nil {
+		<-hold
+	}
+	return n, nil
 }
 
 // pages keeps f's pages for ttl, at most maxBytes of them.
@@ -232,5 +244,43 @@ func TestPagesTTLAndBound(t *testing.T) {
 	newest(t, small, room("a"))
 	if f.reads.Load() != before+1 {
 		t.Errorf("a page over the byte bound was kept")
+	}
+}
+
+// TestPagesShareCountReads: readers of one conversation who ask while
+// its change count is being read wait for the next read, which they
+// share; none is served the read sent before it asked, so a change
+// stored meanwhile is on their pages.
+func TestPagesShareCountReads(t *testing.T) {
+	hub := live.NewLocalHub()
+	defer hub.Close()
+	f := &fakeMessages{countHold: make(chan struct{}), countStarted: make(chan struct{}, 100)}
+	f.add("one")
+	p := f.pages(hub, time.Hour, 1<<20)
+	r := room("lobby")
+	first := make(chan string, 1)
+	go func() { first <- newest(t, p, r) }()
+	<-f.countStarted
+	// A change is stored and counted after the first count read was
+	// sent; readers ask now.
+	f.add("two")
+	var wg sync.WaitGroup
+	got := make([]string, 6)
+	for i := range got {
+		wg.Add(1)
+		go func() { defer wg.Done(); got[i] = newest(t, p, r) }()
+	}
+	// Let them wait for the next read.
+	time.Sleep(50 * time.Millisecond)
+	close(f.countHold)
+	wg.Wait()
+	<-first
+	for i, g := range got {
+		if g != "two" {
+			t.Errorf("reader %d, who asked after the change, got %q", i, g)
+		}
+	}
+	if n := p.CountReads(); n != 2 {
+		t.Errorf("7 readers made %d reads of the count, want 2 (the first, then one shared)", n)
 	}
 }
