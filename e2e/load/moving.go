@@ -2,7 +2,7 @@ package main
 
 // moving: the rate of killrchat import slack over a generated export of
 // many messages, against the store's own post rate (PostMessage: the
-// message and the head) at the same concurrency as the import's writes;
+// message and the head, -c posters at once);
 // then the rate of killrchat export of the imported site, and the peak
 // RSS of each command (the real binary, in a child process).
 
@@ -32,7 +32,7 @@ func runMoving(ctx context.Context, args []string) error {
 	channels := fs.Int("channels", 20, "channels in it")
 	days := fs.Int("days", 30, "days its messages span")
 	postD := fs.Duration("post-d", 20*time.Second, "how long the store's own post rate is measured")
-	conc := fs.Int("c", 32, "posters at once for the store's post rate (the import writes 32 messages at once)")
+	conc := fs.Int("c", 32, "posters at once for the store's post rate (the import writes eight conversations at once, a few batches each)")
 	bin := fs.String("bin", "", "the killrchat binary (default: built from the module's root)")
 	_ = fs.Parse(args)
 
