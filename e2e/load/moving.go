@@ -68,9 +68,18 @@ func runMoving(ctx context.Context, args []string) error {
 		*messages, *users, *channels, *days, float64(st.Size())/(1<<20), time.Since(start).Round(time.Millisecond))
 
 	flags := []string{"--cassandra-hosts", strings.Join(storetest.Hosts(), ","), "--cassandra-keyspace", ks, "--cassandra-timeout", "30s"}
-	// The schema first, so that the commands' times are their work.
-	if _, _, err := runCommand(ctx, *bin, append([]string{"migrate"}, flags...)...); err != nil {
-		return err
+	// The schema first, so that the commands' times are their work; a
+	// loaded node can time out a step, and every step is safe to run
+	// again.
+	for try := 1; ; try++ {
+		_, _, err := runCommand(ctx, *bin, append([]string{"migrate"}, flags...)...)
+		if err == nil {
+			break
+		}
+		if try == 5 || ctx.Err() != nil {
+			return err
+		}
+		fmt.Fprintln(os.Stderr, "migrate failed; trying again:", err)
 	}
 	took, rss, err := runCommand(ctx, *bin, append([]string{"import", "slack", zipPath}, flags...)...)
 	if err != nil {
