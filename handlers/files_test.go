@@ -15,6 +15,7 @@ import (
 	"mime"
 	"mime/multipart"
 	"net/http"
+	"net/textproto"
 	"strings"
 	"testing"
 	"time"
@@ -52,6 +53,9 @@ type upload struct {
 	cutAfter int64
 	clientID string          // the composer's client_id ("" leaves it out)
 	ctx      context.Context // the request's, if not nil
+	// types are the files' Content-Type as the uploader claims them, by
+	// file name (application/octet-stream for the others).
+	types map[string]string
 }
 
 // upload streams u to path (the body is never built in memory) and
@@ -74,7 +78,16 @@ func (c *client) upload(path string, u upload) (*http.Response, error) {
 			return err
 		}
 		for _, name := range u.order {
-			fw, err := mw.CreateFormFile("file", name)
+			var fw io.Writer
+			var err error
+			if claim, ok := u.types[name]; ok {
+				h := textproto.MIMEHeader{}
+				h.Set("Content-Disposition", mime.FormatMediaType("form-data", map[string]string{"name": "file", "filename": name}))
+				h.Set("Content-Type", claim)
+				fw, err = mw.CreatePart(h)
+			} else {
+				fw, err = mw.CreateFormFile("file", name)
+			}
 			if err != nil {
 				return err
 			}
@@ -893,5 +906,99 @@ func TestStalledUploads(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusSeeOther {
 		t.Errorf("an upload after the stalled ones: %d", resp.StatusCode)
+	}
+}
+
+// onePagePDF is a small valid PDF of one page that says words.
+func onePagePDF(words string) []byte {
+	content := "BT /F1 24 Tf 20 100 Td (" + words + ") Tj ET"
+	objects := []string{
+		"<< /Type /Catalog /Pages 2 0 R >>",
+		"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+		"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 300 200] /Contents 4 0 R /Resources << /Font << /F1 5 0 R >> >> >>",
+		fmt.Sprintf("<< /Length %d >>\nstream\n%s\nendstream", len(content), content),
+		"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+	}
+	var b bytes.Buffer
+	b.WriteString("%PDF-1.4\n")
+	offsets := make([]int, len(objects))
+	for i, o := range objects {
+		offsets[i] = b.Len()
+		fmt.Fprintf(&b, "%d 0 obj\n%s\nendobj\n", i+1, o)
+	}
+	xref := b.Len()
+	fmt.Fprintf(&b, "xref\n0 %d\n0000000000 65535 f \n", len(objects)+1)
+	for _, o := range offsets {
+		fmt.Fprintf(&b, "%010d 00000 n \n", o)
+	}
+	fmt.Fprintf(&b, "trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n", len(objects)+1, xref)
+	return b.Bytes()
+}
+
+// TestPDFOpensInBrowser (issue 39, item 11: PDFs downloaded instead of
+// opening): a PDF is served inline, under a policy the browser's viewer
+// runs under (no sandbox), and its link in the conversation opens it
+// rather than downloads it. Only bytes that are a PDF get that: a file
+// that is only called .pdf, or that its uploader says is
+// application/pdf, downloads under the sandbox as any file does.
+func TestPDFOpensInBrowser(t *testing.T) {
+	t.Parallel()
+	a := newApp(t, nil, nil)
+	ada := a.signedUp(t, unique("ada"))
+	room := createRoom(t, ada)
+	const sandboxed, viewer = "default-src 'none'; sandbox", "default-src 'none'; object-src 'self'; frame-ancestors 'none'"
+	for _, tc := range []struct {
+		name, claim, body        string
+		contentType, disposition string
+		policy                   string
+	}{
+		{"report.pdf", "application/pdf", string(onePagePDF("Hello from a PDF")), "application/pdf", "inline", viewer},
+		{"scan.bin", "", string(onePagePDF("No name says so")), "application/pdf", "inline", viewer},
+		{"notes.pdf", "", "just text, named .pdf", "text/plain; charset=utf-8", "attachment", sandboxed},
+		{"claimed.pdf", "application/pdf", "text that says it is a PDF", "text/plain; charset=utf-8", "attachment", sandboxed},
+		{"page.pdf", "application/pdf", "<html><script>alert(1)</script>%PDF-1.4", "text/html; charset=utf-8", "attachment", sandboxed},
+		{"indented.pdf", "application/pdf", " %PDF-1.4 after a space", "text/plain; charset=utf-8", "attachment", sandboxed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			u := upload{csrf: ada.ensureCSRF(), files: map[string]io.Reader{tc.name: bytesFile([]byte(tc.body))}, order: []string{tc.name}}
+			if tc.claim != "" {
+				u.types = map[string]string{tc.name: tc.claim}
+			}
+			resp, err := ada.upload("/rooms/"+room+"/messages", u)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusSeeOther {
+				t.Fatalf("upload: %d", resp.StatusCode)
+			}
+			link := ada.get("/rooms/" + room).doc.Find("a.attachment-name").Last()
+			href := link.AttrOr("href", "")
+			if name := strings.TrimSpace(link.Text()); name != tc.name {
+				t.Fatalf("the newest file is %q, want %q", name, tc.name)
+			}
+			_, downloads := link.Attr("download")
+			if wantDownload := tc.disposition == "attachment"; downloads != wantDownload || (!downloads && link.AttrOr("target", "") != "_blank") {
+				t.Errorf("the link downloads: %v (target %q), want %v", downloads, link.AttrOr("target", ""), wantDownload)
+			}
+			resp, err = ada.http.Get(ada.base + href)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			h := resp.Header
+			disposition, params, _ := mime.ParseMediaType(h.Get("Content-Disposition"))
+			if resp.StatusCode != http.StatusOK || string(body) != tc.body {
+				t.Errorf("GET %s: %d, %d bytes of %d", href, resp.StatusCode, len(body), len(tc.body))
+			}
+			if h.Get("Content-Type") != tc.contentType || disposition != tc.disposition || params["filename"] != tc.name ||
+				h.Get("X-Content-Type-Options") != "nosniff" || h.Get("Content-Security-Policy") != tc.policy ||
+				h.Get("X-Frame-Options") != "DENY" {
+				t.Errorf("headers: Content-Type %q, Content-Disposition %q, nosniff %q, CSP %q, X-Frame-Options %q; want %q, %s, nosniff, %q, DENY",
+					h.Get("Content-Type"), h.Get("Content-Disposition"), h.Get("X-Content-Type-Options"),
+					h.Get("Content-Security-Policy"), h.Get("X-Frame-Options"), tc.contentType, tc.disposition, tc.policy)
+			}
+		})
 	}
 }
