@@ -239,6 +239,50 @@ func TestDeleteAsksWithoutJS(t *testing.T) {
 	}
 }
 
+// TestLongTextKeptWithoutJS (issue 39, item 11: a paste over 4,000
+// characters was cut silently): the composer and the editor have no
+// maxlength, which cuts a paste without a word; a text over the limit
+// is refused (422), nothing is stored or changed, and the page gives the
+// whole text back with an error that says how long it is.
+func TestLongTextKeptWithoutJS(t *testing.T) {
+	t.Parallel()
+	a := newApp(t, nil, nil)
+	ada := a.signedUp(t, unique("ada"))
+	room := roomWith(t, ada)
+	long := strings.Repeat("lorem ipsum ", 342)[:4100]
+	p := ada.get("/rooms/" + room)
+	if box := p.doc.Find("#composer textarea#content"); box.Length() != 1 || box.AttrOr("maxlength", "none") != "none" || box.AttrOr("data-max", "") != "4000" {
+		t.Errorf("the composer's text box: %d, maxlength %q, data-max %q; want no maxlength", box.Length(), box.AttrOr("maxlength", "none"), box.AttrOr("data-max", ""))
+	}
+	p = ada.post("/rooms/"+room+"/messages", url.Values{"content": {long}})
+	if p.StatusCode != http.StatusUnprocessableEntity {
+		t.Fatalf("a post of 4,100 characters: %d, want 422", p.StatusCode)
+	}
+	if got := p.doc.Find("#composer textarea#content").Text(); got != long {
+		t.Errorf("the composer gives back %d characters of the 4,100", len(got))
+	}
+	if got := text(p, "#composer-error"); !strings.Contains(got, "4000") || !strings.Contains(got, "4100") {
+		t.Errorf("the composer's error says %q, want the limit and the length", got)
+	}
+	if ids := stored(t, room, long); len(ids) != 0 {
+		t.Errorf("the text over the limit was stored %d times", len(ids))
+	}
+
+	postMessage(t, ada, room, "short")
+	id := latestID(t, room, "short")
+	path := "/rooms/" + room + "/messages/" + id
+	if box := ada.get(path).doc.Find("#edit-content"); box.Length() != 1 || box.AttrOr("maxlength", "none") != "none" {
+		t.Errorf("the editor: %d, maxlength %q; want no maxlength", box.Length(), box.AttrOr("maxlength", "none"))
+	}
+	p = ada.post(path+"/edit", url.Values{"content": {long}})
+	if p.StatusCode != http.StatusUnprocessableEntity || p.doc.Find("#edit-content").Text() != long {
+		t.Errorf("an edit to 4,100 characters: %d, the editor gives back %d characters", p.StatusCode, len(p.doc.Find("#edit-content").Text()))
+	}
+	if m, err := storedMessage(t, roomPlace(t, room), id); err != nil || m.Content != "short" {
+		t.Errorf("the refused edit changed the message: %q %v", m.Content, err)
+	}
+}
+
 // TestMessageSource (issue 39, day one: edit in place): the editor gets
 // one's own message's stored Markdown; another's is refused.
 func TestMessageSource(t *testing.T) {
