@@ -16,6 +16,7 @@ import (
 	"mime/multipart"
 	"net/http"
 	"net/textproto"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -909,30 +910,15 @@ func TestStalledUploads(t *testing.T) {
 	}
 }
 
-// onePagePDF is a small valid PDF of one page that says words.
-func onePagePDF(words string) []byte {
-	content := "BT /F1 24 Tf 20 100 Td (" + words + ") Tj ET"
-	objects := []string{
-		"<< /Type /Catalog /Pages 2 0 R >>",
-		"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-		"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 300 200] /Contents 4 0 R /Resources << /Font << /F1 5 0 R >> >> >>",
-		fmt.Sprintf("<< /Length %d >>\nstream\n%s\nendstream", len(content), content),
-		"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+// onePagePDF is a small valid PDF of one page, which the browser tests
+// open in Chromium's viewer too.
+func onePagePDF(t *testing.T) []byte {
+	t.Helper()
+	b, err := os.ReadFile("../e2e/browser/testdata/one-page.pdf")
+	if err != nil {
+		t.Fatal(err)
 	}
-	var b bytes.Buffer
-	b.WriteString("%PDF-1.4\n")
-	offsets := make([]int, len(objects))
-	for i, o := range objects {
-		offsets[i] = b.Len()
-		fmt.Fprintf(&b, "%d 0 obj\n%s\nendobj\n", i+1, o)
-	}
-	xref := b.Len()
-	fmt.Fprintf(&b, "xref\n0 %d\n0000000000 65535 f \n", len(objects)+1)
-	for _, o := range offsets {
-		fmt.Fprintf(&b, "%010d 00000 n \n", o)
-	}
-	fmt.Fprintf(&b, "trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n", len(objects)+1, xref)
-	return b.Bytes()
+	return b
 }
 
 // TestPDFOpensInBrowser (issue 39, item 11: PDFs downloaded instead of
@@ -947,13 +933,14 @@ func TestPDFOpensInBrowser(t *testing.T) {
 	ada := a.signedUp(t, unique("ada"))
 	room := createRoom(t, ada)
 	const sandboxed, viewer = "default-src 'none'; sandbox", "default-src 'none'; object-src 'self'; frame-ancestors 'none'"
+	pdf := string(onePagePDF(t))
 	for _, tc := range []struct {
 		name, claim, body        string
 		contentType, disposition string
 		policy                   string
 	}{
-		{"report.pdf", "application/pdf", string(onePagePDF("Hello from a PDF")), "application/pdf", "inline", viewer},
-		{"scan.bin", "", string(onePagePDF("No name says so")), "application/pdf", "inline", viewer},
+		{"report.pdf", "application/pdf", pdf, "application/pdf", "inline", viewer},
+		{"scan.bin", "", pdf, "application/pdf", "inline", viewer},
 		{"notes.pdf", "", "just text, named .pdf", "text/plain; charset=utf-8", "attachment", sandboxed},
 		{"claimed.pdf", "application/pdf", "text that says it is a PDF", "text/plain; charset=utf-8", "attachment", sandboxed},
 		{"page.pdf", "application/pdf", "<html><script>alert(1)</script>%PDF-1.4", "text/html; charset=utf-8", "attachment", sandboxed},
