@@ -57,6 +57,7 @@ var smokeRuns = map[string][]string{
 	// smoke run checks the command's set-up and both sides' requests,
 	// not the real original, which make test does not build.
 	"versus": {"-users", "2", "-c", "2", "-d", "500ms", "-runs", "1", "-messages", "3"},
+	"bots":   {"-users", "2", "-c", "2", "-d", "500ms", "-warmup", "200ms", "-runs", "1", "-mentions", "5", "-rate", "10", "-wait", "1m"},
 	"moving": {"-messages", "200", "-users", "3", "-channels", "2", "-days", "2", "-post-d", "1s", "-c", "2"},
 }
 
