@@ -421,6 +421,9 @@ func (s *Store) RestoreMessages(ctx context.Context, in chat.Place, msgs []chat.
 	if err := g.Wait(); err != nil {
 		return err
 	}
+	if err := s.bumpVersion(ctx, conv.ID); err != nil {
+		return err
+	}
 	return s.setHead(ctx, conv.ID, newest)
 }
 
