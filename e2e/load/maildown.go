@@ -26,6 +26,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -312,21 +313,26 @@ type mailPhase struct {
 	mails        int
 	emails       map[string]float64
 	cass, busy   time.Duration
+	app          time.Duration // the child app's CPU (-child)
 	elapsed      time.Duration
 	load         string
 }
 
 func (p mailPhase) print() {
-	fmt.Printf("%-7s post %s failed=%d\n        page %s failed=%d\n        %d emails arrived; app email results %v; Cassandra %.0f%% of a core, machine busy %.0f%%; load average %s\n",
+	app := "in this process"
+	if p.app > 0 {
+		app = fmt.Sprintf("%.0f%% of a core", 100*p.app.Seconds()/p.elapsed.Seconds())
+	}
+	fmt.Printf("%-7s post %s failed=%d\n        page %s failed=%d\n        %d emails arrived; app email results %v; app %s, Cassandra %.0f%% of a core, machine busy %.0f%% of %d cores; load average %s\n",
 		p.name, p.posts.lat.summary(), p.posts.failed, p.pages.lat.summary(), p.pages.failed, p.mails, p.emails,
-		100*p.cass.Seconds()/p.elapsed.Seconds(), 100*p.busy.Seconds()/p.elapsed.Seconds()/2, p.load)
+		app, 100*p.cass.Seconds()/p.elapsed.Seconds(), 100*p.busy.Seconds()/p.elapsed.Seconds()/float64(runtime.NumCPU()), runtime.NumCPU(), p.load)
 }
 
 // measureMailPhase posts and loads pages, paced, for d.
 func measureMailPhase(ctx context.Context, t *target, inbox *mailbox, name string, conc int, d time.Duration, rate, pageRate float64,
 	post, page func(context.Context, int, int64) (int, error)) mailPhase {
 	cass := cassandraPID()
-	c0 := cpuTime(cass)
+	c0, a0 := cpuTime(cass), cpuTime(childPID)
 	b0, _ := machineCPU()
 	m0 := inbox.total()
 	e0, _ := emailCounts(ctx, t.URL)
@@ -349,6 +355,9 @@ func measureMailPhase(ctx context.Context, t *target, inbox *mailbox, name strin
 	res.name, res.elapsed, res.load = name, time.Since(start), loadAverage()
 	res.mails = inbox.total() - m0
 	res.cass = cpuTime(cass) - c0
+	if childPID != 0 {
+		res.app = cpuTime(childPID) - a0
+	}
 	b1, _ := machineCPU()
 	res.busy = b1 - b0
 	if e1, err := emailCounts(ctx, t.URL); err == nil {

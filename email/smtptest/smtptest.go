@@ -66,6 +66,7 @@ type Server struct {
 	// connections.
 	hung      net.Listener
 	hungConns []net.Conn
+	hungTotal int
 }
 
 // Start runs a server with STARTTLS (implicit TLS when implicit) on a
@@ -186,10 +187,19 @@ func (s *Server) Hang() error {
 			}
 			s.mu.Lock()
 			s.hungConns = append(s.hungConns, c)
+			s.hungTotal++
 			s.mu.Unlock()
 		}
 	}()
 	return nil
+}
+
+// HungConnections is how many connections the port took while it hung,
+// over every Hang so far.
+func (s *Server) HungConnections() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.hungTotal
 }
 
 // Restart listens again on the same port (after Stop or Hang).
