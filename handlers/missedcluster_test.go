@@ -1,17 +1,24 @@
 package handlers_test
 
 import (
+	"encoding/hex"
 	"fmt"
-	"log/slog"
+	"net"
 	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/killrchat/killrchat/chat"
+	"github.com/killrchat/killrchat/cmd/cmdtest"
 	"github.com/killrchat/killrchat/email/smtptest"
-	"github.com/killrchat/killrchat/live/natshub"
 )
 
 // verifiedPeople makes n accounts with verified addresses, through the
@@ -42,27 +49,19 @@ func verifiedPeople(t *testing.T, n int, room string) []chat.User {
 	return out
 }
 
-// TestMissedEmailsOnceAcrossInstances: two instances over NATS, 50 emails
-// due. B claims some and dies while its SMTP exchanges are under way (its
-// connections to Cassandra and to the SMTP server drop unanswered); A,
-// started after, sends the others at once and B's once their claims run
-// out: each of the 50 arrives exactly once.
+// TestMissedEmailsOnceAcrossInstances: two instances over NATS, 50
+// emails due. B is the real binary in a process of its own; it claims
+// some (its four senders, each holding a claim for the binary's lease of
+// two minutes) and is killed with SIGKILL while their SMTP exchanges are
+// under way (its server holds each DATA unanswered: no mail of B's is
+// accepted). A, started after, sends the others at once and B's once
+// their claims run out: each of the 50 arrives exactly once.
 func TestMissedEmailsOnceAcrossInstances(t *testing.T) {
 	ns := startNATS(t, -1)
-	var logsA, logsB syncBuffer
+	var logsA syncBuffer
 	smtpA, smtpB := smtptest.Start(t, false), smtptest.Start(t, false)
 	smtpB.Stall()
-	storeB, err := db.Another()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(storeB.Close)
-	hubB, err := natshub.New(ns.ClientURL(), slog.New(slog.NewTextHandler(&logsB, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { hubB.Close() })
-	b := newApp(t, storeB, hubB, withEmail(smtpB, missedDelay))
+	b := binaryInstance(t, "--nats-url", ns.ClientURL(), "--email-delay", missedDelay.String(), smtpFlags(t, smtpB))
 	ada := b.signedUp(t, unique("ada"))
 	room := roomWith(t, ada)
 	people := verifiedPeople(t, 50, room)
@@ -71,14 +70,11 @@ func TestMissedEmailsOnceAcrossInstances(t *testing.T) {
 		mention.WriteString("@" + p.Login + " ")
 	}
 	postMessage(t, ada, room, mention.String()+"all of you")
-	b.srv.Missed().Flush()
 
-	// B claims (four at once, one a worker) and hangs in SMTP.
+	// B claims (four at once, one a sender) and hangs in SMTP.
 	eventually(t, "B sending", func() bool { return smtpB.Stalled() >= 4 })
-	// B dies: nothing more of it reaches Cassandra or the SMTP server.
-	storeB.Close()
+	b.kill()
 	smtpB.Stop()
-	b.srv.Shutdown()
 
 	a := instance(t, ns.ClientURL(), &logsA, withEmail(smtpA, missedDelay))
 	_ = a
@@ -88,7 +84,69 @@ func TestMissedEmailsOnceAcrossInstances(t *testing.T) {
 	if len(wrong) > 0 || len(got) != 50 || smtpB.Accepted() != 0 {
 		t.Fatalf("emails not exactly once (%d addresses, B's server accepted %d): %v", len(got), smtpB.Accepted(), wrong)
 	}
-	t.Logf("50 emails, each once; B had claimed %d when it died", smtpB.Stalled())
+	t.Logf("50 emails, each once; B had claimed %d when it was killed", smtpB.Stalled())
+}
+
+// smtpFlags are the binary's flags that send through srv.
+func smtpFlags(t *testing.T, srv *smtptest.Server) string {
+	t.Helper()
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(ca, srv.CAPEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := srv.Config()
+	return strings.Join([]string{"--smtp-host", cfg.Host, "--smtp-port", strconv.Itoa(cfg.Port), "--smtp-ca", ca,
+		"--smtp-user", cfg.User, "--smtp-password", cfg.Password, "--smtp-from", cfg.From, "--site-url", siteURL}, "\x00")
+}
+
+// procApp is the program built and run as a process of its own, on the
+// package's keyspace, reached over HTTP only.
+type procApp struct {
+	*app
+	cmd *exec.Cmd
+}
+
+// binaryInstance builds the binary and runs it with the tests' flags and
+// args (an arg may hold several, NUL-separated), once /readyz says it is
+// ready; it is killed when the test ends, if not before.
+func binaryInstance(t *testing.T, args ...string) *procApp {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "killrchat")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/killrchat/killrchat").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	_ = ln.Close()
+	flags := append(cmdtest.Flags(db.Keyspace, hex.EncodeToString(testKey)), "--auth-rate", "1000", "--addr", addr)
+	for _, a := range args {
+		flags = append(flags, strings.Split(a, "\x00")...)
+	}
+	cmd := exec.Command(bin, flags...)
+	var logs syncBuffer
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &procApp{app: &app{Server: &httptest.Server{URL: "http://" + addr}}, cmd: cmd}
+	t.Cleanup(p.kill)
+	if err := cmdtest.WaitReady(p.URL, 5*time.Minute); err != nil {
+		p.kill()
+		t.Fatalf("the binary did not become ready: %v\n%s", err, logs.String())
+	}
+	return p
+}
+
+// kill ends the process with SIGKILL: nothing of it runs after.
+func (p *procApp) kill() {
+	if p.cmd.ProcessState != nil {
+		return
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	_ = p.cmd.Wait()
 }
 
 // TestMissedEmailsWaitForSMTP: the SMTP server is down for 30 s, its
