@@ -582,6 +582,23 @@ func TestDeactivationRacingAPost(t *testing.T) {
 	if p := admin.post("/dm/"+dm+"/messages", url.Values{"content": {"anyone?"}}); p.StatusCode != http.StatusForbidden {
 		t.Fatalf("a post to a DM with a deactivated person: %d", p.StatusCode)
 	}
+	// Nor a file, nor the composer's form for files with none.
+	for _, u := range []upload{
+		{csrf: admin.ensureCSRF(), content: "a file", files: map[string]io.Reader{"notes.txt": strings.NewReader("notes")}, order: []string{"notes.txt"}},
+		{csrf: admin.ensureCSRF(), content: "no file", files: map[string]io.Reader{}},
+	} {
+		resp, err := admin.upload("/dm/"+dm+"/messages", u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusForbidden {
+			t.Fatalf("a file form (%q) to a DM with a deactivated person: %d", u.content, resp.StatusCode)
+		}
+	}
+	if p := admin.get("/dm/" + dm); strings.Contains(p.body, "notes.txt") || strings.Contains(p.body, "no file") {
+		t.Fatal("the DM shows a file or text posted after its member's account was closed")
+	}
 	if p := admin.get("/dm/" + dm); p.StatusCode != http.StatusOK {
 		t.Fatalf("the DM stays readable: %d", p.StatusCode)
 	}

@@ -22,6 +22,7 @@ func (s *Server) setUpOutgoing() {
 	if cfg.BaseURL == "" {
 		cfg.BaseURL = strings.TrimSuffix(s.cfg.SiteURL, "/")
 	}
+	cfg.Ready = s.db.Connected()
 	s.outgoing = outgoing.New(s.db, cfg, s.botReply, s.log, s.closing)
 	s.hub.WatchInvalidations(func(inv live.Invalidation) {
 		if len(inv.Accounts) > 0 {

@@ -71,6 +71,11 @@ const postFileTimeout = 30 * time.Second
 // Cassandra failed) is deleted, so no file is ever left without one. A
 // failure to store the file is a *StoreError.
 func (s *Service) PostFile(ctx context.Context, f FilePost) (m chat.Message, stored bool, err error) {
+	// The same gate as a text's: an active author, and no closed account
+	// in a DM; checked before a byte is stored.
+	if err := s.mayPost(ctx, f.In, f.Uploader.Login); err != nil {
+		return chat.Message{}, false, err
+	}
 	m, err = s.PostOnce(ctx, f.Uploader.Login, f.In.Conversation().ID, f.ClientID, func(ctx context.Context) (chat.Message, error) {
 		stored = true
 		return s.postFile(ctx, f)
@@ -102,6 +107,9 @@ func (s *Service) postFile(ctx context.Context, f FilePost) (chat.Message, error
 // form for files but with none, once per client id; a content the
 // domain refuses is ErrInvalid's.
 func (s *Service) PostWithoutFile(ctx context.Context, in chat.Place, author chat.UserRef, content, clientID string) (chat.Message, error) {
+	if err := s.mayPost(ctx, in, author.Login); err != nil {
+		return chat.Message{}, err
+	}
 	return s.PostOnce(ctx, author.Login, in.Conversation().ID, clientID, func(ctx context.Context) (chat.Message, error) {
 		return s.Post(ctx, in, func() (chat.Message, error) { return s.Storage.DraftMessage(in, author, content) })
 	})

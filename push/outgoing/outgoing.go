@@ -58,6 +58,10 @@ type Config struct {
 	Backoff time.Duration
 	// Off leaves the queue unread by this instance (it still enqueues).
 	Off bool
+	// Ready, when not nil, holds the worker back until it is closed (the
+	// database connected): before that every read of the queue would
+	// fail, and say so twice a poll.
+	Ready <-chan struct{}
 }
 
 // Queue is the storage of deliveries and endpoints (store.Store).
@@ -268,6 +272,13 @@ func Sign(secret string, ts int64, body []byte) string {
 
 // work reads the queue when woken or every poll, until closing.
 func (s *Sender) work(closing <-chan struct{}) {
+	if s.cfg.Ready != nil {
+		select {
+		case <-closing:
+			return
+		case <-s.cfg.Ready:
+		}
+	}
 	t := time.NewTicker(poll)
 	defer t.Stop()
 	for {
