@@ -342,13 +342,13 @@ func measureMailPhase(ctx context.Context, t *target, inbox *mailbox, name strin
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		res.posts = drive(ctx, name+" post", conc, d, paced(rate/float64(conc), post))
+		res.posts = drivePaced(ctx, name+" post", conc, d, pacer(rate/float64(conc)), post)
 	}()
 	if pageRate > 0 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			res.pages = drive(ctx, name+" page", conc, d, paced(pageRate/float64(conc), page))
+			res.pages = drivePaced(ctx, name+" page", conc, d, pacer(pageRate/float64(conc)), page)
 		}()
 	}
 	wg.Wait()
@@ -371,14 +371,14 @@ func measureMailPhase(ctx context.Context, t *target, inbox *mailbox, name strin
 	return res
 }
 
-// paced makes op run at most perSecond times a second in each worker:
-// an operation that takes longer than its interval delays the next, never
-// bunches them.
-func paced(perSecond float64, op func(context.Context, int, int64) (int, error)) func(context.Context, int, int64) (int, error) {
+// pacer makes each worker go at most perSecond times a second: a call
+// that takes longer than its interval delays the next, never bunches
+// them. Its wait is not part of the call's time.
+func pacer(perSecond float64) func(context.Context, int) error {
 	interval := time.Duration(float64(time.Second) / perSecond)
 	var mu sync.Mutex
 	next := map[int]time.Time{}
-	return func(ctx context.Context, w int, i int64) (int, error) {
+	return func(ctx context.Context, w int) error {
 		mu.Lock()
 		at, ok := next[w]
 		if !ok {
@@ -393,10 +393,10 @@ func paced(perSecond float64, op func(context.Context, int, int64) (int, error))
 		mu.Unlock()
 		select {
 		case <-time.After(time.Until(at)):
+			return nil
 		case <-ctx.Done():
-			return 0, ctx.Err()
+			return ctx.Err()
 		}
-		return op(ctx, w, i)
 	}
 }
 

@@ -473,6 +473,9 @@ func (n *Notifier) handle(ctx context.Context, p chat.PendingEmail) string {
 		if wait, first := n.serverFailed(); first {
 			n.log.Warn("email: the SMTP server is down; sending waits", "next try in", wait, "err", err)
 		}
+		// Not this email's failure: it waits one delay, its own count
+		// of attempts (and back-off) as it was.
+		return n.moveOn(ctx, p, p.Attempts, n.cfg.Delay)
 	default: // the server answered: this mail waits, not the others
 		n.serverUp()
 		n.log.Warn("email: not sent, will retry", "login", p.Login, "attempts", p.Attempts+1, "err", err)
@@ -552,18 +555,22 @@ func oldest(p chat.PendingEmail) time.Time {
 // retry moves p to a later due time, doubling the wait each time, until
 // a day after its oldest message.
 func (n *Notifier) retry(ctx context.Context, p chat.PendingEmail) string {
+	return n.moveOn(ctx, p, p.Attempts+1, min(n.cfg.Delay<<min(p.Attempts, 20), n.cfg.MaxBackoff))
+}
+
+// moveOn moves p wait later, with attempts, unless it is older than the
+// give-up time.
+func (n *Notifier) moveOn(ctx context.Context, p chat.PendingEmail, attempts int, wait time.Duration) string {
 	if n.cfg.Now().Sub(oldest(p)) > n.cfg.GiveUp {
 		n.count("failed")
 		return chat.EmailRefused
 	}
-	wait := n.cfg.Delay << min(p.Attempts, 20)
-	wait = min(wait, n.cfg.MaxBackoff)
 	next := p.Due.Add(wait)
 	if now := n.cfg.Now(); next.Before(now) {
 		next = now.Add(wait).Truncate(time.Millisecond)
 	}
 	next = n.laterThan(next)
-	if err := n.db.AddPendingEmail(ctx, next, p.Login, p.Conversation, p.Messages, p.Attempts+1); err != nil {
+	if err := n.db.AddPendingEmail(ctx, next, p.Login, p.Conversation, p.Messages, attempts); err != nil {
 		n.log.Warn("email: move to a later time", "login", p.Login, "err", err)
 		return "" // not finished: the lease runs out, and it is tried again
 	}
