@@ -450,6 +450,9 @@ func (s *Store) RestoreMessages(ctx context.Context, in chat.Place, msgs []chat.
 	}); err != nil {
 		return err
 	}
+	if err := s.bumpVersion(ctx, conv.ID); err != nil {
+		return err
+	}
 	return s.setHead(ctx, conv.ID, newest)
 }
 
@@ -543,6 +546,7 @@ func (s *Store) RestoreFile(ctx context.Context, f chat.StoredFile, body io.Read
 	}
 	defer s.releaseChunkBuffer(buf)
 	hash := sha256.New()
+	sniffed := chat.SniffContentType(nil)
 	for {
 		n, rerr := fill(body, buf)
 		if n > 0 {
@@ -550,6 +554,9 @@ func (s *Store) RestoreFile(ctx context.Context, f chat.StoredFile, body io.Read
 			if a.Size > f.Size {
 				rerr = fmt.Errorf("store: restore file %s: more than its %d bytes", f.ID, f.Size)
 			} else {
+				if a.Chunks == 0 {
+					sniffed = chat.SniffContentType(buf[:n])
+				}
 				hash.Write(buf[:n])
 				if err := s.exec(ctx, "restore chunk", insertChunk, gocql.UUID(a.ID), a.Chunks, buf[:n]); err != nil {
 					rerr = err
@@ -569,7 +576,12 @@ func (s *Store) RestoreFile(ctx context.Context, f chat.StoredFile, body io.Read
 		s.discardUpload(ctx, a, a.Chunks)
 		return fmt.Errorf("store: restore file %s: its bytes are not the file's (%d of %d bytes, or another sha256)", f.ID, a.Size, f.Size)
 	}
-	a.SHA256, a.ContentType, a.Width, a.Height = f.SHA256, f.ContentType, f.Width, f.Height
+	// The type is the bytes', as an upload's is (SniffContentType): an
+	// archive's word that a file is a PDF or an image is not believed.
+	a.SHA256, a.ContentType, a.Width, a.Height = f.SHA256, sniffed, f.Width, f.Height
+	if !chat.RasterImage(sniffed) {
+		a.Width, a.Height = 0, 0
+	}
 	a.PreviewID, a.PreviewWidth, a.PreviewHeight = f.PreviewID, f.PreviewWidth, f.PreviewHeight
 	return s.finishAttachment(ctx, a)
 }
