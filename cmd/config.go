@@ -73,6 +73,9 @@ type ServeConfig struct {
 	JoinRate       float64
 	JoinBurst      int
 	SearchesPerMin int
+	// HookRate and HookBurst bound each incoming webhook's posts.
+	HookRate  float64
+	HookBurst int
 
 	SessionCacheTTL  time.Duration
 	SessionCacheSize int
@@ -115,6 +118,7 @@ func (c ServeConfig) Limits() limit.Writes {
 		Searches: limit.Rate{Burst: c.SearchesPerMin, Per: time.Minute / time.Duration(c.SearchesPerMin)},
 		// One token a byte: the hour's budget may be spent at once.
 		UploadBytes: limit.Rate{Burst: int(c.UploadPerHour), Per: max(time.Hour/time.Duration(c.UploadPerHour), time.Nanosecond)},
+		Hooks:       limit.Rate{Burst: c.HookBurst, Per: every(c.HookRate)},
 	}
 }
 
@@ -321,6 +325,10 @@ func (c *Config) serveSettings() []*setting {
 			accepts: "a number above 0", set: number(&s.MessageRate, positive)},
 		{name: "message-burst", env: "MESSAGE_BURST", def: "20", usage: "messages one person may post at once",
 			accepts: "a whole number of 1 or more", set: integer(&s.MessageBurst, 1)},
+		{name: "hook-rate", env: "HOOK_RATE", def: "1", usage: "posts a second each incoming webhook may make after a burst, per instance (Slack documents one a second)",
+			accepts: "a number above 0", set: number(&s.HookRate, positive)},
+		{name: "hook-burst", env: "HOOK_BURST", def: "20", usage: "posts each incoming webhook may make at once",
+			accepts: "a whole number of 1 or more", set: integer(&s.HookBurst, 1)},
 		{name: "rooms-per-hour", env: "ROOMS_PER_HOUR", def: "10", usage: "rooms one person may create an hour, per instance",
 			accepts: "a whole number of 1 or more", set: integer(&s.RoomsPerHour, 1)},
 		{name: "join-rate", env: "JOIN_RATE", def: "1", usage: "joins and leaves a second one person may make after a burst, per instance",

@@ -1,9 +1,11 @@
 package handlers_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
+	"mime/multipart"
 	"net/http"
 	"net/url"
 	"strings"
@@ -11,6 +13,7 @@ import (
 	"time"
 
 	"github.com/killrchat/killrchat/chat"
+	"github.com/killrchat/killrchat/handlers"
 )
 
 // apiMessages is a page of the API's messages and its next link.
@@ -207,6 +210,134 @@ func TestBotAPI(t *testing.T) {
 		}
 		if after := storedCount(t, room); after != before {
 			t.Fatalf("refused posts stored %d messages", after-before)
+		}
+	})
+}
+
+// apiUpload posts a multipart form of the fields (name, value pairs)
+// then the file to the bot API's upload of conv; chunked leaves the
+// length unknown.
+func apiUpload(t *testing.T, a *app, token, conv string, fields []string, name string, file []byte, chunked bool) (*http.Response, map[string]any) {
+	t.Helper()
+	var buf bytes.Buffer
+	mw := multipart.NewWriter(&buf)
+	for i := 0; i+1 < len(fields); i += 2 {
+		_ = mw.WriteField(fields[i], fields[i+1])
+	}
+	if name != "" {
+		fw, _ := mw.CreateFormFile("file", name)
+		_, _ = fw.Write(file)
+	}
+	_ = mw.Close()
+	var body io.Reader = &buf
+	if chunked {
+		body = io.MultiReader(&buf)
+	}
+	return api(t, a, http.MethodPost, "/api/v1/conversations/"+url.PathEscape(conv)+"/files", token, mw.FormDataContentType(), body)
+}
+
+// TestBotAPIUpload: a bot uploads a file into its room through the API;
+// the room page shows it and a member downloads it; a room the bot is
+// not in is 404; a file over the limit, a form without a file and a body
+// that is not a form are refused clearly and store nothing.
+func TestBotAPIUpload(t *testing.T) {
+	t.Parallel()
+	a := newApp(t, nil, nil, func(c *handlers.Config) { c.MaxUpload = 1 << 20 })
+	admin := a.signedUp(t, unique("adm"))
+	makeAdmin(t, db.Store, admin)
+	bot, token := newBot(t, admin)
+	room := createRoom(t, admin)
+	if p := admin.post("/rooms/"+room+"/members", url.Values{"login": {bot}}); p.StatusCode != http.StatusSeeOther {
+		t.Fatalf("add %s: %d %s", bot, p.StatusCode, text(p, "main"))
+	}
+	member := a.signedUp(t, unique("bea"))
+	if p := admin.post("/rooms/"+room+"/members", url.Values{"login": {member.login}}); p.StatusCode != http.StatusSeeOther {
+		t.Fatalf("add %s: %d %s", member.login, p.StatusCode, text(p, "main"))
+	}
+
+	t.Run("OK", func(t *testing.T) {
+		want, _ := io.ReadAll(randomBytes(300_000, 7))
+		resp, body := apiUpload(t, a, token, room, []string{"text", "The *nightly* report"}, "report.bin", want, false)
+		if resp.StatusCode != http.StatusCreated || resp.Header.Get("Location") == "" {
+			t.Fatalf("upload: %d %v", resp.StatusCode, body)
+		}
+		if f, _ := body["file"].(map[string]any); f["name"] != "report.bin" || f["size"] != float64(len(want)) ||
+			body["text"] != "The *nightly* report" || body["author"].(map[string]any)["login"] != bot {
+			t.Fatalf("the message: %v", body)
+		}
+		msgs, _ := apiMessages(t, a, token, "/api/v1/conversations/"+room+"/messages?limit=1")
+		if len(msgs) != 1 || msgs[0]["id"] != body["id"] || msgs[0]["file"] == nil {
+			t.Fatalf("the newest message: %v", msgs)
+		}
+		p := member.get("/rooms/" + room)
+		item := p.doc.Find("#msg-" + body["id"].(string))
+		link := item.Find("a.attachment-name")
+		href, _ := link.Attr("href")
+		if link.Length() != 1 || strings.TrimSpace(link.Text()) != "report.bin" || !strings.Contains(item.Text(), "nightly") {
+			t.Fatalf("the room page's message: %q", item.Text())
+		}
+		if item.Find(".bot-mark").Length() == 0 {
+			t.Errorf("the bot's upload has no bot mark: %s", item.Text())
+		}
+		dl, err := member.http.Get(member.base + href)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := io.ReadAll(dl.Body)
+		dl.Body.Close()
+		if dl.StatusCode != http.StatusOK || !bytes.Equal(got, want) {
+			t.Fatalf("download: %d, %d bytes, equal %v", dl.StatusCode, len(got), bytes.Equal(got, want))
+		}
+	})
+	t.Run("OutsiderRoom", func(t *testing.T) {
+		other := createRoom(t, admin)
+		resp, body := apiUpload(t, a, token, other, nil, "x.txt", []byte("intruding"), false)
+		if resp.StatusCode != http.StatusNotFound || body["error"] == "" {
+			t.Fatalf("upload into a room the bot is not in: %d %v", resp.StatusCode, body)
+		}
+		if n := listed(t, other); n != 0 {
+			t.Fatalf("%d files stored", n)
+		}
+	})
+	t.Run("Refused", func(t *testing.T) {
+		before := storedCount(t, room)
+		files := listed(t, room)
+		big, _ := io.ReadAll(randomBytes(2<<20, 8))
+		for _, tc := range []struct {
+			name    string
+			send    func() (*http.Response, map[string]any)
+			want    int
+			message string
+		}{
+			{"TooLarge", func() (*http.Response, map[string]any) {
+				return apiUpload(t, a, token, room, nil, "big.bin", big, false)
+			}, http.StatusRequestEntityTooLarge, "larger than the 1 MiB limit"},
+			{"TooLargeChunked", func() (*http.Response, map[string]any) {
+				return apiUpload(t, a, token, room, nil, "big.bin", big, true)
+			}, http.StatusRequestEntityTooLarge, "larger than the 1 MiB limit"},
+			{"NoFile", func() (*http.Response, map[string]any) {
+				return apiUpload(t, a, token, room, []string{"text", "no file"}, "", nil, false)
+			}, http.StatusBadRequest, "no file"},
+			{"UnknownPart", func() (*http.Response, map[string]any) {
+				return apiUpload(t, a, token, room, []string{"channel", "x"}, "a.txt", []byte("a"), false)
+			}, http.StatusBadRequest, `"channel"`},
+			{"NotAForm", func() (*http.Response, map[string]any) {
+				return api(t, a, http.MethodPost, "/api/v1/conversations/"+room+"/files", token, "application/octet-stream", strings.NewReader("bytes"))
+			}, http.StatusUnsupportedMediaType, "multipart/form-data"},
+			{"NoToken", func() (*http.Response, map[string]any) {
+				return apiUpload(t, a, "", room, nil, "a.txt", []byte("a"), false)
+			}, http.StatusUnauthorized, "token"},
+		} {
+			resp, body := tc.send()
+			if msg, _ := body["error"].(string); resp.StatusCode != tc.want || !strings.Contains(msg, tc.message) {
+				t.Errorf("%s: %d %v, want %d saying %q", tc.name, resp.StatusCode, body, tc.want, tc.message)
+			}
+		}
+		if n := listed(t, room); n != files {
+			t.Errorf("refused uploads stored %d files", n-files)
+		}
+		if after := storedCount(t, room); after != before {
+			t.Errorf("refused uploads posted %d messages", after-before)
 		}
 	})
 }

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -234,6 +235,34 @@ func TestOutgoingWebhook(t *testing.T) {
 		}
 		if len(rcv.of("hello back")) != 0 {
 			t.Fatal("the bot's own message was delivered to it")
+		}
+	})
+	// Last: it moves the endpoint. An endpoint that redirects (here to
+	// the receiver, which 127.0.0.1 being allowed it could reach) is
+	// not followed, and its 3xx is not retried.
+	t.Run("RedirectNotFollowed", func(t *testing.T) {
+		var hits atomic.Int32
+		redirect := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			hits.Add(1)
+			http.Redirect(w, r, rcv.srv.URL+"/hook", http.StatusTemporaryRedirect)
+		}))
+		defer redirect.Close()
+		setEndpoint(t, admin, bot, redirect.URL+"/hook", rcv)
+		postMessage(t, admin, room, "@"+bot+" redirected")
+		within(t, "the delivery settled", func() bool {
+			ds, err := db.Deliveries(ctxT(t), chat.DeliveryHour(time.Now()), chat.ID{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, d := range ds {
+				if d.Bot == bot && strings.Contains(string(d.Body), "redirected") {
+					return d.Done
+				}
+			}
+			return false
+		})
+		if n := len(rcv.of("@" + bot + " redirected")); n != 0 || hits.Load() != 1 {
+			t.Fatalf("the redirect was followed %d times; the endpoint was asked %d times, want once", n, hits.Load())
 		}
 	})
 }

@@ -211,6 +211,7 @@ func (s *Store) PersonalState(ctx context.Context, login string) (chat.Markers, 
 			m.Mention[conv] = mention
 		}
 		if len(e.DM.Members) > 0 {
+			e.DM.Members = eachOnce(e.DM.Members)
 			e.DM.Address = strings.TrimPrefix(conv, chat.DMPrefix)
 			dms = append(dms, e)
 		}
@@ -276,6 +277,7 @@ func (s *Store) oldDMList(ctx context.Context, login string) ([]chat.DMEntry, er
 		if !iter.Scan(&conv, &e.DM.Members, (*gocql.UUID)(&e.LastID), &e.LastAuthor, &e.LastExcerpt) {
 			break
 		}
+		e.DM.Members = eachOnce(e.DM.Members)
 		e.DM.Address = strings.TrimPrefix(conv, chat.DMPrefix)
 		out = append(out, e)
 	}
@@ -283,6 +285,22 @@ func (s *Store) oldDMList(ctx context.Context, login string) ([]chat.DMEntry, er
 		return nil, s.fail("read dms of "+login, err)
 	}
 	return out, nil
+}
+
+// eachOnce is members with each login once. members is a list column
+// written USING TIMESTAMP the message's time: a list's overwrite removes
+// the cells older than its timestamp only, so a repeat of the same write
+// (a driver's retry, a speculative second try) appends a second copy at
+// the same timestamp, until the next message's write replaces them all.
+func eachOnce(members []chat.UserRef) []chat.UserRef {
+	seen := make(map[string]bool, len(members))
+	return slices.DeleteFunc(members, func(m chat.UserRef) bool {
+		if seen[m.Login] {
+			return true
+		}
+		seen[m.Login] = true
+		return false
+	})
 }
 
 // sortDMs puts the most recent activity first.

@@ -262,7 +262,10 @@ func appFlags(keyspace string, key []byte) []string {
 		"--rooms-per-hour", unbounded, "--join-rate", "1e9", "--join-burst", unbounded,
 		"--searches-per-minute", unbounded, "--upload-bytes-per-hour", strconv.Itoa(1<<40),
 		"--max-streams-per-user", unbounded, "--max-streams-per-ip", unbounded,
-		"--push-allow-http-loopback", "--push-rate", strconv.FormatFloat(pushRate, 'f', -1, 64))
+		"--push-allow-http-loopback", "--push-rate", strconv.FormatFloat(pushRate, 'f', -1, 64),
+		// Incoming webhooks post as fast as they can (bots); the bots'
+		// outgoing webhooks reach a receiver of the load command.
+		"--hook-rate", "1e9", "--hook-burst", unbounded, "--bot-allow-addresses", "127.0.0.1/32")
 	flags = append(flags, extraAppFlags...)
 	if maxReplays > 0 {
 		flags = append(flags, "--max-replays", strconv.Itoa(maxReplays))

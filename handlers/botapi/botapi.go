@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -30,18 +31,28 @@ type UseCases interface {
 	DeleteMessage(ctx context.Context, in chat.Place, m chat.Message, by string) error
 	React(ctx context.Context, in chat.Place, id chat.ID, who chat.UserRef, emoji string, add bool) error
 	EnterRoom(room string) *fence.Pass
+	PostFile(ctx context.Context, f service.FilePost) (chat.Message, bool, error)
+}
+
+// Core is what the API uses of the HTTP core (handlers.Server): the
+// conversation an id names for a login, and the checks and answers of
+// an upload, a person's and a bot's alike.
+type Core interface {
+	ConversationByID(ctx context.Context, login, id string) (handlers.Conversation, error)
+	OpenUpload(c echo.Context, login string) (*handlers.Upload, error)
+	UploadError(err error) error
 }
 
 // Deps are what the API is built from.
 type Deps struct {
 	App  UseCases
-	Core interface {
-		ConversationByID(ctx context.Context, login, id string) (handlers.Conversation, error)
-	}
-	Store   StoreReads
-	Watcher Watcher
-	Rate    limit.Rate
-	Log     *slog.Logger
+	Core Core
+	// MaxUpload bounds an uploaded file's bytes (Config.MaxUpload).
+	MaxUpload int64
+	Store     StoreReads
+	Watcher   Watcher
+	Rate      limit.Rate
+	Log       *slog.Logger
 }
 
 // StoreReads are the reads of the store the API makes (store.Store).
@@ -54,14 +65,13 @@ type StoreReads interface {
 }
 
 type module struct {
-	app  UseCases
-	core interface {
-		ConversationByID(ctx context.Context, login, id string) (handlers.Conversation, error)
-	}
-	store  StoreReads
-	tokens *tokenCache
-	rates  *botRates
-	log    *slog.Logger
+	app       UseCases
+	core      Core
+	maxUpload int64
+	store     StoreReads
+	tokens    *tokenCache
+	rates     *botRates
+	log       *slog.Logger
 }
 
 const (
@@ -72,12 +82,13 @@ const (
 
 // Register lists the API's routes under /api/v1.
 func Register(r handlers.Routes, d Deps) {
-	m := &module{app: d.App, core: d.Core, store: d.Store, tokens: newTokenCache(d.Watcher), rates: newBotRates(d.Rate), log: d.Log}
+	m := &module{app: d.App, core: d.Core, maxUpload: d.MaxUpload, store: d.Store, tokens: newTokenCache(d.Watcher), rates: newBotRates(d.Rate), log: d.Log}
 	g := r.Bare.Group("/api/v1", m.authenticate, m.limited)
 	g.GET("/me", m.me)
 	g.GET("/conversations", m.conversations)
 	g.GET("/conversations/:conv/messages", m.messages)
 	g.POST("/conversations/:conv/messages", m.post)
+	g.POST(strings.TrimPrefix(handlers.BotUploadRoute, "/api/v1"), m.upload)
 	g.PATCH("/conversations/:conv/messages/:id", m.edit)
 	g.DELETE("/conversations/:conv/messages/:id", m.delete)
 	g.PUT("/conversations/:conv/messages/:id/reactions/:emoji", m.react)

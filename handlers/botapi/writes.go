@@ -50,13 +50,11 @@ func readText(c echo.Context) (string, bool, error) {
 	if b.Text == nil {
 		return "", false, jsonError(c, http.StatusBadRequest, "The body has no text.")
 	}
-	switch b.Format {
-	case "", "markdown":
-		return *b.Text, true, nil
-	case "plain":
-		return chat.EscapeMarkdown(*b.Text), true, nil
+	text, err := formatted(*b.Text, b.Format)
+	if err != nil {
+		return "", false, jsonError(c, http.StatusBadRequest, err.Error())
 	}
-	return "", false, jsonError(c, http.StatusBadRequest, `format is "markdown" or "plain".`)
+	return text, true, nil
 }
 
 // post posts the bot's message: 201 with the message.

@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -27,9 +26,6 @@ import (
 )
 
 const (
-	// formSlack is what an upload request may carry besides its files:
-	// the token, the text, the multipart headers.
-	formSlack = 64 << 10
 	// maxFilesPerPost bounds the files of one request (each is a message).
 	maxFilesPerPost = 10
 	// sweepEvery is how often an instance sweeps dead uploads.
@@ -53,14 +49,14 @@ type App interface {
 
 // Core is what the module uses of the HTTP core (handlers.Server): the
 // room a file's reader asks about, the hand-over of the multipart posts,
-// the test hook once a file is stored, how long an upload runs before
-// Config.UploadMinRate applies (tests shorten it), rendering.
+// rendering, and the checks every upload passes (OpenUpload) with the
+// answers to its faults (UploadError), which the bots' API shares.
 type Core interface {
 	RoomFor(ctx context.Context, name, login string) (chat.RoomFor, error)
 	HandleUploads(h handlers.UploadHandler)
-	FileStored(ctx context.Context)
-	UploadGrace() time.Duration
 	RenderRaw(c echo.Context, status int, comp templ.Component) error
+	OpenUpload(c echo.Context, login string) (*handlers.Upload, error)
+	UploadError(err error) error
 }
 
 // Deps are what the module is built from.
@@ -70,13 +66,11 @@ type Deps struct {
 	App   App
 	// Config bounds uploads (MaxUpload, UploadTimeout, UploadMinRate).
 	Config handlers.Config
-	// CSRF checks a form read as a stream. Bytes is the hourly upload
-	// budget per person, Messages the posting rate, Uploads the uploads
-	// under way per person.
+	// CSRF checks a form read as a stream. Messages is the posting rate
+	// per person (Core.OpenUpload has the byte budget and the uploads
+	// under way).
 	CSRF     *csrf.Guard
-	Bytes    *limit.Keyed
 	Messages *limit.Keyed
-	Uploads  *limit.UserCounts
 	Metrics  *metrics.Registry
 	Log      *slog.Logger
 	// Closing is closed when the server shuts down: the sweeper stops.
@@ -95,12 +89,6 @@ func Register(r handlers.Routes, d Deps) {
 	go s.sweepUploads()
 }
 
-// errTooLarge is the 413 a person reads.
-func (s routes) errTooLarge() error {
-	return echo.NewHTTPError(http.StatusRequestEntityTooLarge,
-		fmt.Sprintf("The file is larger than the %s limit. Nothing was stored.", views.HumanSize(s.Config.MaxUpload)))
-}
-
 // postFiles handles a multipart post of the composer: the _csrf field,
 // then the text, then the files, read in that order from the stream. Each
 // file is stored as it arrives and posted as its own message (the text
@@ -110,34 +98,12 @@ func (s routes) errTooLarge() error {
 func (s routes) postFiles(c echo.Context, in chat.Place, composer func(views.Form) error, back string) error {
 	req := c.Request()
 	me := handlers.MustUser(c)
-	maxBody := s.Config.MaxUpload + formSlack
-	if req.ContentLength > maxBody {
-		s.Metrics.CountUpload("too_large", 0)
-		return s.errTooLarge()
+	up, err := s.Core.OpenUpload(c, me.Login)
+	if err != nil {
+		return err
 	}
-	// The hourly byte budget: all at once when the length is known,
-	// chunk by chunk as they arrive otherwise (a chunked request).
-	if req.ContentLength > 0 {
-		if ok, wait := s.Bytes.AllowN(me.Login, int(req.ContentLength)); !ok {
-			s.Metrics.CountUpload("rate_limited", 0)
-			return limit.TooMany(c, wait, "uploading")
-		}
-	}
-	if !s.Uploads.Take(me.Login) {
-		s.Metrics.CountUpload("rate_limited", 0)
-		return limit.TooMany(c, 5*time.Second, "uploading several files at once")
-	}
-	defer s.Uploads.Give(me.Login)
-	// The server's read timeout is sized for forms; an upload gets a
-	// deadline of its own instead, generous but not unbounded, and must
-	// keep up a minimum rate (a stalled upload holds a connection, and
-	// perhaps a chunk buffer, for nothing).
-	rc := http.NewResponseController(c.Response())
-	_ = rc.SetWriteDeadline(time.Now().Add(s.Config.UploadTimeout + time.Minute))
-	paced := &web.PacedBody{ReadCloser: req.Body, RC: rc, Grace: s.Core.UploadGrace(),
-		Rate: float64(s.Config.UploadMinRate), End: time.Now().Add(s.Config.UploadTimeout)}
-	body := &web.RecordingBody{ReadCloser: http.MaxBytesReader(c.Response(), paced, maxBody)}
-	req.Body = body
+	defer up.Close()
+	body := up.Body
 	mr, err := req.MultipartReader()
 	if err != nil {
 		return echo.NewHTTPError(http.StatusBadRequest, "The upload could not be read.")
@@ -148,7 +114,6 @@ func (s routes) postFiles(c echo.Context, in chat.Place, composer func(views.For
 		sawCSRF  bool
 		posted   []chat.Message
 		files    int
-		budgeted = req.ContentLength > 0
 	)
 	for {
 		part, err := mr.NextPart()
@@ -158,7 +123,7 @@ func (s routes) postFiles(c echo.Context, in chat.Place, composer func(views.For
 		if err != nil {
 			if body.Err == nil {
 				// The bytes arrived; they are not a multipart form.
-				err = fmt.Errorf("%w: %w", errMalformed, err)
+				err = fmt.Errorf("%w: %w", handlers.ErrMalformedUpload, err)
 			}
 			return s.uploadError(err)
 		}
@@ -210,13 +175,7 @@ func (s routes) postFiles(c echo.Context, in chat.Place, composer func(views.For
 					return limit.TooMany(c, wait, "sending messages")
 				}
 			}
-			var file io.Reader = part
-			if !budgeted {
-				file = &web.BudgetReader{R: part, Take: func(n int) bool {
-					ok, _ := s.Bytes.AllowN(me.Login, n)
-					return ok
-				}}
-			}
+			file := up.File(part)
 			text := content
 			content = "" // the text goes with the first file only
 			m, stored, err := s.App.PostFile(req.Context(), service.FilePost{In: in, Uploader: me, Name: part.FileName(),
@@ -272,41 +231,28 @@ func fileKey(clientID string, n int) string {
 }
 
 // uploadError maps what can end an upload to what a person reads.
-func (s routes) uploadError(err error) error {
-	var tooBig *http.MaxBytesError
-	var invalid chat.ValidationError
-	switch {
-	case errors.As(err, &tooBig), errors.Is(err, chat.ErrTooLarge):
-		s.Metrics.CountUpload("too_large", 0)
-		return s.errTooLarge()
-	case errors.Is(err, web.ErrOverBudget):
-		s.Metrics.CountUpload("rate_limited", 0)
-		return echo.NewHTTPError(http.StatusTooManyRequests,
-			"You are uploading too fast. Please wait a while and try again. Nothing was stored.")
-	case errors.As(err, &invalid):
-		s.Metrics.CountUpload("refused", 0)
-		return echo.NewHTTPError(http.StatusUnprocessableEntity, invalid["file"])
-	case errors.Is(err, os.ErrDeadlineExceeded):
-		s.Metrics.CountUpload("too_slow", 0)
-		return echo.NewHTTPError(http.StatusRequestTimeout,
-			fmt.Sprintf("The upload was too slow (under %s a second, or longer than %s) and was stopped. Nothing of the file was kept.",
-				views.HumanSize(s.Config.UploadMinRate), s.Config.UploadTimeout))
-	case errors.Is(err, errMalformed):
-		s.Metrics.CountUpload("refused", 0)
-		s.Log.Info("malformed upload", "err", err)
-		return echo.NewHTTPError(http.StatusBadRequest,
-			"The upload could not be read: its form is malformed. Files before the fault were sent; nothing after it was stored.")
-	case errors.Is(err, chat.ErrNotParticipant), errors.Is(err, chat.ErrUnavailable):
-		return err
-	}
-	s.Metrics.CountUpload("failed", 0)
-	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, context.Canceled) {
-		return fmt.Errorf("upload cut off: %w", context.Canceled)
-	}
-	return fmt.Errorf("upload: %w", err)
-}
+func (s routes) uploadError(err error) error { return s.Core.UploadError(err) }
 
-var errMalformed = errors.New("malformed multipart body")
+// fileCSP is the policy of every file but a PDF: were a browser to show
+// one as a page in our origin after all, it could load nothing and run
+// nothing, in an origin of its own (sandbox).
+const fileCSP = "default-src 'none'; sandbox"
+
+// pdfCSP is a PDF's policy (issue 39: PDFs opened nowhere but in a
+// download). A PDF is served inline, from our own origin, so that the
+// browser opens it in its viewer; but a viewer that is a plugin (as
+// Chromium's was, crbug.com/271452) or a frame of the page never loads
+// in a sandboxed document, so the policy has no sandbox. What stops the
+// file from acting as a page of ours is that only bytes that open with
+// "%PDF-" are ever typed application/pdf (chat.SniffContentType, where
+// an upload's type is decided), and nosniff, which keeps the browser to
+// that type: the document it shows holds the browser's own viewer, never
+// markup from the file. default-src 'none' still lets that document
+// load, run and fetch nothing; object-src 'self' lets a plugin viewer
+// show this same file and nothing else; frame-ancestors 'none' (with
+// the X-Frame-Options: DENY every answer has) keeps another site from
+// framing a member's file, as nothing of ours frames one.
+const pdfCSP = "default-src 'none'; object-src 'self'; frame-ancestors 'none'"
 
 // downloadFile serves an attachment to the members of its conversation
 // (404 for anyone else, as if it did not exist). http.ServeContent does
@@ -326,14 +272,17 @@ func (s routes) downloadFile(c echo.Context) error {
 	h.Set("Content-Type", a.ContentType)
 	h.Set("ETag", `"`+hex.EncodeToString(a.SHA256)+`"`)
 	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Content-Security-Policy", "default-src 'none'; sandbox")
 	// The id never names other bytes, so the browser may keep it; private,
 	// since only members may read it.
 	h.Set("Cache-Control", "private, max-age=86400")
-	disposition := "attachment"
-	if a.Inline() {
+	disposition, policy := "attachment", fileCSP
+	switch {
+	case a.Inline():
 		disposition = "inline"
+	case a.PDF():
+		disposition, policy = "inline", pdfCSP
 	}
+	h.Set("Content-Security-Policy", policy)
 	h.Set("Content-Disposition", mime.FormatMediaType(disposition, map[string]string{"filename": a.Name}))
 	_ = http.NewResponseController(c.Response()).SetWriteDeadline(time.Now().Add(s.Config.UploadTimeout))
 	if rng := c.Request().Header.Get("Range"); rng != "" {

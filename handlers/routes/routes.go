@@ -42,7 +42,7 @@ func Modules(db *store.Store) []handlers.Module {
 		},
 		func(s *handlers.Server, r handlers.Routes) {
 			files.Register(r, files.Deps{Core: s, Files: db, App: s.App(), Config: s.Config(),
-				CSRF: s.CSRF(), Bytes: s.UploadBytes(), Messages: s.MessageRate(), Uploads: s.Uploads(), Metrics: s.Metrics(), Log: s.Log(), Closing: s.Closing()})
+				CSRF: s.CSRF(), Messages: s.MessageRate(), Metrics: s.Metrics(), Log: s.Log(), Closing: s.Closing()})
 		},
 		func(s *handlers.Server, r handlers.Routes) { dms.Register(r, s, s, s.App()) },
 		func(s *handlers.Server, r handlers.Routes) { mentions.Register(r, s, db) },
@@ -59,7 +59,7 @@ func Modules(db *store.Store) []handlers.Module {
 			admin.Register(r, s, s, s.App(), s.Config().Limits.Admin, s.CheckBotEndpoint)
 		},
 		func(s *handlers.Server, r handlers.Routes) {
-			botapi.Register(r, botapi.Deps{App: s.App(), Core: s, Store: db, Watcher: s, Rate: s.Config().Limits.API, Log: s.Log()})
+			botapi.Register(r, botapi.Deps{App: s.App(), Core: s, MaxUpload: s.Config().MaxUpload, Store: db, Watcher: s, Rate: s.Config().Limits.API, Log: s.Log()})
 		},
 		func(s *handlers.Server, r handlers.Routes) { hooks.Register(r, s, s.App(), s.Config().Limits.Hooks) },
 		func(s *handlers.Server, r handlers.Routes) { switcher.Register(r, s, db, s.App()) },

@@ -35,6 +35,8 @@ const (
 	// leaseFor is how long a claim holds a delivery: past it, another
 	// instance takes it (its holder died).
 	leaseFor = 30 * time.Second
+	// claimTimeout bounds a claim of a delivery.
+	claimTimeout = 10 * time.Second
 	// poll is how often the worker reads the queue when not woken.
 	poll = 500 * time.Millisecond
 	// maxReply bounds the answer read for a reply.
@@ -325,15 +327,20 @@ func (s *Sender) round(closing <-chan struct{}) {
 				return
 			case s.slots <- struct{}{}:
 			}
-			d, ok, err := s.q.ClaimDelivery(ctx, d, now.Add(leaseFor))
-			if err != nil || !ok {
-				<-s.slots
-				continue
-			}
+			// The claim (an LWT) is made by the delivery's goroutine:
+			// the due deliveries are claimed at once, not one after
+			// another behind each other's Paxos rounds. Busy keeps the
+			// next round of this instance off it meanwhile.
 			s.setBusy(d.ID, true)
 			s.wg.Add(1)
 			go func() {
 				defer func() { <-s.slots; s.setBusy(d.ID, false); s.wg.Done() }()
+				ctx, cancel := context.WithTimeout(context.Background(), claimTimeout)
+				d, ok, err := s.q.ClaimDelivery(ctx, d, now.Add(leaseFor))
+				cancel()
+				if err != nil || !ok {
+					return
+				}
 				s.attempt(d)
 			}()
 		}
