@@ -1,6 +1,7 @@
 package missed
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -62,5 +63,27 @@ func TestWants(t *testing.T) {
 				t.Fatalf("wants = %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestOneLine: a subject made of names and a conversation's name holds
+// no line break, whatever they hold (the sender refuses one anyway), and
+// stays short.
+func TestOneLine(t *testing.T) {
+	for _, tc := range []struct{ name, in, want string }{
+		{"CRLF", "Ada\r\nBcc: eve@example.test wrote in #x", "Ada Bcc: eve@example.test wrote in #x"},
+		{"LF", "Ada\nBcc: eve@example.test", "Ada Bcc: eve@example.test"},
+		{"CR", "Ada\rBcc: eve@example.test", "Ada Bcc: eve@example.test"},
+		{"Spaces", "  Ada \t wrote  ", "Ada wrote"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := oneLine(tc.in); got != tc.want {
+				t.Fatalf("oneLine(%q) = %q, want %q", tc.in, got, tc.want)
+			}
+		})
+	}
+	long := oneLine(strings.Repeat("é", 400))
+	if n := len([]rune(long)); n != 150 || !strings.HasSuffix(long, "…") {
+		t.Fatalf("a long subject: %d runes", n)
 	}
 }
