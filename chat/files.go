@@ -3,6 +3,11 @@
 
 package chat
 
+import (
+	"bytes"
+	"net/http"
+)
+
 // Attachment is a stored file and what is known of it.
 type Attachment struct {
 	// ID is a timeuuid; the time is when the upload started.
@@ -13,7 +18,7 @@ type Attachment struct {
 	// Name is the cleaned file name the uploader gave.
 	Name string
 	Size int64
-	// ContentType is sniffed from the first bytes (http.DetectContentType),
+	// ContentType is sniffed from the first bytes (SniffContentType),
 	// never the uploader's claim.
 	ContentType string
 	SHA256      []byte
@@ -30,9 +35,37 @@ type Attachment struct {
 }
 
 // Inline reports whether the file may be shown by a browser in our
-// origin: a raster image whose header was read. Everything else (HTML,
-// SVG, PDF, text) is only ever downloaded.
+// origin as an image: a raster image whose header was read. A PDF opens
+// in the browser's viewer (PDF); everything else (HTML, SVG, text) is
+// only ever downloaded.
 func (a Attachment) Inline() bool { return RasterImage(a.ContentType) && a.Width > 0 }
+
+// PDF reports whether the file is a PDF, which the browser opens in its
+// own viewer rather than downloads: only bytes that open with the PDF
+// header get the type (SniffContentType).
+func (a Attachment) PDF() bool { return a.ContentType == PDFType }
+
+// PDFType is a PDF's content type.
+const PDFType = "application/pdf"
+
+// pdfHeader opens every PDF file (ISO 32000-1, 7.5.2: "%PDF-1.7").
+var pdfHeader = []byte("%PDF-")
+
+// SniffContentType is a file's content type from its first bytes (up to
+// 512 are looked at), never from its name or what the uploader says it
+// is: http.DetectContentType's answer, with PDFType decided here rather
+// than trusted to it, as PDFType is what opens a file in the browser's
+// viewer in our origin. A file whose bytes do not open with "%PDF-" is
+// never a PDF, whatever it is called.
+func SniffContentType(first []byte) string {
+	if bytes.HasPrefix(first, pdfHeader) {
+		return PDFType
+	}
+	if t := http.DetectContentType(first); t != PDFType {
+		return t
+	}
+	return "application/octet-stream"
+}
 
 // Ref is what a message keeps of the attachment.
 func (a Attachment) Ref() AttachmentRef {

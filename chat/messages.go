@@ -70,6 +70,10 @@ type AttachmentRef struct {
 // HasPreview reports whether the message shows the file as an image.
 func (r AttachmentRef) HasPreview() bool { return r.PreviewID != (ID{}) }
 
+// PDF reports whether the message's file is a PDF, which its link opens
+// in the browser's viewer (Attachment.PDF) rather than downloads.
+func (r AttachmentRef) PDF() bool { return r.ContentType == PDFType }
+
 // RasterImage reports whether a sniffed content type is one of the raster
 // images served inline: PNG, JPEG, GIF or WebP.
 func RasterImage(contentType string) bool {

@@ -193,6 +193,7 @@ const (
 	AuditDeleteSelf   = "delete-account"
 	AuditPasswordSet  = "password-reset"
 	AuditInviteRevoke = "site-invite-revoke"
+	AuditDefaultRooms = "default-rooms"
 )
 
 // SiteInvite is a link that lets people sign up under the invitation

@@ -48,14 +48,33 @@ func init() {
 
 // folder folds case, width and diacritics: "Café" and "CAFE" are "cafe",
 // "ｔｅｓｔ" is "test". A transformer is not safe for concurrent use, so
-// each call makes its own chain (cheap: no allocation until used).
+// each call makes its own chain (cheap: no allocation until used). ASCII
+// text, most of what is indexed, has no diacritics nor widths: folding it
+// is lower-casing it, without the chain (which cost an import most of its
+// own CPU).
 func fold(s string) string {
+	if isASCII(s) {
+		return strings.ToLower(s)
+	}
+	return foldUnicode(s)
+}
+
+func foldUnicode(s string) string {
 	t := transform.Chain(norm.NFKD, runes.Remove(runes.In(unicode.Mn)), cases.Fold(), norm.NFC)
 	out, _, err := transform.String(t, s)
 	if err != nil {
 		return strings.ToLower(s)
 	}
 	return out
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
 }
 
 // isCJK reports whether r is written without spaces between words: such

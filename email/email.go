@@ -136,8 +136,13 @@ func (s *Sender) Domain() string {
 // that failed) or not (a 5xx answer: a refused recipient, a bounce).
 type Error struct {
 	Temporary bool
-	Code      int
-	Err       error
+	// Server says the failure is the server's, not this mail's: it could
+	// not be reached, or did not let the mail begin (no answer to the
+	// mail's own commands, or 421, closing), so the next mail would fail
+	// alike.
+	Server bool
+	Code   int
+	Err    error
 }
 
 func (e *Error) Error() string { return e.Err.Error() }
@@ -229,19 +234,32 @@ func (s *Sender) Send(ctx context.Context, m Mail) (string, error) {
 	return msg.ServerResponse(), nil
 }
 
+// Answered says whether err carries the server's answer to the mail (an
+// SMTP reply code).
+func Answered(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && e.Code != 0
+}
+
+// ServerDown says whether err is a failure of the server as a whole
+// (see Error.Server), which will pass, if ever, by itself.
+func ServerDown(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && e.Temporary && e.Server
+}
+
 // classify makes err an *Error: a 5xx answer is permanent, the rest
-// (4xx, a connection that failed or timed out) temporary.
+// (4xx, a connection that failed or timed out) temporary; a failure with
+// no answer to the mail's commands (dial, TLS, login, a connection cut),
+// or a 421, is the server's.
 func classify(err error) *Error {
 	var se *gomail.SendError
 	if errors.As(err, &se) {
 		code := se.ErrorCode()
-		return &Error{Temporary: code == 0 || code < 500 || se.IsTemp(), Code: code, Err: err}
+		temporary := code == 0 || code < 500 || se.IsTemp()
+		return &Error{Temporary: temporary, Server: temporary && (code == 0 || code == 421), Code: code, Err: err}
 	}
-	var ne net.Error
-	if errors.As(err, &ne) {
-		return &Error{Temporary: true, Err: err}
-	}
-	return &Error{Temporary: true, Err: err}
+	return &Error{Temporary: true, Server: true, Err: err}
 }
 
 // Addr is host:port of c, for logs.

@@ -117,14 +117,25 @@ func TestRefusedRecipientIsPermanent(t *testing.T) {
 	srv := smtptest.Start(t, false)
 	srv.Refuse("gone@example.test")
 	_, err := send(t, srv.Config(), email.Mail{To: "gone@example.test", Subject: "x", Text: "x"})
-	if !email.Permanent(err) {
-		t.Fatalf("err %v, want a permanent refusal", err)
+	if !email.Permanent(err) || !email.Answered(err) || email.ServerDown(err) {
+		t.Fatalf("err %v, want a permanent refusal, the server's answer", err)
 	}
 	srv.Stop()
 	_, err = send(t, srv.Config(), email.Mail{To: "bob@example.test", Subject: "x", Text: "x"})
 	var e *email.Error
-	if err == nil || email.Permanent(err) || !errors.As(err, &e) {
-		t.Fatalf("err %v, want a temporary failure", err)
+	if err == nil || email.Permanent(err) || !errors.As(err, &e) || !email.ServerDown(err) || email.Answered(err) {
+		t.Fatalf("err %v, want a temporary failure of the server (refused)", err)
+	}
+	// A port that takes the connection and answers nothing: the
+	// sender's timeout ends the try, a failure of the server.
+	if err := srv.Hang(); err != nil {
+		t.Fatal(err)
+	}
+	cfg := srv.Config()
+	cfg.Timeout = 300 * time.Millisecond
+	_, err = send(t, cfg, email.Mail{To: "bob@example.test", Subject: "x", Text: "x"})
+	if err == nil || !email.ServerDown(err) || srv.HungConnections() != 1 {
+		t.Fatalf("err %v after %d connections, want a temporary failure of the server (no answer)", err, srv.HungConnections())
 	}
 	if err := srv.Restart(); err != nil {
 		t.Fatal(err)

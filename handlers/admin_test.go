@@ -319,11 +319,12 @@ func TestAdminRoutesAreNotFoundForOthers(t *testing.T) {
 		{"GET", "/admin/audit"},
 		{"POST", "/admin/settings"},
 		{"POST", "/admin/invites"},
+		{"POST", "/admin/default-rooms"},
 	}
 	for _, action := range []string{"deactivate", "reactivate", "promote", "demote", "end-sessions", "reset-link"} {
 		routes = append(routes, struct{ method, path string }{"POST", "/admin/people/" + target.login + "/" + action})
 	}
-	form := url.Values{"signup_policy": {chat.SignupInvite}, "room_creation": {chat.RoomsByAdmins}, "max_uses": {"3"}}
+	form := url.Values{"signup_policy": {chat.SignupInvite}, "room_creation": {chat.RoomsByAdmins}, "max_uses": {"3"}, "rooms": {"lobby"}}
 	for _, who := range []*client{other, visitor} {
 		for _, r := range routes {
 			var p page

@@ -15,6 +15,8 @@ import (
 	"mime"
 	"mime/multipart"
 	"net/http"
+	"net/textproto"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -52,6 +54,9 @@ type upload struct {
 	cutAfter int64
 	clientID string          // the composer's client_id ("" leaves it out)
 	ctx      context.Context // the request's, if not nil
+	// types are the files' Content-Type as the uploader claims them, by
+	// file name (application/octet-stream for the others).
+	types map[string]string
 }
 
 // upload streams u to path (the body is never built in memory) and
@@ -74,7 +79,16 @@ func (c *client) upload(path string, u upload) (*http.Response, error) {
 			return err
 		}
 		for _, name := range u.order {
-			fw, err := mw.CreateFormFile("file", name)
+			var fw io.Writer
+			var err error
+			if claim, ok := u.types[name]; ok {
+				h := textproto.MIMEHeader{}
+				h.Set("Content-Disposition", mime.FormatMediaType("form-data", map[string]string{"name": "file", "filename": name}))
+				h.Set("Content-Type", claim)
+				fw, err = mw.CreatePart(h)
+			} else {
+				fw, err = mw.CreateFormFile("file", name)
+			}
 			if err != nil {
 				return err
 			}
@@ -893,5 +907,85 @@ func TestStalledUploads(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusSeeOther {
 		t.Errorf("an upload after the stalled ones: %d", resp.StatusCode)
+	}
+}
+
+// onePagePDF is a small valid PDF of one page, which the browser tests
+// open in Chromium's viewer too.
+func onePagePDF(t *testing.T) []byte {
+	t.Helper()
+	b, err := os.ReadFile("../e2e/browser/testdata/one-page.pdf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestPDFOpensInBrowser (issue 39, item 11: PDFs downloaded instead of
+// opening): a PDF is served inline, under a policy the browser's viewer
+// runs under (no sandbox), and its link in the conversation opens it
+// rather than downloads it. Only bytes that are a PDF get that: a file
+// that is only called .pdf, or that its uploader says is
+// application/pdf, downloads under the sandbox as any file does.
+func TestPDFOpensInBrowser(t *testing.T) {
+	t.Parallel()
+	a := newApp(t, nil, nil)
+	ada := a.signedUp(t, unique("ada"))
+	room := createRoom(t, ada)
+	const sandboxed, viewer = "default-src 'none'; sandbox", "default-src 'none'; object-src 'self'; frame-ancestors 'none'"
+	pdf := string(onePagePDF(t))
+	for _, tc := range []struct {
+		name, claim, body        string
+		contentType, disposition string
+		policy                   string
+	}{
+		{"report.pdf", "application/pdf", pdf, "application/pdf", "inline", viewer},
+		{"scan.bin", "", pdf, "application/pdf", "inline", viewer},
+		{"notes.pdf", "", "just text, named .pdf", "text/plain; charset=utf-8", "attachment", sandboxed},
+		{"claimed.pdf", "application/pdf", "text that says it is a PDF", "text/plain; charset=utf-8", "attachment", sandboxed},
+		{"page.pdf", "application/pdf", "<html><script>alert(1)</script>%PDF-1.4", "text/html; charset=utf-8", "attachment", sandboxed},
+		{"indented.pdf", "application/pdf", " %PDF-1.4 after a space", "text/plain; charset=utf-8", "attachment", sandboxed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			u := upload{csrf: ada.ensureCSRF(), files: map[string]io.Reader{tc.name: bytesFile([]byte(tc.body))}, order: []string{tc.name}}
+			if tc.claim != "" {
+				u.types = map[string]string{tc.name: tc.claim}
+			}
+			resp, err := ada.upload("/rooms/"+room+"/messages", u)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusSeeOther {
+				t.Fatalf("upload: %d", resp.StatusCode)
+			}
+			link := ada.get("/rooms/" + room).doc.Find("a.attachment-name").Last()
+			href := link.AttrOr("href", "")
+			if name := strings.TrimSpace(link.Text()); name != tc.name {
+				t.Fatalf("the newest file is %q, want %q", name, tc.name)
+			}
+			_, downloads := link.Attr("download")
+			if wantDownload := tc.disposition == "attachment"; downloads != wantDownload || (!downloads && link.AttrOr("target", "") != "_blank") {
+				t.Errorf("the link downloads: %v (target %q), want %v", downloads, link.AttrOr("target", ""), wantDownload)
+			}
+			resp, err = ada.http.Get(ada.base + href)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			h := resp.Header
+			disposition, params, _ := mime.ParseMediaType(h.Get("Content-Disposition"))
+			if resp.StatusCode != http.StatusOK || string(body) != tc.body {
+				t.Errorf("GET %s: %d, %d bytes of %d", href, resp.StatusCode, len(body), len(tc.body))
+			}
+			if h.Get("Content-Type") != tc.contentType || disposition != tc.disposition || params["filename"] != tc.name ||
+				h.Get("X-Content-Type-Options") != "nosniff" || h.Get("Content-Security-Policy") != tc.policy ||
+				h.Get("X-Frame-Options") != "DENY" {
+				t.Errorf("headers: Content-Type %q, Content-Disposition %q, nosniff %q, CSP %q, X-Frame-Options %q; want %q, %s, nosniff, %q, DENY",
+					h.Get("Content-Type"), h.Get("Content-Disposition"), h.Get("X-Content-Type-Options"),
+					h.Get("Content-Security-Policy"), h.Get("X-Frame-Options"), tc.contentType, tc.disposition, tc.policy)
+			}
+		})
 	}
 }

@@ -180,9 +180,11 @@ func TestRemovedFromClosedRoom(t *testing.T) {
 func confirmed() url.Values { return url.Values{"confirm": {"yes"}} }
 
 // TestDeleteAsksWithoutJS (issue 39, item 11): without JavaScript, a
-// message's Delete answers a page that asks (and deletes nothing); its
-// "Yes, delete it" deletes; Cancel goes back to the message. Someone who
-// may not delete it is refused, not asked.
+// message's Delete (a post without confirm=yes) deletes nothing and goes
+// to a page that asks (GET, so a reload posts nothing); its "Yes, delete
+// it" deletes; Cancel goes back to the message. The message's own page
+// links to the question rather than deleting at once. Someone who may
+// not delete it is refused, not asked.
 func TestDeleteAsksWithoutJS(t *testing.T) {
 	t.Parallel()
 	a := newApp(t, nil, nil)
@@ -191,29 +193,93 @@ func TestDeleteAsksWithoutJS(t *testing.T) {
 	postMessage(t, ada, room, "delete me later")
 	id := latestID(t, room, "delete me later")
 	path := "/rooms/" + room + "/messages/" + id + "/delete"
+	kept := func(what string) {
+		t.Helper()
+		if m, err := storedMessage(t, roomPlace(t, room), id); err != nil || m.Content != "delete me later" {
+			t.Fatalf("%s deleted the message: %+v %v", what, m, err)
+		}
+	}
 
 	if p := bob.post(path, nil); p.StatusCode != http.StatusForbidden {
 		t.Errorf("bob's delete of ada's message: %d, want 403", p.StatusCode)
 	}
-	p := ada.post(path, nil)
-	if p.StatusCode != http.StatusOK || text(p, "main h1") != "Delete this message?" {
-		t.Fatalf("the first delete: %d %q, want the question", p.StatusCode, text(p, "main h1"))
+	if p := bob.get(path); p.StatusCode != http.StatusForbidden {
+		t.Errorf("bob asks to delete ada's message: %d, want 403", p.StatusCode)
 	}
-	form := p.doc.Find(`form.confirm-delete-message[action="` + path + `"]`)
-	if form.Find(`input[name=confirm][value=yes]`).Length() != 1 || strings.TrimSpace(form.Find("button").Text()) != "Yes, delete it" {
+	if p := ada.get("/rooms/" + room + "/messages/" + id); p.doc.Find(`#message-page a.delete-link[href="`+path+`"]`).Length() != 1 ||
+		p.doc.Find(`#message-page form[action="`+path+`"] input[name=confirm]`).Length() != 0 {
+		t.Errorf("the message's page deletes without asking, or does not link to the question: %s", text(p, "#message-page"))
+	}
+	p := ada.post(path, nil)
+	if p.StatusCode != http.StatusSeeOther || p.Header.Get("Location") != path {
+		t.Fatalf("the first delete: %d %q, want 303 to %s", p.StatusCode, p.Header.Get("Location"), path)
+	}
+	kept("the first delete")
+	p = ada.get(path)
+	if p.StatusCode != http.StatusOK || text(p, "main h1") != "Delete this message?" || !strings.HasPrefix(text(p, "title"), "Delete this message?") {
+		t.Fatalf("the question: %d %q (title %q)", p.StatusCode, text(p, "main h1"), text(p, "title"))
+	}
+	form := p.doc.Find(`form.confirm-delete-message[method=post][action="` + path + `"]`)
+	if form.Find(`input[name=confirm][value=yes]`).Length() != 1 || form.Find(`input[name=_csrf]`).Length() != 1 ||
+		strings.TrimSpace(form.Find("button").Text()) != "Yes, delete it" {
 		t.Errorf("the question's form: %s", text(p, "main"))
 	}
 	if href := form.Find("a").AttrOr("href", ""); !strings.Contains(href, "?at="+id) {
 		t.Errorf("Cancel goes to %q, want the message", href)
 	}
-	if m, err := storedMessage(t, roomPlace(t, room), id); err != nil || m.Content != "delete me later" {
-		t.Fatalf("asking deleted the message: %+v %v", m, err)
-	}
+	kept("asking")
 	if p := ada.post(path, confirmed()); p.StatusCode != http.StatusSeeOther {
 		t.Fatalf("yes, delete it: %d", p.StatusCode)
 	}
 	if _, err := storedMessage(t, roomPlace(t, room), id); err == nil {
 		t.Error("the message is still there after yes")
+	}
+	if p := ada.get(path); p.StatusCode != http.StatusNotFound {
+		t.Errorf("the question about a deleted message: %d, want 404", p.StatusCode)
+	}
+}
+
+// TestLongTextKeptWithoutJS (issue 39, item 11: a paste over 4,000
+// characters was cut silently): the composer and the editor have no
+// maxlength, which cuts a paste without a word; a text over the limit
+// is refused (422), nothing is stored or changed, and the page gives the
+// whole text back with an error that says how long it is.
+func TestLongTextKeptWithoutJS(t *testing.T) {
+	t.Parallel()
+	a := newApp(t, nil, nil)
+	ada := a.signedUp(t, unique("ada"))
+	room := roomWith(t, ada)
+	long := strings.Repeat("lorem ipsum ", 342)[:4100]
+	p := ada.get("/rooms/" + room)
+	if box := p.doc.Find("#composer textarea#content"); box.Length() != 1 || box.AttrOr("maxlength", "none") != "none" || box.AttrOr("data-max", "") != "4000" {
+		t.Errorf("the composer's text box: %d, maxlength %q, data-max %q; want no maxlength", box.Length(), box.AttrOr("maxlength", "none"), box.AttrOr("data-max", ""))
+	}
+	p = ada.post("/rooms/"+room+"/messages", url.Values{"content": {long}})
+	if p.StatusCode != http.StatusUnprocessableEntity {
+		t.Fatalf("a post of 4,100 characters: %d, want 422", p.StatusCode)
+	}
+	if got := p.doc.Find("#composer textarea#content").Text(); got != long {
+		t.Errorf("the composer gives back %d characters of the 4,100", len(got))
+	}
+	if got := text(p, "#composer-error"); !strings.Contains(got, "4000") || !strings.Contains(got, "4100") {
+		t.Errorf("the composer's error says %q, want the limit and the length", got)
+	}
+	if ids := stored(t, room, long); len(ids) != 0 {
+		t.Errorf("the text over the limit was stored %d times", len(ids))
+	}
+
+	postMessage(t, ada, room, "short")
+	id := latestID(t, room, "short")
+	path := "/rooms/" + room + "/messages/" + id
+	if box := ada.get(path).doc.Find("#edit-content"); box.Length() != 1 || box.AttrOr("maxlength", "none") != "none" {
+		t.Errorf("the editor: %d, maxlength %q; want no maxlength", box.Length(), box.AttrOr("maxlength", "none"))
+	}
+	p = ada.post(path+"/edit", url.Values{"content": {long}})
+	if p.StatusCode != http.StatusUnprocessableEntity || p.doc.Find("#edit-content").Text() != long {
+		t.Errorf("an edit to 4,100 characters: %d, the editor gives back %d characters", p.StatusCode, len(p.doc.Find("#edit-content").Text()))
+	}
+	if m, err := storedMessage(t, roomPlace(t, room), id); err != nil || m.Content != "short" {
+		t.Errorf("the refused edit changed the message: %q %v", m.Content, err)
 	}
 }
 

@@ -76,7 +76,10 @@ func (p pushPosted) Posted(in chat.Place, conv chat.Conversation, m chat.Message
 	if r, ok := chat.RoomOf(in); ok {
 		pm.Title, pm.Path = "#"+r.DisplayName, RoomURL(r.Name)
 	} else if d, ok := in.(chat.DM); ok {
-		pm.Title, pm.Path = "a direct message", DMURL(d.Address)
+		pm.Path = DMURL(d.Address)
+		if len(conv.Members) > 2 {
+			pm.Title = "a direct message"
+		}
 	}
 	sender.Posted(pm)
 }

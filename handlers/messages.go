@@ -125,9 +125,11 @@ func (s *Server) composerError(c echo.Context, cv conversation, f views.Form) er
 // heartbeats. A message of this instance between the two is shown at once
 // (one's own post, on the next page) and comes again on the stream; the
 // page keeps one of each id (app.js). The messages come from the
-// conversation's newest page kept in memory when it is there (s.newest):
-// it holds every message and change this instance has heard of, so
-// everything below the stream's cursor, and the stream brings the rest.
+// conversation's newest page kept in memory when it is there (s.newest),
+// served only while the conversation's change count is the one it was
+// read with. The bound is taken before that count is read: every message
+// below it was counted, so it is on the page, and the stream brings the
+// rest.
 func (s *Server) latest(c echo.Context, cv conversation) (msgs []chat.Message, older, after string, err error) {
 	bound, shown := s.live.Bound(cv.ID), s.live.ShownBound(cv.ID)
 	msgs, more, err := s.newest.Latest(c.Request().Context(), cv.Place)

@@ -10,17 +10,19 @@ import (
 
 	"github.com/PuerkitoBio/goquery"
 
+	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/handlers"
 )
 
-// TestNewestPageAcrossInstances: each instance keeps a conversation's
-// newest page in memory (service/cache's Pages). Instance B, whose page
-// is kept, shows what A posts, edits, deletes and reacts to once its
-// stream has the event (the hub's event drops B's page; the page's
-// stream starts below the cursor the page was exact to); while the
-// broker is away B reads every page, and a message posted meanwhile, of
-// which B never hears, is on B's page during the absence and after it;
-// and a new instance (a restart) shows the room as stored.
+// TestNewestPageAcrossInstances (issue 38): each instance keeps a
+// conversation's newest page in memory (service/cache's Pages) and
+// serves it only while the conversation's change count is the one it was
+// read with. Instance B, whose page is kept, shows what A posts, edits,
+// deletes and reacts to as soon as A answered, before B's stream has the
+// event; a change stored with no event at all (written behind the app's
+// back) is on B's next page; while the broker is away, a message posted
+// meanwhile, of which B never hears, is on B's page during the absence
+// and after it; and a new instance (a restart) shows the room as stored.
 func TestNewestPageAcrossInstances(t *testing.T) {
 	ns := startNATS(t, -1)
 	broker := ns.ClientURL()
@@ -55,37 +57,52 @@ func TestNewestPageAcrossInstances(t *testing.T) {
 	}
 	s := bob.subscribe(t, room, "")
 	postMessage(t, ada, room, "second")
-	s.messageWith(t, "second", 5*time.Second)
 	if got := texts(bob); !strings.HasSuffix(got, "first|second") {
 		t.Fatalf("B's page after A posted: %q", got)
 	}
+	s.messageWith(t, "second", 5*time.Second)
 	id := latestID(t, room, "second")
 
 	t.Run("Edit", func(t *testing.T) {
 		if p := ada.post("/rooms/"+room+"/messages/"+id+"/edit", url.Values{"content": {"second, edited"}}); p.StatusCode != http.StatusSeeOther {
 			t.Fatalf("edit: %d", p.StatusCode)
 		}
-		s.nextEvent(t, "edit", 5*time.Second)
 		if got := texts(bob); !strings.HasSuffix(got, "first|second, edited") {
 			t.Errorf("B's page after A's edit: %q", got)
 		}
+		s.nextEvent(t, "edit", 5*time.Second)
 	})
 	t.Run("Reaction", func(t *testing.T) {
 		if p := ada.post("/rooms/"+room+"/messages/"+id+"/reactions", url.Values{"emoji": {"👍"}, "add": {"1"}}); p.StatusCode != http.StatusSeeOther {
 			t.Fatalf("react: %d", p.StatusCode)
 		}
-		s.nextEvent(t, "reaction", 5*time.Second)
 		if n := page(bob).doc.Find("#msg-" + id + " form.reaction[data-emoji='👍']").Length(); n != 1 {
 			t.Errorf("B's page shows %d reactions 👍 of A's, want 1", n)
 		}
+		s.nextEvent(t, "reaction", 5*time.Second)
 	})
 	t.Run("Delete", func(t *testing.T) {
 		if p := ada.post("/rooms/"+room+"/messages/"+id+"/delete", url.Values{"confirm": {"yes"}}); p.StatusCode != http.StatusSeeOther {
 			t.Fatalf("delete: %d", p.StatusCode)
 		}
-		s.nextEvent(t, "delete", 5*time.Second)
 		if got := texts(bob); strings.Contains(got, "second") {
 			t.Errorf("B's page after A's delete: %q", got)
+		}
+		s.nextEvent(t, "delete", 5*time.Second)
+	})
+	t.Run("UnannouncedChange", func(t *testing.T) {
+		texts(bob) // kept on B
+		r := roomPlace(t, room)
+		msgs, _, err := db.MessagesBefore(ctxT(t), r, chat.ID{}, 1)
+		if err != nil || len(msgs) != 1 {
+			t.Fatalf("newest message: %v %v", msgs, err)
+		}
+		// Straight to the store: no instance publishes anything.
+		if _, err := db.EditMessage(ctxT(t), r, msgs[0], "edited behind the app's back", db.NewChangeID()); err != nil {
+			t.Fatal(err)
+		}
+		if got := texts(bob); !strings.HasSuffix(got, "edited behind the app's back") {
+			t.Errorf("B's page after an edit no event announced: %q", got)
 		}
 	})
 	outer := t

@@ -71,6 +71,42 @@ func TestOnboarding(t *testing.T) {
 		}
 	})
 
+	// An administrator chooses them on the administration page, without
+	// JavaScript; a bad name is refused with the field kept, and changes
+	// nothing.
+	t.Run("OnTheAdministrationPage", func(t *testing.T) {
+		admin, owner := a.signedUp(t, unique("admin")), a.signedUp(t, unique("owner"))
+		makeAdmin(t, db.Store, admin)
+		first, second := createRoom(t, owner), createRoom(t, owner)
+		p := admin.post("/admin/default-rooms", url.Values{"rooms": {"#" + strings.ToUpper(first) + ", " + second}})
+		if p.StatusCode != http.StatusSeeOther || p.Header.Get("Location") != "/admin?done=default-rooms#default-rooms" {
+			t.Fatalf("save the default rooms: %d %q", p.StatusCode, p.Header.Get("Location"))
+		}
+		p = admin.get(p.Header.Get("Location"))
+		if got := p.doc.Find("#rooms").AttrOr("value", ""); got != first+", "+second {
+			t.Errorf("the administration page shows the default rooms as %q", got)
+		}
+		auditHas(t, admin, admin.login, chat.AuditDefaultRooms, "")
+		home := a.signedUp(t, unique("newbie")).get("/")
+		for _, room := range []string{first, second} {
+			if home.doc.Find("#my-rooms a[href='/rooms/"+room+"#latest']").Length() != 1 {
+				t.Errorf("a newcomer is not in the default room %s: %q", room, text(home, "#my-rooms"))
+			}
+		}
+
+		p = admin.post("/admin/default-rooms", url.Values{"rooms": {first + ", bad!name"}})
+		if p.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(text(p, "#err-rooms"), `"bad!name" is not a room name`) ||
+			p.doc.Find("#rooms[aria-invalid=true]").AttrOr("value", "") != first+", bad!name" {
+			t.Errorf("a bad name: %d, error %q, field %q", p.StatusCode, text(p, "#err-rooms"), p.doc.Find("#rooms").AttrOr("value", ""))
+		}
+		if got, err := a.srv.App().DefaultRooms(ctx); err != nil || strings.Join(got, " ") != first+" "+second {
+			t.Errorf("after a refused change the default rooms are %v (%v)", got, err)
+		}
+		if p := owner.post("/admin/default-rooms", url.Values{"rooms": {first}}); p.StatusCode != http.StatusNotFound {
+			t.Errorf("someone who is not an administrator sets the default rooms: %d", p.StatusCode)
+		}
+	})
+
 	t.Run("None", func(t *testing.T) {
 		if err := a.srv.App().SetDefaultRooms(ctx, nil); err != nil {
 			t.Fatal(err)

@@ -235,7 +235,9 @@ func TestWebPush(t *testing.T) {
 		}
 		checkVAPID(t, h, key, ps.URL)
 		p := bobsPhone.decrypt(t, got[0].body)
-		if p.From != ada.login || !strings.Contains(p.Title, "Ada") || p.Conversation != "/dm/"+address ||
+		// Titled with its author alone, as the page's own notification
+		// of a DM of two is (issue 39).
+		if p.From != ada.login || p.Title != "Ada Lovelace" || p.Conversation != "/dm/"+address ||
 			p.Body != "lunch at <b>noon</b>?" || !strings.HasPrefix(p.URL, "/dm/"+address+"?at=") {
 			t.Errorf("payload %+v", p)
 		}

@@ -160,13 +160,6 @@ func (s *Server) showRoom(c echo.Context) error {
 	if sidebarRead != nil {
 		sb = <-sidebarRead
 	}
-	if err == nil && c.QueryParam("at") == "" && sb.read {
-		// The page kept in memory is behind a head the sidebar just
-		// read: a message stored with no event heard here. Read it.
-		if head, ok := sb.heads[cv.ID]; ok && s.newest.Behind(cv.Place, head) {
-			v.Messages, v.Older, v.After, err = s.latest(c, cv)
-		}
-	}
 	if err != nil {
 		return err
 	}

@@ -69,11 +69,11 @@ type Config struct {
 	CacheTTL  time.Duration
 	CacheSize int
 	// PageTTL bounds how long this instance serves a conversation's
-	// newest page from memory without reading it (cache.DefaultPageTTL
-	// is the figure measured); events drop it at once (service/cache's
-	// Pages). 0, the default, keeps no page: with pages kept,
-	// TestReadYourWritesAcrossInstances failed (a page on another
-	// instance right after a post lacked it).
+	// newest page from memory without reading its messages (default
+	// cache.DefaultPageTTL; negative: no page kept). A page is served
+	// only while the conversation's change count is the one it was read
+	// with (service/cache's Pages), so the TTL bounds only what a change
+	// that was not counted leaves unseen.
 	PageTTL time.Duration
 	// Limits are the per-user write limits (zero values take defaults).
 	Limits limit.Writes
@@ -246,7 +246,10 @@ func New(db Store, registry *metrics.Registry, hub live.Hub, cfg Config, log *sl
 		cfg.CacheSize = cache.DefaultSize
 	}
 	s.rows = cache.New(db, hub, cfg.CacheTTL, cfg.CacheSize, views.ShownParticipants)
-	s.newest = cache.NewPages(db.MessagesBefore, hub, messagesPerPage, cfg.PageTTL, cache.DefaultPagesBytes)
+	if cfg.PageTTL == 0 {
+		cfg.PageTTL = cache.DefaultPageTTL
+	}
+	s.newest = cache.NewPages(db.MessagesBefore, db.Version, hub, messagesPerPage, cfg.PageTTL, cache.DefaultPagesBytes)
 	s.watchAvatars()
 	s.watchClosed()
 	s.limits.messages = limit.NewKeyed(cfg.Limits.Messages)

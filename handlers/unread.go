@@ -41,9 +41,6 @@ type sidebar struct {
 	markers  chat.Markers
 	// read says the markers were read (a failure leaves them empty).
 	read bool
-	// heads are the conversations' heads as read (the rooms', and each
-	// DM's last message).
-	heads map[string]chat.ID
 	// entries is the whole DM list as read, or dmErr why it was not:
 	// GET /dm shows it without reading it again.
 	entries []chat.DMEntry
@@ -100,7 +97,7 @@ func (s *Server) readSidebar(ctx context.Context, login, open string) sidebar {
 		s.log.Warn("sidebar: read unread state", "login", login, "err", err)
 		return sb
 	}
-	sb.read, sb.heads = true, heads
+	sb.read = true
 	if len(convs) == 0 {
 		return sb
 	}

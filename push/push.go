@@ -71,7 +71,7 @@ type Message struct {
 	Members    map[string]chat.UserRef
 	Author     string
 	AuthorName string
-	Title      string // "#general" or the DM's name
+	Title      string // "#general", "a direct message" (of three or more), or "" for a DM of two
 	Path       string // the conversation's page
 	ID         string
 	Text       string   // plain text
@@ -257,8 +257,14 @@ func (s *Sender) deliver(m Message) {
 	if len(body) > 100 {
 		body = append(body[:99], '…')
 	}
+	// A DM of two is titled with its author alone, as the page's own
+	// notification is (issue 39: "Ada Lovelace in Ada Lovelace").
+	title := m.AuthorName
+	if m.Title != "" {
+		title += " in " + m.Title
+	}
 	payload, err := json.Marshal(Payload{
-		Title: m.AuthorName + " in " + m.Title, Body: string(body),
+		Title: title, Body: string(body),
 		URL: m.Path + "?at=" + m.ID + "#msg-" + m.ID, Tag: m.ID,
 		From: m.Author, Conversation: m.Path,
 	})

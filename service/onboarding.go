@@ -72,6 +72,30 @@ func (s *Service) DefaultRooms(ctx context.Context) ([]string, error) {
 // chat.ValidationError of field "rooms" and changes nothing. The rooms
 // need not exist yet: a missing one is skipped at sign-up.
 func (s *Service) SetDefaultRooms(ctx context.Context, rooms []string) error {
+	keys, err := defaultRoomKeys(rooms)
+	if err != nil {
+		return err
+	}
+	return s.Storage.SetDefaultRooms(ctx, keys)
+}
+
+// ChooseDefaultRooms is SetDefaultRooms by the administrator actor (the
+// administration's form), written to the audit log.
+func (s *Service) ChooseDefaultRooms(ctx context.Context, actor string, rooms []string) error {
+	keys, err := defaultRoomKeys(rooms)
+	if err != nil {
+		return err
+	}
+	if err := s.Storage.SetDefaultRooms(ctx, keys); err != nil {
+		return err
+	}
+	s.audit(ctx, actor, chat.AuditDefaultRooms, "", "#"+strings.Join(keys, ", #"))
+	return nil
+}
+
+// defaultRoomKeys are the keys of rooms, in order, each once, or why
+// they cannot be the default rooms.
+func defaultRoomKeys(rooms []string) ([]string, error) {
 	var keys []string
 	seen := map[string]bool{}
 	for _, r := range rooms {
@@ -80,7 +104,7 @@ func (s *Service) SetDefaultRooms(ctx context.Context, rooms []string) error {
 			continue
 		}
 		if !chat.ValidName(r) {
-			return chat.ValidationError{"rooms": fmt.Sprintf("%q is not a room name.", r)}
+			return nil, chat.ValidationError{"rooms": fmt.Sprintf("%q is not a room name.", r)}
 		}
 		if k := chat.NameKey(r); !seen[k] {
 			seen[k] = true
@@ -88,9 +112,9 @@ func (s *Service) SetDefaultRooms(ctx context.Context, rooms []string) error {
 		}
 	}
 	if len(keys) > maxDefaultRooms {
-		return chat.ValidationError{"rooms": fmt.Sprintf("At most %d default rooms.", maxDefaultRooms)}
+		return nil, chat.ValidationError{"rooms": fmt.Sprintf("At most %d default rooms.", maxDefaultRooms)}
 	}
-	return s.Storage.SetDefaultRooms(ctx, keys)
+	return keys, nil
 }
 
 // JoinDefaultRooms makes me, who just signed up, a participant of the

@@ -691,18 +691,15 @@
     if (box) box.removeAttribute("aria-invalid");
   }
 
-  // The composer's limit (issue 39): the browser's maxlength would cut a
-  // long paste silently. With scripts the text is kept whole, the
-  // composer says by how much it is over, and it is not sent.
+  // The composer's limit (issue 39): a maxlength would cut a long paste
+  // silently, so the page has none (data-max; without scripts the server
+  // refuses the text and gives it back). With scripts the text is kept
+  // whole, the composer says by how much it is over, and it is not sent.
   function composerOver() {
     var box = composerBox();
     if (!box) return false;
-    var max = parseInt(box.getAttribute("data-max") || box.getAttribute("maxlength") || "0", 10);
+    var max = parseInt(box.getAttribute("data-max") || "0", 10);
     if (!max) return false;
-    if (box.hasAttribute("maxlength")) {
-      box.setAttribute("data-max", String(max));
-      box.removeAttribute("maxlength");
-    }
     var n = Array.from(box.value).length;
     var slot = document.getElementById("composer-error");
     var shown = slot && slot.querySelector(".too-long");

@@ -80,11 +80,13 @@
       });
   }
 
+  // The editor has no maxlength (issue 39: it cut a long paste silently):
+  // the server refuses a text over the limit, which stays to be shortened.
   function showEditor(li, body, url, source, done) {
     var n = li.id.replace(/^msg-/, "");
     var form = el("form", { "class": "edit-in-place", method: "post", action: url + "/edit", "data-popup": "" });
     var label = el("label", { "for": "edit-" + n, "class": "sr-only" }, "Edit your message");
-    var box = el("textarea", { id: "edit-" + n, name: "content", rows: "3", maxlength: "4000", "aria-describedby": "edit-help-" + n });
+    var box = el("textarea", { id: "edit-" + n, name: "content", rows: "3", "aria-describedby": "edit-help-" + n });
     box.value = source;
     var help = el("p", { id: "edit-help-" + n, "class": "edit-help" }, "Enter to save, Shift+Enter for a new line, Escape to cancel");
     var err = el("p", { "class": "edit-error", role: "alert" });

@@ -18,7 +18,6 @@ import (
 	"fmt"
 	"image"
 	"io"
-	"net/http"
 	"sync"
 	"time"
 
@@ -302,7 +301,7 @@ func fill(body io.Reader, buf []byte) (int, error) {
 // MaxImagePixels (a decompression bomb, say 50,000×50,000) is refused
 // before anything of it is stored or decoded.
 func inspect(a *upload, first []byte) error {
-	a.ContentType = http.DetectContentType(first)
+	a.ContentType = chat.SniffContentType(first)
 	if !chat.RasterImage(a.ContentType) {
 		return nil
 	}

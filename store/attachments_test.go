@@ -620,3 +620,40 @@ func TestReadBudget(t *testing.T) {
 		t.Errorf("once the first is closed: %v", err)
 	}
 }
+
+// TestRestoreFileSniffsItsType (issue 39, PDFs open in the browser): a
+// file restored from an archive gets the type of its bytes, as an upload
+// does, not the archive's word: a text the archive calls a PDF or an
+// image is text (and has no image size), a PDF is a PDF.
+func TestRestoreFileSniffsItsType(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ada := newUser(t, unique("ada"))
+	conv := conversationOf(ada)
+	var ids chat.IDGenerator
+	for _, tc := range []struct {
+		name, body, claim string
+		width             int
+		want              string
+	}{
+		{"claimed.pdf", "plain text, not a PDF", chat.PDFType, 0, "text/plain; charset=utf-8"},
+		{"claimed.png", "<html><script>alert(1)</script></html>", "image/png", 640, "text/html; charset=utf-8"},
+		{"real.pdf", "%PDF-1.4\n%%EOF\n", "application/octet-stream", 0, chat.PDFType},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sum := sha256.Sum256([]byte(tc.body))
+			f := chat.StoredFile{ID: ids.Next(time.Now()), Conversation: conv.ID, Uploader: ada.Ref(), Name: tc.name,
+				Size: int64(len(tc.body)), ContentType: tc.claim, SHA256: sum[:], Width: tc.width, Height: tc.width}
+			if err := db.RestoreFile(ctx, f, strings.NewReader(tc.body)); err != nil {
+				t.Fatal(err)
+			}
+			got, err := db.Attachment(ctx, f.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.ContentType != tc.want || got.Width != 0 || got.Height != 0 {
+				t.Errorf("restored as %q, %d×%d; want %q and no image size", got.ContentType, got.Width, got.Height, tc.want)
+			}
+		})
+	}
+}

@@ -280,8 +280,12 @@ func (s *Store) recordChange(ctx context.Context, conv chat.Conversation, ch cha
 	case chat.ChangeReaction:
 		emoji, reactor, added = ch.Emoji, ch.Reactor, ch.Added
 	}
-	return s.exec(ctx, "record change in "+conv.ID, insertChange, conv.ID, chat.BucketOf(ch.ID), gocql.UUID(ch.ID), gocql.UUID(ch.Message), ch.Kind,
-		content, emoji, reactor, added)
+	if err := s.exec(ctx, "record change in "+conv.ID, insertChange, conv.ID, chat.BucketOf(ch.ID), gocql.UUID(ch.ID), gocql.UUID(ch.Message), ch.Kind,
+		content, emoji, reactor, added); err != nil {
+		return err
+	}
+	// Last: the change is stored when it is counted (see bumpVersion).
+	return s.bumpVersion(ctx, conv.ID)
 }
 
 // ChangesAfter returns up to limit changes of in after the id after,

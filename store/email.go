@@ -27,11 +27,14 @@ const (
 	selectUserByEmail   = `SELECT login FROM users_by_email WHERE email = ?`
 
 	addPending = `UPDATE email_pending SET messages = messages + ?, attempts = ? WHERE due = ? AND login = ? AND conversation = ?`
-	addDue     = `INSERT INTO email_dues (day, due) VALUES (?, ?)`
-	selectDues = `SELECT due FROM email_dues WHERE day = ? AND due > ? AND due <= ?`
-	selectDue  = `SELECT login, conversation, messages, attempts, owner, lease_until, state FROM email_pending WHERE due = ?`
-	claimNew   = `UPDATE email_pending SET owner = ?, lease_until = ? WHERE due = ? AND login = ? AND conversation = ? IF owner = null`
-	claimLapse = `UPDATE email_pending SET owner = ?, lease_until = ? WHERE due = ? AND login = ? AND conversation = ?
+	// A message's first recording leaves attempts alone: a row moved
+	// there after failed tries keeps its count (and its back-off).
+	addPendingFirst = `UPDATE email_pending SET messages = messages + ? WHERE due = ? AND login = ? AND conversation = ?`
+	addDue          = `INSERT INTO email_dues (day, due) VALUES (?, ?)`
+	selectDues      = `SELECT due FROM email_dues WHERE day = ? AND due > ? AND due <= ?`
+	selectDue       = `SELECT login, conversation, messages, attempts, owner, lease_until, state FROM email_pending WHERE due = ?`
+	claimNew        = `UPDATE email_pending SET owner = ?, lease_until = ? WHERE due = ? AND login = ? AND conversation = ? IF owner = null`
+	claimLapse      = `UPDATE email_pending SET owner = ?, lease_until = ? WHERE due = ? AND login = ? AND conversation = ?
 		IF owner = ? AND lease_until = ? AND state = null`
 	finishPending = `UPDATE email_pending SET state = ? WHERE due = ? AND login = ? AND conversation = ? IF owner = ?`
 	selectOwner   = `SELECT owner, lease_until, state FROM email_pending WHERE due = ? AND login = ? AND conversation = ?`
@@ -145,7 +148,8 @@ type dues struct {
 func dayOf(t time.Time) string { return t.UTC().Format("20060102") }
 
 // AddPendingEmail adds messages to login's email of conversation due at
-// due (attempts: how many sends failed before), listing the due time
+// due (attempts: how many sends failed before; 0 leaves the row's count
+// as it is), listing the due time
 // first so that no row is unreachable by the scan.
 func (s *Store) AddPendingEmail(ctx context.Context, due time.Time, login, conversation string, messages []chat.ID, attempts int) error {
 	due = due.UTC().Truncate(time.Millisecond)
@@ -166,6 +170,9 @@ func (s *Store) AddPendingEmail(ctx context.Context, due time.Time, login, conve
 	ids := make([]gocql.UUID, len(messages))
 	for i, id := range messages {
 		ids[i] = gocql.UUID(id)
+	}
+	if attempts == 0 {
+		return s.exec(ctx, "add a pending email", addPendingFirst, ids, due, login, conversation)
 	}
 	return s.exec(ctx, "add a pending email", addPending, ids, attempts, due, login, conversation)
 }

@@ -131,19 +131,21 @@ func (s *Store) saveMessage(ctx context.Context, in chat.Place, m chat.Message, 
 	if err := q.Exec(); err != nil {
 		return s.fail("post message in "+m.Room, err)
 	}
-	r, isRoom := chat.RoomOf(in)
-	if !isRoom || !check {
-		// After the message, so a head never names a message that is not stored.
-		return s.setHead(ctx, m.Room, m.ID)
-	}
-	headSet := make(chan error, 1)
+	// After the message, so a head never names a message that is not
+	// stored and a change count never counts one that is not: the head,
+	// the count and the check run at once.
+	headSet, counted := make(chan error, 1), make(chan error, 1)
 	go func() { headSet <- s.setHead(ctx, m.Room, m.ID) }()
-	err = s.ConfirmPost(ctx, r, m)
-	headErr := <-headSet
+	go func() { counted <- s.bumpVersion(ctx, m.Room) }()
+	r, isRoom := chat.RoomOf(in)
+	if isRoom && check {
+		err = s.ConfirmPost(ctx, r, m)
+	}
+	headErr, countErr := <-headSet, <-counted
 	if err != nil {
 		return err
 	}
-	return headErr
+	return errors.Join(headErr, countErr)
 }
 
 // ConfirmPost reads the room's creation time and the author's entry after
@@ -169,6 +171,8 @@ func (s *Store) ConfirmPost(ctx context.Context, r chat.Room, m chat.Message) er
 	}
 	if derr := s.exec(context.WithoutCancel(ctx), "unpost message in "+m.Room, deleteMessage, m.Room, chat.BucketOf(m.ID), gocql.UUID(m.ID)); derr != nil {
 		s.log.Warn("store: a message posted in a deleted room is left", "room", m.Room, "id", m.ID, "err", derr)
+	} else if cerr := s.bumpVersion(context.WithoutCancel(ctx), m.Room); cerr != nil {
+		s.log.Warn("store: a message taken back is not counted", "room", m.Room, "id", m.ID, "err", cerr)
 	}
 	return fmt.Errorf("store: post in %q: %w", m.Room, err)
 }

@@ -51,19 +51,24 @@ const (
 	wordMemoSize = 500_000
 )
 
-// indexEntries are the terms and words m is indexed under.
+// indexEntries are the terms and words m is indexed under: its terms
+// (chat.Terms of its text, and its author's term), from one pass of the
+// tokeniser.
 func indexEntries(m chat.Message) (terms []string, words []chat.Word) {
-	seen := map[string]bool{}
+	forms, seen := map[string]bool{}, map[string]bool{}
 	for _, sp := range chat.TermSpans(chat.IndexedText(m)) {
 		for _, w := range sp.Words {
-			if !seen[w.Form] {
-				seen[w.Form] = true
+			if !forms[w.Form] {
+				forms[w.Form] = true
 				words = append(words, w)
+			}
+			if !seen[w.Term] {
+				seen[w.Term] = true
+				terms = append(terms, w.Term)
 			}
 		}
 	}
-	terms = append(chat.Terms(chat.IndexedText(m)), chat.FromTerm(m.Author.Login))
-	return terms, words
+	return append(terms, chat.FromTerm(m.Author.Login)), words
 }
 
 // IndexMessage writes m's terms and words to the search index: see

@@ -24,7 +24,7 @@ import (
 )
 
 const (
-	selectEveryUser = `SELECT login, display_login, pass, firstname, lastname, email, bio, created_at, status FROM users`
+	selectEveryUser = `SELECT login, display_login, pass, firstname, lastname, email, bio, created_at, status, kind FROM users`
 	// The rooms, their rows grouped by partition, in token order.
 	selectAllRoomRows = `SELECT room_name, display_name, creation_date, banner, creator, creator_login, kind, admins,
 		since, login, member, joined FROM rooms`
@@ -35,8 +35,13 @@ const (
 
 	// A restored user keeps their hash and their times; IF NOT EXISTS so
 	// that no import overwrites an account.
-	restoreUser = `INSERT INTO users (login, display_login, pass, firstname, lastname, email, bio, created_at, status, status_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS`
+	restoreUser = `INSERT INTO users (login, display_login, pass, firstname, lastname, email, bio, created_at, status, status_at, kind)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS`
+	// A restored bot is listed among the site's bots, without a token
+	// (an administrator makes one on the administration page).
+	restoreBot = `INSERT INTO bots (part, login, created_by, created_at) VALUES (?, ?, ?, ?)`
+	// restoredBy is who a restored bot says made it.
+	restoredBy  = "(import)"
 	restoreRoom = `UPDATE rooms SET display_name = ?, creation_date = ?, banner = ?, creator = ?, creator_login = ?,
 		kind = ?, admins = ?, invite_uses = null, guard = null, version = ?, members = 1, removed = null WHERE room_name = ? IF creator_login = null`
 	restoreMember = `UPDATE rooms SET member = ?, joined = ? WHERE room_name = ? AND since = ? AND login = ?`
@@ -63,7 +68,7 @@ func (s *Store) EachUser(ctx context.Context, each func(u chat.User, hash string
 		u    chat.User
 		hash string
 	)
-	for iter.Scan(&u.Login, &u.DisplayLogin, &hash, &u.Firstname, &u.Lastname, &u.Email, &u.Bio, &u.CreatedAt, &u.Status) {
+	for iter.Scan(&u.Login, &u.DisplayLogin, &hash, &u.Firstname, &u.Lastname, &u.Email, &u.Bio, &u.CreatedAt, &u.Status, &u.Kind) {
 		if u.DisplayLogin == "" {
 			u.DisplayLogin = u.Login
 		}
@@ -237,7 +242,8 @@ func (s *Store) EachMessage(ctx context.Context, conv chat.Conversation, bucket,
 
 // RestoreUser writes the account u with its password hash ("": none,
 // so only a reset link opens it) if its login is free, lists it for the
-// administrators' search and the directory, and reports whether it was
+// administrators' search and the directory (a bot: among the site's
+// bots, with no token), and reports whether it was
 // written now (false: a re-run found it). Another account under the
 // login (another creation time or spelling) is chat.ErrUserExists.
 func (s *Store) RestoreUser(ctx context.Context, u chat.User, hash string) (restored bool, err error) {
@@ -246,14 +252,18 @@ func (s *Store) RestoreUser(ctx context.Context, u chat.User, hash string) (rest
 	if u.Status != chat.AccountActive {
 		status, statusAt = u.Status, u.CreatedAt
 	}
+	var kind any = gocql.UnsetValue
+	if u.Kind != chat.KindPerson {
+		kind = u.Kind
+	}
 	applied, err := s.lwt(ctx, "restore user "+u.Login, restoreUser,
-		[]any{u.Login, u.DisplayLogin, hash, u.Firstname, u.Lastname, u.Email, u.Bio, u.CreatedAt.UTC().Truncate(time.Millisecond), status, statusAt}, nil,
+		[]any{u.Login, u.DisplayLogin, hash, u.Firstname, u.Lastname, u.Email, u.Bio, u.CreatedAt, status, statusAt, kind}, nil,
 		func(ctx context.Context) (bool, error) {
 			got, err := s.User(ctx, u.Login)
 			if err != nil {
 				return false, err
 			}
-			return got.CreatedAt.Equal(u.CreatedAt) && got.DisplayLogin == u.DisplayLogin, nil
+			return got.CreatedAt.Equal(u.CreatedAt) && got.DisplayLogin == u.DisplayLogin && got.Kind == u.Kind, nil
 		})
 	if err != nil {
 		return false, err
@@ -263,7 +273,7 @@ func (s *Store) RestoreUser(ctx context.Context, u chat.User, hash string) (rest
 		if err != nil {
 			return false, err
 		}
-		if !got.CreatedAt.Equal(u.CreatedAt) || got.DisplayLogin != u.DisplayLogin {
+		if !got.CreatedAt.Equal(u.CreatedAt) || got.DisplayLogin != u.DisplayLogin || got.Kind != u.Kind {
 			return false, fmt.Errorf("store: restore user %q: another account has the login: %w", u.Login, chat.ErrUserExists)
 		}
 	}
@@ -273,6 +283,14 @@ func (s *Store) RestoreUser(ctx context.Context, u chat.User, hash string) (rest
 		if err := s.indexPerson(ctx, u.Login, u.Firstname, u.Lastname, u.Email); err != nil {
 			return false, err
 		}
+	}
+	if u.IsBot() {
+		// Listed as CreateBot lists one (and, as there, not in the
+		// directory of people).
+		if err := s.exec(ctx, "restore bot "+u.Login, restoreBot, botsPart, u.Login, restoredBy, u.CreatedAt); err != nil {
+			return false, err
+		}
+	} else if u.Status != chat.AccountDeleted {
 		if err := s.RecordPerson(ctx, u.Ref()); err != nil {
 			return false, err
 		}
@@ -380,23 +398,36 @@ func joinedValue(t time.Time) any {
 // their ids, edits, files and reactions, recording their buckets first,
 // and moves the conversation's head to the newest. Writing them again
 // writes the same cells.
+//
+// The rows of a partition (a day of the conversation, in chat_room_messages
+// and in message_reactions) go in single-partition unlogged batches, each
+// one mutation to Cassandra, which an import writes where a post would
+// send a statement per row (see restoreRows), a few batches at a time.
 func (s *Store) RestoreMessages(ctx context.Context, in chat.Place, msgs []chat.Message) error {
 	if len(msgs) == 0 {
 		return nil
 	}
 	conv := in.Conversation()
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(32)
 	newest := msgs[0].ID
+	var buckets []int
+	byBucket := map[int][]chat.Message{}
 	for _, m := range msgs {
 		if m.ID.After(newest) {
 			newest = m.ID
 		}
-		bucket := chat.BucketOf(m.ID)
+		b := chat.BucketOf(m.ID)
+		if _, ok := byBucket[b]; !ok {
+			buckets = append(buckets, b)
+		}
+		byBucket[b] = append(byBucket[b], m)
+	}
+	var batches [][]batchStmt
+	for _, bucket := range buckets {
 		if err := s.recordBucket(ctx, conv, bucket); err != nil {
 			return err
 		}
-		g.Go(func() error {
+		var rows, reactions partitionBatches
+		for _, m := range byBucket[bucket] {
 			var file any = gocql.UnsetValue
 			if m.Attachment != nil {
 				file = udtOf(m.Attachment)
@@ -405,23 +436,74 @@ func (s *Store) RestoreMessages(ctx context.Context, in chat.Place, msgs []chat.
 			if !m.Edited.IsZero() {
 				edited = gocql.UUID(m.Edited)
 			}
-			if err := s.exec(gctx, "restore message in "+conv.ID, restoreMessage, conv.ID, bucket, gocql.UUID(m.ID),
-				m.Author, m.Content, m.System, file, edited); err != nil {
-				return err
-			}
+			rows.add(batchStmt{restoreMessage, []any{conv.ID, bucket, gocql.UUID(m.ID), m.Author, m.Content, m.System, file, edited}},
+				len(m.Content))
 			for _, r := range m.Reactions {
-				if err := s.exec(gctx, "restore reaction in "+conv.ID, insertReaction, conv.ID, bucket, gocql.UUID(m.ID),
-					r.Emoji, r.Reactor.Login, r.Reactor, gocql.UUID(r.Change), writeTime(r.Change)); err != nil {
-					return err
-				}
+				reactions.add(batchStmt{insertReaction, []any{conv.ID, bucket, gocql.UUID(m.ID), r.Emoji, r.Reactor.Login, r.Reactor,
+					gocql.UUID(r.Change), writeTime(r.Change)}}, len(r.Emoji))
 			}
-			return nil
-		})
+		}
+		batches = append(append(batches, rows.done...), reactions.done...)
 	}
-	if err := g.Wait(); err != nil {
+	if err := s.eachConcurrently(ctx, len(batches), restoreWrites, func(ctx context.Context, i int) error {
+		return s.execBatch(ctx, "restore messages in "+conv.ID, batches[i])
+	}); err != nil {
+		return err
+	}
+	if err := s.bumpVersion(ctx, conv.ID); err != nil {
 		return err
 	}
 	return s.setHead(ctx, conv.ID, newest)
+}
+
+const (
+	// restoreRows and restoreBytes bound one single-partition batch of
+	// restored rows: its statements, and the bytes of their text. Such a
+	// batch is one mutation, which Cassandra's batch size thresholds
+	// leave alone, but a mutation must stay far below the commit log's
+	// segment.
+	restoreRows  = 100
+	restoreBytes = 256 << 10
+	// restoreWrites bounds the batches of one RestoreMessages in flight.
+	restoreWrites = 4
+)
+
+// partitionBatches cuts the rows of one partition into batches of at
+// most restoreRows rows and restoreBytes bytes.
+type partitionBatches struct {
+	done  [][]batchStmt
+	bytes int
+}
+
+func (p *partitionBatches) add(st batchStmt, size int) {
+	last := len(p.done) - 1
+	if last < 0 || len(p.done[last]) == restoreRows || p.bytes+size > restoreBytes {
+		p.done = append(p.done, nil)
+		p.bytes, last = 0, last+1
+	}
+	p.done[last] = append(p.done[last], st)
+	p.bytes += size
+}
+
+// execBatch runs stmts (idempotent, no conditions) as one unlogged batch,
+// or as a statement when there is one.
+func (s *Store) execBatch(ctx context.Context, op string, stmts []batchStmt) error {
+	if len(stmts) == 1 {
+		return s.exec(ctx, op, stmts[0].stmt, stmts[0].values...)
+	}
+	sess, err := s.db()
+	if err != nil {
+		return err
+	}
+	batch := sess.NewBatch(gocql.UnloggedBatch).WithContext(ctx)
+	batch.SetConsistency(s.cfg.Consistency)
+	for _, st := range stmts {
+		batch.Entries = append(batch.Entries, gocql.BatchEntry{Stmt: st.stmt, Args: st.values, Idempotent: true})
+	}
+	if err := sess.ExecuteBatch(batch); err != nil {
+		return s.fail(op, err)
+	}
+	return nil
 }
 
 // OpenFile is the ready file id with a reader of its bytes (one chunk
@@ -464,6 +546,7 @@ func (s *Store) RestoreFile(ctx context.Context, f chat.StoredFile, body io.Read
 	}
 	defer s.releaseChunkBuffer(buf)
 	hash := sha256.New()
+	sniffed := chat.SniffContentType(nil)
 	for {
 		n, rerr := fill(body, buf)
 		if n > 0 {
@@ -471,6 +554,9 @@ func (s *Store) RestoreFile(ctx context.Context, f chat.StoredFile, body io.Read
 			if a.Size > f.Size {
 				rerr = fmt.Errorf("store: restore file %s: more than its %d bytes", f.ID, f.Size)
 			} else {
+				if a.Chunks == 0 {
+					sniffed = chat.SniffContentType(buf[:n])
+				}
 				hash.Write(buf[:n])
 				if err := s.exec(ctx, "restore chunk", insertChunk, gocql.UUID(a.ID), a.Chunks, buf[:n]); err != nil {
 					rerr = err
@@ -490,7 +576,12 @@ func (s *Store) RestoreFile(ctx context.Context, f chat.StoredFile, body io.Read
 		s.discardUpload(ctx, a, a.Chunks)
 		return fmt.Errorf("store: restore file %s: its bytes are not the file's (%d of %d bytes, or another sha256)", f.ID, a.Size, f.Size)
 	}
-	a.SHA256, a.ContentType, a.Width, a.Height = f.SHA256, f.ContentType, f.Width, f.Height
+	// The type is the bytes', as an upload's is (SniffContentType): an
+	// archive's word that a file is a PDF or an image is not believed.
+	a.SHA256, a.ContentType, a.Width, a.Height = f.SHA256, sniffed, f.Width, f.Height
+	if !chat.RasterImage(sniffed) {
+		a.Width, a.Height = 0, 0
+	}
 	a.PreviewID, a.PreviewWidth, a.PreviewHeight = f.PreviewID, f.PreviewWidth, f.PreviewHeight
 	return s.finishAttachment(ctx, a)
 }

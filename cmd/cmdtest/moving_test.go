@@ -2,8 +2,10 @@ package cmdtest_test
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"mime/multipart"
 	"net/http"
@@ -16,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/cmd/cmdtest"
 	"github.com/killrchat/killrchat/store/storetest"
 )
@@ -110,7 +113,8 @@ func logIn(t *testing.T, base, login string) *http.Client {
 }
 
 // TestExportRoundTrip: a site with rooms (open and closed), members,
-// messages, an edit, reactions, a mention, a DM and a file is exported
+// messages, an edit, reactions, a mention, a DM, a file, an
+// administrator, a bot and a deactivated person is exported
 // (a full backup), imported into a fresh keyspace and exported again:
 // the lines and the files' tar are byte for byte the same, and the room
 // page a member sees on the restored site is the original page but for
@@ -163,6 +167,22 @@ func TestExportRoundTrip(t *testing.T) {
 		t.Fatalf("dm: %d", code)
 	}
 
+	// What an account is besides its names: an administrator, a bot, a
+	// deactivated person.
+	ctx := context.Background()
+	dbA := openStore(t, ksA)
+	if _, err := dbA.SetAdmin(ctx, adaLogin, true); err != nil {
+		t.Fatal(err)
+	}
+	botLogin := "deploy" + adaLogin
+	if _, _, err := dbA.CreateBot(ctx, adaLogin, chat.NewBot{Login: botLogin, Firstname: "Deploy"}); err != nil {
+		t.Fatal(err)
+	}
+	_, carlLogin := signUp(t, baseA, "carl")
+	if err := dbA.SetStatus(ctx, carlLogin, chat.AccountDeactivated); err != nil {
+		t.Fatal(err)
+	}
+
 	dir := t.TempDir()
 	run(t, append([]string{"export", "--out", filepath.Join(dir, "plain.jsonl")}, cassandraFlags(ksA)...)...)
 	plain, _ := os.ReadFile(filepath.Join(dir, "plain.jsonl"))
@@ -186,6 +206,24 @@ func TestExportRoundTrip(t *testing.T) {
 	if !bytes.Contains(mustRead(t, exportA), []byte(`"password_hash":"$2`)) {
 		t.Error("a full backup holds no password hash")
 	}
+	for _, want := range []string{`"login":"` + botLogin + `"`, `"account_kind":"bot"`, `"status":"deactivated"`, `"admins":["` + adaLogin} {
+		if !bytes.Contains(mustRead(t, exportA), []byte(want)) {
+			t.Errorf("the export lacks %s", want)
+		}
+	}
+	dbB := openStore(t, ksB)
+	if u, err := dbB.User(ctx, botLogin); err != nil || !u.IsBot() {
+		t.Errorf("the restored bot %s: %+v, %v", botLogin, u, err)
+	}
+	if bots, err := dbB.BotLogins(ctx); err != nil || !bots[botLogin] {
+		t.Errorf("the restored site's bots are %v (%v), without %s", bots, err, botLogin)
+	}
+	if u, err := dbB.User(ctx, carlLogin); err != nil || u.Status != chat.AccountDeactivated {
+		t.Errorf("the deactivated %s is restored as %q (%v)", carlLogin, u.Status, err)
+	}
+	if site, err := dbB.Site(ctx); err != nil || !site.IsAdmin(adaLogin) {
+		t.Errorf("%s is not an administrator of the restored site (%v)", adaLogin, err)
+	}
 
 	b, baseB, err := cmdtest.StartReady(testLog(t), cmdtest.Flags(ksB, sessionKey)...)
 	if err != nil {
@@ -199,6 +237,41 @@ func TestExportRoundTrip(t *testing.T) {
 			t.Errorf("%s differs on the restored site:\n%s", path, firstDifference(withoutTokens(pageA), withoutTokens(pageB)))
 		}
 	}
+	// One room alone (export --room): its lines, its members' accounts,
+	// none of the rest; restored into a keyspace of its own, its messages
+	// show as on the original.
+	ksC := storetest.Keyspace("movec")
+	dropKeyspace(t, ksC)
+	openStore(t, ksC)
+	roomExport := filepath.Join(dir, "room.jsonl")
+	run(t, append([]string{"export", "--full-backup", "--room", room, "--out", roomExport}, cassandraFlags(ksA)...)...)
+	lines := string(mustRead(t, roomExport))
+	for _, gone := range []string{`"conversation":"dm:`, `"name":"secret` + adaLogin, `"login":"` + carlLogin, `"login":"` + botLogin} {
+		if strings.Contains(lines, gone) {
+			t.Errorf("the export of %s holds %s", room, gone)
+		}
+	}
+	run(t, append([]string{"import", "killrchat", roomExport}, cassandraFlags(ksC)...)...)
+	dbC := openStore(t, ksC)
+	if _, err := dbC.Room(ctx, "secret"+adaLogin); !errors.Is(err, chat.ErrNotFound) {
+		t.Errorf("the room's import made the other room too (%v)", err)
+	}
+	if _, err := dbC.User(ctx, carlLogin); !errors.Is(err, chat.ErrNotFound) {
+		t.Errorf("the room's import made %s, who is not its member (%v)", carlLogin, err)
+	}
+	c, baseC, err := cmdtest.StartReady(testLog(t), cmdtest.Flags(ksC, sessionKey)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	// The messages, that is: the side bar lists bob's DM only on the
+	// whole site.
+	listA, _ := page(t, logIn(t, baseA, bobLogin), baseA+"/rooms/"+room).Find("#messages").Html()
+	listC, _ := page(t, logIn(t, baseC, bobLogin), baseC+"/rooms/"+room).Find("#messages").Html()
+	if listA == "" || withoutTokens(listA) != withoutTokens(listC) {
+		t.Errorf("the room restored alone shows other messages:\n%s", firstDifference(withoutTokens(listA), withoutTokens(listC)))
+	}
+
 	// Run again (after the visits above moved bob's markers on): nothing
 	// doubles, nothing moves back, the export is the same.
 	before := filepath.Join(dir, "before.jsonl")

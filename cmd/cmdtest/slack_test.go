@@ -133,7 +133,7 @@ func TestSlackImport(t *testing.T) {
 
 	out := run(t, append([]string{"import", "slack", zipPath}, cassandraFlags(ks)...)...)
 	for _, want := range []string{
-		"7 people (1 bots), 4 rooms, 2 DMs",
+		"8 people (2 bots), 4 rooms, 2 DMs",
 		`"Dave Smith!" is "dave-smith-" here`,
 		`"ADA" is "ada-2" here`,
 		"a message of the unknown subtype \"sh_room_created\"",
@@ -236,6 +236,22 @@ func TestSlackImport(t *testing.T) {
 	}
 	if href, _ := general.Find(`a[href="https://example.slack.com/files/U01/F01/plan.pdf"]`).Attr("href"); href == "" {
 		t.Error("the file is not kept as its name and link")
+	}
+	// Slack's bots are bot accounts: the one of users.json under its
+	// name, an integration without a user under its bot id, each message
+	// under the name it was posted as, with the bot mark.
+	bots, err := db.BotLogins(context.Background())
+	if err != nil || !bots["deploybot"] || !bots["slack-b99"] || len(bots) != 2 {
+		t.Errorf("the bots are %v (%v), want deploybot and slack-b99", bots, err)
+	}
+	if u, err := db.User(context.Background(), "deploybot"); err != nil || !u.IsBot() || u.Status != chat.AccountActive || u.Email != "" {
+		t.Errorf("deploybot is %+v (%v), want an active bot", u, err)
+	}
+	for text, name := range map[string]string{"Deployed build 42": "Deploy Bot", "Pull request 7 merged": "GitHub"} {
+		msg := general.Find("li.message").FilterFunction(func(_ int, s *goquery.Selection) bool { return strings.Contains(s.Text(), text) })
+		if msg.Length() != 1 || msg.Find(".bot-mark").Length() != 1 || strings.TrimSpace(msg.Find(".user-link").First().Text()) != name {
+			t.Errorf("%q is not shown under %s with the bot mark: %q", text, name, msg.Text())
+		}
 	}
 	if v, _ := general.Find(`[data-conversation="general"]`).Attr("data-unread"); v != "0" {
 		t.Errorf("#general's unread count is %q, want 0 (the import starts markers at the newest message)", v)

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/killrchat/killrchat/chat"
-	"github.com/killrchat/killrchat/service/cache"
 )
 
 // joinFromRoomPage opens the room as a visitor and clicks "Join room".
@@ -268,14 +267,9 @@ func seedMessages(t *testing.T, room string, u person, n int) {
 			t.Fatalf("seed message %d: %v", i, err)
 		}
 	}
-	pageKeptWritesBehind()
+	// No wait: the store counts each message it stores, and a newest
+	// page kept in memory is served only while that count holds.
 }
-
-// pageKeptWritesBehind waits until what a test wrote straight to the
-// store shows on the room's page: the app keeps a conversation's newest
-// page in memory for at most cache.DefaultPageTTL, and only the app's
-// own events drop it sooner (a write behind its back sends none).
-func pageKeptWritesBehind() { time.Sleep(cache.DefaultPageTTL) }
 
 // TestRoomDeletedWhileOpen: the creator deletes a room that someone else
 // has open; that page goes home with a notice, by itself.

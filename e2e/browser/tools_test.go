@@ -257,8 +257,9 @@ func TestEmojiPicker(t *testing.T) {
 }
 
 // TestDeleteAsksWithoutScripts (issue 39, item 11): without JavaScript, a
-// message's Delete opens a page that asks; Cancel keeps the message, and
-// "Yes, delete it" deletes it.
+// message's Delete opens a page that asks (a GET: a reload asks again and
+// deletes nothing); Cancel keeps the message, and "Yes, delete it"
+// deletes it.
 func TestDeleteAsksWithoutScripts(t *testing.T) {
 	b := begin(t)
 	ada := newPerson("Ada", "Lovelace")
@@ -285,6 +286,17 @@ func TestDeleteAsksWithoutScripts(t *testing.T) {
 	ask()
 	if got := n.text("main h1"); got != "Delete this message?" {
 		t.Errorf("the page asks %q", got)
+	}
+	// The question is a page of its own (POST, 303, GET): reloading it
+	// posts nothing again, and the message stays.
+	question := "/rooms/" + room + "/messages/" + strings.TrimPrefix(id, "msg-") + "/delete"
+	if got := eval[string](n, `location.pathname`); got != question {
+		t.Errorf("the question is at %q, want %q", got, question)
+	}
+	n.run("reload the question", chromedp.Reload())
+	n.waitJS("the question again", `document.readyState === "complete" && document.querySelector("#confirm-delete-message")`)
+	if stored := storedCount(t, room, text); stored != 1 {
+		t.Fatalf("asking (and reloading the question) left %d of the message, want 1", stored)
 	}
 	n.screenshot("ask")
 	n.click("#confirm-delete-message form.confirm-delete-message a.btn")

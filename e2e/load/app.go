@@ -266,6 +266,7 @@ func appFlags(keyspace string, key []byte) []string {
 		// Incoming webhooks post as fast as they can (bots); the bots'
 		// outgoing webhooks reach a receiver of the load command.
 		"--hook-rate", "1e9", "--hook-burst", unbounded, "--bot-allow-addresses", "127.0.0.1/32")
+	flags = append(flags, extraAppFlags...)
 	if maxReplays > 0 {
 		flags = append(flags, "--max-replays", strconv.Itoa(maxReplays))
 	}
@@ -383,6 +384,10 @@ func runServe(ctx context.Context, args []string) error {
 	noIndex := fs.Bool("no-index", false, "do not index posted messages for search")
 	indexRate := fs.Float64("index-rate", 0, "messages indexed a second at most (0: the app's default; negative: unpaced)")
 	pushes := fs.Float64("push-rate", 0, "pushes sent a second at most (0: the default, 300; negative: no bound)")
+	fs.Func("app-flag", "one more flag of the app (repeated)", func(v string) error {
+		extraAppFlags = append(extraAppFlags, v)
+		return nil
+	})
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -422,6 +427,9 @@ func startChild(ctx context.Context, c common) (*target, error) {
 	}
 	args = append(args, "-index-rate", strconv.FormatFloat(c.indexRate, 'f', -1, 64),
 		"-push-rate", strconv.FormatFloat(c.pushRate, 'f', -1, 64))
+	for _, f := range extraAppFlags {
+		args = append(args, "-app-flag", f)
+	}
 	cmd := exec.Command(exe, args...)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {

@@ -336,15 +336,7 @@ func mib(b float64) string { return fmt.Sprintf("%.1f MiB", b/(1<<20)) }
 
 // cpuTime is the user+system CPU time of a process so far (0 if unknown).
 func cpuTime(pid int) time.Duration {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	s := string(b)
-	if i := strings.LastIndexByte(s, ')'); i >= 0 {
-		s = s[i+2:]
-	}
-	f := strings.Fields(s)
+	f := procStat(pid)
 	if len(f) < 13 {
 		return 0
 	}
@@ -353,18 +345,47 @@ func cpuTime(pid int) time.Duration {
 	return time.Duration(ut+st) * time.Second / 100 // USER_HZ = 100
 }
 
+// procStat is /proc/<pid>/stat's fields after the command's name (the
+// state first), or nil.
+func procStat(pid int) []string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return nil
+	}
+	s := string(b)
+	if i := strings.LastIndexByte(s, ')'); i >= 0 {
+		s = s[i+2:]
+	}
+	return strings.Fields(s)
+}
+
 // cassandraPID finds the local Cassandra JVM, to report its CPU use (read
-// only; nothing is ever signalled).
+// only; nothing is ever signalled): of several (a test's extra nodes come
+// and go), the one started first.
 func cassandraPID() int {
 	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	found, since := 0, int64(-1)
 	for _, p := range procs {
 		b, err := os.ReadFile(p)
-		if err == nil && strings.Contains(string(b), "org.apache.cassandra.service.CassandraDaemon") {
-			pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(p)))
-			return pid
+		if err != nil || !strings.Contains(string(b), "org.apache.cassandra.service.CassandraDaemon") {
+			continue
+		}
+		pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(p)))
+		if start := startTime(pid); since < 0 || start < since {
+			found, since = pid, start
 		}
 	}
-	return 0
+	return found
+}
+
+// startTime is when a process started, in clock ticks after boot.
+func startTime(pid int) int64 {
+	f := procStat(pid)
+	if len(f) < 20 {
+		return 0
+	}
+	v, _ := strconv.ParseInt(f[19], 10, 64)
+	return v
 }
 
 // machineCPU is the busy and total CPU time of the whole machine so far

@@ -14,6 +14,7 @@
 //	go run ./e2e/load versus       ours beside the original KillrChat: latest-50 pages and posts, same load, ratios
 //	go run ./e2e/load moving       killrchat import slack of 1,000,000 generated messages vs the store's post rate; export rate; peak RSS of each
 //	go run ./e2e/load bots         incoming-webhook posts/s vs browser posts/s in one room; outgoing delivery latency p50/p99
+//	go run ./e2e/load maildown     post and room page latency with the SMTP server up, down 30 s, back; each missed-message email once
 //	go run ./e2e/load hostile      chunk reads of a 400-range download; server RSS and CPU for two decompression-bomb PNGs at once
 //
 // Unless -url is given it starts its own app instance (cmd.Main with the
@@ -68,7 +69,7 @@ func (c *common) register(fs *flag.FlagSet) {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, `usage: go run ./e2e/load <post|sse|floor|correctness|replay|flood|roompage|conns|replaymem|upload|search|hostile|bigroom|versus|moving|bots> [flags]
+	fmt.Fprintln(os.Stderr, `usage: go run ./e2e/load <post|sse|floor|correctness|replay|flood|roompage|conns|replaymem|upload|search|hostile|bigroom|versus|moving|bots|maildown> [flags]
        go run ./e2e/load <subcommand> -h   for its flags`)
 	os.Exit(2)
 }
@@ -110,6 +111,8 @@ func main() {
 		err = runMoving(ctx, os.Args[2:])
 	case "bots":
 		err = runBots(ctx, os.Args[2:])
+	case "maildown":
+		err = runMailDown(ctx, os.Args[2:])
 	case "hold": // internal: a worker process of conns
 		err = runHold(ctx, os.Args[2:])
 	case "replaymem":

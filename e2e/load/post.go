@@ -59,6 +59,13 @@ func (p phase) print() {
 
 // drive runs op from conc goroutines for d and times each call.
 func drive(ctx context.Context, name string, conc int, d time.Duration, op func(ctx context.Context, worker int, i int64) (int, error)) phase {
+	return drivePaced(ctx, name, conc, d, nil, op)
+}
+
+// drivePaced is drive, each worker waiting for pace (if not nil) before
+// each call, outside the call's time.
+func drivePaced(ctx context.Context, name string, conc int, d time.Duration, pace func(ctx context.Context, worker int) error,
+	op func(ctx context.Context, worker int, i int64) (int, error)) phase {
 	cass := cassandraPID()
 	c0, m0 := cpuTime(cass), cpuTime(os.Getpid())
 	b0, _ := machineCPU()
@@ -79,6 +86,9 @@ func drive(ctx context.Context, name string, conc int, d time.Duration, op func(
 			var mine durations
 			myCodes := map[int]int64{}
 			for time.Now().Before(end) && ctx.Err() == nil {
+				if pace != nil && pace(ctx, w) != nil {
+					break
+				}
 				s := time.Now()
 				code, err := op(ctx, w, seq.Add(1))
 				if code != 0 {

@@ -91,6 +91,13 @@ func setupPushRoom(ctx context.Context, t *target, room string, n int, ps *pushS
 
 // pushCounts reads killrchat_push_total by result from the app's /metrics.
 func pushCounts(ctx context.Context, base string) (map[string]float64, error) {
+	return metricCounts(ctx, base, `killrchat_push_total{result="`)
+}
+
+// metricCounts reads, from the app's /metrics, the series whose line
+// starts with prefix (up to its last label's opening quote), by that
+// label's value.
+func metricCounts(ctx context.Context, base, prefix string) (map[string]float64, error) {
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/metrics", nil)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -102,11 +109,10 @@ func pushCounts(ctx context.Context, base string) (map[string]float64, error) {
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
-		if !strings.HasPrefix(line, `killrchat_push_total{result="`) {
+		if !strings.HasPrefix(line, prefix) {
 			continue
 		}
-		rest := strings.TrimPrefix(line, `killrchat_push_total{result="`)
-		name, value, _ := strings.Cut(rest, `"} `)
+		name, value, _ := strings.Cut(strings.TrimPrefix(line, prefix), `"} `)
 		var v float64
 		_, _ = fmt.Sscan(value, &v)
 		out[name] = v

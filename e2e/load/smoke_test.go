@@ -58,6 +58,9 @@ var smokeRuns = map[string][]string{
 	// not the real original, which make test does not build.
 	"versus": {"-users", "2", "-c", "2", "-d", "500ms", "-runs", "1", "-messages", "3"},
 	"bots":   {"-users", "2", "-c", "2", "-d", "500ms", "-warmup", "200ms", "-runs", "1", "-mentions", "5", "-rate", "10", "-wait", "1m"},
+	// Its own app, with email on, sending to its own SMTP server.
+	"maildown": {"-posters", "2", "-away", "3", "-rate", "5", "-page-rate", "5", "-c", "2", "-runs", "1",
+		"-up", "1s", "-down", "2s", "-delay", "500ms", "-wait", "1m", "-settle", "1s"},
 	"moving": {"-messages", "200", "-users", "3", "-channels", "2", "-days", "2", "-post-d", "1s", "-c", "2"},
 }
 
@@ -100,7 +103,7 @@ func TestSmoke(t *testing.T) {
 			switch name {
 			case "conns", "moving":
 				args = append(args, "-bin", bin)
-			case "floor":
+			case "floor", "maildown":
 			case "versus":
 				orig := httptest.NewServer(fakeOriginal())
 				defer orig.Close()

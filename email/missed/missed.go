@@ -97,7 +97,19 @@ type Notifier struct {
 	mu      sync.Mutex
 	open    map[time.Time]bool // due times listed, not finished
 	scanned time.Time          // due times up to this are in open or finished
+	// While the SMTP server is down (a send failed for a reason of the
+	// server's, email.ServerDown), nothing is claimed or sent until
+	// downUntil, when one email tries again; downWait doubles with each
+	// try that fails, up to maxProbeWait. The rows wait where they are:
+	// no claim, no read of their messages, no move per row.
+	downUntil time.Time
+	downWait  time.Duration
+	probing   bool // the one try is under way
 }
+
+// maxProbeWait bounds the wait between two tries of a server that is
+// down: an email arrives at most this long after the server returns.
+const maxProbeWait = time.Minute
 
 const queueSize = 10_000
 
@@ -156,6 +168,25 @@ func (n *Notifier) Flush() { n.pending.Wait() }
 func (n *Notifier) DueOf(t time.Time) time.Time {
 	d := n.cfg.Delay
 	return t.Truncate(d).Add(d).Add(d).UTC().Truncate(time.Millisecond)
+}
+
+// dueFrom is the due time of a message posted at t, recorded now: DueOf,
+// or, if that is too close for the row not to be sent before the write
+// lands (a recording late behind a backlog), the end of a later window.
+func (n *Notifier) dueFrom(t time.Time) time.Time {
+	return n.laterThan(n.DueOf(t))
+}
+
+// laterThan is due, or, if due is not comfortably ahead of now (half a
+// delay, so that no scan has it yet when the write lands), the first
+// window's end after that: rows written there join those of the window.
+func (n *Notifier) laterThan(due time.Time) time.Time {
+	d := n.cfg.Delay
+	earliest := n.cfg.Now().Add(d / 2)
+	if due.After(earliest) {
+		return due
+	}
+	return earliest.Truncate(d).Add(d).UTC().Truncate(time.Millisecond)
 }
 
 func (n *Notifier) record(closing <-chan struct{}) {
@@ -237,7 +268,7 @@ func (n *Notifier) recordOne(ctx context.Context, p Posted) error {
 		if !wants(u, direct) {
 			continue
 		}
-		due := n.DueOf(posted)
+		due := n.dueFrom(posted)
 		if err := n.db.AddPendingEmail(ctx, due, u.Login, p.Conversation, []chat.ID{p.ID}, 0); err != nil {
 			return err
 		}
@@ -318,6 +349,9 @@ func (n *Notifier) scanOnce(ctx context.Context, closing <-chan struct{}) error 
 			return nil
 		default:
 		}
+		if n.serverDown() {
+			return nil // the rows wait for the next try
+		}
 		done, err := n.handleDue(ctx, due, now)
 		if err != nil {
 			return err
@@ -352,7 +386,12 @@ func (n *Notifier) handleDue(ctx context.Context, due, now time.Time) (bool, err
 		go func() {
 			defer wg.Done()
 			for p := range work {
-				if !n.claimAndSend(ctx, p, now) {
+				ok, probe := n.mayTry()
+				finished := ok && n.claimAndSend(ctx, p, now)
+				if probe {
+					n.endProbe()
+				}
+				if !finished {
 					mu.Lock()
 					done = false
 					mu.Unlock()
@@ -400,6 +439,11 @@ func (n *Notifier) claimAndSend(ctx context.Context, p chat.PendingEmail, now ti
 // handle builds and sends p's email as things stand now, and returns
 // its final state.
 func (n *Notifier) handle(ctx context.Context, p chat.PendingEmail) string {
+	if n.cfg.Now().Sub(oldest(p)) > n.cfg.GiveUp {
+		n.count("failed")
+		n.log.Warn("email: given up", "login", p.Login, "attempts", p.Attempts)
+		return chat.EmailRefused
+	}
 	m, ok, err := n.compose(ctx, p)
 	if err != nil {
 		n.log.Warn("email: compose", "login", p.Login, "conversation", p.Conversation, "err", err)
@@ -414,38 +458,119 @@ func (n *Notifier) handle(ctx context.Context, p chat.PendingEmail) string {
 	cancel()
 	switch {
 	case err == nil:
+		n.serverUp()
 		n.count("sent")
 		n.log.Info("email: missed messages sent", "login", p.Login, "answer", answer)
 		return chat.EmailSent
 	case email.Permanent(err) || errors.Is(err, email.ErrHeader):
+		if email.Answered(err) {
+			n.serverUp()
+		}
 		n.count("refused")
 		n.log.Warn("email: refused", "login", p.Login, "err", err)
 		return chat.EmailRefused
+	case email.ServerDown(err):
+		if wait, first := n.serverFailed(); first {
+			n.log.Warn("email: the SMTP server is down; sending waits", "next try in", wait, "err", err)
+		}
+		// Not this email's failure: it waits one delay, its own count
+		// of attempts (and back-off) as it was.
+		return n.moveOn(ctx, p, p.Attempts, n.cfg.Delay)
+	default: // the server answered: this mail waits, not the others
+		n.serverUp()
+		n.log.Warn("email: not sent, will retry", "login", p.Login, "attempts", p.Attempts+1, "err", err)
 	}
-	n.log.Warn("email: not sent, will retry", "login", p.Login, "attempts", p.Attempts+1, "err", err)
 	return n.retry(ctx, p)
+}
+
+// serverDown says whether sending waits for the SMTP server.
+func (n *Notifier) serverDown() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.probing || n.cfg.Now().Before(n.downUntil)
+}
+
+// mayTry says whether an email may be sent now: yes while the server is
+// up; while it is down, one, once the wait is over: the try (probe), which
+// endProbe ends.
+func (n *Notifier) mayTry() (ok, probe bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	switch {
+	case n.downWait == 0:
+		return true, false
+	case n.probing || n.cfg.Now().Before(n.downUntil):
+		return false, false
+	}
+	n.probing = true
+	return true, true
+}
+
+// endProbe ends a try that told nothing of the server (not claimed,
+// nothing left to send, not composed): another may go at once.
+func (n *Notifier) endProbe() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.probing = false
+}
+
+// serverFailed notes a send that failed for the server's reason: the
+// next try waits, twice as long as the last one; first says it was up.
+func (n *Notifier) serverFailed() (wait time.Duration, first bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	first = n.downWait == 0
+	switch {
+	case first:
+		n.downWait = min(n.cfg.Delay, maxProbeWait)
+	case n.cfg.Now().After(n.downUntil): // a try after the wait failed
+		n.downWait = min(2*n.downWait, maxProbeWait)
+	}
+	n.downUntil = n.cfg.Now().Add(n.downWait)
+	n.probing = false
+	return n.downWait, first
+}
+
+// serverUp notes an answer of the server: sending goes on.
+func (n *Notifier) serverUp() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.downWait != 0 {
+		n.log.Info("email: the SMTP server answers again")
+	}
+	n.downWait, n.downUntil, n.probing = 0, time.Time{}, false
+}
+
+// oldest is the time of p's oldest message (its due time if earlier).
+func oldest(p chat.PendingEmail) time.Time {
+	t := p.Due
+	for _, id := range p.Messages {
+		if id.Time().Before(t) {
+			t = id.Time()
+		}
+	}
+	return t
 }
 
 // retry moves p to a later due time, doubling the wait each time, until
 // a day after its oldest message.
 func (n *Notifier) retry(ctx context.Context, p chat.PendingEmail) string {
-	oldest := p.Due
-	for _, id := range p.Messages {
-		if id.Time().Before(oldest) {
-			oldest = id.Time()
-		}
-	}
-	if n.cfg.Now().Sub(oldest) > n.cfg.GiveUp {
+	return n.moveOn(ctx, p, p.Attempts+1, min(n.cfg.Delay<<min(p.Attempts, 20), n.cfg.MaxBackoff))
+}
+
+// moveOn moves p wait later, with attempts, unless it is older than the
+// give-up time.
+func (n *Notifier) moveOn(ctx context.Context, p chat.PendingEmail, attempts int, wait time.Duration) string {
+	if n.cfg.Now().Sub(oldest(p)) > n.cfg.GiveUp {
 		n.count("failed")
 		return chat.EmailRefused
 	}
-	wait := n.cfg.Delay << min(p.Attempts, 20)
-	wait = min(wait, n.cfg.MaxBackoff)
 	next := p.Due.Add(wait)
 	if now := n.cfg.Now(); next.Before(now) {
 		next = now.Add(wait).Truncate(time.Millisecond)
 	}
-	if err := n.db.AddPendingEmail(ctx, next, p.Login, p.Conversation, p.Messages, p.Attempts+1); err != nil {
+	next = n.laterThan(next)
+	if err := n.db.AddPendingEmail(ctx, next, p.Login, p.Conversation, p.Messages, attempts); err != nil {
 		n.log.Warn("email: move to a later time", "login", p.Login, "err", err)
 		return "" // not finished: the lease runs out, and it is tried again
 	}

@@ -62,25 +62,40 @@ type Server struct {
 	// counts the mails held.
 	stall   chan struct{}
 	stalled int
+	// hung is the listener of Hang, which answers nothing, and its
+	// connections.
+	hung      net.Listener
+	hungConns []net.Conn
+	hungTotal int
 }
 
 // Start runs a server with STARTTLS (implicit TLS when implicit) on a
 // free loopback port until the test ends.
 func Start(t testing.TB, implicit bool) *Server {
 	t.Helper()
+	s, err := New(implicit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Stop)
+	return s
+}
+
+// New runs a server as Start does, outside a test (the load commands):
+// the caller stops it.
+func New(implicit bool) (*Server, error) {
 	s := &Server{Implicit: implicit, refused: map[string]bool{}, mails: make(chan Received, 10_000)}
 	if err := s.makeCert(); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	ln, err := s.listen("127.0.0.1:0")
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	s.Addr = ln.Addr().String()
 	s.Port = ln.Addr().(*net.TCPAddr).Port
 	s.serve(ln)
-	t.Cleanup(s.Stop)
-	return s
+	return s, nil
 }
 
 // Config is the email configuration that reaches this server.
@@ -151,23 +166,79 @@ func (s *Server) Stop() {
 	}
 }
 
-// Restart listens again on the same port.
+// Hang stops the server, as Stop does, and has its port accept
+// connections and answer nothing on them, as a server that hangs or a
+// network that drops the replies, until Restart: a client waits for its
+// own timeout.
+func (s *Server) Hang() error {
+	s.Stop()
+	ln, err := listenAgain(s.Addr)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.hung = ln
+	s.mu.Unlock()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			s.mu.Lock()
+			s.hungConns = append(s.hungConns, c)
+			s.hungTotal++
+			s.mu.Unlock()
+		}
+	}()
+	return nil
+}
+
+// HungConnections is how many connections the port took while it hung,
+// over every Hang so far.
+func (s *Server) HungConnections() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.hungTotal
+}
+
+// Restart listens again on the same port (after Stop or Hang).
 func (s *Server) Restart() error {
+	s.mu.Lock()
+	hung, conns := s.hung, s.hungConns
+	s.hung, s.hungConns = nil, nil
+	s.mu.Unlock()
+	if hung != nil {
+		_ = hung.Close()
+		for _, c := range conns {
+			_ = c.Close()
+		}
+	}
+	ln, err := listenAgain(s.Addr)
+	if err != nil {
+		return err
+	}
+	if s.Implicit {
+		ln = tls.NewListener(ln, s.tls)
+	}
+	s.serve(ln)
+	return nil
+}
+
+// listenAgain listens on addr, which a listener just closed may hold a
+// moment longer.
+func listenAgain(addr string) (net.Listener, error) {
 	var (
 		ln  net.Listener
 		err error
 	)
-	for range 50 { // the port may linger a moment
-		if ln, err = s.listen(s.Addr); err == nil {
-			break
+	for range 50 {
+		if ln, err = net.Listen("tcp", addr); err == nil {
+			return ln, nil
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	if err != nil {
-		return err
-	}
-	s.serve(ln)
-	return nil
+	return nil, err
 }
 
 func (s *Server) listen(addr string) (net.Listener, error) {

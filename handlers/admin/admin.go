@@ -8,12 +8,14 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/a-h/templ"
 	"github.com/labstack/echo/v4"
 
 	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/handlers"
+	"github.com/killrchat/killrchat/service"
 	"github.com/killrchat/killrchat/views"
 	"github.com/killrchat/killrchat/web/limit"
 )
@@ -29,6 +31,7 @@ type UseCases interface {
 	EndSessions(ctx context.Context, actor, who string) error
 	CreateResetLink(ctx context.Context, actor, who string) (string, error)
 	SaveSettings(ctx context.Context, actor string, f chat.Settings) error
+	ChooseDefaultRooms(ctx context.Context, actor string, rooms []string) error
 	CreateSiteInvite(ctx context.Context, actor string, f chat.NewInvite) (string, chat.SiteInvite, error)
 	SiteInvites(ctx context.Context) ([]chat.SiteInvite, error)
 	AuditLog(ctx context.Context, before chat.ID, n int) ([]chat.AuditEntry, error)
@@ -80,6 +83,7 @@ func Register(r handlers.Routes, pages Pages, sign Signer, app UseCases, rate li
 	g.GET("/audit", m.showAudit)
 	g.POST("/people/:login/:action", m.personAction, actions)
 	g.POST("/settings", m.saveSettings, actions)
+	g.POST("/default-rooms", m.saveDefaultRooms, actions)
 	g.POST("/invites", m.createInvite, actions)
 	g.POST("/bots", m.createBot, actions)
 	g.POST("/bots/:login/:action", m.botAction, actions)
@@ -135,6 +139,11 @@ func (m module) adminPage(c echo.Context) (views.Admin, error) {
 	v.Settings = views.Form{Values: map[string]string{
 		"signup_policy": v.Site.Policy(), "domains": strings.Join(v.Site.SignupDomains, ", "), "room_creation": v.Site.Rooms(),
 	}, Errors: map[string]string{}}
+	rooms := v.Site.DefaultRooms
+	if !v.Site.DefaultRoomsSet {
+		rooms = []string{service.GeneralRoom}
+	}
+	v.DefaultRooms = views.Form{Values: map[string]string{"rooms": strings.Join(rooms, ", ")}, Errors: map[string]string{}}
 	v.Invite = views.Form{Values: map[string]string{"expires_hours": "168"}, Errors: map[string]string{}}
 	if v.Invites, err = m.app.SiteInvites(ctx); err != nil {
 		return v, err
@@ -163,13 +172,14 @@ func auditNext(entries []chat.AuditEntry) string {
 
 // notices are what an action's redirect says it did.
 var notices = map[string]string{
-	"deactivate":   "The account is deactivated: its sessions ended on every instance.",
-	"reactivate":   "The account is active again. The rooms it left stay left.",
-	"promote":      "They are an administrator now.",
-	"demote":       "They are no longer an administrator.",
-	"end-sessions": "Their sessions have ended.",
-	"settings":     "The settings are saved.",
-	"revoke":       "The bot's API token is revoked on every instance.",
+	"deactivate":    "The account is deactivated: its sessions ended on every instance.",
+	"reactivate":    "The account is active again. The rooms it left stay left.",
+	"promote":       "They are an administrator now.",
+	"demote":        "They are no longer an administrator.",
+	"end-sessions":  "Their sessions have ended.",
+	"settings":      "The settings are saved.",
+	"default-rooms": "The rooms every newcomer joins are saved.",
+	"revoke":        "The bot's API token is revoked on every instance.",
 }
 
 func (m module) render(c echo.Context, status int, v views.Admin) error {
@@ -263,17 +273,39 @@ func (m module) saveSettings(c echo.Context) error {
 	err := m.app.SaveSettings(c.Request().Context(), handlers.MustUser(c).Login, chat.Settings{
 		SignupPolicy: f.Value("signup_policy"), Domains: f.Value("domains"), RoomCreation: f.Value("room_creation")})
 	if errors.Is(err, chat.ErrInvalid) {
-		v, perr := m.adminPage(c)
-		if perr != nil {
-			return perr
-		}
-		v.Settings = handlers.WithErrors(f, err)
-		return m.render(c, http.StatusUnprocessableEntity, v)
+		return m.refuse(c, func(v *views.Admin) { v.Settings = handlers.WithErrors(f, err) })
 	}
 	if err != nil {
 		return err
 	}
 	return handlers.Redirect(c, "/admin?done=settings#settings")
+}
+
+// refuse answers a form's invalid input: the page again (422), with the
+// form and its errors put in place by set.
+func (m module) refuse(c echo.Context, set func(*views.Admin)) error {
+	v, err := m.adminPage(c)
+	if err != nil {
+		return err
+	}
+	set(&v)
+	return m.render(c, http.StatusUnprocessableEntity, v)
+}
+
+// saveDefaultRooms sets the rooms every newcomer joins (issue 39), from
+// names separated by commas or spaces, with or without "#"; an empty
+// field is none.
+func (m module) saveDefaultRooms(c echo.Context) error {
+	f := handlers.FormOf(c, "rooms")
+	names := strings.FieldsFunc(f.Value("rooms"), func(r rune) bool { return r == ',' || unicode.IsSpace(r) })
+	err := m.app.ChooseDefaultRooms(c.Request().Context(), handlers.MustUser(c).Login, names)
+	if errors.Is(err, chat.ErrInvalid) {
+		return m.refuse(c, func(v *views.Admin) { v.DefaultRooms = handlers.WithErrors(f, err) })
+	}
+	if err != nil {
+		return err
+	}
+	return handlers.Redirect(c, "/admin?done=default-rooms#default-rooms")
 }
 
 // createInvite makes a sign-up link and shows it, once.

@@ -55,6 +55,7 @@ func Register(r handlers.Routes, core Core, db Messages, app Changes) {
 		r.Auth.GET(p+"/quote", s.quoteMessage, base.mw...)
 		r.Auth.GET(p+"/source", s.messageSource, base.mw...)
 		r.Auth.POST(p+"/edit", s.editMessage, append(base.mw, r.Sending)...)
+		r.Auth.GET(p+"/delete", s.askDelete, base.mw...)
 		r.Auth.POST(p+"/delete", s.deleteMessage, base.mw...)
 		r.Auth.POST(p+"/reactions", s.react, append(base.mw, r.Sending)...)
 	}
@@ -169,25 +170,42 @@ func (s routes) editMessage(c echo.Context) error {
 	return changed(c, views.Permalink(edited))
 }
 
+// askDelete is the page that asks before a message is deleted, for a
+// browser without JavaScript (app.js asks in the message's menu): the
+// message and a form that deletes it. Asking changes nothing; someone
+// who may not delete the message is refused (403), not asked.
+func (s routes) askDelete(c echo.Context) error {
+	cv, m, err := s.messageOf(c)
+	if err != nil {
+		return err
+	}
+	me := handlers.MustUser(c).Login
+	if err := chat.CanDelete(m, me, service.Moderates(cv.Place, me)); err != nil {
+		return err
+	}
+	v := views.MessageView{Message: m, Title: cv.Title, CanDelete: true}
+	s.core.InConversation(c, cv.Place, m)
+	return s.core.Render(c, http.StatusOK, views.Page{Title: "Delete this message?", Room: cv.ID}, views.ConfirmDeleteMessage(v))
+}
+
 // deleteMessage deletes a message: one's own, or any in a room one
-// moderates. It asks first (issue 39): a post without confirm=yes, from a
-// page without JavaScript (app.js asks on the page itself, and sends it
-// as htmx does), deletes nothing and answers the question's page.
+// moderates. It asks first (issue 39): a post without confirm=yes, from
+// a menu's Delete without JavaScript (app.js asks on the page itself,
+// and sends it as htmx does), deletes nothing and goes to askDelete's
+// page (POST, 303, GET: a reload of the question posts nothing again).
 func (s routes) deleteMessage(c echo.Context) error {
 	cv, m, err := s.messageOf(c)
 	if err != nil {
 		return err
 	}
+	me := handlers.MustUser(c).Login
 	if !handlers.IsHTMX(c) && c.FormValue("confirm") != "yes" {
-		me := handlers.MustUser(c).Login
 		if err := chat.CanDelete(m, me, service.Moderates(cv.Place, me)); err != nil {
 			return err
 		}
-		v := views.MessageView{Message: m, Title: cv.Title, CanDelete: true}
-		s.core.InConversation(c, cv.Place, m)
-		return s.core.Render(c, http.StatusOK, views.Page{Title: "Delete this message?", Room: cv.ID}, views.ConfirmDeleteMessage(v))
+		return c.Redirect(http.StatusSeeOther, views.MessageURL(m)+"/delete")
 	}
-	if err := s.app.DeleteMessage(c.Request().Context(), cv.Place, m, handlers.MustUser(c).Login); err != nil {
+	if err := s.app.DeleteMessage(c.Request().Context(), cv.Place, m, me); err != nil {
 		return err
 	}
 	return changed(c, cv.URL+"#latest")

@@ -233,6 +233,27 @@ func fileKey(clientID string, n int) string {
 // uploadError maps what can end an upload to what a person reads.
 func (s routes) uploadError(err error) error { return s.Core.UploadError(err) }
 
+// fileCSP is the policy of every file but a PDF: were a browser to show
+// one as a page in our origin after all, it could load nothing and run
+// nothing, in an origin of its own (sandbox).
+const fileCSP = "default-src 'none'; sandbox"
+
+// pdfCSP is a PDF's policy (issue 39: PDFs opened nowhere but in a
+// download). A PDF is served inline, from our own origin, so that the
+// browser opens it in its viewer; but a viewer that is a plugin (as
+// Chromium's was, crbug.com/271452) or a frame of the page never loads
+// in a sandboxed document, so the policy has no sandbox. What stops the
+// file from acting as a page of ours is that only bytes that open with
+// "%PDF-" are ever typed application/pdf (chat.SniffContentType, where
+// an upload's type is decided), and nosniff, which keeps the browser to
+// that type: the document it shows holds the browser's own viewer, never
+// markup from the file. default-src 'none' still lets that document
+// load, run and fetch nothing; object-src 'self' lets a plugin viewer
+// show this same file and nothing else; frame-ancestors 'none' (with
+// the X-Frame-Options: DENY every answer has) keeps another site from
+// framing a member's file, as nothing of ours frames one.
+const pdfCSP = "default-src 'none'; object-src 'self'; frame-ancestors 'none'"
+
 // downloadFile serves an attachment to the members of its conversation
 // (404 for anyone else, as if it did not exist). http.ServeContent does
 // Range (206, 416), If-None-Match (304, with the sha256 as ETag) and HEAD;
@@ -251,14 +272,17 @@ func (s routes) downloadFile(c echo.Context) error {
 	h.Set("Content-Type", a.ContentType)
 	h.Set("ETag", `"`+hex.EncodeToString(a.SHA256)+`"`)
 	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Content-Security-Policy", "default-src 'none'; sandbox")
 	// The id never names other bytes, so the browser may keep it; private,
 	// since only members may read it.
 	h.Set("Cache-Control", "private, max-age=86400")
-	disposition := "attachment"
-	if a.Inline() {
+	disposition, policy := "attachment", fileCSP
+	switch {
+	case a.Inline():
 		disposition = "inline"
+	case a.PDF():
+		disposition, policy = "inline", pdfCSP
 	}
+	h.Set("Content-Security-Policy", policy)
 	h.Set("Content-Disposition", mime.FormatMediaType(disposition, map[string]string{"filename": a.Name}))
 	_ = http.NewResponseController(c.Response()).SetWriteDeadline(time.Now().Add(s.Config.UploadTimeout))
 	if rng := c.Request().Header.Get("Range"); rng != "" {

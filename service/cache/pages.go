@@ -1,7 +1,8 @@
 // This file owns the newest page of each busy conversation, kept in
 // memory: the messages a conversation's page opens on (with their
-// reactions) read once and served to every reader until something
-// changes them, and concurrent reads of one conversation's page made one.
+// reactions) read once and served to every reader while the
+// conversation's change count says nothing changed, and concurrent reads
+// of one conversation's page made one.
 
 package cache
 
@@ -21,10 +22,10 @@ const (
 	// messages' size.
 	DefaultPagesBytes = 16 << 20
 	// DefaultPageTTL is how long a page is served at most without a
-	// read: the bound on what a write that no event announced (an
-	// instance that died between its write and its publication, an
-	// import) leaves unseen.
-	DefaultPageTTL = 2 * time.Second
+	// read of its messages: the bound on what a change that was not
+	// counted leaves unseen (a count that failed after its change was
+	// stored, a writer that does not count: see ReadVersion).
+	DefaultPageTTL = 30 * time.Second
 )
 
 // EventHub is where Pages hears every event and every gap (live.Hub).
@@ -37,80 +38,106 @@ type EventHub interface {
 // whether older ones exist (store.MessagesBefore).
 type ReadPage func(ctx context.Context, in chat.Place, before chat.ID, n int) ([]chat.Message, bool, error)
 
+// ReadVersion reads a conversation's change count (store.Version): every
+// writer of a conversation's messages, edits, deletes and reactions
+// counts each change after it is stored, so two reads of the count that
+// are equal have no change stored between them.
+type ReadVersion func(ctx context.Context, conversation string) (int64, error)
+
 // Pages keeps the newest page of conversations in memory. A page is
-// exact: every instance hears each message, edit, delete and reaction of
-// every conversation through the hub (the fan-out's own events), and
-// any event of a conversation drops its page; a read that began before
-// an event is served to the readers that asked before it and is not
-// kept. While the broker is away (events of other instances may be
-// missed) nothing is kept or served from memory, and everything is
-// dropped when it is back; a restarted instance starts empty. A page is
+// kept with the change count read just before its messages were, and
+// served to a reader only if the count that reader reads is the same: a
+// change acknowledged before a reader asks was counted before it asks,
+// so it is on every page that reader is served, whichever instance made
+// it, whether the broker was there or not, and whenever this instance
+// started. What the hub says (a conversation's event, a gap) only frees
+// memory early: a page it drops would not be served anyway. A page is
 // also read again after its TTL; a TTL of 0 or less keeps nothing and
-// shares no read.
+// shares no read (two statements: count and page, one after the other,
+// become one, the page).
 type Pages struct {
 	read     ReadPage
+	version  ReadVersion
 	n        int
 	ttl      time.Duration
 	maxBytes int
 	now      func() time.Time
 
-	mu      sync.Mutex
-	slots   map[string]*pageSlot
-	bytes   int
-	missing bool
+	mu     sync.Mutex
+	slots  map[string]*pageSlot
+	bytes  int
+	counts map[string]*countSlot
 
-	hits, reads atomic.Int64
+	hits, reads, countReads atomic.Int64
+}
+
+// countSlot is a conversation's reads of its change count: the one under
+// way, and the next one, which the readers who asked meanwhile wait for.
+type countSlot struct {
+	running bool
+	next    *countRead
+}
+
+// countRead is one read of a change count: done is closed when n or err
+// is there.
+type countRead struct {
+	done chan struct{}
+	n    int64
+	err  error
 }
 
 // pageSlot is one conversation's page and the read under way.
 type pageSlot struct {
-	// gen counts the events heard of the conversation: a read is kept
-	// only if none came while it ran.
-	gen    uint64
 	since  time.Time
 	page   *pageRead
 	flight *pageRead
 }
 
-// pageRead is a read of a page: under way until done is closed.
+// pageRead is a read of a page, made after its change count was read as
+// version: under way until done is closed.
 type pageRead struct {
-	gen   uint64
-	at    time.Time
-	done  chan struct{}
-	msgs  []chat.Message
-	more  bool
-	err   error
-	bytes int
+	version int64
+	at      time.Time
+	done    chan struct{}
+	msgs    []chat.Message
+	more    bool
+	err     error
+	bytes   int
 }
 
 // NewPages keeps the newest n messages of conversations, read with read,
-// at most maxBytes of them (an estimate), each for at most ttl, coherent
-// through hub.
-func NewPages(read ReadPage, hub EventHub, n int, ttl time.Duration, maxBytes int) *Pages {
-	p := &Pages{read: read, n: n, ttl: ttl, maxBytes: maxBytes, now: time.Now, slots: map[string]*pageSlot{}}
+// each served while version reads the count it was read with, at most
+// maxBytes of them (an estimate), each for at most ttl; hub's events
+// free pages early.
+func NewPages(read ReadPage, version ReadVersion, hub EventHub, n int, ttl time.Duration, maxBytes int) *Pages {
+	p := &Pages{read: read, version: version, n: n, ttl: ttl, maxBytes: maxBytes, now: time.Now,
+		slots: map[string]*pageSlot{}, counts: map[string]*countSlot{}}
 	hub.WatchEvents(p.heard, p.gap)
 	return p
 }
 
-// heard drops the page of the event's conversation; typing says nothing
-// of its messages.
+// heard drops the page of the event's conversation: its count has moved
+// (the event is published after the change is counted). Typing says
+// nothing of its messages.
 func (p *Pages) heard(ev live.Event) {
 	if ev.Kind == live.KindTyping {
 		return
 	}
 	p.mu.Lock()
 	if sl := p.slots[ev.Conversation]; sl != nil {
-		sl.gen++
 		p.drop(sl)
 	}
 	p.mu.Unlock()
 }
 
-// gap drops every page; while events may be missed, none is kept.
-func (p *Pages) gap(missing bool) {
+// gap drops every page: kept pages stay exact without the hub (each is
+// checked against its count), but while events are missed the hub does
+// not free them, and it costs one read a conversation.
+func (p *Pages) gap(bool) {
 	p.mu.Lock()
-	p.missing = missing
-	p.slots, p.bytes = map[string]*pageSlot{}, 0
+	for _, sl := range p.slots {
+		p.drop(sl)
+	}
 	p.mu.Unlock()
 }
 
@@ -124,22 +151,87 @@ func (p *Pages) drop(sl *pageSlot) {
 // Stats are the pages served from memory and the reads made so far.
 func (p *Pages) Stats() (hits, reads int64) { return p.hits.Load(), p.reads.Load() }
 
+// CountReads is how many change counts were read so far.
+func (p *Pages) CountReads() int64 { return p.countReads.Load() }
+
+// count reads conversation's change count for a reader who asks now. The
+// readers of a busy conversation share reads: one who asks while a read
+// is under way waits for the next one, sent when that read is answered,
+// with every reader who asked meanwhile. A read sent after the reader
+// asked holds every change acknowledged before it asked; the read under
+// way was sent before, so it is not shared with them. At most one read of
+// a conversation's count is under way, however many readers wait: one
+// round trip more for a reader who comes in the middle of one, one read
+// a round trip at most for the conversation.
+func (p *Pages) count(ctx context.Context, conversation string) (int64, error) {
+	p.mu.Lock()
+	cs := p.counts[conversation]
+	if cs == nil {
+		cs = &countSlot{}
+		p.counts[conversation] = cs
+	}
+	if cs.running {
+		r := cs.next
+		if r == nil {
+			r = &countRead{done: make(chan struct{})}
+			cs.next = r
+		}
+		p.mu.Unlock()
+		select {
+		case <-r.done:
+			return r.n, r.err
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
+	}
+	cs.running = true
+	p.mu.Unlock()
+	r := &countRead{done: make(chan struct{})}
+	p.readCount(ctx, conversation, cs, r)
+	return r.n, r.err
+}
+
+// readCount makes read r of conversation's count, then starts the next
+// one if readers wait for it.
+func (p *Pages) readCount(ctx context.Context, conversation string, cs *countSlot, r *countRead) {
+	p.countReads.Add(1)
+	// Shared with the readers waiting: one gone does not fail the others.
+	r.n, r.err = p.version(context.WithoutCancel(ctx), conversation)
+	close(r.done)
+	p.mu.Lock()
+	next := cs.next
+	cs.next = nil
+	if next == nil {
+		cs.running = false
+		if p.counts[conversation] == cs {
+			delete(p.counts, conversation)
+		}
+	}
+	p.mu.Unlock()
+	if next != nil {
+		go p.readCount(ctx, conversation, cs, next)
+	}
+}
+
 // Latest is the newest page of in (its n messages, oldest first, and
-// whether older ones exist), from memory when it is there. The messages
-// are shared with other readers: the slice is the caller's, the
-// messages' reactions are not to be changed.
+// whether older ones exist), from memory when the conversation's change
+// count is the one it was read with. It reads the count (one statement,
+// one row), and the page only when the count moved. The messages are
+// shared with other readers: the slice is the caller's, the messages'
+// reactions are not to be changed.
 func (p *Pages) Latest(ctx context.Context, in chat.Place) ([]chat.Message, bool, error) {
 	conv := in.Conversation()
 	if p.ttl <= 0 {
 		p.reads.Add(1)
 		return p.read(ctx, in, chat.ID{}, p.n)
 	}
-	p.mu.Lock()
-	if p.missing {
-		p.mu.Unlock()
-		p.reads.Add(1)
-		return p.read(ctx, in, chat.ID{}, p.n)
+	// The count first, the page after: the page holds every change the
+	// count holds.
+	version, err := p.count(ctx, conv.ID)
+	if err != nil {
+		return nil, false, err
 	}
+	p.mu.Lock()
 	sl := p.slots[conv.ID]
 	if sl != nil && !sl.since.Equal(conv.Since) {
 		// Another incarnation of the room: start over.
@@ -151,14 +243,14 @@ func (p *Pages) Latest(ctx context.Context, in chat.Place) ([]chat.Message, bool
 		sl = &pageSlot{since: conv.Since}
 		p.slots[conv.ID] = sl
 	}
-	if pg := sl.page; pg != nil && p.now().Sub(pg.at) < p.ttl {
+	if pg := sl.page; pg != nil && pg.version == version && p.now().Sub(pg.at) < p.ttl {
 		p.mu.Unlock()
 		p.hits.Add(1)
 		return clone(pg.msgs), pg.more, nil
 	}
-	if f := sl.flight; f != nil && f.gen == sl.gen {
-		// A read began since the last event: its answer is as new as
-		// one begun now.
+	if f := sl.flight; f != nil && f.version == version {
+		// A read made after the same count: no change between the two
+		// counts, so its page is as new as one read now.
 		p.mu.Unlock()
 		select {
 		case <-f.done:
@@ -168,7 +260,7 @@ func (p *Pages) Latest(ctx context.Context, in chat.Place) ([]chat.Message, bool
 		p.hits.Add(1)
 		return clone(f.msgs), f.more, f.err
 	}
-	f := &pageRead{gen: sl.gen, at: p.now(), done: make(chan struct{})}
+	f := &pageRead{version: version, at: p.now(), done: make(chan struct{})}
 	sl.flight = f
 	p.mu.Unlock()
 
@@ -182,7 +274,9 @@ func (p *Pages) Latest(ctx context.Context, in chat.Place) ([]chat.Message, bool
 	if sl.flight == f {
 		sl.flight = nil
 	}
-	if f.err == nil && !p.missing && sl.gen == f.gen && p.slots[conv.ID] == sl {
+	// Counts only grow: a page read after a lower count than the kept
+	// one's (a reader that read the count before a change) is not kept.
+	if f.err == nil && p.slots[conv.ID] == sl && (sl.page == nil || sl.page.version <= f.version) {
 		p.drop(sl)
 		sl.page = f
 		p.bytes += f.bytes
@@ -192,37 +286,6 @@ func (p *Pages) Latest(ctx context.Context, in chat.Place) ([]chat.Message, bool
 	close(f.done)
 	return clone(f.msgs), f.more, f.err
 }
-
-// Behind drops the kept page of in if its newest message is older than
-// head, the conversation's head as read by the caller (the sidebar reads
-// it anyway), and says so: a message some writer stored without an event
-// (an import, a test writing to the store) is then read at once, not
-// after the TTL. A page read since is left to that read.
-func (p *Pages) Behind(in chat.Place, head chat.ID) bool {
-	conv := in.Conversation()
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	sl := p.slots[conv.ID]
-	if sl == nil || sl.page == nil {
-		return false
-	}
-	var newest chat.ID
-	if msgs := sl.page.msgs; len(msgs) > 0 {
-		newest = msgs[len(msgs)-1].ID
-	}
-	// A page read well after the head's message was made holds it,
-	// unless it was deleted since: not behind.
-	if !head.After(newest) || sl.page.at.After(head.Time().Add(headSlack)) {
-		return false
-	}
-	sl.gen++
-	p.drop(sl)
-	return true
-}
-
-// headSlack is how long after its id's time a message is surely stored
-// (see Behind).
-const headSlack = time.Second
 
 // evict drops pages other than keep's until the pages fit.
 func (p *Pages) evict(keep *pageSlot) {

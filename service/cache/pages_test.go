@@ -18,6 +18,14 @@ type fakeMessages struct {
 	mu    sync.Mutex
 	msgs  []chat.Message
 	reads atomic.Int64
+	// changes is the conversation's change count: add stores, then
+	// counts, as the store does.
+	changes int64
+	// countHold, when set, holds each read of the count (answered as it
+	// was when the read was sent) until it is closed; countStarted is
+	// told each read that began.
+	countHold    chan struct{}
+	countStarted chan struct{}
 	// hold, when set, blocks each read until it is closed; started is
 	// told each read that began.
 	hold    chan struct{}
@@ -42,7 +50,26 @@ func (f *fakeMessages) read(ctx context.Context, in chat.Place, before chat.ID, 
 func (f *fakeMessages) add(content string) {
 	f.mu.Lock()
 	f.msgs = append(f.msgs, chat.Message{ID: chat.IDAt(time.Now()), Content: content})
+	f.changes++
 	f.mu.Unlock()
+}
+
+func (f *fakeMessages) version(context.Context, string) (int64, error) {
+	f.mu.Lock()
+	n, hold, started := f.changes, f.countHold, f.countStarted
+	f.mu.Unlock()
+	if started != nil {
+		started <- struct{}{}
+	}
+	if hold != nil {
+		<-hold
+	}
+	return n, nil
+}
+
+// pages keeps f's pages for ttl, at most maxBytes of them.
+func (f *fakeMessages) pages(hub cache.EventHub, ttl time.Duration, maxBytes int) *cache.Pages {
+	return cache.NewPages(f.read, f.version, hub, 50, ttl, maxBytes)
 }
 
 func room(name string) chat.Room {
@@ -61,12 +88,18 @@ func newest(t *testing.T, p *cache.Pages, r chat.Room) string {
 	return msgs[len(msgs)-1].Content
 }
 
-func TestPagesServeFromMemoryUntilAnEvent(t *testing.T) {
+// TestPagesServeWhileTheCountHolds: a page is read once and served
+// while the conversation's change count is the one it was read with; a
+// change stored and counted with no event heard here (another instance,
+// a write behind the app's back) is on the next page; an event frees the
+// page; typing and other conversations leave it; a room made again is
+// read anew.
+func TestPagesServeWhileTheCountHolds(t *testing.T) {
 	hub := live.NewLocalHub()
 	defer hub.Close()
 	f := &fakeMessages{}
 	f.add("one")
-	p := cache.NewPages(f.read, hub, 50, time.Hour, 1<<20)
+	p := f.pages(hub, time.Hour, 1<<20)
 	r := room("lobby")
 	for range 3 {
 		if got := newest(t, p, r); got != "one" {
@@ -75,6 +108,10 @@ func TestPagesServeFromMemoryUntilAnEvent(t *testing.T) {
 	}
 	if n := f.reads.Load(); n != 1 {
 		t.Fatalf("3 pages made %d reads, want 1", n)
+	}
+	f.add("stored and counted, not heard")
+	if got := newest(t, p, r); got != "stored and counted, not heard" {
+		t.Fatalf("after a change no event announced the page shows %q", got)
 	}
 	for _, kind := range []string{live.KindMessage, live.KindEdit, live.KindDelete, live.KindReaction, live.KindRoomDeleted} {
 		t.Run(kind, func(t *testing.T) {
@@ -103,14 +140,15 @@ func TestPagesServeFromMemoryUntilAnEvent(t *testing.T) {
 }
 
 // TestPagesReadOnceForConcurrentReaders: readers that ask while a read
-// is under way share it; a read during which an event came is served to
-// those who asked before it, never kept.
+// is under way, after the same count, share it; a reader who asks after
+// a change that landed during that read is not served it, and the page
+// kept is the newer read's.
 func TestPagesReadOnceForConcurrentReaders(t *testing.T) {
 	hub := live.NewLocalHub()
 	defer hub.Close()
 	f := &fakeMessages{hold: make(chan struct{}), started: make(chan struct{}, 100)}
 	f.add("one")
-	p := cache.NewPages(f.read, hub, 50, time.Hour, 1<<20)
+	p := f.pages(hub, time.Hour, 1<<20)
 	r := room("lobby")
 	var wg sync.WaitGroup
 	got := make([]string, 8)
@@ -121,9 +159,8 @@ func TestPagesReadOnceForConcurrentReaders(t *testing.T) {
 	<-f.started
 	// Let the others join the read under way.
 	time.Sleep(50 * time.Millisecond)
-	// A message lands and is heard while the read runs.
+	// A message is stored and counted while the read runs; no event.
 	f.add("two")
-	_ = hub.Publish(context.Background(), live.Event{Kind: live.KindMessage, Conversation: "lobby", ID: chat.IDAt(time.Now())})
 	// A reader who asks now must not be served the read begun before.
 	late := make(chan string, 1)
 	go func() { late <- newest(t, p, r) }()
@@ -131,7 +168,7 @@ func TestPagesReadOnceForConcurrentReaders(t *testing.T) {
 	close(f.hold)
 	wg.Wait()
 	if n := f.reads.Load(); n != 2 {
-		t.Errorf("8 readers then 1 after an event made %d reads, want 2", n)
+		t.Errorf("8 readers then 1 after a change made %d reads, want 2", n)
 	}
 	for i, g := range got {
 		if g != "one" && g != "two" {
@@ -139,9 +176,9 @@ func TestPagesReadOnceForConcurrentReaders(t *testing.T) {
 		}
 	}
 	if g := <-late; g != "two" {
-		t.Errorf("the reader after the event got %q, want two", g)
+		t.Errorf("the reader after the change got %q, want two", g)
 	}
-	// The read that saw the event is not kept; the later one is.
+	// The older read is not kept over the newer one, whichever ended last.
 	f.mu.Lock()
 	f.hold, f.started = nil, nil
 	f.mu.Unlock()
@@ -153,15 +190,16 @@ func TestPagesReadOnceForConcurrentReaders(t *testing.T) {
 	}
 }
 
-// TestPagesBrokerGap: while the broker is away nothing is served from
-// memory (another instance's events may be missed); when it is back,
-// what was kept before is dropped.
+// TestPagesBrokerGap: while the broker is away (events of other
+// instances missed) a page is still served only while its count holds,
+// so a change made meanwhile is on the next page; the gap frees what was
+// kept, and pages are kept again, during and after it.
 func TestPagesBrokerGap(t *testing.T) {
 	hub := live.NewLocalHub()
 	defer hub.Close()
 	f := &fakeMessages{}
 	f.add("one")
-	p := cache.NewPages(f.read, hub, 50, time.Hour, 1<<20)
+	p := f.pages(hub, time.Hour, 1<<20)
 	r := room("lobby")
 	newest(t, p, r)
 	hub.BrokerLost()
@@ -191,7 +229,7 @@ func TestPagesTTLAndBound(t *testing.T) {
 	defer hub.Close()
 	f := &fakeMessages{}
 	f.add("one")
-	p := cache.NewPages(f.read, hub, 50, 20*time.Millisecond, 1<<20)
+	p := f.pages(hub, 20*time.Millisecond, 1<<20)
 	r := room("lobby")
 	newest(t, p, r)
 	time.Sleep(30 * time.Millisecond)
@@ -199,7 +237,7 @@ func TestPagesTTLAndBound(t *testing.T) {
 	if n := f.reads.Load(); n != 2 {
 		t.Errorf("a page past its TTL: %d reads, want 2", n)
 	}
-	small := cache.NewPages(f.read, hub, 50, time.Hour, 600)
+	small := f.pages(hub, time.Hour, 600)
 	newest(t, small, room("a"))
 	newest(t, small, room("b")) // over the bound: a is dropped
 	before := f.reads.Load()
@@ -209,32 +247,40 @@ func TestPagesTTLAndBound(t *testing.T) {
 	}
 }
 
-// TestPagesBehindAHead: a message stored with no event (an import) is
-// read at once when the caller read a newer head; a page read after the
-// head's message was made (it was deleted since) is not behind.
-func TestPagesBehindAHead(t *testing.T) {
+// TestPagesShareCountReads: readers of one conversation who ask while
+// its change count is being read wait for the next read, which they
+// share; none is served the read sent before it asked, so a change
+// stored meanwhile is on their pages.
+func TestPagesShareCountReads(t *testing.T) {
 	hub := live.NewLocalHub()
 	defer hub.Close()
-	f := &fakeMessages{}
+	f := &fakeMessages{countHold: make(chan struct{}), countStarted: make(chan struct{}, 100)}
 	f.add("one")
-	p := cache.NewPages(f.read, hub, 50, time.Hour, 1<<20)
+	p := f.pages(hub, time.Hour, 1<<20)
 	r := room("lobby")
-	newest(t, p, r)
-	f.add("stored with no event")
-	f.mu.Lock()
-	head := f.msgs[len(f.msgs)-1].ID
-	f.mu.Unlock()
-	if !p.Behind(r, head) {
-		t.Fatal("a page without the head's message is not behind it")
+	first := make(chan string, 1)
+	go func() { first <- newest(t, p, r) }()
+	<-f.countStarted
+	// A change is stored and counted after the first count read was
+	// sent; readers ask now.
+	f.add("two")
+	var wg sync.WaitGroup
+	got := make([]string, 6)
+	for i := range got {
+		wg.Add(1)
+		go func() { defer wg.Done(); got[i] = newest(t, p, r) }()
 	}
-	if got := newest(t, p, r); got != "stored with no event" {
-		t.Fatalf("then the page shows %q", got)
+	// Let them wait for the next read.
+	time.Sleep(50 * time.Millisecond)
+	close(f.countHold)
+	wg.Wait()
+	<-first
+	for i, g := range got {
+		if g != "two" {
+			t.Errorf("reader %d, who asked after the change, got %q", i, g)
+		}
 	}
-	if p.Behind(r, head) {
-		t.Error("a page with the head's message is behind it")
-	}
-	old := chat.IDAt(time.Now().Add(-time.Minute))
-	if p.Behind(r, old) {
-		t.Error("a page read a minute after its head's message (deleted since) is behind it")
+	if n := p.CountReads(); n != 2 {
+		t.Errorf("7 readers made %d reads of the count, want 2 (the first, then one shared)", n)
 	}
 }

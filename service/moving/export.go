@@ -178,7 +178,7 @@ func (e *exporter) people(ctx context.Context) error {
 			return nil
 		}
 		p := Person{Kind: KindPerson, Login: u.Login, DisplayLogin: u.DisplayLogin, Firstname: u.Firstname, Lastname: u.Lastname,
-			Email: u.Email, Bio: u.Bio, CreatedAt: u.CreatedAt.UTC(), Status: u.Status}
+			Email: u.Email, Bio: u.Bio, CreatedAt: u.CreatedAt.UTC(), Status: u.Status, AccountKind: u.Kind}
 		if e.opts.Full {
 			p.PasswordHash = hash
 		}

@@ -61,6 +61,9 @@ type Person struct {
 	CreatedAt    time.Time `json:"created_at"`
 	// Status is "" (active), "deactivated" or "deleted".
 	Status string `json:"status,omitempty"`
+	// AccountKind is "" (a person) or "bot" (chat.KindBot): a bot comes
+	// back listed among the site's bots, without its token.
+	AccountKind string `json:"account_kind,omitempty"`
 	// PasswordHash is there only in a full backup.
 	PasswordHash string             `json:"password_hash,omitempty"`
 	Read         map[string]chat.ID `json:"read,omitempty"`

@@ -166,7 +166,10 @@ func (rs *restorer) person(ctx context.Context, p Person) error {
 		return fmt.Errorf("a person's login %q is not a login", p.Login)
 	}
 	u := chat.User{Login: p.Login, DisplayLogin: p.DisplayLogin, Firstname: p.Firstname, Lastname: p.Lastname,
-		Email: p.Email, Bio: p.Bio, CreatedAt: p.CreatedAt, Status: p.Status}
+		Email: p.Email, Bio: p.Bio, CreatedAt: p.CreatedAt, Status: p.Status, Kind: p.AccountKind}
+	if u.Kind != chat.KindPerson && u.Kind != chat.KindBot {
+		return fmt.Errorf("%s's account kind %q is not one this program knows", p.Login, u.Kind)
+	}
 	if _, err := rs.t.RestoreUser(ctx, u, p.PasswordHash); err != nil {
 		return err
 	}

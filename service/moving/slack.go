@@ -91,6 +91,7 @@ type slackUser struct {
 		LastName    string `json:"last_name"`
 		Email       string `json:"email"`
 		Title       string `json:"title"`
+		BotID       string `json:"bot_id"`
 	} `json:"profile"`
 }
 
@@ -149,13 +150,18 @@ type slackConversation struct {
 }
 
 type slackImport struct {
-	t       Target
-	zr      *zip.Reader
-	opts    SlackOptions
-	files   map[string]*zip.File
-	report  SlackReport
-	users   map[string]chat.UserRef // by Slack id
-	rooms   map[string]string       // room name by Slack channel id
+	t      Target
+	zr     *zip.Reader
+	opts   SlackOptions
+	files  map[string]*zip.File
+	report SlackReport
+	users  map[string]chat.UserRef // by Slack id
+	// bots are the bot accounts by Slack bot id (B…): those of
+	// users.json, and those made for integrations that have no user
+	// (made as their first message comes, under botMu).
+	bots    map[string]chat.UserRef
+	botMu   sync.Mutex
+	rooms   map[string]string // room name by Slack channel id
 	convs   []slackConversation
 	done    int64
 	total   int64
@@ -168,7 +174,7 @@ type slackImport struct {
 
 // ImportSlack imports the Slack export zr into t.
 func ImportSlack(ctx context.Context, t Target, zr *zip.Reader, opts SlackOptions) (SlackReport, error) {
-	s := &slackImport{t: t, zr: zr, opts: opts, files: map[string]*zip.File{}, users: map[string]chat.UserRef{},
+	s := &slackImport{t: t, zr: zr, opts: opts, files: map[string]*zip.File{}, users: map[string]chat.UserRef{}, bots: map[string]chat.UserRef{},
 		rooms: map[string]string{}, imports: map[string]bool{}, report: SlackReport{Skipped: map[string]int{}}}
 	if err := s.index(); err != nil {
 		return s.report, err
@@ -338,7 +344,9 @@ func decodeError(name string, dec *json.Decoder, err error) error {
 
 // people makes an account of every Slack user: deactivated until claimed
 // by a reset link (chat.AccountUnclaimed), under their Slack name made a
-// login, renamed when it is not one or is taken.
+// login, renamed when it is not one or is taken; a bot user (is_bot, an
+// app, Slackbot) is a bot account (chat.KindBot), active, listed among
+// the site's bots without a token until an administrator makes one.
 func (s *slackImport) people(ctx context.Context) error {
 	taken := map[string]bool{}
 	return eachElement(s, "users.json", MaxSlackListBytes, func(u slackUser) error {
@@ -348,9 +356,9 @@ func (s *slackImport) people(ctx context.Context) error {
 		}
 		first, last := splitName(u)
 		bot := u.IsBot || u.IsAppUser || u.ID == "USLACKBOT"
-		bio := oneLine(u.Profile.Title, 200)
+		bio, kind, status, email := oneLine(u.Profile.Title, 200), chat.KindPerson, chat.AccountUnclaimed, strings.TrimSpace(u.Profile.Email)
 		if bot {
-			bio = "A Slack bot, imported."
+			bio, kind, status, email = "A Slack bot, imported.", chat.KindBot, chat.AccountActive, ""
 		}
 		created := time.Unix(u.Updated, 0).UTC()
 		if u.Updated <= 0 {
@@ -363,7 +371,7 @@ func (s *slackImport) people(ctx context.Context) error {
 				continue
 			}
 			acct := chat.User{Login: login, DisplayLogin: login, Firstname: first, Lastname: last,
-				Email: strings.TrimSpace(u.Profile.Email), Bio: bio, CreatedAt: created, Status: chat.AccountUnclaimed}
+				Email: email, Bio: bio, CreatedAt: created, Status: status, Kind: kind}
 			_, err := s.t.RestoreUser(ctx, acct, "")
 			if errors.Is(err, chat.ErrUserExists) {
 				why = "the login was taken on this site"
@@ -384,6 +392,9 @@ func (s *slackImport) people(ctx context.Context) error {
 			s.report.People++
 			if bot {
 				s.report.Bots++
+				if u.Profile.BotID != "" {
+					s.bots[u.Profile.BotID] = acct.Ref()
+				}
 			}
 			return nil
 		}

@@ -162,6 +162,11 @@ func (s *slackImport) messages(ctx context.Context, c slackConversation) error {
 	for _, day := range days {
 		done := s.opts.Journal != nil && s.opts.Journal.Done(day)
 		err := eachElement(s, day, MaxSlackDayBytes, func(m slackMessage) error {
+			if _, person := s.users[m.User]; !person && m.BotID != "" {
+				if err := s.integration(ctx, m.BotID); err != nil {
+					return err
+				}
+			}
 			msg, ok := s.message(c, m, parents)
 			if !ok {
 				return nil
@@ -205,6 +210,58 @@ func (s *slackImport) messages(ctx context.Context, c slackConversation) error {
 		}
 	}
 	return nil
+}
+
+// author is who wrote m: a user of users.json, or a bot by its bot id,
+// under the name a bot's message was posted as (Slack's username), as a
+// hook's posts show theirs.
+func (s *slackImport) author(m slackMessage) (chat.UserRef, bool) {
+	if u, ok := s.users[m.User]; ok {
+		return u, true
+	}
+	if m.BotID == "" {
+		return chat.UserRef{}, false
+	}
+	s.botMu.Lock()
+	b, ok := s.bots[m.BotID]
+	s.botMu.Unlock()
+	if ok && m.Subtype == "bot_message" {
+		if name := oneLine(m.Username, 60); name != "" {
+			b.Firstname, b.Lastname = name, ""
+		}
+	}
+	return b, ok
+}
+
+// integration makes the bot account of a bot id that users.json does not
+// have (an integration, an incoming webhook): a login made of the id, so
+// that every run makes the same one, and the name "Slack integration"
+// (its messages show the names they were posted as).
+func (s *slackImport) integration(ctx context.Context, botID string) error {
+	s.botMu.Lock()
+	defer s.botMu.Unlock()
+	if _, ok := s.bots[botID]; ok {
+		return nil
+	}
+	base, _ := loginOf("slack-"+botID, botID)
+	for n := 1; ; n++ {
+		login := withSuffix(base, n)
+		acct := chat.User{Login: login, DisplayLogin: login, Firstname: "Slack integration", Lastname: oneLine(botID, 30),
+			Bio: "A Slack integration, imported.", CreatedAt: time.Unix(0, 0).UTC(), Kind: chat.KindBot}
+		_, err := s.t.RestoreUser(ctx, acct, "")
+		if errors.Is(err, chat.ErrUserExists) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		s.bots[botID] = acct.Ref()
+		s.mu.Lock()
+		s.report.People++
+		s.report.Bots++
+		s.mu.Unlock()
+		return nil
+	}
 }
 
 func (s *slackImport) progress(force bool) {
@@ -297,10 +354,7 @@ func (s *slackImport) message(c slackConversation, m slackMessage, parents map[s
 	if t.Before(conv.Since) {
 		return skip("a message older than its channel")
 	}
-	author, ok := s.users[m.User]
-	if !ok && m.BotID != "" {
-		author, ok = s.users[m.BotID]
-	}
+	author, ok := s.author(m)
 	if !ok {
 		return skip("an author not in users.json")
 	}

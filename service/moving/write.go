@@ -10,6 +10,7 @@ import (
 	"io"
 
 	"github.com/killrchat/killrchat/chat"
+	"golang.org/x/sync/errgroup"
 )
 
 // Target is what an import writes (store.Store).
@@ -28,8 +29,13 @@ type Target interface {
 	MarkRead(ctx context.Context, login, conversation string, upTo chat.ID) error
 }
 
-// batchSize is how many messages of a conversation go at once.
-const batchSize = 200
+const (
+	// batchSize is how many messages of a conversation go at once.
+	batchSize = 200
+	// mentionWrites bounds the messages whose mentions are written at
+	// once.
+	mentionWrites = 8
+)
 
 // conversationWriter writes one conversation's messages in batches.
 type conversationWriter struct {
@@ -48,36 +54,34 @@ func (w *conversationWriter) add(ctx context.Context, m chat.Message) error {
 	return nil
 }
 
-// flush writes the batch: the messages and the head first, then the
-// mentions, the DM lists and the index, each of which a re-run writes
-// again (every write is idempotent), so a kill between them leaves
-// nothing that the next run does not complete.
+// flush writes the batch: the messages with the head, the mentions and
+// the index at once (none reads what another writes), then the DM lists.
+// Each is written again by a re-run (every write is idempotent), so a
+// kill between them leaves nothing that the next run does not complete.
 func (w *conversationWriter) flush(ctx context.Context) error {
 	if len(w.batch) == 0 {
 		return nil
 	}
 	msgs := w.batch
 	w.batch = w.batch[:0:0]
-	if err := w.t.RestoreMessages(ctx, w.in, msgs); err != nil {
-		return err
-	}
 	last := msgs[0]
+	var index []chat.Message
 	for _, m := range msgs {
 		if m.ID.After(last.ID) {
 			last = m
 		}
-		if m.System || len(chat.MentionCandidates([]string{m.Content})) == 0 {
-			continue
+		if !m.System {
+			index = append(index, m)
 		}
-		conv, err := w.t.Mentionable(ctx, w.in, m.Content)
-		if err != nil {
-			return err
-		}
-		if len(chat.Mentioned(m.Content, conv.Members)) > 0 {
-			if err := w.t.RecordMentions(ctx, conv, m); err != nil {
-				return err
-			}
-		}
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return w.t.RestoreMessages(gctx, w.in, msgs) })
+	g.Go(func() error { return w.mentions(gctx, index) })
+	if len(index) > 0 {
+		g.Go(func() error { return w.t.IndexMessages(gctx, index) })
+	}
+	if err := g.Wait(); err != nil {
+		return err
 	}
 	if d, ok := w.in.(chat.DM); ok {
 		// Written USING TIMESTAMP of the message: the newest stays.
@@ -85,19 +89,31 @@ func (w *conversationWriter) flush(ctx context.Context) error {
 			return err
 		}
 	}
-	var index []chat.Message
-	for _, m := range msgs {
-		if !m.System {
-			index = append(index, m)
-		}
-	}
-	if len(index) > 0 {
-		if err := w.t.IndexMessages(ctx, index); err != nil {
-			return err
-		}
-	}
 	if last.ID.After(w.newest) {
 		w.newest = last.ID
 	}
 	return nil
+}
+
+// mentions records the mentions of msgs (no system lines), a few
+// messages at a time.
+func (w *conversationWriter) mentions(ctx context.Context, msgs []chat.Message) error {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(mentionWrites)
+	for _, m := range msgs {
+		if len(chat.MentionCandidates([]string{m.Content})) == 0 {
+			continue
+		}
+		g.Go(func() error {
+			conv, err := w.t.Mentionable(gctx, w.in, m.Content)
+			if err != nil {
+				return err
+			}
+			if len(chat.Mentioned(m.Content, conv.Members)) == 0 {
+				return nil
+			}
+			return w.t.RecordMentions(gctx, conv, m)
+		})
+	}
+	return g.Wait()
 }

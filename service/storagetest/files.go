@@ -10,7 +10,6 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"io"
-	"net/http"
 	"time"
 
 	"github.com/killrchat/killrchat/chat"
@@ -32,7 +31,7 @@ func (s *Memory) StoreAttachment(_ context.Context, in chat.Place, uploader chat
 	}
 	sum := sha256.Sum256(data)
 	a := chat.Attachment{ID: s.ids.Next(s.now()), Conversation: conv.ID, Uploader: uploader, Name: chat.CleanFileName(name),
-		Size: int64(len(data)), ContentType: http.DetectContentType(data), SHA256: sum[:]}
+		Size: int64(len(data)), ContentType: chat.SniffContentType(data), SHA256: sum[:]}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.files[a.ID] = storedFile{a, data}

@@ -35,6 +35,8 @@ type Profile struct {
 	LastName    string `json:"last_name,omitempty"`
 	Email       string `json:"email,omitempty"`
 	Title       string `json:"title,omitempty"`
+	// BotID is a bot user's bot (the bot_id of its messages).
+	BotID string `json:"bot_id,omitempty"`
 }
 
 // Text is a topic or purpose.
@@ -89,6 +91,7 @@ type Message struct {
 	Subtype     string     `json:"subtype,omitempty"`
 	User        string     `json:"user,omitempty"`
 	BotID       string     `json:"bot_id,omitempty"`
+	Username    string     `json:"username,omitempty"`
 	Text        string     `json:"text"`
 	TS          string     `json:"ts"`
 	ThreadTS    string     `json:"thread_ts,omitempty"`
@@ -206,7 +209,7 @@ func Sample() *Export {
 		person("U04", "Dave Smith!", "Dave", "Smith"),
 		person("U05", "ADA", "Ada", "Other"),
 		{ID: "U06", Name: "eve", Deleted: true, RealName: "Eve Gone", Updated: created, Profile: Profile{RealName: "Eve Gone"}},
-		{ID: "U07", Name: "deploybot", IsBot: true, RealName: "Deploy Bot", Updated: created, Profile: Profile{RealName: "Deploy Bot"}},
+		{ID: "U07", Name: "deploybot", IsBot: true, RealName: "Deploy Bot", Updated: created, Profile: Profile{RealName: "Deploy Bot", BotID: "B07"}},
 	}}
 	all := []string{"U01", "U02", "U03", "U04", "U05"}
 	e.Channels = []Channel{
@@ -241,7 +244,10 @@ func Sample() *Export {
 	e.Add("general", at(5, 0, 0, 0), Message{User: "U01", Text: "the slides",
 		Files: []File{{ID: "F01", Name: "plan.pdf", Title: "The plan", Mimetype: "application/pdf", Size: 12345,
 			URLPrivate: "https://files.slack.com/files-pri/T01-F01/plan.pdf", Permalink: "https://example.slack.com/files/U01/F01/plan.pdf"}}})
-	e.Add("general", at(6, 0, 0, 0), Message{Subtype: "bot_message", BotID: "U07", Text: "Deployed build 42"})
+	// A bot of users.json, by its bot id; an integration that has no
+	// user (an incoming webhook), by its bot id and the name it posted as.
+	e.Add("general", at(6, 0, 0, 0), Message{Subtype: "bot_message", BotID: "B07", Text: "Deployed build 42"})
+	e.Add("general", at(6, 5, 0, 0), Message{Subtype: "bot_message", BotID: "B99", Username: "GitHub", Text: "Pull request 7 merged"})
 	e.Add("general", at(6, 10, 0, 0), Message{Subtype: "sh_room_created", User: "U01", Text: "a huddle"})
 	e.Add("general", at(6, 20, 0, 0), Message{Subtype: "pinned_item", User: "U01", Text: "pinned a message"})
 	e.Add("random", at(7, 0, 0, 0), Message{User: "U02", Text: "anything at all, <@U01>"})
