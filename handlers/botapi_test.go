@@ -237,7 +237,8 @@ func apiUpload(t *testing.T, a *app, token, conv string, fields []string, name s
 }
 
 // TestBotAPIUpload: a bot uploads a file into its room through the API;
-// the room page shows it and a member downloads it; a room the bot is
+// the room page shows it and a member downloads it; into a DM too, whose
+// file only its members read; a room the bot is
 // not in is 404; a file over the limit, a form without a file and a body
 // that is not a form are refused clearly and store nothing.
 func TestBotAPIUpload(t *testing.T) {
@@ -287,6 +288,34 @@ func TestBotAPIUpload(t *testing.T) {
 		dl.Body.Close()
 		if dl.StatusCode != http.StatusOK || !bytes.Equal(got, want) {
 			t.Fatalf("download: %d, %d bytes, equal %v", dl.StatusCode, len(got), bytes.Equal(got, want))
+		}
+	})
+	t.Run("InDM", func(t *testing.T) {
+		dm := dmAddress(t, member.login, bot)
+		if p := member.post("/dm/"+dm+"/messages", url.Values{"content": {"hello bot"}}); p.StatusCode != http.StatusSeeOther {
+			t.Fatalf("start the DM: %d %s", p.StatusCode, text(p, "main"))
+		}
+		resp, body := apiUpload(t, a, token, chat.DMPrefix+dm, nil, "dm.txt", []byte("for your eyes"), false)
+		if resp.StatusCode != http.StatusCreated {
+			t.Fatalf("upload into the DM: %d %v", resp.StatusCode, body)
+		}
+		link := member.get("/dm/" + dm).doc.Find("#msg-" + body["id"].(string) + " a.attachment-name")
+		href, _ := link.Attr("href")
+		if link.Length() != 1 {
+			t.Fatal("the DM shows no file")
+		}
+		for _, c := range []struct {
+			who  *client
+			want int
+		}{{member, http.StatusOK}, {admin, http.StatusNotFound}} {
+			dl, err := c.who.http.Get(c.who.base + href)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dl.Body.Close()
+			if dl.StatusCode != c.want {
+				t.Errorf("%s downloads the DM's file: %d, want %d", c.who.login, dl.StatusCode, c.want)
+			}
 		}
 	})
 	t.Run("OutsiderRoom", func(t *testing.T) {
