@@ -32,7 +32,7 @@ func (s *Server) setUpEmail() {
 	s.missed = missed.New(s.db, s.presence, sender, missed.Config{
 		Delay: s.cfg.EmailDelay, HideText: s.cfg.EmailHideText, SiteURL: s.cfg.SiteURL,
 		Owner: hex.EncodeToString(owner), UnsubscribeKey: s.UnsubscribeKey(),
-		Lease: s.cfg.EmailLease, MaxBackoff: s.cfg.EmailMaxBackoff,
+		Lease: s.cfg.EmailLease, MaxBackoff: s.cfg.EmailMaxBackoff, Ready: s.db.Connected(),
 	}, count("missed"), s.log, s.closing)
 }
 

@@ -71,6 +71,9 @@ type Config struct {
 	// by one that stopped (default GiveUp).
 	Lookback time.Duration
 	Now      func() time.Time
+	// Ready, when not nil, holds the scans back until it is closed (the
+	// database connected): before that every scan would fail and say so.
+	Ready <-chan struct{}
 }
 
 // Posted is a stored message, as the notifier needs it.
@@ -299,6 +302,13 @@ func wants(u chat.User, direct bool) bool {
 
 // scan looks for due rows every tick.
 func (n *Notifier) scan(closing <-chan struct{}) {
+	if n.cfg.Ready != nil {
+		select {
+		case <-closing:
+			return
+		case <-n.cfg.Ready:
+		}
+	}
 	tick := time.NewTicker(n.cfg.Tick)
 	defer tick.Stop()
 	for {
