@@ -284,8 +284,9 @@ func (s *Store) recordChange(ctx context.Context, conv chat.Conversation, ch cha
 		content, emoji, reactor, added); err != nil {
 		return err
 	}
-	// Last: the change is stored when it is counted (see bumpVersion).
-	return s.bumpVersion(ctx, conv.ID)
+	// Last: the change is stored when it is counted (see countChange).
+	s.countChange(context.WithoutCancel(ctx), conv.ID)
+	return nil
 }
 
 // ChangesAfter returns up to limit changes of in after the id after,

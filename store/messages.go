@@ -134,18 +134,19 @@ func (s *Store) saveMessage(ctx context.Context, in chat.Place, m chat.Message, 
 	// After the message, so a head never names a message that is not
 	// stored and a change count never counts one that is not: the head,
 	// the count and the check run at once.
-	headSet, counted := make(chan error, 1), make(chan error, 1)
+	headSet, counted := make(chan error, 1), make(chan struct{})
 	go func() { headSet <- s.setHead(ctx, m.Room, m.ID) }()
-	go func() { counted <- s.bumpVersion(ctx, m.Room) }()
+	go func() { s.countChange(context.WithoutCancel(ctx), m.Room); close(counted) }()
 	r, isRoom := chat.RoomOf(in)
 	if isRoom && check {
 		err = s.ConfirmPost(ctx, r, m)
 	}
-	headErr, countErr := <-headSet, <-counted
+	headErr := <-headSet
+	<-counted
 	if err != nil {
 		return err
 	}
-	return errors.Join(headErr, countErr)
+	return headErr
 }
 
 // ConfirmPost reads the room's creation time and the author's entry after
