@@ -89,7 +89,10 @@ func (s *Store) DraftSystemMessage(in chat.Place, about chat.UserRef, text strin
 
 // SaveMessage stores a drafted message in its day bucket, recording the
 // bucket first so paging can always reach the message, and then moves the
-// conversation's head to it.
+// conversation's head to it and counts the change. The posts of one
+// conversation that arrive while a write of its messages is under way
+// share the next one (see postGrouped): one statement for their messages,
+// one for the head, one for the count.
 //
 // In a room it then reads the room's creation time and the author's entry
 // (beside the head's write, so the post waits for one round trip more, not
@@ -106,7 +109,8 @@ func (s *Store) SaveMessage(ctx context.Context, in chat.Place, m chat.Message) 
 }
 
 // SaveFencedMessage stores a drafted message as SaveMessage does, without
-// the read after the write: two statements, no read. It is for a caller
+// the read after the write: three statements, no read, shared by the
+// posts that go in one group. It is for a caller
 // whose check of the room is kept by a fence (live/fence): every change
 // that takes the right to post away waits for the caller's write before it
 // is acknowledged. A caller whose fence did not hold calls ConfirmPost.
@@ -115,38 +119,14 @@ func (s *Store) SaveFencedMessage(ctx context.Context, in chat.Place, m chat.Mes
 }
 
 func (s *Store) saveMessage(ctx context.Context, in chat.Place, m chat.Message, check bool) error {
-	bucket := chat.BucketOf(m.ID)
-	if err := s.recordBucket(ctx, in.Conversation(), bucket); err != nil {
-		return err
+	// With the posts of the conversation that come meanwhile (see
+	// postGrouped); the check reads after the message is stored, beside
+	// the head and the count.
+	var confirm func() error
+	if r, isRoom := chat.RoomOf(in); isRoom && check {
+		confirm = func() error { return s.ConfirmPost(ctx, r, m) }
 	}
-	// No attachment is left unset, not null: a null would write a tombstone.
-	var file any = gocql.UnsetValue
-	if m.Attachment != nil {
-		file = udtOf(m.Attachment)
-	}
-	q, err := s.query(ctx, insertMessage, m.Room, bucket, gocql.UUID(m.ID), m.Author, m.Content, m.System, file)
-	if err != nil {
-		return err
-	}
-	if err := q.Exec(); err != nil {
-		return s.fail("post message in "+m.Room, err)
-	}
-	// After the message, so a head never names a message that is not
-	// stored and a change count never counts one that is not: the head,
-	// the count and the check run at once.
-	headSet, counted := make(chan error, 1), make(chan struct{})
-	go func() { headSet <- s.setHead(ctx, m.Room, m.ID) }()
-	go func() { s.countChange(context.WithoutCancel(ctx), m.Room); close(counted) }()
-	r, isRoom := chat.RoomOf(in)
-	if isRoom && check {
-		err = s.ConfirmPost(ctx, r, m)
-	}
-	headErr := <-headSet
-	<-counted
-	if err != nil {
-		return err
-	}
-	return headErr
+	return s.postGrouped(ctx, in.Conversation(), m, confirm)
 }
 
 // ConfirmPost reads the room's creation time and the author's entry after

@@ -107,6 +107,9 @@ type Store struct {
 	// messages_bucket by this process; it only saves writes.
 	knownBuckets sync.Map
 	ids          chat.IDGenerator
+	// groups coalesces the writes of a conversation's posts (see
+	// postGrouped).
+	groups groups
 
 	// chunkBufs is the pool of upload chunk buffers (see chunkBuffer).
 	chunkBufs     chan []byte
