@@ -94,3 +94,14 @@ func (s *Store) MergeSiteSettings(ctx context.Context) error {
 	}
 	return s.mergeSiteSettings(ctx, sess)
 }
+
+// WaitingPosts is how many posts of conversation wait for the next write
+// of its messages (see postGrouped).
+func (s *Store) WaitingPosts(conversation string) int {
+	s.groups.mu.Lock()
+	defer s.groups.mu.Unlock()
+	if c := s.groups.convs[conversation]; c != nil {
+		return len(c.toStore)
+	}
+	return 0
+}
