@@ -16,10 +16,13 @@ import (
 
 // TestStatementBudget is issue 13's budget, counted with the store's
 // query observer on warm caches, for a person in 12 rooms and 3 DMs who
-// has read everything: a post in a room runs at most 3 statements (the
-// message, then at once the conversation's head and its change count,
-// issue 38) and reads nothing: its check of the room in the cache is
-// kept by a fence (live/fence); the home page at most 4; a room page
+// has read everything: a lone post in a room runs at most 3 statements
+// (the message, then at once the conversation's head and its change
+// count, issue 38) and reads nothing: its check of the room in the cache
+// is kept by a fence (live/fence). Posts to one room at once share those
+// 3 statements (store/groupcommit.go): store's TestGroupCommit holds 16
+// posts at once to at most 6, and TestPostsAtOnceAcrossInstances checks
+// them over HTTP; the home page at most 4; a room page
 // whose newest page is kept in memory 3 (the person's partition, the
 // rooms' heads and the room's change count, all at once). Then,
 // with k conversations unread since their last visit, each costs one

@@ -211,10 +211,56 @@ func (s *Sender) work(closing <-chan struct{}) {
 		case <-closing:
 			return
 		case m := <-s.queue:
-			s.deliver(m)
-			s.pending.Done()
+			s.deliverQueued(m)
 		}
 	}
+}
+
+// drainMax is the most queued messages a worker takes at once.
+const drainMax = 64
+
+// deliverQueued delivers m and the messages queued behind it (up to
+// drainMax), reading each conversation's levels once for those of its
+// messages: a busy room's posts cost one read of its levels per turn of
+// a worker, not one each. The read comes after every one of them was
+// queued, as each one's own read would.
+func (s *Sender) deliverQueued(m Message) {
+	ms := []Message{m}
+	for len(ms) < drainMax {
+		select {
+		case more := <-s.queue:
+			ms = append(ms, more)
+			continue
+		default:
+		}
+		break
+	}
+	levels := map[string]map[string]chat.Level{}
+	for _, m := range ms {
+		lv, ok := levels[m.Conversation]
+		if !ok {
+			lv = s.levels(m.Conversation)
+			levels[m.Conversation] = lv
+		}
+		if lv != nil {
+			s.deliver(m, lv)
+		} else {
+			s.count("failed")
+		}
+		s.pending.Done()
+	}
+}
+
+// levels reads conversation's levels, or nil (logged) if the read fails.
+func (s *Sender) levels(conversation string) map[string]chat.Level {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	levels, err := s.db.ConversationLevels(ctx, conversation)
+	if err != nil {
+		s.log.Warn("push: levels", "conversation", conversation, "err", err)
+		return nil
+	}
+	return levels
 }
 
 // everyoneWanting is m's members (those it mentions), and the members of
@@ -243,16 +289,11 @@ func (s *Sender) everyoneWanting(ctx context.Context, m Message, levels map[stri
 	return found, nil
 }
 
-// deliver finds who gets m and sends to each of their browsers.
-func (s *Sender) deliver(m Message) {
+// deliver finds who, by the conversation's levels, gets m and sends to
+// each of their browsers.
+func (s *Sender) deliver(m Message, levels map[string]chat.Level) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	levels, err := s.db.ConversationLevels(ctx, m.Conversation)
-	if err != nil {
-		s.log.Warn("push: levels", "conversation", m.Conversation, "err", err)
-		s.count("failed")
-		return
-	}
 	body := []rune(m.Text)
 	if len(body) > 100 {
 		body = append(body[:99], '…')
