@@ -20,14 +20,21 @@ import (
 // at most a few KB).
 const maxGroup = 64
 
-// groups coalesces the writes of posts per conversation, in two stages
-// that each have at most one write under way per conversation: the
-// messages (storeGroup), then what covers them (the head and the change
-// count). Posts that arrive while a write of their conversation's
-// messages is under way wait, in arrival order, to go together in the
-// next one; posts whose messages are stored while a cover is under way go
-// together in the next cover. A lone post is written at once: nothing
-// waits on a timer.
+// coverWrites is how many covers (a head and a count) of a conversation
+// may be under way at once: a group's cover starts as soon as its
+// messages are stored, beside the previous group's if that one is still
+// under way, so that a post waits for no other cover than its own unless
+// the node is slow (then covers wait, and the next one covers them all).
+const coverWrites = 2
+
+// groups coalesces the writes of posts per conversation, in two stages:
+// the messages (storeGroup), with at most one write under way per
+// conversation, then what covers them (the head and the change count),
+// with at most coverWrites under way. Posts that arrive while a write of
+// their conversation's messages is under way wait, in arrival order, to
+// go together in the next one; posts stored while covers are under way
+// wait to go together in the next cover. A lone post is written at once:
+// nothing waits on a timer.
 type groups struct {
 	mu    sync.Mutex
 	convs map[string]*convGroup
@@ -39,9 +46,9 @@ type convGroup struct {
 	// the next one.
 	storing bool
 	toStore []*groupedPost
-	// covering says a cover is under way; toCover, stored, wait for the
-	// next one.
-	covering bool
+	// covering is how many covers are under way (at most coverWrites);
+	// toCover, stored, wait for the next one.
+	covering int
 	toCover  []*groupedPost
 }
 
@@ -135,8 +142,8 @@ func (s *Store) storeLoop(ctx context.Context, conversation string, c *convGroup
 		}
 		g.mu.Lock()
 		c.toCover = append(c.toCover, ps...)
-		if !c.covering {
-			c.covering = true
+		if c.covering < coverWrites {
+			c.covering++
 			go s.coverLoop(ctx, conversation, c)
 		}
 		g.mu.Unlock()
@@ -154,7 +161,7 @@ func (s *Store) coverLoop(ctx context.Context, conversation string, c *convGroup
 	for {
 		g.mu.Lock()
 		if len(c.toCover) == 0 {
-			c.covering = false
+			c.covering--
 			s.forgetIdle(conversation, c)
 			g.mu.Unlock()
 			return
@@ -187,7 +194,7 @@ func answer(ps []*groupedPost, err error) {
 // forgetIdle drops c, conversation's state, once no write of it is under
 // way or waits (groups.mu held).
 func (s *Store) forgetIdle(conversation string, c *convGroup) {
-	if !c.storing && !c.covering && len(c.toStore) == 0 && len(c.toCover) == 0 && s.groups.convs[conversation] == c {
+	if !c.storing && c.covering == 0 && len(c.toStore) == 0 && len(c.toCover) == 0 && s.groups.convs[conversation] == c {
 		delete(s.groups.convs, conversation)
 	}
 }
