@@ -352,9 +352,19 @@ func runPost(ctx context.Context, args []string) error {
 		t.Recorder.Start()
 		census := drive(ctx, "census", *conc, time.Second, post)
 		got := t.Recorder.Stop()
+		// A batch is one statement sent, named by its first statement's
+		// kind (a group of posts' messages: store/groupcommit.go).
 		kinds := map[string]int{}
+		sent := 0
 		for _, q := range got {
-			kinds[statementKind(q.Statement)]++
+			switch {
+			case !q.Batch:
+				kinds[statementKind(q.Statement)]++
+				sent++
+			case q.BatchIndex == 0:
+				kinds["BATCH of "+statementKind(q.Statement)]++
+				sent++
+			}
 		}
 		keys := make([]string, 0, len(kinds))
 		for k := range kinds {
@@ -365,6 +375,7 @@ func runPost(ctx context.Context, args []string) error {
 		for _, k := range keys {
 			fmt.Printf("  %5.2f  %s\n", float64(kinds[k])/float64(max(census.ok, 1)), k)
 		}
+		fmt.Printf("  %5.2f  in all\n", float64(sent)/float64(max(census.ok, 1)))
 	}
 	return nil
 }
