@@ -113,6 +113,10 @@ type Sender struct {
 	priv     string
 	wg       sync.WaitGroup
 	pending  sync.WaitGroup
+	// reads are the reads of levels under way and asked for, by
+	// conversation (see levels).
+	readsMu sync.Mutex
+	reads   map[string]*levelsSlot
 }
 
 // New makes a Sender, with the configured VAPID pair or the one in
@@ -252,15 +256,76 @@ func (s *Sender) deliverQueued(m Message) {
 }
 
 // levels reads conversation's levels, or nil (logged) if the read fails.
+// Workers share reads: one that asks while a read of the conversation is
+// under way waits for the next one, sent once that one is answered with
+// every worker that asked meanwhile (never the read under way, which may
+// have been sent before the messages it asks for were queued).
 func (s *Sender) levels(conversation string) map[string]chat.Level {
+	s.readsMu.Lock()
+	if s.reads == nil {
+		s.reads = map[string]*levelsSlot{}
+	}
+	sl := s.reads[conversation]
+	if sl == nil {
+		sl = &levelsSlot{}
+		s.reads[conversation] = sl
+	}
+	if sl.running {
+		r := sl.next
+		if r == nil {
+			r = &levelsRead{done: make(chan struct{})}
+			sl.next = r
+		}
+		s.readsMu.Unlock()
+		<-r.done
+		return r.levels
+	}
+	sl.running = true
+	s.readsMu.Unlock()
+	r := &levelsRead{done: make(chan struct{})}
+	s.readLevels(conversation, sl, r)
+	return r.levels
+}
+
+// levelsSlot is the reads of one conversation's levels: whether one is
+// under way, and the next one's waiters.
+type levelsSlot struct {
+	running bool
+	next    *levelsRead
+}
+
+// levelsRead is one read of a conversation's levels, shared by the
+// workers that wait for it.
+type levelsRead struct {
+	done   chan struct{}
+	levels map[string]chat.Level // nil: the read failed
+}
+
+// readLevels makes read r of conversation's levels, then starts the next
+// one if workers wait for it.
+func (s *Sender) readLevels(conversation string, sl *levelsSlot, r *levelsRead) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
 	levels, err := s.db.ConversationLevels(ctx, conversation)
+	cancel()
 	if err != nil {
 		s.log.Warn("push: levels", "conversation", conversation, "err", err)
-		return nil
+		levels = nil
 	}
-	return levels
+	r.levels = levels
+	close(r.done)
+	s.readsMu.Lock()
+	next := sl.next
+	sl.next = nil
+	if next == nil {
+		sl.running = false
+		if s.reads[conversation] == sl {
+			delete(s.reads, conversation)
+		}
+	}
+	s.readsMu.Unlock()
+	if next != nil {
+		go s.readLevels(conversation, sl, next)
+	}
 }
 
 // everyoneWanting is m's members (those it mentions), and the members of
