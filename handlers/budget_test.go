@@ -21,7 +21,7 @@ import (
 // count, issue 38) and reads nothing: its check of the room in the cache
 // is kept by a fence (live/fence). Posts to one room at once share those
 // 3 statements (store/groupcommit.go): store's TestGroupCommit holds 16
-// posts at once to at most 6, and TestPostsAtOnceAcrossInstances checks
+// posts at once to at most 10, and TestPostsAtOnceAcrossInstances checks
 // them over HTTP; the home page at most 4; a room page
 // whose newest page is kept in memory 3 (the person's partition, the
 // rooms' heads and the room's change count, all at once). Then,

@@ -105,3 +105,7 @@ func (s *Store) WaitingPosts(conversation string) int {
 	}
 	return 0
 }
+
+// MessageWrites is how many writes of a conversation's messages may be
+// under way at once.
+const MessageWrites = messageWrites
