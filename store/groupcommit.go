@@ -1,5 +1,5 @@
 // This file owns the group commit of posts: the posts of one
-// conversation that arrive while a write of its messages is under way
+// conversation that arrive while writes of its messages are under way
 // are stored together in the next one, so a busy room pays for a few
 // statements per group of posts, not 3 per post (issue 38).
 
