@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/handlers"
 	"github.com/killrchat/killrchat/live"
 )
@@ -184,4 +185,44 @@ func TestSidebarAcrossInstances(t *testing.T) {
 			t.Errorf("B's sidebar after the broker came back and Ada posted: data-unread %q, want 2", got)
 		}
 	})
+}
+
+// TestSidebarSwapReadsAgain: GET /sidebar, which a page asks for when
+// its stream says something changed (maybe a stream of another instance,
+// of a change this one has not heard of yet), reads the sidebar state
+// again whatever is kept, and keeps it: a message stored with no event
+// at all (behind the app's back) is not on the kept sidebar of the next
+// page, but on the swapped one, and on the pages after it.
+func TestSidebarSwapReadsAgain(t *testing.T) {
+	hour := func(c *handlers.Config) { c.CacheTTL, c.SessionCacheTTL = time.Hour, time.Hour }
+	a := newApp(t, nil, nil, hour)
+	ada, bob := a.signedUp(t, unique("ada")), a.signedUp(t, unique("bob"))
+	room := roomWith(t, ada, bob)
+	postMessage(t, ada, room, "first")
+	bob.get("/rooms/" + room)
+	entry := fmt.Sprintf("#my-rooms a[data-conversation='%s']", room)
+	unread := func(p page) string { return p.doc.Find(entry).AttrOr("data-unread", "absent") }
+	if got := unread(bob.get("/")); got != "0" {
+		t.Fatalf("home after reading the room: data-unread %q, want 0", got)
+	}
+	adaLogin := loginOf(t, ada)
+	r, err := db.RoomFor(ctxT(t), room, adaLogin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.PostMessage(ctxT(t), r, chat.UserRef{Login: adaLogin}, "unannounced"); err != nil {
+		t.Fatal(err)
+	}
+	if got := unread(bob.get("/")); got != "0" {
+		t.Fatalf("home, kept, after a post no event announced: data-unread %q (the state was not kept?)", got)
+	}
+	bob.htmx = true
+	got := unread(bob.get("/sidebar"))
+	bob.htmx = false
+	if got != "1" {
+		t.Errorf("GET /sidebar after a post no event announced: data-unread %q, want 1", got)
+	}
+	if got := unread(bob.get("/")); got != "1" {
+		t.Errorf("home after the swap: data-unread %q, want 1", got)
+	}
 }

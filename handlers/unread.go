@@ -64,7 +64,11 @@ func (s *Server) readSidebar(ctx context.Context, login, open string) sidebar {
 	} else {
 		s.log.Warn("sidebar: read my rooms", "login", login, "err", err)
 	}
-	st, err := s.rows.Sidebar(ctx, login, sb.rooms, open)
+	read := s.rows.Sidebar
+	if fresh, _ := ctx.Value(freshSidebar{}).(bool); fresh {
+		read = s.rows.FreshSidebar
+	}
+	st, err := read(ctx, login, sb.rooms, open)
 	if err != nil {
 		s.log.Warn("sidebar: read unread state", "login", login, "err", err)
 	}
@@ -82,6 +86,10 @@ func (s *Server) readSidebar(ctx context.Context, login, open string) sidebar {
 	sb.dms = recentOrUnread(sb.dms, sb.unread)
 	return sb
 }
+
+// freshSidebar, true in a request's context, has its sidebar read from
+// storage whatever is kept (see cache.Sidebars.Fresh).
+type freshSidebar struct{}
 
 // fill puts the sidebar into page.
 func (sb sidebar) fill(page *views.Page) {
@@ -108,6 +116,11 @@ func (s *Server) showSidebar(c echo.Context) error {
 	if !IsHTMX(c) {
 		return c.Redirect(http.StatusSeeOther, "/")
 	}
+	// Asked for because a stream said something changed, maybe a stream
+	// of another instance: this one may not have heard of it yet, so its
+	// kept sidebar state is read again (and kept).
+	r := c.Request()
+	c.SetRequest(r.WithContext(context.WithValue(r.Context(), freshSidebar{}, true)))
 	page := s.fillPage(c, views.Page{})
 	return s.RenderRaw(c, http.StatusOK, views.Sidebar(page))
 }

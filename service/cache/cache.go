@@ -84,6 +84,12 @@ func (cs *Store) Sidebar(ctx context.Context, login string, rooms []string, open
 	return cs.sidebars.State(ctx, login, rooms, open)
 }
 
+// FreshSidebar is Sidebar read from storage whatever is kept (see
+// Sidebars.Fresh).
+func (cs *Store) FreshSidebar(ctx context.Context, login string, rooms []string, open string) (SidebarState, error) {
+	return cs.sidebars.Fresh(ctx, login, rooms, open)
+}
+
 // Sidebars are the people's sidebar states kept.
 func (cs *Store) Sidebars() *Sidebars { return cs.sidebars }
 

@@ -204,7 +204,18 @@ func (sb *Sidebars) sum(login string, rooms []string) uint64 {
 // rooms are login's rooms (their row's list). A failed read is returned
 // with what was read before it, and not kept.
 func (sb *Sidebars) State(ctx context.Context, login string, rooms []string, open string) (SidebarState, error) {
-	if sb.ttl > 0 {
+	return sb.state(ctx, login, rooms, open, false)
+}
+
+// Fresh is State read from storage whatever is kept, and kept: for a
+// sidebar asked for because something changed, which this instance may
+// not have heard of yet (it was told by another one).
+func (sb *Sidebars) Fresh(ctx context.Context, login string, rooms []string, open string) (SidebarState, error) {
+	return sb.state(ctx, login, rooms, open, true)
+}
+
+func (sb *Sidebars) state(ctx context.Context, login string, rooms []string, open string, fresh bool) (SidebarState, error) {
+	if sb.ttl > 0 && !fresh {
 		sb.mu.Lock()
 		e := sb.entries[login]
 		sb.mu.Unlock()

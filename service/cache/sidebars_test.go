@@ -338,3 +338,30 @@ func TestSidebarsBounded(t *testing.T) {
 		t.Errorf("after its TTL: %d reads, want 2", n)
 	}
 }
+
+// TestSidebarsFresh: Fresh reads whatever is kept, and keeps what it
+// read: a change no event announced is seen by it, then by State.
+func TestSidebarsFresh(t *testing.T) {
+	hub := live.NewLocalHub()
+	defer hub.Close()
+	f := newFakeSidebar()
+	sb := cache.NewSidebars(f, hub, time.Hour, 100)
+	rooms := []string{"lobby"}
+	if got := unreadIn(t, sb, "ada", rooms, "", "lobby"); got != 0 {
+		t.Fatalf("before: %d unread", got)
+	}
+	f.post("lobby") // no event
+	if got := unreadIn(t, sb, "ada", rooms, "", "lobby"); got != 0 {
+		t.Fatalf("kept: %d unread, want 0 (the kept state)", got)
+	}
+	st, err := sb.Fresh(context.Background(), "ada", rooms, "")
+	if err != nil || st.Unread["lobby"] != 1 {
+		t.Fatalf("fresh: %v %v, want 1 unread in lobby", st.Unread, err)
+	}
+	if got := unreadIn(t, sb, "ada", rooms, "", "lobby"); got != 1 {
+		t.Errorf("after fresh: %d unread, want 1", got)
+	}
+	if n := f.reads.Load(); n != 2 {
+		t.Errorf("%d reads, want 2", n)
+	}
+}
