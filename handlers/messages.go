@@ -111,7 +111,7 @@ func (s *Server) composerError(c echo.Context, cv conversation, f views.Form) er
 	v := s.roomView(c, cv)
 	v.Composer, v.Now = f, time.Now()
 	var err error
-	if v.Messages, v.Older, v.After, err = s.latest(c, cv); err != nil {
+	if v.Messages, v.PageKey, v.Older, v.After, err = s.latest(c, cv); err != nil {
 		return err
 	}
 	return s.Render(c, http.StatusUnprocessableEntity, views.Page{Title: cv.Title, Room: cv.ID, Composer: true}, views.RoomPage(v))
@@ -130,11 +130,11 @@ func (s *Server) composerError(c echo.Context, cv conversation, f views.Form) er
 // read with. The bound is taken before that count is read: every message
 // below it was counted, so it is on the page, and the stream brings the
 // rest.
-func (s *Server) latest(c echo.Context, cv conversation) (msgs []chat.Message, older, after string, err error) {
+func (s *Server) latest(c echo.Context, cv conversation) (msgs []chat.Message, key uint64, older, after string, err error) {
 	bound, shown := s.live.Bound(cv.ID), s.live.ShownBound(cv.ID)
-	msgs, more, err := s.newest.Latest(c.Request().Context(), cv.Place)
+	msgs, more, key, err := s.newest.Latest(c.Request().Context(), cv.Place)
 	if err != nil {
-		return nil, "", "", err
+		return nil, 0, "", "", err
 	}
 	older = olderLink(cv.URL, msgs, more)
 	page := msgs[:0]
@@ -143,7 +143,9 @@ func (s *Server) latest(c echo.Context, cv conversation) (msgs []chat.Message, o
 			page = append(page, m)
 		}
 	}
-	return page, older, chat.MaxIDAt(chat.TimeOfTicks(bound - 1)).String(), nil
+	// The messages shown are a prefix of the read's (ids are ordered):
+	// the key and their number name them.
+	return page, key, older, chat.MaxIDAt(chat.TimeOfTicks(bound - 1)).String(), nil
 }
 
 func (s *Server) olderMessages(c echo.Context) error {

@@ -154,7 +154,7 @@ func (s *Server) showRoom(c echo.Context) error {
 	if c.QueryParam("at") != "" {
 		err = s.around(c, cv.Place, cv.URL, &v)
 	} else {
-		v.Messages, v.Older, v.After, err = s.latest(c, cv)
+		v.Messages, v.PageKey, v.Older, v.After, err = s.latest(c, cv)
 	}
 	var sb sidebar
 	if sidebarRead != nil {

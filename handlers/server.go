@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"net"
@@ -405,10 +406,11 @@ func (s *Server) RenderRaw(c echo.Context, status int, comp templ.Component) err
 	}
 	buf := renderBuffers.Get().(*bytes.Buffer)
 	defer putRenderBuffer(buf)
-	if err := s.renderInto(ctx, comp, buf); err != nil {
+	pw := &pageWriter{buf: buf}
+	if err := s.renderInto(ctx, comp, pw); err != nil {
 		return fmt.Errorf("render: %w", err)
 	}
-	return c.HTMLBlob(status, buf.Bytes())
+	return pw.send(c, status)
 }
 
 // renderBuffers hold pages as they are rendered: a room page is about
@@ -611,7 +613,7 @@ func (s *Server) RenderString(ctx context.Context, comp templ.Component) ([]byte
 }
 
 // renderInto renders comp into buf, with what every render knows.
-func (s *Server) renderInto(ctx context.Context, comp templ.Component, buf *bytes.Buffer) error {
+func (s *Server) renderInto(ctx context.Context, comp templ.Component, buf io.Writer) error {
 	ctx = views.WithBots(views.WithClosed(views.WithAvatars(ctx, s.avatars.Version), s.closedList(ctx)), s.botList(ctx))
 	return comp.Render(ctx, buf)
 }

@@ -15,10 +15,12 @@ func WithAvatars(ctx context.Context, version func(login string) string) context
 }
 
 func avatarVersion(ctx context.Context, login string) string {
+	v := ""
 	if f, _ := ctx.Value(avatarsKey{}).(func(string) string); f != nil {
-		return f(login)
+		v = f(login)
 	}
-	return ""
+	noteAnswer(ctx, askAvatar, login, v)
+	return v
 }
 
 // AvatarURL is the address of login's picture of side px (48 or 128), at

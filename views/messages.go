@@ -196,6 +196,7 @@ func WithClosed(ctx context.Context, closed map[string]string) context.Context {
 
 func closedOf(ctx context.Context, login string) string {
 	m, _ := ctx.Value(closedKey{}).(map[string]string)
+	noteAnswer(ctx, askClosed, login, m[login])
 	return m[login]
 }
 
@@ -210,6 +211,7 @@ func WithBots(ctx context.Context, bots map[string]bool) context.Context {
 // isBot reports whether login is a bot's, as WithBots gave them.
 func isBot(ctx context.Context, login string) bool {
 	m, _ := ctx.Value(botsKey{}).(map[string]bool)
+	noteAnswer(ctx, askBot, login, boolAnswer(m[login]))
 	return m[login]
 }
 

@@ -229,6 +229,11 @@ type RoomView struct {
 	Moderator bool
 	// Messages are the latest ones, oldest first.
 	Messages []chat.Message
+	// PageKey names Messages as a kept newest page (see
+	// service/cache.Pages: with their number, the same key is the same
+	// messages); 0 when they are not one. The list rendered of a kept
+	// page is kept too (see keptList).
+	PageKey uint64
 	// Older is the link to the page before Messages, "" at the start.
 	Older    string
 	Composer Form

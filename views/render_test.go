@@ -141,8 +141,76 @@ func TestSharedCacheBound(t *testing.T) {
 	old := SharedCacheBytes
 	SharedCacheBytes = 20_000
 	defer func() { SharedCacheBytes = old }()
-	shared.put(&sharedEntry{key: "x", size: 1}) // trims to the bound
+	shared.put("x", &sharedEntry{key: "x", size: 1}, 1) // trims to the bound
 	if _, size := shared.stats(); size > 20_000 {
 		t.Errorf("cache holds %d bytes, bound 20000", size)
 	}
+}
+
+// TestKeptListsAreExact: the list of a kept page, written from what was
+// kept for its reader, is byte for byte the list rendered whole, for
+// each reader, and after anything it looked up in the context changes
+// (a picture, a closed account, a bot, the members its mentions name),
+// which the same page key does not say.
+func TestKeptListsAreExact(t *testing.T) {
+	ms, members := pageMessages()
+	closed, bots := map[string]string{}, map[string]bool{}
+	now := ms[len(ms)-1].Time().Add(time.Minute)
+	v := RoomView{Messages: ms, PageKey: 1 << 40, Now: now, FirstUnread: ms[40].ID}
+	render := func(viewer string, kept bool) string {
+		t.Helper()
+		ctx := WithBots(WithClosed(readerContext(members, viewer), closed), bots)
+		c := messageMarks(ms, now, true, v.FirstUnread, chat.ID{})
+		if kept {
+			c = keptList(v)
+		}
+		var b strings.Builder
+		if err := c.Render(ctx, &b); err != nil {
+			t.Fatal(err)
+		}
+		return b.String()
+	}
+	check := func(name string) {
+		t.Helper()
+		for _, viewer := range []string{"bob", "ada", "", "bob", "ada"} {
+			want := render(viewer, false)
+			if got := render(viewer, true); got != want {
+				t.Errorf("%s, reader %q: the kept list differs from the list rendered whole", name, viewer)
+			}
+		}
+	}
+	check("first")
+	if n, _ := lists.stats(); n == 0 {
+		t.Fatalf("no list was kept")
+	}
+	avatarOfAda = "v9"
+	check("ada's new picture")
+	avatarOfAda = ""
+	closed["cyd"] = chat.AccountDeactivated
+	check("cyd deactivated")
+	bots["dee"] = true
+	check("dee a bot")
+	delete(members, "bob")
+	check("bob left")
+	members["nobody"] = chat.UserRef{Login: "nobody"}
+	check("nobody joined")
+	v.FirstUnread = ms[45].ID
+	check("another first unread")
+}
+
+// BenchmarkKeptList is the message list of a room page written from
+// what was kept for its reader (compare BenchmarkMessageList).
+func BenchmarkKeptList(b *testing.B) {
+	ms, members := pageMessages()
+	ctx := readerContext(members, "bob")
+	now := ms[len(ms)-1].Time().Add(time.Minute)
+	v := RoomView{Messages: ms, PageKey: 1 << 41, Now: now, FirstUnread: ms[40].ID}
+	b.ReportAllocs()
+	cpu0 := cpuTime()
+	for b.Loop() {
+		if err := keptList(v).Render(ctx, io.Discard); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
 }

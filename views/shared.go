@@ -21,14 +21,12 @@
 package views
 
 import (
-	"container/list"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"io"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/a-h/templ"
 
@@ -96,56 +94,8 @@ func (e *sharedEntry) valid(members map[string]chat.UserRef) bool {
 	return true
 }
 
-// sharedCache is a least-recently-used cache of sharedEntry by bytes.
-type sharedCache struct {
-	mu    sync.Mutex
-	max   func() int64
-	size  int64
-	items map[string]*list.Element
-	lru   list.List
-}
-
-var shared = &sharedCache{max: func() int64 { return SharedCacheBytes }, items: map[string]*list.Element{}}
-
-func (c *sharedCache) get(key string) *sharedEntry {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	el, ok := c.items[key]
-	if !ok {
-		return nil
-	}
-	c.lru.MoveToFront(el)
-	return el.Value.(*sharedEntry)
-}
-
-func (c *sharedCache) put(e *sharedEntry) {
-	max := c.max()
-	if e.size > max/8 {
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if el, ok := c.items[e.key]; ok {
-		c.size -= el.Value.(*sharedEntry).size
-		c.lru.Remove(el)
-	}
-	c.items[e.key] = c.lru.PushFront(e)
-	c.size += e.size
-	for c.size > max {
-		el := c.lru.Back()
-		old := el.Value.(*sharedEntry)
-		c.lru.Remove(el)
-		delete(c.items, old.key)
-		c.size -= old.size
-	}
-}
-
-// Len and Bytes are what the cache holds (for tests and figures).
-func (c *sharedCache) stats() (n int, bytes int64) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.items), c.size
-}
+// shared holds the shared parts, at most SharedCacheBytes of them.
+var shared = newByteLRU[string, *sharedEntry](func() int64 { return SharedCacheBytes })
 
 // csrfMarker stands for the reader's CSRF token while a shared part is
 // rendered; random, so no message text can contain it.
@@ -171,7 +121,7 @@ func renderShared(ctx context.Context, w io.Writer, key string, c templ.Componen
 	if SharedCacheBytes <= 0 {
 		return c.Render(ctx, w)
 	}
-	e := shared.get(key)
+	e, _ := shared.get(key)
 	if e == nil || !e.valid(members) {
 		rec := &lookupRecorder{}
 		rctx := context.WithValue(WithCSRF(WithViewer(ctx, ""), csrfMarker), recorderKey{}, rec)
@@ -184,8 +134,11 @@ func renderShared(ctx context.Context, w io.Writer, key string, c templ.Componen
 		e = &sharedEntry{key: key, pieces: strings.Split(html, field), lookups: rec.seen}
 		e.size = int64(len(key) + len(html) + 64 + 32*len(rec.seen))
 		if !rec.full {
-			shared.put(e)
+			shared.put(key, e, e.size)
 		}
+		noteShared(ctx, e, rec.full)
+	} else {
+		noteShared(ctx, e, false)
 	}
 	return writeShared(ctx, w, e)
 }

@@ -46,6 +46,7 @@ func runRoomPage(ctx context.Context, args []string) error {
 	conc := fs.Int("c", 0, "then load the page from this many readers at once for -d (0: only the sequential run)")
 	dur := fs.Duration("d", 10*time.Second, "with -c: how long")
 	cpuProfile := fs.String("cpuprofile", "", "with -c: write the app's CPU profile of that phase to this file")
+	gz := fs.Bool("gzip", false, "with -c: the readers accept gzip, as browsers do (the answer is read, not inflated)")
 	_ = fs.Parse(args)
 	if *n > 100_000 || *rooms > 500 || *dms > 100 || *messages < 1 || *messages > 1_000_000 {
 		return fmt.Errorf("keep -n <= 100000, -rooms <= 500, -dms <= 100, 1 <= -messages <= 1000000")
@@ -126,8 +127,12 @@ func runRoomPage(ctx context.Context, args []string) error {
 			}
 		}()
 	}
+	fetch := reader.get
+	if *gz {
+		fetch = reader.getGzip
+	}
 	get := func(ctx context.Context, _ int, _ int64) (int, error) {
-		code, _, err := reader.get(ctx, "/rooms/"+room)
+		code, _, err := fetch(ctx, "/rooms/"+room)
 		if err == nil && code != http.StatusOK {
 			err = fmt.Errorf("room page: %d", code)
 		}

@@ -96,6 +96,9 @@ type pageSlot struct {
 // pageRead is a read of a page, made after its change count was read as
 // version: under way until done is closed.
 type pageRead struct {
+	// key names this read's messages for as long as the process runs:
+	// what is made of them (a rendered list) may be kept under it.
+	key     uint64
 	version int64
 	at      time.Time
 	done    chan struct{}
@@ -213,23 +216,29 @@ func (p *Pages) readCount(ctx context.Context, conversation string, cs *countSlo
 	}
 }
 
+// pageKeys numbers the reads of pages (see pageRead.key).
+var pageKeys atomic.Uint64
+
 // Latest is the newest page of in (its n messages, oldest first, and
 // whether older ones exist), from memory when the conversation's change
 // count is the one it was read with. It reads the count (one statement,
 // one row), and the page only when the count moved. The messages are
 // shared with other readers: the slice is the caller's, the messages'
-// reactions are not to be changed.
-func (p *Pages) Latest(ctx context.Context, in chat.Place) ([]chat.Message, bool, error) {
+// reactions are not to be changed. key names the read the messages come
+// from: two answers with the same key hold the same messages (0: a read
+// that is not shared, the cache off).
+func (p *Pages) Latest(ctx context.Context, in chat.Place) (msgs []chat.Message, more bool, key uint64, err error) {
 	conv := in.Conversation()
 	if p.ttl <= 0 {
 		p.reads.Add(1)
-		return p.read(ctx, in, chat.ID{}, p.n)
+		msgs, more, err = p.read(ctx, in, chat.ID{}, p.n)
+		return msgs, more, 0, err
 	}
 	// The count first, the page after: the page holds every change the
 	// count holds.
 	version, err := p.count(ctx, conv.ID)
 	if err != nil {
-		return nil, false, err
+		return nil, false, 0, err
 	}
 	p.mu.Lock()
 	sl := p.slots[conv.ID]
@@ -246,7 +255,7 @@ func (p *Pages) Latest(ctx context.Context, in chat.Place) ([]chat.Message, bool
 	if pg := sl.page; pg != nil && pg.version == version && p.now().Sub(pg.at) < p.ttl {
 		p.mu.Unlock()
 		p.hits.Add(1)
-		return clone(pg.msgs), pg.more, nil
+		return clone(pg.msgs), pg.more, pg.key, nil
 	}
 	if f := sl.flight; f != nil && f.version == version {
 		// A read made after the same count: no change between the two
@@ -255,12 +264,12 @@ func (p *Pages) Latest(ctx context.Context, in chat.Place) ([]chat.Message, bool
 		select {
 		case <-f.done:
 		case <-ctx.Done():
-			return nil, false, ctx.Err()
+			return nil, false, 0, ctx.Err()
 		}
 		p.hits.Add(1)
-		return clone(f.msgs), f.more, f.err
+		return clone(f.msgs), f.more, f.key, f.err
 	}
-	f := &pageRead{version: version, at: p.now(), done: make(chan struct{})}
+	f := &pageRead{key: pageKeys.Add(1), version: version, at: p.now(), done: make(chan struct{})}
 	sl.flight = f
 	p.mu.Unlock()
 
@@ -284,7 +293,7 @@ func (p *Pages) Latest(ctx context.Context, in chat.Place) ([]chat.Message, bool
 	}
 	p.mu.Unlock()
 	close(f.done)
-	return clone(f.msgs), f.more, f.err
+	return clone(f.msgs), f.more, f.key, f.err
 }
 
 // evict drops pages other than keep's until the pages fit.

@@ -78,7 +78,7 @@ func room(name string) chat.Room {
 
 func newest(t *testing.T, p *cache.Pages, r chat.Room) string {
 	t.Helper()
-	msgs, _, err := p.Latest(context.Background(), r)
+	msgs, _, _, err := p.Latest(context.Background(), r)
 	if err != nil {
 		t.Fatal(err)
 	}
