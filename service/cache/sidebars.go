@@ -265,6 +265,9 @@ func (sb *Sidebars) read(ctx context.Context, login string, rooms []string, open
 		return st, "", err
 	}
 	st.Read = true
+	if heads == nil {
+		heads = map[string]chat.ID{}
+	}
 	convs := make(map[string]time.Time, len(rooms)+len(st.DMs))
 	for _, r := range rooms {
 		convs[r] = time.Time{} // a room's start is not known: its marker bounds the count
