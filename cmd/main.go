@@ -166,6 +166,10 @@ func (m *Main) Addr() net.Addr {
 	return m.ln.Addr()
 }
 
+// Hub is the server's live hub once Run returned (nil before): a test or
+// tool that writes behind the server's back tells its caches through it.
+func (m *Main) Hub() live.Hub { return m.hub }
+
 // Err delivers an error that stops the server after Run: a listener
 // that failed, or a migration that was changed since it was applied.
 func (m *Main) Err() <-chan error { return m.errs }

@@ -7,9 +7,7 @@ package handlers
 
 import (
 	"context"
-	"errors"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -47,14 +45,16 @@ type sidebar struct {
 	dmErr   error
 }
 
-// readSidebar reads login's sidebar. Its statements do not depend on how
-// many rooms and DMs there are: the rooms come from the user cache, then
-// three reads run at once (the DM list, the markers with their mention
-// heads, the rooms' heads; a DM's head is its list entry's last message),
-// then only the unread conversations are counted, concurrently, and the
-// mentions are read only if one is unread (store.CountUnread). open is
-// the conversation the page shows and marks read: it is not counted. A
-// failure only logs: the sidebar is not worth an error page.
+// readSidebar reads login's sidebar. The rooms come from the user cache,
+// the rest from the sidebar cache (service/cache's Sidebars): nothing is
+// read while nothing it shows changed; else its statements do not depend
+// on how many rooms and DMs there are: two reads at once (the person's
+// own partition, with every marker and the DM list with each DM's last
+// message, which is its head; the rooms' heads), then only the unread
+// conversations are counted, concurrently, and the mentions are read only
+// if one is unread (store.CountUnread). open is the conversation the page
+// shows and marks read: it shows nothing unread. A failure only logs: the
+// sidebar is not worth an error page.
 func (s *Server) readSidebar(ctx context.Context, login, open string) sidebar {
 	var sb sidebar
 	// The sidebar knows its rooms by name only; a deleted room's messages
@@ -64,46 +64,20 @@ func (s *Server) readSidebar(ctx context.Context, login, open string) sidebar {
 	} else {
 		s.log.Warn("sidebar: read my rooms", "login", login, "err", err)
 	}
-	// Two reads at once: the person's own partition (every marker, and
-	// the DM list with each DM's last message, which is its head) and the
-	// heads of their rooms.
-	var (
-		entries    []chat.DMEntry
-		heads      map[string]chat.ID
-		derr, herr error
-		wg         sync.WaitGroup
-	)
-	wg.Add(2)
-	go func() { defer wg.Done(); sb.markers, entries, derr = s.db.PersonalState(ctx, login) }()
-	go func() { defer wg.Done(); heads, herr = s.db.Heads(ctx, sb.rooms) }()
-	wg.Wait()
-	sb.entries, sb.dmErr = entries, derr
-	if derr != nil {
-		s.log.Warn("sidebar: read my markers and dms", "login", login, "err", derr)
+	read := s.rows.Sidebar
+	if fresh, _ := ctx.Value(freshSidebar{}).(bool); fresh {
+		read = s.rows.FreshSidebar
 	}
-	convs := make(map[string]time.Time, len(sb.rooms)+len(entries))
-	for _, r := range sb.rooms {
-		convs[r] = time.Time{}
+	st, err := read(ctx, login, sb.rooms, open)
+	if err != nil {
+		s.log.Warn("sidebar: read unread state", "login", login, "err", err)
 	}
-	for _, e := range entries {
+	sb.markers, sb.entries, sb.dmErr, sb.read = st.Markers, st.DMs, st.DMErr, st.Read
+	for _, e := range st.DMs {
 		cv := dmConversation(e.DM, login)
 		sb.dms = append(sb.dms, views.SidebarDM{ID: cv.ID, URL: cv.URL, Title: cv.Title})
-		convs[cv.ID] = time.Time{}
-		if heads != nil {
-			heads[cv.ID] = e.LastID
-		}
 	}
-	if err := errors.Join(derr, herr); err != nil {
-		s.log.Warn("sidebar: read unread state", "login", login, "err", err)
-		return sb
-	}
-	sb.read = true
-	if len(convs) == 0 {
-		return sb
-	}
-	st, err := s.db.CountUnread(ctx, login, sb.markers, heads, convs, open)
-	if err != nil {
-		s.log.Warn("sidebar: count unread", "login", login, "err", err)
+	if !st.Counted {
 		return sb
 	}
 	sb.unread, sb.mentions = st.Unread, st.Mentions
@@ -112,6 +86,10 @@ func (s *Server) readSidebar(ctx context.Context, login, open string) sidebar {
 	sb.dms = recentOrUnread(sb.dms, sb.unread)
 	return sb
 }
+
+// freshSidebar, true in a request's context, has its sidebar read from
+// storage whatever is kept (see cache.Sidebars.Fresh).
+type freshSidebar struct{}
 
 // fill puts the sidebar into page.
 func (sb sidebar) fill(page *views.Page) {
@@ -138,6 +116,11 @@ func (s *Server) showSidebar(c echo.Context) error {
 	if !IsHTMX(c) {
 		return c.Redirect(http.StatusSeeOther, "/")
 	}
+	// Asked for because a stream said something changed, maybe a stream
+	// of another instance: this one may not have heard of it yet, so its
+	// kept sidebar state is read again (and kept).
+	r := c.Request()
+	c.SetRequest(r.WithContext(context.WithValue(r.Context(), freshSidebar{}, true)))
 	page := s.fillPage(c, views.Page{})
 	return s.RenderRaw(c, http.StatusOK, views.Sidebar(page))
 }

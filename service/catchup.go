@@ -34,7 +34,11 @@ func (s *Service) MarkConversationRead(ctx context.Context, login, conversation 
 	if !ok {
 		return nil
 	}
-	return s.Storage.MarkRead(ctx, login, conversation, head)
+	if err := s.Storage.MarkRead(ctx, login, conversation, head); err != nil {
+		return err
+	}
+	s.readElsewhere(ctx, login)
+	return nil
 }
 
 // MarkAllRead moves login's marker in each of their rooms and DMs to its
@@ -72,6 +76,9 @@ func (s *Service) MarkAllRead(ctx context.Context, login string) (int, error) {
 			continue
 		}
 		moved++
+	}
+	if moved > 0 || len(errs) > 0 {
+		s.readElsewhere(ctx, login)
 	}
 	return moved, errors.Join(errs...)
 }

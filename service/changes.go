@@ -83,6 +83,13 @@ func (s *Service) DeleteMessage(ctx context.Context, in chat.Place, m chat.Messa
 	if err := s.Storage.ForgetMessage(ctx, in, m); err != nil {
 		s.Log.Warn("clean up a deleted message", "conversation", in.Conversation().ID, "err", err)
 	}
+	// Its mentions are gone after its event left: the badges and the
+	// sidebar states of those it may have mentioned are read again.
+	for _, login := range chat.MentionCandidates([]string{m.Content}) {
+		if login != m.Author.Login {
+			s.readElsewhere(ctx, login)
+		}
+	}
 	s.Indexer.Reindex(in.Conversation(), &m, nil)
 	return nil
 }
@@ -125,6 +132,11 @@ func (s *Service) change(ctx context.Context, in chat.Place, kind string, target
 		return err
 	}
 	sl.HTML = html
+	if kind != live.KindReaction {
+		// Its event may leave later: the sidebars kept here hear of it
+		// now (a reaction moves no head, count or mention).
+		s.conversationChanged(conv)
+	}
 	s.Sequencer.Finish(sl, true)
 	return nil
 }

@@ -87,6 +87,9 @@ func (s *Service) post(ctx context.Context, in chat.Place, pass *fence.Pass, dra
 		}
 	}
 	s.recordMentions(ctx, conv, sl.Msg)
+	// Its event may leave later (after an earlier post's): the sidebars
+	// kept here hear of it now.
+	s.conversationChanged(in.Conversation().ID)
 	sl.HTML, _ = s.Renderer.Message(ctx, conv, sl.Msg) // publish renders again (and logs) if this failed
 	html := sl.HTML
 	s.Sequencer.Finish(sl, true)
@@ -147,7 +150,11 @@ func (s *Service) Welcome(ctx context.Context, r chat.RoomFor, who chat.UserRef,
 	if m, ok := s.Announce(ctx, r, who, text); ok {
 		if err := s.Storage.MarkRead(ctx, who.Login, r.Name, m.ID); err != nil {
 			s.Log.Warn("mark read on arrival", "room", r.Name, "err", err)
+			return
 		}
+		// After the message's event: a sidebar read in between is not
+		// kept with the room unread.
+		s.readElsewhere(ctx, who.Login)
 	}
 }
 

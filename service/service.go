@@ -46,6 +46,7 @@ type Storage interface {
 
 	Reads
 	CatchUp
+	Levels
 	Onboarding
 	Searches
 	Files

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/killrchat/killrchat/chat"
+	"github.com/killrchat/killrchat/live"
 )
 
 // joinFromRoomPage opens the room as a visitor and clicks "Join room".
@@ -268,7 +269,13 @@ func seedMessages(t *testing.T, room string, u person, n int) {
 		}
 	}
 	// No wait: the store counts each message it stores, and a newest
-	// page kept in memory is served only while that count holds.
+	// page kept in memory is served only while that count holds. The
+	// sidebar states kept (service/cache's Sidebars) hear of a room's
+	// messages through the hub: the app's caches are told that the room
+	// changed, as an invalidation (which no page's stream carries).
+	if err := shared(t).main.Hub().Invalidate(ctx, live.Invalidation{Rooms: []string{r.Name}}); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // TestRoomDeletedWhileOpen: the creator deletes a room that someone else

@@ -24,7 +24,7 @@ type Conversations interface {
 }
 
 // Levels keeps a person's notification level of a conversation
-// (store.Store).
+// (service.Service: it tells the sidebars of the change).
 type Levels interface {
 	SetLevel(ctx context.Context, login, conversation string, level chat.Level) error
 }

@@ -46,7 +46,7 @@ func Modules(db *store.Store) []handlers.Module {
 		},
 		func(s *handlers.Server, r handlers.Routes) { dms.Register(r, s, s, s.App()) },
 		func(s *handlers.Server, r handlers.Routes) { mentions.Register(r, s, db) },
-		func(s *handlers.Server, r handlers.Routes) { notifications.Register(r, s, db) },
+		func(s *handlers.Server, r handlers.Routes) { notifications.Register(r, s, s.App()) },
 		func(s *handlers.Server, r handlers.Routes) { typing.Register(r, s) },
 		func(s *handlers.Server, r handlers.Routes) { presence.Register(r, s) },
 		func(s *handlers.Server, r handlers.Routes) { push.Register(r, s.StaticFiles(), s, db) },

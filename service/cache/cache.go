@@ -25,6 +25,16 @@ const (
 type Hub interface {
 	Watch(onEnd func(live.StreamEnd), onReset func())
 	WatchInvalidations(f func(live.Invalidation))
+	// WatchEvents brings every conversation's events, which change
+	// people's sidebars (see Sidebars).
+	WatchEvents(heard func(live.Event), gap func(missing bool))
+}
+
+// Source is what the caches read from: the service's storage and the
+// reads of a sidebar (store.Store).
+type Source interface {
+	service.Storage
+	SidebarStorage
 }
 
 // Store is service.Storage with its room, DM and user reads cached. A
@@ -43,6 +53,7 @@ type Store struct {
 	people   *web.RowCache[underVersion[[]chat.UserRef]]
 	dms      *web.RowCache[chat.DM]
 	users    *web.RowCache[chat.User]
+	sidebars *Sidebars
 }
 
 // underVersion is what was read of a room's members (a person's
@@ -57,14 +68,37 @@ type underVersion[T any] struct {
 // New decorates src with caches of at most max entries each, trusted for
 // ttl (negative: no cache), kept coherent through hub. first is the size
 // of the first page of a room's participants that is cached.
-func New(src service.Storage, hub Hub, ttl time.Duration, max, first int) *Store {
+func New(src Source, hub Hub, ttl time.Duration, max, first int) *Store {
 	cs := &Store{Storage: src, first: first, rooms: web.NewRowCache[chat.Room](ttl, max),
 		standing: web.NewRowCache[underVersion[chat.Standing]](ttl, max), people: web.NewRowCache[underVersion[[]chat.UserRef]](ttl, max),
-		dms: web.NewRowCache[chat.DM](ttl, max), users: web.NewRowCache[chat.User](ttl, max)}
+		dms: web.NewRowCache[chat.DM](ttl, max), users: web.NewRowCache[chat.User](ttl, max),
+		sidebars: NewSidebars(src, hub, ttl, min(max, DefaultSidebars))}
 	hub.Watch(func(live.StreamEnd) {}, cs.reset)
 	hub.WatchInvalidations(cs.apply)
 	return cs
 }
+
+// Sidebar is login's sidebar state for a page of open (see
+// Sidebars.State); rooms are their rooms, from their row.
+func (cs *Store) Sidebar(ctx context.Context, login string, rooms []string, open string) (SidebarState, error) {
+	return cs.sidebars.State(ctx, login, rooms, open)
+}
+
+// FreshSidebar is Sidebar read from storage whatever is kept (see
+// Sidebars.Fresh).
+func (cs *Store) FreshSidebar(ctx context.Context, login string, rooms []string, open string) (SidebarState, error) {
+	return cs.sidebars.Fresh(ctx, login, rooms, open)
+}
+
+// Sidebars are the people's sidebar states kept.
+func (cs *Store) Sidebars() *Sidebars { return cs.sidebars }
+
+// ConversationChanged and PersonChanged drop the sidebar states a change
+// of a conversation, or of a person's own rows, makes stale, here and
+// now; the use cases call them before they answer (see Sidebars.Changed).
+func (cs *Store) ConversationChanged(conversation string) { cs.sidebars.Changed(conversation) }
+
+func (cs *Store) PersonChanged(login string) { cs.sidebars.PersonChanged(login) }
 
 // apply drops what inv names. A DM's members never change (they are its
 // address), so DMs are only dropped by a reset or their TTL.

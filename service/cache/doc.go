@@ -3,8 +3,11 @@
 // a person's standing in it by room and login, its first participants by
 // name (issue 21: never all its members), a DM by address, and a person's
 // row (their list of rooms) by login, so that a post, a room page or the
-// home page does not read them from Cassandra each time. Writes and every
-// other read pass through to the storage it decorates. The rules
+// home page does not read them from Cassandra each time; each person's
+// sidebar state (Sidebars: markers, DM list, heads, unread counts), kept
+// while no event, invalidation or gap touched it; and the newest page of
+// conversations (Pages). Writes and every other read pass through to the
+// storage it decorates. The rules
 // (docs/data-model.md, rule 12):
 //   - an entry is dropped on every instance when its row changes: the use
 //     case that changed it invalidates it through the hub, which brings
