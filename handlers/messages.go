@@ -126,10 +126,10 @@ func (s *Server) composerError(c echo.Context, cv conversation, f views.Form) er
 // (one's own post, on the next page) and comes again on the stream; the
 // page keeps one of each id (app.js). The messages come from the
 // conversation's newest page kept in memory when it is there (s.newest),
-// served only while the conversation's change count is the one it was
-// read with. The bound is taken before that count is read: every message
-// below it was counted, so it is on the page, and the stream brings the
-// rest.
+// served only while the conversation's version (change count and the
+// marks of posts) is the one it was read with. The bound is taken before
+// that version is read: every message below it was counted or marked, so
+// it is on the page, and the stream brings the rest.
 func (s *Server) latest(c echo.Context, cv conversation) (msgs []chat.Message, key uint64, older, after string, err error) {
 	bound, shown := s.live.Bound(cv.ID), s.live.ShownBound(cv.ID)
 	msgs, more, key, err := s.newest.Latest(c.Request().Context(), cv.Place)

@@ -46,8 +46,9 @@ type Store interface {
 	RoomMembersFrom(ctx context.Context, r chat.Room, prefix string, n int) ([]chat.UserRef, error)
 	Message(ctx context.Context, in chat.Place, id chat.ID) (chat.Message, error)
 	MessagesBefore(ctx context.Context, in chat.Place, before chat.ID, n int) ([]chat.Message, bool, error)
-	// Version is a conversation's change count (store.Version).
-	Version(ctx context.Context, conversation string) (int64, error)
+	// Version is the version of a conversation's newest page
+	// (store.Version).
+	Version(ctx context.Context, conversation string) (chat.PageVersion, error)
 	AddReactions(ctx context.Context, in chat.Place, msgs []chat.Message) error
 	DMList(ctx context.Context, login string) ([]chat.DMEntry, error)
 	Heads(ctx context.Context, conversations []string) (map[string]chat.ID, error)

@@ -1,15 +1,19 @@
 // This file owns the group commit of posts: the posts of one
 // conversation that arrive while writes of its messages are under way
-// are stored together in the next one, so a busy room pays for a few
-// statements per group of posts, not 3 per post (issue 38).
+// are stored together in the next one, so a busy room pays for one
+// statement per group of posts, not 3 per post, and a post is answered
+// after one round trip (issue 38).
 
 package store
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
 	"slices"
+	"strconv"
 	"sync"
+	"time"
 
 	"github.com/gocql/gocql"
 	"github.com/killrchat/killrchat/chat"
@@ -28,21 +32,15 @@ const maxGroup = 64
 // way; when the node is slow, posts still pile up and go together.
 const messageWrites = 2
 
-// coverWrites is how many covers (a head and a count) of a conversation
-// may be under way at once: a group's cover starts as soon as its
-// messages are stored, beside the previous group's if that one is still
-// under way, so that a post waits for no other cover than its own unless
-// the node is slow (then covers wait, and the next one covers them all).
-const coverWrites = 2
-
-// groups coalesces the writes of posts per conversation, in two stages:
-// the messages (storeGroup), with at most messageWrites under way per
-// conversation, then what covers them (the head and the change count),
-// with at most coverWrites under way. Posts that arrive while a write of
-// their conversation's messages is under way wait, in arrival order, to
-// go together in the next one; posts stored while covers are under way
-// wait to go together in the next cover. A lone post is written at once:
-// nothing waits on a timer.
+// groups coalesces the writes of posts per conversation: at most
+// messageWrites writes of a conversation's messages are under way, each
+// in a slot of its own (see writerKey); posts that arrive while they are
+// wait, in arrival order, to go together in the next one. A lone post is
+// written at once: nothing waits on a timer. One write is one statement,
+// a batch: the messages, the mark of the slot in their day's partition
+// (writers) and the conversation's head, so a post is answered after one
+// round trip; a post stored near the end of its day is also counted
+// (countChange), after it, before it is answered (see countedDay).
 type groups struct {
 	mu    sync.Mutex
 	convs map[string]*convGroup
@@ -51,41 +49,33 @@ type groups struct {
 // convGroup is one conversation's state in groups.
 type convGroup struct {
 	// storing is how many writes of messages are under way (at most
-	// messageWrites); toStore wait for the next one.
+	// messageWrites), slots which slots they hold; toStore wait for the
+	// next one.
 	storing int
+	slots   [messageWrites]bool
 	toStore []*groupedPost
-	// covering is how many covers are under way (at most coverWrites);
-	// toCover, stored, wait for the next one.
-	covering int
-	toCover  []*groupedPost
 }
 
 // groupedPost is one post waiting in, or written by, a group.
 type groupedPost struct {
 	conv chat.Conversation
 	m    chat.Message
-	// stored is closed when the write of m's group is answered, storeErr
-	// set before: a caller that reads the room after the message
-	// (ConfirmPost) may start then.
+	// stored is closed when the write of m's group is answered (and the
+	// group counted, if it had to be), storeErr set before.
 	stored   chan struct{}
 	storeErr error
-	// done is closed when the post is answered (its message stored, then
-	// the head and the count written after it), err set before.
-	done chan struct{}
-	err  error
 }
 
 // postGrouped stores m with the posts of its conversation that come
-// meanwhile and waits for it to be covered, as saveMessage promises for
-// one message: its bucket recorded first, the message stored, then the
-// conversation's head (the newest message of those it covers) and its
-// change count (one increment for them all) written at once. afterStore,
-// if not nil, runs once m is stored, beside the head and the count; its
-// error is returned first. A failure of a write fails each post it
-// carries; ctx ending while m still waits for its write takes m out
-// (nothing of it is written).
+// meanwhile, as saveMessage promises for one message: its bucket recorded
+// first, then in one batch the message, its slot's mark in its day's
+// partition and the conversation's head (the newest message of those
+// stored together). afterStore, if not nil, runs once m is stored; its
+// error is returned. A failure of the write fails each post it carries;
+// ctx ending while m still waits for its write takes m out (nothing of
+// it is written).
 func (s *Store) postGrouped(ctx context.Context, conv chat.Conversation, m chat.Message, afterStore func() error) error {
-	p := &groupedPost{conv: conv, m: m, stored: make(chan struct{}), done: make(chan struct{})}
+	p := &groupedPost{conv: conv, m: m, stored: make(chan struct{})}
 	g := &s.groups
 	g.mu.Lock()
 	if g.convs == nil {
@@ -99,7 +89,9 @@ func (s *Store) postGrouped(ctx context.Context, conv chat.Conversation, m chat.
 	c.toStore = append(c.toStore, p)
 	if c.storing < messageWrites {
 		c.storing++
-		go s.storeLoop(context.WithoutCancel(ctx), conv.ID, c)
+		slot := slices.Index(c.slots[:], false)
+		c.slots[slot] = true
+		go s.storeLoop(context.WithoutCancel(ctx), conv.ID, c, slot)
 	}
 	g.mu.Unlock()
 
@@ -111,26 +103,28 @@ func (s *Store) postGrouped(ctx context.Context, conv chat.Conversation, m chat.
 		}
 		<-p.stored // taken by a write already: its answer is the post's
 	}
-	var after error
-	if p.storeErr == nil && afterStore != nil {
-		after = afterStore()
+	if p.storeErr != nil {
+		return p.storeErr
 	}
-	<-p.done
-	if after != nil {
-		return after
+	if afterStore != nil {
+		return afterStore()
 	}
-	return p.err
+	return nil
 }
 
 // storeLoop writes conversation's waiting messages, up to maxGroup at a
-// time, until none wait; each group stored goes on to be covered.
-func (s *Store) storeLoop(ctx context.Context, conversation string, c *convGroup) {
+// time, until none wait, in slot: one write after the other, so the
+// slot's mark only moves forward.
+func (s *Store) storeLoop(ctx context.Context, conversation string, c *convGroup, slot int) {
 	g := &s.groups
 	for {
 		g.mu.Lock()
 		if len(c.toStore) == 0 {
 			c.storing--
-			s.forgetIdle(conversation, c)
+			c.slots[slot] = false
+			if c.storing == 0 && s.groups.convs[conversation] == c {
+				delete(s.groups.convs, conversation)
+			}
 			g.mu.Unlock()
 			return
 		}
@@ -139,72 +133,36 @@ func (s *Store) storeLoop(ctx context.Context, conversation string, c *convGroup
 		c.toStore = slices.Delete(c.toStore, 0, n)
 		g.mu.Unlock()
 
-		err := s.storeGroup(ctx, ps)
+		err := s.storeGroup(ctx, ps, slot)
+		if err == nil && s.countedDay(ps) {
+			s.countChange(ctx, conversation)
+		}
 		for _, p := range ps {
 			p.storeErr = err
 			close(p.stored)
 		}
-		if err != nil {
-			answer(ps, err)
-			continue
-		}
-		g.mu.Lock()
-		c.toCover = append(c.toCover, ps...)
-		if c.covering < coverWrites {
-			c.covering++
-			go s.coverLoop(ctx, conversation, c)
-		}
-		g.mu.Unlock()
 	}
 }
 
-// coverLoop writes the head and the count of conversation for the posts
-// stored and waiting for them, until none wait: at once, after their
-// messages, so a head never names a message that is not stored and a
-// change count never counts one that is not. The head is the newest
-// message of those covered. A failed head fails each post covered; a
-// failed count fails none (see countChange).
-func (s *Store) coverLoop(ctx context.Context, conversation string, c *convGroup) {
-	g := &s.groups
-	for {
-		g.mu.Lock()
-		if len(c.toCover) == 0 {
-			c.covering--
-			s.forgetIdle(conversation, c)
-			g.mu.Unlock()
-			return
-		}
-		ps := c.toCover
-		c.toCover = nil
-		g.mu.Unlock()
+// countedDayMargin is how near the end of its day a post is counted as
+// well as marked: a reader reads the marks of its own day (and of the
+// next hour's), so a post stored into an earlier day than a reader's,
+// which only its count shows, must be counted. With instances' clocks
+// within half of it of one another, a post not counted is stored in a
+// day no reader has left yet (docs/data-model.md, "The newest page in
+// memory").
+const countedDayMargin = 2 * time.Minute
 
-		newest := ps[0].m.ID
-		for _, p := range ps[1:] {
-			if p.m.ID.After(newest) {
-				newest = p.m.ID
-			}
-		}
-		headSet := make(chan error, 1)
-		go func() { headSet <- s.setHead(ctx, conversation, newest) }()
-		s.countChange(ctx, conversation)
-		answer(ps, <-headSet)
-	}
-}
-
-// answer answers each of ps with err.
-func answer(ps []*groupedPost, err error) {
+// countedDay says whether a group just stored must be counted too: one of
+// its messages is of a day that ends within countedDayMargin of now.
+func (s *Store) countedDay(ps []*groupedPost) bool {
+	soon := chat.TimeBucket(s.Now().Add(countedDayMargin))
 	for _, p := range ps {
-		p.err = err
-		close(p.done)
+		if chat.BucketOf(p.m.ID) != soon {
+			return true
+		}
 	}
-}
-
-// forgetIdle drops c, conversation's state, once no write of it is under
-// way or waits (groups.mu held).
-func (s *Store) forgetIdle(conversation string, c *convGroup) {
-	if c.storing == 0 && c.covering == 0 && len(c.toStore) == 0 && len(c.toCover) == 0 && s.groups.convs[conversation] == c {
-		delete(s.groups.convs, conversation)
-	}
+	return false
 }
 
 // dropWaiting takes p out of the posts waiting in c if no write has
@@ -221,23 +179,32 @@ func (s *Store) dropWaiting(c *convGroup, p *groupedPost) bool {
 }
 
 // storeGroup records the buckets of ps's messages and stores the
-// messages, one statement per bucket, in bucket order.
-func (s *Store) storeGroup(ctx context.Context, ps []*groupedPost) error {
+// messages, one statement per bucket, in bucket order, each with slot's
+// mark in its partition; the newest bucket's also sets the head.
+func (s *Store) storeGroup(ctx context.Context, ps []*groupedPost, slot int) error {
 	byBucket := map[int][]*groupedPost{}
 	var buckets []int
+	newest := ps[0].m.ID
 	for _, p := range ps {
 		b := chat.BucketOf(p.m.ID)
 		if _, ok := byBucket[b]; !ok {
 			buckets = append(buckets, b)
 		}
 		byBucket[b] = append(byBucket[b], p)
+		if p.m.ID.After(newest) {
+			newest = p.m.ID
+		}
 		if err := s.recordBucket(ctx, p.conv, b); err != nil {
 			return err
 		}
 	}
 	slices.Sort(buckets)
-	for _, b := range buckets {
-		if err := s.insertMessages(ctx, b, byBucket[b]); err != nil {
+	for i, b := range buckets {
+		head := chat.ID{}
+		if i == len(buckets)-1 {
+			head = newest
+		}
+		if err := s.insertMessages(ctx, b, byBucket[b], slot, head); err != nil {
 			return err
 		}
 	}
@@ -245,34 +212,52 @@ func (s *Store) storeGroup(ctx context.Context, ps []*groupedPost) error {
 }
 
 // insertMessages writes the messages of ps, all of bucket, in one
-// statement: their partition is one, so a batch of them is one mutation,
-// applied whole or not at all.
-func (s *Store) insertMessages(ctx context.Context, bucket int, ps []*groupedPost) error {
+// statement, a batch: the messages and slot's mark, one partition, so
+// they are applied together and a reader sees both or neither; and the
+// head, if not zero, in the conversation's row of conversation_heads. A
+// batch that fails may have set the head (a head past every message
+// stored only costs a count that finds nothing unread).
+func (s *Store) insertMessages(ctx context.Context, bucket int, ps []*groupedPost, slot int, head chat.ID) error {
 	room := ps[0].m.Room
-	if len(ps) == 1 {
-		q, err := s.query(ctx, insertMessage, messageValues(bucket, ps[0].m)...)
-		if err != nil {
-			return err
-		}
-		if err := q.Exec(); err != nil {
-			return s.fail("post message in "+room, err)
-		}
-		return nil
-	}
 	sess, err := s.db()
 	if err != nil {
 		return err
 	}
 	b := sess.NewBatch(gocql.UnloggedBatch).WithContext(ctx).SpeculativeExecutionPolicy(s.speculative)
 	b.SetConsistency(s.cfg.Consistency)
-	b.Entries = make([]gocql.BatchEntry, 0, len(ps))
+	b.Entries = make([]gocql.BatchEntry, 0, len(ps)+2)
 	for _, p := range ps {
 		b.Entries = append(b.Entries, gocql.BatchEntry{Stmt: insertMessage, Args: messageValues(bucket, p.m), Idempotent: true})
+	}
+	b.Entries = append(b.Entries, gocql.BatchEntry{Stmt: markWriter,
+		Args: []any{s.markTime(), s.writerKey(slot), gocql.UUID(s.ids.Next(s.Now())), room, bucket}, Idempotent: true})
+	if head != (chat.ID{}) {
+		b.Entries = append(b.Entries, gocql.BatchEntry{Stmt: updateHead, Args: []any{writeTime(head), gocql.UUID(head), room}, Idempotent: true})
 	}
 	if err := sess.ExecuteBatch(b); err != nil {
 		return s.fail(fmt.Sprintf("post %d messages in %s", len(ps), room), err)
 	}
 	return nil
+}
+
+// writerKey names a slot of this store's writes in a day's writers: the
+// store's own id (random, made when it was) and the slot.
+func (s *Store) writerKey(slot int) string {
+	s.writerOnce.Do(func() { s.writer = rand.Text()[:12] })
+	return s.writer + "/" + strconv.Itoa(slot)
+}
+
+// markTime is the write time of a mark: the clock's microseconds, and
+// always above the last one this store gave, so a slot's marks, written
+// one after the other, never go back.
+func (s *Store) markTime() int64 {
+	for {
+		last := s.lastMark.Load()
+		t := max(s.Now().UnixMicro(), last+1)
+		if s.lastMark.CompareAndSwap(last, t) {
+			return t
+		}
+	}
 }
 
 // messageValues are insertMessage's values for m in bucket.

@@ -20,6 +20,10 @@ import (
 const (
 	insertMessage = `INSERT INTO chat_room_messages (room_name, time_bucket, message_id, author, content, system_message, attachment)
 		VALUES (?, ?, ?, ?, ?, ?, ?)`
+	// markWriter marks a write of messages in their day's partition (see
+	// insertMessages).
+	markWriter    = `UPDATE chat_room_messages USING TIMESTAMP ? SET writers[?] = ? WHERE room_name = ? AND time_bucket = ?`
+	selectWriters = `SELECT writers FROM chat_room_messages WHERE room_name = ? AND time_bucket = ? LIMIT 1`
 	deleteMessage = `DELETE FROM chat_room_messages WHERE room_name = ? AND time_bucket = ? AND message_id = ?`
 	insertBucket  = `INSERT INTO messages_bucket (room_name, time_bucket) VALUES (?, ?)`
 	// Buckets between the room's creation and the cursor, newest first.

@@ -287,7 +287,7 @@ func TestPostInDeletedRoom(t *testing.T) {
 		}
 		defer sess.Close()
 		var n int
-		if err := sess.Query(`SELECT count(*) FROM chat_room_messages WHERE room_name = ? AND time_bucket = ?`,
+		if err := sess.Query(`SELECT count(message_id) FROM chat_room_messages WHERE room_name = ? AND time_bucket = ?`,
 			name, bucketNow()).Scan(&n); err != nil {
 			t.Fatal(err)
 		}

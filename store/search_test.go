@@ -203,8 +203,15 @@ func TestSearchCostWithBigPartitions(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
+	// The clock moves while saves are under way (they read it: see
+	// store.countedDay), so it is read under a lock.
+	var clockMu sync.Mutex
 	clock := time.Date(2026, 5, 20, 8, 0, 0, 0, time.UTC)
-	st.Now = func() time.Time { return clock }
+	st.Now = func() time.Time {
+		clockMu.Lock()
+		defer clockMu.Unlock()
+		return clock
+	}
 	room, err := st.CreateRoom(ctx, ada.Ref(), chat.NewRoom{Name: unique("big")})
 	if err != nil {
 		t.Fatal(err)
@@ -216,7 +223,9 @@ func TestSearchCostWithBigPartitions(t *testing.T) {
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for i := range total {
+		clockMu.Lock()
 		clock = clock.Add(30 * time.Minute) // about two months
+		clockMu.Unlock()
 		text := fmt.Sprintf("%s message %d", common, i)
 		if i%1000 == 500 {
 			text += " " + rare

@@ -110,6 +110,11 @@ type Store struct {
 	// groups coalesces the writes of a conversation's posts (see
 	// postGrouped).
 	groups groups
+	// writer names this store in the writers of the days it writes to
+	// (see writerKey); lastMark is the write time of its last mark.
+	writer     string
+	writerOnce sync.Once
+	lastMark   atomic.Int64
 
 	// chunkBufs is the pool of upload chunk buffers (see chunkBuffer).
 	chunkBufs     chan []byte

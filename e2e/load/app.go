@@ -357,6 +357,7 @@ func serveControl() (string, func(), error) {
 		_ = json.NewEncoder(w).Encode(localStats())
 	})
 	mux.HandleFunc("GET /_load/pprof/profile", pprof.Profile)
+	mux.HandleFunc("GET /_load/pprof/trace", pprof.Trace)
 	mux.Handle("GET /_load/pprof/heap", pprof.Handler("heap"))
 	mux.Handle("GET /_load/pprof/goroutine", pprof.Handler("goroutine"))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -1,7 +1,8 @@
 // This file owns the newest page of each busy conversation, kept in
 // memory: the messages a conversation's page opens on (with their
 // reactions) read once and served to every reader while the
-// conversation's change count says nothing changed, and concurrent reads
+// conversation's version (change count and marks) says nothing changed,
+// and concurrent reads
 // of one conversation's page made one.
 
 package cache
@@ -38,16 +39,17 @@ type EventHub interface {
 // whether older ones exist (store.MessagesBefore).
 type ReadPage func(ctx context.Context, in chat.Place, before chat.ID, n int) ([]chat.Message, bool, error)
 
-// ReadVersion reads a conversation's change count (store.Version): every
-// writer of a conversation's messages, edits, deletes and reactions
-// counts each change after it is stored, so two reads of the count that
-// are equal have no change stored between them.
-type ReadVersion func(ctx context.Context, conversation string) (int64, error)
+// ReadVersion reads the version of a conversation's newest page
+// (store.Version): a post moves the marks of its day, every other change
+// of its messages, edits, deletes and reactions moves the change count
+// after it is stored, so two reads of the version that are equal have no
+// change of the page stored between them.
+type ReadVersion func(ctx context.Context, conversation string) (chat.PageVersion, error)
 
 // Pages keeps the newest page of conversations in memory. A page is
-// kept with the change count read just before its messages were, and
-// served to a reader only if the count that reader reads is the same: a
-// change acknowledged before a reader asks was counted before it asks,
+// kept with the version read just before its messages were, and served
+// to a reader only if the version that reader reads is the same: a change
+// acknowledged before a reader asks was counted or marked before it asks,
 // so it is on every page that reader is served, whichever instance made
 // it, whether the broker was there or not, and whenever this instance
 // started. What the hub says (a conversation's event, a gap) only frees
@@ -71,18 +73,18 @@ type Pages struct {
 	hits, reads, countReads atomic.Int64
 }
 
-// countSlot is a conversation's reads of its change count: the one under
+// countSlot is a conversation's reads of its version: the one under
 // way, and the next one, which the readers who asked meanwhile wait for.
 type countSlot struct {
 	running bool
 	next    *countRead
 }
 
-// countRead is one read of a change count: done is closed when n or err
+// countRead is one read of a version: done is closed when n or err
 // is there.
 type countRead struct {
 	done chan struct{}
-	n    int64
+	n    chat.PageVersion
 	err  error
 }
 
@@ -93,13 +95,13 @@ type pageSlot struct {
 	flight *pageRead
 }
 
-// pageRead is a read of a page, made after its change count was read as
+// pageRead is a read of a page, made after its version was read as
 // version: under way until done is closed.
 type pageRead struct {
 	// key names this read's messages for as long as the process runs:
 	// what is made of them (a rendered list) may be kept under it.
 	key     uint64
-	version int64
+	version chat.PageVersion
 	at      time.Time
 	done    chan struct{}
 	msgs    []chat.Message
@@ -119,8 +121,8 @@ func NewPages(read ReadPage, version ReadVersion, hub EventHub, n int, ttl time.
 	return p
 }
 
-// heard drops the page of the event's conversation: its count has moved
-// (the event is published after the change is counted). Typing says
+// heard drops the page of the event's conversation: its version has
+// moved (the event is published after the change is counted or marked). Typing says
 // nothing of its messages.
 func (p *Pages) heard(ev live.Event) {
 	if ev.Kind == live.KindTyping {
@@ -134,7 +136,7 @@ func (p *Pages) heard(ev live.Event) {
 }
 
 // gap drops every page: kept pages stay exact without the hub (each is
-// checked against its count), but while events are missed the hub does
+// checked against its version), but while events are missed the hub does
 // not free them, and it costs one read a conversation.
 func (p *Pages) gap(bool) {
 	p.mu.Lock()
@@ -154,10 +156,10 @@ func (p *Pages) drop(sl *pageSlot) {
 // Stats are the pages served from memory and the reads made so far.
 func (p *Pages) Stats() (hits, reads int64) { return p.hits.Load(), p.reads.Load() }
 
-// CountReads is how many change counts were read so far.
+// CountReads is how many versions were read so far.
 func (p *Pages) CountReads() int64 { return p.countReads.Load() }
 
-// count reads conversation's change count for a reader who asks now. The
+// count reads conversation's version for a reader who asks now. The
 // readers of a busy conversation share reads: one who asks while a read
 // is under way waits for the next one, sent when that read is answered,
 // with every reader who asked meanwhile. A read sent after the reader
@@ -166,7 +168,7 @@ func (p *Pages) CountReads() int64 { return p.countReads.Load() }
 // a conversation's count is under way, however many readers wait: one
 // round trip more for a reader who comes in the middle of one, one read
 // a round trip at most for the conversation.
-func (p *Pages) count(ctx context.Context, conversation string) (int64, error) {
+func (p *Pages) count(ctx context.Context, conversation string) (chat.PageVersion, error) {
 	p.mu.Lock()
 	cs := p.counts[conversation]
 	if cs == nil {
@@ -184,7 +186,7 @@ func (p *Pages) count(ctx context.Context, conversation string) (int64, error) {
 		case <-r.done:
 			return r.n, r.err
 		case <-ctx.Done():
-			return 0, ctx.Err()
+			return chat.PageVersion{}, ctx.Err()
 		}
 	}
 	cs.running = true
@@ -194,7 +196,7 @@ func (p *Pages) count(ctx context.Context, conversation string) (int64, error) {
 	return r.n, r.err
 }
 
-// readCount makes read r of conversation's count, then starts the next
+// readCount makes read r of conversation's version, then starts the next
 // one if readers wait for it.
 func (p *Pages) readCount(ctx context.Context, conversation string, cs *countSlot, r *countRead) {
 	p.countReads.Add(1)
@@ -221,8 +223,8 @@ var pageKeys atomic.Uint64
 
 // Latest is the newest page of in (its n messages, oldest first, and
 // whether older ones exist), from memory when the conversation's change
-// count is the one it was read with. It reads the count (one statement,
-// one row), and the page only when the count moved. The messages are
+// version is the one it was read with. It reads the version (two
+// statements at once, one row each), and the page only when it moved. The messages are
 // shared with other readers: the slice is the caller's, the messages'
 // reactions are not to be changed. key names the read the messages come
 // from: two answers with the same key hold the same messages (0: a read
@@ -234,8 +236,8 @@ func (p *Pages) Latest(ctx context.Context, in chat.Place) (msgs []chat.Message,
 		msgs, more, err = p.read(ctx, in, chat.ID{}, p.n)
 		return msgs, more, 0, err
 	}
-	// The count first, the page after: the page holds every change the
-	// count holds.
+	// The version first, the page after: the page holds every change
+	// the version holds.
 	version, err := p.count(ctx, conv.ID)
 	if err != nil {
 		return nil, false, 0, err
@@ -285,7 +287,7 @@ func (p *Pages) Latest(ctx context.Context, in chat.Place) (msgs []chat.Message,
 	}
 	// Counts only grow: a page read after a lower count than the kept
 	// one's (a reader that read the count before a change) is not kept.
-	if f.err == nil && p.slots[conv.ID] == sl && (sl.page == nil || sl.page.version <= f.version) {
+	if f.err == nil && p.slots[conv.ID] == sl && (sl.page == nil || sl.page.version.Changes <= f.version.Changes) {
 		p.drop(sl)
 		sl.page = f
 		p.bytes += f.bytes

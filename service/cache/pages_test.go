@@ -54,7 +54,7 @@ func (f *fakeMessages) add(content string) {
 	f.mu.Unlock()
 }
 
-func (f *fakeMessages) version(context.Context, string) (int64, error) {
+func (f *fakeMessages) version(context.Context, string) (chat.PageVersion, error) {
 	f.mu.Lock()
 	n, hold, started := f.changes, f.countHold, f.countStarted
 	f.mu.Unlock()
@@ -64,7 +64,7 @@ func (f *fakeMessages) version(context.Context, string) (int64, error) {
 	if hold != nil {
 		<-hold
 	}
-	return n, nil
+	return chat.PageVersion{Changes: n}, nil
 }
 
 // pages keeps f's pages for ttl, at most maxBytes of them.
