@@ -55,6 +55,37 @@ var markdownParser = func() parser.Parser {
 // mentions), for viewer ("" when rendered for every reader); rec, if not
 // nil, records each member lookup the mentions make.
 func markdownHTML(s string, members map[string]chat.UserRef, viewer string, rec *lookupRecorder) (string, error) {
+	if plainText(s) {
+		// Most chat lines: goldmark would make them themselves.
+		return s, nil
+	}
+	return goldmarkHTML(s, members, viewer, rec)
+}
+
+// plainText says whether s renders as itself, with no parse: one line of
+// ASCII letters, digits, spaces and the punctuation ".,;?!", starting
+// with a letter and not ending with a space. None of them is Markdown,
+// HTML to escape, a link (an address needs ':' and '/') or a mention
+// ('@'); a list needs a marker at the start, trailing spaces are trimmed,
+// and a line of its own is one paragraph, which markdownHTML unwraps
+// (TestPlainTextAsGoldmark).
+func plainText(s string) bool {
+	if s == "" || s[len(s)-1] == ' ' || !(s[0] >= 'a' && s[0] <= 'z' || s[0] >= 'A' && s[0] <= 'Z') {
+		return false
+	}
+	for i := 1; i < len(s); i++ {
+		switch c := s[i]; {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		case c == ' ', c == '.', c == ',', c == ';', c == '?', c == '!':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// goldmarkHTML is markdownHTML through goldmark.
+func goldmarkHTML(s string, members map[string]chat.UserRef, viewer string, rec *lookupRecorder) (string, error) {
 	src := []byte(s)
 	doc := markdownParser.Parse(text.NewReader(src))
 	if p, ok := doc.FirstChild().(*ast.Paragraph); ok && doc.ChildCount() == 1 {

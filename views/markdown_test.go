@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -152,4 +153,48 @@ func FuzzMessageText(f *testing.F) {
 			t.Fatalf("messageText(%q) = %q: %s", in, b.String(), why)
 		}
 	})
+}
+
+// TestPlainTextAsGoldmark: what markdownHTML returns without a parse is
+// what goldmark makes of it, for lines of the characters plainText takes
+// (random ones included), and the lines it refuses go through goldmark.
+func TestPlainTextAsGoldmark(t *testing.T) {
+	members := map[string]chat.UserRef{"ada": {Login: "ada", Firstname: "Ada"}}
+	lines := []string{
+		"load message 12 from worker 3", "Hello", "a", "Yes. No, maybe; why? Now!",
+		"two  spaces inside", "ends with a dot.", "x1.2.3", "Visit example.com today",
+		"www.example.com is not a link", "Done!!! ok", "A 1. list? no",
+	}
+	const alphabet = "abcXYZ019 .,;?!"
+	rnd := rand.New(rand.NewPCG(38, 1))
+	for range 2000 {
+		b := make([]byte, 1+rnd.IntN(40))
+		for i := range b {
+			b[i] = alphabet[rnd.IntN(len(alphabet))]
+		}
+		lines = append(lines, string(b))
+	}
+	plain := 0
+	for _, s := range lines {
+		if !plainText(s) {
+			continue
+		}
+		plain++
+		want, err := goldmarkHTML(s, members, "ada", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := markdownHTML(s, members, "ada", nil); got != want {
+			t.Errorf("%q: %q, goldmark %q", s, got, want)
+		}
+	}
+	if plain < 500 {
+		t.Errorf("only %d of %d lines were plain", plain, len(lines))
+	}
+	for _, s := range []string{"", " lead", "trail ", "1. list", "- item", "*em*", "a@ada", "@ada hi", "see http://x.io",
+		"a <b>", "a & b", "x_y_", "q \"quoted\"", "it's", "line\nbreak", "tab\there", "héllo", "# title", "a:b"} {
+		if plainText(s) {
+			t.Errorf("%q taken as plain", s)
+		}
+	}
 }
