@@ -203,7 +203,7 @@ func TestPostInRoomDeletedOnAnotherInstance(t *testing.T) {
 	}
 	defer sess.Close()
 	var n int
-	if err := sess.Query(`SELECT count(*) FROM chat_room_messages WHERE room_name = ? AND time_bucket = ?`,
+	if err := sess.Query(`SELECT count(message_id) FROM chat_room_messages WHERE room_name = ? AND time_bucket = ?`,
 		room, todayBucket()).Scan(&n); err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,9 @@ import (
 )
 
 const (
-	selectBucketContents = `SELECT content FROM chat_room_messages WHERE room_name = ? AND time_bucket = ?`
+	// A day's partition may hold its writers' marks (a static column) and
+	// no message: such a row has no message_id and is skipped.
+	selectBucketContents = `SELECT message_id, content FROM chat_room_messages WHERE room_name = ? AND time_bucket = ?`
 	selectContent        = `SELECT content FROM chat_room_messages WHERE room_name = ? AND time_bucket = ? AND message_id = ?`
 	selectBucketMessages = `SELECT message_id, author, system_message FROM chat_room_messages WHERE room_name = ? AND time_bucket = ?`
 	selectRoomList       = `SELECT chat_rooms FROM users WHERE login = ?`
@@ -29,10 +31,14 @@ func (db *DB) Contents(ctx context.Context, room string, bucket int) ([]string, 
 	iter := db.s.Query(selectBucketContents, room, bucket).WithContext(ctx).Iter()
 	var (
 		out     []string
+		id      gocql.UUID
 		content string
 	)
-	for iter.Scan(&content) {
-		out = append(out, content)
+	for iter.Scan(&id, &content) {
+		if id != (gocql.UUID{}) {
+			out = append(out, content)
+		}
+		id = gocql.UUID{}
 	}
 	return out, iter.Close()
 }
@@ -60,7 +66,9 @@ func (db *DB) Messages(ctx context.Context, room string, bucket int) ([]Stored, 
 		m   Stored
 	)
 	for iter.Scan((*gocql.UUID)(&m.ID), &m.Author, &m.System) {
-		out = append(out, m)
+		if m.ID != (chat.ID{}) { // not a partition's marks alone
+			out = append(out, m)
+		}
 		m = Stored{}
 	}
 	return out, iter.Close()
