@@ -50,6 +50,9 @@ func (p *tab) post(text string) string {
 		c.dispatchEvent(new Event("input", {bubbles: true})); return true; })()`, js(text)))
 	p.click("#composer button[type=submit]")
 	p.waitJS("the message in the sender's page", messagesWith(text)+`.length === 1`)
+	// The stream may bring the message before the post's answer empties
+	// the composer: sent is when both happened, as the sender sees it.
+	p.waitJS("the composer emptied", `document.getElementById("content").value === ""`)
 	return eval[string](p, messagesWith(text)+`[0].id`)
 }
 
