@@ -103,6 +103,8 @@ type ServeConfig struct {
 	NATSURL, NATSEmbed string
 	MetricsAddr        string
 	HTTP               server.Limits
+	// GCPercent is the garbage collector's target (see Main.Run).
+	GCPercent int
 }
 
 // Limits are the per-user write limits the settings ask for.
@@ -430,5 +432,8 @@ func (c *Config) serveSettings() []*setting {
 			accepts: "a duration of 0 or more, such as 30s", set: duration(&s.HTTP.WriteTimeout, notNegative)},
 		{name: "idle-timeout", env: "IDLE_TIMEOUT", def: d(lim.IdleTimeout), usage: "keep-alive connections are closed after this long without a request; 0: the read timeout",
 			accepts: "a duration of 0 or more, such as 1m", set: duration(&s.HTTP.IdleTimeout, notNegative)},
+		{name: "gc-percent", env: "GC_PERCENT", def: strconv.Itoa(DefaultGCPercent),
+			usage:   "how far the Go heap grows past what is live before the garbage collector runs, in percent (Go's own default is 100): more spends memory to save CPU (see the operations guide); GOGC in the environment wins, and GOMEMLIMIT bounds the heap whatever this is",
+			accepts: "a whole number of 1 or more", set: integer(&s.GCPercent, 1)},
 	}
 }

@@ -13,6 +13,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"runtime/debug"
 	"strconv"
 	"sync"
 	"time"
@@ -30,6 +32,24 @@ import (
 	"github.com/killrchat/killrchat/web/metrics"
 	"github.com/killrchat/killrchat/web/server"
 )
+
+// DefaultGCPercent is the --gc-percent default. Go's own, 100, spent a
+// fifth of the app's CPU on collections under 16 posters at once (e2e/load
+// post); 400 spends about a twentieth, for a heap up to five times what is
+// live (docs/benchmarks.md, "The garbage collector's target").
+const DefaultGCPercent = 400
+
+// setGCPercent sets the garbage collector's target to percent unless the
+// environment sets GOGC, which the runtime has already applied. It is the
+// process's, so the last Main started sets it; they all ask the same.
+func setGCPercent(percent int, log *slog.Logger) {
+	if _, set := os.LookupEnv("GOGC"); set || percent <= 0 {
+		return
+	}
+	if old := debug.SetGCPercent(percent); old != percent {
+		log.Debug("garbage collector target", "percent", percent, "was", old)
+	}
+}
 
 // Main is one running KillrChat server, as the binary runs it and as
 // tests start it: NewMain, Run, then Close.
@@ -71,6 +91,7 @@ func (m *Main) Run(ctx context.Context) error {
 		m.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	log := m.Log
+	setGCPercent(cfg.GCPercent, log)
 	key := cfg.SessionKey
 	if len(key) == 0 {
 		key = make([]byte, 32)

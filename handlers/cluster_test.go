@@ -54,6 +54,14 @@ func startNATS(t *testing.T, port int) *natsserver.Server {
 // its own NATS connection, sharing the keyspace with the others.
 func instance(t *testing.T, natsURL string, logs *syncBuffer, opts ...appOption) *app {
 	t.Helper()
+	a, _ := instanceHub(t, natsURL, logs, opts...)
+	return a
+}
+
+// instanceHub is instance, with its hub (watchers registered on it come
+// after the app's own).
+func instanceHub(t *testing.T, natsURL string, logs *syncBuffer, opts ...appOption) (*app, *natshub.Hub) {
+	t.Helper()
 	st, err := db.Another()
 	if err != nil {
 		t.Fatal(err)
@@ -64,7 +72,7 @@ func instance(t *testing.T, natsURL string, logs *syncBuffer, opts ...appOption)
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { hub.Close() })
-	return newApp(t, st, hub, opts...)
+	return newApp(t, st, hub, opts...), hub
 }
 
 // twoInstances is two app instances over one NATS broker.

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/killrchat/killrchat/handlers"
+	"github.com/killrchat/killrchat/live"
 	"github.com/killrchat/killrchat/push"
 )
 
@@ -345,7 +346,17 @@ func TestWebPushOnceAcrossInstances(t *testing.T) {
 	ps := newPushService(t)
 	ns := startNATS(t, -1)
 	var logsA, logsB syncBuffer
-	a, b := instance(t, ns.ClientURL(), &logsA, withPush), instance(t, ns.ClientURL(), &logsB, withPush)
+	// A's hub is kept to hear what it hears: a level set on B must reach
+	// the levels A's pushes read, through the broker.
+	a, hubA := instanceHub(t, ns.ClientURL(), &logsA, withPush)
+	b := instance(t, ns.ClientURL(), &logsB, withPush)
+	levelsHeard := make(chan string, 8)
+	// Registered after A's caches, so it hears an invalidation after them.
+	hubA.WatchInvalidations(func(inv live.Invalidation) {
+		for _, c := range inv.Levels {
+			levelsHeard <- c
+		}
+	})
 	ada := a.signedUp(t, unique("ada"))
 	bobOnB := b.signedUp(t, unique("bob"))
 	phone := newBrowser(t, ps, "/phone")
@@ -364,5 +375,30 @@ func TestWebPushOnceAcrossInstances(t *testing.T) {
 	}
 	if p := phone.decrypt(t, got[0].body); p.Body != "across" {
 		t.Errorf("payload %+v", p)
+	}
+
+	// Bob turns the DM off on B; A, which read the DM's levels for the
+	// push above and keeps them, hears it and sends nothing more.
+	address := dmAddress(t, ada.login, bobOnB.login)
+	for _, step := range []struct {
+		level string
+		want  int
+	}{{"nothing", 0}, {"everything", 1}} {
+		if p := bobOnB.post("/dm/"+address+"/notifications", url.Values{"level": {step.level}}); p.StatusCode != http.StatusSeeOther {
+			t.Fatalf("level %s on B: %d", step.level, p.StatusCode)
+		}
+		select {
+		case c := <-levelsHeard:
+			if c != "dm:"+address {
+				t.Fatalf("A heard levels of %q, want dm:%s", c, address)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatalf("A never heard of the level %s set on B", step.level)
+		}
+		postDM(t, ada, address, "after "+step.level)
+		a.srv.Push().Flush()
+		if got := ps.take("/phone"); len(got) != step.want {
+			t.Fatalf("at %s set on B, a post on A made %d pushes, want %d", step.level, len(got), step.want)
+		}
 	}
 }

@@ -8,7 +8,9 @@ import (
 	"context"
 	"time"
 
+	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/push"
+	"github.com/killrchat/killrchat/service/cache"
 )
 
 // pushRetryMax bounds the wait between two attempts to set up Web Push.
@@ -21,10 +23,11 @@ const pushRetryMax = 30 * time.Second
 // is nil and /push/key answers 503.
 func (s *Server) setUpPush() {
 	count := func(result string) { s.metrics.Push.WithLabelValues(result).Inc() }
+	db := pushStorage{Storage: s.db, levels: cache.NewLevels(s.db.ConversationLevels, s.hub, s.cfg.CacheTTL, s.cfg.CacheSize)}
 	attempt := func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		sender, err := push.New(ctx, s.db, s.cfg.Push, s.presence, count, s.log, s.closing)
+		sender, err := push.New(ctx, db, s.cfg.Push, s.presence, count, s.log, s.closing)
 		if err != nil {
 			return err
 		}
@@ -73,4 +76,15 @@ func (s *Server) retryPush(attempt func() error) {
 		}
 		wait = min(2*wait, pushRetryMax)
 	}
+}
+
+// pushStorage is the store as push reads it, with the conversations'
+// levels through a cache (push reads them for every turn of its workers).
+type pushStorage struct {
+	push.Storage
+	levels *cache.Levels
+}
+
+func (p pushStorage) ConversationLevels(ctx context.Context, conversation string) (map[string]chat.Level, error) {
+	return p.levels.ConversationLevels(ctx, conversation)
 }

@@ -24,6 +24,9 @@ type Invalidation struct {
 	// every instance drops their cached sessions, so their next request
 	// reads the session from storage, where it is gone.
 	Accounts []string `json:"accounts,omitempty"`
+	// Levels are conversations in which someone's notification level
+	// changed (service/cache.Levels).
+	Levels []string `json:"levels,omitempty"`
 }
 
 // WatchInvalidations registers f (see Hub.WatchInvalidations).

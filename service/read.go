@@ -47,6 +47,8 @@ func (s *Service) SetLevel(ctx context.Context, login, conversation string, leve
 	if err := s.Storage.SetLevel(ctx, login, conversation, level); err != nil {
 		return err
 	}
+	// Push reads a conversation's levels through a cache on every instance.
+	s.Invalidate(ctx, live.Invalidation{Levels: []string{conversation}})
 	s.readElsewhere(ctx, login)
 	return nil
 }

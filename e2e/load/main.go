@@ -66,6 +66,10 @@ func (c *common) register(fs *flag.FlagSet) {
 	fs.BoolVar(&c.noIndex, "no-index", false, "the app started here does not index posted messages for search")
 	fs.Float64Var(&c.pushRate, "push-rate", 0, "the app's --push-rate for an app started here (0: its default, 300; negative: no bound)")
 	fs.Float64Var(&c.indexRate, "index-rate", 0, "the app's --search-index-rate for an app started here (0: its default; negative: unpaced)")
+	fs.Func("app-flag", "one more flag of the app started here, such as --push-off (repeated)", func(v string) error {
+		extraAppFlags = append(extraAppFlags, v)
+		return nil
+	})
 }
 
 func usage() {
