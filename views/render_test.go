@@ -214,3 +214,24 @@ func BenchmarkKeptList(b *testing.B) {
 	}
 	b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
 }
+
+// BenchmarkNewMessage is a post's render for the live stream: a message
+// no page has shown yet (its shared parts are made), a plain line of
+// text, for no reader.
+func BenchmarkNewMessage(b *testing.B) {
+	ms, members := pageMessages()
+	ctx := readerContext(members, "")
+	t0 := ms[len(ms)-1].Time()
+	b.ReportAllocs()
+	cpu0 := cpuTime()
+	i := 0
+	for b.Loop() {
+		i++
+		m := chat.Message{ID: chat.IDAt(t0.Add(time.Duration(i) * time.Microsecond)), Room: "lobby", Author: members["ada"],
+			Content: fmt.Sprintf("load message %d from worker 3", i)}
+		if err := MessageItem(m).Render(ctx, io.Discard); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
+}

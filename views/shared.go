@@ -12,7 +12,8 @@
 // among the conversation's members with the answer: an entry is used only
 // when each of those logins is still a member or still not one, so a join
 // or a leave re-renders just the messages that name that person. The menu
-// depends on the message id and conversation alone. What differs per
+// depends on the message id and conversation alone: it is kept once per
+// conversation, the id written in as it is sent. What differs per
 // reader is put in at write time: the reader's own mentions get class
 // "mention-me" (the shared text is rendered for no viewer), and the CSRF
 // field of the menu's forms is the reader's (the menu is kept in pieces
@@ -180,9 +181,57 @@ func sharedText(m chat.Message) templ.Component {
 	})
 }
 
-// sharedMenu is a message's menu, rendered once per message.
+// sharedMenu is a message's menu. It depends on the message's
+// conversation and id alone, so it is rendered once per conversation,
+// for menuMarker's id, and written with the message's id in the marker's
+// place: a new message costs no render of its menu.
 func sharedMenu(m chat.Message) templ.Component {
 	return templ.ComponentFunc(func(ctx context.Context, w io.Writer) error {
-		return renderShared(ctx, w, "m"+m.ID.String()+m.Room, messageMenu(m))
+		if SharedCacheBytes <= 0 {
+			return messageMenu(m).Render(ctx, w)
+		}
+		iw := &idWriter{w: w, id: m.ID.String()}
+		return renderShared(ctx, iw, "m"+m.Room, messageMenu(chat.Message{ID: menuMarker, Room: m.Room}))
 	})
 }
+
+// menuMarker is the id a conversation's menu is rendered for; random, so
+// no conversation's name contains it.
+var menuMarker = func() chat.ID {
+	var id chat.ID
+	_, _ = rand.Read(id[:])
+	return id
+}()
+
+var menuMarkerText = menuMarker.String()
+
+// idWriter writes to w with id in place of every menuMarkerText. The
+// shared parts are written a piece at a time, and no piece is cut inside
+// the marker (pieces are cut at the CSRF field), so each write is whole.
+type idWriter struct {
+	w  io.Writer
+	id string
+}
+
+func (iw *idWriter) WriteString(s string) (int, error) {
+	n := len(s)
+	for {
+		i := strings.Index(s, menuMarkerText)
+		if i < 0 {
+			break
+		}
+		if _, err := io.WriteString(iw.w, s[:i]); err != nil {
+			return 0, err
+		}
+		if _, err := io.WriteString(iw.w, iw.id); err != nil {
+			return 0, err
+		}
+		s = s[i+len(menuMarkerText):]
+	}
+	if _, err := io.WriteString(iw.w, s); err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+func (iw *idWriter) Write(p []byte) (int, error) { return iw.WriteString(string(p)) }
