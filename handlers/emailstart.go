@@ -5,12 +5,14 @@
 package handlers
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 
 	"github.com/killrchat/killrchat/chat"
 	"github.com/killrchat/killrchat/email"
 	"github.com/killrchat/killrchat/email/missed"
+	"github.com/killrchat/killrchat/service/cache"
 )
 
 // setUpEmail makes the sender, the outbox and the notifier; a
@@ -29,7 +31,7 @@ func (s *Server) setUpEmail() {
 	s.outbox = email.NewOutbox(sender, count("account"), s.log, s.closing)
 	owner := make([]byte, 8)
 	_, _ = rand.Read(owner)
-	s.missed = missed.New(s.db, s.presence, sender, missed.Config{
+	s.missed = missed.New(missedStorage{Store: s.db, levels: s.levels}, s.presence, sender, missed.Config{
 		Delay: s.cfg.EmailDelay, HideText: s.cfg.EmailHideText, SiteURL: s.cfg.SiteURL,
 		Owner: hex.EncodeToString(owner), UnsubscribeKey: s.UnsubscribeKey(),
 		Lease: s.cfg.EmailLease, MaxBackoff: s.cfg.EmailMaxBackoff, Ready: s.db.Connected(),
@@ -52,4 +54,15 @@ func (s *Server) mailPosted(conv chat.Conversation, m chat.Message) {
 	}
 	s.missed.Posted(missed.Posted{Conversation: conv.ID, Members: conv.Members, Author: m.Author.Login, ID: m.ID,
 		Mentioned: chat.Mentioned(m.Content, conv.Members)})
+}
+
+// missedStorage is the store as the missed-message emails read it, with
+// the conversations' levels through the cache push reads too.
+type missedStorage struct {
+	missed.Store
+	levels *cache.Levels
+}
+
+func (m missedStorage) ConversationLevels(ctx context.Context, conversation string) (map[string]chat.Level, error) {
+	return m.levels.ConversationLevels(ctx, conversation)
 }

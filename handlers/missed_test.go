@@ -397,3 +397,36 @@ func TestMissedEmailTextLeftOut(t *testing.T) {
 	}
 	s.noMore(t)
 }
+
+// TestMissedEmailFollowsLevel: the levels the emails read are kept
+// (shared with push); Bob's room level set to "nothing" after a mention
+// was mailed leaves the next mention unmailed, and back at "mentions"
+// the one after is mailed again.
+func TestMissedEmailFollowsLevel(t *testing.T) {
+	s := newMissedScene(t)
+	first := s.mention(t, "before any level")
+	s.waitFinal(t, first)
+	if m := mailTo(t, s.srv, s.addr); !strings.Contains(m.text, "before any level") {
+		t.Fatalf("the email: %s", m.text)
+	}
+	setLevel := func(level string) {
+		t.Helper()
+		if p := s.bob.post("/rooms/"+s.room+"/notifications", url.Values{"level": {level}}); p.StatusCode != http.StatusSeeOther {
+			t.Fatalf("level %s: %d", level, p.StatusCode)
+		}
+	}
+	setLevel("nothing")
+	if rows := s.rows(t, s.mention(t, "at nothing")); len(rows) != 0 {
+		t.Fatalf("an email for Bob at nothing: %+v", rows)
+	}
+	setLevel("mentions")
+	again := s.mention(t, "at mentions again")
+	if rows := s.rows(t, again); len(rows) != 1 {
+		t.Fatalf("%d emails for Bob at mentions, want 1: %+v", len(rows), rows)
+	}
+	s.waitFinal(t, again)
+	if m := mailTo(t, s.srv, s.addr); !strings.Contains(m.text, "at mentions again") || strings.Contains(m.text, "at nothing") {
+		t.Fatalf("the email: %s", m.text)
+	}
+	s.noMore(t)
+}

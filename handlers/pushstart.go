@@ -23,7 +23,7 @@ const pushRetryMax = 30 * time.Second
 // is nil and /push/key answers 503.
 func (s *Server) setUpPush() {
 	count := func(result string) { s.metrics.Push.WithLabelValues(result).Inc() }
-	db := pushStorage{Storage: s.db, levels: cache.NewLevels(s.db.ConversationLevels, s.hub, s.cfg.CacheTTL, s.cfg.CacheSize)}
+	db := pushStorage{Storage: s.db, levels: s.levels}
 	attempt := func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()

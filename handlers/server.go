@@ -145,6 +145,9 @@ type Server struct {
 	// newest are the newest pages of conversations, kept in memory
 	// (service/cache's Pages).
 	newest *cache.Pages
+	// levels are the conversations' notification levels that push and
+	// the missed-message emails read (service/cache's Levels).
+	levels *cache.Levels
 	app    *service.Service
 	// transport says whether a request came over TLS (web.Transport).
 	transport web.Transport
@@ -251,6 +254,7 @@ func New(db Store, registry *metrics.Registry, hub live.Hub, cfg Config, log *sl
 		cfg.PageTTL = cache.DefaultPageTTL
 	}
 	s.newest = cache.NewPages(db.MessagesBefore, db.Version, hub, messagesPerPage, cfg.PageTTL, cache.DefaultPagesBytes)
+	s.levels = cache.NewLevels(db.ConversationLevels, hub, cfg.CacheTTL, cfg.CacheSize)
 	s.watchAvatars()
 	s.watchClosed()
 	s.limits.messages = limit.NewKeyed(cfg.Limits.Messages)
